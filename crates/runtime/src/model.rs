@@ -1,0 +1,18 @@
+//! The A2A v1.0 task model, owned here rather than taken from `a2a-lf`: that crate does not
+//! accept snake_case field names or numeric enums, and accepts a part with two content
+//! members, all of which ProtoJSON requires (see `tests/proto_shapes.rs`).
+
+mod enums;
+mod event;
+mod ids;
+mod part;
+mod task;
+
+pub use enums::{Role, TaskState};
+pub use event::{TaskEvent, TaskEventKind, TaskUpdate};
+pub use ids::{ContextId, TaskId};
+pub use part::{Part, PartContent};
+pub use task::{
+    Artifact, Message, Metadata, Task, TaskArtifactUpdateEvent, TaskStatus,
+    TaskStatusUpdateEvent, timestamp,
+};

@@ -1,0 +1,150 @@
+//! Durable task storage: the `TaskStore` trait, its sled and in-memory implementations,
+//! and the listing query they share.
+
+mod cursor;
+mod flusher;
+mod index;
+mod memory;
+mod sled_store;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
+
+pub use cursor::Cursor;
+pub use memory::MemoryStore;
+pub use sled_store::{Durability, SledStore};
+
+/// Errors of the storage layer.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The storage engine failed (I/O, corruption).
+    #[error("storage engine error: {0}")]
+    Engine(String),
+    /// Stored bytes could not be decoded (or a value could not be encoded).
+    #[error("stored data could not be decoded: {0}")]
+    Codec(String),
+    /// Another writer changed the task first (optimistic concurrency).
+    #[error("task {task_id} changed concurrently: expected version {expected}, found {found}")]
+    Conflict {
+        /// The task.
+        task_id: TaskId,
+        /// The version the writer read.
+        expected: u64,
+        /// The version in the store.
+        found: u64,
+    },
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Codec(e.to_string())
+    }
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        StoreError::Engine(e.to_string())
+    }
+}
+
+/// A task as stored: the A2A task plus what the runtime needs to run and recover it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// The task, as clients see it.
+    pub task: Task,
+    /// Bumped by every write; writers name the version they read (no lost updates).
+    pub version: u64,
+    /// Sequence number of the task's last event.
+    pub last_seq: u64,
+    /// The skill that runs the task.
+    pub skill: String,
+    /// Who created the task (the authenticated end user), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The skill's last checkpoint, handed back when the task is resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Value>,
+}
+
+impl TaskRecord {
+    /// The task's id.
+    pub fn id(&self) -> &TaskId {
+        &self.task.id
+    }
+
+    /// The task's state.
+    pub fn state(&self) -> TaskState {
+        self.task.status.state
+    }
+}
+
+/// Which tasks to list: filters are ANDed; results come newest update first.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// Only tasks in this context.
+    pub context_id: Option<ContextId>,
+    /// Only tasks in this state.
+    pub state: Option<TaskState>,
+    /// Only tasks whose status timestamp is at or after this instant.
+    pub updated_after: Option<DateTime<Utc>>,
+    /// Only tasks owned by this user.
+    pub owner: Option<String>,
+    /// At most this many tasks.
+    pub limit: usize,
+    /// Continue after this position (from a previous page).
+    pub cursor: Option<Cursor>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The tasks of this page, newest update first.
+    pub records: Vec<TaskRecord>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<Cursor>,
+    /// How many tasks match the filters, over all pages.
+    pub total: usize,
+}
+
+/// Where tasks and their event logs live.
+///
+/// Every write goes through [`TaskStore::commit`], which writes the task's snapshot and
+/// (optionally) one event atomically, after checking the version the writer read.
+#[async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Writes `record` (and `event`, if any) atomically, if the stored version is
+    /// `expected_version` (0: the task must not exist yet). Returns once the write is as
+    /// durable as the store's durability mode promises.
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        event: Option<&TaskEvent>,
+    ) -> Result<(), StoreError>;
+
+    /// The stored task, if any.
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Up to `limit` events of the task with `seq > after_seq`, in order.
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError>;
+
+    /// Tasks matching the query, newest update first, one page at a time.
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// Every task not in a terminal state (for recovery at start).
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests;

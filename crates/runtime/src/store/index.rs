@@ -1,0 +1,96 @@
+//! The listing index both stores keep: one entry per task, ordered by (update time, id).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Cursor, ListQuery, StoreError, TaskRecord};
+use crate::model::{ContextId, TaskId, TaskState};
+
+/// What listing needs to filter a task without reading its snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexEntry {
+    #[serde(rename = "t")]
+    pub(crate) ts_ms: i64,
+    #[serde(rename = "i")]
+    pub(crate) task_id: TaskId,
+    #[serde(rename = "c")]
+    pub(crate) context_id: ContextId,
+    #[serde(rename = "s")]
+    pub(crate) state: u8,
+    #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) owner: Option<String>,
+}
+
+impl IndexEntry {
+    pub(crate) fn of(record: &TaskRecord) -> IndexEntry {
+        IndexEntry {
+            ts_ms: record.task.status.timestamp.timestamp_millis(),
+            task_id: record.task.id.clone(),
+            context_id: record.task.context_id.clone(),
+            state: record.state().number(),
+            owner: record.owner.clone(),
+        }
+    }
+
+    fn state(&self) -> Option<TaskState> {
+        TaskState::from_number(self.state.into())
+    }
+
+    fn matches(&self, query: &ListQuery) -> bool {
+        query.context_id.as_ref().is_none_or(|c| c == &self.context_id)
+            && query.state.is_none_or(|s| Some(s) == self.state())
+            && query.owner.as_ref().is_none_or(|o| Some(o) == self.owner.as_ref())
+    }
+
+    /// True when this entry sorts strictly after (is older than) the cursor.
+    fn is_past(&self, cursor: &Cursor) -> bool {
+        (self.ts_ms, &self.task_id) < (cursor.ts_ms, &cursor.task_id)
+    }
+}
+
+/// The ids of one page, where the next page starts, and the number of matches.
+pub(crate) struct PagePlan {
+    pub(crate) ids: Vec<TaskId>,
+    pub(crate) next: Option<Cursor>,
+    pub(crate) total: usize,
+}
+
+/// Walks index entries in newest-first order and picks the page the query asks for.
+/// One pass: counts every match (for `totalSize`) and stops at `updated_after`.
+pub(crate) fn plan_page(
+    entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
+    query: &ListQuery,
+) -> Result<PagePlan, StoreError> {
+    let floor = query.updated_after.map(|t| t.timestamp_millis());
+    let mut plan = PagePlan {
+        ids: Vec::new(),
+        next: None,
+        total: 0,
+    };
+    let mut more = false;
+    for entry in entries {
+        let entry = entry?;
+        if floor.is_some_and(|floor| entry.ts_ms < floor) {
+            break;
+        }
+        if !entry.matches(query) {
+            continue;
+        }
+        plan.total += 1;
+        if query.cursor.as_ref().is_some_and(|c| !entry.is_past(c)) {
+            continue;
+        }
+        if plan.ids.len() < query.limit {
+            plan.next = Some(Cursor {
+                ts_ms: entry.ts_ms,
+                task_id: entry.task_id.clone(),
+            });
+            plan.ids.push(entry.task_id);
+        } else {
+            more = true;
+        }
+    }
+    if !more {
+        plan.next = None;
+    }
+    Ok(plan)
+}

@@ -1,0 +1,255 @@
+//! The embedded default store: one sled tree with byte-ordered keys.
+//!
+//! | key                                   | value        |
+//! |---------------------------------------|--------------|
+//! | `T` task id                           | `TaskRecord` |
+//! | `E` task id `\0` seq (u64 BE)         | `TaskEvent`  |
+//! | `U` update ms (i64 BE, biased) task id| `IndexEntry` |
+//! | `C` context id `\0` update ms task id | `IndexEntry` |
+//! | `A` task id                           | (empty): the task is not terminal |
+//!
+//! Every commit is one sled transaction: snapshot, event and index entries together.
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
+
+use super::flusher::GroupFlusher;
+use super::index::{IndexEntry, plan_page};
+use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
+use crate::model::{ContextId, TaskEvent, TaskId};
+
+/// When a committed change is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Flushed before the change is acknowledged; concurrent writers share flushes.
+    Sync,
+    /// Acknowledged at once and flushed in the background at least every `window`:
+    /// a crash loses at most the changes of the last window.
+    Batched {
+        /// The longest time a change stays unflushed.
+        window: Duration,
+    },
+}
+
+/// A `TaskStore` on sled.
+#[derive(Debug)]
+pub struct SledStore {
+    db: sled::Db,
+    flusher: Option<GroupFlusher>,
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `path`. Must be called inside a tokio runtime.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SledStore, StoreError> {
+        SledStore::with_config(sled::Config::new().path(path), durability)
+    }
+
+    /// A store in a temporary directory, removed when dropped (tests, benchmarks).
+    pub fn temporary(durability: Durability) -> Result<SledStore, StoreError> {
+        SledStore::with_config(sled::Config::new().temporary(true), durability)
+    }
+
+    fn with_config(config: sled::Config, durability: Durability) -> Result<SledStore, StoreError> {
+        let config = match durability {
+            // Every commit asks for its own (shared) flush; no timer needed.
+            Durability::Sync => config.flush_every_ms(None),
+            Durability::Batched { window } => {
+                config.flush_every_ms(Some(window.as_millis().max(1) as u64))
+            }
+        };
+        let db = config.open()?;
+        let flusher = match durability {
+            Durability::Sync => Some(GroupFlusher::default()),
+            Durability::Batched { .. } => None,
+        };
+        Ok(SledStore { db, flusher })
+    }
+
+    /// Flushes everything written so far (used at shutdown in batched mode).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| StoreError::Engine(e.to_string()))??;
+        Ok(())
+    }
+}
+
+fn task_key(id: &TaskId) -> Vec<u8> {
+    [b"T", id.as_str().as_bytes()].concat()
+}
+
+fn active_key(id: &TaskId) -> Vec<u8> {
+    [b"A", id.as_str().as_bytes()].concat()
+}
+
+fn event_prefix(id: &TaskId) -> Vec<u8> {
+    [b"E", id.as_str().as_bytes(), b"\0"].concat()
+}
+
+fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
+    [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
+}
+
+/// Milliseconds as big-endian bytes that sort like the signed number.
+fn ts_bytes(ts_ms: i64) -> [u8; 8] {
+    ((ts_ms as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn updated_key(entry: &IndexEntry) -> Vec<u8> {
+    [
+        b"U".as_slice(),
+        &ts_bytes(entry.ts_ms),
+        entry.task_id.as_str().as_bytes(),
+    ]
+    .concat()
+}
+
+fn context_prefix(context: &ContextId) -> Vec<u8> {
+    [b"C", context.as_str().as_bytes(), b"\0"].concat()
+}
+
+fn context_key(entry: &IndexEntry) -> Vec<u8> {
+    [
+        context_prefix(&entry.context_id).as_slice(),
+        &ts_bytes(entry.ts_ms),
+        entry.task_id.as_str().as_bytes(),
+    ]
+    .concat()
+}
+
+type TxResult<T> = Result<T, ConflictableTransactionError<StoreError>>;
+
+fn abort(e: impl Into<StoreError>) -> ConflictableTransactionError<StoreError> {
+    ConflictableTransactionError::Abort(e.into())
+}
+
+fn write_record(
+    tx: &TransactionalTree,
+    record: &TaskRecord,
+    expected_version: u64,
+    event: Option<&TaskEvent>,
+) -> TxResult<()> {
+    let id = record.id();
+    let old = match tx.get(task_key(id))? {
+        Some(bytes) => Some(serde_json::from_slice::<TaskRecord>(&bytes).map_err(abort)?),
+        None => None,
+    };
+    let found = old.as_ref().map_or(0, |r| r.version);
+    if found != expected_version {
+        return Err(abort(StoreError::Conflict {
+            task_id: id.clone(),
+            expected: expected_version,
+            found,
+        }));
+    }
+    if let Some(old) = &old {
+        let old_entry = IndexEntry::of(old);
+        tx.remove(updated_key(&old_entry))?;
+        tx.remove(context_key(&old_entry))?;
+    }
+    let entry = IndexEntry::of(record);
+    let entry_bytes = serde_json::to_vec(&entry).map_err(abort)?;
+    tx.insert(updated_key(&entry), entry_bytes.as_slice())?;
+    tx.insert(context_key(&entry), entry_bytes)?;
+    if record.state().is_terminal() {
+        tx.remove(active_key(id))?;
+    } else {
+        tx.insert(active_key(id), &[])?;
+    }
+    if let Some(event) = event {
+        let bytes = serde_json::to_vec(event).map_err(abort)?;
+        tx.insert(event_key(id, event.seq), bytes)?;
+    }
+    tx.insert(task_key(id), serde_json::to_vec(record).map_err(abort)?)?;
+    Ok(())
+}
+
+fn decode_entry(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<IndexEntry, StoreError> {
+    let (_, value) = item?;
+    Ok(serde_json::from_slice(&value)?)
+}
+
+#[async_trait]
+impl TaskStore for SledStore {
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        event: Option<&TaskEvent>,
+    ) -> Result<(), StoreError> {
+        self.db
+            .transaction(|tx| write_record(tx, record, expected_version, event))
+            .map_err(|e| match e {
+                TransactionError::Abort(e) => e,
+                TransactionError::Storage(e) => e.into(),
+            })?;
+        if let Some(flusher) = &self.flusher {
+            flusher.flush(&self.db).await?;
+        }
+        Ok(())
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        match self.db.get(task_key(id))? {
+            Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError> {
+        let start = event_key(id, after_seq.saturating_add(1));
+        let end = event_key(id, u64::MAX);
+        self.db
+            .range(start..=end)
+            .take(limit)
+            .map(|item| {
+                let (_, bytes) = item?;
+                Ok(serde_json::from_slice(&bytes)?)
+            })
+            .collect()
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let plan = match &query.context_id {
+            Some(context) => {
+                plan_page(self.db.scan_prefix(context_prefix(context)).rev().map(decode_entry), query)?
+            }
+            None => plan_page(self.db.scan_prefix(b"U").rev().map(decode_entry), query)?,
+        };
+        let mut records = Vec::with_capacity(plan.ids.len());
+        for id in &plan.ids {
+            // The index and the snapshot are written in one transaction, so a listed id
+            // has a snapshot; a task is never deleted.
+            if let Some(record) = self.get(id).await? {
+                records.push(record);
+            }
+        }
+        Ok(ListPage {
+            records,
+            next: plan.next,
+            total: plan.total,
+        })
+    }
+
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut records = Vec::new();
+        for item in self.db.scan_prefix(b"A") {
+            let (key, _) = item?;
+            let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
+            match self.get(&id).await? {
+                Some(record) => records.push(record),
+                None => tracing::warn!(task_id = %id, "active-set entry without a snapshot"),
+            }
+        }
+        Ok(records)
+    }
+}

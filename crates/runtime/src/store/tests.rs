@@ -1,0 +1,254 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+
+use super::*;
+use crate::model::{Message, Part, TaskEventKind, TaskStatus};
+
+fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str) -> TaskRecord {
+    TaskRecord {
+        task: Task {
+            id: TaskId::from(id),
+            context_id: ContextId::from(context),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
+            },
+            artifacts: Vec::new(),
+            history: vec![Message::user(vec![Part::text("hi")])],
+            metadata: None,
+        },
+        version: 1,
+        last_seq: 1,
+        skill: "echo".into(),
+        owner: Some(owner.into()),
+        checkpoint: None,
+    }
+}
+
+fn created(record: &TaskRecord) -> TaskEvent {
+    TaskEvent {
+        seq: 1,
+        task_id: record.task.id.clone(),
+        context_id: record.task.context_id.clone(),
+        kind: TaskEventKind::Created(record.task.clone()),
+    }
+}
+
+/// Moves a stored record to a new state and time, as the task actor would.
+async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) -> TaskRecord {
+    let mut r = store.get(&TaskId::from(id)).await.unwrap().unwrap();
+    let status = TaskStatus {
+        state,
+        message: None,
+        timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
+    };
+    r.task.status = status.clone();
+    r.version += 1;
+    r.last_seq += 1;
+    let event = TaskEvent {
+        seq: r.last_seq,
+        task_id: r.task.id.clone(),
+        context_id: r.task.context_id.clone(),
+        kind: TaskEventKind::Status(status),
+    };
+    store.commit(&r, r.version - 1, Some(&event)).await.unwrap();
+    r
+}
+
+async fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
+    vec![
+        ("memory", Arc::new(MemoryStore::new())),
+        ("sled-sync", Arc::new(SledStore::temporary(Durability::Sync).unwrap())),
+        (
+            "sled-batched",
+            Arc::new(
+                SledStore::temporary(Durability::Batched {
+                    window: Duration::from_millis(5),
+                })
+                .unwrap(),
+            ),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn versions_are_checked_so_no_update_is_lost() {
+    for (name, store) in stores().await {
+        let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
+        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        // Creating again, or writing from a stale version, is a conflict.
+        let again = store.commit(&r, 0, Some(&created(&r))).await;
+        assert!(
+            matches!(again, Err(StoreError::Conflict { expected: 0, found: 1, .. })),
+            "{name}: {again:?}"
+        );
+        advance(&*store, "t1", TaskState::Working, 2_000).await;
+        let mut stale = r.clone();
+        stale.version = 2;
+        let err = store.commit(&stale, 1, None).await;
+        assert!(
+            matches!(err, Err(StoreError::Conflict { expected: 1, found: 2, .. })),
+            "{name}: {err:?}"
+        );
+        let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+        assert_eq!(stored.state(), TaskState::Working, "{name}");
+        assert_eq!(stored.version, 2, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn events_are_read_back_in_order_from_any_point() {
+    for (name, store) in stores().await {
+        let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
+        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        for (i, state) in [TaskState::Working, TaskState::Working, TaskState::Completed]
+            .into_iter()
+            .enumerate()
+        {
+            advance(&*store, "t1", state, 2_000 + i as i64).await;
+        }
+        let id = TaskId::from("t1");
+        let all = store.events(&id, 0, 100).await.unwrap();
+        let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4], "{name}");
+        assert!(all[3].is_terminal(), "{name}");
+        let tail = store.events(&id, 2, 1).await.unwrap();
+        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [3], "{name}");
+        assert!(store.events(&TaskId::from("nope"), 0, 10).await.unwrap().is_empty());
+        // A task whose id is a prefix of another's does not see the other's events.
+        let r2 = record("t", "c1", TaskState::Submitted, 1_000, "u");
+        store.commit(&r2, 0, Some(&created(&r2))).await.unwrap();
+        assert_eq!(store.events(&TaskId::from("t"), 0, 100).await.unwrap().len(), 1, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
+    for (name, store) in stores().await {
+        // 7 tasks: contexts a/b, owners x/y, distinct times, two sharing a timestamp.
+        let specs = [
+            ("t1", "a", 1_000, "x"),
+            ("t2", "b", 2_000, "x"),
+            ("t3", "a", 3_000, "y"),
+            ("t4", "a", 4_000, "x"),
+            ("t5", "b", 5_000, "x"),
+            ("t6", "a", 5_000, "x"),
+            ("t7", "a", 7_000, "x"),
+        ];
+        for (id, ctx, ts, owner) in specs {
+            let r = record(id, ctx, TaskState::Submitted, ts, owner);
+            store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        }
+        // t1 moves to the front by being updated last.
+        advance(&*store, "t1", TaskState::Completed, 9_000).await;
+
+        let ids = |page: &ListPage| -> Vec<String> {
+            page.records.iter().map(|r| r.task.id.to_string()).collect()
+        };
+        let all = store
+            .list(&ListQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap();
+        assert_eq!(ids(&all), ["t1", "t7", "t6", "t5", "t4", "t3", "t2"], "{name}");
+        assert_eq!(all.total, 7);
+        assert!(all.next.is_none(), "{name}: last page has no cursor");
+
+        let ctx_a = ListQuery {
+            context_id: Some(ContextId::from("a")),
+            owner: Some("x".into()),
+            limit: 100,
+            ..Default::default()
+        };
+        assert_eq!(ids(&store.list(&ctx_a).await.unwrap()), ["t1", "t7", "t6", "t4"], "{name}");
+
+        let done = ListQuery {
+            state: Some(TaskState::Completed),
+            limit: 100,
+            ..Default::default()
+        };
+        assert_eq!(ids(&store.list(&done).await.unwrap()), ["t1"], "{name}");
+
+        let recent = ListQuery {
+            updated_after: Some(Utc.timestamp_millis_opt(5_000).unwrap()),
+            limit: 100,
+            ..Default::default()
+        };
+        let recent = store.list(&recent).await.unwrap();
+        assert_eq!(ids(&recent), ["t1", "t7", "t6", "t5"], "{name}");
+        assert_eq!(recent.total, 4);
+
+        // Pages of 2 visit every task once, in order, with the total on every page.
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = store
+                .list(&ListQuery { limit: 2, cursor, ..Default::default() })
+                .await
+                .unwrap();
+            assert_eq!(page.total, 7, "{name}");
+            seen.extend(ids(&page));
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ids(&all), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn active_lists_only_tasks_that_are_not_terminal() {
+    for (name, store) in stores().await {
+        for id in ["t1", "t2", "t3"] {
+            let r = record(id, "c", TaskState::Submitted, 1_000, "u");
+            store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        }
+        advance(&*store, "t2", TaskState::Failed, 2_000).await;
+        advance(&*store, "t3", TaskState::Working, 2_000).await;
+        let mut active: Vec<String> =
+            store.active().await.unwrap().iter().map(|r| r.task.id.to_string()).collect();
+        active.sort();
+        assert_eq!(active, ["t1", "t3"], "{name}");
+    }
+}
+
+#[tokio::test]
+async fn sled_keeps_everything_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        let r = record("t1", "c", TaskState::Submitted, 1_000, "u");
+        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        advance(&store, "t1", TaskState::Working, 2_000).await;
+    }
+    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    let r = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+    assert_eq!((r.state(), r.version), (TaskState::Working, 2));
+    assert_eq!(store.events(r.id(), 0, 10).await.unwrap().len(), 2);
+    assert_eq!(store.active().await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sync_writers_all_complete_sharing_flushes() {
+    let store = Arc::new(SledStore::temporary(Durability::Sync).unwrap());
+    let writers: Vec<_> = (0..200)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let r = record(&format!("t{i}"), "c", TaskState::Submitted, 1_000 + i, "u");
+                store.commit(&r, 0, Some(&created(&r))).await
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap().unwrap();
+    }
+    let page = store
+        .list(&ListQuery { limit: 1, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(page.total, 200);
+}

@@ -1,0 +1,172 @@
+//! The one pure function through which every task change goes.
+
+use thiserror::Error;
+
+use crate::model::{Artifact, Message, Task, TaskEventKind, TaskState};
+
+/// Why a change cannot be applied to a task.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TransitionError {
+    /// Terminal tasks never change again.
+    #[error("task is already {state} and cannot change")]
+    Terminal {
+        /// The terminal state.
+        state: TaskState,
+    },
+    /// The status change is not in the lifecycle.
+    #[error("a task cannot go from {from} to {to}")]
+    InvalidStatus {
+        /// Current state.
+        from: TaskState,
+        /// Requested state.
+        to: TaskState,
+    },
+    /// Artifacts are produced only while the skill works.
+    #[error("artifacts can only be added while the task is working, not {state}")]
+    ArtifactWhileNotWorking {
+        /// Current state.
+        state: TaskState,
+    },
+    /// An append chunk names an artifact that was never started.
+    #[error("cannot append to artifact {artifact_id:?}: no artifact with that id")]
+    UnknownArtifact {
+        /// The missing artifact id.
+        artifact_id: String,
+    },
+    /// An append chunk arrives after the artifact's last chunk.
+    #[error("cannot append to artifact {artifact_id:?}: its last chunk was already sent")]
+    ArtifactClosed {
+        /// The closed artifact id.
+        artifact_id: String,
+    },
+    /// An artifact must have at least one part.
+    #[error("artifact {artifact_id:?} has no parts")]
+    EmptyArtifact {
+        /// The empty artifact's id.
+        artifact_id: String,
+    },
+    /// `Created` is only ever the first event.
+    #[error("a task is created once")]
+    AlreadyCreated,
+}
+
+/// Applies one change to a task and returns the changed task.
+///
+/// Rules (A2A-DIGEST §3.1, decisions in docs/runtime-semantics.md):
+/// - a terminal task never changes;
+/// - status changes follow [`TaskState::can_transition_to`]; a `working` to `working`
+///   change is a progress note;
+/// - an agent message that interrupts or ends the task (a prompt, the final reply, the
+///   failure reason) is also appended to the history; progress notes are not;
+/// - artifacts are accepted while working: a new id is added, an existing id without
+///   `append` is replaced, `append` adds parts to an open artifact;
+/// - a user message is appended to the history, stamped with the task and context ids.
+pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, TransitionError> {
+    let state = task.status.state;
+    if state.is_terminal() {
+        return Err(TransitionError::Terminal { state });
+    }
+    let mut next = task.clone();
+    match change {
+        TaskEventKind::Created(_) => return Err(TransitionError::AlreadyCreated),
+        TaskEventKind::Status(status) => {
+            if !state.can_transition_to(status.state) {
+                return Err(TransitionError::InvalidStatus {
+                    from: state,
+                    to: status.state,
+                });
+            }
+            if let Some(message) = &status.message
+                && (status.state.is_interrupted() || status.state.is_terminal())
+            {
+                next.history.push(stamped(task, message));
+            }
+            next.status = status.clone();
+        }
+        TaskEventKind::Artifact {
+            artifact,
+            append,
+            last_chunk,
+        } => {
+            if state != TaskState::Working {
+                return Err(TransitionError::ArtifactWhileNotWorking { state });
+            }
+            apply_artifact(&mut next, artifact, *append, *last_chunk)?;
+        }
+        TaskEventKind::Message(message) => next.history.push(stamped(task, message)),
+    }
+    Ok(next)
+}
+
+/// Metadata key marking an artifact whose last chunk has been applied.
+const CLOSED_KEY: &str = "fundi.lastChunk";
+
+fn apply_artifact(
+    task: &mut Task,
+    artifact: &Artifact,
+    append: bool,
+    last_chunk: bool,
+) -> Result<(), TransitionError> {
+    let id = &artifact.artifact_id;
+    let existing = task.artifacts.iter_mut().find(|a| &a.artifact_id == id);
+    match (existing, append) {
+        (Some(existing), true) => {
+            if is_closed(existing) {
+                return Err(TransitionError::ArtifactClosed {
+                    artifact_id: id.clone(),
+                });
+            }
+            existing.parts.extend(artifact.parts.iter().cloned());
+            if last_chunk {
+                close(existing);
+            }
+        }
+        (None, true) => {
+            return Err(TransitionError::UnknownArtifact {
+                artifact_id: id.clone(),
+            });
+        }
+        (existing, false) => {
+            if artifact.parts.is_empty() {
+                return Err(TransitionError::EmptyArtifact {
+                    artifact_id: id.clone(),
+                });
+            }
+            let mut fresh = artifact.clone();
+            if last_chunk {
+                close(&mut fresh);
+            }
+            match existing {
+                Some(existing) => *existing = fresh,
+                None => task.artifacts.push(fresh),
+            }
+        }
+    }
+    Ok(())
+}
+
+// The closed flag lives in the stored artifact's metadata so that it survives a restart;
+// it is harmless to clients (namespaced key, extension metadata).
+fn is_closed(artifact: &Artifact) -> bool {
+    artifact
+        .metadata
+        .as_ref()
+        .is_some_and(|m| m.get(CLOSED_KEY).is_some_and(|v| v == true))
+}
+
+fn close(artifact: &mut Artifact) {
+    artifact
+        .metadata
+        .get_or_insert_with(Default::default)
+        .insert(CLOSED_KEY.into(), true.into());
+}
+
+fn stamped(task: &Task, message: &Message) -> Message {
+    let mut message = message.clone();
+    message.task_id = Some(task.id.clone());
+    message.context_id = Some(task.context_id.clone());
+    message
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use chrono::Utc;
+
+use super::*;
+use crate::model::{ContextId, Part, TaskId, TaskStatus};
+
+fn task_in(state: TaskState) -> Task {
+    Task {
+        id: TaskId::from("t-1"),
+        context_id: ContextId::from("c-1"),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: Utc::now(),
+        },
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
+    }
+}
+
+fn status(state: TaskState) -> TaskEventKind {
+    TaskEventKind::Status(TaskStatus {
+        state,
+        message: None,
+        timestamp: Utc::now(),
+    })
+}
+
+fn artifact(id: &str, text: &str, append: bool, last_chunk: bool) -> TaskEventKind {
+    TaskEventKind::Artifact {
+        artifact: Artifact::new(id, "out", vec![Part::text(text)]),
+        append,
+        last_chunk,
+    }
+}
+
+use TaskState::*;
+
+/// The whole lifecycle, written out by hand (rows: from, columns: to, in the order of
+/// `TaskState::ALL`: Submitted, Working, Completed, Failed, Canceled, InputRequired,
+/// Rejected, AuthRequired).
+const ALLOWED: [(TaskState, [bool; 8]); 8] = [
+    (Submitted, [false, true, false, true, true, false, true, false]),
+    (Working, [false, true, true, true, true, true, true, true]),
+    (Completed, [false; 8]),
+    (Failed, [false; 8]),
+    (Canceled, [false; 8]),
+    (InputRequired, [false, true, false, true, true, false, true, false]),
+    (Rejected, [false; 8]),
+    (AuthRequired, [false, true, false, true, true, false, true, false]),
+];
+
+#[test]
+fn every_status_transition_is_allowed_or_refused_as_the_table_says() {
+    for (from, row) in ALLOWED {
+        for (to, allowed) in TaskState::ALL.into_iter().zip(row) {
+            let result = transition(&task_in(from), &status(to));
+            match (allowed, result) {
+                (true, Ok(next)) => assert_eq!(next.status.state, to, "{from} -> {to}"),
+                (false, Err(TransitionError::Terminal { state })) => {
+                    assert!(from.is_terminal(), "{from} -> {to}");
+                    assert_eq!(state, from);
+                }
+                (false, Err(TransitionError::InvalidStatus { from: f, to: t })) => {
+                    assert!(!from.is_terminal(), "{from} -> {to}");
+                    assert_eq!((f, t), (from, to));
+                }
+                (allowed, result) => panic!("{from} -> {to}: allowed={allowed}, got {result:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn terminal_tasks_refuse_every_kind_of_change() {
+    for state in [Completed, Failed, Canceled, Rejected] {
+        let task = task_in(state);
+        for change in [
+            artifact("a", "x", false, false),
+            TaskEventKind::Message(Message::user(vec![Part::text("more")])),
+            status(Working),
+        ] {
+            assert_eq!(
+                transition(&task, &change),
+                Err(TransitionError::Terminal { state })
+            );
+        }
+    }
+}
+
+#[test]
+fn artifacts_are_added_replaced_appended_and_closed() {
+    let task = task_in(Working);
+    let task = transition(&task, &artifact("a", "one", false, false)).unwrap();
+    let task = transition(&task, &artifact("a", "two", true, false)).unwrap();
+    assert_eq!(task.artifacts.len(), 1);
+    let texts: Vec<_> = task.artifacts[0].parts.iter().filter_map(Part::as_text).collect();
+    assert_eq!(texts, ["one", "two"]);
+
+    let task = transition(&task, &artifact("a", "three", true, true)).unwrap();
+    assert_eq!(task.artifacts[0].parts.len(), 3);
+    assert_eq!(
+        transition(&task, &artifact("a", "four", true, false)),
+        Err(TransitionError::ArtifactClosed {
+            artifact_id: "a".into()
+        })
+    );
+
+    // Without append, an existing id is replaced (and reopened).
+    let task = transition(&task, &artifact("a", "fresh", false, false)).unwrap();
+    assert_eq!(task.artifacts[0].parts, vec![Part::text("fresh")]);
+
+    let task = transition(&task, &artifact("b", "other", false, true)).unwrap();
+    assert_eq!(task.artifacts.len(), 2);
+}
+
+#[test]
+fn artifact_errors_name_the_problem() {
+    let working = task_in(Working);
+    assert_eq!(
+        transition(&working, &artifact("nope", "x", true, false)),
+        Err(TransitionError::UnknownArtifact {
+            artifact_id: "nope".into()
+        })
+    );
+    let empty = TaskEventKind::Artifact {
+        artifact: Artifact::new("e", "empty", vec![]),
+        append: false,
+        last_chunk: false,
+    };
+    assert_eq!(
+        transition(&working, &empty),
+        Err(TransitionError::EmptyArtifact {
+            artifact_id: "e".into()
+        })
+    );
+    for state in [Submitted, InputRequired, AuthRequired] {
+        assert_eq!(
+            transition(&task_in(state), &artifact("a", "x", false, false)),
+            Err(TransitionError::ArtifactWhileNotWorking { state })
+        );
+    }
+}
+
+#[test]
+fn history_gets_user_messages_and_agent_turns_but_not_progress_notes() {
+    let task = task_in(Working);
+    let note = TaskEventKind::Status(TaskStatus {
+        state: Working,
+        message: Some(Message::agent(vec![Part::text("50%")])),
+        timestamp: Utc::now(),
+    });
+    let task = transition(&task, &note).unwrap();
+    assert!(task.history.is_empty());
+
+    let prompt = TaskEventKind::Status(TaskStatus {
+        state: InputRequired,
+        message: Some(Message::agent(vec![Part::text("which date?")])),
+        timestamp: Utc::now(),
+    });
+    let task = transition(&task, &prompt).unwrap();
+    let reply = Message::user(vec![Part::text("monday")]);
+    let task = transition(&task, &TaskEventKind::Message(reply)).unwrap();
+    assert_eq!(task.history.len(), 2);
+    for message in &task.history {
+        assert_eq!(message.task_id.as_ref(), Some(&task.id));
+        assert_eq!(message.context_id.as_ref(), Some(&task.context_id));
+    }
+    assert_eq!(task.history[1].text(), "monday");
+}
+
+#[test]
+fn created_is_only_the_first_event() {
+    let task = task_in(Submitted);
+    assert_eq!(
+        transition(&task, &TaskEventKind::Created(task.clone())),
+        Err(TransitionError::AlreadyCreated)
+    );
+}
