@@ -1,8 +1,82 @@
 //! fundi-runtime: durable, supervised A2A tasks.
-#![allow(missing_docs)]
+//!
+//! Every task is owned by an actor; every change goes through one pure
+//! [`transition`] function and is committed to a [`TaskStore`] before anyone is told.
+//! A panic, a crash or a restart ends a task `failed` (or resumes it), never lost.
+//!
+//! Embedders implement [`Skill`], build a runtime, and drive it through the
+//! [`RuntimeHandle`]:
+//!
+//! ```
+//! use fundi_runtime::{
+//!     Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+//!     SkillOutput, SubmitRequest, TaskState,
+//! };
+//! use futures::StreamExt;
+//!
+//! struct Shout;
+//!
+//! #[async_trait::async_trait]
+//! impl Skill for Shout {
+//!     fn card(&self) -> SkillCard {
+//!         SkillCard {
+//!             id: "shout".into(),
+//!             name: "Shout".into(),
+//!             description: "Upper-cases text".into(),
+//!             tags: vec!["demo".into()],
+//!             examples: vec!["hello".into()],
+//!             input_modes: vec!["text/plain".into()],
+//!             output_modes: vec!["text/plain".into()],
+//!             required_scope: None,
+//!             resumable: true,
+//!         }
+//!     }
+//!
+//!     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+//!         ctx.progress(0.5, "thinking").await?;
+//!         Ok(SkillOutput::text(input.message.text().to_uppercase()))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Runtime::builder().skill(Shout).start().await?;
+//! let task = runtime
+//!     .submit(SubmitRequest::new(Message::user(vec![Part::text("hello")])))
+//!     .await?;
+//! let mut events = runtime.subscribe(&task.id, 0, None).await?;
+//! while let Some(event) = events.next().await {
+//!     let _ = event?; // created, working, progress, completed
+//! }
+//! let done = runtime.get(&task.id, None, None).await?;
+//! assert_eq!(done.status.state, TaskState::Completed);
+//! assert_eq!(done.status.message.unwrap().text(), "HELLO");
+//! # Ok(())
+//! # }
+//! ```
 
+mod actors;
+mod config;
+mod context;
+mod error;
+mod handle;
 pub mod model;
+mod recovery;
+mod skill;
 pub mod store;
+mod subscription;
 mod transition;
 
+pub use config::RuntimeConfig;
+pub use context::SkillContext;
+pub use error::RuntimeError;
+pub use handle::{ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage};
+pub use model::{
+    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind,
+    TaskId, TaskState, TaskStatus, TaskUpdate,
+};
+pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
+pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};
+pub use store::{Durability, MemoryStore, SledStore, StoreError, TaskStore};
+pub use subscription::EventStream;
 pub use transition::{TransitionError, transition};

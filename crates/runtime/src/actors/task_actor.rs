@@ -1,0 +1,558 @@
+//! `TaskActor`: one per live task. It owns the task's state; every change goes through
+//! `transition`, is committed to the store, and only then is published and acknowledged.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::supervisor::SupervisorMsg;
+use crate::config::RuntimeConfig;
+use crate::context::SkillContext;
+use crate::error::RuntimeError;
+use crate::model::{
+    Artifact, Message, Part, Role, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus,
+};
+use crate::skill::{Skill, SkillError, SkillInput, SkillOutput};
+use crate::store::{StoreError, TaskRecord, TaskStore};
+use crate::transition::{TransitionError, transition};
+
+/// What a running skill asks of its task.
+pub(crate) enum SkillCall {
+    Status {
+        message: Message,
+    },
+    Artifact {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+    RequestInput {
+        prompt: Message,
+    },
+    Checkpoint(Value),
+}
+
+/// How a skill run ended.
+pub(crate) enum RunOutcome {
+    Returned(Result<SkillOutput, SkillError>),
+    Panicked(String),
+    Aborted,
+}
+
+/// Reply to a skill call: `Some(message)` answers `RequestInput`.
+pub(crate) type SkillReply = Result<Option<Message>, SkillError>;
+
+pub(crate) enum TaskMsg {
+    /// The supervisor granted a concurrency slot: start the pending run.
+    Start,
+    Skill(SkillCall, RpcReplyPort<SkillReply>),
+    /// A user's follow-up message.
+    Deliver(Message, RpcReplyPort<Result<Task, RuntimeError>>),
+    Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
+    Subscribe(RpcReplyPort<broadcast::Receiver<TaskEvent>>),
+    RunFinished {
+        run: u64,
+        outcome: RunOutcome,
+    },
+    GraceExpired {
+        run: u64,
+    },
+}
+
+/// Why the actor was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartMode {
+    /// A new task: run it once a slot is free.
+    Fresh,
+    /// A task a restart interrupted while submitted or working: run it again.
+    Resume,
+    /// An interrupted task woken by a message or a cancel after a restart: no run yet.
+    Wake,
+}
+
+pub(crate) struct TaskArgs {
+    pub(crate) record: TaskRecord,
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) skill: Arc<dyn Skill>,
+    pub(crate) supervisor: ActorRef<SupervisorMsg>,
+    pub(crate) config: Arc<RuntimeConfig>,
+    pub(crate) mode: StartMode,
+}
+
+pub(crate) struct TaskActor;
+
+struct Run {
+    id: u64,
+    abort: AbortHandle,
+    cancel: CancellationToken,
+}
+
+pub(crate) struct TaskActorState {
+    record: TaskRecord,
+    store: Arc<dyn TaskStore>,
+    skill: Arc<dyn Skill>,
+    supervisor: ActorRef<SupervisorMsg>,
+    config: Arc<RuntimeConfig>,
+    events: broadcast::Sender<TaskEvent>,
+    run: Option<Run>,
+    runs_started: u64,
+    /// The run to start when a slot is granted: its input message and whether it resumes.
+    pending: Option<(Message, bool)>,
+    holds_slot: bool,
+    canceling: bool,
+    input_waiter: Option<RpcReplyPort<SkillReply>>,
+    cancel_waiters: Vec<RpcReplyPort<Result<Task, RuntimeError>>>,
+    span: tracing::Span,
+}
+
+/// A change that could not be applied.
+#[derive(Debug, thiserror::Error)]
+enum ApplyError {
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Actor for TaskActor {
+    type Msg = TaskMsg;
+    type State = TaskActorState;
+    type Arguments = TaskArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<TaskMsg>,
+        args: TaskArgs,
+    ) -> Result<TaskActorState, ActorProcessingErr> {
+        let task = &args.record.task;
+        let span = tracing::info_span!(
+            "task",
+            task_id = %task.id,
+            context_id = %task.context_id,
+            skill = %args.record.skill,
+        );
+        let pending = match args.mode {
+            StartMode::Fresh | StartMode::Resume => {
+                let message = last_user_message(task).ok_or("task has no user message")?;
+                Some((message, args.mode == StartMode::Resume))
+            }
+            StartMode::Wake => None,
+        };
+        let (events, _) = broadcast::channel(args.config.subscriber_buffer);
+        let state = TaskActorState {
+            record: args.record,
+            store: args.store,
+            skill: args.skill,
+            supervisor: args.supervisor,
+            config: args.config,
+            events,
+            run: None,
+            runs_started: 0,
+            pending,
+            holds_slot: false,
+            canceling: false,
+            input_waiter: None,
+            cancel_waiters: Vec::new(),
+            span,
+        };
+        if state.pending.is_some() {
+            state.want_slot();
+        }
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<TaskMsg>,
+        message: TaskMsg,
+        state: &mut TaskActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            TaskMsg::Start => state.on_start(&myself).await,
+            TaskMsg::Skill(call, reply) => state.on_skill_call(call, reply).await,
+            TaskMsg::Deliver(message, reply) => state.on_deliver(message, reply).await,
+            TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
+            TaskMsg::Subscribe(reply) => {
+                let _ = reply.send(state.events.subscribe());
+            }
+            TaskMsg::RunFinished { run, outcome } => state.on_run_finished(run, outcome).await,
+            TaskMsg::GraceExpired { run } => state.on_grace_expired(run).await,
+        }
+        if state.record.state().is_terminal() {
+            state.finish(&myself);
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<TaskMsg>,
+        state: &mut TaskActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        // Stopped by shutdown (or after the terminal state): no run may outlive its actor.
+        if let Some(run) = state.run.take() {
+            run.cancel.cancel();
+            run.abort.abort();
+        }
+        Ok(())
+    }
+}
+
+impl TaskActorState {
+    fn want_slot(&self) {
+        let _ = self.supervisor.cast(SupervisorMsg::WantSlot {
+            task_id: self.record.task.id.clone(),
+            skill: self.record.skill.clone(),
+        });
+    }
+
+    fn release_slot(&mut self) {
+        if std::mem::take(&mut self.holds_slot) {
+            let _ = self.supervisor.cast(SupervisorMsg::SlotFreed {
+                task_id: self.record.task.id.clone(),
+                skill: self.record.skill.clone(),
+            });
+        }
+    }
+
+    /// Applies one change: transition, commit (version-checked), then publish.
+    async fn apply(&mut self, kind: TaskEventKind) -> Result<(), ApplyError> {
+        let task = transition(&self.record.task, &kind)?;
+        let mut next = self.record.clone();
+        next.task = task;
+        next.version += 1;
+        next.last_seq += 1;
+        let event = TaskEvent {
+            seq: next.last_seq,
+            task_id: next.task.id.clone(),
+            context_id: next.task.context_id.clone(),
+            kind,
+        };
+        self.store
+            .commit(&next, self.record.version, Some(&event))
+            .await?;
+        self.record = next;
+        // Nobody listening is fine: subscribers read the store first.
+        let _ = self.events.send(event);
+        Ok(())
+    }
+
+    async fn set_status(&mut self, state: TaskState, text: Option<String>) -> Result<(), ApplyError> {
+        let message = text.map(|t| Message::agent(vec![Part::text(t)]));
+        self.apply(TaskEventKind::Status(status(state, message))).await
+    }
+
+    /// Ends the task `failed` when a change the runtime itself needed could not be made.
+    async fn fail_after(&mut self, what: &str, error: ApplyError) {
+        tracing::error!(parent: &self.span, %error, "{what}");
+        if let Err(error) = self
+            .set_status(TaskState::Failed, Some(format!("{what}: {error}")))
+            .await
+        {
+            tracing::error!(parent: &self.span, %error, "could not record the failure");
+        }
+    }
+
+    async fn on_start(&mut self, myself: &ActorRef<TaskMsg>) {
+        self.holds_slot = true;
+        let Some((message, resumed)) = self.pending.take() else {
+            self.release_slot();
+            return;
+        };
+        if self.record.state().is_terminal() {
+            return;
+        }
+        if let Err(error) = self.set_status(TaskState::Working, None).await {
+            return self.fail_after("could not start the task", error).await;
+        }
+        self.start_run(myself, message, resumed);
+    }
+
+    fn start_run(&mut self, myself: &ActorRef<TaskMsg>, message: Message, resumed: bool) {
+        self.runs_started += 1;
+        let run_id = self.runs_started;
+        let cancel = CancellationToken::new();
+        let span = tracing::info_span!(parent: &self.span, "skill_run", run = run_id, resumed);
+        let task = &self.record.task;
+        let ctx = SkillContext::new(
+            myself.clone(),
+            task.id.clone(),
+            task.context_id.clone(),
+            cancel.clone(),
+            self.record.checkpoint.clone(),
+            span.clone(),
+        );
+        let input = SkillInput {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            message,
+            history: task.history.clone(),
+            checkpoint: self.record.checkpoint.clone(),
+            resumed,
+        };
+        let skill = self.skill.clone();
+        // The run is a child this actor supervises: its own tokio task, watched by a
+        // monitor that turns its end (return, panic or abort) into a message back here.
+        let run = tokio::spawn(async move { skill.run(input, ctx).await }.instrument(span));
+        let abort = run.abort_handle();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let outcome = match run.await {
+                Ok(result) => RunOutcome::Returned(result),
+                Err(e) if e.is_panic() => RunOutcome::Panicked(panic_text(e.into_panic())),
+                Err(_) => RunOutcome::Aborted,
+            };
+            // The actor may be gone (stopped after cancel): then nobody needs the outcome.
+            let _ = me.cast(TaskMsg::RunFinished {
+                run: run_id,
+                outcome,
+            });
+        });
+        self.run = Some(Run {
+            id: run_id,
+            abort,
+            cancel,
+        });
+    }
+
+    async fn on_skill_call(&mut self, call: SkillCall, reply: RpcReplyPort<SkillReply>) {
+        if self.canceling || self.record.state().is_terminal() {
+            let _ = reply.send(Err(SkillError::Canceled));
+            return;
+        }
+        let result = match call {
+            SkillCall::Status { message } => self
+                .apply(TaskEventKind::Status(status(TaskState::Working, Some(message))))
+                .await,
+            SkillCall::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                self.apply(TaskEventKind::Artifact {
+                    artifact,
+                    append,
+                    last_chunk,
+                })
+                .await
+            }
+            SkillCall::Checkpoint(value) => self.save_checkpoint(value).await,
+            SkillCall::RequestInput { prompt } => {
+                let asked = self
+                    .apply(TaskEventKind::Status(status(
+                        TaskState::InputRequired,
+                        Some(prompt),
+                    )))
+                    .await;
+                if asked.is_ok() {
+                    // Answered when the user's message arrives (on_deliver).
+                    self.input_waiter = Some(reply);
+                    return;
+                }
+                asked
+            }
+        };
+        let _ = reply.send(result.map(|()| None).map_err(|e| SkillError::Runtime(e.to_string())));
+    }
+
+    async fn save_checkpoint(&mut self, value: Value) -> Result<(), ApplyError> {
+        let mut next = self.record.clone();
+        next.checkpoint = Some(value);
+        next.version += 1;
+        self.store.commit(&next, self.record.version, None).await?;
+        self.record = next;
+        Ok(())
+    }
+
+    async fn on_deliver(&mut self, message: Message, reply: RpcReplyPort<Result<Task, RuntimeError>>) {
+        let state = self.record.state();
+        let id = self.record.task.id.clone();
+        let refused = if state.is_terminal() {
+            Some(RuntimeError::TaskTerminal { id, state })
+        } else if !state.is_interrupted() || self.canceling {
+            Some(RuntimeError::NotAcceptingInput { id, state })
+        } else {
+            None
+        };
+        if let Some(error) = refused {
+            let _ = reply.send(Err(error));
+            return;
+        }
+        let accepted = match self.apply(TaskEventKind::Message(message.clone())).await {
+            Ok(()) => self.set_status(TaskState::Working, None).await,
+            Err(e) => Err(e),
+        };
+        if let Err(error) = accepted {
+            let _ = reply.send(Err(apply_to_runtime(error)));
+            return;
+        }
+        match self.input_waiter.take() {
+            Some(waiter) => {
+                let _ = waiter.send(Ok(Some(message)));
+            }
+            None => {
+                // Woken after a restart: the skill runs again, resuming with this message.
+                self.pending = Some((message, true));
+                self.want_slot();
+            }
+        }
+        let _ = reply.send(Ok(self.record.task.clone()));
+    }
+
+    async fn on_cancel(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        reply: RpcReplyPort<Result<Task, RuntimeError>>,
+    ) {
+        let state = self.record.state();
+        if state.is_terminal() {
+            let id = self.record.task.id.clone();
+            let _ = reply.send(Err(RuntimeError::NotCancelable { id, state }));
+            return;
+        }
+        let Some(run) = &self.run else {
+            // Nothing running (waiting for a slot, or for input after a restart).
+            self.pending = None;
+            let result = self
+                .set_status(TaskState::Canceled, Some("canceled by request".into()))
+                .await
+                .map(|()| self.record.task.clone())
+                .map_err(apply_to_runtime);
+            let _ = reply.send(result);
+            return;
+        };
+        self.cancel_waiters.push(reply);
+        if !self.canceling {
+            self.canceling = true;
+            run.cancel.cancel();
+            let run_id = run.id;
+            if let Some(waiter) = self.input_waiter.take() {
+                let _ = waiter.send(Err(SkillError::Canceled));
+            }
+            myself.send_after(self.config.cancel_grace(), move || TaskMsg::GraceExpired {
+                run: run_id,
+            });
+        }
+    }
+
+    async fn on_run_finished(&mut self, run: u64, outcome: RunOutcome) {
+        if self.run.as_ref().is_none_or(|r| r.id != run) {
+            return;
+        }
+        self.run = None;
+        self.release_slot();
+        if self.canceling {
+            return self.end_canceled("canceled by request").await;
+        }
+        let ended = match outcome {
+            RunOutcome::Returned(Ok(output)) => self.complete(output).await,
+            RunOutcome::Returned(Err(SkillError::Rejected(reason))) => {
+                self.set_status(TaskState::Rejected, Some(reason)).await
+            }
+            RunOutcome::Returned(Err(SkillError::Canceled)) => {
+                let text = "the skill stopped as canceled, but no cancel was requested";
+                self.set_status(TaskState::Failed, Some(text.into())).await
+            }
+            RunOutcome::Returned(Err(error)) => {
+                self.set_status(TaskState::Failed, Some(error.to_string())).await
+            }
+            RunOutcome::Panicked(text) => {
+                let text = format!("skill panicked: {text}");
+                self.set_status(TaskState::Failed, Some(text)).await
+            }
+            RunOutcome::Aborted => {
+                self.set_status(TaskState::Failed, Some("the skill run was aborted".into()))
+                    .await
+            }
+        };
+        if let Err(error) = ended {
+            self.fail_after("could not record the skill's result", error).await;
+        }
+    }
+
+    async fn complete(&mut self, output: SkillOutput) -> Result<(), ApplyError> {
+        for artifact in output.artifacts {
+            self.apply(TaskEventKind::Artifact {
+                artifact,
+                append: false,
+                last_chunk: true,
+            })
+            .await?;
+        }
+        let message = output.message.map(|mut m| {
+            m.role = Role::Agent;
+            m
+        });
+        self.apply(TaskEventKind::Status(status(TaskState::Completed, message)))
+            .await
+    }
+
+    async fn on_grace_expired(&mut self, run: u64) {
+        let Some(current) = self.run.take_if(|r| r.id == run) else {
+            return;
+        };
+        current.abort.abort();
+        self.release_slot();
+        self.end_canceled("canceled by request; the skill did not stop within the grace period and was aborted")
+            .await;
+    }
+
+    async fn end_canceled(&mut self, text: &str) {
+        if let Err(error) = self.set_status(TaskState::Canceled, Some(text.into())).await {
+            self.fail_after("could not record the cancel", error).await;
+        }
+    }
+
+    /// Called once the task is terminal: answer whoever waits, free the slot, stop.
+    fn finish(&mut self, myself: &ActorRef<TaskMsg>) {
+        if let Some(run) = self.run.take() {
+            run.cancel.cancel();
+            run.abort.abort();
+        }
+        self.release_slot();
+        for waiter in self.cancel_waiters.drain(..) {
+            let _ = waiter.send(Ok(self.record.task.clone()));
+        }
+        if let Some(waiter) = self.input_waiter.take() {
+            let _ = waiter.send(Err(SkillError::Canceled));
+        }
+        // `stop` jumps ahead of queued messages; their callers see the actor gone and
+        // fall back to the store, where the terminal state already is.
+        myself.stop(None);
+    }
+}
+
+fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
+    TaskStatus {
+        state,
+        message,
+        timestamp: Utc::now(),
+    }
+}
+
+fn last_user_message(task: &Task) -> Option<Message> {
+    task.history.iter().rev().find(|m| m.role == Role::User).cloned()
+}
+
+fn apply_to_runtime(error: ApplyError) -> RuntimeError {
+    match error {
+        ApplyError::Store(e) => RuntimeError::Store(e),
+        ApplyError::Transition(e) => RuntimeError::Unavailable(e.to_string()),
+    }
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(panic payload is not text)".to_owned()
+    }
+}

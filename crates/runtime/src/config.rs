@@ -1,0 +1,75 @@
+//! Runtime settings. The binary reads them from `config/fundi.toml` and the environment;
+//! embedders build them in code.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How the runtime runs tasks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Skill for messages that name none (message metadata `skill`). Default: none, unless
+    /// exactly one skill is registered, which is then used.
+    pub default_skill: Option<String>,
+    /// Runs of one skill at a time; more tasks wait in `submitted`, first come first
+    /// served. Default: 64.
+    pub max_concurrent_runs: usize,
+    /// Per-skill overrides of `max-concurrent-runs`, by skill id. Default: none.
+    pub skill_concurrency: HashMap<String, usize>,
+    /// How long a canceled skill may take to stop before it is aborted, in ms.
+    /// Default: 5000.
+    pub cancel_grace_ms: u64,
+    /// Live events buffered per task for subscribers; one that falls further behind is
+    /// served from the store instead. Default: 1024.
+    pub subscriber_buffer: usize,
+    /// Longest wait for an internal actor to answer, in ms. Default: 30000.
+    pub actor_call_timeout_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            default_skill: None,
+            max_concurrent_runs: 64,
+            skill_concurrency: HashMap::new(),
+            cancel_grace_ms: 5_000,
+            subscriber_buffer: 1_024,
+            actor_call_timeout_ms: 30_000,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// The concurrency limit of a skill (at least 1).
+    pub fn concurrency_of(&self, skill: &str) -> usize {
+        self.skill_concurrency
+            .get(skill)
+            .copied()
+            .unwrap_or(self.max_concurrent_runs)
+            .max(1)
+    }
+
+    pub(crate) fn cancel_grace(&self) -> Duration {
+        Duration::from_millis(self.cancel_grace_ms)
+    }
+
+    pub(crate) fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.actor_call_timeout_ms.max(1))
+    }
+
+    /// Checks values that serde cannot; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_concurrent_runs == 0 {
+            return Err("runtime.max-concurrent-runs must be at least 1".into());
+        }
+        if let Some((skill, _)) = self.skill_concurrency.iter().find(|(_, n)| **n == 0) {
+            return Err(format!("runtime.skill-concurrency.{skill} must be at least 1"));
+        }
+        if self.subscriber_buffer == 0 {
+            return Err("runtime.subscriber-buffer must be at least 1".into());
+        }
+        Ok(())
+    }
+}

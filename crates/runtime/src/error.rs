@@ -1,0 +1,68 @@
+//! The runtime's error type: what an embedder (or the gateway) can be told.
+
+use thiserror::Error;
+
+use crate::model::{ContextId, TaskId, TaskState};
+use crate::store::StoreError;
+
+/// Why a runtime operation failed.
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    /// No such task (or not visible to the caller).
+    #[error("task {0} not found")]
+    TaskNotFound(TaskId),
+    /// Cancel of a task that has already ended.
+    #[error("task {id} cannot be canceled: it is already {state}")]
+    NotCancelable {
+        /// The task.
+        id: TaskId,
+        /// Its terminal state.
+        state: TaskState,
+    },
+    /// A message for a task that has ended; start a new task in the same context instead.
+    #[error("task {id} is {state} and accepts no more messages; start a new task in its context")]
+    TaskTerminal {
+        /// The task.
+        id: TaskId,
+        /// Its terminal state.
+        state: TaskState,
+    },
+    /// A message for a task that is not waiting for input.
+    #[error("task {id} is {state}; it accepts a message only when input-required or auth-required")]
+    NotAcceptingInput {
+        /// The task.
+        id: TaskId,
+        /// Its current state.
+        state: TaskState,
+    },
+    /// The message names a task and a different context than the task's.
+    #[error("message contextId {given} does not match task {task_id}'s contextId {actual}")]
+    ContextMismatch {
+        /// The task.
+        task_id: TaskId,
+        /// The context the message names.
+        given: ContextId,
+        /// The task's context.
+        actual: ContextId,
+    },
+    /// The message selects a skill that is not registered.
+    #[error("unknown skill {0:?}")]
+    UnknownSkill(String),
+    /// The message selects no skill and there is no default.
+    #[error(
+        "no skill selected: set message metadata \"skill\" to one of {available:?} (no default is configured)"
+    )]
+    NoSkillSelected {
+        /// The registered skill ids.
+        available: Vec<String>,
+    },
+    /// The request is malformed; the text names what is wrong.
+    #[error("invalid request: {0}")]
+    InvalidInput(String),
+    /// The runtime is shutting down or an internal component did not answer.
+    #[error("runtime unavailable: {0}")]
+    Unavailable(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

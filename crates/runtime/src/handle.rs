@@ -1,0 +1,560 @@
+//! `Runtime::builder()` and `RuntimeHandle`: the one door into the runtime, used alike by
+//! the gateway and by embedders.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorRef, RpcReplyPort};
+use tokio::sync::watch;
+
+use crate::actors::{StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg};
+use crate::config::RuntimeConfig;
+use crate::error::RuntimeError;
+use crate::model::{
+    ContextId, Message, Role, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+};
+use crate::recovery::{RecoveryReport, recover};
+use crate::skill::{Skill, SkillCard};
+use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
+use crate::subscription::{EventStream, event_stream};
+
+/// Longest accepted context id, in bytes.
+const MAX_CONTEXT_ID_LEN: usize = 256;
+
+/// Entry point: `Runtime::builder()`.
+#[derive(Debug)]
+pub struct Runtime;
+
+impl Runtime {
+    /// A builder with no skills, an in-memory store and default settings.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            store: None,
+            skills: Vec::new(),
+            config: RuntimeConfig::default(),
+        }
+    }
+}
+
+/// Collects the store, skills and settings, then starts the runtime.
+pub struct RuntimeBuilder {
+    store: Option<Arc<dyn TaskStore>>,
+    skills: Vec<Arc<dyn Skill>>,
+    config: RuntimeConfig,
+}
+
+impl RuntimeBuilder {
+    /// Where tasks are kept (default: a [`MemoryStore`]).
+    pub fn store(mut self, store: impl TaskStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// Like [`RuntimeBuilder::store`], for a store that is already shared.
+    pub fn shared_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Registers a skill (ids must be unique).
+    pub fn skill(mut self, skill: impl Skill) -> Self {
+        self.skills.push(Arc::new(skill));
+        self
+    }
+
+    /// Settings (default: [`RuntimeConfig::default`]).
+    pub fn config(mut self, config: RuntimeConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Starts the supervisor, recovers the tasks a previous run left unfinished, and
+    /// returns the handle. New submissions are accepted once recovery has decided every
+    /// stored non-terminal task (resumed runs go on in the background).
+    pub async fn start(self) -> Result<RuntimeHandle, RuntimeError> {
+        self.config.validate().map_err(RuntimeError::InvalidInput)?;
+        let mut skills = HashMap::new();
+        let mut cards = Vec::new();
+        for skill in self.skills {
+            let card = skill.card();
+            if skills.insert(card.id.clone(), skill).is_some() {
+                return Err(RuntimeError::InvalidInput(format!(
+                    "two skills have the id {:?}",
+                    card.id
+                )));
+            }
+            cards.push(card);
+        }
+        if let Some(default) = &self.config.default_skill
+            && !skills.contains_key(default)
+        {
+            return Err(RuntimeError::InvalidInput(format!(
+                "runtime.default-skill {default:?} is not a registered skill"
+            )));
+        }
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn TaskStore>);
+        let config = Arc::new(self.config);
+        let skills = Arc::new(skills);
+        let (live_count, live_watch) = watch::channel(0);
+        let args = SupervisorArgs {
+            store: store.clone(),
+            skills: skills.clone(),
+            config: config.clone(),
+            live_count,
+        };
+        let (supervisor, _) = Actor::spawn(None, Supervisor, args)
+            .await
+            .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
+        let inner = Inner {
+            store,
+            supervisor,
+            skills,
+            cards,
+            config,
+            accepting: AtomicBool::new(true),
+            live: live_watch,
+            recovery: std::sync::OnceLock::new(),
+        };
+        let handle = RuntimeHandle {
+            inner: Arc::new(inner),
+        };
+        let report = recover(&handle).await?;
+        tracing::info!(
+            resumed = report.resumed,
+            failed = report.failed,
+            waiting = report.waiting_for_input,
+            "recovery finished"
+        );
+        let _ = handle.inner.recovery.set(report);
+        Ok(handle)
+    }
+}
+
+/// A request to start a task, or to continue one (when the message names a task).
+#[derive(Debug, Clone)]
+pub struct SubmitRequest {
+    /// The user's message. `taskId` continues that task; `contextId` places a new task in
+    /// an existing conversation.
+    pub message: Message,
+    /// The skill to run; when `None`, the message metadata `skill`, then the configured
+    /// default, then the only registered skill.
+    pub skill: Option<String>,
+    /// The authenticated end user; tasks of other owners are invisible to them.
+    pub owner: Option<String>,
+}
+
+impl SubmitRequest {
+    /// A request for this message, with no skill named and no owner.
+    pub fn new(message: Message) -> SubmitRequest {
+        SubmitRequest {
+            message,
+            skill: None,
+            owner: None,
+        }
+    }
+}
+
+/// What to list: filters are ANDed; newest update first.
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    /// Only this context.
+    pub context_id: Option<ContextId>,
+    /// Only this state.
+    pub state: Option<TaskState>,
+    /// Only tasks whose status timestamp is at or after this.
+    pub updated_after: Option<DateTime<Utc>>,
+    /// Only this user's tasks (`None`: every task).
+    pub owner: Option<String>,
+    /// Tasks per page (at least 1).
+    pub page_size: usize,
+    /// The `next_page_token` of the previous page.
+    pub page_token: Option<String>,
+    /// Keep at most this many recent history messages per task.
+    pub history_length: Option<usize>,
+    /// Include artifacts (otherwise they are left out).
+    pub include_artifacts: bool,
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone)]
+pub struct TaskPage {
+    /// The tasks, newest update first.
+    pub tasks: Vec<Task>,
+    /// The token of the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+    /// How many tasks match, over all pages.
+    pub total_size: usize,
+}
+
+/// The handle on a running runtime. Cheap to clone.
+#[derive(Clone)]
+pub struct RuntimeHandle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn TaskStore>,
+    supervisor: ActorRef<SupervisorMsg>,
+    skills: Arc<HashMap<String, Arc<dyn Skill>>>,
+    cards: Vec<SkillCard>,
+    config: Arc<RuntimeConfig>,
+    accepting: AtomicBool,
+    live: watch::Receiver<usize>,
+    recovery: std::sync::OnceLock<RecoveryReport>,
+}
+
+impl std::fmt::Debug for RuntimeHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeHandle").finish_non_exhaustive()
+    }
+}
+
+impl RuntimeHandle {
+    /// The registered skills' cards.
+    pub fn skills(&self) -> &[SkillCard] {
+        &self.inner.cards
+    }
+
+    /// What recovery did at start.
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.inner.recovery.get().cloned().unwrap_or_default()
+    }
+
+    /// Starts a new task, or delivers a follow-up message to the task the message names.
+    /// Returns the task as stored once the message is durably accepted; the skill runs
+    /// in the background (use [`RuntimeHandle::subscribe`] to follow it).
+    pub async fn submit(&self, request: SubmitRequest) -> Result<Task, RuntimeError> {
+        if !self.inner.accepting.load(Ordering::Acquire) {
+            return Err(RuntimeError::Unavailable("the runtime is shutting down".into()));
+        }
+        let message = &request.message;
+        message.validate().map_err(RuntimeError::InvalidInput)?;
+        if message.role != Role::User {
+            return Err(RuntimeError::InvalidInput(
+                "message.role must be ROLE_USER for messages sent to the agent".into(),
+            ));
+        }
+        if let Some(context) = &message.context_id {
+            validate_context_id(context)?;
+        }
+        match message.task_id.clone() {
+            Some(task_id) => self.follow_up(task_id, request).await,
+            None => self.create(request).await,
+        }
+    }
+
+    async fn create(&self, request: SubmitRequest) -> Result<Task, RuntimeError> {
+        let skill = self.select_skill(&request)?;
+        let SubmitRequest { message, owner, .. } = request;
+        let task_id = TaskId::generate();
+        let context_id = message.context_id.clone().unwrap_or_else(ContextId::generate);
+        let mut first = message;
+        first.task_id = Some(task_id.clone());
+        first.context_id = Some(context_id.clone());
+        let task = Task {
+            id: task_id.clone(),
+            context_id: context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Utc::now(),
+            },
+            artifacts: Vec::new(),
+            history: vec![first],
+            metadata: None,
+        };
+        let record = TaskRecord {
+            task: task.clone(),
+            version: 1,
+            last_seq: 1,
+            skill,
+            owner,
+            checkpoint: None,
+        };
+        let event = TaskEvent {
+            seq: 1,
+            task_id,
+            context_id,
+            kind: TaskEventKind::Created(task.clone()),
+        };
+        // Stored before anyone is told: from here on, a crash leaves the task to recovery.
+        self.inner.store.commit(&record, 0, Some(&event)).await?;
+        let timeout = self.inner.config.call_timeout();
+        let spawned = self
+            .inner
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Spawn {
+                    record: Box::new(record),
+                    mode: StartMode::Fresh,
+                    reply,
+                },
+                Some(timeout),
+            )
+            .await;
+        match spawned {
+            Ok(CallResult::Success(result)) => result?,
+            _ => {
+                return Err(RuntimeError::Unavailable(format!(
+                    "task {} is stored but could not be started now; it will be recovered",
+                    task.id
+                )));
+            }
+        }
+        Ok(task)
+    }
+
+    async fn follow_up(&self, task_id: TaskId, request: SubmitRequest) -> Result<Task, RuntimeError> {
+        let record = self.visible_record(&task_id, request.owner.as_deref()).await?;
+        if let Some(given) = &request.message.context_id
+            && given != &record.task.context_id
+        {
+            return Err(RuntimeError::ContextMismatch {
+                task_id,
+                given: given.clone(),
+                actual: record.task.context_id,
+            });
+        }
+        let state = record.state();
+        if state.is_terminal() {
+            return Err(RuntimeError::TaskTerminal { id: task_id, state });
+        }
+        let actor = self.route(&task_id).await?;
+        let message = request.message;
+        let timeout = self.inner.config.call_timeout();
+        match self.call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout).await {
+            Some(result) => result,
+            None => Err(self.unanswered(&task_id).await),
+        }
+    }
+
+    fn select_skill(&self, request: &SubmitRequest) -> Result<String, RuntimeError> {
+        let from_metadata = request
+            .message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("skill"))
+            .map(|v| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    RuntimeError::InvalidInput("message.metadata.skill must be a string".into())
+                })
+            })
+            .transpose()?;
+        let only = (self.inner.skills.len() == 1)
+            .then(|| self.inner.skills.keys().next().cloned())
+            .flatten();
+        let chosen = request
+            .skill
+            .clone()
+            .or(from_metadata)
+            .or_else(|| self.inner.config.default_skill.clone())
+            .or(only);
+        match chosen {
+            Some(id) if self.inner.skills.contains_key(&id) => Ok(id),
+            Some(id) => Err(RuntimeError::UnknownSkill(id)),
+            None => {
+                let mut available: Vec<String> = self.inner.skills.keys().cloned().collect();
+                available.sort();
+                Err(RuntimeError::NoSkillSelected { available })
+            }
+        }
+    }
+
+    /// The task, with at most `history_length` recent history messages.
+    pub async fn get(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<Task, RuntimeError> {
+        let record = self.visible_record(task_id, owner).await?;
+        Ok(record.task.with_history_limit(history_length))
+    }
+
+    /// A page of tasks.
+    pub async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError> {
+        if request.page_size == 0 {
+            return Err(RuntimeError::InvalidInput("page size must be at least 1".into()));
+        }
+        let cursor = request
+            .page_token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(Cursor::decode)
+            .transpose()
+            .map_err(RuntimeError::InvalidInput)?;
+        let query = ListQuery {
+            context_id: request.context_id,
+            state: request.state,
+            updated_after: request.updated_after,
+            owner: request.owner,
+            limit: request.page_size,
+            cursor,
+        };
+        let page = self.inner.store.list(&query).await?;
+        let tasks = page
+            .records
+            .into_iter()
+            .map(|r| {
+                let mut task = r.task.with_history_limit(request.history_length);
+                if !request.include_artifacts {
+                    task.artifacts.clear();
+                }
+                task
+            })
+            .collect();
+        Ok(TaskPage {
+            tasks,
+            next_page_token: page.next.map(|c| c.encode()),
+            total_size: page.total,
+        })
+    }
+
+    /// Cancels a task and returns it `canceled`. A running skill is signalled and given
+    /// the configured grace period before it is aborted.
+    pub async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError> {
+        let record = self.visible_record(task_id, owner).await?;
+        let state = record.state();
+        if state.is_terminal() {
+            return Err(RuntimeError::NotCancelable {
+                id: task_id.clone(),
+                state,
+            });
+        }
+        let actor = self.route(task_id).await?;
+        let timeout = self.inner.config.cancel_grace() + self.inner.config.call_timeout();
+        match self.call(actor.as_ref(), TaskMsg::Cancel, timeout).await {
+            Some(result) => result,
+            None => match self.unanswered(task_id).await {
+                RuntimeError::TaskTerminal { id, state } => {
+                    Err(RuntimeError::NotCancelable { id, state })
+                }
+                other => Err(other),
+            },
+        }
+    }
+
+    /// The task's events with `seq > after_seq`: stored ones first, then live ones, with
+    /// no gap and no duplicate. `after_seq` 0 starts from the task's creation.
+    pub async fn subscribe(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        owner: Option<&str>,
+    ) -> Result<EventStream, RuntimeError> {
+        self.visible_record(task_id, owner).await?;
+        Ok(event_stream(
+            self.inner.store.clone(),
+            self.inner.supervisor.clone(),
+            task_id.clone(),
+            after_seq,
+            self.inner.config.call_timeout(),
+        ))
+    }
+
+    /// The number of tasks that have a live actor.
+    pub fn live_tasks(&self) -> usize {
+        *self.inner.live.borrow()
+    }
+
+    /// Stops accepting submissions, gives live tasks up to `grace` to finish, then stops
+    /// every actor. Tasks still unfinished stay stored as they are, for recovery.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.inner.accepting.store(false, Ordering::Release);
+        let mut live = self.inner.live.clone();
+        let _ = tokio::time::timeout(grace, live.wait_for(|n| *n == 0)).await;
+        let _ = self.inner.supervisor.stop_and_wait(None, Some(grace)).await;
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    pub(crate) fn skill_card(&self, id: &str) -> Option<SkillCard> {
+        self.inner.skills.get(id).map(|s| s.card())
+    }
+
+    pub(crate) async fn spawn(&self, record: TaskRecord, mode: StartMode) -> Result<(), RuntimeError> {
+        let timeout = self.inner.config.call_timeout();
+        match self
+            .inner
+            .supervisor
+            .call(
+                |reply| SupervisorMsg::Spawn {
+                    record: Box::new(record),
+                    mode,
+                    reply,
+                },
+                Some(timeout),
+            )
+            .await
+        {
+            Ok(CallResult::Success(result)) => result,
+            _ => Err(RuntimeError::Unavailable("the supervisor did not answer".into())),
+        }
+    }
+
+    async fn visible_record(&self, task_id: &TaskId, owner: Option<&str>) -> Result<TaskRecord, RuntimeError> {
+        match self.inner.store.get(task_id).await? {
+            // Another user's task is "not found": its existence is not revealed.
+            Some(record) if owner.is_none_or(|o| record.owner.as_deref() == Some(o)) => Ok(record),
+            _ => Err(RuntimeError::TaskNotFound(task_id.clone())),
+        }
+    }
+
+    async fn route(&self, task_id: &TaskId) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+        let timeout = self.inner.config.call_timeout();
+        let task_id = task_id.clone();
+        match self
+            .inner
+            .supervisor
+            .call(|reply| SupervisorMsg::Route { task_id, reply }, Some(timeout))
+            .await
+        {
+            Ok(CallResult::Success(result)) => result,
+            _ => Err(RuntimeError::Unavailable("the supervisor did not answer".into())),
+        }
+    }
+
+    /// The error for a task actor that did not answer: it ended meanwhile (the store
+    /// has its terminal state), or it is busy beyond the call timeout.
+    async fn unanswered(&self, task_id: &TaskId) -> RuntimeError {
+        match self.visible_record(task_id, None).await {
+            Ok(record) if record.state().is_terminal() => RuntimeError::TaskTerminal {
+                id: task_id.clone(),
+                state: record.state(),
+            },
+            Ok(_) => RuntimeError::Unavailable(format!("task {task_id} did not answer in time")),
+            Err(e) => e,
+        }
+    }
+
+    /// Calls a task actor; `None` when there is none or it stopped before answering.
+    async fn call<T: Send + 'static>(
+        &self,
+        actor: Option<&ActorRef<TaskMsg>>,
+        build: impl FnOnce(RpcReplyPort<T>) -> TaskMsg,
+        timeout: Duration,
+    ) -> Option<T> {
+        match actor?.call(build, Some(timeout)).await {
+            Ok(CallResult::Success(value)) => Some(value),
+            _ => None,
+        }
+    }
+}
+
+fn validate_context_id(context: &ContextId) -> Result<(), RuntimeError> {
+    let s = context.as_str();
+    if s.is_empty() || s.len() > MAX_CONTEXT_ID_LEN || s.chars().any(char::is_control) {
+        return Err(RuntimeError::InvalidInput(format!(
+            "message.contextId must be 1 to {MAX_CONTEXT_ID_LEN} bytes without control characters"
+        )));
+    }
+    Ok(())
+}

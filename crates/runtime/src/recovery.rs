@@ -1,0 +1,64 @@
+//! Recovery at start: every stored task that is not terminal is resumed, left waiting
+//! for input, or ended `failed` with the reason "interrupted by restart".
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::actors::{StartMode, fail_stored_task};
+use crate::error::RuntimeError;
+use crate::handle::RuntimeHandle;
+use crate::model::TaskId;
+
+/// The status message of a task that a restart interrupted and that cannot resume.
+pub const INTERRUPTED_BY_RESTART: &str = "interrupted by restart";
+
+/// Failure commits in flight at once, so that they share flushes.
+const PARALLEL_FAILS: usize = 64;
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Submitted or working tasks of resumable skills, run again from their checkpoint.
+    pub resumed: usize,
+    /// Tasks ended `failed` (their skill is not resumable, or no longer registered).
+    pub failed: usize,
+    /// Input- or auth-required tasks of resumable skills, waiting again (no actor until
+    /// a message or a cancel arrives).
+    pub waiting_for_input: usize,
+}
+
+pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, RuntimeError> {
+    let mut report = RecoveryReport::default();
+    let mut to_fail: Vec<(TaskId, String)> = Vec::new();
+    for record in handle.store().active().await? {
+        let id = record.task.id.clone();
+        match handle.skill_card(&record.skill) {
+            None => to_fail.push((
+                id,
+                format!(
+                    "{INTERRUPTED_BY_RESTART}; skill {:?} is no longer registered",
+                    record.skill
+                ),
+            )),
+            Some(card) if !card.resumable => to_fail.push((id, INTERRUPTED_BY_RESTART.into())),
+            Some(_) if record.state().is_interrupted() => report.waiting_for_input += 1,
+            Some(_) => {
+                tracing::info!(task_id = %id, "resuming task after restart");
+                handle.spawn(record, StartMode::Resume).await?;
+                report.resumed += 1;
+            }
+        }
+    }
+    let store = handle.store().clone();
+    report.failed = futures::stream::iter(to_fail)
+        .map(|(id, reason)| {
+            let store = store.clone();
+            async move {
+                tracing::info!(task_id = %id, %reason, "failing task after restart");
+                fail_stored_task(&*store, &id, &reason).await
+            }
+        })
+        .buffer_unordered(PARALLEL_FAILS)
+        .try_fold(0, |n, changed| async move { Ok(n + usize::from(changed)) })
+        .await?;
+    Ok(report)
+}

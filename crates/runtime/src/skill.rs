@@ -1,0 +1,106 @@
+//! The embedding API: what a skill is, what it gets, what it returns.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::context::SkillContext;
+use crate::model::{Artifact, ContextId, Message, Part, TaskId};
+
+/// What a skill tells the world about itself (it becomes an A2A `AgentSkill`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillCard {
+    /// Stable id; messages select the skill by it.
+    pub id: String,
+    /// Human-readable name.
+    pub name: String,
+    /// What the skill does.
+    pub description: String,
+    /// Keywords.
+    pub tags: Vec<String>,
+    /// Example prompts.
+    pub examples: Vec<String>,
+    /// Media types the skill accepts.
+    pub input_modes: Vec<String>,
+    /// Media types the skill produces.
+    pub output_modes: Vec<String>,
+    /// The scope a caller needs to start the skill (e.g. `fundi:audit`), if any.
+    pub required_scope: Option<String>,
+    /// Whether an interrupted run may be started again with its last checkpoint after a
+    /// restart. A non-resumable task that a restart interrupts ends `failed`.
+    pub resumable: bool,
+}
+
+/// What a run starts from.
+#[derive(Debug, Clone)]
+pub struct SkillInput {
+    /// The task.
+    pub task_id: TaskId,
+    /// The task's context.
+    pub context_id: ContextId,
+    /// The user message that starts (or, after a restart, resumes) this run.
+    pub message: Message,
+    /// The task's history so far, oldest first (includes `message`).
+    pub history: Vec<Message>,
+    /// The last checkpoint the skill saved, when the run resumes an interrupted one.
+    pub checkpoint: Option<Value>,
+    /// True when this run resumes a task interrupted by a restart.
+    pub resumed: bool,
+}
+
+/// What a finished run produced. Artifacts are stored before the task completes.
+#[derive(Debug, Clone, Default)]
+pub struct SkillOutput {
+    /// Final reply, kept as the completed status message (and in the history).
+    pub message: Option<Message>,
+    /// Artifacts to add as the task completes (skills may also stream them earlier).
+    pub artifacts: Vec<Artifact>,
+}
+
+impl SkillOutput {
+    /// An output whose final reply is this text.
+    pub fn text(text: impl Into<String>) -> SkillOutput {
+        SkillOutput {
+            message: Some(Message::agent(vec![Part::text(text)])),
+            artifacts: Vec::new(),
+        }
+    }
+
+    /// Adds an artifact.
+    pub fn with_artifact(mut self, artifact: Artifact) -> SkillOutput {
+        self.artifacts.push(artifact);
+        self
+    }
+}
+
+/// How a run can fail.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SkillError {
+    /// The run failed; the text becomes the failed status message.
+    #[error("{0}")]
+    Failed(String),
+    /// The skill refuses the task (bad input, out of policy): the task ends `rejected`.
+    #[error("{0}")]
+    Rejected(String),
+    /// The task was canceled; return this (or anything) promptly once `cancelled()` fires.
+    #[error("the task was canceled")]
+    Canceled,
+    /// The runtime could not record what the skill asked for.
+    #[error("runtime error: {0}")]
+    Runtime(String),
+}
+
+/// A skill: the one trait embedders implement.
+///
+/// `run` is called once per run, on its own tokio task. A panic inside it ends the task
+/// `failed` with the panic text and touches nothing else.
+#[async_trait]
+pub trait Skill: Send + Sync + 'static {
+    /// The skill's card.
+    fn card(&self) -> SkillCard;
+
+    /// Does the work, reporting through `ctx`.
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError>;
+}

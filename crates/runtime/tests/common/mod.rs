@@ -1,0 +1,152 @@
+//! A scripted skill and helpers shared by the runtime's integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use fundi_runtime::{
+    Message, Part, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput, SubmitRequest, Task, TaskEvent, TaskId, TaskState,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+/// Longest a test waits for something to happen before failing.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A skill whose behaviour the message's data part scripts:
+/// `{"panic": text}`, `{"fail": text}`, `{"reject": text}`, `{"gate": true}` (wait for a
+/// permit of `gate`, honouring cancel), `{"ignoreCancel": true}` (sleep, deaf to cancel),
+/// `{"ask": true}` (request input), `{"steps": n}` (n progress notes),
+/// `{"checkpoint": true}` (save a checkpoint before the gate; report a resumed one).
+#[derive(Clone)]
+pub struct Scripted {
+    pub id: &'static str,
+    pub resumable: bool,
+    pub gate: Arc<Semaphore>,
+    pub started: Arc<Mutex<Vec<String>>>,
+}
+
+impl Scripted {
+    pub fn new(id: &'static str, resumable: bool) -> Scripted {
+        Scripted {
+            id,
+            resumable,
+            gate: Arc::new(Semaphore::new(0)),
+            started: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    pub fn started(&self) -> Vec<String> {
+        self.started.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Skill for Scripted {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: self.id.into(),
+            name: self.id.into(),
+            description: "scripted test skill".into(),
+            tags: vec!["test".into()],
+            examples: vec![],
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            required_scope: None,
+            resumable: self.resumable,
+        }
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let first = input.history.first().cloned().unwrap_or(input.message.clone());
+        let data = first.data().cloned().unwrap_or(Value::Null);
+        let text = first.text();
+        self.started.lock().unwrap().push(text.clone());
+        let field = |k: &str| data.get(k).cloned().unwrap_or(Value::Null);
+
+        if let Some(msg) = field("panic").as_str() {
+            panic!("{msg}");
+        }
+        if let Some(msg) = field("fail").as_str() {
+            return Err(SkillError::Failed(msg.into()));
+        }
+        if let Some(msg) = field("reject").as_str() {
+            return Err(SkillError::Rejected(msg.into()));
+        }
+        if let Some(cp) = &input.checkpoint {
+            return Ok(SkillOutput::text(format!("resumed from {cp}")));
+        }
+        if field("checkpoint") == json!(true) {
+            ctx.checkpoint(json!({"at": "gate", "text": text})).await?;
+        }
+        if field("gate") == json!(true) {
+            tokio::select! {
+                () = ctx.cancelled() => return Err(SkillError::Canceled),
+                permit = self.gate.acquire() => permit.expect("gate closed").forget(),
+            }
+        }
+        if field("ignoreCancel") == json!(true) {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        let mut reply = text.clone();
+        if field("ask") == json!(true) {
+            reply = ctx.request_input("more?").await?.text();
+        }
+        for i in 0..field("steps").as_u64().unwrap_or(0) {
+            ctx.status(format!("step {i}")).await?;
+        }
+        Ok(SkillOutput::text(format!("done: {reply}")))
+    }
+}
+
+/// A user message with this text and data part.
+pub fn message(text: &str, data: Value) -> Message {
+    let mut parts = vec![Part::text(text)];
+    if !data.is_null() {
+        parts.push(Part::data(data));
+    }
+    Message::user(parts)
+}
+
+pub async fn submit(handle: &RuntimeHandle, text: &str, data: Value) -> Task {
+    handle
+        .submit(SubmitRequest::new(message(text, data)))
+        .await
+        .expect("submit")
+}
+
+/// Reads the task's events until one puts it in `state` (or the deadline passes).
+pub async fn wait_for_state(handle: &RuntimeHandle, id: &TaskId, state: TaskState) -> Task {
+    let watch = async {
+        let mut events = handle.subscribe(id, 0, None).await.expect("subscribe");
+        while let Some(event) = events.next().await {
+            let event = event.expect("event");
+            if event.status().is_some_and(|s| s.state == state) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, watch)
+        .await
+        .unwrap_or_else(|_| panic!("task {id} did not reach {state} in time"));
+    handle.get(id, None, None).await.expect("get")
+}
+
+/// Every event of a task from `after`, until its stream ends.
+pub async fn collect_events(handle: &RuntimeHandle, id: &TaskId, after: u64) -> Vec<TaskEvent> {
+    let events = handle.subscribe(id, after, None).await.expect("subscribe");
+    tokio::time::timeout(DEADLINE, events.map(|e| e.expect("event")).collect::<Vec<_>>())
+        .await
+        .expect("stream did not end in time")
+}
+
+pub fn status_text(task: &Task) -> String {
+    task.status
+        .message
+        .as_ref()
+        .map(Message::text)
+        .unwrap_or_default()
+}

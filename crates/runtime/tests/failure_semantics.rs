@@ -1,0 +1,307 @@
+//! The runtime's promises under failure, cancel, follow-ups and limits.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use fundi_runtime::{
+    ContextId, Runtime, RuntimeConfig, RuntimeError, SubmitRequest, TaskEventKind, TaskId,
+    TaskState,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig {
+        cancel_grace_ms: 200,
+        ..RuntimeConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_runs_through_an_ordered_gap_free_event_log() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder().skill(skill).start().await.unwrap();
+    let task = submit(&rt, "hi", json!({"steps": 3})).await;
+    assert_eq!(task.status.state, TaskState::Submitted);
+    assert_eq!(task.history.len(), 1);
+    assert_eq!(task.history[0].task_id.as_ref(), Some(&task.id));
+
+    let events = collect_events(&rt, &task.id, 0).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert!(matches!(events[0].kind, TaskEventKind::Created(_)));
+    let states: Vec<TaskState> = events.iter().filter_map(|e| e.status()).map(|s| s.state).collect();
+    assert_eq!(
+        states,
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Working,
+            TaskState::Working,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    // Resuming from the middle gives exactly the rest.
+    let tail = collect_events(&rt, &task.id, 3).await;
+    assert_eq!(tail, events[3..]);
+
+    let done = rt.get(&task.id, None, None).await.unwrap();
+    assert_eq!(status_text(&done), "done: hi");
+    assert_eq!(done.history.len(), 2, "user message and final reply");
+    assert_eq!(rt.get(&task.id, Some(1), None).await.unwrap().history.len(), 1);
+    assert_eq!(rt.get(&task.id, Some(0), None).await.unwrap().history.len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_skill_fails_its_task_only() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder().skill(skill.clone()).start().await.unwrap();
+    let bystander = submit(&rt, "bystander", json!({"gate": true})).await;
+    wait_for_state(&rt, &bystander.id, TaskState::Working).await;
+
+    let doomed = submit(&rt, "doomed", json!({"panic": "kaboom in the skill"})).await;
+    let failed = wait_for_state(&rt, &doomed.id, TaskState::Failed).await;
+    assert_eq!(status_text(&failed), "skill panicked: kaboom in the skill");
+
+    // The other task is still running and still finishes normally.
+    assert_eq!(
+        rt.get(&bystander.id, None, None).await.unwrap().status.state,
+        TaskState::Working
+    );
+    skill.gate.add_permits(1);
+    let done = wait_for_state(&rt, &bystander.id, TaskState::Completed).await;
+    assert_eq!(status_text(&done), "done: bystander");
+    // And the runtime still takes new work.
+    let after = submit(&rt, "after", Value::Null).await;
+    wait_for_state(&rt, &after.id, TaskState::Completed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_errors_fail_and_refusals_reject_with_their_text() {
+    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let t = submit(&rt, "x", json!({"fail": "upstream said 503"})).await;
+    let t = wait_for_state(&rt, &t.id, TaskState::Failed).await;
+    assert_eq!(status_text(&t), "upstream said 503");
+    let t = submit(&rt, "x", json!({"reject": "not my job"})).await;
+    let t = wait_for_state(&rt, &t.id, TaskState::Rejected).await;
+    assert_eq!(status_text(&t), "not my job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
+    let rt = Runtime::builder()
+        .skill(Scripted::new("s", true))
+        .config(config())
+        .start()
+        .await
+        .unwrap();
+
+    let polite = submit(&rt, "polite", json!({"gate": true})).await;
+    wait_for_state(&rt, &polite.id, TaskState::Working).await;
+    let canceled = rt.cancel(&polite.id, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(status_text(&canceled), "canceled by request");
+
+    let deaf = submit(&rt, "deaf", json!({"ignoreCancel": true})).await;
+    wait_for_state(&rt, &deaf.id, TaskState::Working).await;
+    let canceled = rt.cancel(&deaf.id, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert!(status_text(&canceled).contains("aborted"), "{}", status_text(&canceled));
+    assert_eq!(
+        rt.get(&deaf.id, None, None).await.unwrap().status.state,
+        TaskState::Canceled
+    );
+
+    // Canceling a terminal task is refused, naming the state.
+    match rt.cancel(&deaf.id, None).await {
+        Err(RuntimeError::NotCancelable { state, .. }) => assert_eq!(state, TaskState::Canceled),
+        other => panic!("{other:?}"),
+    }
+    let done = submit(&rt, "quick", Value::Null).await;
+    wait_for_state(&rt, &done.id, TaskState::Completed).await;
+    assert!(matches!(
+        rt.cancel(&done.id, None).await,
+        Err(RuntimeError::NotCancelable { state: TaskState::Completed, .. })
+    ));
+    assert!(matches!(
+        rt.cancel(&TaskId::from("no-such-task"), None).await,
+        Err(RuntimeError::TaskNotFound(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_required_resolves_with_the_users_next_message() {
+    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let task = submit(&rt, "start", json!({"ask": true})).await;
+    let waiting = wait_for_state(&rt, &task.id, TaskState::InputRequired).await;
+    assert_eq!(status_text(&waiting), "more?");
+
+    // A follow-up with the wrong context is refused.
+    let mut wrong = message("answer", Value::Null);
+    wrong.task_id = Some(task.id.clone());
+    wrong.context_id = Some(ContextId::from("another-context"));
+    assert!(matches!(
+        rt.submit(SubmitRequest::new(wrong)).await,
+        Err(RuntimeError::ContextMismatch { .. })
+    ));
+
+    let mut answer = message("the answer", Value::Null);
+    answer.task_id = Some(task.id.clone());
+    let accepted = rt.submit(SubmitRequest::new(answer)).await.unwrap();
+    assert_eq!(accepted.status.state, TaskState::Working);
+    let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
+    assert_eq!(status_text(&done), "done: the answer");
+    let texts: Vec<String> = done.history.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["start", "more?", "the answer", "done: the answer"]);
+
+    // Follow-ups to a terminal task are refused with the state named.
+    let mut late = message("too late", Value::Null);
+    late.task_id = Some(task.id.clone());
+    match rt.submit(SubmitRequest::new(late)).await {
+        Err(e @ RuntimeError::TaskTerminal { .. }) => {
+            assert!(e.to_string().contains("TASK_STATE_COMPLETED"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_ups_to_working_tasks_and_unknown_tasks_are_refused() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder().skill(skill.clone()).start().await.unwrap();
+    let task = submit(&rt, "busy", json!({"gate": true})).await;
+    wait_for_state(&rt, &task.id, TaskState::Working).await;
+    let mut extra = message("extra", Value::Null);
+    extra.task_id = Some(task.id.clone());
+    assert!(matches!(
+        rt.submit(SubmitRequest::new(extra.clone())).await,
+        Err(RuntimeError::NotAcceptingInput { state: TaskState::Working, .. })
+    ));
+    extra.task_id = Some(TaskId::from("nope"));
+    assert!(matches!(
+        rt.submit(SubmitRequest::new(extra)).await,
+        Err(RuntimeError::TaskNotFound(_))
+    ));
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &task.id, TaskState::Completed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_order() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .config(RuntimeConfig {
+            skill_concurrency: HashMap::from([("s".to_owned(), 1)]),
+            ..config()
+        })
+        .start()
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for name in ["first", "second", "third", "fourth"] {
+        tasks.push(submit(&rt, name, json!({"gate": true})).await);
+    }
+    wait_for_state(&rt, &tasks[0].id, TaskState::Working).await;
+    for waiting in &tasks[1..] {
+        let t = rt.get(&waiting.id, None, None).await.unwrap();
+        assert_eq!(t.status.state, TaskState::Submitted, "{}", t.history[0].text());
+    }
+    // Canceling a waiting task frees nothing and removes it from the queue.
+    let canceled = rt.cancel(&tasks[2].id, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+
+    for i in [0, 1, 3] {
+        wait_for_state(&rt, &tasks[i].id, TaskState::Working).await;
+        skill.gate.add_permits(1);
+        wait_for_state(&rt, &tasks[i].id, TaskState::Completed).await;
+    }
+    assert_eq!(skill.started(), ["first", "second", "fourth"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .config(RuntimeConfig {
+            subscriber_buffer: 2,
+            ..config()
+        })
+        .start()
+        .await
+        .unwrap();
+    let task = submit(&rt, "many", json!({"steps": 200, "gate": true})).await;
+    wait_for_state(&rt, &task.id, TaskState::Working).await;
+    let mut events = rt.subscribe(&task.id, 0, None).await.unwrap();
+    let first = events.next().await.unwrap().unwrap();
+    assert_eq!(first.seq, 1);
+
+    // The task runs to the end while this subscriber reads nothing.
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &task.id, TaskState::Completed).await;
+
+    let rest: Vec<_> = events.map(|e| e.unwrap()).collect().await;
+    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (2..=rest.len() as u64 + 1).collect::<Vec<_>>());
+    assert!(rest.len() > 200, "{} events", rest.len());
+    assert!(rest.last().unwrap().is_terminal());
+}
+
+#[tokio::test]
+async fn submissions_are_validated_with_clear_errors() {
+    let rt = Runtime::builder()
+        .skill(Scripted::new("a", true))
+        .skill(Scripted::new("b", true))
+        .start()
+        .await
+        .unwrap();
+    let no_skill = rt.submit(SubmitRequest::new(message("x", Value::Null))).await;
+    match no_skill {
+        Err(e @ RuntimeError::NoSkillSelected { .. }) => {
+            assert!(e.to_string().contains("[\"a\", \"b\"]"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut unknown = SubmitRequest::new(message("x", Value::Null));
+    unknown.skill = Some("zzz".into());
+    assert!(matches!(rt.submit(unknown).await, Err(RuntimeError::UnknownSkill(s)) if s == "zzz"));
+
+    let mut empty = message("x", Value::Null);
+    empty.parts.clear();
+    match rt.submit(SubmitRequest::new(empty)).await {
+        Err(RuntimeError::InvalidInput(text)) => assert!(text.contains("parts"), "{text}"),
+        other => panic!("{other:?}"),
+    }
+    let mut by_metadata = message("x", Value::Null);
+    by_metadata.metadata = json!({"skill": "b"}).as_object().cloned();
+    let task = rt.submit(SubmitRequest::new(by_metadata)).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Submitted);
+
+    let mut bad_context = message("x", Value::Null);
+    bad_context.context_id = Some(ContextId::from("a\u{0}b"));
+    let mut req = SubmitRequest::new(bad_context);
+    req.skill = Some("a".into());
+    assert!(matches!(rt.submit(req).await, Err(RuntimeError::InvalidInput(_))));
+}
+
+#[tokio::test]
+async fn other_owners_tasks_are_not_found() {
+    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let mut req = SubmitRequest::new(message("mine", Value::Null));
+    req.owner = Some("alice".into());
+    let task = rt.submit(req).await.unwrap();
+    assert!(rt.get(&task.id, None, Some("alice")).await.is_ok());
+    assert!(matches!(
+        rt.get(&task.id, None, Some("bob")).await,
+        Err(RuntimeError::TaskNotFound(_))
+    ));
+    assert!(matches!(
+        rt.cancel(&task.id, Some("bob")).await,
+        Err(RuntimeError::TaskNotFound(_))
+    ));
+    assert!(rt.subscribe(&task.id, 0, Some("bob")).await.is_err());
+}

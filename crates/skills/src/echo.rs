@@ -1,0 +1,199 @@
+//! `echo`: echoes the user's text. For smoke tests, demos and benchmarks it can also emit
+//! progress steps and ask for input first. It is resumable: after a restart it continues
+//! from its last checkpoint (the step it reached, the answer it got).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use fundi_runtime::{
+    Artifact, Message, Part, Role, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Largest `steps` a message may ask for.
+const MAX_STEPS: u64 = 10_000;
+/// Largest `delayMs` a message may ask for.
+const MAX_DELAY_MS: u64 = 60_000;
+
+/// Defaults for messages that carry no data part.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct EchoConfig {
+    /// Progress events before completing. Default: 0.
+    pub steps: u64,
+    /// Pause before each progress event, in ms. Default: 0.
+    pub delay_ms: u64,
+}
+
+/// The `echo` skill.
+#[derive(Debug, Clone, Default)]
+pub struct EchoSkill {
+    config: EchoConfig,
+}
+
+impl EchoSkill {
+    /// An echo skill with these defaults.
+    pub fn new(config: EchoConfig) -> EchoSkill {
+        EchoSkill { config }
+    }
+}
+
+/// What a message asks of echo (its data part), with the configured defaults.
+#[derive(Debug, Clone, PartialEq)]
+struct Plan {
+    steps: u64,
+    delay: Duration,
+    ask_input: bool,
+}
+
+/// What a run has got to, saved as the checkpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Progress {
+    #[serde(default)]
+    asked: bool,
+    #[serde(default)]
+    answer: Option<String>,
+    #[serde(default)]
+    step: u64,
+}
+
+impl EchoSkill {
+    fn plan(&self, data: Option<&Value>) -> Result<Plan, SkillError> {
+        let number = |key: &str, default: u64, max: u64| -> Result<u64, SkillError> {
+            match data.and_then(|d| d.get(key)) {
+                None | Some(Value::Null) => Ok(default),
+                Some(v) => v.as_u64().filter(|n| *n <= max).ok_or_else(|| {
+                    SkillError::Rejected(format!(
+                        "echo: data part field {key:?} must be a whole number from 0 to {max}, got {v}"
+                    ))
+                }),
+            }
+        };
+        let ask_input = match data.and_then(|d| d.get("askInput")) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => {
+                return Err(SkillError::Rejected(format!(
+                    "echo: data part field \"askInput\" must be true or false, got {v}"
+                )));
+            }
+        };
+        Ok(Plan {
+            steps: number("steps", self.config.steps, MAX_STEPS)?,
+            delay: Duration::from_millis(number("delayMs", self.config.delay_ms, MAX_DELAY_MS)?),
+            ask_input,
+        })
+    }
+}
+
+#[async_trait]
+impl Skill for EchoSkill {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: "echo".into(),
+            name: "Echo".into(),
+            description: "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
+                          makes it report N progress steps M ms apart; {\"askInput\": true} makes \
+                          it ask for the text first."
+                .into(),
+            tags: vec!["echo".into(), "demo".into(), "test".into()],
+            examples: vec!["hello".into()],
+            input_modes: vec!["text/plain".into(), "application/json".into()],
+            output_modes: vec!["text/plain".into()],
+            required_scope: None,
+            resumable: true,
+        }
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        // The plan comes from the message that created the task, even when this run
+        // starts from a later message (an answer, after a restart).
+        let first = input
+            .history
+            .iter()
+            .find(|m| m.role == Role::User)
+            .unwrap_or(&input.message);
+        let plan = self.plan(first.data())?;
+        let mut progress: Progress = match &input.checkpoint {
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|e| SkillError::Failed(format!("echo: unreadable checkpoint: {e}")))?,
+            None => Progress::default(),
+        };
+
+        let text = if !plan.ask_input {
+            first.text()
+        } else if let Some(answer) = &progress.answer {
+            answer.clone()
+        } else {
+            let answer = if progress.asked && input.resumed {
+                // Woken after a restart by the user's answer.
+                input.message.text()
+            } else {
+                progress.asked = true;
+                ctx.checkpoint(json!(progress)).await?;
+                ctx.request_input("What should I echo?").await?.text()
+            };
+            progress.answer = Some(answer.clone());
+            ctx.checkpoint(json!(progress)).await?;
+            answer
+        };
+
+        while progress.step < plan.steps {
+            tokio::select! {
+                () = ctx.cancelled() => return Err(SkillError::Canceled),
+                () = tokio::time::sleep(plan.delay) => {}
+            }
+            progress.step += 1;
+            let fraction = progress.step as f64 / plan.steps as f64;
+            ctx.progress(fraction, format!("step {} of {}", progress.step, plan.steps))
+                .await?;
+            ctx.checkpoint(json!(progress)).await?;
+        }
+
+        let reply = Message::agent(vec![Part::text(text.clone())]);
+        let artifact = Artifact::new("echo", "echo", vec![Part::text(text)]);
+        Ok(SkillOutput {
+            message: Some(reply),
+            artifacts: vec![artifact],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_takes_defaults_and_refuses_bad_values_by_name() {
+        let echo = EchoSkill::new(EchoConfig {
+            steps: 3,
+            delay_ms: 7,
+        });
+        assert_eq!(
+            echo.plan(None).unwrap(),
+            Plan {
+                steps: 3,
+                delay: Duration::from_millis(7),
+                ask_input: false
+            }
+        );
+        let plan = echo
+            .plan(Some(&json!({"steps": 5, "delayMs": 0, "askInput": true})))
+            .unwrap();
+        assert_eq!((plan.steps, plan.ask_input), (5, true));
+        for (bad, field) in [
+            (json!({"steps": -1}), "steps"),
+            (json!({"steps": 10_001}), "steps"),
+            (json!({"delayMs": "slow"}), "delayMs"),
+            (json!({"askInput": "yes"}), "askInput"),
+        ] {
+            match echo.plan(Some(&bad)) {
+                Err(SkillError::Rejected(text)) => assert!(text.contains(field), "{text}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+}
