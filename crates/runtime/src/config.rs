@@ -65,7 +65,9 @@ impl RuntimeConfig {
             return Err("runtime.max-concurrent-runs must be at least 1".into());
         }
         if let Some((skill, _)) = self.skill_concurrency.iter().find(|(_, n)| **n == 0) {
-            return Err(format!("runtime.skill-concurrency.{skill} must be at least 1"));
+            return Err(format!(
+                "runtime.skill-concurrency.{skill} must be at least 1"
+            ));
         }
         if self.subscriber_buffer == 0 {
             return Err("runtime.subscriber-buffer must be at least 1".into());

@@ -78,7 +78,11 @@ impl SkillContext {
     /// status message's metadata as `progress`.
     pub async fn progress(&self, fraction: f64, text: impl Into<String>) -> Result<(), SkillError> {
         let mut message = Message::agent(vec![Part::text(text)]);
-        let fraction = if fraction.is_finite() { fraction.clamp(0.0, 1.0) } else { 0.0 };
+        let fraction = if fraction.is_finite() {
+            fraction.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         message.metadata = json!({ "progress": fraction }).as_object().cloned();
         self.send(SkillCall::Status { message }).await.map(drop)
     }

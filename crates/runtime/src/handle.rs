@@ -231,7 +231,9 @@ impl RuntimeHandle {
     /// in the background (use [`RuntimeHandle::subscribe`] to follow it).
     pub async fn submit(&self, request: SubmitRequest) -> Result<Task, RuntimeError> {
         if !self.inner.accepting.load(Ordering::Acquire) {
-            return Err(RuntimeError::Unavailable("the runtime is shutting down".into()));
+            return Err(RuntimeError::Unavailable(
+                "the runtime is shutting down".into(),
+            ));
         }
         let message = &request.message;
         message.validate().map_err(RuntimeError::InvalidInput)?;
@@ -253,7 +255,10 @@ impl RuntimeHandle {
         let skill = self.select_skill(&request)?;
         let SubmitRequest { message, owner, .. } = request;
         let task_id = TaskId::generate();
-        let context_id = message.context_id.clone().unwrap_or_else(ContextId::generate);
+        let context_id = message
+            .context_id
+            .clone()
+            .unwrap_or_else(ContextId::generate);
         let mut first = message;
         first.task_id = Some(task_id.clone());
         first.context_id = Some(context_id.clone());
@@ -310,8 +315,14 @@ impl RuntimeHandle {
         Ok(task)
     }
 
-    async fn follow_up(&self, task_id: TaskId, request: SubmitRequest) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(&task_id, request.owner.as_deref()).await?;
+    async fn follow_up(
+        &self,
+        task_id: TaskId,
+        request: SubmitRequest,
+    ) -> Result<Task, RuntimeError> {
+        let record = self
+            .visible_record(&task_id, request.owner.as_deref())
+            .await?;
         if let Some(given) = &request.message.context_id
             && given != &record.task.context_id
         {
@@ -328,7 +339,10 @@ impl RuntimeHandle {
         let actor = self.route(&task_id).await?;
         let message = request.message;
         let timeout = self.inner.config.call_timeout();
-        match self.call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout).await {
+        match self
+            .call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout)
+            .await
+        {
             Some(result) => result,
             None => Err(self.unanswered(&task_id).await),
         }
@@ -380,7 +394,9 @@ impl RuntimeHandle {
     /// A page of tasks.
     pub async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError> {
         if request.page_size == 0 {
-            return Err(RuntimeError::InvalidInput("page size must be at least 1".into()));
+            return Err(RuntimeError::InvalidInput(
+                "page size must be at least 1".into(),
+            ));
         }
         let cursor = request
             .page_token
@@ -418,7 +434,11 @@ impl RuntimeHandle {
 
     /// Cancels a task and returns it `canceled`. A running skill is signalled and given
     /// the configured grace period before it is aborted.
-    pub async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError> {
+    pub async fn cancel(
+        &self,
+        task_id: &TaskId,
+        owner: Option<&str>,
+    ) -> Result<Task, RuntimeError> {
         let record = self.visible_record(task_id, owner).await?;
         let state = record.state();
         if state.is_terminal() {
@@ -469,7 +489,12 @@ impl RuntimeHandle {
         self.inner.accepting.store(false, Ordering::Release);
         let mut live = self.inner.live.clone();
         let _ = tokio::time::timeout(grace, live.wait_for(|n| *n == 0)).await;
-        let _ = self.inner.supervisor.stop_and_wait(None, Some(grace)).await;
+        // Task actors first (they abort their runs as they stop), then the supervisor;
+        // once both have stopped, nothing but this handle holds the store.
+        let timeout = Some(self.inner.config.call_timeout());
+        let supervisor = &self.inner.supervisor;
+        supervisor.stop_children_and_wait(None, timeout).await;
+        let _ = supervisor.stop_and_wait(None, timeout).await;
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
@@ -480,7 +505,11 @@ impl RuntimeHandle {
         self.inner.skills.get(id).map(|s| s.card())
     }
 
-    pub(crate) async fn spawn(&self, record: TaskRecord, mode: StartMode) -> Result<(), RuntimeError> {
+    pub(crate) async fn spawn(
+        &self,
+        record: TaskRecord,
+        mode: StartMode,
+    ) -> Result<(), RuntimeError> {
         let timeout = self.inner.config.call_timeout();
         match self
             .inner
@@ -496,11 +525,17 @@ impl RuntimeHandle {
             .await
         {
             Ok(CallResult::Success(result)) => result,
-            _ => Err(RuntimeError::Unavailable("the supervisor did not answer".into())),
+            _ => Err(RuntimeError::Unavailable(
+                "the supervisor did not answer".into(),
+            )),
         }
     }
 
-    async fn visible_record(&self, task_id: &TaskId, owner: Option<&str>) -> Result<TaskRecord, RuntimeError> {
+    async fn visible_record(
+        &self,
+        task_id: &TaskId,
+        owner: Option<&str>,
+    ) -> Result<TaskRecord, RuntimeError> {
         match self.inner.store.get(task_id).await? {
             // Another user's task is "not found": its existence is not revealed.
             Some(record) if owner.is_none_or(|o| record.owner.as_deref() == Some(o)) => Ok(record),
@@ -514,11 +549,16 @@ impl RuntimeHandle {
         match self
             .inner
             .supervisor
-            .call(|reply| SupervisorMsg::Route { task_id, reply }, Some(timeout))
+            .call(
+                |reply| SupervisorMsg::Route { task_id, reply },
+                Some(timeout),
+            )
             .await
         {
             Ok(CallResult::Success(result)) => result,
-            _ => Err(RuntimeError::Unavailable("the supervisor did not answer".into())),
+            _ => Err(RuntimeError::Unavailable(
+                "the supervisor did not answer".into(),
+            )),
         }
     }
 

@@ -72,8 +72,8 @@ pub use context::SkillContext;
 pub use error::RuntimeError;
 pub use handle::{ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage};
 pub use model::{
-    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind,
-    TaskId, TaskState, TaskStatus, TaskUpdate,
+    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind, TaskId,
+    TaskState, TaskStatus, TaskUpdate,
 };
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};

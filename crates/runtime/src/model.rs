@@ -13,6 +13,6 @@ pub use event::{TaskEvent, TaskEventKind, TaskUpdate};
 pub use ids::{ContextId, TaskId};
 pub use part::{Part, PartContent};
 pub use task::{
-    Artifact, Message, Metadata, Task, TaskArtifactUpdateEvent, TaskStatus,
-    TaskStatusUpdateEvent, timestamp,
+    Artifact, Message, Metadata, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
+    timestamp,
 };

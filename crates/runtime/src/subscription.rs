@@ -81,7 +81,10 @@ async fn live_receiver(
 ) -> Option<broadcast::Receiver<TaskEvent>> {
     let task_id = task_id.clone();
     let actor = match supervisor
-        .call(|reply| SupervisorMsg::Live { task_id, reply }, Some(timeout))
+        .call(
+            |reply| SupervisorMsg::Live { task_id, reply },
+            Some(timeout),
+        )
         .await
     {
         Ok(CallResult::Success(actor)) => actor?,

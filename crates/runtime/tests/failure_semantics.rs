@@ -32,7 +32,11 @@ async fn a_task_runs_through_an_ordered_gap_free_event_log() {
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
     assert!(matches!(events[0].kind, TaskEventKind::Created(_)));
-    let states: Vec<TaskState> = events.iter().filter_map(|e| e.status()).map(|s| s.state).collect();
+    let states: Vec<TaskState> = events
+        .iter()
+        .filter_map(|e| e.status())
+        .map(|s| s.state)
+        .collect();
     assert_eq!(
         states,
         [
@@ -51,14 +55,24 @@ async fn a_task_runs_through_an_ordered_gap_free_event_log() {
     let done = rt.get(&task.id, None, None).await.unwrap();
     assert_eq!(status_text(&done), "done: hi");
     assert_eq!(done.history.len(), 2, "user message and final reply");
-    assert_eq!(rt.get(&task.id, Some(1), None).await.unwrap().history.len(), 1);
-    assert_eq!(rt.get(&task.id, Some(0), None).await.unwrap().history.len(), 0);
+    assert_eq!(
+        rt.get(&task.id, Some(1), None).await.unwrap().history.len(),
+        1
+    );
+    assert_eq!(
+        rt.get(&task.id, Some(0), None).await.unwrap().history.len(),
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_skill_fails_its_task_only() {
     let skill = Scripted::new("s", true);
-    let rt = Runtime::builder().skill(skill.clone()).start().await.unwrap();
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
     let bystander = submit(&rt, "bystander", json!({"gate": true})).await;
     wait_for_state(&rt, &bystander.id, TaskState::Working).await;
 
@@ -68,7 +82,11 @@ async fn a_panicking_skill_fails_its_task_only() {
 
     // The other task is still running and still finishes normally.
     assert_eq!(
-        rt.get(&bystander.id, None, None).await.unwrap().status.state,
+        rt.get(&bystander.id, None, None)
+            .await
+            .unwrap()
+            .status
+            .state,
         TaskState::Working
     );
     skill.gate.add_permits(1);
@@ -81,7 +99,11 @@ async fn a_panicking_skill_fails_its_task_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skill_errors_fail_and_refusals_reject_with_their_text() {
-    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let rt = Runtime::builder()
+        .skill(Scripted::new("s", true))
+        .start()
+        .await
+        .unwrap();
     let t = submit(&rt, "x", json!({"fail": "upstream said 503"})).await;
     let t = wait_for_state(&rt, &t.id, TaskState::Failed).await;
     assert_eq!(status_text(&t), "upstream said 503");
@@ -109,7 +131,11 @@ async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
     wait_for_state(&rt, &deaf.id, TaskState::Working).await;
     let canceled = rt.cancel(&deaf.id, None).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    assert!(status_text(&canceled).contains("aborted"), "{}", status_text(&canceled));
+    assert!(
+        status_text(&canceled).contains("aborted"),
+        "{}",
+        status_text(&canceled)
+    );
     assert_eq!(
         rt.get(&deaf.id, None, None).await.unwrap().status.state,
         TaskState::Canceled
@@ -124,7 +150,10 @@ async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
     wait_for_state(&rt, &done.id, TaskState::Completed).await;
     assert!(matches!(
         rt.cancel(&done.id, None).await,
-        Err(RuntimeError::NotCancelable { state: TaskState::Completed, .. })
+        Err(RuntimeError::NotCancelable {
+            state: TaskState::Completed,
+            ..
+        })
     ));
     assert!(matches!(
         rt.cancel(&TaskId::from("no-such-task"), None).await,
@@ -134,7 +163,11 @@ async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_required_resolves_with_the_users_next_message() {
-    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let rt = Runtime::builder()
+        .skill(Scripted::new("s", true))
+        .start()
+        .await
+        .unwrap();
     let task = submit(&rt, "start", json!({"ask": true})).await;
     let waiting = wait_for_state(&rt, &task.id, TaskState::InputRequired).await;
     assert_eq!(status_text(&waiting), "more?");
@@ -171,14 +204,21 @@ async fn input_required_resolves_with_the_users_next_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follow_ups_to_working_tasks_and_unknown_tasks_are_refused() {
     let skill = Scripted::new("s", true);
-    let rt = Runtime::builder().skill(skill.clone()).start().await.unwrap();
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
     let task = submit(&rt, "busy", json!({"gate": true})).await;
     wait_for_state(&rt, &task.id, TaskState::Working).await;
     let mut extra = message("extra", Value::Null);
     extra.task_id = Some(task.id.clone());
     assert!(matches!(
         rt.submit(SubmitRequest::new(extra.clone())).await,
-        Err(RuntimeError::NotAcceptingInput { state: TaskState::Working, .. })
+        Err(RuntimeError::NotAcceptingInput {
+            state: TaskState::Working,
+            ..
+        })
     ));
     extra.task_id = Some(TaskId::from("nope"));
     assert!(matches!(
@@ -208,7 +248,12 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
     wait_for_state(&rt, &tasks[0].id, TaskState::Working).await;
     for waiting in &tasks[1..] {
         let t = rt.get(&waiting.id, None, None).await.unwrap();
-        assert_eq!(t.status.state, TaskState::Submitted, "{}", t.history[0].text());
+        assert_eq!(
+            t.status.state,
+            TaskState::Submitted,
+            "{}",
+            t.history[0].text()
+        );
     }
     // Canceling a waiting task frees nothing and removes it from the queue.
     let canceled = rt.cancel(&tasks[2].id, None).await.unwrap();
@@ -259,7 +304,9 @@ async fn submissions_are_validated_with_clear_errors() {
         .start()
         .await
         .unwrap();
-    let no_skill = rt.submit(SubmitRequest::new(message("x", Value::Null))).await;
+    let no_skill = rt
+        .submit(SubmitRequest::new(message("x", Value::Null)))
+        .await;
     match no_skill {
         Err(e @ RuntimeError::NoSkillSelected { .. }) => {
             assert!(e.to_string().contains("[\"a\", \"b\"]"), "{e}")
@@ -285,12 +332,19 @@ async fn submissions_are_validated_with_clear_errors() {
     bad_context.context_id = Some(ContextId::from("a\u{0}b"));
     let mut req = SubmitRequest::new(bad_context);
     req.skill = Some("a".into());
-    assert!(matches!(rt.submit(req).await, Err(RuntimeError::InvalidInput(_))));
+    assert!(matches!(
+        rt.submit(req).await,
+        Err(RuntimeError::InvalidInput(_))
+    ));
 }
 
 #[tokio::test]
 async fn other_owners_tasks_are_not_found() {
-    let rt = Runtime::builder().skill(Scripted::new("s", true)).start().await.unwrap();
+    let rt = Runtime::builder()
+        .skill(Scripted::new("s", true))
+        .start()
+        .await
+        .unwrap();
     let mut req = SubmitRequest::new(message("mine", Value::Null));
     req.owner = Some("alice".into());
     let task = rt.submit(req).await.unwrap();

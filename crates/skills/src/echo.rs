@@ -148,8 +148,11 @@ impl Skill for EchoSkill {
             }
             progress.step += 1;
             let fraction = progress.step as f64 / plan.steps as f64;
-            ctx.progress(fraction, format!("step {} of {}", progress.step, plan.steps))
-                .await?;
+            ctx.progress(
+                fraction,
+                format!("step {} of {}", progress.step, plan.steps),
+            )
+            .await?;
             ctx.checkpoint(json!(progress)).await?;
         }
 

@@ -243,9 +243,14 @@ impl TaskActorState {
         Ok(())
     }
 
-    async fn set_status(&mut self, state: TaskState, text: Option<String>) -> Result<(), ApplyError> {
+    async fn set_status(
+        &mut self,
+        state: TaskState,
+        text: Option<String>,
+    ) -> Result<(), ApplyError> {
         let message = text.map(|t| Message::agent(vec![Part::text(t)]));
-        self.apply(TaskEventKind::Status(status(state, message))).await
+        self.apply(TaskEventKind::Status(status(state, message)))
+            .await
     }
 
     /// Ends the task `failed` when a change the runtime itself needed could not be made.
@@ -327,9 +332,13 @@ impl TaskActorState {
             return;
         }
         let result = match call {
-            SkillCall::Status { message } => self
-                .apply(TaskEventKind::Status(status(TaskState::Working, Some(message))))
-                .await,
+            SkillCall::Status { message } => {
+                self.apply(TaskEventKind::Status(status(
+                    TaskState::Working,
+                    Some(message),
+                )))
+                .await
+            }
             SkillCall::Artifact {
                 artifact,
                 append,
@@ -358,7 +367,11 @@ impl TaskActorState {
                 asked
             }
         };
-        let _ = reply.send(result.map(|()| None).map_err(|e| SkillError::Runtime(e.to_string())));
+        let _ = reply.send(
+            result
+                .map(|()| None)
+                .map_err(|e| SkillError::Runtime(e.to_string())),
+        );
     }
 
     async fn save_checkpoint(&mut self, value: Value) -> Result<(), ApplyError> {
@@ -370,7 +383,11 @@ impl TaskActorState {
         Ok(())
     }
 
-    async fn on_deliver(&mut self, message: Message, reply: RpcReplyPort<Result<Task, RuntimeError>>) {
+    async fn on_deliver(
+        &mut self,
+        message: Message,
+        reply: RpcReplyPort<Result<Task, RuntimeError>>,
+    ) {
         let state = self.record.state();
         let id = self.record.task.id.clone();
         let refused = if state.is_terminal() {
@@ -460,7 +477,8 @@ impl TaskActorState {
                 self.set_status(TaskState::Failed, Some(text.into())).await
             }
             RunOutcome::Returned(Err(error)) => {
-                self.set_status(TaskState::Failed, Some(error.to_string())).await
+                self.set_status(TaskState::Failed, Some(error.to_string()))
+                    .await
             }
             RunOutcome::Panicked(text) => {
                 let text = format!("skill panicked: {text}");
@@ -472,7 +490,8 @@ impl TaskActorState {
             }
         };
         if let Err(error) = ended {
-            self.fail_after("could not record the skill's result", error).await;
+            self.fail_after("could not record the skill's result", error)
+                .await;
         }
     }
 
@@ -499,12 +518,17 @@ impl TaskActorState {
         };
         current.abort.abort();
         self.release_slot();
-        self.end_canceled("canceled by request; the skill did not stop within the grace period and was aborted")
-            .await;
+        self.end_canceled(
+            "canceled by request; the skill did not stop within the grace period and was aborted",
+        )
+        .await;
     }
 
     async fn end_canceled(&mut self, text: &str) {
-        if let Err(error) = self.set_status(TaskState::Canceled, Some(text.into())).await {
+        if let Err(error) = self
+            .set_status(TaskState::Canceled, Some(text.into()))
+            .await
+        {
             self.fail_after("could not record the cancel", error).await;
         }
     }
@@ -537,7 +561,11 @@ fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
 }
 
 fn last_user_message(task: &Task) -> Option<Message> {
-    task.history.iter().rev().find(|m| m.role == Role::User).cloned()
+    task.history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .cloned()
 }
 
 fn apply_to_runtime(error: ApplyError) -> RuntimeError {

@@ -104,7 +104,9 @@ impl TaskState {
 
     /// The state with this proto enum number, if any (0, unspecified, is none).
     pub fn from_number(n: u64) -> Option<TaskState> {
-        TaskState::ALL.into_iter().find(|s| u64::from(s.number()) == n)
+        TaskState::ALL
+            .into_iter()
+            .find(|s| u64::from(s.number()) == n)
     }
 
     /// The state with this ProtoJSON value name, if any (unspecified is none).

@@ -36,9 +36,15 @@ impl IndexEntry {
     }
 
     fn matches(&self, query: &ListQuery) -> bool {
-        query.context_id.as_ref().is_none_or(|c| c == &self.context_id)
+        query
+            .context_id
+            .as_ref()
+            .is_none_or(|c| c == &self.context_id)
             && query.state.is_none_or(|s| Some(s) == self.state())
-            && query.owner.as_ref().is_none_or(|o| Some(o) == self.owner.as_ref())
+            && query
+                .owner
+                .as_ref()
+                .is_none_or(|o| Some(o) == self.owner.as_ref())
     }
 
     /// True when this entry sorts strictly after (is older than) the cursor.

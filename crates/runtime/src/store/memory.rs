@@ -60,7 +60,11 @@ impl TaskStore for MemoryStore {
         let entry = IndexEntry::of(record);
         inner.index.insert((entry.ts_ms, id.clone()), entry);
         if let Some(event) = event {
-            inner.events.entry(id.clone()).or_default().push(event.clone());
+            inner
+                .events
+                .entry(id.clone())
+                .or_default()
+                .push(event.clone());
         }
         inner.records.insert(id, record.clone());
         Ok(())

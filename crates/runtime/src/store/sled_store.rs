@@ -220,9 +220,13 @@ impl TaskStore for SledStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let plan = match &query.context_id {
-            Some(context) => {
-                plan_page(self.db.scan_prefix(context_prefix(context)).rev().map(decode_entry), query)?
-            }
+            Some(context) => plan_page(
+                self.db
+                    .scan_prefix(context_prefix(context))
+                    .rev()
+                    .map(decode_entry),
+                query,
+            )?,
             None => plan_page(self.db.scan_prefix(b"U").rev().map(decode_entry), query)?,
         };
         let mut records = Vec::with_capacity(plan.ids.len());

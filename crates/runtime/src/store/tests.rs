@@ -61,7 +61,10 @@ async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) 
 async fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
     vec![
         ("memory", Arc::new(MemoryStore::new())),
-        ("sled-sync", Arc::new(SledStore::temporary(Durability::Sync).unwrap())),
+        (
+            "sled-sync",
+            Arc::new(SledStore::temporary(Durability::Sync).unwrap()),
+        ),
         (
             "sled-batched",
             Arc::new(
@@ -82,7 +85,14 @@ async fn versions_are_checked_so_no_update_is_lost() {
         // Creating again, or writing from a stale version, is a conflict.
         let again = store.commit(&r, 0, Some(&created(&r))).await;
         assert!(
-            matches!(again, Err(StoreError::Conflict { expected: 0, found: 1, .. })),
+            matches!(
+                again,
+                Err(StoreError::Conflict {
+                    expected: 0,
+                    found: 1,
+                    ..
+                })
+            ),
             "{name}: {again:?}"
         );
         advance(&*store, "t1", TaskState::Working, 2_000).await;
@@ -90,7 +100,14 @@ async fn versions_are_checked_so_no_update_is_lost() {
         stale.version = 2;
         let err = store.commit(&stale, 1, None).await;
         assert!(
-            matches!(err, Err(StoreError::Conflict { expected: 1, found: 2, .. })),
+            matches!(
+                err,
+                Err(StoreError::Conflict {
+                    expected: 1,
+                    found: 2,
+                    ..
+                })
+            ),
             "{name}: {err:?}"
         );
         let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
@@ -116,12 +133,30 @@ async fn events_are_read_back_in_order_from_any_point() {
         assert_eq!(seqs, [1, 2, 3, 4], "{name}");
         assert!(all[3].is_terminal(), "{name}");
         let tail = store.events(&id, 2, 1).await.unwrap();
-        assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [3], "{name}");
-        assert!(store.events(&TaskId::from("nope"), 0, 10).await.unwrap().is_empty());
+        assert_eq!(
+            tail.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [3],
+            "{name}"
+        );
+        assert!(
+            store
+                .events(&TaskId::from("nope"), 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // A task whose id is a prefix of another's does not see the other's events.
         let r2 = record("t", "c1", TaskState::Submitted, 1_000, "u");
         store.commit(&r2, 0, Some(&created(&r2))).await.unwrap();
-        assert_eq!(store.events(&TaskId::from("t"), 0, 100).await.unwrap().len(), 1, "{name}");
+        assert_eq!(
+            store
+                .events(&TaskId::from("t"), 0, 100)
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "{name}"
+        );
     }
 }
 
@@ -149,10 +184,17 @@ async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
             page.records.iter().map(|r| r.task.id.to_string()).collect()
         };
         let all = store
-            .list(&ListQuery { limit: 100, ..Default::default() })
+            .list(&ListQuery {
+                limit: 100,
+                ..Default::default()
+            })
             .await
             .unwrap();
-        assert_eq!(ids(&all), ["t1", "t7", "t6", "t5", "t4", "t3", "t2"], "{name}");
+        assert_eq!(
+            ids(&all),
+            ["t1", "t7", "t6", "t5", "t4", "t3", "t2"],
+            "{name}"
+        );
         assert_eq!(all.total, 7);
         assert!(all.next.is_none(), "{name}: last page has no cursor");
 
@@ -162,7 +204,11 @@ async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
             limit: 100,
             ..Default::default()
         };
-        assert_eq!(ids(&store.list(&ctx_a).await.unwrap()), ["t1", "t7", "t6", "t4"], "{name}");
+        assert_eq!(
+            ids(&store.list(&ctx_a).await.unwrap()),
+            ["t1", "t7", "t6", "t4"],
+            "{name}"
+        );
 
         let done = ListQuery {
             state: Some(TaskState::Completed),
@@ -185,7 +231,11 @@ async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
         let mut cursor = None;
         loop {
             let page = store
-                .list(&ListQuery { limit: 2, cursor, ..Default::default() })
+                .list(&ListQuery {
+                    limit: 2,
+                    cursor,
+                    ..Default::default()
+                })
                 .await
                 .unwrap();
             assert_eq!(page.total, 7, "{name}");
@@ -208,8 +258,13 @@ async fn active_lists_only_tasks_that_are_not_terminal() {
         }
         advance(&*store, "t2", TaskState::Failed, 2_000).await;
         advance(&*store, "t3", TaskState::Working, 2_000).await;
-        let mut active: Vec<String> =
-            store.active().await.unwrap().iter().map(|r| r.task.id.to_string()).collect();
+        let mut active: Vec<String> = store
+            .active()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.task.id.to_string())
+            .collect();
         active.sort();
         assert_eq!(active, ["t1", "t3"], "{name}");
     }
@@ -247,7 +302,10 @@ async fn concurrent_sync_writers_all_complete_sharing_flushes() {
         writer.await.unwrap().unwrap();
     }
     let page = store
-        .list(&ListQuery { limit: 1, ..Default::default() })
+        .list(&ListQuery {
+            limit: 1,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(page.total, 200);

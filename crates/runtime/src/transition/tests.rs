@@ -40,14 +40,23 @@ use TaskState::*;
 /// `TaskState::ALL`: Submitted, Working, Completed, Failed, Canceled, InputRequired,
 /// Rejected, AuthRequired).
 const ALLOWED: [(TaskState, [bool; 8]); 8] = [
-    (Submitted, [false, true, false, true, true, false, true, false]),
+    (
+        Submitted,
+        [false, true, false, true, true, false, true, false],
+    ),
     (Working, [false, true, true, true, true, true, true, true]),
     (Completed, [false; 8]),
     (Failed, [false; 8]),
     (Canceled, [false; 8]),
-    (InputRequired, [false, true, false, true, true, false, true, false]),
+    (
+        InputRequired,
+        [false, true, false, true, true, false, true, false],
+    ),
     (Rejected, [false; 8]),
-    (AuthRequired, [false, true, false, true, true, false, true, false]),
+    (
+        AuthRequired,
+        [false, true, false, true, true, false, true, false],
+    ),
 ];
 
 #[test]
@@ -94,7 +103,11 @@ fn artifacts_are_added_replaced_appended_and_closed() {
     let task = transition(&task, &artifact("a", "one", false, false)).unwrap();
     let task = transition(&task, &artifact("a", "two", true, false)).unwrap();
     assert_eq!(task.artifacts.len(), 1);
-    let texts: Vec<_> = task.artifacts[0].parts.iter().filter_map(Part::as_text).collect();
+    let texts: Vec<_> = task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(Part::as_text)
+        .collect();
     assert_eq!(texts, ["one", "two"]);
 
     let task = transition(&task, &artifact("a", "three", true, true)).unwrap();

@@ -61,7 +61,11 @@ impl Skill for Scripted {
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        let first = input.history.first().cloned().unwrap_or(input.message.clone());
+        let first = input
+            .history
+            .first()
+            .cloned()
+            .unwrap_or(input.message.clone());
         let data = first.data().cloned().unwrap_or(Value::Null);
         let text = first.text();
         self.started.lock().unwrap().push(text.clone());
@@ -81,6 +85,7 @@ impl Skill for Scripted {
         }
         if field("checkpoint") == json!(true) {
             ctx.checkpoint(json!({"at": "gate", "text": text})).await?;
+            ctx.status("checkpointed").await?;
         }
         if field("gate") == json!(true) {
             tokio::select! {
@@ -93,7 +98,12 @@ impl Skill for Scripted {
         }
         let mut reply = text.clone();
         if field("ask") == json!(true) {
-            reply = ctx.request_input("more?").await?.text();
+            reply = if input.resumed {
+                // Woken after a restart by the answer itself.
+                input.message.text()
+            } else {
+                ctx.request_input("more?").await?.text()
+            };
         }
         for i in 0..field("steps").as_u64().unwrap_or(0) {
             ctx.status(format!("step {i}")).await?;
@@ -135,12 +145,35 @@ pub async fn wait_for_state(handle: &RuntimeHandle, id: &TaskId, state: TaskStat
     handle.get(id, None, None).await.expect("get")
 }
 
+/// Reads the task's events until a status note with this text arrives.
+pub async fn wait_for_note(handle: &RuntimeHandle, id: &TaskId, text: &str) {
+    let watch = async {
+        let mut events = handle.subscribe(id, 0, None).await.expect("subscribe");
+        while let Some(event) = events.next().await {
+            let note = event
+                .expect("event")
+                .status()
+                .and_then(|s| s.message.clone());
+            if note.is_some_and(|m| m.text() == text) {
+                return;
+            }
+        }
+        panic!("task {id} ended without the note {text:?}");
+    };
+    tokio::time::timeout(DEADLINE, watch)
+        .await
+        .unwrap_or_else(|_| panic!("task {id} did not post {text:?} in time"));
+}
+
 /// Every event of a task from `after`, until its stream ends.
 pub async fn collect_events(handle: &RuntimeHandle, id: &TaskId, after: u64) -> Vec<TaskEvent> {
     let events = handle.subscribe(id, after, None).await.expect("subscribe");
-    tokio::time::timeout(DEADLINE, events.map(|e| e.expect("event")).collect::<Vec<_>>())
-        .await
-        .expect("stream did not end in time")
+    tokio::time::timeout(
+        DEADLINE,
+        events.map(|e| e.expect("event")).collect::<Vec<_>>(),
+    )
+    .await
+    .expect("stream did not end in time")
 }
 
 pub fn status_text(task: &Task) -> String {
