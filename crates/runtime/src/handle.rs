@@ -181,6 +181,15 @@ pub struct ListRequest {
     pub include_artifacts: bool,
 }
 
+/// A task as it stood after a given event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSnapshot {
+    /// The task.
+    pub task: Task,
+    /// The sequence number of the last event the task reflects.
+    pub seq: u64,
+}
+
 /// One page of tasks.
 #[derive(Debug, Clone)]
 pub struct TaskPage {
@@ -229,7 +238,7 @@ impl RuntimeHandle {
     /// Starts a new task, or delivers a follow-up message to the task the message names.
     /// Returns the task as stored once the message is durably accepted; the skill runs
     /// in the background (use [`RuntimeHandle::subscribe`] to follow it).
-    pub async fn submit(&self, request: SubmitRequest) -> Result<Task, RuntimeError> {
+    pub async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
         if !self.inner.accepting.load(Ordering::Acquire) {
             return Err(RuntimeError::Unavailable(
                 "the runtime is shutting down".into(),
@@ -251,7 +260,7 @@ impl RuntimeHandle {
         }
     }
 
-    async fn create(&self, request: SubmitRequest) -> Result<Task, RuntimeError> {
+    async fn create(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
         let skill = self.select_skill(&request)?;
         let SubmitRequest { message, owner, .. } = request;
         let task_id = TaskId::generate();
@@ -312,14 +321,14 @@ impl RuntimeHandle {
                 )));
             }
         }
-        Ok(task)
+        Ok(TaskSnapshot { task, seq: 1 })
     }
 
     async fn follow_up(
         &self,
         task_id: TaskId,
         request: SubmitRequest,
-    ) -> Result<Task, RuntimeError> {
+    ) -> Result<TaskSnapshot, RuntimeError> {
         let record = self
             .visible_record(&task_id, request.owner.as_deref())
             .await?;
@@ -378,6 +387,21 @@ impl RuntimeHandle {
                 Err(RuntimeError::NoSkillSelected { available })
             }
         }
+    }
+
+    /// The task and the sequence number of its last event, read together: subscribing
+    /// after that number continues exactly where the snapshot stands.
+    pub async fn snapshot(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<TaskSnapshot, RuntimeError> {
+        let record = self.visible_record(task_id, owner).await?;
+        Ok(TaskSnapshot {
+            task: record.task.with_history_limit(history_length),
+            seq: record.last_seq,
+        })
     }
 
     /// The task, with at most `history_length` recent history messages.

@@ -43,7 +43,8 @@
 //! let runtime = Runtime::builder().skill(Shout).start().await?;
 //! let task = runtime
 //!     .submit(SubmitRequest::new(Message::user(vec![Part::text("hello")])))
-//!     .await?;
+//!     .await?
+//!     .task;
 //! let mut events = runtime.subscribe(&task.id, 0, None).await?;
 //! while let Some(event) = events.next().await {
 //!     let _ = event?; // created, working, progress, completed
@@ -70,7 +71,9 @@ mod transition;
 pub use config::RuntimeConfig;
 pub use context::SkillContext;
 pub use error::RuntimeError;
-pub use handle::{ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage};
+pub use handle::{
+    ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage, TaskSnapshot,
+};
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind, TaskId,
     TaskState, TaskStatus, TaskUpdate,

@@ -183,7 +183,7 @@ async fn input_required_resolves_with_the_users_next_message() {
 
     let mut answer = message("the answer", Value::Null);
     answer.task_id = Some(task.id.clone());
-    let accepted = rt.submit(SubmitRequest::new(answer)).await.unwrap();
+    let accepted = rt.submit(SubmitRequest::new(answer)).await.unwrap().task;
     assert_eq!(accepted.status.state, TaskState::Working);
     let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
     assert_eq!(status_text(&done), "done: the answer");
@@ -325,7 +325,7 @@ async fn submissions_are_validated_with_clear_errors() {
     }
     let mut by_metadata = message("x", Value::Null);
     by_metadata.metadata = json!({"skill": "b"}).as_object().cloned();
-    let task = rt.submit(SubmitRequest::new(by_metadata)).await.unwrap();
+    let task = rt.submit(SubmitRequest::new(by_metadata)).await.unwrap().task;
     assert_eq!(task.status.state, TaskState::Submitted);
 
     let mut bad_context = message("x", Value::Null);
@@ -347,7 +347,7 @@ async fn other_owners_tasks_are_not_found() {
         .unwrap();
     let mut req = SubmitRequest::new(message("mine", Value::Null));
     req.owner = Some("alice".into());
-    let task = rt.submit(req).await.unwrap();
+    let task = rt.submit(req).await.unwrap().task;
     assert!(rt.get(&task.id, None, Some("alice")).await.is_ok());
     assert!(matches!(
         rt.get(&task.id, None, Some("bob")).await,

@@ -33,7 +33,7 @@ async fn start(dir: &std::path::Path) -> (RuntimeHandle, Scripted, Scripted) {
 async fn submit_to(rt: &RuntimeHandle, skill: &str, text: &str, data: Value) -> Task {
     let mut req = SubmitRequest::new(message(text, data));
     req.skill = Some(skill.into());
-    rt.submit(req).await.unwrap()
+    rt.submit(req).await.unwrap().task
 }
 
 /// Stops every actor without letting anything finish, as a crash would.

@@ -15,6 +15,7 @@ use super::supervisor::SupervisorMsg;
 use crate::config::RuntimeConfig;
 use crate::context::SkillContext;
 use crate::error::RuntimeError;
+use crate::handle::TaskSnapshot;
 use crate::model::{
     Artifact, Message, Part, Role, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus,
 };
@@ -53,7 +54,7 @@ pub(crate) enum TaskMsg {
     Start,
     Skill(SkillCall, RpcReplyPort<SkillReply>),
     /// A user's follow-up message.
-    Deliver(Message, RpcReplyPort<Result<Task, RuntimeError>>),
+    Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
     Subscribe(RpcReplyPort<broadcast::Receiver<TaskEvent>>),
     RunFinished {
@@ -386,7 +387,7 @@ impl TaskActorState {
     async fn on_deliver(
         &mut self,
         message: Message,
-        reply: RpcReplyPort<Result<Task, RuntimeError>>,
+        reply: RpcReplyPort<Result<TaskSnapshot, RuntimeError>>,
     ) {
         let state = self.record.state();
         let id = self.record.task.id.clone();
@@ -419,7 +420,10 @@ impl TaskActorState {
                 self.want_slot();
             }
         }
-        let _ = reply.send(Ok(self.record.task.clone()));
+        let _ = reply.send(Ok(TaskSnapshot {
+            task: self.record.task.clone(),
+            seq: self.record.last_seq,
+        }));
     }
 
     async fn on_cancel(

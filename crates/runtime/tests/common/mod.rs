@@ -126,6 +126,7 @@ pub async fn submit(handle: &RuntimeHandle, text: &str, data: Value) -> Task {
         .submit(SubmitRequest::new(message(text, data)))
         .await
         .expect("submit")
+        .task
 }
 
 /// Reads the task's events until one puts it in `state` (or the deadline passes).
