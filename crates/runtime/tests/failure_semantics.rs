@@ -325,7 +325,11 @@ async fn submissions_are_validated_with_clear_errors() {
     }
     let mut by_metadata = message("x", Value::Null);
     by_metadata.metadata = json!({"skill": "b"}).as_object().cloned();
-    let task = rt.submit(SubmitRequest::new(by_metadata)).await.unwrap().task;
+    let task = rt
+        .submit(SubmitRequest::new(by_metadata))
+        .await
+        .unwrap()
+        .task;
     assert_eq!(task.status.state, TaskState::Submitted);
 
     let mut bad_context = message("x", Value::Null);

@@ -1,0 +1,76 @@
+//! Gateway settings: what the agent card says, and the HTTP limits.
+
+use serde::{Deserialize, Serialize};
+
+/// How the gateway presents the agent and guards its endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Base URL clients reach this server at, advertised in the agent card (never taken
+    /// from a request's Host header). Default: none, then `http://<bound address>`.
+    pub public_url: Option<String>,
+    /// The agent's name on its card. Default: "fundi".
+    pub name: String,
+    /// The agent's description on its card.
+    pub description: String,
+    /// The agent's own version on its card. Default: this build's version.
+    pub version: String,
+    /// Provider organization on the card. Default: "fundi".
+    pub provider_organization: String,
+    /// Provider URL on the card. Default: "https://github.com/fundi-a2a/fundi".
+    pub provider_url: String,
+    /// Documentation URL on the card. Default: none.
+    pub documentation_url: Option<String>,
+    /// Largest accepted request body, in bytes. Default: 1048576 (1 MiB).
+    pub max_body_bytes: usize,
+    /// Longest a non-streaming call may take, in ms; a blocking SendMessage returns the
+    /// task as it stands then. Default: 30000.
+    pub request_timeout_ms: u64,
+    /// Interval of keep-alive comments on idle SSE streams, in ms. Default: 15000.
+    pub sse_keep_alive_ms: u64,
+    /// `Cache-Control: max-age` of the agent card, in seconds. Default: 300.
+    pub card_max_age_secs: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            public_url: None,
+            name: "fundi".into(),
+            description: "A2A runtime for long-running agent skills: every task is durable, \
+                          supervised and streamed."
+                .into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            provider_organization: "fundi".into(),
+            provider_url: "https://github.com/fundi-a2a/fundi".into(),
+            documentation_url: None,
+            max_body_bytes: 1024 * 1024,
+            request_timeout_ms: 30_000,
+            sse_keep_alive_ms: 15_000,
+            card_max_age_secs: 300,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// Checks values that serde cannot; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!(
+                "gateway.public-url must be an http(s) URL, got {url:?}"
+            ));
+        }
+        if self.max_body_bytes == 0 {
+            return Err("gateway.max-body-bytes must be at least 1".into());
+        }
+        if self.request_timeout_ms == 0 {
+            return Err("gateway.request-timeout-ms must be at least 1".into());
+        }
+        if self.sse_keep_alive_ms == 0 {
+            return Err("gateway.sse-keep-alive-ms must be at least 1".into());
+        }
+        Ok(())
+    }
+}

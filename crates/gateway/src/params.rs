@@ -1,0 +1,116 @@
+//! v1.0 `params` of each method, decoded with the path of whatever is wrong.
+//! Field names are lowerCamelCase with snake_case accepted (ProtoJSON); unknown fields
+//! are ignored; `null` means absent.
+
+use chrono::{DateTime, Utc};
+use fundi_runtime::model::timestamp;
+use fundi_runtime::{Message, TaskState};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+/// Decodes params (absent params are an empty object), naming the failing field.
+pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ApiError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        ApiError::invalid_params(field, e.inner().to_string())
+    })
+}
+
+/// `SendMessageRequest`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SendMessageParams {
+    pub(crate) message: Message,
+    #[serde(default)]
+    pub(crate) configuration: Option<SendConfiguration>,
+}
+
+/// `SendMessageConfiguration`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SendConfiguration {
+    #[serde(default, alias = "task_push_notification_config")]
+    #[serde(alias = "pushNotificationConfig", alias = "push_notification_config")]
+    pub(crate) task_push_notification_config: Option<Value>,
+    #[serde(default, alias = "history_length")]
+    pub(crate) history_length: Option<i64>,
+    #[serde(default, alias = "return_immediately")]
+    pub(crate) return_immediately: Option<bool>,
+}
+
+/// `GetTaskRequest`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GetTaskParams {
+    pub(crate) id: String,
+    #[serde(default, alias = "history_length")]
+    pub(crate) history_length: Option<i64>,
+}
+
+/// `CancelTaskRequest` and `SubscribeToTaskRequest`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TaskIdParams {
+    pub(crate) id: String,
+}
+
+/// `ListTasksRequest`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListTasksParams {
+    #[serde(default, alias = "context_id")]
+    pub(crate) context_id: Option<String>,
+    #[serde(default, deserialize_with = "state_filter")]
+    pub(crate) status: Option<TaskState>,
+    #[serde(default, alias = "page_size")]
+    pub(crate) page_size: Option<i64>,
+    #[serde(default, alias = "page_token")]
+    pub(crate) page_token: Option<String>,
+    #[serde(default, alias = "history_length")]
+    pub(crate) history_length: Option<i64>,
+    #[serde(
+        default,
+        alias = "status_timestamp_after",
+        deserialize_with = "opt_timestamp"
+    )]
+    pub(crate) status_timestamp_after: Option<DateTime<Utc>>,
+    #[serde(default, alias = "include_artifacts")]
+    pub(crate) include_artifacts: Option<bool>,
+}
+
+/// `TASK_STATE_UNSPECIFIED` (or 0) means "no filter"; other names and numbers filter.
+fn state_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<TaskState>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(Value::String(s)) if s == "TASK_STATE_UNSPECIFIED" => Ok(None),
+        Some(Value::Number(n)) if n.as_u64() == Some(0) => Ok(None),
+        Some(other) => TaskState::deserialize(other)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+fn opt_timestamp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) => timestamp::parse(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+/// A `historyLength`: absent is "no limit", negative is an error.
+pub(crate) fn history_length(field: &str, value: Option<i64>) -> Result<Option<usize>, ApiError> {
+    match value {
+        None => Ok(None),
+        Some(n) if n >= 0 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        Some(n) => Err(ApiError::invalid_params(
+            field,
+            format!("must be zero or more, got {n}"),
+        )),
+    }
+}

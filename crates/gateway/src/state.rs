@@ -1,0 +1,52 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use fundi_runtime::RuntimeHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::card;
+use crate::config::GatewayConfig;
+
+/// The gateway's state: the runtime it fronts, its settings, and the prepared card.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) runtime: RuntimeHandle,
+    pub(crate) config: Arc<GatewayConfig>,
+    pub(crate) card: Arc<CardBody>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// The agent card, serialized once, with its ETag.
+pub(crate) struct CardBody {
+    pub(crate) json: String,
+    pub(crate) etag: String,
+}
+
+impl AppState {
+    /// State for a gateway in front of `runtime`, advertising `public_url`. Open streams
+    /// end when `shutdown` is cancelled (so that graceful shutdown can finish).
+    pub fn new(
+        runtime: RuntimeHandle,
+        config: GatewayConfig,
+        public_url: &str,
+        shutdown: CancellationToken,
+    ) -> AppState {
+        let card = card::agent_card(&config, public_url, runtime.skills());
+        let json = card.to_string();
+        let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
+        AppState {
+            runtime,
+            config: Arc::new(config),
+            card: Arc::new(CardBody { json, etag }),
+            shutdown,
+        }
+    }
+}
+
+/// A stable hash for the ETag (std's hasher is randomly seeded per process).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -1,0 +1,158 @@
+//! The streaming methods as SSE: one `data:` line per event holding a whole JSON-RPC
+//! response with the request's id, `id:` the task's event sequence. The first event is
+//! the task; the stream ends after a terminal state or input-required (auth-required
+//! keeps it open), on shutdown, or after an error event.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use fundi_runtime::{EventStream, TaskEventKind, TaskId, TaskState, TaskUpdate};
+use futures::stream::{self, BoxStream, StreamExt};
+use serde_json::Value;
+
+use crate::dialect::{Dialect, Method};
+use crate::encode;
+use crate::error::ApiError;
+use crate::jsonrpc::{Request, failure, success};
+use crate::methods;
+use crate::params::{TaskIdParams, decode};
+use crate::state::AppState;
+
+/// What an opened stream starts with and continues from.
+struct Opened {
+    first: Option<(u64, TaskUpdate)>,
+    events: EventStream,
+}
+
+/// Answers a streaming request. Every failure after a valid envelope (an unknown task,
+/// a bad param, an unsupported version) is one SSE error event, then the end.
+pub(crate) async fn respond(
+    state: AppState,
+    request: Request,
+    last_event_id: Option<u64>,
+    refused: Option<ApiError>,
+) -> Response {
+    let id = request.id.clone();
+    let dialect = request.dialect;
+    let opened = match refused {
+        Some(error) => Err(error),
+        None => open(&state, request, last_event_id).await,
+    };
+    let events: BoxStream<'static, Event> = match opened {
+        Err(error) => stream::once(async move { error_event(&id, &error, dialect) }).boxed(),
+        Ok(opened) => frames(opened, id, dialect),
+    };
+    let keep_alive = KeepAlive::new()
+        .interval(Duration::from_millis(state.config.sse_keep_alive_ms))
+        .text("keep-alive");
+    let events = events
+        .take_until(state.shutdown.clone().cancelled_owned())
+        .map(Ok::<_, Infallible>);
+    let mut response = Sse::new(events).keep_alive(keep_alive).into_response();
+    let headers = response.headers_mut();
+    headers.insert("cache-control", "no-cache".parse().expect("static header"));
+    headers.insert("x-accel-buffering", "no".parse().expect("static header"));
+    response
+}
+
+async fn open(
+    state: &AppState,
+    request: Request,
+    last_event_id: Option<u64>,
+) -> Result<Opened, ApiError> {
+    let runtime = &state.runtime;
+    match request.method {
+        Method::SendStreamingMessage => {
+            let (accepted, history, _) =
+                methods::submit(runtime, request.params, request.dialect).await?;
+            let events = runtime
+                .subscribe(&accepted.task.id, accepted.seq, None)
+                .await?;
+            let task = accepted.task.with_history_limit(history);
+            Ok(Opened {
+                first: Some((accepted.seq, TaskUpdate::Task(task))),
+                events,
+            })
+        }
+        Method::SubscribeToTask => {
+            let params: TaskIdParams = decode(request.params)?;
+            let id = TaskId::from(params.id);
+            if let Some(after) = last_event_id {
+                // A reconnect: everything after the last event the client saw, even up
+                // to the terminal one it may have missed.
+                let events = runtime.subscribe(&id, after, None).await?;
+                return Ok(Opened {
+                    first: None,
+                    events,
+                });
+            }
+            let snapshot = runtime.snapshot(&id, None, None).await?;
+            let state = snapshot.task.status.state;
+            if state.is_terminal() {
+                return Err(ApiError::unsupported(format!(
+                    "task {id} is already {state}; only tasks that are not terminal can be subscribed to"
+                )));
+            }
+            let events = runtime.subscribe(&id, snapshot.seq, None).await?;
+            Ok(Opened {
+                first: Some((snapshot.seq, TaskUpdate::Task(snapshot.task))),
+                events,
+            })
+        }
+        _ => Err(ApiError::internal("plain method routed as a stream")),
+    }
+}
+
+/// Whether the stream ends after a task in this state.
+fn ends_stream(state: TaskState) -> bool {
+    state.is_terminal() || state == TaskState::InputRequired
+}
+
+fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Event> {
+    let Opened { first, mut events } = opened;
+    async_stream::stream! {
+        if let Some((seq, update)) = first {
+            let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
+            yield data_event(Some(seq), &id, &update, dialect);
+            if done {
+                return;
+            }
+        }
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    yield error_event(&id, &ApiError::from(error), dialect);
+                    return;
+                }
+            };
+            // A user's follow-up message is part of the log, but not a stream item.
+            if matches!(event.kind, TaskEventKind::Message(_)) {
+                continue;
+            }
+            let done = event.status().is_some_and(|s| ends_stream(s.state));
+            yield data_event(Some(event.seq), &id, &event.to_update(), dialect);
+            if done {
+                return;
+            }
+        }
+    }
+    .boxed()
+}
+
+fn data_event(seq: Option<u64>, id: &Value, update: &TaskUpdate, dialect: Dialect) -> Event {
+    let body = success(id, encode::update(update, dialect));
+    let event = Event::default().data(body.to_string());
+    match seq {
+        Some(seq) => event.id(seq.to_string()),
+        None => event,
+    }
+}
+
+fn error_event(id: &Value, error: &ApiError, dialect: Dialect) -> Event {
+    Event::default()
+        .event("error")
+        .data(failure(id, error, dialect).to_string())
+}
