@@ -33,12 +33,6 @@ pub enum TransitionError {
         /// The missing artifact id.
         artifact_id: String,
     },
-    /// An append chunk arrives after the artifact's last chunk.
-    #[error("cannot append to artifact {artifact_id:?}: its last chunk was already sent")]
-    ArtifactClosed {
-        /// The closed artifact id.
-        artifact_id: String,
-    },
     /// An artifact must have at least one part.
     #[error("artifact {artifact_id:?} has no parts")]
     EmptyArtifact {
@@ -84,81 +78,41 @@ pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, Transitio
             next.status = status.clone();
         }
         TaskEventKind::Artifact {
-            artifact,
-            append,
-            last_chunk,
+            artifact, append, ..
         } => {
             if state != TaskState::Working {
                 return Err(TransitionError::ArtifactWhileNotWorking { state });
             }
-            apply_artifact(&mut next, artifact, *append, *last_chunk)?;
+            apply_artifact(&mut next, artifact, *append)?;
         }
         TaskEventKind::Message(message) => next.history.push(stamped(task, message)),
     }
     Ok(next)
 }
 
-/// Metadata key marking an artifact whose last chunk has been applied.
-const CLOSED_KEY: &str = "fundi.lastChunk";
-
 fn apply_artifact(
     task: &mut Task,
     artifact: &Artifact,
     append: bool,
-    last_chunk: bool,
 ) -> Result<(), TransitionError> {
     let id = &artifact.artifact_id;
     let existing = task.artifacts.iter_mut().find(|a| &a.artifact_id == id);
     match (existing, append) {
-        (Some(existing), true) => {
-            if is_closed(existing) {
-                return Err(TransitionError::ArtifactClosed {
-                    artifact_id: id.clone(),
-                });
-            }
-            existing.parts.extend(artifact.parts.iter().cloned());
-            if last_chunk {
-                close(existing);
-            }
-        }
+        (Some(existing), true) => existing.parts.extend(artifact.parts.iter().cloned()),
         (None, true) => {
             return Err(TransitionError::UnknownArtifact {
                 artifact_id: id.clone(),
             });
         }
-        (existing, false) => {
-            if artifact.parts.is_empty() {
-                return Err(TransitionError::EmptyArtifact {
-                    artifact_id: id.clone(),
-                });
-            }
-            let mut fresh = artifact.clone();
-            if last_chunk {
-                close(&mut fresh);
-            }
-            match existing {
-                Some(existing) => *existing = fresh,
-                None => task.artifacts.push(fresh),
-            }
+        (_, false) if artifact.parts.is_empty() => {
+            return Err(TransitionError::EmptyArtifact {
+                artifact_id: id.clone(),
+            });
         }
+        (Some(existing), false) => *existing = artifact.clone(),
+        (None, false) => task.artifacts.push(artifact.clone()),
     }
     Ok(())
-}
-
-// The closed flag lives in the stored artifact's metadata so that it survives a restart;
-// it is harmless to clients (namespaced key, extension metadata).
-fn is_closed(artifact: &Artifact) -> bool {
-    artifact
-        .metadata
-        .as_ref()
-        .is_some_and(|m| m.get(CLOSED_KEY).is_some_and(|v| v == true))
-}
-
-fn close(artifact: &mut Artifact) {
-    artifact
-        .metadata
-        .get_or_insert_with(Default::default)
-        .insert(CLOSED_KEY.into(), true.into());
 }
 
 fn stamped(task: &Task, message: &Message) -> Message {

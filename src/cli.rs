@@ -1,0 +1,120 @@
+//! Command-line arguments.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// fundi: an A2A server and runtime for long-running agent skills.
+#[derive(Debug, Parser)]
+#[command(name = "fundi", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the server (reads config/fundi.toml and FUNDI__SECTION__FIELD variables).
+    Serve(ServeArgs),
+    #[command(flatten)]
+    Client(ClientCommand),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Config file (default: config/fundi.toml, when it exists).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Address to listen on (overrides server.bind).
+    #[arg(long)]
+    pub(crate) bind: Option<SocketAddr>,
+    /// sled directory (overrides store.path).
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+/// Where the client finds the server.
+#[derive(Debug, Args)]
+pub(crate) struct Endpoint {
+    /// The server's base URL.
+    #[arg(long, env = "FUNDI_URL", default_value = "http://127.0.0.1:8080")]
+    pub(crate) url: String,
+    /// Print the raw JSON-RPC result instead of a summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A message to send.
+#[derive(Debug, Args)]
+pub(crate) struct MessageArgs {
+    /// The message text.
+    pub(crate) text: String,
+    /// The skill to run (message metadata "skill").
+    #[arg(long)]
+    pub(crate) skill: Option<String>,
+    /// A JSON value sent as a data part, e.g. '{"steps": 3, "delayMs": 200}'.
+    #[arg(long)]
+    pub(crate) data: Option<String>,
+    /// Continue this task (answer an input-required task).
+    #[arg(long)]
+    pub(crate) task: Option<String>,
+    /// Start the task in this context.
+    #[arg(long)]
+    pub(crate) context: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ClientCommand {
+    /// Send a message and wait for the task to finish or ask for input.
+    Send {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        #[command(flatten)]
+        message: MessageArgs,
+        /// Return as soon as the task is created.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Send a message and show the task's progress live.
+    Stream {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        #[command(flatten)]
+        message: MessageArgs,
+    },
+    /// Show a task.
+    Get {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        id: String,
+        /// Show at most this many recent history messages.
+        #[arg(long)]
+        history: Option<u32>,
+    },
+    /// Cancel a task.
+    Cancel {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        id: String,
+    },
+    /// List tasks, most recently updated first.
+    List {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Only this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Only this state (e.g. working, input-required, completed).
+        #[arg(long)]
+        state: Option<String>,
+        /// Tasks per page (1 to 100).
+        #[arg(long, default_value_t = 20)]
+        page_size: u32,
+        /// The token printed for the next page.
+        #[arg(long)]
+        page_token: Option<String>,
+    },
+}

@@ -1,0 +1,260 @@
+//! A small JSON-RPC (A2A v1.0) client for driving a server by hand.
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::cli::{ClientCommand, Endpoint, MessageArgs};
+
+pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
+    match command {
+        ClientCommand::Send {
+            endpoint,
+            message,
+            no_wait,
+        } => {
+            let params = json!({
+                "message": message_json(&message)?,
+                "configuration": {"returnImmediately": no_wait},
+            });
+            let result = call(&endpoint, "SendMessage", params).await?;
+            show(&endpoint, &result, |r| print_task(&r["task"]))
+        }
+        ClientCommand::Stream { endpoint, message } => {
+            stream(&endpoint, json!({"message": message_json(&message)?})).await
+        }
+        ClientCommand::Get {
+            endpoint,
+            id,
+            history,
+        } => {
+            let mut params = json!({"id": id});
+            if let Some(n) = history {
+                params["historyLength"] = json!(n);
+            }
+            let result = call(&endpoint, "GetTask", params).await?;
+            show(&endpoint, &result, print_task)
+        }
+        ClientCommand::Cancel { endpoint, id } => {
+            let result = call(&endpoint, "CancelTask", json!({"id": id})).await?;
+            show(&endpoint, &result, print_task)
+        }
+        ClientCommand::List {
+            endpoint,
+            context,
+            state,
+            page_size,
+            page_token,
+        } => {
+            let mut params = json!({"pageSize": page_size});
+            if let Some(context) = context {
+                params["contextId"] = json!(context);
+            }
+            if let Some(state) = state {
+                params["status"] = json!(state_name(&state));
+            }
+            if let Some(token) = page_token {
+                params["pageToken"] = json!(token);
+            }
+            let result = call(&endpoint, "ListTasks", params).await?;
+            show(&endpoint, &result, print_list)
+        }
+    }
+}
+
+fn rpc_url(endpoint: &Endpoint) -> String {
+    format!("{}/a2a", endpoint.url.trim_end_matches('/'))
+}
+
+fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
+    let mut parts = vec![json!({"text": args.text})];
+    if let Some(data) = &args.data {
+        let data: Value = serde_json::from_str(data).context("--data must be JSON")?;
+        parts.push(json!({"data": data, "mediaType": "application/json"}));
+    }
+    let mut message = json!({
+        "messageId": format!("cli-{}", std::process::id()) + &format!("-{}", chrono_like_now()),
+        "role": "ROLE_USER",
+        "parts": parts,
+    });
+    if let Some(skill) = &args.skill {
+        message["metadata"] = json!({"skill": skill});
+    }
+    if let Some(task) = &args.task {
+        message["taskId"] = json!(task);
+    }
+    if let Some(context) = &args.context {
+        message["contextId"] = json!(context);
+    }
+    Ok(message)
+}
+
+/// Nanoseconds since the epoch: enough to make CLI message ids unique.
+fn chrono_like_now() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+fn state_name(state: &str) -> String {
+    if state.starts_with("TASK_STATE_") {
+        state.to_owned()
+    } else {
+        format!("TASK_STATE_{}", state.replace('-', "_").to_uppercase())
+    }
+}
+
+fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+}
+
+async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
+    let response = reqwest::Client::new()
+        .post(rpc_url(endpoint))
+        .header("A2A-Version", "1.0")
+        .json(&request(method, params))
+        .send()
+        .await
+        .with_context(|| format!("reaching {}", endpoint.url))?;
+    let body: Value = response.json().await.context("reading the answer")?;
+    result_of(body)
+}
+
+fn result_of(body: Value) -> anyhow::Result<Value> {
+    if let Some(error) = body.get("error") {
+        bail!(
+            "{} (code {})",
+            error["message"].as_str().unwrap_or("error"),
+            error["code"]
+        );
+    }
+    body.get("result")
+        .cloned()
+        .context("the answer has no result")
+}
+
+fn show(endpoint: &Endpoint, result: &Value, summary: impl Fn(&Value)) -> anyhow::Result<()> {
+    if endpoint.json {
+        println!("{}", serde_json::to_string_pretty(result)?);
+    } else {
+        summary(result);
+    }
+    Ok(())
+}
+
+async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
+    let response = reqwest::Client::new()
+        .post(rpc_url(endpoint))
+        .header("A2A-Version", "1.0")
+        .header("Accept", "text/event-stream")
+        .json(&request("SendStreamingMessage", params))
+        .send()
+        .await
+        .with_context(|| format!("reaching {}", endpoint.url))?;
+    let mut bytes = response.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(chunk) = bytes.next().await {
+        buffer.push_str(&String::from_utf8_lossy(
+            &chunk.context("reading the stream")?,
+        ));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            for line in frame.lines() {
+                if let Some(data) = line.strip_prefix("data: ") {
+                    let result = result_of(serde_json::from_str(data)?)?;
+                    if endpoint.json {
+                        println!("{result}");
+                    } else {
+                        print_stream_item(&result);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn text_of(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| {
+                    p["text"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .or_else(|| p.get("data").map(Value::to_string))
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+fn short_state(state: &Value) -> String {
+    state
+        .as_str()
+        .unwrap_or("?")
+        .trim_start_matches("TASK_STATE_")
+        .to_lowercase()
+        .replace('_', "-")
+}
+
+fn print_task(task: &Value) {
+    println!(
+        "task {} (context {}): {}",
+        task["id"].as_str().unwrap_or("?"),
+        task["contextId"].as_str().unwrap_or("?"),
+        short_state(&task["status"]["state"])
+    );
+    if let Some(message) = task["status"].get("message") {
+        println!("  {}", text_of(message));
+    }
+    for artifact in task["artifacts"].as_array().into_iter().flatten() {
+        let name = artifact["name"]
+            .as_str()
+            .or(artifact["artifactId"].as_str())
+            .unwrap_or("?");
+        println!("  artifact {name}: {}", text_of(artifact));
+    }
+}
+
+fn print_list(page: &Value) {
+    for task in page["tasks"].as_array().into_iter().flatten() {
+        println!(
+            "{}  {:<15} {}",
+            task["id"].as_str().unwrap_or("?"),
+            short_state(&task["status"]["state"]),
+            task["status"]["timestamp"].as_str().unwrap_or("")
+        );
+    }
+    println!("{} of {} tasks", page["pageSize"], page["totalSize"]);
+    if let Some(token) = page["nextPageToken"].as_str().filter(|t| !t.is_empty()) {
+        println!("next page: --page-token {token}");
+    }
+}
+
+fn print_stream_item(item: &Value) {
+    if let Some(task) = item.get("task") {
+        print_task(task);
+    } else if let Some(update) = item.get("statusUpdate") {
+        let status = &update["status"];
+        let note = status.get("message").map(text_of).unwrap_or_default();
+        let progress = status["message"]["metadata"]["progress"]
+            .as_f64()
+            .map(|p| format!(" ({:.0}%)", p * 100.0))
+            .unwrap_or_default();
+        println!("{}{progress}: {note}", short_state(&status["state"]));
+    } else if let Some(update) = item.get("artifactUpdate") {
+        let artifact = &update["artifact"];
+        let name = artifact["name"]
+            .as_str()
+            .or(artifact["artifactId"].as_str())
+            .unwrap_or("?");
+        println!("artifact {name}: {}", text_of(artifact));
+    } else if let Some(message) = item.get("message") {
+        println!("message: {}", text_of(message));
+    }
+}

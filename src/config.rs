@@ -1,0 +1,250 @@
+//! `fundi serve` settings: built-in defaults, then `config/fundi.toml` (or `--config`),
+//! then environment variables `FUNDI__SECTION__FIELD`, per field; then the command-line
+//! flags. Every field is documented in `config/fundi.toml`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use fundi_gateway::GatewayConfig;
+use fundi_runtime::RuntimeConfig;
+use fundi_skills::EchoConfig;
+use serde::{Deserialize, Serialize};
+
+/// The file read when `--config` is not given (if it exists).
+pub(crate) const DEFAULT_CONFIG_PATH: &str = "config/fundi.toml";
+
+/// Everything `fundi serve` can be told.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct AppConfig {
+    /// Listening and shutdown.
+    pub(crate) server: ServerConfig,
+    /// Where tasks are stored.
+    pub(crate) store: StoreConfig,
+    /// How tasks run.
+    pub(crate) runtime: RuntimeConfig,
+    /// Which built-in skills run, and their settings.
+    pub(crate) skills: SkillsConfig,
+    /// The A2A endpoint and agent card.
+    pub(crate) gateway: GatewayConfig,
+    /// Logging.
+    pub(crate) log: LogConfig,
+}
+
+/// Listening and shutdown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct ServerConfig {
+    /// Address to listen on. Default: 127.0.0.1:8080 (loopback only).
+    pub(crate) bind: SocketAddr,
+    /// Allow binding a non-loopback address. fundi has no authentication yet, so the
+    /// default refuses to start on one. Default: false.
+    pub(crate) allow_non_loopback: bool,
+    /// On SIGINT/SIGTERM, how long running tasks get to finish before the rest is left
+    /// to recovery, in ms. Default: 10000.
+    pub(crate) shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            allow_non_loopback: false,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+/// Which store keeps the tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum StoreKind {
+    /// sled, on disk (the embedded default).
+    Sled,
+    /// In memory: everything is lost at exit (demos, tests).
+    Memory,
+}
+
+/// When a change is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum DurabilityMode {
+    /// Flushed before it is acknowledged (concurrent writers share flushes).
+    Sync,
+    /// Flushed within `flush-window-ms`; a crash loses at most that window.
+    Batched,
+}
+
+/// Where tasks are stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct StoreConfig {
+    /// `sled` or `memory`. Default: sled.
+    pub(crate) kind: StoreKind,
+    /// The sled directory. Default: `data`.
+    pub(crate) path: PathBuf,
+    /// `sync` or `batched`. Default: sync.
+    pub(crate) durability: DurabilityMode,
+    /// With `batched`: the longest a change stays unflushed, in ms. Default: 10.
+    pub(crate) flush_window_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            kind: StoreKind::Sled,
+            path: PathBuf::from("data"),
+            durability: DurabilityMode::Sync,
+            flush_window_ms: 10,
+        }
+    }
+}
+
+/// Built-in skills.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct SkillsConfig {
+    /// Ids of the built-in skills to register. Default: ["echo"].
+    pub(crate) enabled: Vec<String>,
+    /// Settings of the `echo` skill.
+    pub(crate) echo: EchoConfig,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            enabled: vec!["echo".into()],
+            echo: EchoConfig::default(),
+        }
+    }
+}
+
+/// Logging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct LogConfig {
+    /// A tracing filter, e.g. `info` or `fundi_runtime=debug,info`; `RUST_LOG`, when
+    /// set, wins. Default: info.
+    pub(crate) filter: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            filter: "info".into(),
+        }
+    }
+}
+
+/// The built-in skills there are.
+pub(crate) const BUILT_IN_SKILLS: [&str; 1] = ["echo"];
+
+impl AppConfig {
+    /// Reads defaults < file < environment. `path` given: the file must exist. Not
+    /// given: `config/fundi.toml` is read if it exists.
+    pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<AppConfig> {
+        let mut figment = Figment::from(Serialized::defaults(AppConfig::default()));
+        match path {
+            Some(path) => {
+                if !path.is_file() {
+                    bail!("config file {} does not exist", path.display());
+                }
+                figment = figment.merge(Toml::file_exact(path));
+            }
+            None if Path::new(DEFAULT_CONFIG_PATH).is_file() => {
+                figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_PATH));
+            }
+            None => {}
+        }
+        let env = Env::prefixed("FUNDI__")
+            .split("__")
+            .map(|key| key.as_str().replace('_', "-").into());
+        let config: AppConfig = figment
+            .merge(env)
+            .extract()
+            .map_err(|e| anyhow::anyhow!(describe(e)))
+            .context("invalid configuration")?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot, naming the field.
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+        self.runtime.validate().map_err(anyhow::Error::msg)?;
+        self.gateway.validate().map_err(anyhow::Error::msg)?;
+        if let Some(unknown) = self
+            .skills
+            .enabled
+            .iter()
+            .find(|s| !BUILT_IN_SKILLS.contains(&s.as_str()))
+        {
+            bail!(
+                "skills.enabled: unknown skill {unknown:?} (built-in skills: {BUILT_IN_SKILLS:?})"
+            );
+        }
+        if self.store.durability == DurabilityMode::Batched && self.store.flush_window_ms == 0 {
+            bail!("store.flush-window-ms must be at least 1 with durability = \"batched\"");
+        }
+        if self.server.shutdown_grace_ms > 600_000 {
+            bail!("server.shutdown-grace-ms must be at most 600000 (10 minutes)");
+        }
+        Ok(())
+    }
+}
+
+/// Every figment error, each naming its key and source.
+fn describe(error: figment::Error) -> String {
+    error
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped file must parse, and say what the defaults are (plus the one
+    /// documented difference, the default skill).
+    #[test]
+    fn the_shipped_config_file_is_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_PATH);
+        let from_file: AppConfig = Figment::from(Serialized::defaults(AppConfig::default()))
+            .merge(Toml::file_exact(path))
+            .extract()
+            .unwrap();
+        let mut expected = AppConfig::default();
+        expected.runtime.default_skill = Some("echo".into());
+        assert_eq!(from_file, expected);
+    }
+
+    fn parse(toml: &str) -> Result<AppConfig, String> {
+        Figment::from(Serialized::defaults(AppConfig::default()))
+            .merge(Toml::string(toml))
+            .extract::<AppConfig>()
+            .map_err(describe)
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_field() {
+        let err = parse("[store]\ndurability = \"sometimes\"").unwrap_err();
+        assert!(err.contains("store.durability"), "{err}");
+        let err = parse("[runtime]\ncancel-grace-ms = \"soon\"").unwrap_err();
+        assert!(err.contains("runtime.cancel-grace-ms"), "{err}");
+        let err = parse("[server]\nbindd = \"127.0.0.1:1\"").unwrap_err();
+        assert!(err.contains("bindd"), "{err}");
+        let mut config = parse("[skills]\nenabled = [\"echo\", \"nope\"]").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("skills.enabled") && err.contains("nope"),
+            "{err}"
+        );
+        config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("runtime.max-concurrent-runs"), "{err}");
+    }
+}

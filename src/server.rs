@@ -1,0 +1,144 @@
+//! `fundi serve`: config, store, runtime, gateway, and graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use fundi_gateway::AppState;
+use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
+use fundi_skills::EchoSkill;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::ServeArgs;
+use crate::config::{AppConfig, DurabilityMode, StoreKind};
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = AppConfig::load(args.config.as_deref())?;
+    if let Some(bind) = args.bind {
+        config.server.bind = bind;
+    }
+    if let Some(dir) = args.data_dir {
+        config.store.path = dir;
+    }
+    init_logging(&config.log.filter)?;
+
+    let bind = config.server.bind;
+    if !bind.ip().is_loopback() && !config.server.allow_non_loopback {
+        bail!(
+            "refusing to listen on {bind}: it is not a loopback address and fundi has no \
+             authentication yet (set server.allow-non-loopback = true to accept the risk)"
+        );
+    }
+
+    let (store, sled) = open_store(&config)?;
+    let mut builder = Runtime::builder()
+        .shared_store(store)
+        .config(config.runtime.clone());
+    for skill in &config.skills.enabled {
+        builder = match skill.as_str() {
+            "echo" => builder.skill(EchoSkill::new(config.skills.echo.clone())),
+            other => bail!("skills.enabled: unknown skill {other:?}"),
+        };
+    }
+    let runtime = builder.start().await.context("starting the runtime")?;
+
+    let listener = TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("binding {bind}"))?;
+    let local = listener.local_addr()?;
+    let public_url = config
+        .gateway
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{local}"));
+    let shutdown = CancellationToken::new();
+    let state = AppState::new(
+        runtime.clone(),
+        config.gateway.clone(),
+        &public_url,
+        shutdown.clone(),
+    );
+    let server = tokio::spawn(fundi_gateway::serve(
+        listener,
+        fundi_gateway::app(state),
+        shutdown.clone(),
+    ));
+    // Tests and scripts read this line to find the port when binding port 0.
+    println!("fundi listening on http://{local}");
+    tracing::info!(%local, %public_url, "listening");
+
+    shutdown_signal().await;
+    tracing::info!("shutting down: no new requests; running tasks get the grace period");
+    shutdown.cancel();
+    let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    runtime.shutdown(grace).await;
+    match tokio::time::timeout(grace, server).await {
+        Ok(Ok(result)) => result.context("serving")?,
+        Ok(Err(e)) => bail!("server task failed: {e}"),
+        Err(_) => tracing::warn!("requests still open after the grace period; leaving them"),
+    }
+    if let Some(sled) = sled {
+        sled.flush().await.context("flushing the store")?;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn init_logging(filter: &str) -> anyhow::Result<()> {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(from_env) => EnvFilter::try_new(from_env).context("RUST_LOG")?,
+        Err(_) => EnvFilter::try_new(filter).context("log.filter")?,
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("logging: {e}"))
+}
+
+/// The store as the runtime takes it, and the sled store again for the final flush.
+fn open_store(config: &AppConfig) -> anyhow::Result<(Arc<dyn TaskStore>, Option<Arc<SledStore>>)> {
+    let store = &config.store;
+    match store.kind {
+        StoreKind::Memory => Ok((Arc::new(MemoryStore::new()), None)),
+        StoreKind::Sled => {
+            let durability = match store.durability {
+                DurabilityMode::Sync => Durability::Sync,
+                DurabilityMode::Batched => Durability::Batched {
+                    window: Duration::from_millis(store.flush_window_ms),
+                },
+            };
+            let sled = Arc::new(
+                SledStore::open(&store.path, durability)
+                    .with_context(|| format!("opening the store in {}", store.path.display()))?,
+            );
+            let shared: Arc<dyn TaskStore> = sled.clone();
+            Ok((shared, Some(sled)))
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
