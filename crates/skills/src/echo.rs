@@ -65,7 +65,8 @@ impl EchoSkill {
         let number = |key: &str, default: u64, max: u64| -> Result<u64, SkillError> {
             match data.and_then(|d| d.get(key)) {
                 None | Some(Value::Null) => Ok(default),
-                Some(v) => v.as_u64().filter(|n| *n <= max).ok_or_else(|| {
+                // Protobuf clients send every JSON number as a double (3 arrives as 3.0).
+                Some(v) => whole_number(v).filter(|n| *n <= max).ok_or_else(|| {
                     SkillError::Rejected(format!(
                         "echo: data part field {key:?} must be a whole number from 0 to {max}, got {v}"
                     ))
@@ -87,6 +88,14 @@ impl EchoSkill {
             ask_input,
         })
     }
+}
+
+/// A JSON number that is a non-negative whole number, written as an integer or not.
+fn whole_number(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        let f = value.as_f64()?;
+        (f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
+    })
 }
 
 #[async_trait]
@@ -187,9 +196,13 @@ mod tests {
             .plan(Some(&json!({"steps": 5, "delayMs": 0, "askInput": true})))
             .unwrap();
         assert_eq!((plan.steps, plan.ask_input), (5, true));
+        // As protobuf clients send them.
+        let plan = echo.plan(Some(&json!({"steps": 4.0, "delayMs": 20.0}))).unwrap();
+        assert_eq!((plan.steps, plan.delay), (4, Duration::from_millis(20)));
         for (bad, field) in [
             (json!({"steps": -1}), "steps"),
             (json!({"steps": 10_001}), "steps"),
+            (json!({"steps": 2.5}), "steps"),
             (json!({"delayMs": "slow"}), "delayMs"),
             (json!({"askInput": "yes"}), "askInput"),
         ] {

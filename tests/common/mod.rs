@@ -1,0 +1,217 @@
+//! The real `fundi` binary as a child process, and a JSON-RPC client for it.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Longest a test waits for anything before failing.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running `fundi serve` on 127.0.0.1:0 with its own data directory.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub stderr: PathBuf,
+}
+
+impl Server {
+    /// Starts the binary with the repository's config file, `--data-dir dir`, and extra
+    /// environment variables; returns once it prints the address it listens on.
+    pub fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
+        let (child, stderr, lines) = spawn(dir, &["--bind", "127.0.0.1:0"], env);
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(url) = line.strip_prefix("fundi listening on ") {
+                        return Server {
+                            child,
+                            url: url.trim().to_owned(),
+                            stderr,
+                        };
+                    }
+                }
+                Err(_) => panic!(
+                    "fundi did not start: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                ),
+            }
+        }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill(mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
+    }
+
+    /// SIGTERM, then the exit status (within the deadline).
+    pub fn terminate(mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
+        assert!(sent.success());
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "fundi did not exit after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn rpc_url(&self) -> String {
+        format!("{}/a2a", self.url)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `fundi serve` expecting it to fail; returns its exit status and stderr.
+pub fn start_failing(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
+    let (mut child, stderr, _) = spawn(dir, args, env);
+    let deadline = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fundi kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, std::fs::read_to_string(stderr).unwrap_or_default())
+}
+
+fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Child, PathBuf, mpsc::Receiver<String>) {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fundi.toml");
+    let stderr = dir.join(format!("stderr-{}.log", unique()));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fundi"));
+    command
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("spawn fundi");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, stderr, rx)
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
+}
+
+/// A JSON-RPC request body.
+pub fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": "req-1", "method": method, "params": params})
+}
+
+/// POSTs a JSON-RPC request and returns the whole response object.
+pub async fn rpc(server: &Server, method: &str, params: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(server.rpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&request(method, params))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("json body")
+}
+
+/// The `result` of a call that must succeed.
+pub async fn ok(server: &Server, method: &str, params: Value) -> Value {
+    let response = rpc(server, method, params).await;
+    match response.get("result") {
+        Some(result) => result.clone(),
+        None => panic!("{method} failed: {response}"),
+    }
+}
+
+/// A user message with text and an optional data part.
+pub fn message(text: &str, data: Value) -> Value {
+    let mut parts = vec![json!({"text": text})];
+    if !data.is_null() {
+        parts.push(json!({"data": data}));
+    }
+    json!({"messageId": format!("m-{}", unique()), "role": "ROLE_USER", "parts": parts})
+}
+
+/// Polls GetTask until `done` holds for the task (or the deadline passes).
+pub async fn poll_task(server: &Server, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let task = ok(server, "GetTask", json!({"id": id})).await;
+        if done(&task) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "task {id} never got there: {task}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+pub fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("")
+}
+
+/// Reads an SSE response to its end: the `(id, data)` of every event.
+pub async fn read_sse(response: reqwest::Response) -> Vec<(Option<u64>, Value)> {
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let text = tokio::time::timeout(DEADLINE, response.text())
+        .await
+        .expect("stream did not end")
+        .expect("stream body");
+    parse_sse(&text)
+}
+
+pub fn parse_sse(text: &str) -> Vec<(Option<u64>, Value)> {
+    text.split("\n\n")
+        .filter_map(|frame| {
+            let mut id = None;
+            let mut data = None;
+            for line in frame.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse().ok();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = Some(serde_json::from_str(v).expect("data is one JSON line"));
+                }
+            }
+            data.map(|d| (id, d))
+        })
+        .collect()
+}

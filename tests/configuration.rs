@@ -1,0 +1,65 @@
+//! `fundi serve` configuration as an operator meets it: env overrides per field, bad
+//! values refused with the field named, loopback-only by default.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_variables_override_single_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("FUNDI__SKILLS__ECHO__STEPS", "3"), ("FUNDI__GATEWAY__NAME", "env-named")];
+    let server = Server::start(dir.path(), &env);
+    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["name"], "env-named");
+    // The rest of the gateway section still comes from the file.
+    assert_eq!(card["provider"]["organization"], "fundi");
+
+    // echo now reports 3 steps by default.
+    let response = reqwest::Client::new()
+        .post(server.rpc_url())
+        .json(&request("SendStreamingMessage", json!({"message": message("x", Value::Null)})))
+        .send()
+        .await
+        .unwrap();
+    let events = read_sse(response).await;
+    let progress = events
+        .iter()
+        .filter(|(_, e)| e["result"]["statusUpdate"]["status"]["message"]["metadata"]["progress"].is_number())
+        .count();
+    assert_eq!(progress, 3);
+}
+
+#[test]
+fn bad_configuration_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stderr) = start_failing(
+        dir.path(),
+        &["--bind", "127.0.0.1:0"],
+        &[("FUNDI__STORE__DURABILITY", "eventually")],
+    );
+    assert!(!status.success());
+    assert!(stderr.to_lowercase().contains("store.durability"), "{stderr}");
+
+    let (status, stderr) = start_failing(
+        dir.path(),
+        &["--bind", "127.0.0.1:0"],
+        &[("FUNDI__RUNTIME__MAX_CONCURRENT_RUNS", "0")],
+    );
+    assert!(!status.success());
+    assert!(stderr.contains("runtime.max-concurrent-runs"), "{stderr}");
+}
+
+#[test]
+fn a_non_loopback_address_is_refused_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stderr) = start_failing(dir.path(), &["--bind", "0.0.0.0:0"], &[]);
+    assert!(!status.success());
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+}

@@ -1,0 +1,78 @@
+//! Interoperability with the official A2A clients: the `a2a-sdk` Python package from
+//! PyPI, 1.x (A2A v1.0) and 0.3.x (A2A v0.3), each in its own virtualenv (made once per
+//! target directory, pinned by `tests/interop/requirements-*.txt`), driving a real
+//! `fundi` binary over HTTP.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Server;
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+}
+
+/// A virtualenv with the pinned requirements; rebuilt when the pins change.
+fn venv(name: &str) -> PathBuf {
+    let requirements = interop_dir().join(format!("requirements-{name}.txt"));
+    let pins = std::fs::read_to_string(&requirements).expect("requirements file");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-venv-{name}"));
+    let python = dir.join("bin/python");
+    let stamp = dir.join("installed-requirements.txt");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(pins.as_str()) {
+        return python;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let host_python = std::env::var("FUNDI_PYTHON").unwrap_or_else(|_| "python3".into());
+    run(Command::new(&host_python).args(["-m", "venv"]).arg(&dir), "creating the virtualenv");
+    run(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+        "installing the official A2A SDK from PyPI",
+    );
+    std::fs::write(&stamp, pins).expect("stamp");
+    python
+}
+
+fn run(command: &mut Command, what: &str) {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn drive(venv_name: &str, script: &str) {
+    let python = venv(venv_name);
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let output = Command::new(python)
+        .arg(interop_dir().join(script))
+        .arg(&server.url)
+        .output()
+        .expect("running the interop script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{script} failed:\n{stdout}\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        std::fs::read_to_string(&server.stderr).unwrap_or_default()
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_official_python_sdk_1x_client_speaks_v1_with_fundi() {
+    drive("v1", "a2a_sdk_v1.py");
+}
+
+#[test]
+fn the_official_python_sdk_0_3_client_speaks_v03_with_fundi() {
+    drive("v03", "a2a_sdk_v03.py");
+}

@@ -1,0 +1,137 @@
+"""Drives a fundi server with the official A2A Python SDK 0.3.x client (A2A v0.3:
+message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe).
+
+Usage: python a2a_sdk_v03.py BASE_URL
+Prints one line per check and a closing "N passed, N failed" line; exits non-zero on
+any failure.
+"""
+
+import asyncio
+import sys
+import time
+import uuid
+
+from a2a.client import ClientConfig, ClientFactory
+from a2a.client.errors import A2AClientJSONRPCError
+from a2a.types import (
+    DataPart,
+    Message,
+    MessageSendConfiguration,
+    Part,
+    Role,
+    Task,
+    TaskIdParams,
+    TaskQueryParams,
+    TaskState,
+    TextPart,
+)
+
+RESULTS = {"passed": 0, "failed": 0}
+DEADLINE_S = 30
+
+
+def check(name, condition, detail=""):
+    if condition:
+        RESULTS["passed"] += 1
+        print(f"ok: {name}")
+    else:
+        RESULTS["failed"] += 1
+        print(f"FAILED: {name} {detail}")
+
+
+def message(text, data=None, task_id=None):
+    parts = [Part(root=TextPart(text=text))]
+    if data is not None:
+        parts.append(Part(root=DataPart(data=data)))
+    return Message(message_id=str(uuid.uuid4()), role=Role.user, parts=parts, task_id=task_id)
+
+
+async def final_task(client, msg, configuration=None):
+    task = None
+    async for event in client.send_message(msg, configuration=configuration):
+        if isinstance(event, tuple):
+            task = event[0]
+        elif isinstance(event, Task):
+            task = event
+    return task
+
+
+async def poll(client, task_id, states):
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        task = await client.get_task(TaskQueryParams(id=task_id))
+        if task.status.state in states:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never reached {states}")
+
+
+async def main(url):
+    blocking = await ClientFactory.connect(url, client_config=ClientConfig(streaming=False))
+    streaming = await ClientFactory.connect(url, client_config=ClientConfig(streaming=True))
+
+    task = await final_task(blocking, message("hello v03"))
+    check("message/send completes", task.status.state == TaskState.completed, task.status)
+    check("artifact text", task.artifacts[0].parts[0].root.text == "hello v03", task.artifacts)
+
+    later = await final_task(
+        blocking,
+        message("later", {"steps": 3, "delayMs": 30}),
+        MessageSendConfiguration(blocking=False),
+    )
+    check("blocking=false returns at once", later.status.state in (TaskState.submitted, TaskState.working))
+    done = await poll(blocking, later.id, [TaskState.completed])
+    check("tasks/get sees it complete", done.artifacts[0].parts[0].root.text == "later")
+    one = await blocking.get_task(TaskQueryParams(id=later.id, history_length=1))
+    check("historyLength=1", len(one.history) == 1, one.history)
+
+    updates = []
+    async for event in streaming.send_message(message("streamed", {"steps": 3, "delayMs": 20})):
+        updates.append(event)
+    last_task, last_update = updates[-1]
+    check("message/stream ends completed", last_task.status.state == TaskState.completed)
+    check("last update is final", last_update is not None and getattr(last_update, "final", False), last_update)
+    check("stream assembled the artifact", last_task.artifacts[0].parts[0].root.text == "streamed")
+
+    running = await final_task(
+        blocking,
+        message("watch me", {"steps": 8, "delayMs": 40}),
+        MessageSendConfiguration(blocking=False),
+    )
+    seen = [e async for e in streaming.resubscribe(TaskIdParams(id=running.id))]
+    check("tasks/resubscribe follows to the end", seen[-1][0].status.state == TaskState.completed)
+
+    slow = await final_task(
+        blocking,
+        message("cancel me", {"steps": 200, "delayMs": 50}),
+        MessageSendConfiguration(blocking=False),
+    )
+    await poll(blocking, slow.id, [TaskState.working])
+    canceled = await blocking.cancel_task(TaskIdParams(id=slow.id))
+    check("tasks/cancel returns canceled", canceled.status.state == TaskState.canceled)
+    try:
+        await blocking.cancel_task(TaskIdParams(id=slow.id))
+        check("second cancel is refused with -32002", False)
+    except A2AClientJSONRPCError as error:
+        check("second cancel is refused with -32002", error.error.code == -32002, error)
+
+    try:
+        await blocking.get_task(TaskQueryParams(id="no-such-task"))
+        check("unknown task gives -32001", False)
+    except A2AClientJSONRPCError as error:
+        check("unknown task gives -32001", error.error.code == -32001, error)
+
+    asking = await final_task(blocking, message("ask", {"askInput": True}))
+    check("stops at input-required", asking.status.state == TaskState.input_required)
+    answered = await final_task(blocking, message("forty-two", task_id=asking.id))
+    check("answer completes", answered.status.state == TaskState.completed)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(sys.argv[1]))
+    except Exception as error:  # a crash is a failure, with its reason
+        RESULTS["failed"] += 1
+        print(f"FAILED: the script stopped: {error!r}")
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    sys.exit(1 if RESULTS["failed"] else 0)

@@ -1,0 +1,179 @@
+"""Drives a fundi server with the official A2A Python SDK 1.x client (A2A v1.0).
+
+Usage: python a2a_sdk_v1.py BASE_URL
+Prints one line per check and a closing "N passed, N failed" line; exits non-zero on
+any failure.
+"""
+
+import asyncio
+import sys
+import time
+import uuid
+
+from google.protobuf import json_format
+
+from a2a.client import ClientConfig, create_client
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+
+RESULTS = {"passed": 0, "failed": 0}
+DEADLINE_S = 30
+
+
+def check(name, condition, detail=""):
+    if condition:
+        RESULTS["passed"] += 1
+        print(f"ok: {name}")
+    else:
+        RESULTS["failed"] += 1
+        print(f"FAILED: {name} {detail}")
+
+
+def message(text, data=None, task_id=None):
+    parts = [{"text": text}]
+    if data is not None:
+        parts.append({"data": data})
+    body = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
+    if task_id:
+        body["taskId"] = task_id
+    return json_format.ParseDict(body, Message())
+
+
+def send(msg, return_immediately=False):
+    return SendMessageRequest(
+        message=msg,
+        configuration=SendMessageConfiguration(return_immediately=return_immediately),
+    )
+
+
+async def last_task(client, request):
+    task = None
+    async for event in client.send_message(request):
+        if event.HasField("task"):
+            task = event.task
+    return task
+
+
+async def poll(client, task_id, states):
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        if task.status.state in states:
+            return task
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never reached {states}")
+
+
+async def main(url):
+    blocking = await create_client(url, ClientConfig(streaming=False))
+    streaming = await create_client(url, ClientConfig(streaming=True))
+
+    # Blocking send: the completed task with its artifact.
+    task = await last_task(blocking, send(message("hello v1")))
+    check("blocking send completes", task.status.state == TaskState.TASK_STATE_COMPLETED, task)
+    check("artifact carries the echo", task.artifacts[0].parts[0].text == "hello v1", task)
+    check("contextId is returned", bool(task.context_id))
+
+    # Non-blocking send, then GetTask until done; historyLength trims.
+    task = await last_task(
+        blocking, send(message("later", {"steps": 3, "delayMs": 30}), return_immediately=True)
+    )
+    check(
+        "non-blocking send returns at once",
+        task.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING),
+        task.status,
+    )
+    done = await poll(blocking, task.id, [TaskState.TASK_STATE_COMPLETED])
+    check("get_task sees it complete", done.artifacts[0].parts[0].text == "later")
+    one = await blocking.get_task(GetTaskRequest(id=task.id, history_length=1))
+    check("historyLength=1 returns one message", len(one.history) == 1, one.history)
+
+    # ListTasks: filter by context, page through.
+    context = done.context_id
+    listed = await blocking.list_tasks(ListTasksRequest(context_id=context))
+    check("list filters by context", [t.id for t in listed.tasks] == [task.id], listed)
+    page = await blocking.list_tasks(ListTasksRequest(page_size=1))
+    check("list pages", page.page_size == 1 and page.next_page_token != "", page)
+    second = await blocking.list_tasks(ListTasksRequest(page_size=1, page_token=page.next_page_token))
+    check("next page differs", second.tasks[0].id != page.tasks[0].id)
+    check("totalSize counts every task", page.total_size >= 2, page.total_size)
+
+    # Streaming send: task first, progress, artifact, completed.
+    events = [e async for e in streaming.send_message(send(message("streamed", {"steps": 3, "delayMs": 20})))]
+    kinds = [e.WhichOneof("payload") for e in events]
+    check("stream starts with the task", kinds[0] == "task", kinds)
+    check("stream carries an artifact update", "artifact_update" in kinds, kinds)
+    final = events[-1]
+    check(
+        "stream ends completed",
+        final.HasField("status_update")
+        and final.status_update.status.state == TaskState.TASK_STATE_COMPLETED,
+        final,
+    )
+    progress = [
+        e for e in events
+        if e.HasField("status_update") and e.status_update.status.message.parts
+    ]
+    check("progress notes arrive", len(progress) >= 3, len(progress))
+
+    # Subscribe to a running task.
+    running = await last_task(
+        blocking, send(message("watch me", {"steps": 8, "delayMs": 40}), return_immediately=True)
+    )
+    seen = [e async for e in streaming.subscribe(SubscribeToTaskRequest(id=running.id))]
+    check("subscribe starts with the task", seen[0].HasField("task"), seen[:1])
+    check(
+        "subscribe ends completed",
+        seen[-1].HasField("status_update")
+        and seen[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED,
+        seen[-1],
+    )
+
+    # Cancel a running task; a second cancel is refused.
+    slow = await last_task(
+        blocking, send(message("cancel me", {"steps": 200, "delayMs": 50}), return_immediately=True)
+    )
+    await poll(blocking, slow.id, [TaskState.TASK_STATE_WORKING])
+    canceled = await blocking.cancel_task(CancelTaskRequest(id=slow.id))
+    check("cancel returns the canceled task", canceled.status.state == TaskState.TASK_STATE_CANCELED)
+    try:
+        await blocking.cancel_task(CancelTaskRequest(id=slow.id))
+        check("second cancel is refused", False)
+    except TaskNotCancelableError:
+        check("second cancel is refused", True)
+
+    # Unknown tasks.
+    try:
+        await blocking.get_task(GetTaskRequest(id="no-such-task"))
+        check("unknown task is not found", False)
+    except TaskNotFoundError:
+        check("unknown task is not found", True)
+
+    # Multi-turn: input-required, then the answer.
+    asking = await last_task(blocking, send(message("ask", {"askInput": True})))
+    check("blocking send stops at input-required", asking.status.state == TaskState.TASK_STATE_INPUT_REQUIRED)
+    answered = await last_task(blocking, send(message("forty-two", task_id=asking.id)))
+    check("the answer completes the task", answered.status.state == TaskState.TASK_STATE_COMPLETED)
+    check("the reply echoes the answer", answered.artifacts[0].parts[0].text == "forty-two", answered)
+
+    await blocking.close()
+    await streaming.close()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main(sys.argv[1]))
+    except Exception as error:  # a crash is a failure, with its reason
+        RESULTS["failed"] += 1
+        print(f"FAILED: the script stopped: {error!r}")
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    sys.exit(1 if RESULTS["failed"] else 0)
