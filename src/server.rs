@@ -32,9 +32,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
 
-    let (store, sled) = open_store(&config)?;
+    let OpenedStore { shared, sled } = open_store(&config)?;
     let mut builder = Runtime::builder()
-        .shared_store(store)
+        .shared_store(shared)
         .config(config.runtime.clone());
     for skill in &config.skills.enabled {
         builder = match skill.as_str() {
@@ -99,10 +99,18 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 }
 
 /// The store as the runtime takes it, and the sled store again for the final flush.
-fn open_store(config: &AppConfig) -> anyhow::Result<(Arc<dyn TaskStore>, Option<Arc<SledStore>>)> {
+struct OpenedStore {
+    shared: Arc<dyn TaskStore>,
+    sled: Option<Arc<SledStore>>,
+}
+
+fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
     let store = &config.store;
     match store.kind {
-        StoreKind::Memory => Ok((Arc::new(MemoryStore::new()), None)),
+        StoreKind::Memory => Ok(OpenedStore {
+            shared: Arc::new(MemoryStore::new()),
+            sled: None,
+        }),
         StoreKind::Sled => {
             let durability = match store.durability {
                 DurabilityMode::Sync => Durability::Sync,
@@ -114,8 +122,10 @@ fn open_store(config: &AppConfig) -> anyhow::Result<(Arc<dyn TaskStore>, Option<
                 SledStore::open(&store.path, durability)
                     .with_context(|| format!("opening the store in {}", store.path.display()))?,
             );
-            let shared: Arc<dyn TaskStore> = sled.clone();
-            Ok((shared, Some(sled)))
+            Ok(OpenedStore {
+                shared: sled.clone(),
+                sled: Some(sled),
+            })
         }
     }
 }

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn environment_variables_override_single_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let env = [("FUNDI__SKILLS__ECHO__STEPS", "3"), ("FUNDI__GATEWAY__NAME", "env-named")];
+    let env = [
+        ("FUNDI__SKILLS__ECHO__STEPS", "3"),
+        ("FUNDI__GATEWAY__NAME", "env-named"),
+    ];
     let server = Server::start(dir.path(), &env);
     let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
         .await
@@ -24,14 +27,19 @@ async fn environment_variables_override_single_fields() {
     // echo now reports 3 steps by default.
     let response = reqwest::Client::new()
         .post(server.rpc_url())
-        .json(&request("SendStreamingMessage", json!({"message": message("x", Value::Null)})))
+        .json(&request(
+            "SendStreamingMessage",
+            json!({"message": message("x", Value::Null)}),
+        ))
         .send()
         .await
         .unwrap();
     let events = read_sse(response).await;
     let progress = events
         .iter()
-        .filter(|(_, e)| e["result"]["statusUpdate"]["status"]["message"]["metadata"]["progress"].is_number())
+        .filter(|(_, e)| {
+            e["result"]["statusUpdate"]["status"]["message"]["metadata"]["progress"].is_number()
+        })
         .count();
     assert_eq!(progress, 3);
 }
@@ -45,7 +53,10 @@ fn bad_configuration_is_refused_naming_the_field() {
         &[("FUNDI__STORE__DURABILITY", "eventually")],
     );
     assert!(!status.success());
-    assert!(stderr.to_lowercase().contains("store.durability"), "{stderr}");
+    assert!(
+        stderr.to_lowercase().contains("store.durability"),
+        "{stderr}"
+    );
 
     let (status, stderr) = start_failing(
         dir.path(),

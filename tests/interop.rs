@@ -26,10 +26,20 @@ fn venv(name: &str) -> PathBuf {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let host_python = std::env::var("FUNDI_PYTHON").unwrap_or_else(|_| "python3".into());
-    run(Command::new(&host_python).args(["-m", "venv"]).arg(&dir), "creating the virtualenv");
+    run(
+        Command::new(&host_python).args(["-m", "venv"]).arg(&dir),
+        "creating the virtualenv",
+    );
     run(
         Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
             .arg(&requirements),
         "installing the official A2A SDK from PyPI",
     );

@@ -33,15 +33,21 @@ async fn sigkill_mid_run_loses_no_acknowledged_task() {
         .clone();
     assert_eq!(state(&asking), "TASK_STATE_INPUT_REQUIRED");
     let asking = asking["id"].as_str().unwrap().to_owned();
-    let quick = ok(&server, "SendMessage", json!({"message": message("quick", Value::Null)}))
-        .await["task"]
+    let quick = ok(
+        &server,
+        "SendMessage",
+        json!({"message": message("quick", Value::Null)}),
+    )
+    .await["task"]
         .clone();
     assert_eq!(state(&quick), "TASK_STATE_COMPLETED");
 
     // Wait until every slow task has reported some progress, then kill the process.
     for id in &slow {
         poll_task(&server, id, |t| {
-            t["status"]["message"]["metadata"]["progress"].as_f64().is_some()
+            t["status"]["message"]["metadata"]["progress"]
+                .as_f64()
+                .is_some()
         })
         .await;
     }
@@ -50,18 +56,31 @@ async fn sigkill_mid_run_loses_no_acknowledged_task() {
     let server = Server::start(dir.path(), &[]);
     for id in &slow {
         let done = poll_task(&server, id, |t| state(t).ends_with("COMPLETED")).await;
-        assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("slow {}", &id_index(&slow, id))));
+        assert_eq!(
+            done["artifacts"][0]["parts"][0]["text"],
+            json!(format!("slow {}", &id_index(&slow, id)))
+        );
         // Resumed from its checkpoint: no step was started over from the beginning.
         let events = replay(&server, id).await;
         let steps: Vec<u64> = events
             .iter()
-            .filter_map(|e| e["result"]["statusUpdate"]["status"]["message"]["parts"][0]["text"].as_str())
+            .filter_map(|e| {
+                e["result"]["statusUpdate"]["status"]["message"]["parts"][0]["text"].as_str()
+            })
             .filter_map(|t| t.strip_prefix("step ")?.split(' ').next()?.parse().ok())
             .collect();
-        assert_eq!(steps.iter().filter(|s| **s == 1).count(), 1, "{id}: {steps:?}");
+        assert_eq!(
+            steps.iter().filter(|s| **s == 1).count(),
+            1,
+            "{id}: {steps:?}"
+        );
         assert_eq!(*steps.last().unwrap(), 40, "{id}: {steps:?}");
         let ids: Vec<u64> = events.iter().map(|e| e["_seq"].as_u64().unwrap()).collect();
-        assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "gap-free log for {id}");
+        assert_eq!(
+            ids,
+            (1..=ids.len() as u64).collect::<Vec<_>>(),
+            "gap-free log for {id}"
+        );
     }
     // The input-required task waits again, and finishes once answered.
     let waiting = ok(&server, "GetTask", json!({"id": asking})).await;
@@ -70,9 +89,17 @@ async fn sigkill_mid_run_loses_no_acknowledged_task() {
     answer["taskId"] = json!(asking);
     let answered = ok(&server, "SendMessage", json!({"message": answer})).await["task"].clone();
     assert_eq!(state(&answered), "TASK_STATE_COMPLETED");
-    assert_eq!(answered["status"]["message"]["parts"][0]["text"], "the answer");
+    assert_eq!(
+        answered["status"]["message"]["parts"][0]["text"],
+        "the answer"
+    );
     // Nothing is left working.
-    let working = ok(&server, "ListTasks", json!({"status": "TASK_STATE_WORKING"})).await;
+    let working = ok(
+        &server,
+        "ListTasks",
+        json!({"status": "TASK_STATE_WORKING"}),
+    )
+    .await;
     assert_eq!(working["totalSize"], 0, "{working}");
     let all = ok(&server, "ListTasks", json!({})).await;
     assert_eq!(all["totalSize"], json!(SLOW + 2));

@@ -54,14 +54,20 @@ impl Server {
     /// SIGTERM, then the exit status (within the deadline).
     pub fn terminate(mut self) -> ExitStatus {
         let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
         assert!(sent.success());
         let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "fundi did not exit after SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "fundi did not exit after SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -95,7 +101,11 @@ pub fn start_failing(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (ExitSt
     (status, std::fs::read_to_string(stderr).unwrap_or_default())
 }
 
-fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Child, PathBuf, mpsc::Receiver<String>) {
+fn spawn(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, PathBuf, mpsc::Receiver<String>) {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fundi.toml");
     let stderr = dir.join(format!("stderr-{}.log", unique()));
     let mut command = Command::new(env!("CARGO_BIN_EXE_fundi"));
@@ -177,7 +187,10 @@ pub async fn poll_task(server: &Server, id: &str, done: impl Fn(&Value) -> bool)
         if done(&task) {
             return task;
         }
-        assert!(Instant::now() < deadline, "task {id} never got there: {task}");
+        assert!(
+            Instant::now() < deadline,
+            "task {id} never got there: {task}"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }

@@ -197,7 +197,9 @@ mod tests {
             .unwrap();
         assert_eq!((plan.steps, plan.ask_input), (5, true));
         // As protobuf clients send them.
-        let plan = echo.plan(Some(&json!({"steps": 4.0, "delayMs": 20.0}))).unwrap();
+        let plan = echo
+            .plan(Some(&json!({"steps": 4.0, "delayMs": 20.0})))
+            .unwrap();
         assert_eq!((plan.steps, plan.delay), (4, Duration::from_millis(20)));
         for (bad, field) in [
             (json!({"steps": -1}), "steps"),
