@@ -147,6 +147,7 @@ async fn list_tasks(runtime: &RuntimeHandle, params: Value) -> Result<Value, Api
             ));
         }
     };
+    let include_artifacts = params.include_artifacts.unwrap_or(false);
     let request = ListRequest {
         context_id: params.context_id.map(Into::into),
         state: params.status,
@@ -155,7 +156,7 @@ async fn list_tasks(runtime: &RuntimeHandle, params: Value) -> Result<Value, Api
         page_size: page_size as usize,
         page_token: params.page_token,
         history_length: history_length("historyLength", params.history_length)?,
-        include_artifacts: params.include_artifacts.unwrap_or(false),
+        include_artifacts,
     };
     let page = runtime.list(request).await.map_err(|e| match e {
         // The only input the runtime checks here is the token.
@@ -165,7 +166,14 @@ async fn list_tasks(runtime: &RuntimeHandle, params: Value) -> Result<Value, Api
     let tasks: Vec<Value> = page
         .tasks
         .iter()
-        .map(|t| encode::task(t, Dialect::V1))
+        .map(|t| {
+            let mut task = encode::task(t, Dialect::V1);
+            // Asked for artifacts: the key is there even when there are none.
+            if include_artifacts && task.get("artifacts").is_none() {
+                task["artifacts"] = json!([]);
+            }
+            task
+        })
         .collect();
     Ok(json!({
         "pageSize": tasks.len(),

@@ -66,6 +66,8 @@ mod recovery;
 mod skill;
 pub mod store;
 mod subscription;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod transition;
 
 pub use config::RuntimeConfig;

@@ -2,79 +2,21 @@
 //! `a2a-lf` types: what we emit they read, what they emit we read, and the places where
 //! that crate deviates from ProtoJSON (the reason the runtime owns these types).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use fundi_runtime::model::{TaskArtifactUpdateEvent, TaskStatusUpdateEvent};
+use fundi_runtime::testing::ProtoSchema;
 use fundi_runtime::{
     Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskId, TaskState, TaskStatus,
 };
 use serde_json::{Value, json};
 
-/// Field names (as ProtoJSON lowerCamelCase) of every message, and values of every enum.
-struct Proto {
-    messages: BTreeMap<String, BTreeSet<String>>,
-    enums: BTreeMap<String, Vec<String>>,
+fn proto() -> ProtoSchema {
+    ProtoSchema::load()
 }
 
-fn lower_camel(snake: &str) -> String {
-    let mut out = String::new();
-    let mut upper = false;
-    for c in snake.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn proto() -> Proto {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../spec/a2a.proto");
-    let text = std::fs::read_to_string(path).expect("spec/a2a.proto");
-    let mut messages = BTreeMap::new();
-    let mut enums = BTreeMap::new();
-    let mut current: Option<(bool, String)> = None;
-    let mut depth = 0;
-    for line in text.lines() {
-        let line = line.split("//").next().unwrap().trim();
-        if depth == 0 {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if let [kind @ ("message" | "enum"), name, "{", ..] = words.as_slice() {
-                current = Some((*kind == "enum", name.to_string()));
-                depth = 1;
-            }
-            continue;
-        }
-        depth += line.matches('{').count();
-        depth -= line.matches('}').count();
-        let Some((is_enum, name)) = &current else {
-            continue;
-        };
-        if depth == 0 {
-            current = None;
-            continue;
-        }
-        let Some((left, _)) = line.split_once('=') else {
-            continue;
-        };
-        let words: Vec<&str> = left.split_whitespace().collect();
-        if *is_enum {
-            enums
-                .entry(name.clone())
-                .or_insert_with(Vec::new)
-                .push(words[0].to_string());
-        } else if let Some(field) = words.last().filter(|_| words.len() >= 2) {
-            messages
-                .entry(name.clone())
-                .or_insert_with(BTreeSet::new)
-                .insert(lower_camel(field));
-        }
-    }
-    Proto { messages, enums }
+fn field_names(proto: &ProtoSchema, message: &str) -> BTreeSet<String> {
+    proto.messages[message].keys().cloned().collect()
 }
 
 fn keys(value: &Value) -> BTreeSet<String> {
@@ -150,13 +92,15 @@ fn fully_populated_objects_use_exactly_the_proto_field_names() {
         ),
     ];
     for (name, json) in cases {
-        assert_eq!(keys(&json), proto.messages[name], "{name}: {json}");
+        assert_eq!(keys(&json), field_names(&proto, name), "{name}: {json}");
+        proto.check(name, &json).unwrap();
     }
 }
 
 #[test]
 fn every_part_kind_uses_proto_field_names_with_one_content_member() {
-    let fields = &proto().messages["Part"];
+    let proto = proto();
+    let fields = &field_names(&proto, "Part");
     for (content, key) in [
         (PartContent::Text("t".into()), "text"),
         (PartContent::Raw(vec![1, 2, 250]), "raw"),
@@ -175,6 +119,7 @@ fn every_part_kind_uses_proto_field_names_with_one_content_member() {
             .into();
         assert_eq!(keys(&json), expected);
         assert!(keys(&json).is_subset(fields));
+        proto.check("Part", &json).unwrap();
         assert_eq!(serde_json::from_value::<Part>(json).unwrap(), part);
     }
     assert_eq!(
@@ -291,4 +236,36 @@ fn a2a_lf_deviations_that_justify_owning_the_model() {
     let two_members = json!({"text": "a", "url": "https://x"});
     assert!(serde_json::from_value::<a2a::Part>(two_members.clone()).is_ok());
     assert!(serde_json::from_value::<Part>(two_members).is_err());
+}
+
+/// The checker the gateway's golden tests rely on must itself catch what is wrong.
+#[test]
+fn the_proto_checker_catches_wrong_shapes() {
+    let proto = proto();
+    let task = serde_json::to_value(full_task()).unwrap();
+    proto.check("Task", &task).unwrap();
+    let mut extra = task.clone();
+    extra["kind"] = json!("task");
+    assert!(
+        proto
+            .check("Task", &extra)
+            .unwrap_err()
+            .contains("\"kind\"")
+    );
+    let mut missing = task.clone();
+    missing.as_object_mut().unwrap().remove("status");
+    assert!(
+        proto
+            .check("Task", &missing)
+            .unwrap_err()
+            .contains("status")
+    );
+    let mut nested = task.clone();
+    nested["history"][0]["role"] = json!("user");
+    assert!(proto.check("Task", &nested).unwrap_err().contains("Role"));
+    let mut unspecified = task;
+    unspecified["status"]["state"] = json!("TASK_STATE_UNSPECIFIED");
+    assert!(proto.check("Task", &unspecified).is_err());
+    let two = json!({"task": {}, "message": {}});
+    assert!(proto.check("StreamResponse", &two).is_err());
 }

@@ -1,0 +1,220 @@
+//! A gateway in front of a real runtime (in-memory store) with a test skill, driven
+//! through `tower::ServiceExt::oneshot`.
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response};
+use fundi_gateway::{AppState, GatewayConfig, app};
+use fundi_runtime::{
+    Artifact, Part, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput,
+};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// Longest a test waits for anything.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Echoes its text; data `{"steps": n}` posts n progress notes and streams the artifact
+/// in two chunks; `{"hold": true}` waits until canceled; `{"ask": true}` asks for input.
+pub struct Steps;
+
+#[async_trait]
+impl Skill for Steps {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: "steps".into(),
+            name: "Steps".into(),
+            description: "test skill".into(),
+            tags: vec!["test".into()],
+            examples: vec!["hello".into()],
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            required_scope: None,
+            resumable: true,
+        }
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let first = input
+            .history
+            .first()
+            .cloned()
+            .unwrap_or(input.message.clone());
+        let data = first.data().cloned().unwrap_or(Value::Null);
+        let mut text = first.text();
+        if data["hold"] == json!(true) {
+            ctx.cancelled().await;
+            return Err(SkillError::Canceled);
+        }
+        if data["ask"] == json!(true) {
+            text = ctx.request_input("what now?").await?.text();
+        }
+        for i in 0..data["steps"].as_u64().unwrap_or(0) {
+            ctx.progress(0.5, format!("step {i}")).await?;
+        }
+        if data["steps"].is_u64() {
+            ctx.artifact_chunk(
+                Artifact::new("out", "out", vec![Part::text("a")]),
+                false,
+                false,
+            )
+            .await?;
+            ctx.artifact_chunk(
+                Artifact::new("out", "out", vec![Part::text("b")]),
+                true,
+                true,
+            )
+            .await?;
+        }
+        Ok(SkillOutput::text(format!("done: {text}")))
+    }
+}
+
+pub struct Gateway {
+    pub router: Router,
+    pub runtime: RuntimeHandle,
+    pub shutdown: CancellationToken,
+}
+
+pub async fn gateway() -> Gateway {
+    gateway_with(GatewayConfig::default()).await
+}
+
+pub async fn gateway_with(config: GatewayConfig) -> Gateway {
+    let runtime = Runtime::builder()
+        .skill(Steps)
+        .config(RuntimeConfig {
+            cancel_grace_ms: 200,
+            ..RuntimeConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let state = AppState::new(
+        runtime.clone(),
+        config,
+        "http://agent.test:8080",
+        shutdown.clone(),
+    );
+    Gateway {
+        router: app(state),
+        runtime,
+        shutdown,
+    }
+}
+
+impl Gateway {
+    /// Sends a raw request.
+    pub async fn send(&self, request: Request<Body>) -> Response<Body> {
+        self.router.clone().oneshot(request).await.unwrap()
+    }
+
+    /// POSTs a raw body to /a2a; returns the HTTP status and the JSON body.
+    pub async fn post_raw(&self, body: impl Into<Body>) -> (u16, Value) {
+        let request = Request::post("/a2a")
+            .header("content-type", "application/json")
+            .body(body.into())
+            .unwrap();
+        let response = self.send(request).await;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// A JSON-RPC call; asserts HTTP 200 and returns the response object.
+    pub async fn call(&self, method: &str, params: Value) -> Value {
+        let (status, body) = self.post_raw(request(method, params).to_string()).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// A call that must succeed: its result.
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        let body = self.call(method, params).await;
+        body.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {body}"))
+    }
+
+    /// A call that must fail: its error object.
+    pub async fn err(&self, method: &str, params: Value) -> Value {
+        let body = self.call(method, params).await;
+        body.get("error")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} should have failed: {body}"))
+    }
+
+    /// A streaming call read to its end: the response headers' content type and the
+    /// `(id, data)` of every event.
+    pub async fn stream(
+        &self,
+        method: &str,
+        params: Value,
+        last_event_id: Option<u64>,
+    ) -> (String, Vec<(Option<u64>, Value)>) {
+        let mut request = Request::post("/a2a").header("content-type", "application/json");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let response = self
+            .send(
+                request
+                    .body(Body::from(self::request(method, params).to_string()))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status(), 200);
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let bytes = tokio::time::timeout(DEADLINE, response.into_body().collect())
+            .await
+            .expect("the stream did not end")
+            .unwrap()
+            .to_bytes();
+        (content_type, parse_sse(&String::from_utf8_lossy(&bytes)))
+    }
+}
+
+pub fn request(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 42, "method": method, "params": params})
+}
+
+pub fn message(text: &str, data: Value) -> Value {
+    let mut parts = vec![json!({"text": text})];
+    if !data.is_null() {
+        parts.push(json!({"data": data}));
+    }
+    json!({"messageId": format!("m-{text}-{}", std::process::id()), "role": "ROLE_USER", "parts": parts})
+}
+
+/// SSE text to `(id, data)` pairs; every `data:` line must be one JSON document.
+pub fn parse_sse(text: &str) -> Vec<(Option<u64>, Value)> {
+    text.split("\n\n")
+        .filter_map(|frame| {
+            let mut id = None;
+            let mut data = None;
+            for line in frame.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = Some(v.parse().expect("numeric id"));
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    assert!(data.is_none(), "one data line per event: {frame}");
+                    data = Some(serde_json::from_str(v).expect("data is one JSON document"));
+                }
+            }
+            data.map(|d| (id, d))
+        })
+        .collect()
+}
