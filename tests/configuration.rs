@@ -22,7 +22,10 @@ async fn environment_variables_override_single_fields() {
         .unwrap();
     assert_eq!(card["name"], "env-named");
     // The rest of the gateway section still comes from the file.
-    assert_eq!(card["provider"]["organization"], "fundi");
+    assert_eq!(
+        card["description"].as_str().unwrap().split(':').next(),
+        Some("A2A runtime for long-running agent skills")
+    );
 
     // echo now reports 3 steps by default.
     let response = reqwest::Client::new()

@@ -24,7 +24,6 @@ pub(crate) fn agent_card(config: &GatewayConfig, public_url: &str, skills: &[Ski
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "provider": {"organization": config.provider_organization, "url": config.provider_url},
         "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
         "defaultInputModes": DEFAULT_MODES,
         "defaultOutputModes": DEFAULT_MODES,
@@ -34,6 +33,11 @@ pub(crate) fn agent_card(config: &GatewayConfig, public_url: &str, skills: &[Ski
         "protocolVersion": "0.3.0",
         "preferredTransport": "JSONRPC",
     });
+    if let (Some(organization), Some(provider_url)) =
+        (&config.provider_organization, &config.provider_url)
+    {
+        card["provider"] = json!({"organization": organization, "url": provider_url});
+    }
     if let Some(docs) = &config.documentation_url {
         card["documentationUrl"] = json!(docs);
     }

@@ -15,10 +15,11 @@ pub struct GatewayConfig {
     pub description: String,
     /// The agent's own version on its card. Default: this build's version.
     pub version: String,
-    /// Provider organization on the card. Default: "fundi".
-    pub provider_organization: String,
-    /// Provider URL on the card. Default: "https://github.com/fundi-a2a/fundi".
-    pub provider_url: String,
+    /// Provider organization on the card (set with `provider-url`, or neither).
+    /// Default: none (the card has no provider).
+    pub provider_organization: Option<String>,
+    /// Provider URL on the card. Default: none.
+    pub provider_url: Option<String>,
     /// Documentation URL on the card. Default: none.
     pub documentation_url: Option<String>,
     /// Largest accepted request body, in bytes. Default: 1048576 (1 MiB).
@@ -41,8 +42,8 @@ impl Default for GatewayConfig {
                           supervised and streamed."
                 .into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            provider_organization: "fundi".into(),
-            provider_url: "https://github.com/fundi-a2a/fundi".into(),
+            provider_organization: None,
+            provider_url: None,
             documentation_url: None,
             max_body_bytes: 1024 * 1024,
             request_timeout_ms: 30_000,
@@ -61,6 +62,12 @@ impl GatewayConfig {
             return Err(format!(
                 "gateway.public-url must be an http(s) URL, got {url:?}"
             ));
+        }
+        if self.provider_organization.is_some() != self.provider_url.is_some() {
+            return Err(
+                "gateway.provider-organization and gateway.provider-url go together: set both or neither"
+                    .into(),
+            );
         }
         if self.max_body_bytes == 0 {
             return Err("gateway.max-body-bytes must be at least 1".into());

@@ -1,0 +1,164 @@
+//! Golden shapes: the agent card, and every method's result, checked against
+//! `spec/a2a.proto` (field names, required fields, enum names, oneofs).
+
+mod common;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::*;
+use fundi_runtime::testing::ProtoSchema;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+/// The card's top-level keys that only v0.3 clients read (not in the v1.0 proto).
+const V03_CARD_KEYS: [&str; 3] = ["url", "protocolVersion", "preferredTransport"];
+
+async fn fetch_card(gw: &Gateway, path: &str) -> (axum::http::HeaderMap, Value) {
+    let response = gw
+        .send(Request::get(path).body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (headers, serde_json::from_slice(&bytes).unwrap())
+}
+
+#[tokio::test]
+async fn the_agent_card_is_a_v1_card_plus_v03_fields_and_matches_the_golden_file() {
+    let gw = gateway().await;
+    let (headers, card) = fetch_card(&gw, "/.well-known/agent-card.json").await;
+    assert!(
+        headers["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age=300")
+    );
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    assert_eq!(headers["content-type"], "application/json");
+
+    let mut v1 = card.clone();
+    for key in V03_CARD_KEYS {
+        assert!(
+            v1.as_object_mut().unwrap().remove(key).is_some(),
+            "{key} missing"
+        );
+    }
+    ProtoSchema::load().check("AgentCard", &v1).unwrap();
+    let interfaces = card["supportedInterfaces"].as_array().unwrap();
+    let versions: Vec<&str> = interfaces
+        .iter()
+        .map(|i| i["protocolVersion"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["1.0", "0.3"]);
+    assert!(
+        interfaces
+            .iter()
+            .all(|i| i["url"] == "http://agent.test:8080/a2a")
+    );
+    assert_eq!(
+        card["capabilities"]["pushNotifications"], false,
+        "push is not implemented"
+    );
+    assert_eq!(card["capabilities"]["streaming"], true);
+
+    let golden_path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/agent-card.json");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(
+            golden_path,
+            serde_json::to_string_pretty(&card).unwrap() + "\n",
+        )
+        .unwrap();
+    }
+    let mut golden: Value =
+        serde_json::from_str(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
+    // The version follows the build.
+    golden["version"] = json!(env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        card, golden,
+        "run with UPDATE_GOLDEN=1 to accept a deliberate change"
+    );
+
+    // The older path serves the same card; a matching ETag gets 304.
+    let (_, legacy) = fetch_card(&gw, "/.well-known/agent.json").await;
+    assert_eq!(legacy, card);
+    let response = gw
+        .send(
+            Request::get("/.well-known/agent-card.json")
+                .header("if-none-match", &etag)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(response.status(), 304);
+    // The advertised URL never comes from the Host header.
+    let response = gw
+        .send(
+            Request::get("/.well-known/agent-card.json")
+                .header("host", "evil.example")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(!String::from_utf8_lossy(&bytes).contains("evil.example"));
+}
+
+#[tokio::test]
+async fn every_method_result_has_the_proto_shape() {
+    let proto = ProtoSchema::load();
+    let gw = gateway().await;
+
+    let sent = gw
+        .ok(
+            "SendMessage",
+            json!({"message": message("g", json!({"steps": 1}))}),
+        )
+        .await;
+    proto.check("SendMessageResponse", &sent).unwrap();
+    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+
+    let task = gw.ok("GetTask", json!({"id": id})).await;
+    proto.check("Task", &task).unwrap();
+
+    let list = gw.ok("ListTasks", json!({"includeArtifacts": true})).await;
+    proto.check("ListTasksResponse", &list).unwrap();
+    let empty = gw
+        .ok("ListTasks", json!({"contextId": "nothing-here"}))
+        .await;
+    proto.check("ListTasksResponse", &empty).unwrap();
+
+    let held = gw
+        .ok(
+            "SendMessage",
+            json!({"message": message("h", json!({"hold": true})),
+            "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let canceled = gw.ok("CancelTask", json!({"id": held["task"]["id"]})).await;
+    proto.check("Task", &canceled).unwrap();
+
+    let (_, events) = gw
+        .stream(
+            "SendStreamingMessage",
+            json!({"message": message("s", json!({"steps": 2}))}),
+            None,
+        )
+        .await;
+    for (_, event) in &events {
+        proto.check("StreamResponse", &event["result"]).unwrap();
+    }
+    let (_, replay) = gw
+        .stream("SubscribeToTask", json!({"id": id}), Some(0))
+        .await;
+    for (_, event) in &replay {
+        proto.check("StreamResponse", &event["result"]).unwrap();
+    }
+
+    // Errors: code and message always; v1.0 data is an array of typed details.
+    let error = gw.err("GetTask", json!({"id": "missing"})).await;
+    assert_eq!(
+        error["data"][0]["@type"],
+        "type.googleapis.com/google.rpc.ErrorInfo"
+    );
+    assert_eq!(error["data"][0]["domain"], "a2a-protocol.org");
+}
