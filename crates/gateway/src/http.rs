@@ -73,7 +73,7 @@ async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: 
     };
     let request = match jsonrpc::parse(&bytes) {
         Ok(request) => request,
-        Err(e) => return json(failure(&e.id, &e.error, e.dialect)),
+        Err(e) => return json(failure(&e.id, &e.error, Dialect::V1)),
     };
     let refused = requested_version(&headers, &uri)
         .filter(|v| !v.is_empty() && !is_supported_version(v))

@@ -13,7 +13,11 @@ use crate::error::ApiError;
 
 /// Decodes params (absent params are an empty object), naming the failing field.
 pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ApiError> {
-    let params = if params.is_null() { json!({}) } else { params };
+    let params = match params {
+        Value::Null => json!({}),
+        params @ Value::Object(_) => params,
+        _ => return Err(ApiError::invalid_params("params", "must be an object")),
+    };
     serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };

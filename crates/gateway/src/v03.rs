@@ -19,6 +19,9 @@ const STATES: [(&str, &str); 8] = [
 
 /// `MessageSendParams` to `SendMessageRequest`.
 pub(crate) fn send_params(mut params: Value) -> Result<Value, ApiError> {
+    if !params.is_object() {
+        return Err(ApiError::invalid_params("params", "must be an object"));
+    }
     let message = params
         .get_mut("message")
         .map(Value::take)
