@@ -489,3 +489,23 @@ async fn health_answers() {
         .await;
     assert_eq!(response.status(), 200);
 }
+
+#[tokio::test]
+async fn a_blocking_send_that_outlives_the_request_timeout_returns_the_task_as_it_stands() {
+    let gw = gateway_with(GatewayConfig {
+        request_timeout_ms: 300,
+        ..GatewayConfig::default()
+    })
+    .await;
+    let sent = gw
+        .ok(
+            "SendMessage",
+            json!({"message": message("parked", json!({"hold": true}))}),
+        )
+        .await;
+    assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_WORKING");
+    // The task goes on; the call did not cancel it.
+    let id = sent["task"]["id"].clone();
+    let task = gw.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
+}
