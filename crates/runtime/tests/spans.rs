@@ -13,8 +13,11 @@ use tracing::{Subscriber, field::Field, field::Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
+/// A span as seen when it was created: its name, its parent's name, its fields.
+type SeenSpan = (String, Option<String>, String);
+
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<(String, Option<String>, String)>>>);
+struct Spans(Arc<Mutex<Vec<SeenSpan>>>);
 
 struct Fields(String);
 
