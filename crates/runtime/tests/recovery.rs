@@ -77,6 +77,15 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
         status_text(&resumed),
         r#"resumed from {"at":"gate","text":"long"}"#
     );
+    let notes: Vec<String> = collect_events(&rt, &resumable.id, 0)
+        .await
+        .iter()
+        .filter_map(|e| e.status()?.message.as_ref().map(|m| m.text()))
+        .collect();
+    assert!(
+        notes.iter().any(|n| n == "resumed after a restart"),
+        "{notes:?}"
+    );
     // The one-shot task ended failed, saying why.
     let failed = rt.get(&one_shot.id, None, None).await.unwrap();
     assert_eq!(failed.status.state, TaskState::Failed);

@@ -274,8 +274,14 @@ impl TaskActorState {
         if self.record.state().is_terminal() {
             return;
         }
-        if let Err(error) = self.set_status(TaskState::Working, None).await {
-            return self.fail_after("could not start the task", error).await;
+        // A fresh task goes to working here; a follow-up already put it there. A run
+        // started again after a restart says so, so that watchers know why.
+        let note = (resumed && self.runs_started == 0 && self.record.state() == TaskState::Working)
+            .then(|| "resumed after a restart".to_owned());
+        if self.record.state() != TaskState::Working || note.is_some() {
+            if let Err(error) = self.set_status(TaskState::Working, note).await {
+                return self.fail_after("could not start the task", error).await;
+            }
         }
         self.start_run(myself, message, resumed);
     }
