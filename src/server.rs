@@ -73,6 +73,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down: no new requests; running tasks get the grace period");
     shutdown.cancel();
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    exit_if_stuck(grace + SHUTDOWN_MARGIN);
     runtime.shutdown(grace).await;
     match tokio::time::timeout(grace, server).await {
         Ok(Ok(result)) => result.context("serving")?,
@@ -84,6 +85,23 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Time beyond the grace period that stopping may take before the process gives up.
+const SHUTDOWN_MARGIN: Duration = Duration::from_secs(10);
+
+/// A watchdog on its own OS thread (the async runtime may be what is stuck): if the
+/// process has not exited by `limit`, it exits with status 2. Everything acknowledged is
+/// already stored, and what did not finish is recovered at the next start.
+fn exit_if_stuck(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!(
+            "fundi: shutdown did not finish within {} s; exiting anyway",
+            limit.as_secs()
+        );
+        std::process::exit(2);
+    });
 }
 
 fn init_logging(filter: &str) -> anyhow::Result<()> {

@@ -1,0 +1,64 @@
+//! The limits fundi is measured against, served from this process on loopback:
+//! a bare axum JSON-RPC echo (the HTTP layer's ceiling) and sled insert + flush per
+//! request (the naive durable floor).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+/// Answers a SendMessage with a completed task echoing the text, as fundi would, with no
+/// task logic and no storage.
+async fn echo(body: Bytes) -> axum::Json<Value> {
+    axum::Json(answer(&body))
+}
+
+fn answer(body: &[u8]) -> Value {
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let message = &request["params"]["message"];
+    json!({"jsonrpc": "2.0", "id": request["id"], "result": {"task": {
+        "id": uuid::Uuid::new_v4().to_string(), "contextId": uuid::Uuid::new_v4().to_string(),
+        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00.000Z",
+                   "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": message["parts"]}},
+        "artifacts": [{"artifactId": "echo", "name": "echo", "parts": message["parts"]}],
+        "history": [message]}}})
+}
+
+/// The same answer after inserting the request into sled and flushing, once per request.
+async fn sled_flush(State(db): State<Arc<sled::Db>>, body: Bytes) -> axum::Json<Value> {
+    let key = uuid::Uuid::new_v4();
+    let db = db.clone();
+    let stored = body.clone();
+    tokio::task::spawn_blocking(move || {
+        db.insert(key.as_bytes(), stored.as_ref()).expect("sled insert");
+        db.flush().expect("sled flush");
+    })
+    .await
+    .expect("flush task");
+    axum::Json(answer(&body))
+}
+
+/// Serves `router` on 127.0.0.1:0 (TCP_NODELAY, like fundi); returns the base URL.
+async fn serve(router: Router) -> anyhow::Result<String> {
+    use axum::serve::ListenerExt;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(url)
+}
+
+pub(crate) async fn bare_axum() -> anyhow::Result<String> {
+    serve(Router::new().route("/a2a", post(echo))).await
+}
+
+pub(crate) async fn sled_per_request(dir: &std::path::Path) -> anyhow::Result<String> {
+    let db = Arc::new(sled::Config::new().path(dir).flush_every_ms(None).open()?);
+    serve(Router::new().route("/a2a", post(sled_flush)).with_state(db)).await
+}

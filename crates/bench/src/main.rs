@@ -1,0 +1,224 @@
+//! `fundi-bench`: throughput and latency of a fundi release binary on loopback, reported
+//! as ratios to limits measured in the same run (a bare axum JSON-RPC echo, and sled
+//! insert + flush per request), because the machine is shared and noisy. Each
+//! measurement is repeated and the median reported.
+//!
+//! ```sh
+//! cargo build --release -p fundi -p fundi-bench
+//! target/release/fundi-bench --fundi target/release/fundi
+//! ```
+
+mod baselines;
+mod load;
+mod server;
+mod workloads;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::json;
+
+use crate::load::Sample;
+use crate::server::Fundi;
+
+#[derive(Debug, Parser)]
+#[command(about = "Benchmarks a fundi release binary against baselines measured in the same run")]
+struct Args {
+    /// The fundi binary to measure (build it with --release).
+    #[arg(long, default_value = "target/release/fundi")]
+    fundi: PathBuf,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Repeats of every measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Run only the measurements whose name contains this text (baselines always run).
+    #[arg(long)]
+    only: Option<String>,
+    /// Where to write the results as JSON.
+    #[arg(long, default_value = "target/bench/results.json")]
+    out: PathBuf,
+}
+
+/// A named measurement: which server, which workload, how many workers.
+#[derive(Clone)]
+struct Case {
+    name: &'static str,
+    target: Target,
+    workload: Workload,
+    concurrency: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    BareAxum,
+    SledFlushPerRequest,
+    FundiSync,
+    FundiBatched,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Workload {
+    SendBlocking,
+    GetTask,
+    Stream,
+}
+
+fn cases() -> Vec<Case> {
+    use Target::*;
+    use Workload::*;
+    let mut cases = Vec::new();
+    for c in [1, 16, 50, 64] {
+        cases.push(Case { name: "bare axum echo", target: BareAxum, workload: SendBlocking, concurrency: c });
+    }
+    for c in [16, 64] {
+        cases.push(Case { name: "sled flush per request", target: SledFlushPerRequest, workload: SendBlocking, concurrency: c });
+    }
+    for (name, target) in [("W1 send, sync", FundiSync), ("W1 send, batched", FundiBatched)] {
+        for c in [1, 16, 64] {
+            cases.push(Case { name, target, workload: SendBlocking, concurrency: c });
+        }
+    }
+    cases.push(Case { name: "W2 get, sync", target: FundiSync, workload: GetTask, concurrency: 16 });
+    for (name, target) in [("W3 stream, sync", FundiSync), ("W3 stream, batched", FundiBatched)] {
+        for c in [1, 50] {
+            cases.push(Case { name, target, workload: Stream, concurrency: c });
+        }
+    }
+    cases
+}
+
+struct Urls {
+    bare: String,
+    sled: String,
+    sync: String,
+    batched: String,
+    existing_task: String,
+}
+
+async fn measure(case: &Case, urls: &Urls, client: &reqwest::Client, duration: Duration) -> anyhow::Result<Sample> {
+    let url = match case.target {
+        Target::BareAxum => urls.bare.clone(),
+        Target::SledFlushPerRequest => urls.sled.clone(),
+        Target::FundiSync => urls.sync.clone(),
+        Target::FundiBatched => urls.batched.clone(),
+    };
+    let client = client.clone();
+    match case.workload {
+        Workload::SendBlocking => {
+            load::run(case.concurrency, duration, move |w, i| {
+                let (client, url) = (client.clone(), url.clone());
+                async move { workloads::send_blocking(&client, &url, w, i).await }
+            })
+            .await
+        }
+        Workload::GetTask => {
+            let id = Arc::new(urls.existing_task.clone());
+            load::run(case.concurrency, duration, move |_, _| {
+                let (client, url, id) = (client.clone(), url.clone(), id.clone());
+                async move { workloads::get_task(&client, &url, &id).await }
+            })
+            .await
+        }
+        Workload::Stream => {
+            load::run(case.concurrency, duration, move |w, i| {
+                let (client, url) = (client.clone(), url.clone());
+                async move { workloads::stream(&client, &url, w, i).await }
+            })
+            .await
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let duration = Duration::from_secs_f64(args.seconds);
+    let dir = tempfile::tempdir()?;
+    let sync = Fundi::start(&args.fundi, &dir.path().join("sync"), "sync")?;
+    let batched = Fundi::start(&args.fundi, &dir.path().join("batched"), "batched")?;
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(256)
+        .build()?;
+    let urls = Urls {
+        bare: baselines::bare_axum().await?,
+        sled: baselines::sled_per_request(&dir.path().join("sled-baseline")).await?,
+        existing_task: workloads::create_task(&client, &sync.url).await?,
+        sync: sync.url.clone(),
+        batched: batched.url.clone(),
+    };
+
+    let cases: Vec<Case> = cases()
+        .into_iter()
+        .filter(|c| {
+            let baseline = matches!(c.target, Target::BareAxum | Target::SledFlushPerRequest);
+            baseline || args.only.as_deref().is_none_or(|only| c.name.contains(only))
+        })
+        .collect();
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
+    // Round-robin over the cases, so that drift in the machine's load spreads evenly.
+    for repeat in 0..args.repeats {
+        for (i, case) in cases.iter().enumerate() {
+            eprintln!("[{}/{}] {} c={}", repeat + 1, args.repeats, case.name, case.concurrency);
+            samples[i].push(measure(case, &urls, &client, duration).await?);
+        }
+    }
+
+    let rate = |i: usize| median(samples[i].iter().map(Sample::per_second).collect());
+    let bare_at = |c: usize| {
+        cases
+            .iter()
+            .position(|k| k.target == Target::BareAxum && k.concurrency == c)
+            .map(rate)
+    };
+    println!(
+        "{:<26} {:>5} {:>12} {:>9} {:>9} {:>10}",
+        "measurement", "conc", "per second", "p50 ms", "p99 ms", "/ bare axum"
+    );
+    let mut results = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let per_second = rate(i);
+        let p50 = median(samples[i].iter().map(|s| ms(s.percentile(50.0))).collect());
+        let p99 = median(samples[i].iter().map(|s| ms(s.percentile(99.0))).collect());
+        let ratio = bare_at(case.concurrency).map(|bare| per_second / bare);
+        let unit = if case.workload == Workload::Stream { "events" } else { "requests" };
+        println!(
+            "{:<26} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10}",
+            case.name,
+            case.concurrency,
+            per_second,
+            p50,
+            p99,
+            ratio.map_or("-".into(), |r| format!("{r:.3}"))
+        );
+        results.push(json!({
+            "measurement": case.name, "concurrency": case.concurrency, "unit": unit,
+            "perSecondMedian": per_second, "p50Ms": p50, "p99Ms": p99,
+            "ratioToBareAxum": ratio,
+            "repeats": samples[i].iter().map(|s| json!({
+                "perSecond": s.per_second(), "operations": s.ops,
+                "p50Ms": ms(s.percentile(50.0)), "p99Ms": ms(s.percentile(99.0))})).collect::<Vec<_>>(),
+        }));
+    }
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats, "results": results});
+    std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
+    eprintln!("results written to {}", args.out.display());
+    drop((sync, batched));
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! The fundi release binary as a child process.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, bail};
+
+pub(crate) struct Fundi {
+    child: Child,
+    pub(crate) url: String,
+}
+
+impl Fundi {
+    /// Starts `fundi serve` on 127.0.0.1:0 with a fresh data directory and the given
+    /// durability, and waits for its address.
+    pub(crate) fn start(binary: &Path, data: &Path, durability: &str) -> anyhow::Result<Fundi> {
+        let mut child = Command::new(binary)
+            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .env("FUNDI__STORE__DURABILITY", durability)
+            .env("FUNDI__LOG__FILTER", "warn")
+            .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        loop {
+            let Some(line) = lines.next() else {
+                bail!("fundi exited before listening");
+            };
+            if let Some(url) = line?.strip_prefix("fundi listening on ") {
+                let url = url.trim().to_owned();
+                // Keep draining stdout so the child never blocks on a full pipe.
+                std::thread::spawn(move || for _ in lines {});
+                return Ok(Fundi { child, url });
+            }
+        }
+    }
+}
+
+impl Drop for Fundi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
