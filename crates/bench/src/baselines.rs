@@ -34,7 +34,8 @@ async fn sled_flush(State(db): State<Arc<sled::Db>>, body: Bytes) -> axum::Json<
     let db = db.clone();
     let stored = body.clone();
     tokio::task::spawn_blocking(move || {
-        db.insert(key.as_bytes(), stored.as_ref()).expect("sled insert");
+        db.insert(key.as_bytes(), stored.as_ref())
+            .expect("sled insert");
         db.flush().expect("sled flush");
     })
     .await

@@ -36,7 +36,11 @@ impl Sample {
 /// Runs `op` from `concurrency` workers for `duration`. `op` returns how many units it
 /// counted (1 for a request, the number of events for a stream) or an error, which
 /// stops the run: every answer is checked, none is sampled.
-pub(crate) async fn run<F, Fut>(concurrency: usize, duration: Duration, op: F) -> anyhow::Result<Sample>
+pub(crate) async fn run<F, Fut>(
+    concurrency: usize,
+    duration: Duration,
+    op: F,
+) -> anyhow::Result<Sample>
 where
     F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = anyhow::Result<u64>> + Send,

@@ -58,6 +58,7 @@ enum Target {
     SledFlushPerRequest,
     FundiSync,
     FundiBatched,
+    FundiMemory,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -72,20 +73,53 @@ fn cases() -> Vec<Case> {
     use Workload::*;
     let mut cases = Vec::new();
     for c in [1, 16, 50, 64] {
-        cases.push(Case { name: "bare axum echo", target: BareAxum, workload: SendBlocking, concurrency: c });
+        cases.push(Case {
+            name: "bare axum echo",
+            target: BareAxum,
+            workload: SendBlocking,
+            concurrency: c,
+        });
     }
     for c in [16, 64] {
-        cases.push(Case { name: "sled flush per request", target: SledFlushPerRequest, workload: SendBlocking, concurrency: c });
+        cases.push(Case {
+            name: "sled flush per request",
+            target: SledFlushPerRequest,
+            workload: SendBlocking,
+            concurrency: c,
+        });
     }
-    for (name, target) in [("W1 send, sync", FundiSync), ("W1 send, batched", FundiBatched)] {
+    for (name, target) in [
+        ("W1 send, sync", FundiSync),
+        ("W1 send, batched", FundiBatched),
+        ("W1 send, memory store", FundiMemory),
+    ] {
         for c in [1, 16, 64] {
-            cases.push(Case { name, target, workload: SendBlocking, concurrency: c });
+            cases.push(Case {
+                name,
+                target,
+                workload: SendBlocking,
+                concurrency: c,
+            });
         }
     }
-    cases.push(Case { name: "W2 get, sync", target: FundiSync, workload: GetTask, concurrency: 16 });
-    for (name, target) in [("W3 stream, sync", FundiSync), ("W3 stream, batched", FundiBatched)] {
+    cases.push(Case {
+        name: "W2 get, sync",
+        target: FundiSync,
+        workload: GetTask,
+        concurrency: 16,
+    });
+    for (name, target) in [
+        ("W3 stream, sync", FundiSync),
+        ("W3 stream, batched", FundiBatched),
+        ("W3 stream, memory store", FundiMemory),
+    ] {
         for c in [1, 50] {
-            cases.push(Case { name, target, workload: Stream, concurrency: c });
+            cases.push(Case {
+                name,
+                target,
+                workload: Stream,
+                concurrency: c,
+            });
         }
     }
     cases
@@ -96,15 +130,22 @@ struct Urls {
     sled: String,
     sync: String,
     batched: String,
+    memory: String,
     existing_task: String,
 }
 
-async fn measure(case: &Case, urls: &Urls, client: &reqwest::Client, duration: Duration) -> anyhow::Result<Sample> {
+async fn measure(
+    case: &Case,
+    urls: &Urls,
+    client: &reqwest::Client,
+    duration: Duration,
+) -> anyhow::Result<Sample> {
     let url = match case.target {
         Target::BareAxum => urls.bare.clone(),
         Target::SledFlushPerRequest => urls.sled.clone(),
         Target::FundiSync => urls.sync.clone(),
         Target::FundiBatched => urls.batched.clone(),
+        Target::FundiMemory => urls.memory.clone(),
     };
     let client = client.clone();
     match case.workload {
@@ -147,8 +188,9 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let duration = Duration::from_secs_f64(args.seconds);
     let dir = tempfile::tempdir()?;
-    let sync = Fundi::start(&args.fundi, &dir.path().join("sync"), "sync")?;
-    let batched = Fundi::start(&args.fundi, &dir.path().join("batched"), "batched")?;
+    let sync = Fundi::start(&args.fundi, &dir.path().join("sync"), "sled", "sync")?;
+    let batched = Fundi::start(&args.fundi, &dir.path().join("batched"), "sled", "batched")?;
+    let memory = Fundi::start(&args.fundi, &dir.path().join("memory"), "memory", "sync")?;
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(256)
@@ -159,20 +201,31 @@ async fn main() -> anyhow::Result<()> {
         existing_task: workloads::create_task(&client, &sync.url).await?,
         sync: sync.url.clone(),
         batched: batched.url.clone(),
+        memory: memory.url.clone(),
     };
 
     let cases: Vec<Case> = cases()
         .into_iter()
         .filter(|c| {
             let baseline = matches!(c.target, Target::BareAxum | Target::SledFlushPerRequest);
-            baseline || args.only.as_deref().is_none_or(|only| c.name.contains(only))
+            baseline
+                || args
+                    .only
+                    .as_deref()
+                    .is_none_or(|only| c.name.contains(only))
         })
         .collect();
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
     // Round-robin over the cases, so that drift in the machine's load spreads evenly.
     for repeat in 0..args.repeats {
         for (i, case) in cases.iter().enumerate() {
-            eprintln!("[{}/{}] {} c={}", repeat + 1, args.repeats, case.name, case.concurrency);
+            eprintln!(
+                "[{}/{}] {} c={}",
+                repeat + 1,
+                args.repeats,
+                case.name,
+                case.concurrency
+            );
             samples[i].push(measure(case, &urls, &client, duration).await?);
         }
     }
@@ -194,7 +247,11 @@ async fn main() -> anyhow::Result<()> {
         let p50 = median(samples[i].iter().map(|s| ms(s.percentile(50.0))).collect());
         let p99 = median(samples[i].iter().map(|s| ms(s.percentile(99.0))).collect());
         let ratio = bare_at(case.concurrency).map(|bare| per_second / bare);
-        let unit = if case.workload == Workload::Stream { "events" } else { "requests" };
+        let unit = if case.workload == Workload::Stream {
+            "events"
+        } else {
+            "requests"
+        };
         println!(
             "{:<26} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10}",
             case.name,
@@ -216,9 +273,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats, "results": results});
+    let report =
+        json!({"secondsPerRun": args.seconds, "repeats": args.repeats, "results": results});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
-    drop((sync, batched));
+    drop((sync, batched, memory));
     Ok(())
 }

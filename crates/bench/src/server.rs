@@ -13,11 +13,17 @@ pub(crate) struct Fundi {
 
 impl Fundi {
     /// Starts `fundi serve` on 127.0.0.1:0 with a fresh data directory and the given
-    /// durability, and waits for its address.
-    pub(crate) fn start(binary: &Path, data: &Path, durability: &str) -> anyhow::Result<Fundi> {
+    /// store ("sled" or "memory") and durability, and waits for its address.
+    pub(crate) fn start(
+        binary: &Path,
+        data: &Path,
+        store: &str,
+        durability: &str,
+    ) -> anyhow::Result<Fundi> {
         let mut child = Command::new(binary)
             .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
             .arg(data)
+            .env("FUNDI__STORE__KIND", store)
             .env("FUNDI__STORE__DURABILITY", durability)
             .env("FUNDI__LOG__FILTER", "warn")
             .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")

@@ -12,7 +12,11 @@ fn send_request(method: &str, text: &str, data: Option<Value>) -> Value {
         "messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": parts}}})
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<reqwest::Response> {
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> anyhow::Result<reqwest::Response> {
     let response = client
         .post(format!("{url}/a2a"))
         .header("A2A-Version", "1.0")
@@ -25,7 +29,12 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Resu
 
 /// W1: a blocking SendMessage to echo; the answer must be the completed task echoing
 /// the text.
-pub(crate) async fn send_blocking(client: &reqwest::Client, url: &str, worker: usize, i: u64) -> anyhow::Result<u64> {
+pub(crate) async fn send_blocking(
+    client: &reqwest::Client,
+    url: &str,
+    worker: usize,
+    i: u64,
+) -> anyhow::Result<u64> {
     let text = format!("w{worker}-{i}");
     let answer: Value = post(client, url, &send_request("SendMessage", &text, None))
         .await?
@@ -36,7 +45,10 @@ pub(crate) async fn send_blocking(client: &reqwest::Client, url: &str, worker: u
         task["status"]["state"] == "TASK_STATE_COMPLETED",
         "not completed: {answer}"
     );
-    ensure!(task["artifacts"][0]["parts"][0]["text"] == text.as_str(), "wrong echo: {answer}");
+    ensure!(
+        task["artifacts"][0]["parts"][0]["text"] == text.as_str(),
+        "wrong echo: {answer}"
+    );
     Ok(1)
 }
 
@@ -65,7 +77,12 @@ pub(crate) const STREAM_STEPS: u64 = 20;
 
 /// W3: a streamed SendMessage with 20 progress events, read to its end; counts the
 /// events; the first must be the task and the last the completion.
-pub(crate) async fn stream(client: &reqwest::Client, url: &str, worker: usize, i: u64) -> anyhow::Result<u64> {
+pub(crate) async fn stream(
+    client: &reqwest::Client,
+    url: &str,
+    worker: usize,
+    i: u64,
+) -> anyhow::Result<u64> {
     let text = format!("s{worker}-{i}");
     let body = send_request(
         "SendStreamingMessage",
@@ -81,12 +98,19 @@ pub(crate) async fn stream(client: &reqwest::Client, url: &str, worker: usize, i
     let (Some(first), Some(last)) = (events.first(), events.last()) else {
         bail!("empty stream");
     };
-    ensure!(first["result"]["task"].is_object(), "first event is not the task: {first}");
+    ensure!(
+        first["result"]["task"].is_object(),
+        "first event is not the task: {first}"
+    );
     ensure!(
         last["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED",
         "last event is not the completion: {last}"
     );
     // task, working, 20 progress notes, the artifact, completed.
-    ensure!(events.len() as u64 >= STREAM_STEPS + 3, "only {} events", events.len());
+    ensure!(
+        events.len() as u64 >= STREAM_STEPS + 3,
+        "only {} events",
+        events.len()
+    );
     Ok(events.len() as u64)
 }

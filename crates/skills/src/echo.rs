@@ -151,9 +151,17 @@ impl Skill for EchoSkill {
         };
 
         while progress.step < plan.steps {
-            tokio::select! {
-                () = ctx.cancelled() => return Err(SkillError::Canceled),
-                () = tokio::time::sleep(plan.delay) => {}
+            if plan.delay.is_zero() {
+                // No sleep at all: tokio's timer has 1 ms resolution, so even a zero sleep
+                // would cost about a millisecond per step.
+                if ctx.is_cancelled() {
+                    return Err(SkillError::Canceled);
+                }
+            } else {
+                tokio::select! {
+                    () = ctx.cancelled() => return Err(SkillError::Canceled),
+                    () = tokio::time::sleep(plan.delay) => {}
+                }
             }
             progress.step += 1;
             let fraction = progress.step as f64 / plan.steps as f64;
