@@ -6,5 +6,5 @@ mod supervisor;
 mod task_actor;
 
 pub(crate) use fail::fail_stored_task;
-pub(crate) use supervisor::{Supervisor, SupervisorArgs, SupervisorMsg};
+pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

@@ -11,7 +11,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
-use crate::actors::{StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg};
+use crate::actors::{LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::model::{
@@ -101,7 +101,7 @@ impl RuntimeBuilder {
             .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn TaskStore>);
         let config = Arc::new(self.config);
         let skills = Arc::new(skills);
-        let (live_count, live_watch) = watch::channel(0);
+        let (live_count, live_watch) = watch::channel(LiveCount::default());
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
@@ -214,7 +214,7 @@ struct Inner {
     cards: Vec<SkillCard>,
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
-    live: watch::Receiver<usize>,
+    live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
 }
 
@@ -504,15 +504,16 @@ impl RuntimeHandle {
 
     /// The number of tasks that have a live actor.
     pub fn live_tasks(&self) -> usize {
-        *self.inner.live.borrow()
+        self.inner.live.borrow().live
     }
 
-    /// Stops accepting submissions, gives live tasks up to `grace` to finish, then stops
-    /// every actor. Tasks still unfinished stay stored as they are, for recovery.
+    /// Stops accepting submissions, gives busy tasks up to `grace` to finish (tasks that
+    /// only wait for a user's input are not waited for), then stops every actor. Tasks
+    /// still unfinished stay stored as they are, for recovery.
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.accepting.store(false, Ordering::Release);
         let mut live = self.inner.live.clone();
-        let _ = tokio::time::timeout(grace, live.wait_for(|n| *n == 0)).await;
+        let _ = tokio::time::timeout(grace, live.wait_for(|n| n.busy == 0)).await;
         // Task actors first (they abort their runs as they stop), then the supervisor;
         // once both have stopped, nothing but this handle holds the store.
         let timeout = Some(self.inner.config.call_timeout());

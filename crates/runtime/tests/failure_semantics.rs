@@ -363,3 +363,50 @@ async fn other_owners_tasks_are_not_found() {
     ));
     assert!(rt.subscribe(&task.id, 0, Some("bob")).await.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_busy_tasks_finish_but_does_not_wait_for_tasks_awaiting_input() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
+    let asking = submit(&rt, "ask", json!({"ask": true})).await;
+    wait_for_state(&rt, &asking.id, TaskState::InputRequired).await;
+    let busy = submit(&rt, "busy", json!({"gate": true})).await;
+    wait_for_state(&rt, &busy.id, TaskState::Working).await;
+
+    // A long grace: shutdown returns when the busy task is done, not when it runs out.
+    let stopping = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.shutdown(std::time::Duration::from_secs(3600)).await })
+    };
+    // New work is refused while stopping.
+    let refused = loop {
+        match rt
+            .submit(SubmitRequest::new(message("late", Value::Null)))
+            .await
+        {
+            Err(RuntimeError::Unavailable(text)) => break text,
+            Ok(_) => tokio::task::yield_now().await,
+            Err(other) => panic!("{other:?}"),
+        }
+    };
+    assert!(refused.contains("shutting down"), "{refused}");
+    skill.gate.add_permits(1);
+    tokio::time::timeout(DEADLINE, stopping)
+        .await
+        .expect("shutdown waited for the task that only waits for input")
+        .unwrap();
+    // The busy task finished; the waiting one is left as it was, for recovery.
+    let store_view = |id| {
+        let rt = rt.clone();
+        async move { rt.get(&id, None, None).await.unwrap().status.state }
+    };
+    assert_eq!(store_view(busy.id.clone()).await, TaskState::Completed);
+    assert_eq!(
+        store_view(asking.id.clone()).await,
+        TaskState::InputRequired
+    );
+}

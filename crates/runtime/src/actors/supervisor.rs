@@ -39,6 +39,16 @@ pub(crate) enum SupervisorMsg {
     WantSlot { task_id: TaskId, skill: String },
     /// A task's run ended; its slot goes to the next waiting task.
     SlotFreed { task_id: TaskId, skill: String },
+    /// A task started (true) or stopped (false) waiting for a user's input.
+    WaitingForInput { task_id: TaskId, waiting: bool },
+}
+
+/// How many tasks have a live actor, and how many of those are busy (not just waiting
+/// for a user's input).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LiveCount {
+    pub(crate) live: usize,
+    pub(crate) busy: usize,
 }
 
 pub(crate) struct Supervisor;
@@ -47,7 +57,7 @@ pub(crate) struct SupervisorArgs {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skills: Arc<HashMap<String, Arc<dyn Skill>>>,
     pub(crate) config: Arc<RuntimeConfig>,
-    pub(crate) live_count: watch::Sender<usize>,
+    pub(crate) live_count: watch::Sender<LiveCount>,
 }
 
 #[derive(Default)]
@@ -61,6 +71,7 @@ pub(crate) struct SupervisorState {
     live: HashMap<TaskId, ActorRef<TaskMsg>>,
     by_actor: HashMap<ActorId, TaskId>,
     slots: HashMap<String, Slots>,
+    waiting_for_input: HashSet<TaskId>,
 }
 
 impl Actor for Supervisor {
@@ -78,6 +89,7 @@ impl Actor for Supervisor {
             live: HashMap::new(),
             by_actor: HashMap::new(),
             slots: HashMap::new(),
+            waiting_for_input: HashSet::new(),
         })
     }
 
@@ -104,6 +116,14 @@ impl Actor for Supervisor {
             }
             SupervisorMsg::WantSlot { task_id, skill } => state.want_slot(task_id, skill),
             SupervisorMsg::SlotFreed { task_id, skill } => state.free_slot(&task_id, &skill),
+            SupervisorMsg::WaitingForInput { task_id, waiting } => {
+                if waiting && state.live.contains_key(&task_id) {
+                    state.waiting_for_input.insert(task_id);
+                } else {
+                    state.waiting_for_input.remove(&task_id);
+                }
+                state.publish_live_count();
+            }
         }
         Ok(())
     }
@@ -247,6 +267,7 @@ impl SupervisorState {
     fn forget(&mut self, actor: ActorId) -> Option<TaskId> {
         let task_id = self.by_actor.remove(&actor)?;
         self.live.remove(&task_id);
+        self.waiting_for_input.remove(&task_id);
         let mut freed = Vec::new();
         for (skill, slots) in &mut self.slots {
             slots.waiting.retain(|t| t != &task_id);
@@ -262,6 +283,8 @@ impl SupervisorState {
     }
 
     fn publish_live_count(&self) {
-        self.args.live_count.send_replace(self.live.len());
+        let live = self.live.len();
+        let busy = live - self.waiting_for_input.len();
+        self.args.live_count.send_replace(LiveCount { live, busy });
     }
 }

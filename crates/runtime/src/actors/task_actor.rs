@@ -213,6 +213,15 @@ impl TaskActorState {
         });
     }
 
+    /// Tells the supervisor whether this task only waits for a user (so that a shutdown
+    /// does not wait for it).
+    fn tell_waiting(&self, waiting: bool) {
+        let _ = self.supervisor.cast(SupervisorMsg::WaitingForInput {
+            task_id: self.record.task.id.clone(),
+            waiting,
+        });
+    }
+
     fn release_slot(&mut self) {
         if std::mem::take(&mut self.holds_slot) {
             let _ = self.supervisor.cast(SupervisorMsg::SlotFreed {
@@ -369,6 +378,7 @@ impl TaskActorState {
                 if asked.is_ok() {
                     // Answered when the user's message arrives (on_deliver).
                     self.input_waiter = Some(reply);
+                    self.tell_waiting(true);
                     return;
                 }
                 asked
@@ -418,6 +428,7 @@ impl TaskActorState {
         }
         match self.input_waiter.take() {
             Some(waiter) => {
+                self.tell_waiting(false);
                 let _ = waiter.send(Ok(Some(message)));
             }
             None => {
