@@ -411,8 +411,7 @@ impl RuntimeHandle {
         history_length: Option<usize>,
         owner: Option<&str>,
     ) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(task_id, owner).await?;
-        Ok(record.task.with_history_limit(history_length))
+        Ok(self.snapshot(task_id, history_length, owner).await?.task)
     }
 
     /// A page of tasks.

@@ -40,6 +40,25 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// The optimistic-concurrency check every store makes before a write.
+    pub(crate) fn check_version(
+        task_id: &TaskId,
+        expected: u64,
+        found: u64,
+    ) -> Result<(), StoreError> {
+        if found == expected {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict {
+                task_id: task_id.clone(),
+                expected,
+                found,
+            })
+        }
+    }
+}
+
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
         StoreError::Codec(e.to_string())

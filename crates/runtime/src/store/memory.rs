@@ -47,13 +47,7 @@ impl TaskStore for MemoryStore {
         let mut inner = self.lock();
         let id = record.id().clone();
         let found = inner.records.get(&id).map_or(0, |r| r.version);
-        if found != expected_version {
-            return Err(StoreError::Conflict {
-                task_id: id,
-                expected: expected_version,
-                found,
-            });
-        }
+        StoreError::check_version(&id, expected_version, found)?;
         if let Some(old) = inner.records.get(&id).map(IndexEntry::of) {
             inner.index.remove(&(old.ts_ms, id.clone()));
         }

@@ -139,13 +139,7 @@ fn write_record(
         None => None,
     };
     let found = old.as_ref().map_or(0, |r| r.version);
-    if found != expected_version {
-        return Err(abort(StoreError::Conflict {
-            task_id: id.clone(),
-            expected: expected_version,
-            found,
-        }));
-    }
+    StoreError::check_version(id, expected_version, found).map_err(abort)?;
     if let Some(old) = &old {
         let old_entry = IndexEntry::of(old);
         tx.remove(updated_key(&old_entry))?;
