@@ -231,3 +231,67 @@ async fn idle_streams_get_keep_alives_and_end_on_shutdown() {
     let rest = tokio::time::timeout(DEADLINE, body.collect()).await;
     assert!(rest.is_ok(), "the stream did not end on shutdown");
 }
+
+/// The response body of a stream that nobody polls: the task must still run to the end,
+/// and the stream, read later, must still carry every event in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_nobody_reads_holds_up_nothing_and_loses_nothing() {
+    let gw = gateway().await;
+    let body = request(
+        "SendStreamingMessage",
+        json!({"message": message("flood", json!({"steps": 3000}))}),
+    );
+    let response = gw
+        .send(
+            Request::post("/a2a")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await;
+    // Not polled: nothing pulls events through this stream while the task runs.
+    let unread = response.into_body();
+
+    let id = {
+        let deadline = std::time::Instant::now() + DEADLINE;
+        loop {
+            let list = gw.ok("ListTasks", json!({})).await;
+            if let Some(id) = list["tasks"][0]["id"].as_str() {
+                break id.to_owned();
+            }
+            assert!(std::time::Instant::now() < deadline, "no task");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let task = gw.ok("GetTask", json!({"id": id})).await;
+        if task["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task was held up: {}",
+            task["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Other clients were served meanwhile (the ListTasks and GetTask calls above), and
+    // the late reader still gets everything, in order.
+    let bytes = tokio::time::timeout(DEADLINE, unread.collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    let events = parse_sse(&String::from_utf8_lossy(&bytes));
+    let ids: Vec<u64> = events.iter().map(|(id, _)| id.unwrap()).collect();
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "gap or duplicate in {} events",
+        ids.len()
+    );
+    assert!(events.len() > 3000);
+    assert_eq!(
+        result(&events.last().unwrap().1)["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}
