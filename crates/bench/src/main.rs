@@ -38,6 +38,9 @@ struct Args {
     /// Run only the measurements whose name contains this text (baselines always run).
     #[arg(long)]
     only: Option<String>,
+    /// SSE subscribers on one task for the fan-out measurement (0 skips it).
+    #[arg(long, default_value_t = 1000)]
+    fan_out: usize,
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     out: PathBuf,
@@ -174,6 +177,60 @@ async fn measure(
     }
 }
 
+/// W3 fan-out on each fundi: median (over the repeats) of the p50 and p99 delay from an
+/// event's timestamp to its arrival at each of `args.fan_out` subscribers.
+async fn measure_fan_out(
+    args: &Args,
+    urls: &Urls,
+    client: &reqwest::Client,
+) -> anyhow::Result<Vec<serde_json::Value>> {
+    let mut rows = Vec::new();
+    if args.fan_out == 0 {
+        return Ok(rows);
+    }
+    println!(
+        "\n{:<26} {:>11} {:>15} {:>9} {:>9}",
+        "fan-out on one task", "subscribers", "live events", "delay p50", "delay p99"
+    );
+    for (name, url) in [
+        ("sync", &urls.sync),
+        ("batched", &urls.batched),
+        ("memory store", &urls.memory),
+    ] {
+        let (mut p50s, mut p99s, mut received) = (Vec::new(), Vec::new(), 0);
+        for repeat in 0..args.repeats {
+            eprintln!(
+                "[{}/{}] W3 fan-out, {name}, {} subscribers",
+                repeat + 1,
+                args.repeats,
+                args.fan_out
+            );
+            let latencies = workloads::fan_out(client, url, args.fan_out).await?;
+            let sample = Sample {
+                ops: 0,
+                units: 0,
+                elapsed: Duration::ZERO,
+                latencies,
+            };
+            received = sample.latencies.len();
+            p50s.push(ms(sample.percentile(50.0)));
+            p99s.push(ms(sample.percentile(99.0)));
+        }
+        let (p50, p99) = (median(p50s), median(p99s));
+        println!(
+            "{:<26} {:>11} {:>15} {:>6.2} ms {:>6.2} ms",
+            format!("W3 fan-out, {name}"),
+            args.fan_out,
+            received,
+            p50,
+            p99
+        );
+        rows.push(json!({"store": name, "subscribers": args.fan_out,
+            "liveEventsReceived": received, "delayP50Ms": p50, "delayP99Ms": p99}));
+    }
+    Ok(rows)
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -270,11 +327,12 @@ async fn main() -> anyhow::Result<()> {
                 "p50Ms": ms(s.percentile(50.0)), "p99Ms": ms(s.percentile(99.0))})).collect::<Vec<_>>(),
         }));
     }
+    let fan_out = measure_fan_out(&args, &urls, &client).await?;
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let report =
-        json!({"secondsPerRun": args.seconds, "repeats": args.repeats, "results": results});
+    let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats,
+        "results": results, "fanOut": fan_out});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((sync, batched, memory));

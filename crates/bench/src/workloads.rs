@@ -1,6 +1,10 @@
 //! The workloads: each request is fresh (new messageId) and each answer is checked.
 
+use std::time::Duration;
+
 use anyhow::{Context, bail, ensure};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 fn send_request(method: &str, text: &str, data: Option<Value>) -> Value {
@@ -113,4 +117,79 @@ pub(crate) async fn stream(
         events.len()
     );
     Ok(events.len() as u64)
+}
+
+/// W3 fan-out: `subscribers` SSE subscribers on one task that posts 30 progress events
+/// 100 ms apart. Returns, for every event a subscriber received live (stamped after it
+/// subscribed), the time from the event's status timestamp to its arrival.
+pub(crate) async fn fan_out(
+    client: &reqwest::Client,
+    url: &str,
+    subscribers: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut body = send_request(
+        "SendMessage",
+        "fan-out",
+        Some(json!({"steps": 30, "delayMs": 100})),
+    );
+    body["params"]["configuration"] = json!({"returnImmediately": true});
+    let answer: Value = post(client, url, &body).await?.json().await?;
+    let id = answer["result"]["task"]["id"]
+        .as_str()
+        .context("no task id")?
+        .to_owned();
+    let readers: Vec<_> = (0..subscribers)
+        .map(|_| {
+            let (client, url, id) = (client.clone(), url.to_owned(), id.clone());
+            tokio::spawn(async move { subscriber(&client, &url, &id).await })
+        })
+        .collect();
+    let mut delays = Vec::new();
+    let mut completed = 0;
+    for reader in readers {
+        let (seen, done) = reader.await??;
+        delays.extend(seen);
+        completed += usize::from(done);
+    }
+    ensure!(
+        completed == subscribers,
+        "only {completed} of {subscribers} subscribers saw the end"
+    );
+    Ok(delays)
+}
+
+async fn subscriber(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+) -> anyhow::Result<(Vec<Duration>, bool)> {
+    let subscribed: DateTime<Utc> = Utc::now();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "SubscribeToTask", "params": {"id": id}});
+    let mut bytes = post(client, url, &body).await?.bytes_stream();
+    let mut buffer = String::new();
+    let mut delays = Vec::new();
+    while let Some(chunk) = bytes.next().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk?));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            let arrived = Utc::now();
+            let event: Value = serde_json::from_str(data)?;
+            let status = &event["result"]["statusUpdate"]["status"];
+            let Some(stamp) = status["timestamp"].as_str() else {
+                continue;
+            };
+            let stamp = DateTime::parse_from_rfc3339(stamp)?.with_timezone(&Utc);
+            if stamp >= subscribed {
+                delays.push((arrived - stamp).to_std().unwrap_or_default());
+            }
+            if status["state"] == "TASK_STATE_COMPLETED" {
+                return Ok((delays, true));
+            }
+        }
+    }
+    Ok((delays, false))
 }
