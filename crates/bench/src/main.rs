@@ -41,6 +41,9 @@ struct Args {
     /// SSE subscribers on one task for the fan-out measurement (0 skips it).
     #[arg(long, default_value_t = 1000)]
     fan_out: usize,
+    /// Unfinished tasks left in the store for the restart measurement (0 skips it).
+    #[arg(long, default_value_t = 10_000)]
+    restart_tasks: usize,
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     out: PathBuf,
@@ -231,6 +234,40 @@ async fn measure_fan_out(
     Ok(rows)
 }
 
+/// W4 restart: a sled `sync` server with `args.restart_tasks` unfinished tasks is
+/// killed (SIGKILL) and started again on the same data; measures the time until it
+/// listens again, which is after recovery has decided every unfinished task.
+async fn measure_restart(
+    args: &Args,
+    dir: &std::path::Path,
+    client: &reqwest::Client,
+) -> anyhow::Result<Option<serde_json::Value>> {
+    if args.restart_tasks == 0 {
+        return Ok(None);
+    }
+    let data = dir.join("restart");
+    let empty = Fundi::start(&args.fundi, &data, "sled", "sync")?;
+    let baseline = empty.startup;
+    eprintln!("creating {} unfinished tasks", args.restart_tasks);
+    workloads::create_unfinished(client, &empty.url, args.restart_tasks).await?;
+    drop(empty); // SIGKILL
+    let restarted = Fundi::start(&args.fundi, &data, "sled", "sync")?;
+    let health = client
+        .get(format!("{}/health", restarted.url))
+        .send()
+        .await?;
+    anyhow::ensure!(health.status() == 200, "not healthy after restart");
+    println!(
+        "\nrestart with {} unfinished tasks: listening after {:.2} s (empty store: {:.2} s)",
+        args.restart_tasks,
+        restarted.startup.as_secs_f64(),
+        baseline.as_secs_f64()
+    );
+    Ok(Some(json!({"unfinishedTasks": args.restart_tasks,
+        "startupSeconds": restarted.startup.as_secs_f64(),
+        "emptyStartupSeconds": baseline.as_secs_f64()})))
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -328,11 +365,12 @@ async fn main() -> anyhow::Result<()> {
         }));
     }
     let fan_out = measure_fan_out(&args, &urls, &client).await?;
+    let restart = measure_restart(&args, dir.path(), &client).await?;
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
     let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats,
-        "results": results, "fanOut": fan_out});
+        "results": results, "fanOut": fan_out, "restart": restart});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((sync, batched, memory));

@@ -3,12 +3,15 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 pub(crate) struct Fundi {
     child: Child,
     pub(crate) url: String,
+    /// From spawning the process to its "listening" line (recovery runs before it).
+    pub(crate) startup: Duration,
 }
 
 impl Fundi {
@@ -20,6 +23,7 @@ impl Fundi {
         store: &str,
         durability: &str,
     ) -> anyhow::Result<Fundi> {
+        let began = Instant::now();
         let mut child = Command::new(binary)
             .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
             .arg(data)
@@ -41,7 +45,11 @@ impl Fundi {
                 let url = url.trim().to_owned();
                 // Keep draining stdout so the child never blocks on a full pipe.
                 std::thread::spawn(move || for _ in lines {});
-                return Ok(Fundi { child, url });
+                return Ok(Fundi {
+                    child,
+                    url,
+                    startup: began.elapsed(),
+                });
             }
         }
     }

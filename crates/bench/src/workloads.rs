@@ -193,3 +193,38 @@ async fn subscriber(
     }
     Ok((delays, false))
 }
+
+/// Creates `count` echo tasks that stay unfinished (each waits a minute before its only
+/// step), from 64 concurrent clients.
+pub(crate) async fn create_unfinished(
+    client: &reqwest::Client,
+    url: &str,
+    count: usize,
+) -> anyhow::Result<()> {
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..64)
+        .map(|_| {
+            let (client, url, next) = (client.clone(), url.to_owned(), next.clone());
+            tokio::spawn(async move {
+                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < count {
+                    let mut body = send_request(
+                        "SendMessage",
+                        "parked",
+                        Some(json!({"steps": 1, "delayMs": 60000})),
+                    );
+                    body["params"]["configuration"] = json!({"returnImmediately": true});
+                    let answer: Value = post(&client, &url, &body).await?.json().await?;
+                    ensure!(
+                        answer["result"]["task"]["id"].is_string(),
+                        "not created: {answer}"
+                    );
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await??;
+    }
+    Ok(())
+}

@@ -100,7 +100,10 @@ pub(crate) struct TaskActorState {
     skill: Arc<dyn Skill>,
     supervisor: ActorRef<SupervisorMsg>,
     config: Arc<RuntimeConfig>,
-    events: broadcast::Sender<TaskEvent>,
+    /// Live events for subscribers; made when the first one subscribes and dropped when
+    /// the last one leaves (tokio allocates a broadcast channel's whole buffer up front,
+    /// so an actor without subscribers must not hold one).
+    events: Option<broadcast::Sender<TaskEvent>>,
     run: Option<Run>,
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
@@ -145,14 +148,13 @@ impl Actor for TaskActor {
             }
             StartMode::Wake => None,
         };
-        let (events, _) = broadcast::channel(args.config.subscriber_buffer);
         let state = TaskActorState {
             record: args.record,
             store: args.store,
             skill: args.skill,
             supervisor: args.supervisor,
             config: args.config,
-            events,
+            events: None,
             run: None,
             runs_started: 0,
             pending,
@@ -180,7 +182,11 @@ impl Actor for TaskActor {
             TaskMsg::Deliver(message, reply) => state.on_deliver(message, reply).await,
             TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
             TaskMsg::Subscribe(reply) => {
-                let _ = reply.send(state.events.subscribe());
+                let buffer = state.config.subscriber_buffer;
+                let events = state
+                    .events
+                    .get_or_insert_with(|| broadcast::channel(buffer).0);
+                let _ = reply.send(events.subscribe());
             }
             TaskMsg::RunFinished { run, outcome } => state.on_run_finished(run, outcome).await,
             TaskMsg::GraceExpired { run } => state.on_grace_expired(run).await,
@@ -249,7 +255,13 @@ impl TaskActorState {
             .await?;
         self.record = next;
         // Nobody listening is fine: subscribers read the store first.
-        let _ = self.events.send(event);
+        if let Some(events) = &self.events {
+            if events.receiver_count() == 0 {
+                self.events = None;
+            } else {
+                let _ = events.send(event);
+            }
+        }
         Ok(())
     }
 
