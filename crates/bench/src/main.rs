@@ -248,8 +248,10 @@ async fn measure_restart(
     let data = dir.join("restart");
     let empty = Fundi::start(&args.fundi, &data, "sled", "sync")?;
     let baseline = empty.startup;
+    let rss_empty = empty.rss_bytes().unwrap_or_default();
     eprintln!("creating {} unfinished tasks", args.restart_tasks);
     workloads::create_unfinished(client, &empty.url, args.restart_tasks).await?;
+    let rss_loaded = empty.rss_bytes().unwrap_or_default();
     drop(empty); // SIGKILL
     let restarted = Fundi::start(&args.fundi, &data, "sled", "sync")?;
     let health = client
@@ -257,13 +259,22 @@ async fn measure_restart(
         .send()
         .await?;
     anyhow::ensure!(health.status() == 200, "not healthy after restart");
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
-        "\nrestart with {} unfinished tasks: listening after {:.2} s (empty store: {:.2} s)",
+        "\n{} live unfinished tasks: RSS {:.0} MiB (empty: {:.0} MiB, {:.1} KiB per task)",
+        args.restart_tasks,
+        mib(rss_loaded),
+        mib(rss_empty),
+        rss_loaded.saturating_sub(rss_empty) as f64 / 1024.0 / args.restart_tasks as f64
+    );
+    println!(
+        "restart with {} unfinished tasks: listening after {:.2} s (empty store: {:.2} s)",
         args.restart_tasks,
         restarted.startup.as_secs_f64(),
         baseline.as_secs_f64()
     );
     Ok(Some(json!({"unfinishedTasks": args.restart_tasks,
+        "rssBytesWithTasks": rss_loaded, "rssBytesEmpty": rss_empty,
         "startupSeconds": restarted.startup.as_secs_f64(),
         "emptyStartupSeconds": baseline.as_secs_f64()})))
 }

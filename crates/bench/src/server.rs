@@ -55,6 +55,16 @@ impl Fundi {
     }
 }
 
+impl Fundi {
+    /// The server's resident memory, in bytes (Linux `/proc`).
+    pub(crate) fn rss_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    }
+}
+
 impl Drop for Fundi {
     fn drop(&mut self) {
         let _ = self.child.kill();
