@@ -7,13 +7,17 @@
 //! | `U` update ms (i64 BE, biased) task id| `IndexEntry` |
 //! | `C` context id `\0` update ms task id | `IndexEntry` |
 //! | `A` task id                           | (empty): the task is not terminal |
+//! | `V` task id                           | `Head`: version and current index entry |
 //!
 //! Every commit is one sled transaction: snapshot, event and index entries together.
+//! sled runs transactions under a process-wide exclusive lock, so everything that can be
+//! done outside it (encoding) is, and inside it only the small `Head` is read.
 
 use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
 use super::flusher::GroupFlusher;
@@ -127,38 +131,73 @@ fn abort(e: impl Into<StoreError>) -> ConflictableTransactionError<StoreError> {
     ConflictableTransactionError::Abort(e.into())
 }
 
-fn write_record(
-    tx: &TransactionalTree,
-    record: &TaskRecord,
-    expected_version: u64,
-    event: Option<&TaskEvent>,
-) -> TxResult<()> {
-    let id = record.id();
-    let old = match tx.get(task_key(id))? {
-        Some(bytes) => Some(serde_json::from_slice::<TaskRecord>(&bytes).map_err(abort)?),
+/// What a task's commit last wrote: its version, and the index entry to replace.
+#[derive(Serialize, Deserialize)]
+struct Head {
+    #[serde(rename = "v")]
+    version: u64,
+    #[serde(rename = "e")]
+    entry: IndexEntry,
+}
+
+fn head_key(id: &TaskId) -> Vec<u8> {
+    [b"V", id.as_str().as_bytes()].concat()
+}
+
+/// A commit, encoded before the transaction starts.
+struct Encoded<'a> {
+    record: &'a TaskRecord,
+    record_bytes: Vec<u8>,
+    entry: IndexEntry,
+    entry_bytes: Vec<u8>,
+    head_bytes: Vec<u8>,
+    event: Option<(u64, Vec<u8>)>,
+}
+
+impl<'a> Encoded<'a> {
+    fn new(record: &'a TaskRecord, event: Option<&TaskEvent>) -> Result<Encoded<'a>, StoreError> {
+        let entry = IndexEntry::of(record);
+        let head = Head {
+            version: record.version,
+            entry: entry.clone(),
+        };
+        Ok(Encoded {
+            record,
+            record_bytes: serde_json::to_vec(record)?,
+            entry_bytes: serde_json::to_vec(&entry)?,
+            head_bytes: serde_json::to_vec(&head)?,
+            entry,
+            event: event
+                .map(|e| serde_json::to_vec(e).map(|bytes| (e.seq, bytes)))
+                .transpose()?,
+        })
+    }
+}
+
+fn write_record(tx: &TransactionalTree, commit: &Encoded<'_>, expected_version: u64) -> TxResult<()> {
+    let id = commit.record.id();
+    let old = match tx.get(head_key(id))? {
+        Some(bytes) => Some(serde_json::from_slice::<Head>(&bytes).map_err(abort)?),
         None => None,
     };
-    let found = old.as_ref().map_or(0, |r| r.version);
+    let found = old.as_ref().map_or(0, |h| h.version);
     StoreError::check_version(id, expected_version, found).map_err(abort)?;
     if let Some(old) = &old {
-        let old_entry = IndexEntry::of(old);
-        tx.remove(updated_key(&old_entry))?;
-        tx.remove(context_key(&old_entry))?;
+        tx.remove(updated_key(&old.entry))?;
+        tx.remove(context_key(&old.entry))?;
     }
-    let entry = IndexEntry::of(record);
-    let entry_bytes = serde_json::to_vec(&entry).map_err(abort)?;
-    tx.insert(updated_key(&entry), entry_bytes.as_slice())?;
-    tx.insert(context_key(&entry), entry_bytes)?;
-    if record.state().is_terminal() {
+    tx.insert(updated_key(&commit.entry), commit.entry_bytes.as_slice())?;
+    tx.insert(context_key(&commit.entry), commit.entry_bytes.as_slice())?;
+    if commit.record.state().is_terminal() {
         tx.remove(active_key(id))?;
     } else {
         tx.insert(active_key(id), &[])?;
     }
-    if let Some(event) = event {
-        let bytes = serde_json::to_vec(event).map_err(abort)?;
-        tx.insert(event_key(id, event.seq), bytes)?;
+    if let Some((seq, bytes)) = &commit.event {
+        tx.insert(event_key(id, *seq), bytes.as_slice())?;
     }
-    tx.insert(task_key(id), serde_json::to_vec(record).map_err(abort)?)?;
+    tx.insert(head_key(id), commit.head_bytes.as_slice())?;
+    tx.insert(task_key(id), commit.record_bytes.as_slice())?;
     Ok(())
 }
 
@@ -175,8 +214,9 @@ impl TaskStore for SledStore {
         expected_version: u64,
         event: Option<&TaskEvent>,
     ) -> Result<(), StoreError> {
+        let encoded = Encoded::new(record, event)?;
         self.db
-            .transaction(|tx| write_record(tx, record, expected_version, event))
+            .transaction(|tx| write_record(tx, &encoded, expected_version))
             .map_err(|e| match e {
                 TransactionError::Abort(e) => e,
                 TransactionError::Storage(e) => e.into(),
