@@ -174,7 +174,11 @@ impl<'a> Encoded<'a> {
     }
 }
 
-fn write_record(tx: &TransactionalTree, commit: &Encoded<'_>, expected_version: u64) -> TxResult<()> {
+fn write_record(
+    tx: &TransactionalTree,
+    commit: &Encoded<'_>,
+    expected_version: u64,
+) -> TxResult<()> {
     let id = commit.record.id();
     let old = match tx.get(head_key(id))? {
         Some(bytes) => Some(serde_json::from_slice::<Head>(&bytes).map_err(abort)?),
