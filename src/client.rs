@@ -73,7 +73,7 @@ fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
         parts.push(json!({"data": data, "mediaType": "application/json"}));
     }
     let mut message = json!({
-        "messageId": format!("cli-{}", std::process::id()) + &format!("-{}", chrono_like_now()),
+        "messageId": format!("cli-{}-{}", std::process::id(), nanos_since_epoch()),
         "role": "ROLE_USER",
         "parts": parts,
     });
@@ -90,7 +90,7 @@ fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
 }
 
 /// Nanoseconds since the epoch: enough to make CLI message ids unique.
-fn chrono_like_now() -> u128 {
+fn nanos_since_epoch() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -6,7 +6,6 @@ any failure.
 """
 
 import asyncio
-import sys
 import time
 import uuid
 
@@ -25,17 +24,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-RESULTS = {"passed": 0, "failed": 0}
-DEADLINE_S = 30
-
-
-def check(name, condition, detail=""):
-    if condition:
-        RESULTS["passed"] += 1
-        print(f"ok: {name}")
-    else:
-        RESULTS["failed"] += 1
-        print(f"FAILED: {name} {detail}")
+from checks import DEADLINE_S, check, run  # this folder
 
 
 def message(text, data=None, task_id=None):
@@ -170,10 +159,4 @@ async def main(url):
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main(sys.argv[1]))
-    except Exception as error:  # a crash is a failure, with its reason
-        RESULTS["failed"] += 1
-        print(f"FAILED: the script stopped: {error!r}")
-    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
-    sys.exit(1 if RESULTS["failed"] else 0)
+    run(main)

@@ -1,7 +1,7 @@
 //! `ApiError`: the one place where errors become JSON-RPC error objects. Runtime errors
 //! map to the A2A codes; internal details are logged, never sent.
 
-use fundi_runtime::{RuntimeError, TaskState};
+use fundi_runtime::RuntimeError;
 use serde_json::{Value, json};
 
 use crate::dialect::Dialect;
@@ -175,10 +175,6 @@ impl ApiError {
     }
 }
 
-fn state_name(state: TaskState) -> &'static str {
-    state.wire_name()
-}
-
 impl From<RuntimeError> for ApiError {
     fn from(error: RuntimeError) -> ApiError {
         match error {
@@ -188,19 +184,19 @@ impl From<RuntimeError> for ApiError {
                 "TASK_NOT_CANCELABLE",
                 format!(
                     "Task cannot be canceled: task {id} is already {}",
-                    state_name(state)
+                    state.wire_name()
                 ),
             )
             .with("taskId", id.as_str())
-            .with("state", state_name(state)),
+            .with("state", state.wire_name()),
             RuntimeError::TaskTerminal { id, state } => ApiError::unsupported(format!(
                 "task {id} is {} and accepts no more messages; start a new task in its context",
-                state_name(state)
+                state.wire_name()
             ))
             .with("taskId", id.as_str()),
             RuntimeError::NotAcceptingInput { id, state } => ApiError::unsupported(format!(
                 "task {id} is {}; it accepts a message only when input-required or auth-required",
-                state_name(state)
+                state.wire_name()
             ))
             .with("taskId", id.as_str()),
             e @ RuntimeError::ContextMismatch { .. } => {
