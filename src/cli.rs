@@ -43,6 +43,22 @@ pub(crate) struct Endpoint {
     /// Print the raw JSON-RPC result instead of a summary.
     #[arg(long)]
     pub(crate) json: bool,
+    /// The bearer token (default: from the credentials file).
+    #[arg(long, env = "FUNDI_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// The end user's token (default: from the credentials file).
+    #[arg(long, env = "FUNDI_USER_TOKEN", hide_env_values = true)]
+    pub(crate) user_token: Option<String>,
+    /// The header that carries the user token.
+    #[arg(long, env = "FUNDI_USER_HEADER", default_value = fundi_gateway::DEFAULT_USER_HEADER)]
+    pub(crate) user_header: String,
+    /// The credentials a local server wrote (used when no tokens are given).
+    #[arg(
+        long,
+        env = "FUNDI_CREDENTIALS",
+        default_value = "data/credentials.json"
+    )]
+    pub(crate) credentials: PathBuf,
 }
 
 /// A message to send.

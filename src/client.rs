@@ -5,6 +5,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::cli::{ClientCommand, Endpoint, MessageArgs};
+use crate::credentials;
 
 pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
     match command {
@@ -109,10 +110,32 @@ fn request(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 }
 
-async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
-    let response = reqwest::Client::new()
+/// A POST to the JSON-RPC endpoint with both credentials: the ones given, or else the
+/// ones in the credentials file a local server wrote.
+fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
+    let (token, user_token, user_header) = match (&endpoint.token, &endpoint.user_token) {
+        (Some(token), Some(user)) => (token.clone(), user.clone(), endpoint.user_header.clone()),
+        _ => {
+            let file = credentials::read(&endpoint.credentials).context(
+                "no credentials: pass --token and --user-token (or FUNDI_TOKEN and \
+                 FUNDI_USER_TOKEN), or --credentials with the file a local server wrote",
+            )?;
+            (
+                endpoint.token.clone().unwrap_or(file.token),
+                endpoint.user_token.clone().unwrap_or(file.user_token),
+                file.user_header,
+            )
+        }
+    };
+    Ok(reqwest::Client::new()
         .post(rpc_url(endpoint))
-        .header("A2A-Version", "1.0")
+        .bearer_auth(token)
+        .header(user_header, user_token)
+        .header("A2A-Version", "1.0"))
+}
+
+async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
+    let response = post(endpoint)?
         .json(&request(method, params))
         .send()
         .await
@@ -144,14 +167,27 @@ fn show(endpoint: &Endpoint, result: &Value, summary: impl Fn(&Value)) -> anyhow
 }
 
 async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
-    let response = reqwest::Client::new()
-        .post(rpc_url(endpoint))
-        .header("A2A-Version", "1.0")
+    let response = post(endpoint)?
         .header("Accept", "text/event-stream")
         .json(&request("SendStreamingMessage", params))
         .send()
         .await
         .with_context(|| format!("reaching {}", endpoint.url))?;
+    let is_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_stream {
+        // A refusal (401, 403, 429) is a plain JSON-RPC error.
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .with_context(|| format!("reading the answer (HTTP {status})"))?;
+        result_of(body)?;
+        bail!("the server answered HTTP {status} without a stream");
+    }
     let mut bytes = response.bytes_stream();
     let mut buffer = String::new();
     while let Some(chunk) = bytes.next().await {

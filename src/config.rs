@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use fundi_gateway::GatewayConfig;
+use fundi_gateway::{AuthConfig, GatewayConfig};
 use fundi_runtime::RuntimeConfig;
 use fundi_skills::EchoConfig;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,8 @@ pub(crate) struct AppConfig {
     pub(crate) skills: SkillsConfig,
     /// The A2A endpoint and agent card.
     pub(crate) gateway: GatewayConfig,
+    /// Who may call the A2A endpoint.
+    pub(crate) auth: AuthConfig,
     /// Logging.
     pub(crate) log: LogConfig,
 }
@@ -40,9 +42,6 @@ pub(crate) struct AppConfig {
 pub(crate) struct ServerConfig {
     /// Address to listen on. Default: 127.0.0.1:8080 (loopback only).
     pub(crate) bind: SocketAddr,
-    /// Allow binding a non-loopback address. fundi has no authentication yet, so the
-    /// default refuses to start on one. Default: false.
-    pub(crate) allow_non_loopback: bool,
     /// On SIGINT/SIGTERM, how long running tasks get to finish before the rest is left
     /// to recovery, in ms. Default: 10000.
     pub(crate) shutdown_grace_ms: u64,
@@ -52,7 +51,6 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            allow_non_loopback: false,
             shutdown_grace_ms: 10_000,
         }
     }
@@ -175,6 +173,15 @@ impl AppConfig {
     pub(crate) fn validate(&self) -> anyhow::Result<()> {
         self.runtime.validate().map_err(anyhow::Error::msg)?;
         self.gateway.validate().map_err(anyhow::Error::msg)?;
+        self.auth.validate().map_err(anyhow::Error::msg)?;
+        if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
+            bail!(
+                "refusing to listen on {}: it is not a loopback address, and static tokens are \
+                 for local use only; configure auth.mode = \"jwt\" (with auth.machine and \
+                 auth.user) to serve beyond this machine",
+                self.server.bind
+            );
+        }
         if let Some(unknown) = self
             .skills
             .enabled

@@ -4,6 +4,7 @@
 mod cli;
 mod client;
 mod config;
+mod credentials;
 mod server;
 
 use std::process::ExitCode;

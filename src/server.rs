@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use fundi_gateway::AppState;
+use fundi_gateway::{AppState, AuthMode, Authenticator};
 use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
 use fundi_skills::EchoSkill;
 use tokio::net::TcpListener;
@@ -13,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::ServeArgs;
 use crate::config::{AppConfig, DurabilityMode, StoreKind};
+use crate::credentials;
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = AppConfig::load(args.config.as_deref())?;
@@ -22,15 +23,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(dir) = args.data_dir {
         config.store.path = dir;
     }
+    // The flags may have moved the bind address: check again.
+    config.validate()?;
     init_logging(&config.log.filter)?;
 
     let bind = config.server.bind;
-    if !bind.ip().is_loopback() && !config.server.allow_non_loopback {
-        bail!(
-            "refusing to listen on {bind}: it is not a loopback address and fundi has no \
-             authentication yet (set server.allow-non-loopback = true to accept the risk)"
-        );
+    if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
+        let path = credentials::install_local(&mut config.auth, &config.store.path)?;
+        println!("fundi credentials in {}", path.display());
     }
+    let auth = Authenticator::from_config(&config.auth).map_err(anyhow::Error::msg)?;
 
     let OpenedStore { shared, sled } = open_store(&config)?;
     let mut builder = Runtime::builder()
@@ -54,9 +56,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| format!("http://{local}"));
     let shutdown = CancellationToken::new();
+    let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
     let state = AppState::new(
         runtime.clone(),
         config.gateway.clone(),
+        auth,
         &public_url,
         shutdown.clone(),
     );
@@ -64,6 +68,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         listener,
         fundi_gateway::app(state),
         shutdown.clone(),
+        header_read_timeout,
     ));
     // Tests and scripts read this line to find the port when binding port 0.
     println!("fundi listening on http://{local}");

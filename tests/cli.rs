@@ -10,6 +10,9 @@ fn fundi(server: &Server, args: &[&str]) -> (bool, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
         .args(args)
         .env("FUNDI_URL", &server.url)
+        .env("FUNDI_CREDENTIALS", &server.credentials)
+        .env_remove("FUNDI_TOKEN")
+        .env_remove("FUNDI_USER_TOKEN")
         .output()
         .expect("run fundi");
     (
@@ -73,4 +76,26 @@ fn an_operator_can_drive_tasks_from_the_command_line() {
     let (ok, _, err) = fundi(&server, &["get", "no-such-task"]);
     assert!(!ok);
     assert!(err.contains("Task not found: no-such-task"), "{err}");
+
+    // Wrong or absent credentials: a clear refusal, not a silent failure.
+    let refused = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(["list"])
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_TOKEN", "not-the-token-at-all")
+        .env("FUNDI_USER_TOKEN", "not-the-user-token-either")
+        .output()
+        .expect("run fundi");
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("Unauthenticated: the bearer token"), "{err}");
+    let missing = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(["list"])
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_CREDENTIALS", dir.path().join("nowhere.json"))
+        .env_remove("FUNDI_TOKEN")
+        .env_remove("FUNDI_USER_TOKEN")
+        .output()
+        .expect("run fundi");
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("no credentials: pass --token"), "{err}");
 }

@@ -28,8 +28,8 @@ async fn environment_variables_override_single_fields() {
     );
 
     // echo now reports 3 steps by default.
-    let response = reqwest::Client::new()
-        .post(server.rpc_url())
+    let response = server
+        .post()
         .json(&request(
             "SendStreamingMessage",
             json!({"message": message("x", Value::Null)}),
@@ -76,4 +76,51 @@ fn a_non_loopback_address_is_refused_by_default() {
     let (status, stderr) = start_failing(dir.path(), &["--bind", "0.0.0.0:0"], &[]);
     assert!(!status.success());
     assert!(stderr.contains("not a loopback address"), "{stderr}");
+    // Static tokens, even configured ones, are for local use only.
+    let env = [(
+        "FUNDI__AUTH__STATIC__USERS__ALICE",
+        "0123456789abcdef-alice",
+    )];
+    let (status, stderr) = start_failing(dir.path(), &["--bind", "0.0.0.0:0"], &env);
+    assert!(!status.success());
+    assert!(stderr.contains("auth.mode = \"jwt\""), "{stderr}");
+    // jwt mode must say where its keys are.
+    let env = [("FUNDI__AUTH__MODE", "jwt")];
+    let (status, stderr) = start_failing(dir.path(), &["--bind", "127.0.0.1:0"], &env);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("auth.machine: set jwks-url or public-key-file"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_tokens_from_the_environment_admit_their_users_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, alice) = ("ci-token-0123456789", "alice-token-0123456789");
+    let env = [
+        ("FUNDI__AUTH__STATIC__CLIENTS__CI__TOKEN", client),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__CI__SCOPES",
+            "[\"fundi:admin\"]",
+        ),
+        ("FUNDI__AUTH__STATIC__USERS__ALICE", alice),
+    ];
+    let mut server = Server::start(dir.path(), &env);
+    assert!(
+        !server.credentials.exists(),
+        "no local credentials are made when tokens are configured"
+    );
+    server.token = client.into();
+    server.user_token = alice.into();
+    let listed = ok(&server, "ListTasks", json!({})).await;
+    assert_eq!(listed["totalSize"], json!(0));
+    server.user_token = "someone-else-0123456789".into();
+    let refused = server
+        .post()
+        .json(&request("ListTasks", json!({})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
 }

@@ -64,6 +64,8 @@ fn drive(venv_name: &str, script: &str) {
     let output = Command::new(python)
         .arg(interop_dir().join(script))
         .arg(&server.url)
+        .env("FUNDI_TOKEN", &server.token)
+        .env("FUNDI_USER_TOKEN", &server.user_token)
         .output()
         .expect("running the interop script");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -108,8 +108,8 @@ async fn sigkill_mid_run_loses_no_acknowledged_task() {
 /// Every stored event of a task, through SubscribeToTask with `Last-Event-ID: 0`; each
 /// JSON-RPC response gets its SSE id under `_seq`.
 async fn replay(server: &Server, id: &str) -> Vec<Value> {
-    let response = reqwest::Client::new()
-        .post(server.rpc_url())
+    let response = server
+        .post()
         .header("Last-Event-ID", "0")
         .json(&request("SubscribeToTask", json!({"id": id})))
         .send()
@@ -135,12 +135,7 @@ async fn sigterm_ends_open_streams_and_exits_cleanly_leaving_the_rest_to_recover
         "SendStreamingMessage",
         json!({"message": message("long", json!({"steps": 100, "delayMs": 50}))}),
     );
-    let stream = reqwest::Client::new()
-        .post(server.rpc_url())
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let stream = server.post().json(&body).send().await.unwrap();
     let reader = tokio::spawn(read_sse(stream));
     // The first event (the task) has been sent once the task exists.
     let listed = poll_list(&server).await;

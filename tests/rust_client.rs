@@ -9,8 +9,11 @@ use a2a::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
     SubscribeToTaskRequest, TaskState,
 };
+use std::sync::Arc;
+
 use a2a_client::A2AClientFactory;
 use a2a_client::agent_card::AgentCardResolver;
+use a2a_client::auth::AuthInterceptor;
 use common::*;
 use futures::StreamExt;
 use serde_json::json;
@@ -54,6 +57,11 @@ async fn the_official_rust_client_drives_every_task_method() {
         .expect("card resolves");
     assert!(card.capabilities.streaming.unwrap_or(false));
     let client = A2AClientFactory::builder()
+        .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
+        .with_interceptor(Arc::new(AuthInterceptor::custom(
+            "X-Fundi-User-Token",
+            &server.user_token,
+        )))
         .build()
         .create_from_card(&card)
         .await

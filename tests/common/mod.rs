@@ -17,6 +17,11 @@ pub struct Server {
     child: Child,
     pub url: String,
     pub stderr: PathBuf,
+    /// The bearer token and user token from the credentials file the server wrote.
+    pub token: String,
+    pub user_token: String,
+    /// That file.
+    pub credentials: PathBuf,
 }
 
 impl Server {
@@ -30,10 +35,18 @@ impl Server {
             match lines.recv_timeout(left) {
                 Ok(line) => {
                     if let Some(url) = line.strip_prefix("fundi listening on ") {
+                        let credentials = dir.join("data").join("credentials.json");
+                        // Absent when the test configures tokens itself.
+                        let file: Value = std::fs::read_to_string(&credentials)
+                            .map(|text| serde_json::from_str(&text).expect("credentials JSON"))
+                            .unwrap_or_default();
                         return Server {
                             child,
                             url: url.trim().to_owned(),
                             stderr,
+                            token: file["token"].as_str().unwrap_or_default().to_owned(),
+                            user_token: file["userToken"].as_str().unwrap_or_default().to_owned(),
+                            credentials,
                         };
                     }
                 }
@@ -74,6 +87,14 @@ impl Server {
 
     pub fn rpc_url(&self) -> String {
         format!("{}/a2a", self.url)
+    }
+
+    /// A POST to the JSON-RPC endpoint with both credentials.
+    pub fn post(&self) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
+            .post(self.rpc_url())
+            .bearer_auth(&self.token)
+            .header("X-Fundi-User-Token", &self.user_token)
     }
 }
 
@@ -150,8 +171,8 @@ pub fn request(method: &str, params: Value) -> Value {
 
 /// POSTs a JSON-RPC request and returns the whole response object.
 pub async fn rpc(server: &Server, method: &str, params: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(server.rpc_url())
+    let response = server
+        .post()
         .header("A2A-Version", "1.0")
         .json(&request(method, params))
         .send()

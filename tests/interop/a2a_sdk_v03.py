@@ -25,7 +25,7 @@ from a2a.types import (
     TextPart,
 )
 
-from checks import DEADLINE_S, check, run  # this folder
+from checks import DEADLINE_S, check, http_client, run  # this folder
 
 
 def message(text, data=None, task_id=None):
@@ -56,8 +56,21 @@ async def poll(client, task_id, states):
 
 
 async def main(url):
-    blocking = await ClientFactory.connect(url, client_config=ClientConfig(streaming=False))
-    streaming = await ClientFactory.connect(url, client_config=ClientConfig(streaming=True))
+    blocking = await ClientFactory.connect(
+        url, client_config=ClientConfig(streaming=False, httpx_client=http_client())
+    )
+    streaming = await ClientFactory.connect(
+        url, client_config=ClientConfig(streaming=True, httpx_client=http_client())
+    )
+    anonymous = await ClientFactory.connect(
+        url,
+        client_config=ClientConfig(streaming=False, httpx_client=http_client(authenticated=False)),
+    )
+    try:
+        await anonymous.get_task(TaskQueryParams(id="any"))
+        check("a client without credentials is refused", False, "it was answered")
+    except Exception as error:  # the SDK's HTTP error type differs across versions
+        check("a client without credentials is refused with 401", "401" in str(error), repr(error))
 
     task = await final_task(blocking, message("hello v03"))
     check("message/send completes", task.status.state == TaskState.completed, task.status)

@@ -24,7 +24,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-from checks import DEADLINE_S, check, run  # this folder
+from checks import DEADLINE_S, check, http_client, run  # this folder
 
 
 def message(text, data=None, task_id=None):
@@ -63,8 +63,22 @@ async def poll(client, task_id, states):
 
 
 async def main(url):
-    blocking = await create_client(url, ClientConfig(streaming=False))
-    streaming = await create_client(url, ClientConfig(streaming=True))
+    blocking = await create_client(
+        url, ClientConfig(streaming=False, httpx_client=http_client())
+    )
+    streaming = await create_client(
+        url, ClientConfig(streaming=True, httpx_client=http_client())
+    )
+
+    # The card declares both credentials; a client without them is refused with 401.
+    anonymous = await create_client(
+        url, ClientConfig(streaming=False, httpx_client=http_client(authenticated=False))
+    )
+    try:
+        await anonymous.get_task(GetTaskRequest(id="any"))
+        check("a client without credentials is refused", False, "it was answered")
+    except Exception as error:  # the SDK's HTTP error type differs across versions
+        check("a client without credentials is refused with 401", "401" in str(error), repr(error))
 
     # Blocking send: the completed task with its artifact.
     task = await last_task(blocking, send(message("hello v1")))

@@ -2,7 +2,10 @@
 "N passed, N failed" line, and a non-zero exit on any failure (a crash counts as one)."""
 
 import asyncio
+import os
 import sys
+
+import httpx
 
 RESULTS = {"passed": 0, "failed": 0}
 
@@ -17,6 +20,18 @@ def check(name, condition, detail=""):
     else:
         RESULTS["failed"] += 1
         print(f"FAILED: {name} {detail}")
+
+
+def http_client(authenticated=True):
+    """An httpx client that sends fundi's two credentials (from FUNDI_TOKEN and
+    FUNDI_USER_TOKEN) on every request, or none."""
+    headers = {}
+    if authenticated:
+        headers = {
+            "Authorization": f"Bearer {os.environ['FUNDI_TOKEN']}",
+            "X-Fundi-User-Token": os.environ["FUNDI_USER_TOKEN"],
+        }
+    return httpx.AsyncClient(headers=headers, timeout=DEADLINE_S)
 
 
 def run(main):

@@ -21,7 +21,7 @@ use clap::Parser;
 use serde_json::json;
 
 use crate::load::Sample;
-use crate::server::Fundi;
+use crate::server::{Credentials, Fundi};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmarks a fundi release binary against baselines measured in the same run")]
@@ -241,19 +241,20 @@ async fn measure_restart(
     args: &Args,
     dir: &std::path::Path,
     client: &reqwest::Client,
+    credentials: &Credentials,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     if args.restart_tasks == 0 {
         return Ok(None);
     }
     let data = dir.join("restart");
-    let empty = Fundi::start(&args.fundi, &data, "sled", "sync")?;
+    let empty = Fundi::start(&args.fundi, &data, "sled", "sync", credentials)?;
     let baseline = empty.startup;
     let rss_empty = empty.rss_bytes().unwrap_or_default();
     eprintln!("creating {} unfinished tasks", args.restart_tasks);
     workloads::create_unfinished(client, &empty.url, args.restart_tasks).await?;
     let rss_loaded = empty.rss_bytes().unwrap_or_default();
     drop(empty); // SIGKILL
-    let restarted = Fundi::start(&args.fundi, &data, "sled", "sync")?;
+    let restarted = Fundi::start(&args.fundi, &data, "sled", "sync", credentials)?;
     let health = client
         .get(format!("{}/health", restarted.url))
         .send()
@@ -293,10 +294,30 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let duration = Duration::from_secs_f64(args.seconds);
     let dir = tempfile::tempdir()?;
-    let sync = Fundi::start(&args.fundi, &dir.path().join("sync"), "sled", "sync")?;
-    let batched = Fundi::start(&args.fundi, &dir.path().join("batched"), "sled", "batched")?;
-    let memory = Fundi::start(&args.fundi, &dir.path().join("memory"), "memory", "sync")?;
+    let credentials = Credentials::generate();
+    let sync = Fundi::start(
+        &args.fundi,
+        &dir.path().join("sync"),
+        "sled",
+        "sync",
+        &credentials,
+    )?;
+    let batched = Fundi::start(
+        &args.fundi,
+        &dir.path().join("batched"),
+        "sled",
+        "batched",
+        &credentials,
+    )?;
+    let memory = Fundi::start(
+        &args.fundi,
+        &dir.path().join("memory"),
+        "memory",
+        "sync",
+        &credentials,
+    )?;
     let client = reqwest::Client::builder()
+        .default_headers(credentials.headers()?)
         .tcp_nodelay(true)
         .pool_max_idle_per_host(256)
         .build()?;
@@ -376,7 +397,7 @@ async fn main() -> anyhow::Result<()> {
         }));
     }
     let fan_out = measure_fan_out(&args, &urls, &client).await?;
-    let restart = measure_restart(&args, dir.path(), &client).await?;
+    let restart = measure_restart(&args, dir.path(), &client, &credentials).await?;
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }

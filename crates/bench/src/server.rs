@@ -7,6 +7,32 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+/// Static credentials every benchmarked server accepts (made once per bench run).
+pub(crate) struct Credentials {
+    pub(crate) token: String,
+    pub(crate) user_token: String,
+}
+
+impl Credentials {
+    pub(crate) fn generate() -> Credentials {
+        Credentials {
+            token: uuid::Uuid::new_v4().simple().to_string(),
+            user_token: uuid::Uuid::new_v4().simple().to_string(),
+        }
+    }
+
+    /// Headers for every request (the baselines ignore them, at the same parsing cost).
+    pub(crate) fn headers(&self) -> anyhow::Result<reqwest::header::HeaderMap> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {}", self.token).parse()?,
+        );
+        headers.insert("x-fundi-user-token", self.user_token.parse()?);
+        Ok(headers)
+    }
+}
+
 pub(crate) struct Fundi {
     child: Child,
     pub(crate) url: String,
@@ -22,6 +48,7 @@ impl Fundi {
         data: &Path,
         store: &str,
         durability: &str,
+        credentials: &Credentials,
     ) -> anyhow::Result<Fundi> {
         let began = Instant::now();
         let mut child = Command::new(binary)
@@ -31,6 +58,17 @@ impl Fundi {
             .env("FUNDI__STORE__DURABILITY", durability)
             .env("FUNDI__LOG__FILTER", "warn")
             .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
+            // One user sends everything: no per-user rate limit.
+            .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
+            .env(
+                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
+                &credentials.token,
+            )
+            .env(
+                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
+                "[\"fundi:admin\"]",
+            )
+            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -3,7 +3,12 @@
 use fundi_runtime::SkillCard;
 use serde_json::{Value, json};
 
+use crate::auth::Authenticator;
 use crate::config::GatewayConfig;
+
+/// Names of the two security schemes: both are required together.
+const BEARER: &str = "bearer";
+const USER_TOKEN: &str = "userToken";
 
 /// Media types every skill accepts and produces unless its card says otherwise.
 const DEFAULT_MODES: [&str; 2] = ["text/plain", "application/json"];
@@ -14,11 +19,26 @@ pub(crate) fn endpoint(public_url: &str) -> String {
 }
 
 /// Builds the card. Capabilities say only what works today.
-pub(crate) fn agent_card(config: &GatewayConfig, public_url: &str, skills: &[SkillCard]) -> Value {
+pub(crate) fn agent_card(
+    config: &GatewayConfig,
+    public_url: &str,
+    skills: &[SkillCard],
+    auth: &Authenticator,
+) -> Value {
     let url = endpoint(public_url);
+    let user_header = auth.user_header();
+    let description = format!(
+        "{} Authentication: every JSON-RPC call needs two credentials together, the calling \
+         application's bearer token (Authorization: Bearer) and the end user's token in the \
+         {user_header} header; the user owns the tasks they create and sees only those. Each \
+         skill needs the scope named in its securityRequirements, held by the bearer token \
+         (fundi:admin grants every skill); the agent card cannot tie a scope to the bearer \
+         scheme by itself, so the scope is listed beside it.",
+        config.description.trim_end()
+    );
     let mut card = json!({
         "name": config.name,
-        "description": config.description,
+        "description": description,
         "version": config.version,
         "supportedInterfaces": [
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -27,6 +47,18 @@ pub(crate) fn agent_card(config: &GatewayConfig, public_url: &str, skills: &[Ski
         "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
         "defaultInputModes": DEFAULT_MODES,
         "defaultOutputModes": DEFAULT_MODES,
+        "securitySchemes": {
+            BEARER: {"httpAuthSecurityScheme": {
+                "scheme": "Bearer",
+                "description": "The calling application's token (a JWT, or a static token in local setups).",
+            }},
+            USER_TOKEN: {"apiKeySecurityScheme": {
+                "location": "header",
+                "name": user_header,
+                "description": "The end user's token, forwarded by the calling application.",
+            }},
+        },
+        "securityRequirements": [requirement(&[])],
         "skills": skills.iter().map(skill).collect::<Vec<_>>(),
         // v0.3 compatibility: v1.0 parsers ignore these; v0.3 clients need them.
         "url": url,
@@ -51,6 +83,9 @@ fn skill(card: &SkillCard) -> Value {
         "description": card.description,
         "tags": card.tags,
     });
+    if let Some(scope) = &card.required_scope {
+        skill["securityRequirements"] = json!([requirement(&[scope.as_str()])]);
+    }
     for (key, list) in [
         ("examples", &card.examples),
         ("inputModes", &card.input_modes),
@@ -61,4 +96,12 @@ fn skill(card: &SkillCard) -> Value {
         }
     }
     skill
+}
+
+/// A requirement of both schemes, the bearer token holding `scopes`.
+fn requirement(scopes: &[&str]) -> Value {
+    json!({"schemes": {
+        BEARER: {"list": scopes},
+        USER_TOKEN: {"list": []},
+    }})
 }

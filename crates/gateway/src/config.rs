@@ -31,6 +31,23 @@ pub struct GatewayConfig {
     pub sse_keep_alive_ms: u64,
     /// `Cache-Control: max-age` of the agent card, in seconds. Default: 300.
     pub card_max_age_secs: u64,
+    /// Host names (without port) accepted in the `Host` header of `/a2a`, besides
+    /// loopback names and the host of `public-url`: a defence against DNS rebinding.
+    /// `"*"` accepts any. Default: none.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) whose browser requests `/a2a` accepts; a request
+    /// with any other `Origin` header is refused. Default: none.
+    pub allowed_origins: Vec<String>,
+    /// Longest a client may take to send a request's headers, in ms. Default: 10000.
+    pub header_read_timeout_ms: u64,
+    /// Most parts in one message. Default: 64.
+    pub max_parts_per_message: usize,
+    /// Largest text part, in bytes. Default: 262144 (256 KiB).
+    pub max_text_bytes: usize,
+    /// Requests per minute each user may make on `/a2a` (0: no limit). Default: 1200.
+    pub rate_limit_per_minute: u32,
+    /// Requests a user may make at once above that rate. Default: 100.
+    pub rate_limit_burst: u32,
 }
 
 impl Default for GatewayConfig {
@@ -49,6 +66,13 @@ impl Default for GatewayConfig {
             request_timeout_ms: 30_000,
             sse_keep_alive_ms: 15_000,
             card_max_age_secs: 300,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            header_read_timeout_ms: 10_000,
+            max_parts_per_message: 64,
+            max_text_bytes: 256 * 1024,
+            rate_limit_per_minute: 1200,
+            rate_limit_burst: 100,
         }
     }
 }
@@ -77,6 +101,30 @@ impl GatewayConfig {
         }
         if self.sse_keep_alive_ms == 0 {
             return Err("gateway.sse-keep-alive-ms must be at least 1".into());
+        }
+        if self.header_read_timeout_ms == 0 {
+            return Err("gateway.header-read-timeout-ms must be at least 1".into());
+        }
+        if self.max_parts_per_message == 0 {
+            return Err("gateway.max-parts-per-message must be at least 1".into());
+        }
+        if self.max_text_bytes == 0 {
+            return Err("gateway.max-text-bytes must be at least 1".into());
+        }
+        if self.rate_limit_per_minute > 0 && self.rate_limit_burst == 0 {
+            return Err(
+                "gateway.rate-limit-burst must be at least 1 when rate-limit-per-minute is set"
+                    .into(),
+            );
+        }
+        for origin in &self.allowed_origins {
+            if origin != "null"
+                && !(origin.starts_with("http://") || origin.starts_with("https://"))
+            {
+                return Err(format!(
+                    "gateway.allowed-origins: {origin:?} is not an origin (scheme://host[:port])"
+                ));
+            }
         }
         Ok(())
     }

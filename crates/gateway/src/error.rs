@@ -1,10 +1,27 @@
 //! `ApiError`: the one place where errors become JSON-RPC error objects. Runtime errors
 //! map to the A2A codes; internal details are logged, never sent.
 
+use axum::http::StatusCode;
 use fundi_runtime::RuntimeError;
 use serde_json::{Value, json};
 
+use crate::auth::AuthError;
 use crate::dialect::Dialect;
+
+/// The JSON-RPC code of every refusal at the HTTP layer (401, 403, 429): A2A assigns
+/// none, so this is the implementation-defined server error; `data` names the reason.
+pub const REFUSED: i32 = -32000;
+
+/// The realm in `WWW-Authenticate` challenges.
+const REALM: &str = "fundi";
+
+/// How a refusal goes out at the HTTP layer, beside its JSON-RPC body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HttpRefusal {
+    pub(crate) status: StatusCode,
+    pub(crate) www_authenticate: Option<String>,
+    pub(crate) retry_after_secs: Option<u64>,
+}
 
 /// A JSON-RPC error ready to be sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +35,10 @@ pub struct ApiError {
     /// `ErrorInfo.metadata` (string values only, as the proto's map<string,string>).
     metadata: Vec<(&'static str, String)>,
     /// `BadRequest.fieldViolations` for invalid params: (field, description).
-    violation: Option<(String, String)>,
+    violation: Option<Box<(String, String)>>,
+    /// Set for the few errors that are not HTTP 200 (authentication, authorization,
+    /// rate limiting).
+    http: Option<Box<HttpRefusal>>,
 }
 
 impl ApiError {
@@ -29,7 +49,99 @@ impl ApiError {
             reason: None,
             metadata: Vec::new(),
             violation: None,
+            http: None,
         }
+    }
+
+    fn refused(
+        status: StatusCode,
+        reason: &'static str,
+        message: impl Into<String>,
+        www_authenticate: Option<String>,
+    ) -> ApiError {
+        ApiError {
+            http: Some(Box::new(HttpRefusal {
+                status,
+                www_authenticate,
+                retry_after_secs: None,
+            })),
+            ..ApiError::a2a(REFUSED, reason, message)
+        }
+    }
+
+    /// HTTP 401 (or 503 when the signing keys cannot be fetched): the credentials are
+    /// missing or not acceptable.
+    pub fn unauthenticated(error: &AuthError) -> ApiError {
+        match error {
+            AuthError::Missing(_) => ApiError::refused(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                format!("Unauthenticated: {error}"),
+                Some(format!("Bearer realm=\"{REALM}\"")),
+            ),
+            AuthError::Invalid { .. } => ApiError::refused(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                format!("Unauthenticated: {error}"),
+                Some(format!(
+                    "Bearer realm=\"{REALM}\", error=\"invalid_token\", error_description=\"{}\"",
+                    quoted(&error.to_string())
+                )),
+            ),
+            AuthError::KeysUnavailable(detail) => {
+                tracing::warn!(%detail, "cannot check a token: signing keys unavailable");
+                ApiError::refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "Credentials cannot be checked now: the signing keys are unavailable",
+                    None,
+                )
+            }
+        }
+    }
+
+    /// HTTP 403: authenticated, but this skill needs a scope the caller lacks.
+    pub fn insufficient_scope(skill: &str, scope: &str) -> ApiError {
+        ApiError::refused(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            format!("Forbidden: skill {skill:?} requires the scope {scope:?}"),
+            Some(format!(
+                "Bearer realm=\"{REALM}\", error=\"insufficient_scope\", scope=\"{}\"",
+                quoted(scope)
+            )),
+        )
+        .with("skill", skill)
+        .with("requiredScope", scope)
+    }
+
+    /// HTTP 403 for a request refused before authentication (Host, Origin).
+    pub fn forbidden_request(detail: impl std::fmt::Display) -> ApiError {
+        ApiError::refused(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            format!("Forbidden: {detail}"),
+            None,
+        )
+    }
+
+    /// HTTP 429 with `Retry-After`: this user sent too many requests.
+    pub fn rate_limited(retry_after_secs: u64) -> ApiError {
+        let mut error = ApiError::refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            "RATE_LIMITED",
+            format!("Too many requests: retry after {retry_after_secs} s"),
+            None,
+        );
+        if let Some(http) = &mut error.http {
+            http.retry_after_secs = Some(retry_after_secs);
+        }
+        error
+    }
+
+    /// How this error goes out at the HTTP layer, when it is not HTTP 200.
+    pub(crate) fn http_refusal(&self) -> Option<&HttpRefusal> {
+        self.http.as_deref()
     }
 
     fn a2a(code: i32, reason: &'static str, message: impl Into<String>) -> ApiError {
@@ -71,7 +183,7 @@ impl ApiError {
             format!("Invalid parameters: {field}: {detail}")
         };
         ApiError {
-            violation: Some((field, detail)),
+            violation: Some(Box::new((field, detail))),
             ..ApiError::new(-32602, message)
         }
     }
@@ -156,7 +268,7 @@ impl ApiError {
                 "metadata": metadata,
             }));
         }
-        if let Some((field, description)) = &self.violation {
+        if let Some((field, description)) = self.violation.as_deref() {
             details.push(json!({
                 "@type": "type.googleapis.com/google.rpc.BadRequest",
                 "fieldViolations": [{"field": field, "description": description}],
@@ -205,9 +317,23 @@ impl From<RuntimeError> for ApiError {
             e @ (RuntimeError::UnknownSkill(_) | RuntimeError::NoSkillSelected { .. }) => {
                 ApiError::invalid_params("message.metadata.skill", e.to_string())
             }
+            RuntimeError::Forbidden { skill, scope } => {
+                ApiError::insufficient_scope(&skill, &scope)
+            }
             RuntimeError::InvalidInput(text) => ApiError::invalid_params("", text),
             RuntimeError::Unavailable(text) => ApiError::internal(text),
             RuntimeError::Store(e) => ApiError::internal(e),
         }
     }
+}
+
+/// Text fit for a quoted-string in a header: no quotes, backslashes or control bytes.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            c if c.is_control() || !c.is_ascii() => ' ',
+            c => c,
+        })
+        .collect()
 }

@@ -62,6 +62,17 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Respon
 
 async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Response {
     let limit = state.config.max_body_bytes;
+    // Refusals come before the body is looked at (beyond echoing its id).
+    if let Err(error) = state.guard.check(&headers) {
+        return refuse(&error, body, limit).await;
+    }
+    let caller = match state.auth.authenticate(&headers).await {
+        Ok(caller) => caller,
+        Err(error) => return refuse(&ApiError::unauthenticated(&error), body, limit).await,
+    };
+    if let Err(retry_after) = state.rate_limit.check(&caller.user) {
+        return refuse(&ApiError::rate_limited(retry_after), body, limit).await;
+    }
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(_) => {
@@ -83,17 +94,51 @@ async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: 
             .get("last-event-id")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok());
-        return streaming::respond(state, request, last_event_id, refused).await;
+        return streaming::respond(state, caller, request, last_event_id, refused).await;
     }
     let (id, dialect) = (request.id.clone(), request.dialect);
     let outcome = match refused {
         Some(error) => Err(error),
-        None => methods::call(&state, request).await,
+        None => methods::call(&state, &caller, request).await,
     };
-    json(match outcome {
-        Ok(result) => success(&id, result),
-        Err(error) => failure(&id, &error, dialect),
-    })
+    match outcome {
+        Ok(result) => json(success(&id, result)),
+        Err(error) if error.http_refusal().is_some() => refusal(&id, &error, dialect),
+        Err(error) => json(failure(&id, &error, dialect)),
+    }
+}
+
+/// A refusal made before the request was decoded; the body is read (within the limit)
+/// only to echo the request's id.
+async fn refuse(error: &ApiError, body: Body, limit: usize) -> Response {
+    let (id, dialect) = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => match jsonrpc::parse(&bytes) {
+            Ok(request) => (request.id, request.dialect),
+            Err(e) => (e.id, Dialect::V1),
+        },
+        Err(_) => (Value::Null, Dialect::V1),
+    };
+    refusal(&id, error, dialect)
+}
+
+/// A 401, 403, 429 or 503 with its headers and a JSON-RPC error body.
+pub(crate) fn refusal(id: &Value, error: &ApiError, dialect: Dialect) -> Response {
+    let mut response = axum::Json(failure(id, error, dialect)).into_response();
+    if let Some(http) = error.http_refusal() {
+        *response.status_mut() = http.status;
+        let headers = response.headers_mut();
+        if let Some(challenge) = http
+            .www_authenticate
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok())
+        {
+            headers.insert(header::WWW_AUTHENTICATE, challenge);
+        }
+        if let Some(secs) = http.retry_after_secs {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+    }
+    response
 }
 
 /// JSON-RPC answers are HTTP 200 whatever they say (A2A-DIGEST §6.1).

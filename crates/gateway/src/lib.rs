@@ -7,47 +7,84 @@
 //! Handlers decode, call the [`fundi_runtime::RuntimeHandle`], and encode: the runtime
 //! does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
+mod auth;
 mod card;
 mod config;
 mod dialect;
 mod encode;
 mod error;
+mod guard;
 mod http;
 mod jsonrpc;
 mod methods;
 mod params;
+mod rate_limit;
 mod state;
 mod streaming;
 mod v03;
 
 use std::io;
+use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use auth::{
+    AuthConfig, AuthError, AuthMode, Authenticator, Caller, DEFAULT_USER_HEADER, JwtConfig,
+    StaticClient, StaticTokens,
+};
 pub use config::GatewayConfig;
 pub use dialect::{Dialect, Method};
-pub use error::ApiError;
+pub use error::{ApiError, REFUSED};
 pub use http::app;
 pub use jsonrpc::{EnvelopeError, Request, parse as parse_envelope};
 pub use state::AppState;
 
-/// Serves `app` on `listener` until `shutdown` is cancelled, then finishes in-flight
-/// requests (open SSE streams end on the same token). Accepted connections get
-/// TCP_NODELAY: without it, small SSE frames wait for delayed ACKs (about 40 ms each).
+/// Serves `app` on `listener` until `shutdown` is cancelled, then lets in-flight requests
+/// finish (open SSE streams end on the same token). A client that does not finish
+/// sending a request's headers within `header_read_timeout` is disconnected (slowloris).
+/// Accepted connections get TCP_NODELAY: without it, small SSE frames wait for delayed
+/// ACKs (about 40 ms each).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: CancellationToken,
+    header_read_timeout: Duration,
 ) -> io::Result<()> {
-    let listener = listener.tap_io(|tcp| {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shutdown.cancelled() => break,
+        };
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::warn!(%error, "could not set TCP_NODELAY");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+        let service = TowerToHyperService::new(app.clone());
+        let connection = http.serve_connection(TokioIo::new(tcp), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

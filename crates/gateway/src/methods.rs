@@ -3,11 +3,13 @@
 use std::time::Duration;
 
 use fundi_runtime::{
-    ListRequest, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
+    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::auth::Caller;
+use crate::config::GatewayConfig;
 use crate::dialect::{Dialect, Method};
 use crate::encode;
 use crate::error::ApiError;
@@ -22,18 +24,23 @@ use crate::v03;
 const DEFAULT_PAGE_SIZE: i64 = 50;
 const MAX_PAGE_SIZE: i64 = 100;
 
-/// Answers a non-streaming request with its result, in the request's dialect.
-pub(crate) async fn call(state: &AppState, request: Request) -> Result<Value, ApiError> {
+/// Answers a non-streaming request of `caller` with its result, in the request's dialect.
+pub(crate) async fn call(
+    state: &AppState,
+    caller: &Caller,
+    request: Request,
+) -> Result<Value, ApiError> {
     let dialect = request.dialect;
     let params = request.params;
     let timeout = Duration::from_millis(state.config.request_timeout_ms);
     let runtime = &state.runtime;
+    let owner = caller.user.as_str();
     let work = async move {
         match request.method {
-            Method::SendMessage => send_message(runtime, params, dialect, timeout).await,
-            Method::GetTask => get_task(runtime, params, dialect).await,
-            Method::ListTasks => list_tasks(runtime, params).await,
-            Method::CancelTask => cancel_task(runtime, params, dialect).await,
+            Method::SendMessage => send_message(state, caller, params, dialect, timeout).await,
+            Method::GetTask => get_task(runtime, owner, params, dialect).await,
+            Method::ListTasks => list_tasks(runtime, owner, params).await,
+            Method::CancelTask => cancel_task(runtime, owner, params, dialect).await,
             Method::CreatePushConfig
             | Method::GetPushConfig
             | Method::ListPushConfigs
@@ -53,9 +60,11 @@ pub(crate) async fn call(state: &AppState, request: Request) -> Result<Value, Ap
         .unwrap_or_else(|_| Err(ApiError::timed_out(timeout)))
 }
 
-/// Decodes SendMessage params (converting v0.3 ones) and submits the message.
+/// Decodes SendMessage params (converting v0.3 ones), checks the message against the
+/// size limits, and submits it on behalf of `caller`.
 pub(crate) async fn submit(
-    runtime: &RuntimeHandle,
+    state: &AppState,
+    caller: &Caller,
     params: Value,
     dialect: Dialect,
 ) -> Result<(TaskSnapshot, Option<usize>, bool), ApiError> {
@@ -64,12 +73,18 @@ pub(crate) async fn submit(
         Dialect::V03 => v03::send_params(params)?,
     };
     let params: SendMessageParams = decode(params)?;
+    check_size(&params.message, &state.config)?;
     let config = params.configuration.unwrap_or_default();
     if config.task_push_notification_config.is_some() {
         return Err(ApiError::push_not_supported());
     }
     let history = history_length("configuration.historyLength", config.history_length)?;
-    let accepted = runtime.submit(SubmitRequest::new(params.message)).await?;
+    let request = SubmitRequest {
+        owner: Some(caller.user.clone()),
+        grants: caller.grants.clone(),
+        ..SubmitRequest::new(params.message)
+    };
+    let accepted = state.runtime.submit(request).await?;
     Ok((
         accepted,
         history,
@@ -77,13 +92,42 @@ pub(crate) async fn submit(
     ))
 }
 
+/// Refuses a message with more parts, or a longer text, than the gateway accepts.
+fn check_size(message: &Message, config: &GatewayConfig) -> Result<(), ApiError> {
+    let limit = config.max_parts_per_message;
+    if message.parts.len() > limit {
+        return Err(ApiError::invalid_params(
+            "message.parts",
+            format!(
+                "has {} parts; at most {limit} are accepted",
+                message.parts.len()
+            ),
+        ));
+    }
+    let limit = config.max_text_bytes;
+    for (i, part) in message.parts.iter().enumerate() {
+        if let Some(text) = part.as_text()
+            && text.len() > limit
+        {
+            return Err(ApiError::invalid_params(
+                format!("message.parts[{i}].text"),
+                format!("is {} bytes; at most {limit} are accepted", text.len()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 async fn send_message(
-    runtime: &RuntimeHandle,
+    state: &AppState,
+    caller: &Caller,
     params: Value,
     dialect: Dialect,
     timeout: Duration,
 ) -> Result<Value, ApiError> {
-    let (accepted, history, return_immediately) = submit(runtime, params, dialect).await?;
+    let runtime = &state.runtime;
+    let owner = Some(caller.user.as_str());
+    let (accepted, history, return_immediately) = submit(state, caller, params, dialect).await?;
     let id = accepted.task.id.clone();
     if return_immediately {
         return Ok(encode::send_result(
@@ -93,15 +137,15 @@ async fn send_message(
     }
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
-    let _ = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq)).await;
-    let task = runtime.get(&id, history, None).await?;
+    let _ = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq, owner)).await;
+    let task = runtime.get(&id, history, owner).await?;
     Ok(encode::send_result(&task, dialect))
 }
 
 /// Returns once the task reaches a terminal or interrupted state after event `seq`, or
 /// once its event stream ends.
-async fn settled(runtime: &RuntimeHandle, id: &TaskId, seq: u64) {
-    let Ok(mut events) = runtime.subscribe(id, seq, None).await else {
+async fn settled(runtime: &RuntimeHandle, id: &TaskId, seq: u64, owner: Option<&str>) {
+    let Ok(mut events) = runtime.subscribe(id, seq, owner).await else {
         return;
     };
     while let Some(Ok(event)) = events.next().await {
@@ -116,26 +160,36 @@ async fn settled(runtime: &RuntimeHandle, id: &TaskId, seq: u64) {
 
 async fn get_task(
     runtime: &RuntimeHandle,
+    owner: &str,
     params: Value,
     dialect: Dialect,
 ) -> Result<Value, ApiError> {
     let params: GetTaskParams = decode(params)?;
     let history = history_length("historyLength", params.history_length)?;
-    let task = runtime.get(&TaskId::from(params.id), history, None).await?;
+    let task = runtime
+        .get(&TaskId::from(params.id), history, Some(owner))
+        .await?;
     Ok(encode::task(&task, dialect))
 }
 
 async fn cancel_task(
     runtime: &RuntimeHandle,
+    owner: &str,
     params: Value,
     dialect: Dialect,
 ) -> Result<Value, ApiError> {
     let params: TaskIdParams = decode(params)?;
-    let task = runtime.cancel(&TaskId::from(params.id), None).await?;
+    let task = runtime
+        .cancel(&TaskId::from(params.id), Some(owner))
+        .await?;
     Ok(encode::task(&task, dialect))
 }
 
-async fn list_tasks(runtime: &RuntimeHandle, params: Value) -> Result<Value, ApiError> {
+async fn list_tasks(
+    runtime: &RuntimeHandle,
+    owner: &str,
+    params: Value,
+) -> Result<Value, ApiError> {
     let params: ListTasksParams = decode(params)?;
     let page_size = match params.page_size {
         None => DEFAULT_PAGE_SIZE,
@@ -152,7 +206,7 @@ async fn list_tasks(runtime: &RuntimeHandle, params: Value) -> Result<Value, Api
         context_id: params.context_id.map(Into::into),
         state: params.status,
         updated_after: params.status_timestamp_after,
-        owner: None,
+        owner: Some(owner.to_owned()),
         page_size: page_size as usize,
         page_token: params.page_token,
         history_length: history_length("historyLength", params.history_length)?,

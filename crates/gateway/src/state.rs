@@ -5,8 +5,11 @@ use std::sync::Arc;
 use fundi_runtime::RuntimeHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Authenticator;
 use crate::card;
 use crate::config::GatewayConfig;
+use crate::guard::RequestGuard;
+use crate::rate_limit::UserRateLimit;
 
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
 #[derive(Clone)]
@@ -15,6 +18,9 @@ pub struct AppState {
     pub(crate) config: Arc<GatewayConfig>,
     pub(crate) card: Arc<CardBody>,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) auth: Arc<Authenticator>,
+    pub(crate) guard: Arc<RequestGuard>,
+    pub(crate) rate_limit: Arc<UserRateLimit>,
 }
 
 /// The agent card, serialized once, with its ETag.
@@ -24,22 +30,30 @@ pub(crate) struct CardBody {
 }
 
 impl AppState {
-    /// State for a gateway in front of `runtime`, advertising `public_url`. Open streams
-    /// end when `shutdown` is cancelled (so that graceful shutdown can finish).
+    /// State for a gateway in front of `runtime`, admitting callers through `auth` and
+    /// advertising `public_url`. Open streams end when `shutdown` is cancelled (so that
+    /// graceful shutdown can finish).
     pub fn new(
         runtime: RuntimeHandle,
         config: GatewayConfig,
+        auth: Authenticator,
         public_url: &str,
         shutdown: CancellationToken,
     ) -> AppState {
-        let card = card::agent_card(&config, public_url, runtime.skills());
+        let card = card::agent_card(&config, public_url, runtime.skills(), &auth);
         let json = card.to_string();
         let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
         AppState {
             runtime,
+            guard: Arc::new(RequestGuard::new(&config, public_url)),
+            rate_limit: Arc::new(UserRateLimit::new(
+                config.rate_limit_per_minute,
+                config.rate_limit_burst,
+            )),
             config: Arc::new(config),
             card: Arc::new(CardBody { json, etag }),
             shutdown,
+            auth: Arc::new(auth),
         }
     }
 }

@@ -12,6 +12,7 @@ use fundi_runtime::{EventStream, TaskEventKind, TaskId, TaskState, TaskUpdate};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
+use crate::auth::Caller;
 use crate::dialect::{Dialect, Method};
 use crate::encode;
 use crate::error::ApiError;
@@ -30,6 +31,7 @@ struct Opened {
 /// a bad param, an unsupported version) is one SSE error event, then the end.
 pub(crate) async fn respond(
     state: AppState,
+    caller: Caller,
     request: Request,
     last_event_id: Option<u64>,
     refused: Option<ApiError>,
@@ -38,9 +40,13 @@ pub(crate) async fn respond(
     let dialect = request.dialect;
     let opened = match refused {
         Some(error) => Err(error),
-        None => open(&state, request, last_event_id).await,
+        None => open(&state, &caller, request, last_event_id).await,
     };
     let events: BoxStream<'static, Event> = match opened {
+        // Authorization failures are HTTP statuses, not stream events.
+        Err(error) if error.http_refusal().is_some() => {
+            return crate::http::refusal(&id, &error, dialect);
+        }
         Err(error) => stream::once(async move { error_event(&id, &error, dialect) }).boxed(),
         Ok(opened) => frames(opened, id, dialect),
     };
@@ -59,16 +65,18 @@ pub(crate) async fn respond(
 
 async fn open(
     state: &AppState,
+    caller: &Caller,
     request: Request,
     last_event_id: Option<u64>,
 ) -> Result<Opened, ApiError> {
     let runtime = &state.runtime;
+    let owner = Some(caller.user.as_str());
     match request.method {
         Method::SendStreamingMessage => {
             let (accepted, history, _) =
-                methods::submit(runtime, request.params, request.dialect).await?;
+                methods::submit(state, caller, request.params, request.dialect).await?;
             let events = runtime
-                .subscribe(&accepted.task.id, accepted.seq, None)
+                .subscribe(&accepted.task.id, accepted.seq, owner)
                 .await?;
             let task = accepted.task.with_history_limit(history);
             Ok(Opened {
@@ -82,20 +90,20 @@ async fn open(
             if let Some(after) = last_event_id {
                 // A reconnect: everything after the last event the client saw, even up
                 // to the terminal one it may have missed.
-                let events = runtime.subscribe(&id, after, None).await?;
+                let events = runtime.subscribe(&id, after, owner).await?;
                 return Ok(Opened {
                     first: None,
                     events,
                 });
             }
-            let snapshot = runtime.snapshot(&id, None, None).await?;
+            let snapshot = runtime.snapshot(&id, None, owner).await?;
             let state = snapshot.task.status.state;
             if state.is_terminal() {
                 return Err(ApiError::unsupported(format!(
                     "task {id} is already {state}; only tasks that are not terminal can be subscribed to"
                 )));
             }
-            let events = runtime.subscribe(&id, snapshot.seq, None).await?;
+            let events = runtime.subscribe(&id, snapshot.seq, owner).await?;
             Ok(Opened {
                 first: Some((snapshot.seq, TaskUpdate::Task(snapshot.task))),
                 events,

@@ -98,7 +98,7 @@ async fn unsupported_versions_are_refused_from_header_or_query() {
     let gw = gateway().await;
     let body = request("GetTask", json!({"id": "x"})).to_string();
     for (uri, header) in [("/a2a", Some("0.5")), ("/a2a?A2A-Version=2.0", None)] {
-        let mut builder = Request::post(uri);
+        let mut builder = gw.post(uri);
         if let Some(v) = header {
             builder = builder.header("A2A-Version", v);
         }
@@ -118,7 +118,8 @@ async fn unsupported_versions_are_refused_from_header_or_query() {
     }
     // Patch versions are ignored; 1.0 and 0.3 are served.
     for version in ["1.0.1", "0.3.0", "1.0"] {
-        let request = Request::post("/a2a")
+        let request = gw
+            .post("/a2a")
             .header("A2A-Version", version)
             .body(Body::from(body.clone()))
             .unwrap();

@@ -6,7 +6,6 @@ mod common;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::Request;
 use common::*;
 use fundi_gateway::GatewayConfig;
 use http_body_util::BodyExt;
@@ -87,15 +86,14 @@ async fn subscribe_starts_with_the_snapshot_and_last_event_id_resumes_without_ga
     let id = held["task"]["id"].as_str().unwrap().to_owned();
     let subscriber = {
         let gw_router = gw.router.clone();
+        let subscribe = gw.post("/a2a");
         let id = id.clone();
         tokio::spawn(async move {
             let body = request("SubscribeToTask", json!({"id": id})).to_string();
-            let response = tower::ServiceExt::oneshot(
-                gw_router,
-                Request::post("/a2a").body(Body::from(body)).unwrap(),
-            )
-            .await
-            .unwrap();
+            let response =
+                tower::ServiceExt::oneshot(gw_router, subscribe.body(Body::from(body)).unwrap())
+                    .await
+                    .unwrap();
             let bytes = response.into_body().collect().await.unwrap().to_bytes();
             parse_sse(&String::from_utf8_lossy(&bytes))
         })
@@ -205,11 +203,7 @@ async fn idle_streams_get_keep_alives_and_end_on_shutdown() {
         json!({"message": message("h", json!({"hold": true}))}),
     );
     let response = gw
-        .send(
-            Request::post("/a2a")
-                .body(Body::from(body.to_string()))
-                .unwrap(),
-        )
+        .send(gw.post("/a2a").body(Body::from(body.to_string())).unwrap())
         .await;
     let mut body = response.into_body();
     let mut seen = String::new();
@@ -242,11 +236,7 @@ async fn a_stream_nobody_reads_holds_up_nothing_and_loses_nothing() {
         json!({"message": message("flood", json!({"steps": 3000}))}),
     );
     let response = gw
-        .send(
-            Request::post("/a2a")
-                .body(Body::from(body.to_string()))
-                .unwrap(),
-        )
+        .send(gw.post("/a2a").body(Body::from(body.to_string())).unwrap())
         .await;
     // Not polled: nothing pulls events through this stream while the task runs.
     let unread = response.into_body();

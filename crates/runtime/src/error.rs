@@ -56,6 +56,14 @@ pub enum RuntimeError {
         /// The registered skill ids.
         available: Vec<String>,
     },
+    /// The caller lacks the scope the skill requires; nothing was created or changed.
+    #[error("skill {skill:?} requires the scope {scope:?}, which the caller does not hold")]
+    Forbidden {
+        /// The skill asked for.
+        skill: String,
+        /// The scope it requires.
+        scope: String,
+    },
     /// The request is malformed; the text names what is wrong.
     #[error("invalid request: {0}")]
     InvalidInput(String),

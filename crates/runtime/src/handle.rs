@@ -11,6 +11,7 @@ use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
+use crate::access::Grants;
 use crate::actors::{LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -147,15 +148,19 @@ pub struct SubmitRequest {
     pub skill: Option<String>,
     /// The authenticated end user; tasks of other owners are invisible to them.
     pub owner: Option<String>,
+    /// The scopes the caller holds: a skill whose card names a scope the caller lacks is
+    /// refused before anything is stored.
+    pub grants: Grants,
 }
 
 impl SubmitRequest {
-    /// A request for this message, with no skill named and no owner.
+    /// A request for this message, with no skill named, no owner and every grant.
     pub fn new(message: Message) -> SubmitRequest {
         SubmitRequest {
             message,
             skill: None,
             owner: None,
+            grants: Grants::All,
         }
     }
 }
@@ -262,6 +267,7 @@ impl RuntimeHandle {
 
     async fn create(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
         let skill = self.select_skill(&request)?;
+        self.authorize(&skill, &request.grants)?;
         let SubmitRequest { message, owner, .. } = request;
         let task_id = TaskId::generate();
         let context_id = message
@@ -341,6 +347,7 @@ impl RuntimeHandle {
                 actual: record.task.context_id,
             });
         }
+        self.authorize(&record.skill, &request.grants)?;
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::TaskTerminal { id: task_id, state });
@@ -354,6 +361,23 @@ impl RuntimeHandle {
         {
             Some(result) => result,
             None => Err(self.unanswered(&task_id).await),
+        }
+    }
+
+    /// Refuses a caller without the scope `skill` requires.
+    fn authorize(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
+        let required = self
+            .inner
+            .cards
+            .iter()
+            .find(|card| card.id == skill)
+            .and_then(|card| card.required_scope.as_deref());
+        match required {
+            Some(scope) if !grants.allows(Some(scope)) => Err(RuntimeError::Forbidden {
+                skill: skill.to_owned(),
+                scope: scope.to_owned(),
+            }),
+            _ => Ok(()),
         }
     }
 

@@ -56,6 +56,7 @@
 //! # }
 //! ```
 
+mod access;
 mod actors;
 mod config;
 mod context;
@@ -70,6 +71,7 @@ mod subscription;
 pub mod testing;
 mod transition;
 
+pub use access::{ADMIN_SCOPE, Grants};
 pub use config::RuntimeConfig;
 pub use context::SkillContext;
 pub use error::RuntimeError;

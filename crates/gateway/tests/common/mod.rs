@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response};
-use fundi_gateway::{AppState, GatewayConfig, app};
+use fundi_gateway::{
+    AppState, AuthConfig, Authenticator, DEFAULT_USER_HEADER, GatewayConfig, StaticClient, app,
+};
 use fundi_runtime::{
     Artifact, Part, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext,
     SkillError, SkillInput, SkillOutput,
@@ -77,10 +79,92 @@ impl Skill for Steps {
     }
 }
 
+/// Static credentials made for one gateway: a client with `fundi:admin`, a client with
+/// `fundi:audit` only, and the users alice and bob. Random, so nothing secret is in the
+/// repository.
+#[derive(Clone)]
+pub struct Credentials {
+    pub admin_token: String,
+    pub audit_token: String,
+    pub alice: String,
+    pub bob: String,
+}
+
+impl Credentials {
+    fn generate() -> Credentials {
+        let token = || format!("{:032x}", rand::random::<u128>());
+        Credentials {
+            admin_token: token(),
+            audit_token: token(),
+            alice: token(),
+            bob: token(),
+        }
+    }
+
+    pub fn auth_config(&self) -> AuthConfig {
+        let mut auth = AuthConfig::default();
+        let clients = &mut auth.static_tokens.clients;
+        clients.insert(
+            "admin".into(),
+            StaticClient {
+                token: self.admin_token.clone(),
+                scopes: vec!["fundi:admin".into()],
+            },
+        );
+        clients.insert(
+            "auditor".into(),
+            StaticClient {
+                token: self.audit_token.clone(),
+                scopes: vec!["fundi:audit".into()],
+            },
+        );
+        auth.static_tokens
+            .users
+            .insert("alice".into(), self.alice.clone());
+        auth.static_tokens
+            .users
+            .insert("bob".into(), self.bob.clone());
+        auth
+    }
+}
+
+/// A skill that needs a scope and answers at once (or asks for input first when the
+/// text is "ask"); registered as `audit` (scope `fundi:audit`) and `chaos` (scope
+/// `fundi:chaos`).
+pub struct Scoped(pub &'static str, pub &'static str);
+
+#[async_trait]
+impl Skill for Scoped {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: self.0.into(),
+            name: self.0.into(),
+            description: format!("test skill needing {}", self.1),
+            tags: vec!["test".into()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            required_scope: Some(self.1.into()),
+            resumable: false,
+        }
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let mut text = input.message.text();
+        if text == "ask" {
+            text = ctx.request_input("which target?").await?.text();
+        }
+        Ok(SkillOutput::text(format!("{}: {text}", self.0)))
+    }
+}
+
 pub struct Gateway {
     pub router: Router,
     pub runtime: RuntimeHandle,
     pub shutdown: CancellationToken,
+    pub credentials: Credentials,
+    /// The (bearer, user) tokens this handle sends.
+    pub identity: (String, String),
 }
 
 pub async fn gateway() -> Gateway {
@@ -90,7 +174,10 @@ pub async fn gateway() -> Gateway {
 pub async fn gateway_with(config: GatewayConfig) -> Gateway {
     let runtime = Runtime::builder()
         .skill(Steps)
+        .skill(Scoped("audit", "fundi:audit"))
+        .skill(Scoped("chaos", "fundi:chaos"))
         .config(RuntimeConfig {
+            default_skill: Some("steps".into()),
             cancel_grace_ms: 200,
             ..RuntimeConfig::default()
         })
@@ -98,9 +185,12 @@ pub async fn gateway_with(config: GatewayConfig) -> Gateway {
         .await
         .unwrap();
     let shutdown = CancellationToken::new();
+    let credentials = Credentials::generate();
+    let auth = Authenticator::from_config(&credentials.auth_config()).unwrap();
     let state = AppState::new(
         runtime.clone(),
         config,
+        auth,
         "http://agent.test:8080",
         shutdown.clone(),
     );
@@ -108,10 +198,31 @@ pub async fn gateway_with(config: GatewayConfig) -> Gateway {
         router: app(state),
         runtime,
         shutdown,
+        identity: (credentials.admin_token.clone(), credentials.alice.clone()),
+        credentials,
     }
 }
 
 impl Gateway {
+    /// The same gateway, calling with other tokens.
+    pub fn as_identity(&self, bearer: &str, user: &str) -> Gateway {
+        Gateway {
+            router: self.router.clone(),
+            runtime: self.runtime.clone(),
+            shutdown: self.shutdown.clone(),
+            credentials: self.credentials.clone(),
+            identity: (bearer.to_owned(), user.to_owned()),
+        }
+    }
+
+    /// A POST to `uri` with this handle's Host and credentials.
+    pub fn post(&self, uri: &str) -> axum::http::request::Builder {
+        Request::post(uri)
+            .header("host", "agent.test:8080")
+            .header("authorization", format!("Bearer {}", self.identity.0))
+            .header(DEFAULT_USER_HEADER, &self.identity.1)
+    }
+
     /// Sends a raw request.
     pub async fn send(&self, request: Request<Body>) -> Response<Body> {
         self.router.clone().oneshot(request).await.unwrap()
@@ -119,7 +230,8 @@ impl Gateway {
 
     /// POSTs a raw body to /a2a; returns the HTTP status and the JSON body.
     pub async fn post_raw(&self, body: impl Into<Body>) -> (u16, Value) {
-        let request = Request::post("/a2a")
+        let request = self
+            .post("/a2a")
             .header("content-type", "application/json")
             .body(body.into())
             .unwrap();
@@ -163,7 +275,7 @@ impl Gateway {
         params: Value,
         last_event_id: Option<u64>,
     ) -> (String, Vec<(Option<u64>, Value)>) {
-        let mut request = Request::post("/a2a").header("content-type", "application/json");
+        let mut request = self.post("/a2a").header("content-type", "application/json");
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id.to_string());
         }

@@ -1,0 +1,159 @@
+//! The auth gate of `/a2a`: two credentials on every call, the client application's
+//! bearer token and the end user's token. The user's subject owns the tasks it creates;
+//! the client's scopes (narrowed by the user token's, when it carries any) decide which
+//! skills may run.
+
+mod config;
+mod error;
+mod jwks;
+mod jwt;
+mod static_tokens;
+
+use axum::http::{HeaderMap, HeaderName, header};
+use fundi_runtime::Grants;
+
+pub use config::{
+    AuthConfig, AuthMode, DEFAULT_USER_HEADER, JwtConfig, StaticClient, StaticTokens,
+};
+pub use error::AuthError;
+
+use jwt::{JwksPool, JwtVerifier, Refusal};
+use static_tokens::StaticTable;
+
+/// Who is calling, once both credentials check out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// The end user's subject: owner of the tasks this caller creates.
+    pub user: String,
+    /// The client application (static client name or JWT subject).
+    pub client: String,
+    /// The scopes that decide which skills may run.
+    pub grants: Grants,
+}
+
+/// Checks the credentials of a request.
+pub struct Authenticator {
+    user_header: HeaderName,
+    /// The header's name as configured (HeaderName is lowercase), for messages and the card.
+    user_header_spelling: String,
+    kind: Kind,
+}
+
+enum Kind {
+    Static(StaticTable),
+    Jwt(Box<JwtPair>),
+}
+
+struct JwtPair {
+    machine: JwtVerifier,
+    user: JwtVerifier,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mode = match self.kind {
+            Kind::Static(_) => "static",
+            Kind::Jwt(_) => "jwt",
+        };
+        f.debug_struct("Authenticator")
+            .field("mode", &mode)
+            .field("user_header", &self.user_header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// An authenticator for `config`; the error names the offending field.
+    pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
+        config.validate()?;
+        let user_header = HeaderName::from_bytes(config.user_header.as_bytes())
+            .map_err(|e| format!("auth.user-header: {e}"))?;
+        let kind = match config.mode {
+            AuthMode::Static => Kind::Static(StaticTable::new(&config.static_tokens)),
+            AuthMode::Jwt => {
+                let mut pool = JwksPool::default();
+                Kind::Jwt(Box::new(JwtPair {
+                    machine: JwtVerifier::new(&config.machine, "auth.machine", &mut pool)?,
+                    user: JwtVerifier::new(&config.user, "auth.user", &mut pool)?,
+                }))
+            }
+        };
+        Ok(Authenticator {
+            user_header,
+            user_header_spelling: config.user_header.clone(),
+            kind,
+        })
+    }
+
+    /// The header that carries the end user's token, spelled as configured.
+    pub fn user_header(&self) -> &str {
+        &self.user_header_spelling
+    }
+
+    /// Checks both credentials of a request.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
+        let machine_name = "the bearer token (Authorization: Bearer)".to_owned();
+        let user_name = format!("the user token ({})", self.user_header_spelling);
+        let bearer =
+            bearer_token(headers).ok_or_else(|| AuthError::Missing(machine_name.clone()))?;
+        let user_token = headers
+            .get(&self.user_header)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| AuthError::Missing(user_name.clone()))?;
+        match &self.kind {
+            Kind::Static(table) => {
+                let (client, scopes) = table.client(bearer).ok_or(AuthError::Invalid {
+                    credential: machine_name,
+                    reason: "not a known token".into(),
+                })?;
+                let user = table.user(user_token).ok_or(AuthError::Invalid {
+                    credential: user_name,
+                    reason: "not a known token".into(),
+                })?;
+                Ok(Caller {
+                    user,
+                    client,
+                    grants: Grants::scopes(scopes),
+                })
+            }
+            Kind::Jwt(pair) => {
+                let JwtPair { machine, user } = pair.as_ref();
+                let client = machine
+                    .verify(bearer)
+                    .await
+                    .map_err(|r| refusal(machine_name, r))?;
+                let person = user
+                    .verify(user_token)
+                    .await
+                    .map_err(|r| refusal(user_name, r))?;
+                let mut scopes = client.scopes.unwrap_or_default();
+                // A user token that carries scopes narrows what the client may do for it.
+                if let Some(user_scopes) = &person.scopes {
+                    scopes.retain(|s| user_scopes.contains(s));
+                }
+                Ok(Caller {
+                    user: person.subject,
+                    client: client.subject,
+                    grants: Grants::scopes(scopes),
+                })
+            }
+        }
+    }
+}
+
+fn refusal(credential: String, refusal: Refusal) -> AuthError {
+    match refusal {
+        Refusal::Invalid(reason) => AuthError::Invalid { credential, reason },
+        Refusal::Unavailable(reason) => AuthError::KeysUnavailable(reason),
+    }
+}
+
+/// The token of `Authorization: Bearer <token>` (scheme name case-insensitive).
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}

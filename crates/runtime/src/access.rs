@@ -1,0 +1,63 @@
+//! What a caller may start: the scopes it holds, checked against a skill's card.
+
+use std::collections::BTreeSet;
+
+/// The scope that grants every skill.
+pub const ADMIN_SCOPE: &str = "fundi:admin";
+
+/// The scopes a caller holds. Embedders calling the runtime directly act with
+/// [`Grants::All`]; the gateway passes what the caller's credentials grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Grants {
+    /// Every skill (trusted in-process callers).
+    #[default]
+    All,
+    /// Exactly these scopes; [`ADMIN_SCOPE`] among them grants every skill.
+    Scopes(BTreeSet<String>),
+}
+
+impl Grants {
+    /// Grants from a list of scope names.
+    pub fn scopes<I, S>(scopes: I) -> Grants
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Grants::Scopes(scopes.into_iter().map(Into::into).collect())
+    }
+
+    /// Whether a skill needing `required` (none: any caller) may run.
+    pub fn allows(&self, required: Option<&str>) -> bool {
+        match (self, required) {
+            (_, None) | (Grants::All, _) => true,
+            (Grants::Scopes(held), Some(scope)) => {
+                held.contains(scope) || held.contains(ADMIN_SCOPE)
+            }
+        }
+    }
+
+    /// The scopes held, sorted (`None` for [`Grants::All`]).
+    pub fn list(&self) -> Option<Vec<&str>> {
+        match self {
+            Grants::All => None,
+            Grants::Scopes(held) => Some(held.iter().map(String::as_str).collect()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_grants_its_skill_only_and_admin_grants_all() {
+        let audit = Grants::scopes(["fundi:audit"]);
+        assert!(audit.allows(Some("fundi:audit")));
+        assert!(!audit.allows(Some("fundi:chaos")));
+        assert!(audit.allows(None));
+        let admin = Grants::scopes([ADMIN_SCOPE]);
+        assert!(admin.allows(Some("fundi:chaos")));
+        assert!(Grants::All.allows(Some("fundi:chaos")));
+        assert!(!Grants::scopes::<[&str; 0], &str>([]).allows(Some("fundi:audit")));
+    }
+}
