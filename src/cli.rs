@@ -133,4 +133,18 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         page_token: Option<String>,
     },
+    /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
+    DeadLetters {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Deliver a dead-lettered push config again, from its first undelivered event.
+    Replay {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        task: String,
+        /// The push config id.
+        config: String,
+    },
 }

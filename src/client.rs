@@ -60,6 +60,26 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             let result = call(&endpoint, "ListTasks", params).await?;
             show(&endpoint, &result, print_list)
         }
+        ClientCommand::DeadLetters { endpoint } => {
+            let url = format!(
+                "{}/admin/push/dead-letters",
+                endpoint.url.trim_end_matches('/')
+            );
+            let result = admin(authed(&endpoint, reqwest::Method::GET, &url)?).await?;
+            show(&endpoint, &result, print_dead_letters)
+        }
+        ClientCommand::Replay {
+            endpoint,
+            task,
+            config,
+        } => {
+            let url = format!("{}/admin/push/replay", endpoint.url.trim_end_matches('/'));
+            let request = authed(&endpoint, reqwest::Method::POST, &url)?
+                .json(&json!({"taskId": task, "configId": config}));
+            admin(request).await?;
+            println!("replaying push config {config} of task {task}");
+            Ok(())
+        }
     }
 }
 
@@ -113,6 +133,14 @@ fn request(method: &str, params: Value) -> Value {
 /// A POST to the JSON-RPC endpoint with both credentials: the ones given, or else the
 /// ones in the credentials file a local server wrote.
 fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
+    authed(endpoint, reqwest::Method::POST, &rpc_url(endpoint))
+}
+
+fn authed(
+    endpoint: &Endpoint,
+    method: reqwest::Method,
+    url: &str,
+) -> anyhow::Result<reqwest::RequestBuilder> {
     let (token, user_token, user_header) = match (&endpoint.token, &endpoint.user_token) {
         (Some(token), Some(user)) => (token.clone(), user.clone(), endpoint.user_header.clone()),
         _ => {
@@ -128,7 +156,7 @@ fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
         }
     };
     Ok(reqwest::Client::new()
-        .post(rpc_url(endpoint))
+        .request(method, url)
         .bearer_auth(token)
         .header(user_header, user_token)
         .header("A2A-Version", "1.0"))
@@ -142,6 +170,45 @@ async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Resul
         .with_context(|| format!("reaching {}", endpoint.url))?;
     let body: Value = response.json().await.context("reading the answer")?;
     result_of(body)
+}
+
+/// An admin request: its JSON answer, or the error it names.
+async fn admin(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    let response = request.send().await.context("reaching the server")?;
+    let status = response.status();
+    let body: Value = response
+        .json()
+        .await
+        .with_context(|| format!("reading the answer (HTTP {status})"))?;
+    if status.is_success() {
+        return Ok(body);
+    }
+    let message = body["error"]["message"]
+        .as_str()
+        .or_else(|| body["error"].as_str())
+        .unwrap_or("error");
+    bail!("{message} (HTTP {status})")
+}
+
+fn print_dead_letters(result: &Value) {
+    let letters = result["deadLetters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if letters.is_empty() {
+        println!("no dead letters");
+    }
+    for letter in letters {
+        println!(
+            "task {} config {} -> {}: stuck at event {} after {} attempts: {}",
+            letter["taskId"].as_str().unwrap_or(""),
+            letter["configId"].as_str().unwrap_or(""),
+            letter["url"].as_str().unwrap_or(""),
+            letter["seq"],
+            letter["attempts"],
+            letter["lastError"].as_str().unwrap_or(""),
+        );
+    }
 }
 
 fn result_of(body: Value) -> anyhow::Result<Value> {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use fundi_gateway::{AuthConfig, GatewayConfig};
+use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
 use fundi_skills::EchoConfig;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,8 @@ pub(crate) struct AppConfig {
     pub(crate) gateway: GatewayConfig,
     /// Who may call the A2A endpoint.
     pub(crate) auth: AuthConfig,
+    /// Push notifications.
+    pub(crate) push: PushSettings,
     /// Logging.
     pub(crate) log: LogConfig,
 }
@@ -174,6 +176,7 @@ impl AppConfig {
         self.runtime.validate().map_err(anyhow::Error::msg)?;
         self.gateway.validate().map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
+        self.push.validate().map_err(anyhow::Error::msg)?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
             bail!(
                 "refusing to listen on {}: it is not a loopback address, and static tokens are \

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use fundi_gateway::{AppState, AuthMode, Authenticator};
+use fundi_gateway::{AppState, AuthMode, Authenticator, PushService};
+use fundi_runtime::store::PushStore;
 use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
 use fundi_skills::EchoSkill;
 use tokio::net::TcpListener;
@@ -34,7 +35,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let auth = Authenticator::from_config(&config.auth).map_err(anyhow::Error::msg)?;
 
-    let OpenedStore { shared, sled } = open_store(&config)?;
+    let OpenedStore { shared, push, sled } = open_store(&config)?;
     let mut builder = Runtime::builder()
         .shared_store(shared)
         .config(config.runtime.clone());
@@ -57,13 +58,21 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("http://{local}"));
     let shutdown = CancellationToken::new();
     let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
-    let state = AppState::new(
+    let mut state = AppState::new(
         runtime.clone(),
         config.gateway.clone(),
         auth,
         &public_url,
         shutdown.clone(),
     );
+    if config.push.enabled {
+        let service =
+            PushService::new(runtime.clone(), push, config.push.clone(), shutdown.clone())
+                .map_err(anyhow::Error::msg)?;
+        let resumed = service.resume().await.context("resuming push deliveries")?;
+        tracing::info!(resumed, "push deliveries resumed");
+        state = state.with_push(Arc::new(service));
+    }
     let server = tokio::spawn(fundi_gateway::serve(
         listener,
         fundi_gateway::app(state),
@@ -124,16 +133,21 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 /// The store as the runtime takes it, and the sled store again for the final flush.
 struct OpenedStore {
     shared: Arc<dyn TaskStore>,
+    push: Arc<dyn PushStore>,
     sled: Option<Arc<SledStore>>,
 }
 
 fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
     let store = &config.store;
     match store.kind {
-        StoreKind::Memory => Ok(OpenedStore {
-            shared: Arc::new(MemoryStore::new()),
-            sled: None,
-        }),
+        StoreKind::Memory => {
+            let memory = Arc::new(MemoryStore::new());
+            Ok(OpenedStore {
+                shared: memory.clone(),
+                push: memory,
+                sled: None,
+            })
+        }
         StoreKind::Sled => {
             let durability = match store.durability {
                 DurabilityMode::Sync => Durability::Sync,
@@ -147,6 +161,7 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
             );
             Ok(OpenedStore {
                 shared: sled.clone(),
+                push: sled.clone(),
                 sled: Some(sled),
             })
         }

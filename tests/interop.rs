@@ -60,7 +60,11 @@ fn run(command: &mut Command, what: &str) {
 fn drive(venv_name: &str, script: &str) {
     let python = venv(venv_name);
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &[]);
+    // The scripts run their webhook receiver on loopback.
+    let server = Server::start(
+        dir.path(),
+        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]")],
+    );
     let output = Command::new(python)
         .arg(interop_dir().join(script))
         .arg(&server.url)

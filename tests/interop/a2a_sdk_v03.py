@@ -14,6 +14,9 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientJSONRPCError
 from a2a.types import (
     DataPart,
+    GetTaskPushNotificationConfigParams,
+    PushNotificationConfig,
+    TaskPushNotificationConfig,
     Message,
     MessageSendConfiguration,
     Part,
@@ -25,7 +28,7 @@ from a2a.types import (
     TextPart,
 )
 
-from checks import DEADLINE_S, check, http_client, run  # this folder
+from checks import DEADLINE_S, WebhookReceiver, check, http_client, run  # this folder
 
 
 def message(text, data=None, task_id=None):
@@ -127,6 +130,38 @@ async def main(url):
     check("stops at input-required", asking.status.state == TaskState.input_required)
     answered = await final_task(blocking, message("forty-two", task_id=asking.id))
     check("answer completes", answered.status.state == TaskState.completed)
+
+    # Push notifications: v0.3 bodies are the task itself.
+    receiver = WebhookReceiver()
+    pushed = await final_task(
+        blocking,
+        message("pushed", {"steps": 2}),
+        MessageSendConfiguration(
+            push_notification_config=PushNotificationConfig(url=receiver.url, token="v03-token")
+        ),
+    )
+    hits = await receiver.wait_for(
+        lambda hits: any(
+            body.get("kind") == "task" and body.get("status", {}).get("state") == "completed"
+            for _, body in hits
+        )
+    )
+    check("push: v0.3 bodies are tasks", all(body.get("kind") == "task" for _, body in hits), hits[0])
+    check(
+        "push: the token is sent",
+        all(headers.get("x-a2a-notification-token") == "v03-token" for headers, _ in hits),
+    )
+    config = await blocking.set_task_callback(
+        TaskPushNotificationConfig(
+            task_id=pushed.id,
+            push_notification_config=PushNotificationConfig(id="second", url=receiver.url),
+        )
+    )
+    check("push: set returns the config", config.push_notification_config.id == "second", config)
+    got = await blocking.get_task_callback(
+        GetTaskPushNotificationConfigParams(id=pushed.id, push_notification_config_id="second")
+    )
+    check("push: get returns it", got.push_notification_config.url == receiver.url, got)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@ from a2a.client import ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
+    TaskPushNotificationConfig,
     Message,
     SendMessageConfiguration,
     SendMessageRequest,
@@ -24,7 +28,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-from checks import DEADLINE_S, check, http_client, run  # this folder
+from checks import DEADLINE_S, WebhookReceiver, check, http_client, run  # this folder
 
 
 def message(text, data=None, task_id=None):
@@ -167,6 +171,50 @@ async def main(url):
     answered = await last_task(blocking, send(message("forty-two", task_id=asking.id)))
     check("the answer completes the task", answered.status.state == TaskState.TASK_STATE_COMPLETED)
     check("the reply echoes the answer", answered.artifacts[0].parts[0].text == "forty-two", answered)
+
+    # Push notifications: a config in the send, then the config methods.
+    receiver = WebhookReceiver()
+    pushed = await last_task(
+        blocking,
+        SendMessageRequest(
+            message=message("pushed", {"steps": 2}),
+            configuration=SendMessageConfiguration(
+                task_push_notification_config=TaskPushNotificationConfig(
+                    url=receiver.url, token="interop-token"
+                )
+            ),
+        ),
+    )
+    hits = await receiver.wait_for(
+        lambda hits: any(
+            body.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED"
+            for _, body in hits
+        )
+    )
+    check("push: the first delivery is the task", hits[0][1].get("task", {}).get("id") == pushed.id, hits[0])
+    check(
+        "push: every delivery carries the token",
+        all(headers.get("x-a2a-notification-token") == "interop-token" for headers, _ in hits),
+    )
+    created = await blocking.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=pushed.id, id="second", url=receiver.url)
+    )
+    check("push: create returns the config", created.id == "second" and created.task_id == pushed.id, created)
+    got = await blocking.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=pushed.id, id="second")
+    )
+    check("push: get returns it", got.url == receiver.url, got)
+    listed = await blocking.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=pushed.id)
+    )
+    check("push: list has both configs", len(listed.configs) == 2, listed)
+    await blocking.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=pushed.id, id="second")
+    )
+    listed = await blocking.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=pushed.id)
+    )
+    check("push: delete removes it", [c.id for c in listed.configs] == [pushed.id], listed)
 
     await blocking.close()
     await streaming.close()

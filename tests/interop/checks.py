@@ -2,8 +2,12 @@
 "N passed, N failed" line, and a non-zero exit on any failure (a crash counts as one)."""
 
 import asyncio
+import json
 import os
 import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
@@ -32,6 +36,38 @@ def http_client(authenticated=True):
             "X-Fundi-User-Token": os.environ["FUNDI_USER_TOKEN"],
         }
     return httpx.AsyncClient(headers=headers, timeout=DEADLINE_S)
+
+
+class WebhookReceiver:
+    """A webhook on 127.0.0.1 (a thread) that records every POST as (headers, JSON body)."""
+
+    def __init__(self):
+        self.hits = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"null")
+                receiver.hits.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    async def wait_for(self, done):
+        """Waits (up to the deadline) until done(hits) holds; returns the hits."""
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            if done(self.hits):
+                return list(self.hits)
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the webhook never saw it; hits: {self.hits}")
 
 
 def run(main):

@@ -210,6 +210,29 @@ impl ApiError {
         ApiError::a2a(-32001, "TASK_NOT_FOUND", format!("Task not found: {id}")).with("taskId", id)
     }
 
+    /// -32001 for a push config that does not exist (A2A maps it to TaskNotFound).
+    pub fn push_config_not_found(task_id: &str, id: &str) -> ApiError {
+        ApiError::a2a(
+            -32001,
+            "TASK_NOT_FOUND",
+            format!("Task not found: task {task_id} has no push notification config {id:?}"),
+        )
+        .with("taskId", task_id)
+        .with("configId", id)
+    }
+
+    /// The same error with `prefix` before the field it names (for params decoded from
+    /// a nested object).
+    pub(crate) fn prefixed(self, prefix: &str) -> ApiError {
+        match self.violation.as_deref() {
+            Some((field, detail)) if self.code == -32602 => {
+                let field = format!("{prefix}{field}");
+                ApiError::invalid_params(field.trim_end_matches('.'), detail.clone())
+            }
+            _ => self,
+        }
+    }
+
     /// -32003.
     pub fn push_not_supported() -> ApiError {
         ApiError::a2a(

@@ -8,6 +8,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use fundi_runtime::ADMIN_SCOPE;
+
+use crate::auth::Caller;
 use crate::dialect::{Dialect, is_supported_version, normalize_version};
 use crate::error::ApiError;
 use crate::jsonrpc::{self, failure, success};
@@ -23,7 +26,116 @@ pub fn app(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/a2a", post(rpc))
         .route("/", post(rpc))
+        .route("/admin/push/dead-letters", get(dead_letters))
+        .route("/admin/push/replay", post(replay))
         .with_state(state)
+}
+
+/// The checks every authenticated route makes, in order: Host and Origin, both
+/// credentials, the caller's rate limit.
+async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    state.guard.check(headers)?;
+    let caller = state
+        .auth
+        .authenticate(headers)
+        .await
+        .map_err(|e| ApiError::unauthenticated(&e))?;
+    state
+        .rate_limit
+        .check(&caller.user)
+        .map_err(ApiError::rate_limited)?;
+    Ok(caller)
+}
+
+/// `admit`, then the admin scope.
+async fn admit_admin(state: &AppState, headers: &HeaderMap) -> Result<Caller, Response> {
+    let caller = admit(state, headers)
+        .await
+        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
+    if !caller.grants.allows(Some(ADMIN_SCOPE)) {
+        let error = ApiError::insufficient_scope("admin", ADMIN_SCOPE);
+        return Err(refusal(&Value::Null, &error, Dialect::V1));
+    }
+    Ok(caller)
+}
+
+/// Push configs whose delivery was given up (operators; scope `fundi:admin`).
+async fn dead_letters(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers).await {
+        return refused;
+    }
+    let Some(push) = &state.push else {
+        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
+    };
+    match push.dead_letters().await {
+        Ok(entries) => {
+            let letters: Vec<Value> = entries
+                .iter()
+                .filter_map(|entry| {
+                    let dead = entry.cursor.dead.as_ref()?;
+                    Some(json!({
+                        "taskId": entry.config.task_id,
+                        "configId": entry.config.id,
+                        "url": entry.config.url,
+                        "seq": dead.seq,
+                        "attempts": dead.attempts,
+                        "lastError": dead.last_error,
+                        "firstFailure": dead.first_failure,
+                        "deadAt": dead.dead_at,
+                    }))
+                })
+                .collect();
+            axum::Json(json!({"deadLetters": letters})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "listing dead letters");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+/// Delivers a dead-lettered config again: `{"taskId": ..., "configId": ...}`.
+async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers).await {
+        return refused;
+    }
+    let Some(push) = &state.push else {
+        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
+    };
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Target {
+        task_id: String,
+        config_id: String,
+    }
+    let target: Target = match serde_json::from_slice(&body) {
+        Ok(target) => target,
+        Err(e) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{\"taskId\": ..., \"configId\": ...}}: {e}"),
+            );
+        }
+    };
+    let task_id = fundi_runtime::TaskId::from(target.task_id);
+    match push.replay(&task_id, &target.config_id).await {
+        Ok(true) => axum::Json(json!({"replayed": true})).into_response(),
+        Ok(false) => admin_error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "no dead letter for config {:?} of task {task_id}",
+                target.config_id
+            ),
+        ),
+        Err(error) => {
+            tracing::error!(%error, "replaying a dead letter");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+fn admin_error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"error": message}))).into_response()
 }
 
 async fn health() -> Response {
@@ -63,16 +175,10 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Respon
 async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Response {
     let limit = state.config.max_body_bytes;
     // Refusals come before the body is looked at (beyond echoing its id).
-    if let Err(error) = state.guard.check(&headers) {
-        return refuse(&error, body, limit).await;
-    }
-    let caller = match state.auth.authenticate(&headers).await {
+    let caller = match admit(&state, &headers).await {
         Ok(caller) => caller,
-        Err(error) => return refuse(&ApiError::unauthenticated(&error), body, limit).await,
+        Err(error) => return refuse(&error, body, limit).await,
     };
-    if let Err(retry_after) = state.rate_limit.check(&caller.user) {
-        return refuse(&ApiError::rate_limited(retry_after), body, limit).await;
-    }
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(_) => {

@@ -18,6 +18,7 @@ mod http;
 mod jsonrpc;
 mod methods;
 mod params;
+mod push;
 mod rate_limit;
 mod state;
 mod streaming;
@@ -42,6 +43,7 @@ pub use dialect::{Dialect, Method};
 pub use error::{ApiError, REFUSED};
 pub use http::app;
 pub use jsonrpc::{EnvelopeError, Request, parse as parse_envelope};
+pub use push::{PushService, PushSettings};
 pub use state::AppState;
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then lets in-flight requests

@@ -41,10 +41,13 @@ pub(crate) async fn call(
             Method::GetTask => get_task(runtime, owner, params, dialect).await,
             Method::ListTasks => list_tasks(runtime, owner, params).await,
             Method::CancelTask => cancel_task(runtime, owner, params, dialect).await,
-            Method::CreatePushConfig
+            method @ (Method::CreatePushConfig
             | Method::GetPushConfig
             | Method::ListPushConfigs
-            | Method::DeletePushConfig => Err(ApiError::push_not_supported()),
+            | Method::DeletePushConfig) => match &state.push {
+                Some(push) => push.call(caller, method, params, dialect).await,
+                None => Err(ApiError::push_not_supported()),
+            },
             Method::GetExtendedAgentCard => Err(ApiError::unsupported(
                 "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
             )),
@@ -75,16 +78,33 @@ pub(crate) async fn submit(
     let params: SendMessageParams = decode(params)?;
     check_size(&params.message, &state.config)?;
     let config = params.configuration.unwrap_or_default();
-    if config.task_push_notification_config.is_some() {
-        return Err(ApiError::push_not_supported());
-    }
     let history = history_length("configuration.historyLength", config.history_length)?;
+    // A push config given with the message is checked before anything is submitted.
+    let push = match config.task_push_notification_config {
+        None => None,
+        Some(fields) => {
+            let service = state
+                .push
+                .as_ref()
+                .ok_or_else(ApiError::push_not_supported)?;
+            let continued = params.message.task_id.as_ref();
+            Some((service, service.prepare(fields, dialect, continued).await?))
+        }
+    };
     let request = SubmitRequest {
         owner: Some(caller.user.clone()),
         grants: caller.grants.clone(),
         ..SubmitRequest::new(params.message)
     };
     let accepted = state.runtime.submit(request).await?;
+    if let Some((service, prepared)) = push {
+        // From the event before the accepted one: a new task's creation, or the message
+        // that continued it.
+        let start_after = accepted.seq.saturating_sub(1);
+        service
+            .attach_prepared(prepared, &accepted.task.id, start_after)
+            .await?;
+    }
     Ok((
         accepted,
         history,

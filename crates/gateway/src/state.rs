@@ -9,6 +9,7 @@ use crate::auth::Authenticator;
 use crate::card;
 use crate::config::GatewayConfig;
 use crate::guard::RequestGuard;
+use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
 
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
@@ -21,6 +22,8 @@ pub struct AppState {
     pub(crate) auth: Arc<Authenticator>,
     pub(crate) guard: Arc<RequestGuard>,
     pub(crate) rate_limit: Arc<UserRateLimit>,
+    /// Push notifications, when enabled.
+    pub(crate) push: Option<Arc<PushService>>,
 }
 
 /// The agent card, serialized once, with its ETag.
@@ -41,8 +44,6 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> AppState {
         let card = card::agent_card(&config, public_url, runtime.skills(), &auth);
-        let json = card.to_string();
-        let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
         AppState {
             runtime,
             guard: Arc::new(RequestGuard::new(&config, public_url)),
@@ -51,10 +52,30 @@ impl AppState {
                 config.rate_limit_burst,
             )),
             config: Arc::new(config),
-            card: Arc::new(CardBody { json, etag }),
+            card: Arc::new(CardBody::new(&card)),
             shutdown,
             auth: Arc::new(auth),
+            push: None,
         }
+    }
+
+    /// The same state serving the push-config methods and delivering through `push`;
+    /// the card then declares `pushNotifications: true`.
+    pub fn with_push(mut self, push: Arc<PushService>) -> AppState {
+        let mut card: serde_json::Value =
+            serde_json::from_str(&self.card.json).expect("the card is JSON");
+        card["capabilities"]["pushNotifications"] = serde_json::Value::Bool(true);
+        self.card = Arc::new(CardBody::new(&card));
+        self.push = Some(push);
+        self
+    }
+}
+
+impl CardBody {
+    fn new(card: &serde_json::Value) -> CardBody {
+        let json = card.to_string();
+        let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
+        CardBody { json, etag }
     }
 }
 

@@ -5,6 +5,8 @@ mod cursor;
 mod flusher;
 mod index;
 mod memory;
+mod push;
+mod sled_push;
 mod sled_store;
 
 use async_trait::async_trait;
@@ -17,6 +19,9 @@ use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
 
 pub use cursor::Cursor;
 pub use memory::MemoryStore;
+pub use push::{
+    DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
+};
 pub use sled_store::{Durability, SledStore};
 
 /// Errors of the storage layer.

@@ -91,7 +91,7 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    fn generate() -> Credentials {
+    pub fn generate() -> Credentials {
         let token = || format!("{:032x}", rand::random::<u128>());
         Credentials {
             admin_token: token(),

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::index::{IndexEntry, plan_page};
+use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::model::{TaskEvent, TaskId};
 
@@ -13,6 +14,7 @@ use crate::model::{TaskEvent, TaskId};
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    push: Mutex<BTreeMap<(TaskId, String), (PushConfig, PushCursor)>>,
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +109,78 @@ impl TaskStore for MemoryStore {
             .values()
             .filter(|r| !r.state().is_terminal())
             .cloned()
+            .collect())
+    }
+}
+
+impl MemoryStore {
+    fn push(&self) -> MutexGuard<'_, BTreeMap<(TaskId, String), (PushConfig, PushCursor)>> {
+        self.push.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl PushStore for MemoryStore {
+    async fn put_config(&self, config: &PushConfig, start_after: u64) -> Result<(), StoreError> {
+        let mut push = self.push();
+        let key = (config.task_id.clone(), config.id.clone());
+        let cursor = push.get(&key).map_or(
+            PushCursor {
+                delivered_seq: start_after,
+                ..PushCursor::default()
+            },
+            |(_, cursor)| cursor.clone(),
+        );
+        push.insert(key, (config.clone(), cursor));
+        Ok(())
+    }
+
+    async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
+        let key = (task.clone(), id.to_owned());
+        Ok(self.push().get(&key).map(|(config, _)| config.clone()))
+    }
+
+    async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
+        Ok(self
+            .push()
+            .range((task.clone(), String::new())..)
+            .take_while(|((t, _), _)| t == task)
+            .map(|(_, (config, _))| config.clone())
+            .collect())
+    }
+
+    async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
+        let key = (task.clone(), id.to_owned());
+        Ok(self.push().remove(&key).is_some())
+    }
+
+    async fn cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
+        let key = (task.clone(), id.to_owned());
+        Ok(self.push().get(&key).map(|(_, cursor)| cursor.clone()))
+    }
+
+    async fn set_cursor(
+        &self,
+        task: &TaskId,
+        id: &str,
+        cursor: &PushCursor,
+    ) -> Result<(), StoreError> {
+        let key = (task.clone(), id.to_owned());
+        if let Some((_, stored)) = self.push().get_mut(&key) {
+            *stored = cursor.clone();
+        }
+        Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
+        Ok(self
+            .push()
+            .values()
+            .filter(|(_, cursor)| !cursor.finished)
+            .map(|(config, cursor)| PushEntry {
+                config: config.clone(),
+                cursor: cursor.clone(),
+            })
             .collect())
     }
 }

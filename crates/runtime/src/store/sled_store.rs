@@ -42,6 +42,8 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SledStore {
     db: sled::Db,
+    /// Push configs and cursors (see `sled_push`).
+    pub(super) push: sled::Tree,
     flusher: Option<GroupFlusher>,
 }
 
@@ -65,11 +67,20 @@ impl SledStore {
             }
         };
         let db = config.open()?;
+        let push = db.open_tree("push")?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
             Durability::Batched { .. } => None,
         };
-        Ok(SledStore { db, flusher })
+        Ok(SledStore { db, push, flusher })
+    }
+
+    /// In `sync` mode, returns once everything written so far is on disk.
+    pub(super) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+        match &self.flusher {
+            Some(flusher) => flusher.flush(&self.db).await,
+            None => Ok(()),
+        }
     }
 
     /// Flushes everything written so far (used at shutdown in batched mode).
@@ -225,10 +236,7 @@ impl TaskStore for SledStore {
                 TransactionError::Abort(e) => e,
                 TransactionError::Storage(e) => e.into(),
             })?;
-        if let Some(flusher) = &self.flusher {
-            flusher.flush(&self.db).await?;
-        }
-        Ok(())
+        self.flush_if_sync().await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {

@@ -310,3 +310,134 @@ async fn concurrent_sync_writers_all_complete_sharing_flushes() {
         .unwrap();
     assert_eq!(page.total, 200);
 }
+
+fn push_stores() -> Vec<(&'static str, Arc<dyn PushStore>)> {
+    vec![
+        ("memory", Arc::new(MemoryStore::new())),
+        (
+            "sled",
+            Arc::new(SledStore::temporary(Durability::Sync).unwrap()),
+        ),
+    ]
+}
+
+fn push_config(task: &str, id: &str, url: &str) -> PushConfig {
+    PushConfig {
+        task_id: TaskId::from(task),
+        id: id.into(),
+        url: url.into(),
+        token: Some("tok".into()),
+        authentication: None,
+        format: PushFormat::StreamResponse,
+        created_at: Utc::now(),
+    }
+}
+
+#[tokio::test]
+async fn push_configs_are_kept_per_task_with_cursors_that_survive_replacement() {
+    for (name, store) in push_stores() {
+        store
+            .put_config(&push_config("t1", "a", "https://x/1"), 0)
+            .await
+            .unwrap();
+        store
+            .put_config(&push_config("t1", "b", "https://x/2"), 5)
+            .await
+            .unwrap();
+        store
+            .put_config(&push_config("t10", "a", "https://x/3"), 0)
+            .await
+            .unwrap();
+        let t1 = TaskId::from("t1");
+        let ids: Vec<String> = store
+            .configs(&t1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, ["a", "b"], "{name}: t10's config is not t1's");
+        assert_eq!(
+            store.cursor(&t1, "b").await.unwrap().unwrap().delivered_seq,
+            5,
+            "{name}"
+        );
+
+        let moved = PushCursor {
+            delivered_seq: 3,
+            ..PushCursor::default()
+        };
+        store.set_cursor(&t1, "a", &moved).await.unwrap();
+        // Replacing the config keeps where delivery stands.
+        store
+            .put_config(&push_config("t1", "a", "https://x/new"), 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.cursor(&t1, "a").await.unwrap().unwrap().delivered_seq,
+            3,
+            "{name}"
+        );
+        assert_eq!(
+            store.config(&t1, "a").await.unwrap().unwrap().url,
+            "https://x/new"
+        );
+
+        let finished = PushCursor {
+            delivered_seq: 9,
+            finished: true,
+            ..PushCursor::default()
+        };
+        store.set_cursor(&t1, "b", &finished).await.unwrap();
+        let mut open: Vec<(String, String)> = store
+            .unfinished()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.config.task_id.to_string(), e.config.id))
+            .collect();
+        open.sort();
+        assert_eq!(
+            open,
+            [("t1".into(), "a".into()), ("t10".into(), "a".into())],
+            "{name}"
+        );
+
+        assert!(store.delete_config(&t1, "a").await.unwrap(), "{name}");
+        assert!(
+            !store.delete_config(&t1, "a").await.unwrap(),
+            "{name}: idempotent"
+        );
+        // A cursor move after the delete does not bring the config back.
+        store.set_cursor(&t1, "a", &moved).await.unwrap();
+        assert!(store.config(&t1, "a").await.unwrap().is_none(), "{name}");
+        assert!(store.cursor(&t1, "a").await.unwrap().is_none(), "{name}");
+        assert_eq!(store.unfinished().await.unwrap().len(), 1, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn sled_keeps_push_configs_and_cursors_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        store
+            .put_config(&push_config("t1", "a", "https://x/1"), 0)
+            .await
+            .unwrap();
+        let cursor = PushCursor {
+            delivered_seq: 4,
+            ..PushCursor::default()
+        };
+        store
+            .set_cursor(&TaskId::from("t1"), "a", &cursor)
+            .await
+            .unwrap();
+        store.flush().await.unwrap();
+    }
+    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    let open = store.unfinished().await.unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].cursor.delivered_seq, 4);
+    assert_eq!(open[0].config.url, "https://x/1");
+}

@@ -1,0 +1,347 @@
+//! One delivery worker per config: it follows the task's event log from the config's
+//! cursor and POSTs each event, in order, retrying with exponential backoff and jitter.
+//! The cursor moves only after a 2xx, so nothing is skipped; a crash between a delivery
+//! and the cursor write sends that event again (at least once). When an event keeps
+//! failing past the attempt or age limit, the config is parked as a dead letter (later
+//! events wait behind it) until an operator replays it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use fundi_runtime::store::{DeadLetter, PushConfig, PushCursor, PushFormat};
+use fundi_runtime::{RuntimeError, TaskEvent, TaskEventKind};
+use futures::StreamExt;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use crate::dialect::Dialect;
+use crate::encode;
+
+/// Bytes of a webhook's answer that are read (the rest is dropped unread).
+const MAX_RESPONSE_BYTES: usize = 16 * 1024;
+/// A task that is not live (waiting for input after a restart) is polled for new events
+/// this often at first, backing off to the maximum.
+const IDLE_POLL_MIN: Duration = Duration::from_millis(500);
+const IDLE_POLL_MAX: Duration = Duration::from_secs(10);
+
+/// The header carrying the event's sequence number, for receivers to drop duplicates.
+pub(crate) const SEQ_HEADER: &str = "X-Fundi-Event-Seq";
+/// The push token header (A2A v0.3; the v1.0 SDKs still send it).
+pub(crate) const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+
+enum Outcome {
+    Delivered,
+    Stopped,
+    Dead(DeadLetter),
+}
+
+/// Runs the worker of `config` until its task has ended and everything is delivered,
+/// delivery is given up, or `stop` is cancelled (config deleted or replaced, shutdown).
+pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: CancellationToken) {
+    let (task_id, id) = (&config.task_id, config.id.as_str());
+    let mut cursor = match shared.store.cursor(task_id, id).await {
+        Ok(cursor) => cursor.unwrap_or_default(),
+        Err(error) => {
+            tracing::error!(%error, task_id = %task_id, config = id, "push cursor unreadable");
+            return;
+        }
+    };
+    if cursor.finished || cursor.dead.is_some() {
+        return;
+    }
+    let mut idle = IDLE_POLL_MIN;
+    loop {
+        let mut events = match shared
+            .runtime
+            .subscribe(task_id, cursor.delivered_seq, None)
+            .await
+        {
+            Ok(events) => events,
+            Err(RuntimeError::TaskNotFound(_)) => return,
+            Err(error) => {
+                tracing::warn!(%error, task_id = %task_id, "push: cannot read the task's events");
+                if sleep_or_stop(IDLE_POLL_MAX, &stop).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        loop {
+            let next = tokio::select! {
+                () = stop.cancelled() => return,
+                next = events.next() => next,
+            };
+            let event = match next {
+                Some(Ok(event)) => event,
+                Some(Err(_)) | None => break,
+            };
+            if event.seq <= cursor.delivered_seq {
+                continue;
+            }
+            idle = IDLE_POLL_MIN;
+            if !matches!(event.kind, TaskEventKind::Message(_)) {
+                match deliver(&shared, &config, &event, &stop).await {
+                    Outcome::Delivered => {}
+                    Outcome::Stopped => return,
+                    Outcome::Dead(dead) => {
+                        tracing::warn!(
+                            task_id = %task_id, config = id, seq = dead.seq,
+                            error = %dead.last_error, "push delivery given up: dead letter"
+                        );
+                        cursor.dead = Some(dead);
+                        save(&shared, &config, &cursor).await;
+                        return;
+                    }
+                }
+            }
+            cursor.delivered_seq = event.seq;
+            cursor.finished = event.is_terminal();
+            save(&shared, &config, &cursor).await;
+            if cursor.finished {
+                return;
+            }
+        }
+        // The stream ended without a terminal event: the task is not live (it waits for
+        // input after a restart). Look again later.
+        match shared.runtime.snapshot(task_id, Some(0), None).await {
+            Ok(snapshot)
+                if snapshot.task.status.state.is_terminal()
+                    && snapshot.seq <= cursor.delivered_seq =>
+            {
+                cursor.finished = true;
+                save(&shared, &config, &cursor).await;
+                return;
+            }
+            Ok(snapshot) if snapshot.seq > cursor.delivered_seq => continue,
+            Ok(_) => {}
+            Err(RuntimeError::TaskNotFound(_)) => return,
+            Err(_) => {}
+        }
+        if sleep_or_stop(idle, &stop).await {
+            return;
+        }
+        idle = (idle * 2).min(IDLE_POLL_MAX);
+    }
+}
+
+async fn save(shared: &Shared, config: &PushConfig, cursor: &PushCursor) {
+    if let Err(error) = shared
+        .store
+        .set_cursor(&config.task_id, &config.id, cursor)
+        .await
+    {
+        // The event is delivered; a cursor left behind only means a duplicate later.
+        tracing::warn!(%error, task_id = %config.task_id, "push cursor not saved");
+    }
+}
+
+/// True if `stop` fired first.
+async fn sleep_or_stop(delay: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => true,
+        () = tokio::time::sleep(delay) => false,
+    }
+}
+
+/// Delivers one event, retrying until it is accepted or given up.
+async fn deliver(
+    shared: &Shared,
+    config: &PushConfig,
+    event: &TaskEvent,
+    stop: &CancellationToken,
+) -> Outcome {
+    let settings = &shared.settings;
+    let first = Instant::now();
+    let first_failure = Utc::now();
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let failure = match body(shared, config, event).await {
+            Ok(body) => match post(shared, config, event.seq, body).await {
+                Ok(()) => return Outcome::Delivered,
+                Err(failure) => failure,
+            },
+            Err(why) => Failure {
+                why,
+                retry_after: None,
+            },
+        };
+        tracing::debug!(task_id = %config.task_id, config = %config.id, seq = event.seq,
+                        attempt = attempts, error = %failure.why, "push attempt failed");
+        let too_old = first.elapsed() >= Duration::from_secs(settings.max_age_secs);
+        if attempts >= settings.max_attempts || too_old {
+            return Outcome::Dead(DeadLetter {
+                seq: event.seq,
+                attempts,
+                last_error: failure.why,
+                first_failure,
+                dead_at: Utc::now(),
+            });
+        }
+        let delay = backoff(
+            attempts,
+            Duration::from_millis(settings.initial_backoff_ms),
+            Duration::from_millis(settings.max_backoff_ms),
+        );
+        let delay = failure.retry_after.map_or(delay, |after| {
+            after
+                .max(delay)
+                .min(Duration::from_millis(settings.max_backoff_ms))
+        });
+        if sleep_or_stop(delay, stop).await {
+            return Outcome::Stopped;
+        }
+    }
+}
+
+/// Exponential backoff with jitter: a random wait between half and all of
+/// `initial * 2^(attempt-1)`, capped at `max`.
+pub(crate) fn backoff(attempt: u32, initial: Duration, max: Duration) -> Duration {
+    let exponential = initial.saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+    let ceiling = exponential.min(max);
+    let half = ceiling / 2;
+    half + half.mul_f64(rand::random::<f64>())
+}
+
+/// The body for an event: a v1.0 StreamResponse, or the v0.3 task as it stands.
+async fn body(shared: &Shared, config: &PushConfig, event: &TaskEvent) -> Result<Value, String> {
+    match config.format {
+        PushFormat::StreamResponse => Ok(encode::update(&event.to_update(), Dialect::V1)),
+        PushFormat::V03Task => shared
+            .runtime
+            .get(&config.task_id, None, None)
+            .await
+            .map(|task| encode::task(&task, Dialect::V03))
+            .map_err(|e| format!("reading the task: {e}")),
+    }
+}
+
+struct Failure {
+    why: String,
+    retry_after: Option<Duration>,
+}
+
+async fn post(shared: &Shared, config: &PushConfig, seq: u64, body: Value) -> Result<(), Failure> {
+    let fail = |why: String| Failure {
+        why,
+        retry_after: None,
+    };
+    let url = reqwest::Url::parse(&config.url).map_err(|e| fail(e.to_string()))?;
+    // Names are checked by the resolver at connect time; literal addresses here.
+    shared.policy.check_literal(&url).map_err(fail)?;
+    let mut request = shared
+        .client
+        .post(url)
+        .timeout(Duration::from_millis(shared.settings.timeout_ms))
+        .header(CONTENT_TYPE, "application/json")
+        .header(SEQ_HEADER, seq.to_string())
+        .header("traceparent", traceparent(&config.task_id));
+    if let Some(token) = &config.token {
+        request = request.header(TOKEN_HEADER, token);
+    }
+    if let Some(auth) = &config.authentication
+        && !auth.credentials.is_empty()
+    {
+        request = request.header(
+            AUTHORIZATION,
+            format!("{} {}", auth.scheme, auth.credentials),
+        );
+    }
+    let mut response = request
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| fail(describe(&e)))?;
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    // Read a little of the answer (so the connection can be reused), never all of it.
+    let mut read = 0;
+    while read < MAX_RESPONSE_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => read += chunk.len(),
+            _ => break,
+        }
+    }
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(Failure {
+            why: format!("the webhook answered HTTP {status}"),
+            retry_after,
+        })
+    }
+}
+
+fn describe(error: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// W3C trace context for a delivery: the task's id is its trace id (a UUID is 128 bits)
+/// and each delivery a new span.
+fn traceparent(task_id: &fundi_runtime::TaskId) -> String {
+    let trace = match uuid::Uuid::parse_str(task_id.as_str()) {
+        Ok(uuid) => uuid.simple().to_string(),
+        Err(_) => format!("{:032x}", fnv(task_id.as_str().as_bytes())),
+    };
+    let span = loop {
+        let span: u64 = rand::random();
+        if span != 0 {
+            break span;
+        }
+    };
+    format!("00-{trace}-{span:016x}-01")
+}
+
+fn fnv(bytes: &[u8]) -> u128 {
+    bytes
+        .iter()
+        .fold(0x6c62272e07bb014262b821756295c58d, |hash: u128, byte| {
+            (hash ^ u128::from(*byte)).wrapping_mul(0x0000000001000000000000000000013B)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_stops_at_the_cap() {
+        let (initial, max) = (Duration::from_millis(100), Duration::from_secs(2));
+        for attempt in 1..10 {
+            let ceiling = (initial * (1 << (attempt - 1))).min(max);
+            let delay = backoff(attempt, initial, max);
+            assert!(
+                delay >= ceiling / 2 && delay <= ceiling,
+                "{attempt}: {delay:?}"
+            );
+        }
+        assert!(backoff(64, initial, max) <= max);
+    }
+
+    #[test]
+    fn traceparent_carries_the_task_uuid_as_trace_id() {
+        let id = fundi_runtime::TaskId::from("0193c0de-1234-7000-8000-00000000abcd");
+        let header = traceparent(&id);
+        let parts: Vec<&str> = header.split('-').collect();
+        assert_eq!(parts[0], "00");
+        assert_eq!(parts[1], "0193c0de12347000800000000000abcd");
+        assert_eq!(parts[2].len(), 16);
+        assert_eq!(parts[3], "01");
+    }
+}

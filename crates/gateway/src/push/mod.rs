@@ -1,0 +1,327 @@
+//! Push notifications: the config methods, durable per-config delivery workers, dead
+//! letters and their replay. Configs and cursors live in the runtime's store
+//! ([`PushStore`]); the workers follow each task's event log.
+
+mod deliver;
+mod settings;
+mod ssrf;
+mod wire;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use fundi_runtime::store::{PushConfig, PushEntry, PushStore};
+use fundi_runtime::{RuntimeHandle, StoreError, TaskId};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Caller;
+use crate::dialect::{Dialect, Method};
+use crate::error::ApiError;
+use crate::params::decode;
+
+pub use settings::PushSettings;
+
+/// What the workers share.
+pub(crate) struct Shared {
+    runtime: RuntimeHandle,
+    store: Arc<dyn PushStore>,
+    settings: PushSettings,
+    policy: Arc<ssrf::Policy>,
+    client: reqwest::Client,
+}
+
+type WorkerKey = (TaskId, String);
+
+/// Push notifications for one runtime: config methods and delivery.
+pub struct PushService {
+    shared: Arc<Shared>,
+    workers: Arc<Mutex<HashMap<WorkerKey, (u64, CancellationToken)>>>,
+    generation: AtomicU64,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for PushService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushService")
+            .field("settings", &self.shared.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A config checked for shape and address, not yet attached to its task.
+pub(crate) struct Prepared(PushConfig);
+
+impl PushService {
+    /// A service delivering the events of `runtime`'s tasks, with configs kept in
+    /// `store` (the same store as the tasks). Workers stop when `shutdown` is cancelled.
+    /// Call [`PushService::resume`] once to pick up deliveries a previous run left.
+    pub fn new(
+        runtime: RuntimeHandle,
+        store: Arc<dyn PushStore>,
+        settings: PushSettings,
+        shutdown: CancellationToken,
+    ) -> Result<PushService, String> {
+        settings.validate()?;
+        let policy = Arc::new(ssrf::Policy::new(&settings));
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(ssrf::GuardedResolver {
+                policy: policy.clone(),
+            }))
+            .no_proxy()
+            .connect_timeout(std::time::Duration::from_millis(settings.timeout_ms))
+            .user_agent(concat!("fundi/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("push: HTTP client: {e}"))?;
+        Ok(PushService {
+            shared: Arc::new(Shared {
+                runtime,
+                store,
+                settings,
+                policy,
+                client,
+            }),
+            workers: Arc::default(),
+            generation: AtomicU64::new(0),
+            shutdown,
+        })
+    }
+
+    /// Starts a worker for every config whose delivery a previous run left unfinished
+    /// (dead letters stay parked). Returns how many.
+    pub async fn resume(&self) -> Result<usize, StoreError> {
+        let mut started = 0;
+        for entry in self.shared.store.unfinished().await? {
+            if entry.cursor.dead.is_none() {
+                self.start(entry.config);
+                started += 1;
+            }
+        }
+        Ok(started)
+    }
+
+    /// Configs whose delivery was given up, with why.
+    pub async fn dead_letters(&self) -> Result<Vec<PushEntry>, StoreError> {
+        Ok(self
+            .shared
+            .store
+            .unfinished()
+            .await?
+            .into_iter()
+            .filter(|entry| entry.cursor.dead.is_some())
+            .collect())
+    }
+
+    /// Delivers a dead-lettered config again from its first undelivered event. False if
+    /// there is no such dead letter.
+    pub async fn replay(&self, task_id: &TaskId, id: &str) -> Result<bool, StoreError> {
+        let store = &self.shared.store;
+        let (Some(config), Some(mut cursor)) = (
+            store.config(task_id, id).await?,
+            store.cursor(task_id, id).await?,
+        ) else {
+            return Ok(false);
+        };
+        if cursor.dead.take().is_none() {
+            return Ok(false);
+        }
+        store.set_cursor(task_id, id, &cursor).await?;
+        self.start(config);
+        Ok(true)
+    }
+
+    fn start(&self, config: PushConfig) {
+        let key = (config.task_id.clone(), config.id.clone());
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let stop = self.shutdown.child_token();
+        let replaced = self
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), (generation, stop.clone()));
+        if let Some((_, old)) = replaced {
+            old.cancel();
+        }
+        let (shared, workers) = (self.shared.clone(), self.workers.clone());
+        tokio::spawn(async move {
+            deliver::run(shared, config, stop).await;
+            let mut workers = workers.lock().unwrap_or_else(|e| e.into_inner());
+            if workers.get(&key).is_some_and(|(g, _)| *g == generation) {
+                workers.remove(&key);
+            }
+        });
+    }
+
+    fn stop(&self, task_id: &TaskId, id: &str) {
+        let key = (task_id.clone(), id.to_owned());
+        let removed = self
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        if let Some((_, stop)) = removed {
+            stop.cancel();
+        }
+    }
+
+    /// Checks a config given with a message (`configuration.taskPushNotificationConfig`)
+    /// before the message is submitted. `existing` is the task the message continues.
+    pub(crate) async fn prepare(
+        &self,
+        fields: Value,
+        dialect: Dialect,
+        existing: Option<&TaskId>,
+    ) -> Result<Prepared, ApiError> {
+        const PREFIX: &str = "configuration.taskPushNotificationConfig.";
+        let fields: wire::ConfigFields = decode(fields).map_err(|e| e.prefixed(PREFIX))?;
+        let named = fields.id.as_deref().is_some_and(|id| !id.is_empty());
+        // The task id (and a default config id) are filled in once the task exists.
+        let placeholder = existing.cloned().unwrap_or_else(|| TaskId::from("pending"));
+        let mut config = wire::build(&placeholder, fields, dialect, PREFIX)?;
+        if existing.is_none() && !named {
+            config.id = String::new();
+        }
+        self.check_address(&config, PREFIX).await?;
+        if let Some(task_id) = existing {
+            self.check_room(task_id, &config.id).await?;
+        }
+        Ok(Prepared(config))
+    }
+
+    /// Attaches a prepared config to the task its message created or continued; delivery
+    /// starts after event `start_after`.
+    pub(crate) async fn attach_prepared(
+        &self,
+        prepared: Prepared,
+        task_id: &TaskId,
+        start_after: u64,
+    ) -> Result<(), ApiError> {
+        let mut config = prepared.0;
+        if config.id.is_empty() {
+            config.id = task_id.to_string();
+        }
+        config.task_id = task_id.clone();
+        self.attach(config, start_after).await.map(drop)
+    }
+
+    async fn check_address(&self, config: &PushConfig, prefix: &str) -> Result<(), ApiError> {
+        self.shared
+            .policy
+            .check_url(&config.url)
+            .await
+            .map(drop)
+            .map_err(|why| ApiError::invalid_params(format!("{prefix}url"), why))
+    }
+
+    async fn check_room(&self, task_id: &TaskId, id: &str) -> Result<(), ApiError> {
+        let existing = self
+            .shared
+            .store
+            .configs(task_id)
+            .await
+            .map_err(ApiError::internal)?;
+        let limit = self.shared.settings.max_configs_per_task;
+        if existing.len() >= limit && !existing.iter().any(|c| c.id == id) {
+            return Err(ApiError::invalid_params(
+                "id",
+                format!(
+                    "task {task_id} already has {limit} push notification configs (push.max-configs-per-task)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn attach(&self, config: PushConfig, start_after: u64) -> Result<PushConfig, ApiError> {
+        self.check_room(&config.task_id, &config.id).await?;
+        self.shared
+            .store
+            .put_config(&config, start_after)
+            .await
+            .map_err(ApiError::internal)?;
+        self.start(config.clone());
+        Ok(config)
+    }
+
+    /// The four config methods, for the task's owner only.
+    pub(crate) async fn call(
+        &self,
+        caller: &Caller,
+        method: Method,
+        params: Value,
+        dialect: Dialect,
+    ) -> Result<Value, ApiError> {
+        let runtime = &self.shared.runtime;
+        let owner = Some(caller.user.as_str());
+        let store = &self.shared.store;
+        match method {
+            Method::CreatePushConfig => {
+                let (task_id, fields) = wire::create_params(params, dialect)?;
+                let prefix = match dialect {
+                    Dialect::V1 => "",
+                    Dialect::V03 => "pushNotificationConfig.",
+                };
+                let config = wire::build(&task_id, fields, dialect, prefix)?;
+                self.check_address(&config, prefix).await?;
+                // Ownership first: another user's task is "not found".
+                let snapshot = runtime.snapshot(&task_id, Some(0), owner).await?;
+                let config = self.attach(config, snapshot.seq).await?;
+                Ok(wire::encode(&config, dialect))
+            }
+            Method::GetPushConfig => {
+                let at = wire::ref_params(params, dialect)?;
+                runtime.snapshot(&at.task_id, Some(0), owner).await?;
+                let id = at.id.unwrap_or_else(|| at.task_id.to_string());
+                match store
+                    .config(&at.task_id, &id)
+                    .await
+                    .map_err(ApiError::internal)?
+                {
+                    Some(config) => Ok(wire::encode(&config, dialect)),
+                    None => Err(ApiError::push_config_not_found(at.task_id.as_str(), &id)),
+                }
+            }
+            Method::ListPushConfigs => {
+                let task_id = wire::list_params(params, dialect)?;
+                runtime.snapshot(&task_id, Some(0), owner).await?;
+                let configs: Vec<Value> = store
+                    .configs(&task_id)
+                    .await
+                    .map_err(ApiError::internal)?
+                    .iter()
+                    .map(|c| wire::encode(c, dialect))
+                    .collect();
+                Ok(match dialect {
+                    Dialect::V1 => json!({"configs": configs, "nextPageToken": ""}),
+                    Dialect::V03 => Value::Array(configs),
+                })
+            }
+            Method::DeletePushConfig => {
+                let at = wire::ref_params(params, dialect)?;
+                runtime.snapshot(&at.task_id, Some(0), owner).await?;
+                let id = at.id.ok_or_else(|| {
+                    ApiError::invalid_params(
+                        match dialect {
+                            Dialect::V1 => "id",
+                            Dialect::V03 => "pushNotificationConfigId",
+                        },
+                        "is required",
+                    )
+                })?;
+                // Stop first, so that no delivery starts after the answer.
+                self.stop(&at.task_id, &id);
+                store
+                    .delete_config(&at.task_id, &id)
+                    .await
+                    .map_err(ApiError::internal)?;
+                Ok(match dialect {
+                    Dialect::V1 => json!({}),
+                    Dialect::V03 => Value::Null,
+                })
+            }
+            _ => Err(ApiError::internal("not a push method")),
+        }
+    }
+}

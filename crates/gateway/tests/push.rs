@@ -1,0 +1,849 @@
+//! Push notifications end to end: a real gateway on 127.0.0.1:0 and real webhook
+//! receivers (axum on 127.0.0.1:0) that record every request.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use fundi_gateway::{AppState, Authenticator, GatewayConfig, PushService, PushSettings, app};
+use fundi_runtime::store::ListQuery;
+use fundi_runtime::{MemoryStore, Runtime, RuntimeConfig, TaskEventKind, TaskId, TaskStore};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use common::{Credentials, DEADLINE, Steps, message, request};
+
+/// How a receiver answers.
+#[derive(Clone)]
+enum Mode {
+    Ok,
+    Status(u16),
+    /// Never answers.
+    Hang,
+    /// 307 to this URL.
+    Redirect(String),
+    /// 200 with a body that never ends.
+    Endless,
+}
+
+/// One request a receiver got.
+#[derive(Clone, Debug)]
+struct Hit {
+    headers: HeaderMap,
+    body: Value,
+    seq: u64,
+}
+
+/// A webhook receiver on 127.0.0.1 that records every request.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    mode: Arc<Mutex<Mode>>,
+    arrived: Arc<Notify>,
+}
+
+impl Receiver {
+    async fn start(mode: Mode) -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Receiver::on(listener, mode)
+    }
+
+    fn on(listener: tokio::net::TcpListener, mode: Mode) -> Receiver {
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let receiver = Receiver {
+            url,
+            hits: Arc::default(),
+            mode: Arc::new(Mutex::new(mode)),
+            arrived: Arc::new(Notify::new()),
+        };
+        let router = Router::new().route(
+            "/hook",
+            post({
+                let receiver = receiver.clone();
+                move |headers: HeaderMap, body: String| {
+                    let receiver = receiver.clone();
+                    async move { receiver.record(headers, body).await }
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        receiver
+    }
+
+    async fn record(&self, headers: HeaderMap, body: String) -> Response {
+        let seq = headers
+            .get("x-fundi-event-seq")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let hit = Hit {
+            headers,
+            body: serde_json::from_str(&body).unwrap_or(Value::Null),
+            seq,
+        };
+        self.hits.lock().unwrap().push(hit);
+        self.arrived.notify_waiters();
+        let mode = self.mode.lock().unwrap().clone();
+        match mode {
+            Mode::Ok => StatusCode::OK.into_response(),
+            Mode::Status(code) => StatusCode::from_u16(code).unwrap().into_response(),
+            Mode::Hang => {
+                std::future::pending::<()>().await;
+                unreachable!()
+            }
+            Mode::Redirect(to) => {
+                (StatusCode::TEMPORARY_REDIRECT, [("location", to)]).into_response()
+            }
+            Mode::Endless => {
+                let chunks = futures::stream::repeat_with(|| {
+                    Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'x'; 8192]))
+                });
+                Response::new(Body::from_stream(chunks))
+            }
+        }
+    }
+
+    fn set(&self, mode: Mode) {
+        *self.mode.lock().unwrap() = mode;
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().unwrap().clone()
+    }
+
+    /// Waits until `done` holds for the hits so far.
+    async fn wait_until(&self, what: &str, done: impl Fn(&[Hit]) -> bool) -> Vec<Hit> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let arrived = self.arrived.notified();
+            let hits = self.hits();
+            if done(&hits) {
+                return hits;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "{what}: never happened; hits: {hits:?}");
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(200)), arrived).await;
+        }
+    }
+}
+
+/// The distinct sequence numbers received, in order of first arrival.
+fn seqs(hits: &[Hit]) -> Vec<u64> {
+    let mut seen = Vec::new();
+    for hit in hits {
+        if !seen.contains(&hit.seq) {
+            seen.push(hit.seq);
+        }
+    }
+    seen
+}
+
+fn got_terminal(hits: &[Hit]) -> bool {
+    hits.iter().any(|h| {
+        h.body["statusUpdate"]["status"]["state"]
+            .as_str()
+            .is_some_and(|s| {
+                [
+                    "TASK_STATE_COMPLETED",
+                    "TASK_STATE_FAILED",
+                    "TASK_STATE_CANCELED",
+                ]
+                .contains(&s)
+            })
+    })
+}
+
+struct Fixture {
+    url: String,
+    store: Arc<MemoryStore>,
+    credentials: Credentials,
+    http: reqwest::Client,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Settings for tests: loopback allowed, short waits.
+fn settings() -> PushSettings {
+    PushSettings {
+        allowed_hosts: vec!["127.0.0.1".into()],
+        initial_backoff_ms: 20,
+        max_backoff_ms: 100,
+        max_attempts: 1000,
+        timeout_ms: 5_000,
+        ..PushSettings::default()
+    }
+}
+
+async fn fixture(settings: PushSettings) -> Fixture {
+    let store = Arc::new(MemoryStore::new());
+    let runtime = Runtime::builder()
+        .shared_store(store.clone())
+        .skill(Steps)
+        .config(RuntimeConfig {
+            cancel_grace_ms: 200,
+            ..RuntimeConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let credentials = Credentials::generate();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    let push =
+        PushService::new(runtime.clone(), store.clone(), settings, shutdown.clone()).unwrap();
+    let state = AppState::new(
+        runtime.clone(),
+        GatewayConfig::default(),
+        Authenticator::from_config(&credentials.auth_config()).unwrap(),
+        &url,
+        shutdown.clone(),
+    )
+    .with_push(Arc::new(push));
+    tokio::spawn(fundi_gateway::serve(
+        listener,
+        app(state),
+        shutdown.clone(),
+        Duration::from_secs(10),
+    ));
+    Fixture {
+        url,
+        store,
+        credentials,
+        http: reqwest::Client::builder().no_proxy().build().unwrap(),
+        shutdown,
+    }
+}
+
+impl Fixture {
+    async fn call_as(&self, bearer: &str, user: &str, method: &str, params: Value) -> Value {
+        let response = self
+            .http
+            .post(format!("{}/a2a", self.url))
+            .bearer_auth(bearer)
+            .header("X-Fundi-User-Token", user)
+            .timeout(DEADLINE)
+            .json(&request(method, params))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// A call by alice through the admin client.
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let c = &self.credentials;
+        self.call_as(&c.admin_token, &c.alice, method, params).await
+    }
+
+    async fn ok(&self, method: &str, params: Value) -> Value {
+        let body = self.call(method, params).await;
+        body.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {body}"))
+    }
+
+    /// Starts a task with a push config to `url`; returns the task.
+    async fn send_with_push(&self, data: Value, config: Value, blocking: bool) -> Value {
+        let result = self
+            .ok(
+                "SendMessage",
+                json!({"message": message("push", data),
+                       "configuration": {"taskPushNotificationConfig": config,
+                                         "returnImmediately": !blocking}}),
+            )
+            .await;
+        result["task"].clone()
+    }
+
+    /// The sequence numbers of a task's events that are delivered (all but messages).
+    async fn deliverable(&self, task_id: &str) -> Vec<u64> {
+        self.store
+            .events(&TaskId::from(task_id), 0, 10_000)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| !matches!(e.kind, TaskEventKind::Message(_)))
+            .map(|e| e.seq)
+            .collect()
+    }
+
+    async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        self.admin_as(&self.credentials.admin_token.clone(), method, path, body)
+            .await
+    }
+
+    async fn admin_as(
+        &self,
+        bearer: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(bearer)
+            .header("X-Fundi-User-Token", &self.credentials.alice);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn task_count(&self) -> usize {
+        let query = ListQuery {
+            limit: 1000,
+            ..ListQuery::default()
+        };
+        self.store.list(&query).await.unwrap().total
+    }
+}
+
+#[tokio::test]
+async fn every_event_is_delivered_in_order_with_the_configured_headers() {
+    let fx = fixture(settings()).await;
+    let receiver = Receiver::start(Mode::Ok).await;
+    let card: Value = fx
+        .http
+        .get(format!("{}/.well-known/agent-card.json", fx.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], json!(true));
+
+    let config = json!({"url": receiver.url, "token": "tok-123",
+                        "authentication": {"scheme": "bearer", "credentials": "s3cret"}});
+    let task = fx.send_with_push(json!({"steps": 3}), config, true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let id = task["id"].as_str().unwrap();
+    let hits = receiver
+        .wait_until("the terminal event", got_terminal)
+        .await;
+    assert_eq!(seqs(&hits), fx.deliverable(id).await);
+    assert_eq!(
+        hits.len(),
+        seqs(&hits).len(),
+        "no duplicates without failures"
+    );
+    assert!(
+        hits[0].body["task"]["id"] == json!(id),
+        "first comes the task: {:?}",
+        hits[0]
+    );
+    for hit in &hits {
+        let h = &hit.headers;
+        assert_eq!(h["x-a2a-notification-token"], "tok-123");
+        assert_eq!(h["authorization"], "Bearer s3cret");
+        assert_eq!(h["content-type"], "application/json");
+        let trace = h["traceparent"].to_str().unwrap();
+        let parts: Vec<&str> = trace.split('-').collect();
+        assert_eq!(
+            (parts.len(), parts[0], parts[1].len(), parts[3]),
+            (4, "00", 32, "01"),
+            "{trace}"
+        );
+        // A bare StreamResponse: exactly one member.
+        let object = hit.body.as_object().unwrap();
+        assert_eq!(object.len(), 1, "{}", hit.body);
+        let kind = object.keys().next().unwrap();
+        assert!(
+            ["task", "statusUpdate", "artifactUpdate"].contains(&kind.as_str()),
+            "{kind}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_receiver_down_for_a_while_gets_every_event_in_order_once_up() {
+    let fx = fixture(settings()).await;
+    // A port with nothing listening: every attempt is refused until the receiver starts.
+    let reserved = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = reserved.local_addr().unwrap();
+    drop(reserved);
+    let config = json!({"url": format!("http://{addr}/hook")});
+    let task = fx.send_with_push(json!({"steps": 5}), config, true).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    let id = task["id"].as_str().unwrap();
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let receiver = Receiver::on(listener, Mode::Ok);
+    let hits = receiver
+        .wait_until("the terminal event", got_terminal)
+        .await;
+    assert_eq!(
+        seqs(&hits),
+        fx.deliverable(id).await,
+        "every event, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_dead_letter_waits_for_an_operator_then_delivers_in_order() {
+    let fx = fixture(PushSettings {
+        max_attempts: 3,
+        ..settings()
+    })
+    .await;
+    let receiver = Receiver::start(Mode::Status(500)).await;
+    let task = fx
+        .send_with_push(
+            json!({"steps": 2}),
+            json!({"url": receiver.url, "id": "hook"}),
+            true,
+        )
+        .await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let letters = {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, body) = fx
+                .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
+                .await;
+            assert_eq!(status, 200, "{body}");
+            if !body["deadLetters"].as_array().unwrap().is_empty() {
+                break body["deadLetters"].clone();
+            }
+            assert!(Instant::now() < deadline, "no dead letter appeared");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    assert_eq!(letters[0]["taskId"], json!(id));
+    assert_eq!(letters[0]["configId"], "hook");
+    assert_eq!(
+        letters[0]["seq"],
+        json!(1),
+        "stuck at the first event: {letters}"
+    );
+    assert_eq!(letters[0]["attempts"], json!(3));
+    assert!(
+        letters[0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 500"),
+        "{letters}"
+    );
+    // Parked: three attempts of the first event, nothing after it.
+    assert!(receiver.hits().iter().all(|h| h.seq == 1));
+    assert_eq!(receiver.hits().len(), 3);
+
+    // Only admins see or replay dead letters.
+    let auditor = fx.credentials.audit_token.clone();
+    let (status, _) = fx
+        .admin_as(
+            &auditor,
+            reqwest::Method::GET,
+            "/admin/push/dead-letters",
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = fx
+        .admin(
+            reqwest::Method::POST,
+            "/admin/push/replay",
+            Some(json!({"taskId": id, "configId": "nope"})),
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    receiver.set(Mode::Ok);
+    let (status, body) = fx
+        .admin(
+            reqwest::Method::POST,
+            "/admin/push/replay",
+            Some(json!({"taskId": id, "configId": "hook"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let hits = receiver
+        .wait_until("the terminal event", got_terminal)
+        .await;
+    assert_eq!(seqs(&hits), fx.deliverable(&id).await);
+    let (_, body) = fx
+        .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
+        .await;
+    assert_eq!(body["deadLetters"], json!([]));
+}
+
+#[tokio::test]
+async fn a_hanging_receiver_delays_neither_the_task_nor_other_receivers() {
+    let fx = fixture(PushSettings {
+        timeout_ms: 120_000,
+        ..settings()
+    })
+    .await;
+    let stuck = Receiver::start(Mode::Hang).await;
+    let fine = Receiver::start(Mode::Ok).await;
+    let task = fx
+        .send_with_push(
+            json!({"hold": true}),
+            json!({"url": stuck.url, "id": "stuck"}),
+            false,
+        )
+        .await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    fx.ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "fine", "url": fine.url}),
+    )
+    .await;
+    // While the first receiver holds its first request: the task is canceled at once,
+    // another task runs to completion, and the other receiver gets the end.
+    let canceled = fx.ok("CancelTask", json!({"id": id})).await;
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let done = fx
+        .call(
+            "SendMessage",
+            json!({"message": message("other", json!({"steps": 2}))}),
+        )
+        .await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    fine.wait_until("the terminal event", got_terminal).await;
+    assert_eq!(
+        stuck.hits().len(),
+        1,
+        "the hanging receiver holds the first delivery"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_config_stops_its_deliveries() {
+    let fx = fixture(settings()).await;
+    let gone = Receiver::start(Mode::Ok).await;
+    let kept = Receiver::start(Mode::Ok).await;
+    let task = fx
+        .send_with_push(
+            json!({"ask": true}),
+            json!({"url": gone.url, "id": "gone"}),
+            true,
+        )
+        .await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let asked = fx.deliverable(&id).await;
+    gone.wait_until("everything up to input-required", |h| seqs(h) == asked)
+        .await;
+    fx.ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "kept", "url": kept.url}),
+    )
+    .await;
+    let deleted = fx
+        .ok(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "gone"}),
+        )
+        .await;
+    assert_eq!(deleted, json!({}));
+    let answer = json!({"messageId": "answer", "role": "ROLE_USER", "taskId": id,
+                        "parts": [{"text": "go on"}]});
+    let done = fx.ok("SendMessage", json!({"message": answer})).await;
+    assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    kept.wait_until("the terminal event", got_terminal).await;
+    let last_asked = *asked.last().unwrap();
+    assert!(
+        gone.hits().iter().all(|h| h.seq <= last_asked),
+        "a deleted config got events: {:?}",
+        gone.hits()
+    );
+    // The config created later gets only what came after it.
+    assert!(
+        kept.hits().iter().all(|h| h.seq > last_asked),
+        "{:?}",
+        kept.hits()
+    );
+}
+
+#[tokio::test]
+async fn the_config_methods_work_in_both_dialects_for_the_owner_only() {
+    let fx = fixture(PushSettings {
+        max_configs_per_task: 2,
+        ..settings()
+    })
+    .await;
+    let receiver = Receiver::start(Mode::Ok).await;
+    let held = fx
+        .ok(
+            "SendMessage",
+            json!({"message": message("h", json!({"hold": true})),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = held["task"]["id"].as_str().unwrap().to_owned();
+
+    // v1.0: flat objects; a config without an id gets the task's id.
+    let created = fx
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": receiver.url, "token": "t"}),
+        )
+        .await;
+    assert_eq!(
+        created,
+        json!({"id": id, "taskId": id, "url": receiver.url, "token": "t"})
+    );
+    let got = fx
+        .ok(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": id}),
+        )
+        .await;
+    assert_eq!(got, created);
+    // v0.3: nested objects, a bare list, null from delete.
+    let set = fx
+        .ok(
+            "tasks/pushNotificationConfig/set",
+            json!({"taskId": id, "pushNotificationConfig": {"id": "b", "url": receiver.url,
+                   "authentication": {"schemes": ["Bearer"], "credentials": "c"}}}),
+        )
+        .await;
+    assert_eq!(
+        set,
+        json!({"taskId": id, "pushNotificationConfig": {"id": "b", "url": receiver.url,
+               "authentication": {"schemes": ["Bearer"], "credentials": "c"}}})
+    );
+    let listed = fx
+        .ok("tasks/pushNotificationConfig/list", json!({"id": id}))
+        .await;
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let listed = fx
+        .ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(listed["configs"].as_array().unwrap().len(), 2, "{listed}");
+    assert_eq!(
+        listed["configs"][1]["authentication"],
+        json!({"scheme": "Bearer", "credentials": "c"})
+    );
+
+    // The per-task limit; replacing an existing id is not a new config.
+    let third = fx
+        .call(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c", "url": receiver.url}),
+        )
+        .await;
+    assert_eq!(third["error"]["code"], json!(-32602), "{third}");
+    assert!(
+        third["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("push.max-configs-per-task")
+    );
+    fx.ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "b", "url": receiver.url}),
+    )
+    .await;
+
+    let missing = fx
+        .call(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "zzz"}),
+        )
+        .await;
+    assert_eq!(missing["error"]["code"], json!(-32001), "{missing}");
+    let deleted = fx
+        .ok(
+            "tasks/pushNotificationConfig/delete",
+            json!({"id": id, "pushNotificationConfigId": "b"}),
+        )
+        .await;
+    assert_eq!(deleted, Value::Null);
+    // Idempotent.
+    fx.ok(
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "b"}),
+    )
+    .await;
+    let listed = fx
+        .ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(listed["configs"].as_array().unwrap().len(), 1);
+
+    // Bob: every method on alice's task is "not found", as for no task at all.
+    let c = &fx.credentials;
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": receiver.url}),
+        ),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": id}),
+        ),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": id}),
+        ),
+        ("tasks/pushNotificationConfig/get", json!({"id": id})),
+    ] {
+        let answer = fx.call_as(&c.admin_token, &c.bob, method, params).await;
+        assert_eq!(answer["error"]["code"], json!(-32001), "{method}: {answer}");
+    }
+    let still = fx
+        .ok(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": id}),
+        )
+        .await;
+    assert_eq!(still, created, "bob's delete changed nothing");
+    for (method, params) in [
+        ("CreateTaskPushNotificationConfig", json!({"taskId": id})),
+        ("GetTaskPushNotificationConfig", json!({"id": id})),
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": receiver.url, "authentication": {"credentials": "x"}}),
+        ),
+    ] {
+        let answer = fx.call(method, params).await;
+        assert_eq!(answer["error"]["code"], json!(-32602), "{method}: {answer}");
+    }
+    fx.ok("CancelTask", json!({"id": id})).await;
+}
+
+#[tokio::test]
+async fn webhook_addresses_inside_the_network_are_refused() {
+    let fx = fixture(PushSettings {
+        allowed_hosts: Vec::new(),
+        ..settings()
+    })
+    .await;
+    let held = fx
+        .ok(
+            "SendMessage",
+            json!({"message": message("h", json!({"hold": true})),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = held["task"]["id"].as_str().unwrap().to_owned();
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://10.0.0.1/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:9/hook",
+        "http://localhost:9/hook",
+        "http://0.0.0.0/hook",
+        "file:///etc/passwd",
+    ] {
+        let answer = fx
+            .call(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "url": url}),
+            )
+            .await;
+        assert_eq!(answer["error"]["code"], json!(-32602), "{url}: {answer}");
+        let text = answer["error"]["message"].as_str().unwrap();
+        assert!(text.contains("url"), "{url}: {text}");
+        assert!(
+            text.contains("which webhooks may not use") || text.contains("not an http(s) URL"),
+            "{url}: {text}"
+        );
+    }
+    // In a send, the refusal comes before the task is created.
+    let before = fx.task_count().await;
+    let answer = fx
+        .call(
+            "SendMessage",
+            json!({"message": message("x", Value::Null),
+                   "configuration": {"taskPushNotificationConfig": {"url": "http://10.1.2.3/x"}}}),
+        )
+        .await;
+    assert_eq!(answer["error"]["code"], json!(-32602), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("configuration.taskPushNotificationConfig.url"),
+        "{answer}"
+    );
+    assert_eq!(fx.task_count().await, before);
+    fx.ok("CancelTask", json!({"id": id})).await;
+}
+
+#[tokio::test]
+async fn redirects_are_not_followed_and_endless_answers_are_cut_short() {
+    let fx = fixture(PushSettings {
+        max_attempts: 2,
+        ..settings()
+    })
+    .await;
+    let target = Receiver::start(Mode::Ok).await;
+    let redirecting = Receiver::start(Mode::Redirect(target.url.clone())).await;
+    let endless = Receiver::start(Mode::Endless).await;
+    let task = fx
+        .send_with_push(
+            json!({"steps": 1}),
+            json!({"url": redirecting.url, "id": "r"}),
+            true,
+        )
+        .await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    fx.ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "e", "url": endless.url}),
+    )
+    .await;
+    // The config made after the end gets nothing more; send a fresh task for it.
+    let second = fx
+        .send_with_push(
+            json!({"steps": 1}),
+            json!({"url": endless.url, "id": "e"}),
+            true,
+        )
+        .await;
+    let second_id = second["id"].as_str().unwrap().to_owned();
+    let hits = endless.wait_until("the terminal event", got_terminal).await;
+    assert_eq!(
+        seqs(&hits),
+        fx.deliverable(&second_id).await,
+        "endless bodies still count as delivered"
+    );
+
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let (_, body) = fx
+            .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
+            .await;
+        if let Some(letter) = body["deadLetters"].as_array().and_then(|l| l.first()) {
+            assert!(
+                letter["lastError"].as_str().unwrap().contains("HTTP 307"),
+                "{letter}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the redirect never became a dead letter"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(target.hits().is_empty(), "the redirect was followed");
+}

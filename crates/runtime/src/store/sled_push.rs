@@ -1,0 +1,127 @@
+//! `PushStore` on sled: a tree of its own, each change one atomic batch.
+//!
+//! | key                        | value        |
+//! |----------------------------|--------------|
+//! | `c` task id `\0` config id | `PushConfig` |
+//! | `k` task id `\0` config id | `PushCursor` |
+//! | `u` task id `\0` config id | (empty): delivery not finished |
+
+use async_trait::async_trait;
+
+use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
+use super::{SledStore, StoreError};
+use crate::model::TaskId;
+
+fn key(kind: u8, task: &TaskId, id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(2 + task.as_str().len() + id.len());
+    key.push(kind);
+    key.extend_from_slice(task.as_str().as_bytes());
+    key.push(0);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    Ok(serde_json::from_slice(bytes)?)
+}
+
+impl SledStore {
+    fn push_tree(&self) -> &sled::Tree {
+        &self.push
+    }
+
+    fn read_cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
+        self.push_tree()
+            .get(key(b'k', task, id))?
+            .map(|bytes| decode(&bytes))
+            .transpose()
+    }
+}
+
+#[async_trait]
+impl PushStore for SledStore {
+    async fn put_config(&self, config: &PushConfig, start_after: u64) -> Result<(), StoreError> {
+        let (task, id) = (&config.task_id, config.id.as_str());
+        let cursor = self.read_cursor(task, id)?.unwrap_or(PushCursor {
+            delivered_seq: start_after,
+            ..PushCursor::default()
+        });
+        let mut batch = sled::Batch::default();
+        batch.insert(key(b'c', task, id), serde_json::to_vec(config)?);
+        batch.insert(key(b'k', task, id), serde_json::to_vec(&cursor)?);
+        if !cursor.finished {
+            batch.insert(key(b'u', task, id), &[][..]);
+        }
+        self.push_tree().apply_batch(batch)?;
+        self.flush_if_sync().await
+    }
+
+    async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
+        self.push_tree()
+            .get(key(b'c', task, id))?
+            .map(|bytes| decode(&bytes))
+            .transpose()
+    }
+
+    async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
+        let prefix = key(b'c', task, "");
+        self.push_tree()
+            .scan_prefix(prefix)
+            .map(|item| decode(&item?.1))
+            .collect()
+    }
+
+    async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
+        let existed = self.push_tree().contains_key(key(b'c', task, id))?;
+        let mut batch = sled::Batch::default();
+        for kind in [b'c', b'k', b'u'] {
+            batch.remove(key(kind, task, id));
+        }
+        self.push_tree().apply_batch(batch)?;
+        self.flush_if_sync().await?;
+        Ok(existed)
+    }
+
+    async fn cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
+        self.read_cursor(task, id)
+    }
+
+    async fn set_cursor(
+        &self,
+        task: &TaskId,
+        id: &str,
+        cursor: &PushCursor,
+    ) -> Result<(), StoreError> {
+        // A deleted config stays deleted. (Not atomic with a concurrent delete; the
+        // delete is the one that flushes, and a stray cursor without a config is inert.)
+        if !self.push_tree().contains_key(key(b'c', task, id))? {
+            return Ok(());
+        }
+        let mut batch = sled::Batch::default();
+        batch.insert(key(b'k', task, id), serde_json::to_vec(cursor)?);
+        if cursor.finished {
+            batch.remove(key(b'u', task, id));
+        } else {
+            batch.insert(key(b'u', task, id), &[][..]);
+        }
+        self.push_tree().apply_batch(batch)?;
+        Ok(())
+    }
+
+    async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
+        let mut entries = Vec::new();
+        for item in self.push_tree().scan_prefix(b"u") {
+            let (k, _) = item?;
+            let Some(zero) = k.iter().position(|b| *b == 0) else {
+                continue;
+            };
+            let task = TaskId::from(String::from_utf8_lossy(&k[1..zero]).into_owned());
+            let id = String::from_utf8_lossy(&k[zero + 1..]).into_owned();
+            if let Some(config) = self.config(&task, &id).await? {
+                let cursor = self.read_cursor(&task, &id)?.unwrap_or_default();
+                entries.push(PushEntry { config, cursor });
+            }
+        }
+        Ok(entries)
+    }
+}
