@@ -13,6 +13,8 @@ use fundi_runtime::RuntimeConfig;
 use fundi_skills::EchoConfig;
 use serde::{Deserialize, Serialize};
 
+use crate::telemetry::TelemetryConfig;
+
 /// The file read when `--config` is not given (if it exists).
 pub(crate) const DEFAULT_CONFIG_PATH: &str = "config/fundi.toml";
 
@@ -34,6 +36,8 @@ pub(crate) struct AppConfig {
     pub(crate) auth: AuthConfig,
     /// Push notifications.
     pub(crate) push: PushSettings,
+    /// OpenTelemetry and Prometheus.
+    pub(crate) telemetry: TelemetryConfig,
     /// Logging.
     pub(crate) log: LogConfig,
 }
@@ -177,6 +181,7 @@ impl AppConfig {
         self.gateway.validate().map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;
         self.push.validate().map_err(anyhow::Error::msg)?;
+        self.telemetry.validate()?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
             bail!(
                 "refusing to listen on {}: it is not a loopback address, and static tokens are \

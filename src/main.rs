@@ -6,6 +6,7 @@ mod client;
 mod config;
 mod credentials;
 mod server;
+mod telemetry;
 
 use std::process::ExitCode;
 

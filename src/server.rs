@@ -10,11 +10,10 @@ use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
 use fundi_skills::EchoSkill;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 use crate::cli::ServeArgs;
 use crate::config::{AppConfig, DurabilityMode, StoreKind};
-use crate::credentials;
+use crate::{credentials, telemetry};
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = AppConfig::load(args.config.as_deref())?;
@@ -26,7 +25,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     // The flags may have moved the bind address: check again.
     config.validate()?;
-    init_logging(&config.log.filter)?;
+    let telemetry = telemetry::init(config.telemetry.clone(), config.log.filter.clone()).await?;
 
     let bind = config.server.bind;
     if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
@@ -75,7 +74,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let server = tokio::spawn(fundi_gateway::serve(
         listener,
-        fundi_gateway::app(state),
+        fundi_gateway::app(state).merge(telemetry.routes()),
         shutdown.clone(),
         header_read_timeout,
     ));
@@ -97,9 +96,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(sled) = sled {
         sled.flush().await.context("flushing the store")?;
     }
+    telemetry.shutdown(TELEMETRY_FLUSH).await;
     tracing::info!("stopped");
     Ok(())
 }
+
+/// Longest the last spans and metrics may take to be exported at exit.
+const TELEMETRY_FLUSH: Duration = Duration::from_secs(3);
 
 /// Time beyond the grace period that stopping may take before the process gives up.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(10);
@@ -116,18 +119,6 @@ fn exit_if_stuck(limit: Duration) {
         );
         std::process::exit(2);
     });
-}
-
-fn init_logging(filter: &str) -> anyhow::Result<()> {
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(from_env) => EnvFilter::try_new(from_env).context("RUST_LOG")?,
-        Err(_) => EnvFilter::try_new(filter).context("log.filter")?,
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init()
-        .map_err(|e| anyhow::anyhow!("logging: {e}"))
 }
 
 /// The store as the runtime takes it, and the sled store again for the final flush.

@@ -67,6 +67,23 @@ impl Method {
         })
     }
 
+    /// The v1.0 name (metrics and spans name methods the same in both dialects).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::SendMessage => "SendMessage",
+            Method::SendStreamingMessage => "SendStreamingMessage",
+            Method::GetTask => "GetTask",
+            Method::ListTasks => "ListTasks",
+            Method::CancelTask => "CancelTask",
+            Method::SubscribeToTask => "SubscribeToTask",
+            Method::CreatePushConfig => "CreateTaskPushNotificationConfig",
+            Method::GetPushConfig => "GetTaskPushNotificationConfig",
+            Method::ListPushConfigs => "ListTaskPushNotificationConfigs",
+            Method::DeletePushConfig => "DeleteTaskPushNotificationConfig",
+            Method::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+
     /// Whether the method answers with an SSE stream.
     pub fn is_streaming(self) -> bool {
         matches!(self, Method::SendStreamingMessage | Method::SubscribeToTask)

@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use fundi_runtime::ADMIN_SCOPE;
 
@@ -15,7 +16,7 @@ use crate::dialect::{Dialect, is_supported_version, normalize_version};
 use crate::error::ApiError;
 use crate::jsonrpc::{self, failure, success};
 use crate::state::AppState;
-use crate::{methods, streaming};
+use crate::{methods, streaming, telemetry};
 
 /// The gateway's router: the agent card (public), health, and the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path).
@@ -173,15 +174,26 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Respon
 }
 
 async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Response {
+    let span = telemetry::request_span(&headers);
+    handle_rpc(state, headers, uri, body).instrument(span).await
+}
+
+async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -> Response {
     let limit = state.config.max_body_bytes;
+    let metrics = telemetry::metrics();
     // Refusals come before the body is looked at (beyond echoing its id).
     let caller = match admit(&state, &headers).await {
         Ok(caller) => caller,
-        Err(error) => return refuse(&error, body, limit).await,
+        Err(error) => {
+            metrics.request("unknown", "refused");
+            return refuse(&error, body, limit).await;
+        }
     };
+    tracing::Span::current().record("user", caller.user.as_str());
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(_) => {
+            metrics.request("unknown", "refused");
             let error =
                 ApiError::invalid_request(format!("the request body is larger than {limit} bytes"));
             let body = failure(&Value::Null, &error, Dialect::V1);
@@ -190,8 +202,13 @@ async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: 
     };
     let request = match jsonrpc::parse(&bytes) {
         Ok(request) => request,
-        Err(e) => return json(failure(&e.id, &e.error, Dialect::V1)),
+        Err(e) => {
+            metrics.request("unknown", "error");
+            return json(failure(&e.id, &e.error, Dialect::V1));
+        }
     };
+    let method = request.method.name();
+    tracing::Span::current().record("rpc.method", method);
     let refused = requested_version(&headers, &uri)
         .filter(|v| !v.is_empty() && !is_supported_version(v))
         .map(|v| ApiError::version_not_supported(&v));
@@ -208,9 +225,18 @@ async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: 
         None => methods::call(&state, &caller, request).await,
     };
     match outcome {
-        Ok(result) => json(success(&id, result)),
-        Err(error) if error.http_refusal().is_some() => refusal(&id, &error, dialect),
-        Err(error) => json(failure(&id, &error, dialect)),
+        Ok(result) => {
+            metrics.request(method, "ok");
+            json(success(&id, result))
+        }
+        Err(error) if error.http_refusal().is_some() => {
+            metrics.request(method, "refused");
+            refusal(&id, &error, dialect)
+        }
+        Err(error) => {
+            metrics.request(method, "error");
+            json(failure(&id, &error, dialect))
+        }
     }
 }
 

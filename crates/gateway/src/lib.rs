@@ -22,6 +22,7 @@ mod push;
 mod rate_limit;
 mod state;
 mod streaming;
+mod telemetry;
 mod v03;
 
 use std::io;

@@ -38,17 +38,27 @@ pub(crate) async fn respond(
 ) -> Response {
     let id = request.id.clone();
     let dialect = request.dialect;
+    let request_method_name = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
         None => open(&state, &caller, request, last_event_id).await,
     };
+    let metrics = crate::telemetry::metrics();
+    let method = request_method_name;
     let events: BoxStream<'static, Event> = match opened {
         // Authorization failures are HTTP statuses, not stream events.
         Err(error) if error.http_refusal().is_some() => {
+            metrics.request(method, "refused");
             return crate::http::refusal(&id, &error, dialect);
         }
-        Err(error) => stream::once(async move { error_event(&id, &error, dialect) }).boxed(),
-        Ok(opened) => frames(opened, id, dialect),
+        Err(error) => {
+            metrics.request(method, "error");
+            stream::once(async move { error_event(&id, &error, dialect) }).boxed()
+        }
+        Ok(opened) => {
+            metrics.request(method, "ok");
+            frames(opened, id, dialect)
+        }
     };
     let keep_alive = KeepAlive::new()
         .interval(Duration::from_millis(state.config.sse_keep_alive_ms))
@@ -121,6 +131,8 @@ fn ends_stream(state: TaskState) -> bool {
 fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Event> {
     let Opened { first, mut events } = opened;
     async_stream::stream! {
+        // Counted while the stream lives (dropped with it, whatever ends it).
+        let _open = crate::telemetry::metrics().sse_open();
         if let Some((seq, update)) = first {
             let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
             yield data_event(Some(seq), &id, &update, dialect);

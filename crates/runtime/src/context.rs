@@ -11,6 +11,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::actors::{SkillCall, TaskMsg};
 use crate::model::{Artifact, ContextId, Message, Part, TaskId};
 use crate::skill::SkillError;
+use crate::telemetry;
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
@@ -21,6 +22,7 @@ pub struct SkillContext {
     cancel: CancellationToken,
     checkpoint: Arc<Mutex<Option<Value>>>,
     span: tracing::Span,
+    skill: Arc<str>,
 }
 
 impl std::fmt::Debug for SkillContext {
@@ -39,6 +41,7 @@ impl SkillContext {
         cancel: CancellationToken,
         checkpoint: Option<Value>,
         span: tracing::Span,
+        skill: &str,
     ) -> SkillContext {
         SkillContext {
             actor,
@@ -47,7 +50,16 @@ impl SkillContext {
             cancel,
             checkpoint: Arc::new(Mutex::new(checkpoint)),
             span,
+            skill: skill.into(),
         }
+    }
+
+    /// Records a fault the skill injected on purpose (a chaos experiment's latency,
+    /// reset, error...): counted in `fundi.chaos.events`, never as a failure, and noted
+    /// on the run's span.
+    pub fn chaos_event(&self, fault: &str, detail: &str) {
+        tracing::info!(parent: &self.span, fault, detail, "chaos event");
+        telemetry::metrics().chaos_event(&self.skill, fault);
     }
 
     /// The task this run belongs to.
@@ -67,6 +79,8 @@ impl SkillContext {
 
     /// Posts a progress note (the task stays `working`).
     pub async fn status(&self, text: impl Into<String>) -> Result<(), SkillError> {
+        let text = text.into();
+        tracing::info!(parent: &self.span, status = %text, "status");
         self.send(SkillCall::Status {
             message: Message::agent(vec![Part::text(text)]),
         })
@@ -77,12 +91,15 @@ impl SkillContext {
     /// Posts progress as a fraction from 0 to 1 with a note; the fraction travels in the
     /// status message's metadata as `progress`.
     pub async fn progress(&self, fraction: f64, text: impl Into<String>) -> Result<(), SkillError> {
-        let mut message = Message::agent(vec![Part::text(text)]);
+        let text = text.into();
         let fraction = if fraction.is_finite() {
             fraction.clamp(0.0, 1.0)
         } else {
             0.0
         };
+        // A span event per progress report (the run's span shows the skill's progress).
+        tracing::info!(parent: &self.span, progress = fraction, status = %text, "progress");
+        let mut message = Message::agent(vec![Part::text(text)]);
         message.metadata = json!({ "progress": fraction }).as_object().cloned();
         self.send(SkillCall::Status { message }).await.map(drop)
     }

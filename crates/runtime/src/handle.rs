@@ -22,6 +22,7 @@ use crate::recovery::{RecoveryReport, recover};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
 use crate::subscription::{EventStream, event_stream};
+use crate::telemetry;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;
@@ -112,6 +113,7 @@ impl RuntimeBuilder {
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
             .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
+        let gauges = telemetry::live_gauges(live_watch.clone());
         let inner = Inner {
             store,
             supervisor,
@@ -121,6 +123,7 @@ impl RuntimeBuilder {
             accepting: AtomicBool::new(true),
             live: live_watch,
             recovery: std::sync::OnceLock::new(),
+            _gauges: gauges,
         };
         let handle = RuntimeHandle {
             inner: Arc::new(inner),
@@ -221,6 +224,8 @@ struct Inner {
     accepting: AtomicBool,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
+    /// Observed while the runtime lives.
+    _gauges: telemetry::LiveGauges,
 }
 
 impl std::fmt::Debug for RuntimeHandle {
@@ -296,6 +301,7 @@ impl RuntimeHandle {
             skill,
             owner,
             checkpoint: None,
+            trace: telemetry::current_traceparent(),
         };
         let event = TaskEvent {
             seq: 1,
@@ -304,7 +310,8 @@ impl RuntimeHandle {
             kind: TaskEventKind::Created(task.clone()),
         };
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
-        self.inner.store.commit(&record, 0, Some(&event)).await?;
+        telemetry::commit(&*self.inner.store, &record, 0, Some(&event), None).await?;
+        telemetry::metrics().submitted(&record.skill);
         let timeout = self.inner.config.call_timeout();
         let spawned = self
             .inner
@@ -523,6 +530,11 @@ impl RuntimeHandle {
             after_seq,
             self.inner.config.call_timeout(),
         ))
+    }
+
+    /// The W3C `traceparent` the task was created under (see [`crate::telemetry`]).
+    pub async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
+        self.inner.store.get(task_id).await.ok().flatten()?.trace
     }
 
     /// The number of tasks that have a live actor.

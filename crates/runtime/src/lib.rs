@@ -67,6 +67,7 @@ mod recovery;
 mod skill;
 pub mod store;
 mod subscription;
+pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod transition;

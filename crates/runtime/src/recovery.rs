@@ -7,6 +7,7 @@ use crate::actors::{StartMode, fail_stored_task};
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::model::TaskId;
+use crate::telemetry;
 
 /// The status message of a task that a restart interrupted and that cannot resume.
 pub const INTERRUPTED_BY_RESTART: &str = "interrupted by restart";
@@ -29,8 +30,11 @@ pub struct RecoveryReport {
 pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, RuntimeError> {
     let mut report = RecoveryReport::default();
     let mut to_fail: Vec<(TaskId, String)> = Vec::new();
+    let metrics = telemetry::metrics();
     for record in handle.store().active().await? {
         let id = record.task.id.clone();
+        // Counted afresh in this process: active tasks by state start here.
+        metrics.state_changed(&record.skill, &id, None, record.state());
         match handle.skill_card(&record.skill) {
             None => to_fail.push((
                 id,
@@ -40,10 +44,14 @@ pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, Ru
                 ),
             )),
             Some(card) if !card.resumable => to_fail.push((id, INTERRUPTED_BY_RESTART.into())),
-            Some(_) if record.state().is_interrupted() => report.waiting_for_input += 1,
+            Some(_) if record.state().is_interrupted() => {
+                metrics.recovered("waiting");
+                report.waiting_for_input += 1;
+            }
             Some(_) => {
                 tracing::info!(task_id = %id, "resuming task after restart");
                 handle.spawn(record, StartMode::Resume).await?;
+                metrics.recovered("resumed");
                 report.resumed += 1;
             }
         }
@@ -54,7 +62,8 @@ pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, Ru
             let store = store.clone();
             async move {
                 tracing::info!(task_id = %id, %reason, "failing task after restart");
-                fail_stored_task(&*store, &id, &reason).await
+                metrics.recovered("failed");
+                fail_stored_task(&*store, &id, &reason, "restart").await
             }
         })
         .buffer_unordered(PARALLEL_FAILS)

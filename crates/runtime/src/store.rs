@@ -94,6 +94,10 @@ pub struct TaskRecord {
     /// The skill's last checkpoint, handed back when the task is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Value>,
+    /// W3C `traceparent` of the span the task was created under: its spans join that
+    /// trace, after a restart too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 impl TaskRecord {

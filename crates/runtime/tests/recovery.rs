@@ -164,6 +164,7 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
                 skill: skill.into(),
                 owner: None,
                 checkpoint: None,
+                trace: None,
             };
             let event = TaskEvent {
                 seq: 1,

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use crate::dialect::Dialect;
-use crate::encode;
+use crate::{encode, telemetry};
+use tracing::Instrument;
 
 /// Bytes of a webhook's answer that are read (the rest is dropped unread).
 const MAX_RESPONSE_BYTES: usize = 16 * 1024;
@@ -154,25 +155,52 @@ async fn deliver(
     stop: &CancellationToken,
 ) -> Outcome {
     let settings = &shared.settings;
+    let metrics = telemetry::metrics();
     let first = Instant::now();
     let first_failure = Utc::now();
+    // Deliveries join the task's trace.
+    let task_trace = shared.runtime.traceparent(&config.task_id).await;
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let failure = match body(shared, config, event).await {
-            Ok(body) => match post(shared, config, event.seq, body).await {
-                Ok(()) => return Outcome::Delivered,
-                Err(failure) => failure,
+        let span = tracing::info_span!(
+            "push.delivery",
+            otel.kind = "client",
+            task_id = %config.task_id,
+            config = %config.id,
+            seq = event.seq,
+            attempt = attempts,
+            outcome = tracing::field::Empty,
+        );
+        fundi_runtime::telemetry::set_parent(&span, task_trace.as_deref());
+        let attempt = async {
+            match body(shared, config, event).await {
+                Ok(body) => post(shared, config, event.seq, body).await,
+                Err(why) => Err(Failure {
+                    why,
+                    retry_after: None,
+                }),
+            }
+        };
+        let result = attempt.instrument(span.clone()).await;
+        metrics.push_attempt(result.is_ok());
+        span.record(
+            "outcome",
+            if result.is_ok() {
+                "delivered"
+            } else {
+                "failed"
             },
-            Err(why) => Failure {
-                why,
-                retry_after: None,
-            },
+        );
+        let failure = match result {
+            Ok(()) => return Outcome::Delivered,
+            Err(failure) => failure,
         };
         tracing::debug!(task_id = %config.task_id, config = %config.id, seq = event.seq,
                         attempt = attempts, error = %failure.why, "push attempt failed");
         let too_old = first.elapsed() >= Duration::from_secs(settings.max_age_secs);
         if attempts >= settings.max_attempts || too_old {
+            metrics.push_dead_letter();
             return Outcome::Dead(DeadLetter {
                 seq: event.seq,
                 attempts,
@@ -238,7 +266,12 @@ async fn post(shared: &Shared, config: &PushConfig, seq: u64, body: Value) -> Re
         .timeout(Duration::from_millis(shared.settings.timeout_ms))
         .header(CONTENT_TYPE, "application/json")
         .header(SEQ_HEADER, seq.to_string())
-        .header("traceparent", traceparent(&config.task_id));
+        // Sent onward: the delivery span's context when tracing is installed.
+        .header(
+            "traceparent",
+            fundi_runtime::telemetry::traceparent_of(&tracing::Span::current())
+                .unwrap_or_else(|| traceparent(&config.task_id)),
+        );
     if let Some(token) = &config.token {
         request = request.header(TOKEN_HEADER, token);
     }
@@ -292,8 +325,8 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
-/// W3C trace context for a delivery: the task's id is its trace id (a UUID is 128 bits)
-/// and each delivery a new span.
+/// W3C trace context for a delivery when OpenTelemetry tracing is not installed: the
+/// task's id is the trace id (a UUID is 128 bits) and each delivery a new span id.
 fn traceparent(task_id: &fundi_runtime::TaskId) -> String {
     let trace = match uuid::Uuid::parse_str(task_id.as_str()) {
         Ok(uuid) => uuid.simple().to_string(),

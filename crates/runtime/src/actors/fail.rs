@@ -6,6 +6,7 @@ use chrono::Utc;
 use crate::error::RuntimeError;
 use crate::model::{Message, Part, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
 use crate::store::{StoreError, TaskStore};
+use crate::telemetry;
 use crate::transition::transition;
 
 /// Moves the stored task to `failed` with `reason` as its status message, unless it is
@@ -14,6 +15,7 @@ pub(crate) async fn fail_stored_task(
     store: &dyn TaskStore,
     id: &TaskId,
     reason: &str,
+    source: &'static str,
 ) -> Result<bool, RuntimeError> {
     // Someone else may write between our read and our commit (the version check
     // catches it): read again and retry a few times.
@@ -41,8 +43,13 @@ pub(crate) async fn fail_stored_task(
             context_id: next.task.context_id.clone(),
             kind,
         };
-        match store.commit(&next, record.version, Some(&event)).await {
-            Ok(()) => return Ok(true),
+        match telemetry::commit(store, &next, record.version, Some(&event), None).await {
+            Ok(()) => {
+                let metrics = telemetry::metrics();
+                metrics.failure(source);
+                metrics.state_changed(&record.skill, id, Some(record.state()), TaskState::Failed);
+                return Ok(true);
+            }
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
         }

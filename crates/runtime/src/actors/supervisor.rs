@@ -49,6 +49,8 @@ pub(crate) enum SupervisorMsg {
 pub(crate) struct LiveCount {
     pub(crate) live: usize,
     pub(crate) busy: usize,
+    /// Tasks waiting for a concurrency slot (all skills).
+    pub(crate) waiting_for_slot: usize,
 }
 
 pub(crate) struct Supervisor;
@@ -114,8 +116,14 @@ impl Actor for Supervisor {
             SupervisorMsg::Live { task_id, reply } => {
                 let _ = reply.send(state.live.get(&task_id).cloned());
             }
-            SupervisorMsg::WantSlot { task_id, skill } => state.want_slot(task_id, skill),
-            SupervisorMsg::SlotFreed { task_id, skill } => state.free_slot(&task_id, &skill),
+            SupervisorMsg::WantSlot { task_id, skill } => {
+                state.want_slot(task_id, skill);
+                state.publish_live_count();
+            }
+            SupervisorMsg::SlotFreed { task_id, skill } => {
+                state.free_slot(&task_id, &skill);
+                state.publish_live_count();
+            }
             SupervisorMsg::WaitingForInput { task_id, waiting } => {
                 if waiting && state.live.contains_key(&task_id) {
                     state.waiting_for_input.insert(task_id);
@@ -142,7 +150,9 @@ impl Actor for Supervisor {
                 if let Some(task_id) = state.forget(cell.get_id()) {
                     let reason = format!("task actor failed: {error}");
                     tracing::error!(%task_id, %reason, "task actor failed");
-                    if let Err(e) = fail_stored_task(&*state.args.store, &task_id, &reason).await {
+                    if let Err(e) =
+                        fail_stored_task(&*state.args.store, &task_id, &reason, "runtime").await
+                    {
                         tracing::error!(%task_id, error = %e, "could not record the failure");
                     }
                 }
@@ -177,7 +187,7 @@ impl SupervisorState {
         }
         let Some(skill) = self.args.skills.get(&record.skill).cloned() else {
             let reason = format!("skill {:?} is not registered", record.skill);
-            fail_stored_task(&*self.args.store, &task_id, &reason).await?;
+            fail_stored_task(&*self.args.store, &task_id, &reason, "runtime").await?;
             return Ok(None);
         };
         let args = TaskArgs {
@@ -199,7 +209,7 @@ impl SupervisorState {
                 // A failure in pre_start comes back here, not as a supervision event.
                 let reason = format!("task actor failed to start: {error}");
                 tracing::error!(%task_id, %reason);
-                fail_stored_task(&*self.args.store, &task_id, &reason).await?;
+                fail_stored_task(&*self.args.store, &task_id, &reason, "runtime").await?;
                 Ok(None)
             }
         }
@@ -285,6 +295,16 @@ impl SupervisorState {
     fn publish_live_count(&self) {
         let live = self.live.len();
         let busy = live - self.waiting_for_input.len();
-        self.args.live_count.send_replace(LiveCount { live, busy });
+        let waiting_for_slot = self.slots.values().map(|s| s.waiting.len()).sum();
+        let count = LiveCount {
+            live,
+            busy,
+            waiting_for_slot,
+        };
+        self.args.live_count.send_if_modified(|current| {
+            let changed = *current != count;
+            *current = count;
+            changed
+        });
     }
 }

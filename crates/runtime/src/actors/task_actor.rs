@@ -21,6 +21,7 @@ use crate::model::{
 };
 use crate::skill::{Skill, SkillError, SkillInput, SkillOutput};
 use crate::store::{StoreError, TaskRecord, TaskStore};
+use crate::telemetry;
 use crate::transition::{TransitionError, transition};
 
 /// What a running skill asks of its task.
@@ -141,6 +142,9 @@ impl Actor for TaskActor {
             context_id = %task.context_id,
             skill = %args.record.skill,
         );
+        // The task's spans join the trace of the request that created it, in this
+        // process or, after a restart, in the next.
+        telemetry::set_parent(&span, args.record.trace.as_deref());
         let pending = match args.mode {
             StartMode::Fresh | StartMode::Resume => {
                 let message = last_user_message(task).ok_or("task has no user message")?;
@@ -250,10 +254,22 @@ impl TaskActorState {
             context_id: next.task.context_id.clone(),
             kind,
         };
-        self.store
-            .commit(&next, self.record.version, Some(&event))
-            .await?;
+        telemetry::commit(
+            &*self.store,
+            &next,
+            self.record.version,
+            Some(&event),
+            Some(&self.span),
+        )
+        .await?;
+        let from = self.record.state();
         self.record = next;
+        telemetry::metrics().state_changed(
+            &self.record.skill,
+            &self.record.task.id,
+            Some(from),
+            self.record.state(),
+        );
         // Nobody listening is fine: subscribers read the store first.
         if let Some(events) = &self.events {
             if events.receiver_count() == 0 {
@@ -278,6 +294,7 @@ impl TaskActorState {
     /// Ends the task `failed` when a change the runtime itself needed could not be made.
     async fn fail_after(&mut self, what: &str, error: ApplyError) {
         tracing::error!(parent: &self.span, %error, "{what}");
+        telemetry::metrics().failure("runtime");
         if let Err(error) = self
             .set_status(TaskState::Failed, Some(format!("{what}: {error}")))
             .await
@@ -320,6 +337,7 @@ impl TaskActorState {
             cancel.clone(),
             self.record.checkpoint.clone(),
             span.clone(),
+            &self.record.skill,
         );
         let input = SkillInput {
             task_id: task.id.clone(),
@@ -407,7 +425,14 @@ impl TaskActorState {
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;
-        self.store.commit(&next, self.record.version, None).await?;
+        telemetry::commit(
+            &*self.store,
+            &next,
+            self.record.version,
+            None,
+            Some(&self.span),
+        )
+        .await?;
         self.record = next;
         Ok(())
     }
@@ -506,18 +531,22 @@ impl TaskActorState {
                 self.set_status(TaskState::Rejected, Some(reason)).await
             }
             RunOutcome::Returned(Err(SkillError::Canceled)) => {
+                telemetry::metrics().failure("skill");
                 let text = "the skill stopped as canceled, but no cancel was requested";
                 self.set_status(TaskState::Failed, Some(text.into())).await
             }
             RunOutcome::Returned(Err(error)) => {
+                telemetry::metrics().failure("skill");
                 self.set_status(TaskState::Failed, Some(error.to_string()))
                     .await
             }
             RunOutcome::Panicked(text) => {
+                telemetry::metrics().failure("panic");
                 let text = format!("skill panicked: {text}");
                 self.set_status(TaskState::Failed, Some(text)).await
             }
             RunOutcome::Aborted => {
+                telemetry::metrics().failure("runtime");
                 self.set_status(TaskState::Failed, Some("the skill run was aborted".into()))
                     .await
             }

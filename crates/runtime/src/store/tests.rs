@@ -25,6 +25,7 @@ fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str) ->
         skill: "echo".into(),
         owner: Some(owner.into()),
         checkpoint: None,
+        trace: None,
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
 /// A skill whose behaviour the message's data part scripts:
-/// `{"panic": text}`, `{"fail": text}`, `{"reject": text}`, `{"gate": true}` (wait for a
+/// `{"chaos": [fault, ...]}` (report injected faults first), `{"panic": text}`, `{"fail": text}`, `{"reject": text}`, `{"gate": true}` (wait for a
 /// permit of `gate`, honouring cancel), `{"ignoreCancel": true}` (sleep, deaf to cancel),
 /// `{"ask": true}` (request input), `{"steps": n}` (n progress notes),
 /// `{"checkpoint": true}` (save a checkpoint before the gate; report a resumed one).
@@ -71,6 +71,11 @@ impl Skill for Scripted {
         self.started.lock().unwrap().push(text.clone());
         let field = |k: &str| data.get(k).cloned().unwrap_or(Value::Null);
 
+        if let Some(faults) = field("chaos").as_array() {
+            for fault in faults {
+                ctx.chaos_event(fault.as_str().unwrap_or("?"), "injected by the test");
+            }
+        }
         if let Some(msg) = field("panic").as_str() {
             panic!("{msg}");
         }

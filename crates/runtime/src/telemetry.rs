@@ -1,0 +1,246 @@
+//! What the runtime reports to OpenTelemetry: metrics through the global meter provider
+//! (install it before starting the runtime; until then they go nowhere), and W3C trace
+//! context kept with each task so that its spans join the trace of the request that
+//! created it, even after a restart.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter};
+use tokio::sync::watch;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::actors::LiveCount;
+use crate::model::{TaskEvent, TaskId, TaskState};
+use crate::store::{StoreError, TaskRecord, TaskStore};
+
+/// The instrumentation scope of fundi's metrics.
+pub const METER_NAME: &str = "fundi";
+
+/// The runtime's instruments. Names are documented in docs/observability.md.
+pub(crate) struct Metrics {
+    submissions: Counter<u64>,
+    active: UpDownCounter<i64>,
+    finished: Counter<u64>,
+    duration: Histogram<f64>,
+    recoveries: Counter<u64>,
+    commit_duration: Histogram<f64>,
+    chaos_events: Counter<u64>,
+    failures: Counter<u64>,
+}
+
+/// The instruments, made on first use from the global meter provider.
+pub(crate) fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(|| {
+        let meter = opentelemetry::global::meter(METER_NAME);
+        Metrics {
+            submissions: meter
+                .u64_counter("fundi.task.submissions")
+                .with_description("New tasks accepted")
+                .with_unit("{task}")
+                .build(),
+            active: meter
+                .i64_up_down_counter("fundi.tasks.active")
+                .with_description("Tasks not yet ended, by state (recovered ones included)")
+                .with_unit("{task}")
+                .build(),
+            finished: meter
+                .u64_counter("fundi.tasks.finished")
+                .with_description("Tasks that reached a terminal state, by state")
+                .with_unit("{task}")
+                .build(),
+            duration: meter
+                .f64_histogram("fundi.task.duration")
+                .with_description("From a task's creation to its terminal state")
+                .with_unit("s")
+                .with_boundaries(vec![
+                    0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
+                ])
+                .build(),
+            recoveries: meter
+                .u64_counter("fundi.recoveries")
+                .with_description("Unfinished tasks found at start, by what recovery did")
+                .with_unit("{task}")
+                .build(),
+            commit_duration: meter
+                .f64_histogram("fundi.store.commit.duration")
+                .with_description("Store commits of task changes, durable as configured")
+                .with_unit("s")
+                .with_boundaries(vec![
+                    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+                ])
+                .build(),
+            chaos_events: meter
+                .u64_counter("fundi.chaos.events")
+                .with_description("Faults injected on purpose by a chaos skill")
+                .with_unit("{event}")
+                .build(),
+            failures: meter
+                .u64_counter("fundi.failures")
+                .with_description("Genuine failures (never injected chaos), by source")
+                .with_unit("{event}")
+                .build(),
+        }
+    })
+}
+
+impl Metrics {
+    pub(crate) fn submitted(&self, skill: &str) {
+        let skill = KeyValue::new("skill", skill.to_owned());
+        self.submissions.add(1, std::slice::from_ref(&skill));
+        self.active
+            .add(1, &[skill, state_label(TaskState::Submitted)]);
+    }
+
+    /// A task moved from `from` to `to` (`from` is `None` for a task counted afresh,
+    /// at recovery).
+    pub(crate) fn state_changed(
+        &self,
+        skill: &str,
+        task_id: &TaskId,
+        from: Option<TaskState>,
+        to: TaskState,
+    ) {
+        if from == Some(to) {
+            return;
+        }
+        let skill = KeyValue::new("skill", skill.to_owned());
+        if let Some(from) = from {
+            self.active.add(-1, &[skill.clone(), state_label(from)]);
+        }
+        if to.is_terminal() {
+            self.finished.add(1, &[skill.clone(), state_label(to)]);
+            if let Some(age) = age_seconds(task_id) {
+                let outcome = KeyValue::new("outcome", short_state(to));
+                self.duration.record(age, &[skill, outcome]);
+            }
+        } else {
+            self.active.add(1, &[skill, state_label(to)]);
+        }
+    }
+
+    pub(crate) fn recovered(&self, outcome: &'static str) {
+        self.recoveries.add(1, &[KeyValue::new("outcome", outcome)]);
+    }
+
+    /// A genuine failure: `source` is `skill`, `panic`, `runtime` or `restart`.
+    pub(crate) fn failure(&self, source: &'static str) {
+        self.failures.add(1, &[KeyValue::new("source", source)]);
+    }
+
+    pub(crate) fn chaos_event(&self, skill: &str, fault: &str) {
+        self.chaos_events.add(
+            1,
+            &[
+                KeyValue::new("skill", skill.to_owned()),
+                KeyValue::new("fault", fault.to_owned()),
+            ],
+        );
+    }
+}
+
+/// `completed`, `input_required`...: the state without its `TASK_STATE_` prefix.
+fn short_state(state: TaskState) -> String {
+    state
+        .wire_name()
+        .trim_start_matches("TASK_STATE_")
+        .to_ascii_lowercase()
+}
+
+fn state_label(state: TaskState) -> KeyValue {
+    KeyValue::new("state", short_state(state))
+}
+
+/// The gauges read from the supervisor's counts (kept alive by the runtime).
+pub(crate) struct LiveGauges {
+    _live: ObservableGauge<i64>,
+    _waiting: ObservableGauge<i64>,
+}
+
+pub(crate) fn live_gauges(counts: watch::Receiver<LiveCount>) -> LiveGauges {
+    let meter = opentelemetry::global::meter(METER_NAME);
+    let live = counts.clone();
+    LiveGauges {
+        _live: meter
+            .i64_observable_gauge("fundi.task_actors.live")
+            .with_description("Tasks with a live actor (running, queued or waiting for input)")
+            .with_unit("{task}")
+            .with_callback(move |gauge| gauge.observe(live.borrow().live as i64, &[]))
+            .build(),
+        _waiting: meter
+            .i64_observable_gauge("fundi.tasks.waiting_for_slot")
+            .with_description("Tasks queued for a concurrency slot of their skill")
+            .with_unit("{task}")
+            .with_callback(move |gauge| {
+                gauge.observe(counts.borrow().waiting_for_slot as i64, &[]);
+            })
+            .build(),
+    }
+}
+
+/// Seconds since the task was created, read from its id (a UUIDv7 carries its creation
+/// time), so that it holds across restarts too.
+fn age_seconds(task_id: &TaskId) -> Option<f64> {
+    let uuid = uuid::Uuid::parse_str(task_id.as_str()).ok()?;
+    let (secs, nanos) = uuid.get_timestamp()?.to_unix();
+    let created = chrono::DateTime::from_timestamp(secs as i64, nanos)?;
+    let age = chrono::Utc::now().signed_duration_since(created);
+    Some(age.num_milliseconds().max(0) as f64 / 1000.0)
+}
+
+/// Commits a task change inside a `store.commit` span (a child of `parent`, or of the
+/// current span), timing it.
+pub(crate) async fn commit(
+    store: &dyn TaskStore,
+    record: &TaskRecord,
+    expected_version: u64,
+    event: Option<&TaskEvent>,
+    parent: Option<&tracing::Span>,
+) -> Result<(), StoreError> {
+    let parent = parent.cloned().unwrap_or_else(tracing::Span::current);
+    let span = tracing::info_span!(
+        parent: &parent,
+        "store.commit",
+        task_id = %record.task.id,
+        version = record.version,
+        seq = event.map(|e| e.seq),
+    );
+    let started = Instant::now();
+    let result =
+        tracing::Instrument::instrument(store.commit(record, expected_version, event), span).await;
+    metrics()
+        .commit_duration
+        .record(started.elapsed().as_secs_f64(), &[]);
+    result
+}
+
+/// The W3C `traceparent` of the current span, if OpenTelemetry tracing is installed.
+pub(crate) fn current_traceparent() -> Option<String> {
+    traceparent_of(&tracing::Span::current())
+}
+
+/// The W3C `traceparent` of `span`, if it has an OpenTelemetry context.
+pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
+    let context = span.context();
+    let mut carrier: HashMap<String, String> = HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut carrier);
+    });
+    carrier.remove("traceparent")
+}
+
+/// Makes `span` a child of the span `traceparent` names (no-op for `None`, or when
+/// OpenTelemetry tracing is not installed).
+pub fn set_parent(span: &tracing::Span, traceparent: Option<&str>) {
+    let Some(traceparent) = traceparent else {
+        return;
+    };
+    let mut carrier: HashMap<String, String> = HashMap::new();
+    carrier.insert("traceparent".into(), traceparent.to_owned());
+    let context =
+        opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&carrier));
+    let _ = span.set_parent(context);
+}

@@ -1,0 +1,216 @@
+//! Logging and OpenTelemetry for `fundi serve`. The libraries only use `tracing` and the
+//! OpenTelemetry API; this installs the SDK: a tracer provider (always, so that trace
+//! context reaches stored tasks and webhooks; exporting over OTLP/HTTP when
+//! `telemetry.otlp-endpoint` is set), a meter provider with a Prometheus reader for
+//! `/metrics` and an OTLP reader, and the W3C trace-context propagator.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use serde::{Deserialize, Serialize};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// `[telemetry]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub(crate) struct TelemetryConfig {
+    /// Base URL of an OTLP/HTTP collector (`/v1/traces` and `/v1/metrics` are added).
+    /// Unset: nothing is exported over OTLP. Default: unset.
+    pub(crate) otlp_endpoint: Option<String>,
+    /// How often metrics are pushed over OTLP, in ms. Default: 10000.
+    pub(crate) metrics_interval_ms: u64,
+    /// Longest spans wait before a batch is exported, in ms. Default: 2000.
+    pub(crate) trace_batch_delay_ms: u64,
+    /// Longest one OTLP export may take, in ms. Default: 5000.
+    pub(crate) export_timeout_ms: u64,
+    /// Which spans are exported (a tracing filter). Default: info.
+    pub(crate) trace_filter: String,
+    /// Serve Prometheus metrics at `/metrics`. Default: true.
+    pub(crate) prometheus: bool,
+    /// `service.name` of the resource. Default: fundi.
+    pub(crate) service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            otlp_endpoint: None,
+            metrics_interval_ms: 10_000,
+            trace_batch_delay_ms: 2_000,
+            export_timeout_ms: 5_000,
+            trace_filter: "info".into(),
+            prometheus: true,
+            service_name: "fundi".into(),
+        }
+    }
+}
+
+impl TelemetryConfig {
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+        if let Some(url) = &self.otlp_endpoint
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            anyhow::bail!("telemetry.otlp-endpoint must be an http(s) URL, got {url:?}");
+        }
+        for (name, value) in [
+            ("metrics-interval-ms", self.metrics_interval_ms),
+            ("trace-batch-delay-ms", self.trace_batch_delay_ms),
+            ("export-timeout-ms", self.export_timeout_ms),
+        ] {
+            if value == 0 {
+                anyhow::bail!("telemetry.{name} must be at least 1");
+            }
+        }
+        EnvFilter::try_new(&self.trace_filter).context("telemetry.trace-filter")?;
+        Ok(())
+    }
+}
+
+/// The installed providers, to flush and stop at exit.
+pub(crate) struct Telemetry {
+    tracer: SdkTracerProvider,
+    meter: SdkMeterProvider,
+    registry: Option<prometheus::Registry>,
+}
+
+/// Installs logging (`log_filter`, or `RUST_LOG`) and OpenTelemetry. Runs on the
+/// blocking pool: the OTLP exporters build blocking HTTP clients.
+pub(crate) async fn init(config: TelemetryConfig, log_filter: String) -> anyhow::Result<Telemetry> {
+    tokio::task::spawn_blocking(move || install(&config, &log_filter))
+        .await
+        .context("installing telemetry")?
+}
+
+fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemetry> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let resource = Resource::builder()
+        .with_service_name(config.service_name.clone())
+        .with_attributes([
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+            KeyValue::new("service.instance.id", uuid::Uuid::new_v4().to_string()),
+        ])
+        .build();
+    let timeout = Duration::from_millis(config.export_timeout_ms);
+    let endpoint = config
+        .otlp_endpoint
+        .as_deref()
+        .map(|e| e.trim_end_matches('/').to_owned());
+
+    let mut tracer = SdkTracerProvider::builder().with_resource(resource.clone());
+    if let Some(endpoint) = &endpoint {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(format!("{endpoint}/v1/traces"))
+            .with_timeout(timeout)
+            .build()
+            .context("telemetry: the OTLP span exporter")?;
+        let batch = BatchConfigBuilder::default()
+            .with_scheduled_delay(Duration::from_millis(config.trace_batch_delay_ms))
+            .build();
+        tracer = tracer.with_span_processor(
+            BatchSpanProcessor::builder(exporter)
+                .with_batch_config(batch)
+                .build(),
+        );
+    }
+    let tracer = tracer.build();
+    opentelemetry::global::set_tracer_provider(tracer.clone());
+
+    let mut meter = SdkMeterProvider::builder().with_resource(resource);
+    let registry = config.prometheus.then(prometheus::Registry::new);
+    if let Some(registry) = &registry {
+        let exporter = opentelemetry_prometheus::exporter()
+            .with_registry(registry.clone())
+            .build()
+            .context("telemetry: the Prometheus exporter")?;
+        meter = meter.with_reader(exporter);
+    }
+    if let Some(endpoint) = &endpoint {
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_endpoint(format!("{endpoint}/v1/metrics"))
+            .with_timeout(timeout)
+            .build()
+            .context("telemetry: the OTLP metric exporter")?;
+        let reader = PeriodicReader::builder(exporter)
+            .with_interval(Duration::from_millis(config.metrics_interval_ms))
+            .build();
+        meter = meter.with_reader(reader);
+    }
+    let meter = meter.build();
+    opentelemetry::global::set_meter_provider(meter.clone());
+
+    let log_filter = match std::env::var("RUST_LOG") {
+        Ok(from_env) => EnvFilter::try_new(from_env).context("RUST_LOG")?,
+        Err(_) => EnvFilter::try_new(log_filter).context("log.filter")?,
+    };
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(log_filter);
+    let spans = tracing_opentelemetry::layer()
+        .with_tracer(tracer.tracer("fundi"))
+        .with_filter(EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?);
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(spans)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("logging: {e}"))?;
+    Ok(Telemetry {
+        tracer,
+        meter,
+        registry,
+    })
+}
+
+impl Telemetry {
+    /// `/metrics` in the Prometheus text format, when enabled (public, like `/health`).
+    pub(crate) fn routes(&self) -> Router {
+        let Some(registry) = self.registry.clone() else {
+            return Router::new();
+        };
+        Router::new().route(
+            "/metrics",
+            get(move || {
+                let registry = registry.clone();
+                async move {
+                    let text = prometheus::TextEncoder::new()
+                        .encode_to_string(&registry.gather())
+                        .unwrap_or_default();
+                    ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response()
+                }
+            }),
+        )
+    }
+
+    /// Exports what is pending and stops the providers, within `limit`.
+    pub(crate) async fn shutdown(self, limit: Duration) {
+        let Telemetry { tracer, meter, .. } = self;
+        let stop = tokio::task::spawn_blocking(move || {
+            if let Err(error) = tracer.shutdown_with_timeout(limit) {
+                tracing::debug!(%error, "tracer provider shutdown");
+            }
+            if let Err(error) = meter.shutdown_with_timeout(limit) {
+                tracing::debug!(%error, "meter provider shutdown");
+            }
+        });
+        if tokio::time::timeout(limit + Duration::from_secs(1), stop)
+            .await
+            .is_err()
+        {
+            tracing::warn!("telemetry did not stop in time");
+        }
+    }
+}

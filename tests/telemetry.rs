@@ -1,0 +1,541 @@
+//! Telemetry end to end: the real binary exports to an in-process OTLP/HTTP collector
+//! (axum, decoding the OTLP protobuf messages), and serves /metrics.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use common::*;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::{Value, json};
+
+/// One metric data point: name, attributes, value (a sum, a gauge's value or a
+/// histogram's count).
+type Point = (String, Vec<(String, String)>, f64);
+
+/// What the collector received.
+#[derive(Clone, Default)]
+struct Collector {
+    url: String,
+    spans: Arc<Mutex<Vec<Span>>>,
+    /// Resource attributes seen on traces.
+    resource: Arc<Mutex<Vec<KeyValue>>>,
+    /// Every metric data point received.
+    points: Arc<Mutex<Vec<Point>>>,
+}
+
+async fn collector() -> Collector {
+    let mut collector = Collector::default();
+    let traces = collector.clone();
+    let metrics = collector.clone();
+    let router = Router::new()
+        .route(
+            "/v1/traces",
+            post(move |body: Bytes| {
+                let c = traces.clone();
+                async move {
+                    let request = ExportTraceServiceRequest::decode(body).expect("OTLP traces");
+                    for resource_spans in request.resource_spans {
+                        if let Some(resource) = resource_spans.resource {
+                            *c.resource.lock().unwrap() = resource.attributes;
+                        }
+                        for scope in resource_spans.scope_spans {
+                            c.spans.lock().unwrap().extend(scope.spans);
+                        }
+                    }
+                    ""
+                }
+            }),
+        )
+        .route(
+            "/v1/metrics",
+            post(move |body: Bytes| {
+                let c = metrics.clone();
+                async move {
+                    let request = ExportMetricsServiceRequest::decode(body).expect("OTLP metrics");
+                    let mut points = c.points.lock().unwrap();
+                    for resource in request.resource_metrics {
+                        for scope in resource.scope_metrics {
+                            for m in scope.metrics {
+                                for (attrs, value) in data_points(m.data) {
+                                    points.push((m.name.clone(), attrs, value));
+                                }
+                            }
+                        }
+                    }
+                    ""
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    collector.url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    collector
+}
+
+fn text_attrs(attributes: &[KeyValue]) -> Vec<(String, String)> {
+    attributes
+        .iter()
+        .map(|kv| {
+            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::StringValue(s)) => s.clone(),
+                Some(any_value::Value::IntValue(i)) => i.to_string(),
+                Some(any_value::Value::DoubleValue(d)) => d.to_string(),
+                Some(any_value::Value::BoolValue(b)) => b.to_string(),
+                _ => String::new(),
+            };
+            (kv.key.clone(), value)
+        })
+        .collect()
+}
+
+fn data_points(data: Option<metric::Data>) -> Vec<(Vec<(String, String)>, f64)> {
+    let number = |v: Option<number_data_point::Value>| match v {
+        Some(number_data_point::Value::AsInt(i)) => i as f64,
+        Some(number_data_point::Value::AsDouble(d)) => d,
+        None => 0.0,
+    };
+    match data {
+        Some(metric::Data::Sum(sum)) => sum
+            .data_points
+            .into_iter()
+            .map(|p| (text_attrs(&p.attributes), number(p.value)))
+            .collect(),
+        Some(metric::Data::Gauge(gauge)) => gauge
+            .data_points
+            .into_iter()
+            .map(|p| (text_attrs(&p.attributes), number(p.value)))
+            .collect(),
+        Some(metric::Data::Histogram(h)) => h
+            .data_points
+            .into_iter()
+            .map(|p| (text_attrs(&p.attributes), p.count as f64))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn attr(span: &Span, key: &str) -> Option<String> {
+    text_attrs(&span.attributes)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Collector {
+    fn spans(&self) -> Vec<Span> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    async fn wait_for_spans(&self, what: &str, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let spans = self.spans();
+            if done(&spans) {
+                return spans;
+            }
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            assert!(
+                Instant::now() < deadline,
+                "{what}: never exported; got {names:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The latest value of `name` whose attributes include `with`.
+    fn latest(&self, name: &str, with: &[(&str, &str)]) -> Option<f64> {
+        self.points
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(n, attrs, _)| {
+                n == name
+                    && with
+                        .iter()
+                        .all(|(k, v)| attrs.iter().any(|(ak, av)| ak == k && av == v))
+            })
+            .map(|(_, _, value)| *value)
+    }
+
+    async fn wait_for_metric(&self, name: &str, with: &[(&str, &str)], done: impl Fn(f64) -> bool) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if self.latest(name, with).is_some_and(&done) {
+                return;
+            }
+            let value = self.latest(name, with);
+            assert!(
+                Instant::now() < deadline,
+                "metric {name} {with:?}: latest {value:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn env_for(collector_url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("FUNDI__TELEMETRY__OTLP_ENDPOINT", collector_url.to_owned()),
+        ("FUNDI__TELEMETRY__TRACE_BATCH_DELAY_MS", "100".into()),
+        ("FUNDI__TELEMETRY__METRICS_INTERVAL_MS", "200".into()),
+        ("FUNDI__TELEMETRY__EXPORT_TIMEOUT_MS", "1000".into()),
+        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into()),
+    ]
+}
+
+fn start(dir: &std::path::Path, env: &[(&'static str, String)]) -> Server {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Server::start(dir, &env)
+}
+
+/// A webhook that records the `traceparent` of each delivery.
+async fn webhook() -> (String, Arc<Mutex<Vec<String>>>) {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let record = seen.clone();
+    let router = Router::new().route(
+        "/hook",
+        post(move |headers: axum::http::HeaderMap| {
+            let record = record.clone();
+            async move {
+                let parent = headers
+                    .get("traceparent")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                record.lock().unwrap().push(parent);
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&collector.url));
+    let (hook, traceparents) = webhook().await;
+    let trace = format!("{:032x}", rand_u128());
+    let caller_span = format!("{:016x}", rand_u128() as u64 | 1);
+    let response = server
+        .post()
+        .header("traceparent", format!("00-{trace}-{caller_span}-01"))
+        .json(&request(
+            "SendMessage",
+            json!({"message": message("traced", json!({"steps": 2})),
+                   "configuration": {"taskPushNotificationConfig": {"url": hook}}}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+
+    let in_trace = |spans: &[Span], name: &str| -> Vec<Span> {
+        spans
+            .iter()
+            .filter(|s| s.name == name && hex(&s.trace_id) == trace)
+            .cloned()
+            .collect()
+    };
+    let spans = collector
+        .wait_for_spans("the task's spans", |spans| {
+            [
+                "a2a.request",
+                "task",
+                "skill_run",
+                "store.commit",
+                "push.delivery",
+            ]
+            .iter()
+            .all(|name| !in_trace(spans, name).is_empty())
+                && in_trace(spans, "push.delivery").len() >= 4
+        })
+        .await;
+    let request_span = &in_trace(&spans, "a2a.request")[0];
+    assert_eq!(
+        hex(&request_span.parent_span_id),
+        caller_span,
+        "the caller's span is the parent"
+    );
+    assert_eq!(
+        attr(request_span, "rpc.method").as_deref(),
+        Some("SendMessage")
+    );
+    let task = &in_trace(&spans, "task")[0];
+    assert_eq!(
+        task.parent_span_id, request_span.span_id,
+        "task under the request"
+    );
+    assert_eq!(attr(task, "skill").as_deref(), Some("echo"));
+    let run = &in_trace(&spans, "skill_run")[0];
+    assert_eq!(run.parent_span_id, task.span_id, "the run under the task");
+    let progress: Vec<_> = run.events.iter().filter(|e| e.name == "progress").collect();
+    assert_eq!(
+        progress.len(),
+        2,
+        "one span event per progress report: {:?}",
+        run.events
+    );
+    let commits = in_trace(&spans, "store.commit");
+    assert!(
+        commits
+            .iter()
+            .any(|c| c.parent_span_id == request_span.span_id),
+        "creation commit"
+    );
+    assert!(
+        commits.iter().any(|c| c.parent_span_id == task.span_id),
+        "the actor's commits"
+    );
+    for delivery in in_trace(&spans, "push.delivery") {
+        assert_eq!(
+            delivery.parent_span_id, request_span.span_id,
+            "deliveries join the task's trace"
+        );
+    }
+    // The webhook got the trace onward.
+    let sent = traceparents.lock().unwrap().clone();
+    assert!(!sent.is_empty());
+    assert!(
+        sent.iter()
+            .all(|t| t.split('-').nth(1) == Some(trace.as_str())),
+        "{sent:?}"
+    );
+    // The resource names the service, its version and this instance.
+    let resource: Vec<String> = text_attrs(&collector.resource.lock().unwrap())
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    for key in ["service.name", "service.version", "service.instance.id"] {
+        assert!(
+            resource.iter().any(|k| k == key),
+            "{key} missing from {resource:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_arrive_with_their_documented_names_and_values() {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&collector.url));
+    for text in ["one", "two"] {
+        let done = ok(
+            &server,
+            "SendMessage",
+            json!({"message": message(text, json!({"steps": 1}))}),
+        )
+        .await;
+        assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    }
+    let failed = ok(
+        &server,
+        "SendMessage",
+        json!({"message": {"messageId": "bad", "role": "ROLE_USER",
+                           "parts": [{"text": "x"}, {"data": {"steps": -1}}]}}),
+    )
+    .await;
+    // echo refuses a negative step count: the task ends rejected.
+    assert_eq!(
+        failed["task"]["status"]["state"], "TASK_STATE_REJECTED",
+        "{failed}"
+    );
+    let echo = [("skill", "echo")];
+    collector
+        .wait_for_metric("fundi.task.submissions", &echo, |v| v == 3.0)
+        .await;
+    collector
+        .wait_for_metric(
+            "fundi.tasks.finished",
+            &[("skill", "echo"), ("state", "completed")],
+            |v| v == 2.0,
+        )
+        .await;
+    collector
+        .wait_for_metric(
+            "fundi.task.duration",
+            &[("outcome", "completed")],
+            |count| count == 2.0,
+        )
+        .await;
+    collector
+        .wait_for_metric("fundi.store.commit.duration", &[], |count| count >= 8.0)
+        .await;
+    collector
+        .wait_for_metric(
+            "fundi.rpc.requests",
+            &[("method", "SendMessage"), ("outcome", "ok")],
+            |v| v == 3.0,
+        )
+        .await;
+    collector
+        .wait_for_metric("fundi.tasks.active", &[("state", "working")], |v| v == 0.0)
+        .await;
+    collector
+        .wait_for_metric("fundi.task_actors.live", &[], |v| v == 0.0)
+        .await;
+    collector
+        .wait_for_metric("fundi.tasks.finished", &[("state", "rejected")], |v| {
+            v == 1.0
+        })
+        .await;
+    assert_eq!(
+        collector.latest("fundi.failures", &[]),
+        None,
+        "a rejection is not a failure"
+    );
+
+    // The same, scraped in the Prometheus format.
+    let text = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "fundi_task_submissions_total",
+        "fundi_tasks_finished_total",
+        "fundi_task_duration_seconds_bucket",
+        "fundi_store_commit_duration_seconds_count",
+        "fundi_rpc_requests_total",
+        "fundi_task_actors_live",
+    ] {
+        assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
+    }
+    assert!(
+        text.contains("fundi_task_submissions_total{otel_scope_name=\"fundi\",skill=\"echo\"} 3")
+            || text.contains(
+                "fundi_task_submissions_total{skill=\"echo\",otel_scope_name=\"fundi\"} 3"
+            ),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovered_task_continues_its_original_trace() {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_for(&collector.url);
+    let server = start(dir.path(), &env);
+    let trace = format!("{:032x}", rand_u128());
+    let response = server
+        .post()
+        .header("traceparent", format!("00-{trace}-00000000000000aa-01"))
+        .json(&request(
+            "SendMessage",
+            json!({"message": message("long", json!({"steps": 40, "delayMs": 25})),
+                   "configuration": {"returnImmediately": true}}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    let id = body["result"]["task"]["id"].as_str().unwrap().to_owned();
+    poll_task(&server, &id, |t| state(t) == "TASK_STATE_WORKING").await;
+    server.kill();
+
+    let server = start(dir.path(), &env);
+    poll_task(&server, &id, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    let spans = collector
+        .wait_for_spans("the resumed run and its task", |spans| {
+            let in_trace = |name: &str| {
+                spans.iter().any(|s| {
+                    s.name == name
+                        && hex(&s.trace_id) == trace
+                        && (name != "skill_run" || attr(s, "resumed").as_deref() == Some("true"))
+                })
+            };
+            in_trace("skill_run") && in_trace("task")
+        })
+        .await;
+    let task = spans
+        .iter()
+        .find(|s| s.name == "task" && hex(&s.trace_id) == trace)
+        .expect("the recovered task's span in the original trace");
+    assert_ne!(hex(&task.parent_span_id), "0000000000000000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_collector_down_tasks_run_and_the_server_stops_as_before() {
+    // A port nobody listens on.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&closed));
+    for i in 0..5 {
+        let done = ok(
+            &server,
+            "SendMessage",
+            json!({"message": message(&format!("m{i}"), json!({"steps": 3}))}),
+        )
+        .await;
+        assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    }
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+}
+
+fn rand_u128() -> u128 {
+    let a = uuid_like();
+    let b = uuid_like();
+    (a << 64) | b
+}
+
+/// Randomness without another dependency: the clock and a counter through a hash.
+fn uuid_like() -> u128 {
+    use std::hash::{BuildHasher, RandomState};
+    u128::from(RandomState::new().hash_one(std::time::SystemTime::now()))
+}
+
+#[test]
+fn the_dashboard_uses_only_documented_metrics() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("config/dashboards/fundi.json")).unwrap(),
+    )
+    .unwrap();
+    let docs = std::fs::read_to_string(root.join("docs/observability.md")).unwrap();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                if let Some(name) = word.strip_prefix("fundi_") {
+                    let base = name.trim_end_matches("_bucket");
+                    assert!(
+                        docs.contains(&format!("`fundi_{base}`")),
+                        "fundi_{base} (in {:?}) is not documented",
+                        panel["title"]
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 14, "only {checked} metric references found");
+}
