@@ -83,6 +83,7 @@ impl SkillContext {
         tracing::info!(parent: &self.span, status = %text, "status");
         self.send(SkillCall::Status {
             message: Message::agent(vec![Part::text(text)]),
+            checkpoint: None,
         })
         .await
         .map(drop)
@@ -91,7 +92,29 @@ impl SkillContext {
     /// Posts progress as a fraction from 0 to 1 with a note; the fraction travels in the
     /// status message's metadata as `progress`.
     pub async fn progress(&self, fraction: f64, text: impl Into<String>) -> Result<(), SkillError> {
-        let text = text.into();
+        self.report_progress(fraction, text.into(), None).await
+    }
+
+    /// Posts progress and saves a checkpoint in one commit: after a restart the run
+    /// resumes from exactly the step it last reported (neither repeated nor skipped).
+    pub async fn progress_with_checkpoint(
+        &self,
+        fraction: f64,
+        text: impl Into<String>,
+        checkpoint: Value,
+    ) -> Result<(), SkillError> {
+        self.report_progress(fraction, text.into(), Some(checkpoint.clone()))
+            .await?;
+        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint);
+        Ok(())
+    }
+
+    async fn report_progress(
+        &self,
+        fraction: f64,
+        text: String,
+        checkpoint: Option<Value>,
+    ) -> Result<(), SkillError> {
         let fraction = if fraction.is_finite() {
             fraction.clamp(0.0, 1.0)
         } else {
@@ -101,7 +124,12 @@ impl SkillContext {
         tracing::info!(parent: &self.span, progress = fraction, status = %text, "progress");
         let mut message = Message::agent(vec![Part::text(text)]);
         message.metadata = json!({ "progress": fraction }).as_object().cloned();
-        self.send(SkillCall::Status { message }).await.map(drop)
+        self.send(SkillCall::Status {
+            message,
+            checkpoint,
+        })
+        .await
+        .map(drop)
     }
 
     /// Adds (or replaces, by id) a whole artifact.

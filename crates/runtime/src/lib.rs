@@ -62,6 +62,7 @@ mod config;
 mod context;
 mod error;
 mod handle;
+pub mod issues;
 pub mod model;
 mod recovery;
 mod skill;

@@ -165,12 +165,12 @@ impl Skill for EchoSkill {
             }
             progress.step += 1;
             let fraction = progress.step as f64 / plan.steps as f64;
-            ctx.progress(
+            ctx.progress_with_checkpoint(
                 fraction,
                 format!("step {} of {}", progress.step, plan.steps),
+                json!(progress),
             )
             .await?;
-            ctx.checkpoint(json!(progress)).await?;
         }
 
         let reply = Message::agent(vec![Part::text(text.clone())]);

@@ -1,6 +1,8 @@
 //! fundi-skills: the built-in skills. Each implements `fundi_runtime::Skill` in its own
 //! module and depends on the runtime only.
 
+pub mod a11y;
 mod echo;
 
+pub use a11y::A11yConfig;
 pub use echo::{EchoConfig, EchoSkill};

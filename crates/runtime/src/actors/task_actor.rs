@@ -28,6 +28,9 @@ use crate::transition::{TransitionError, transition};
 pub(crate) enum SkillCall {
     Status {
         message: Message,
+        /// Saved in the same commit as the status (so a resumed run neither repeats nor
+        /// skips the step it reports).
+        checkpoint: Option<Value>,
     },
     Artifact {
         artifact: Artifact,
@@ -243,9 +246,21 @@ impl TaskActorState {
 
     /// Applies one change: transition, commit (version-checked), then publish.
     async fn apply(&mut self, kind: TaskEventKind) -> Result<(), ApplyError> {
+        self.apply_with(kind, None).await
+    }
+
+    /// Like `apply`, also saving a new checkpoint in the same commit.
+    async fn apply_with(
+        &mut self,
+        kind: TaskEventKind,
+        checkpoint: Option<Value>,
+    ) -> Result<(), ApplyError> {
         let task = transition(&self.record.task, &kind)?;
         let mut next = self.record.clone();
         next.task = task;
+        if checkpoint.is_some() {
+            next.checkpoint = checkpoint;
+        }
         next.version += 1;
         next.last_seq += 1;
         let event = TaskEvent {
@@ -378,11 +393,14 @@ impl TaskActorState {
             return;
         }
         let result = match call {
-            SkillCall::Status { message } => {
-                self.apply(TaskEventKind::Status(status(
-                    TaskState::Working,
-                    Some(message),
-                )))
+            SkillCall::Status {
+                message,
+                checkpoint,
+            } => {
+                self.apply_with(
+                    TaskEventKind::Status(status(TaskState::Working, Some(message))),
+                    checkpoint,
+                )
                 .await
             }
             SkillCall::Artifact {

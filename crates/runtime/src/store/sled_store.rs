@@ -23,6 +23,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError, Transact
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, plan_page};
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
+use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{ContextId, TaskEvent, TaskId};
 
 /// When a committed change is on disk.
@@ -44,6 +45,8 @@ pub struct SledStore {
     db: sled::Db,
     /// Push configs and cursors (see `sled_push`).
     pub(super) push: sled::Tree,
+    /// Issues by fingerprint.
+    issues: sled::Tree,
     flusher: Option<GroupFlusher>,
 }
 
@@ -68,11 +71,17 @@ impl SledStore {
         };
         let db = config.open()?;
         let push = db.open_tree("push")?;
+        let issues = db.open_tree("issues")?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
             Durability::Batched { .. } => None,
         };
-        Ok(SledStore { db, push, flusher })
+        Ok(SledStore {
+            db,
+            push,
+            issues,
+            flusher,
+        })
     }
 
     /// In `sync` mode, returns once everything written so far is on disk.
@@ -301,5 +310,60 @@ impl TaskStore for SledStore {
             }
         }
         Ok(records)
+    }
+}
+
+#[async_trait]
+impl IssueStore for SledStore {
+    async fn record(&self, finding: NewIssue) -> Result<(Issue, bool), StoreError> {
+        // Read, merge, compare-and-swap: concurrent runs finding the same issue both count.
+        loop {
+            let key = finding.fingerprint.as_bytes().to_vec();
+            let old = self.issues.get(&key)?;
+            let existing: Option<Issue> = old
+                .as_ref()
+                .map(|bytes| serde_json::from_slice(bytes))
+                .transpose()?;
+            let (issue, new) = merge(existing, finding.clone());
+            let bytes = serde_json::to_vec(&issue)?;
+            if self
+                .issues
+                .compare_and_swap(&key, old, Some(bytes))?
+                .is_ok()
+            {
+                self.flush_if_sync().await?;
+                return Ok((issue, new));
+            }
+        }
+    }
+
+    async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        self.issues
+            .get(id.as_bytes())?
+            .map(|bytes| Ok(serde_json::from_slice(&bytes)?))
+            .transpose()
+    }
+
+    async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
+        let mut all = Vec::new();
+        for item in self.issues.iter() {
+            let (_, bytes) = item?;
+            let issue: Issue = serde_json::from_slice(&bytes)?;
+            if source.is_none_or(|s| issue.finding.source == s) {
+                all.push(issue);
+            }
+        }
+        Ok(all)
+    }
+
+    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
+        let Some(mut issue) = self.issue(id).await? else {
+            return Ok(false);
+        };
+        issue.status = status;
+        self.issues
+            .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
+        self.flush_if_sync().await?;
+        Ok(true)
     }
 }

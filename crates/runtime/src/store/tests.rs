@@ -442,3 +442,70 @@ async fn sled_keeps_push_configs_and_cursors_across_a_reopen() {
     assert_eq!(open[0].cursor.delivered_seq, 4);
     assert_eq!(open[0].config.url, "https://x/1");
 }
+
+fn finding(rule: &str, place: &str) -> crate::issues::NewIssue {
+    crate::issues::NewIssue {
+        fingerprint: crate::issues::fingerprint(&["a11y-audit", rule, place]),
+        source: "a11y-audit".into(),
+        rule: rule.into(),
+        severity: "critical".into(),
+        title: "Images must have alternative text".into(),
+        location: "https://site.test/".into(),
+        target: Some(place.into()),
+        evidence: "<img src=x>".into(),
+        remediation: "Add alt".into(),
+        tags: vec!["wcag111".into()],
+        task_id: TaskId::from("t1"),
+    }
+}
+
+#[tokio::test]
+async fn a_finding_seen_again_updates_its_issue_instead_of_adding_one() {
+    use crate::issues::{IssueStatus, IssueStore};
+    let stores: Vec<(&str, Arc<dyn IssueStore>)> = vec![
+        ("memory", Arc::new(MemoryStore::new())),
+        (
+            "sled",
+            Arc::new(SledStore::temporary(Durability::Sync).unwrap()),
+        ),
+    ];
+    for (name, store) in stores {
+        let (first, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
+        assert!(new, "{name}");
+        let (again, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
+        assert!(!new, "{name}");
+        assert_eq!(again.occurrences, 2);
+        assert_eq!(again.first_seen, first.first_seen);
+        store.record(finding("image-alt", "#hero")).await.unwrap();
+        assert_eq!(
+            store.issues(Some("a11y-audit")).await.unwrap().len(),
+            2,
+            "{name}"
+        );
+        assert!(
+            store
+                .issues(Some("security-scan"))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            store
+                .set_status(first.id(), IssueStatus::Resolved)
+                .await
+                .unwrap()
+        );
+        let (reopened, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
+        assert_eq!(
+            reopened.status,
+            IssueStatus::Open,
+            "{name}: seen again, open again"
+        );
+        assert!(
+            !store
+                .set_status("nope", IssueStatus::Resolved)
+                .await
+                .unwrap()
+        );
+    }
+}

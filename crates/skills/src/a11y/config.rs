@@ -1,0 +1,70 @@
+//! `[skills.a11y-audit]` settings.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits and the origins pages may be fetched from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct A11yConfig {
+    /// Origins (`https://site.example`) whose pages may be fetched and crawled; any other
+    /// URL is refused. Default: none (only inline HTML is audited).
+    pub allowed_origins: Vec<String>,
+    /// Most pages one crawl audits (a message's `maxPages` is capped by this). Default: 20.
+    pub max_pages: usize,
+    /// Largest page, in bytes. Default: 5242880 (5 MiB).
+    pub max_page_bytes: usize,
+    /// Most elements in one page. Default: 100000.
+    pub max_elements: usize,
+    /// Deepest element nesting in one page. Default: 512.
+    pub max_depth: usize,
+    /// Longest the audit of one page may take, in ms. Default: 20000.
+    pub page_time_limit_ms: u64,
+    /// Longest one fetch may take, in ms. Default: 15000.
+    pub fetch_timeout_ms: u64,
+}
+
+impl Default for A11yConfig {
+    fn default() -> Self {
+        A11yConfig {
+            allowed_origins: Vec::new(),
+            max_pages: 20,
+            max_page_bytes: 5 * 1024 * 1024,
+            max_elements: 100_000,
+            max_depth: 512,
+            page_time_limit_ms: 20_000,
+            fetch_timeout_ms: 15_000,
+        }
+    }
+}
+
+impl A11yConfig {
+    /// Checks values that serde cannot; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        for origin in &self.allowed_origins {
+            let parsed = reqwest::Url::parse(origin)
+                .map_err(|e| format!("skills.a11y-audit.allowed-origins: {origin:?}: {e}"))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(format!(
+                    "skills.a11y-audit.allowed-origins: {origin:?} is not an http(s) origin"
+                ));
+            }
+        }
+        for (name, value) in [
+            ("max-pages", self.max_pages),
+            ("max-page-bytes", self.max_page_bytes),
+            ("max-elements", self.max_elements),
+            ("max-depth", self.max_depth),
+        ] {
+            if value == 0 {
+                return Err(format!("skills.a11y-audit.{name} must be at least 1"));
+            }
+        }
+        if self.page_time_limit_ms == 0 || self.fetch_timeout_ms == 0 {
+            return Err(
+                "skills.a11y-audit.page-time-limit-ms and fetch-timeout-ms must be at least 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,14 @@
+//! `a11y-audit`: WCAG checks of HTML pages with axe-core's rule ids, impacts and tags.
+//! See docs/skills/a11y-audit.md.
+
+pub mod audit;
+mod config;
+mod names;
+mod page;
+mod roles;
+pub mod rules;
+mod skill;
+mod style;
+
+pub use config::A11yConfig;
+pub use page::{Limits, PageError};

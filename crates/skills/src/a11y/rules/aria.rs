@@ -1,0 +1,305 @@
+//! ARIA: attribute names, values, roles, required and allowed attributes, aria-hidden,
+//! nested controls, ids referenced by ARIA and labels.
+
+use std::collections::HashSet;
+
+use super::Check;
+use crate::a11y::page::Page;
+use crate::a11y::roles::{
+    CHILDREN_PRESENTATIONAL, GLOBAL_ATTRS, ROLES, ValueType, attribute, required_attrs,
+    supported_attrs,
+};
+
+const ABSTRACT_ROLES: &[&str] = &[
+    "command",
+    "composite",
+    "input",
+    "landmark",
+    "range",
+    "roletype",
+    "section",
+    "sectionhead",
+    "select",
+    "structure",
+    "widget",
+    "window",
+];
+
+/// The element's `aria-*` attributes.
+fn aria_attrs<'a>(page: &Page<'a>, i: usize) -> Vec<(&'a str, &'a str)> {
+    page.elements[i]
+        .value()
+        .attrs()
+        .filter(|(name, _)| name.starts_with("aria-"))
+        .collect()
+}
+
+pub(super) fn valid_attr(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        let attrs = aria_attrs(page, i);
+        if attrs.is_empty() {
+            continue;
+        }
+        let unknown: Vec<&str> = attrs
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| attribute(name).is_none())
+            .collect();
+        check.expect(i, unknown.is_empty(), || {
+            format!("not ARIA attributes: {}", unknown.join(", "))
+        });
+    }
+}
+
+fn value_ok(page: &Page<'_>, kind: ValueType, value: &str) -> bool {
+    let v = value.trim().to_ascii_lowercase();
+    match kind {
+        ValueType::Boolean => matches!(v.as_str(), "true" | "false"),
+        ValueType::BooleanUndefined => matches!(v.as_str(), "true" | "false" | "undefined"),
+        ValueType::Tristate => matches!(v.as_str(), "true" | "false" | "mixed"),
+        ValueType::IdRef => !value.trim().is_empty() && page.by_id(value.trim()).is_some(),
+        ValueType::IdRefs => value.split_whitespace().any(|id| page.by_id(id).is_some()),
+        ValueType::Integer => v.parse::<i64>().is_ok(),
+        ValueType::Number => v.parse::<f64>().is_ok_and(f64::is_finite),
+        ValueType::Text => true,
+        ValueType::Token(tokens) => tokens.contains(&v.as_str()),
+        ValueType::Tokens(tokens) => {
+            !v.is_empty() && v.split_whitespace().all(|t| tokens.contains(&t))
+        }
+    }
+}
+
+pub(super) fn valid_attr_value(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        let attrs: Vec<(&str, &str, ValueType)> = aria_attrs(page, i)
+            .into_iter()
+            .filter_map(|(name, value)| attribute(name).map(|kind| (name, value, kind)))
+            .collect();
+        if attrs.is_empty() {
+            continue;
+        }
+        let bad: Vec<String> = attrs
+            .iter()
+            .filter(|(_, value, kind)| !value_ok(page, *kind, value))
+            .map(|(name, value, _)| format!("{name}=\"{value}\""))
+            .collect();
+        check.expect(i, bad.is_empty(), || {
+            format!("invalid ARIA values: {}", bad.join(", "))
+        });
+    }
+}
+
+pub(super) fn roles(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        let Some(role) = page.attr(i, "role") else {
+            continue;
+        };
+        let tokens: Vec<String> = role
+            .split_whitespace()
+            .map(str::to_ascii_lowercase)
+            .collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let abstract_used: Vec<&String> = tokens
+            .iter()
+            .filter(|t| ABSTRACT_ROLES.contains(&t.as_str()))
+            .collect();
+        let any_valid = tokens.iter().any(|t| ROLES.contains(&t.as_str()));
+        check.expect(i, any_valid && abstract_used.is_empty(), || {
+            if abstract_used.is_empty() {
+                format!("role=\"{role}\" is not a valid ARIA role")
+            } else {
+                format!("role=\"{role}\" uses an abstract role, which authors may not use")
+            }
+        });
+    }
+}
+
+pub(super) fn allowed_attr(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        let attrs = aria_attrs(page, i);
+        let specific: Vec<&str> = attrs
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| attribute(name).is_some() && !GLOBAL_ATTRS.contains(name))
+            .collect();
+        if specific.is_empty() {
+            continue;
+        }
+        let role = page.role(i).unwrap_or_else(|| "generic".into());
+        let supported = supported_attrs(&role);
+        let wrong: Vec<&str> = specific
+            .into_iter()
+            .filter(|name| !supported.contains(name))
+            .collect();
+        check.expect(i, wrong.is_empty(), || {
+            format!("{} not allowed on role {role}", wrong.join(", "))
+        });
+    }
+}
+
+pub(super) fn required_attr(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        // Native controls carry their states themselves.
+        if matches!(page.name(i), "input" | "select" | "textarea") {
+            continue;
+        }
+        let Some(role) = page
+            .attr_text(i, "role")
+            .and_then(|r| r.split_whitespace().next())
+            .map(str::to_ascii_lowercase)
+        else {
+            continue;
+        };
+        let required = required_attrs(&role);
+        if required.is_empty() {
+            continue;
+        }
+        let missing: Vec<&str> = required
+            .iter()
+            .copied()
+            .filter(|name| page.attr(i, name).is_none())
+            .collect();
+        check.expect(i, missing.is_empty(), || {
+            format!("role {role} requires {}", missing.join(", "))
+        });
+    }
+}
+
+pub(super) fn hidden_body(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        if page.name(i) != "body" {
+            continue;
+        }
+        let hidden = page
+            .attr(i, "aria-hidden")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        check.expect(i, !hidden, || {
+            "aria-hidden=\"true\" on <body> hides the whole page from assistive technology".into()
+        });
+    }
+}
+
+/// Hidden from everyone (not only from assistive technology).
+fn invisible(page: &Page<'_>, i: usize) -> bool {
+    std::iter::once(i).chain(page.ancestors(i)).any(|a| {
+        page.attr(a, "hidden").is_some()
+            || page.styles.value(page, a, "display").as_deref() == Some("none")
+            || page.attr(a, "inert").is_some()
+    })
+}
+
+pub(super) fn hidden_focus(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        let aria_hidden = page
+            .attr(i, "aria-hidden")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        if !aria_hidden || page.name(i) == "body" || invisible(page, i) {
+            continue;
+        }
+        let focusable: Vec<usize> = std::iter::once(i)
+            .chain(page.descendants(i))
+            .filter(|&d| page.is_focusable(d) && !invisible(page, d))
+            .collect();
+        check.expect(i, focusable.is_empty(), || {
+            format!(
+                "hidden from assistive technology but reachable by keyboard: {}",
+                focusable
+                    .iter()
+                    .map(|&d| page.selector(d))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+    }
+}
+
+pub(super) fn nested_interactive(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    for i in 0..page.elements.len() {
+        if page.hidden[i] {
+            continue;
+        }
+        let Some(role) = page.role(i) else {
+            continue;
+        };
+        if !CHILDREN_PRESENTATIONAL.contains(&role.as_str()) {
+            continue;
+        }
+        let nested: Vec<usize> = page
+            .descendants(i)
+            .filter(|&d| !page.hidden[d] && page.is_focusable(d))
+            .collect();
+        check.expect(i, nested.is_empty(), || {
+            format!(
+                "a {role} contains focusable content ({}), which assistive technology does not \
+                 announce",
+                nested
+                    .iter()
+                    .map(|&d| page.selector(d))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
+    }
+}
+
+/// IDRef attributes whose targets must be unique.
+const REFERENCING: &[&str] = &[
+    "aria-activedescendant",
+    "aria-controls",
+    "aria-describedby",
+    "aria-details",
+    "aria-errormessage",
+    "aria-flowto",
+    "aria-labelledby",
+    "aria-owns",
+];
+
+pub(super) fn duplicate_id_aria(check: &mut Check<'_, '_>) {
+    let page = check.page;
+    let mut referenced: HashSet<&str> = HashSet::new();
+    for i in 0..page.elements.len() {
+        for name in REFERENCING {
+            if let Some(value) = page.attr(i, name) {
+                referenced.extend(value.split_whitespace());
+            }
+        }
+        if page.name(i) == "label"
+            && let Some(target) = page.attr_text(i, "for")
+        {
+            referenced.insert(target);
+        }
+    }
+    let mut ids: Vec<&&str> = referenced.iter().collect();
+    ids.sort();
+    for id in ids {
+        let Some(all) = page.ids.get(*id) else {
+            continue;
+        };
+        match all.as_slice() {
+            [] => {}
+            [_] => check.pass(),
+            [_, rest @ ..] => {
+                for &dup in rest {
+                    check.fail(
+                        dup,
+                        format!(
+                            "id \"{id}\" is used by {} elements and referenced by ARIA or a \
+                             label: only the first one is found",
+                            all.len()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Every a11y rule against its fixtures in `tests/fixtures/a11y/`: `<rule>.fail.html`
+//! must give exactly the violations its first-line comment names (a true positive), and
+//! `<rule>.pass.html` none for that rule and at least one pass (a true negative). Then
+//! malformed markup, another charset, undeterminable colours, and the limits.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fundi_skills::a11y::audit::{PageReport, audit, decode};
+use fundi_skills::a11y::rules;
+use fundi_skills::a11y::{Limits, PageError};
+
+const LIMITS: Limits = Limits {
+    max_bytes: 5 * 1024 * 1024,
+    max_elements: 100_000,
+    max_depth: 512,
+};
+const TIME: Duration = Duration::from_secs(30);
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/a11y")
+}
+
+fn load(name: &str) -> String {
+    let bytes = std::fs::read(fixtures().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    decode(&bytes, None)
+}
+
+/// The first line: `<!-- expect <rule>[ incomplete]: target, target -->` (several
+/// expectations separated by `;`).
+fn expectations(source: &str) -> Vec<(String, bool, BTreeSet<String>)> {
+    let line = source.lines().next().unwrap();
+    let body = line
+        .trim()
+        .strip_prefix("<!-- expect ")
+        .and_then(|l| l.strip_suffix("-->"))
+        .unwrap_or_else(|| panic!("no expectation comment: {line}"));
+    body.split(';')
+        .map(|part| {
+            let (rule, targets) = part.split_once(':').unwrap();
+            let rule = rule.trim();
+            let (rule, incomplete) = match rule.strip_suffix(" incomplete") {
+                Some(rule) => (rule, true),
+                None => (rule, false),
+            };
+            let targets: BTreeSet<String> = targets
+                .split(',')
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty() && t != "none")
+                .collect();
+            (rule.to_owned(), incomplete, targets)
+        })
+        .collect()
+}
+
+fn targets(report: &PageReport, rule: &str, incomplete: bool) -> BTreeSet<String> {
+    let list = if incomplete {
+        &report.incomplete
+    } else {
+        &report.violations
+    };
+    list.iter()
+        .filter(|r| r.id == rule)
+        .flat_map(|r| r.nodes.iter().map(|n| n.target.clone()))
+        .collect()
+}
+
+fn run(name: &str) -> (String, PageReport) {
+    let source = load(name);
+    let (report, _) = audit(&source, &format!("inline:{name}"), LIMITS, TIME)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    (source, report)
+}
+
+#[test]
+fn every_rule_has_a_true_positive_and_a_true_negative() {
+    let mut missing = Vec::new();
+    let mut wrong = Vec::new();
+    let ids: Vec<&str> = rules::all().map(|r| r.id).collect();
+    assert!(ids.len() >= 43, "{} rules", ids.len());
+    for id in ids {
+        for kind in ["fail", "pass"] {
+            let name = format!("{id}.{kind}.html");
+            if !fixtures().join(&name).exists() {
+                missing.push(name);
+                continue;
+            }
+            let (source, report) = run(&name);
+            for (rule, incomplete, expected) in expectations(&source) {
+                assert_eq!(rule, id, "{name} names the wrong rule");
+                let found = targets(&report, &rule, incomplete);
+                if found != expected {
+                    wrong.push(format!("{name}: expected {expected:?}, found {found:?}"));
+                }
+            }
+            if kind == "pass" {
+                let passed = report.passes.iter().any(|p| p.id == id);
+                if !passed {
+                    wrong.push(format!("{name}: the rule passed nothing (did it apply?)"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "missing fixtures: {missing:?}");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn reports_carry_axe_metadata() {
+    let (_, report) = run("image-alt.fail.html");
+    let rule = report
+        .violations
+        .iter()
+        .find(|r| r.id == "image-alt")
+        .unwrap();
+    assert_eq!(rule.impact.as_str(), "critical");
+    assert!(rule.tags.contains(&"wcag111") && rule.tags.contains(&"wcag2a"));
+    assert_eq!(rule.help, "Images must have alternative text");
+    assert!(rule.help_url.ends_with("/image-alt"));
+    let node = &rule.nodes[0];
+    assert!(node.html.starts_with("<img"), "{}", node.html);
+    assert!(!node.failure_summary.is_empty());
+    assert_eq!(report.title.as_deref(), Some("Fixture"));
+}
+
+#[test]
+fn malformed_markup_is_parsed_as_a_browser_would() {
+    let (source, report) = run("malformed.html");
+    for (rule, incomplete, expected) in expectations(&source) {
+        assert_eq!(targets(&report, &rule, incomplete), expected, "{rule}");
+    }
+    assert_eq!(report.title.as_deref(), Some("Broken markup"));
+}
+
+#[test]
+fn other_charsets_are_decoded() {
+    let (source, report) = run("latin1.html");
+    assert_eq!(report.title.as_deref(), Some("Café crème"));
+    for (rule, incomplete, expected) in expectations(&source) {
+        assert_eq!(targets(&report, &rule, incomplete), expected, "{rule}");
+    }
+}
+
+#[test]
+fn undeterminable_colours_need_review_and_never_pass() {
+    for name in ["needs-review.html", "external-styles.html"] {
+        let (source, report) = run(name);
+        for (rule, incomplete, expected) in expectations(&source) {
+            assert_eq!(
+                targets(&report, &rule, incomplete),
+                expected,
+                "{name}: {rule}"
+            );
+        }
+    }
+    let (_, report) = run("external-styles.html");
+    assert!(
+        !report.passes.iter().any(|p| p.id == "color-contrast"),
+        "with external styles nothing passes color-contrast"
+    );
+}
+
+#[test]
+fn limits_give_clear_errors() {
+    let small = Limits {
+        max_bytes: 1000,
+        ..LIMITS
+    };
+    let big = format!("<p>{}</p>", "x".repeat(2000));
+    let err = audit(&big, "inline:big", small, TIME).unwrap_err();
+    assert!(matches!(err, PageError::TooLarge { size, limit: 1000 } if size > 1000));
+    assert!(err.to_string().contains("max-page-bytes"), "{err}");
+
+    let many = "<span></span>".repeat(500);
+    let few = Limits {
+        max_elements: 100,
+        ..LIMITS
+    };
+    let err = audit(&many, "inline:many", few, TIME).unwrap_err();
+    assert_eq!(err, PageError::TooManyElements { limit: 100 });
+    assert!(err.to_string().contains("max-elements"));
+
+    let deep = format!("{}x{}", "<div>".repeat(5000), "</div>".repeat(5000));
+    let err = audit(&deep, "inline:deep", LIMITS, TIME).unwrap_err();
+    assert_eq!(err, PageError::TooDeep { limit: 512 });
+    assert!(err.to_string().contains("max-depth"));
+
+    let (source, _) = run("color-contrast.fail.html");
+    let err = audit(&source, "inline:slow", LIMITS, Duration::ZERO).unwrap_err();
+    assert!(matches!(err, PageError::TooSlow { .. }), "{err}");
+}
+
+#[test]
+fn hostile_input_never_panics() {
+    let pieces = [
+        "<",
+        ">",
+        "</",
+        "<div",
+        "<table>",
+        "<td>",
+        "<img",
+        " alt",
+        "=",
+        "\"",
+        "'",
+        "<!--",
+        "-->",
+        "<svg>",
+        "<math>",
+        "<template>",
+        "<style>",
+        "a{color:",
+        "}",
+        "@media{",
+        "<script>",
+        "\u{0}",
+        "\u{feff}",
+        "é",
+        "&amp;",
+        "&#0;",
+        "<select><option>",
+        "<label for=x>",
+        "<input id=x aria-labelledby=x>",
+        " role=\"\"",
+        " lang=\"-\"",
+        " headers=\"a a a\"",
+        " style=\"color:rgb(1,2)\"",
+        " tabindex=999999999999999999999",
+        "<h7>",
+        "<dl><dd>",
+    ];
+    // A deterministic walk through many combinations.
+    let mut state: u64 = 0x9e3779b97f4a7c15;
+    for _ in 0..300 {
+        let mut doc = String::new();
+        for _ in 0..200 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            doc.push_str(pieces[(state % pieces.len() as u64) as usize]);
+        }
+        let _ = audit(&doc, "inline:fuzz", LIMITS, TIME);
+        let _ = decode(doc.as_bytes(), Some("text/html; charset=bogus"));
+    }
+}
