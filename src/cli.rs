@@ -72,6 +72,9 @@ pub(crate) struct MessageArgs {
     /// A JSON value sent as a data part, e.g. '{"steps": 3, "delayMs": 200}'.
     #[arg(long)]
     pub(crate) data: Option<String>,
+    /// An HTML file sent as a file part (for a11y-audit).
+    #[arg(long)]
+    pub(crate) html: Option<PathBuf>,
     /// Continue this task (answer an input-required task).
     #[arg(long)]
     pub(crate) task: Option<String>,

@@ -93,6 +93,19 @@ fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
         let data: Value = serde_json::from_str(data).context("--data must be JSON")?;
         parts.push(json!({"data": data, "mediaType": "application/json"}));
     }
+    if let Some(path) = &args.html {
+        use base64::Engine as _;
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let filename = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "page.html".into());
+        parts.push(json!({
+            "raw": base64::engine::general_purpose::STANDARD.encode(bytes),
+            "mediaType": "text/html",
+            "filename": filename,
+        }));
+    }
     let mut message = json!({
         "messageId": format!("cli-{}-{}", std::process::id(), nanos_since_epoch()),
         "role": "ROLE_USER",

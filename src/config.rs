@@ -10,7 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
-use fundi_skills::EchoConfig;
+use fundi_skills::{A11yConfig, EchoConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::TelemetryConfig;
@@ -111,17 +111,20 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub(crate) struct SkillsConfig {
-    /// Ids of the built-in skills to register. Default: ["echo"].
+    /// Ids of the built-in skills to register. Default: ["echo", "a11y-audit"].
     pub(crate) enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub(crate) echo: EchoConfig,
+    /// Settings of the `a11y-audit` skill.
+    pub(crate) a11y_audit: A11yConfig,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
         SkillsConfig {
-            enabled: vec!["echo".into()],
+            enabled: vec!["echo".into(), "a11y-audit".into()],
             echo: EchoConfig::default(),
+            a11y_audit: A11yConfig::default(),
         }
     }
 }
@@ -144,7 +147,7 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub(crate) const BUILT_IN_SKILLS: [&str; 1] = ["echo"];
+pub(crate) const BUILT_IN_SKILLS: [&str; 2] = ["echo", "a11y-audit"];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not
@@ -182,6 +185,10 @@ impl AppConfig {
         self.auth.validate().map_err(anyhow::Error::msg)?;
         self.push.validate().map_err(anyhow::Error::msg)?;
         self.telemetry.validate()?;
+        self.skills
+            .a11y_audit
+            .validate()
+            .map_err(anyhow::Error::msg)?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
             bail!(
                 "refusing to listen on {}: it is not a loopback address, and static tokens are \

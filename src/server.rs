@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use fundi_gateway::{AppState, AuthMode, Authenticator, PushService};
+use fundi_runtime::issues::IssueStore;
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
-use fundi_skills::EchoSkill;
+use fundi_skills::{A11yAuditSkill, EchoSkill};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -34,13 +35,22 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let auth = Authenticator::from_config(&config.auth).map_err(anyhow::Error::msg)?;
 
-    let OpenedStore { shared, push, sled } = open_store(&config)?;
+    let OpenedStore {
+        shared,
+        push,
+        issues,
+        sled,
+    } = open_store(&config)?;
     let mut builder = Runtime::builder()
         .shared_store(shared)
         .config(config.runtime.clone());
     for skill in &config.skills.enabled {
         builder = match skill.as_str() {
             "echo" => builder.skill(EchoSkill::new(config.skills.echo.clone())),
+            "a11y-audit" => builder.skill(
+                A11yAuditSkill::new(config.skills.a11y_audit.clone(), issues.clone())
+                    .map_err(anyhow::Error::msg)?,
+            ),
             other => bail!("skills.enabled: unknown skill {other:?}"),
         };
     }
@@ -125,6 +135,7 @@ fn exit_if_stuck(limit: Duration) {
 struct OpenedStore {
     shared: Arc<dyn TaskStore>,
     push: Arc<dyn PushStore>,
+    issues: Arc<dyn IssueStore>,
     sled: Option<Arc<SledStore>>,
 }
 
@@ -135,7 +146,8 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
             let memory = Arc::new(MemoryStore::new());
             Ok(OpenedStore {
                 shared: memory.clone(),
-                push: memory,
+                push: memory.clone(),
+                issues: memory,
                 sled: None,
             })
         }
@@ -153,6 +165,7 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
             Ok(OpenedStore {
                 shared: sled.clone(),
                 push: sled.clone(),
+                issues: sled.clone(),
                 sled: Some(sled),
             })
         }

@@ -4,5 +4,5 @@
 pub mod a11y;
 mod echo;
 
-pub use a11y::A11yConfig;
+pub use a11y::{A11yAuditSkill, A11yConfig};
 pub use echo::{EchoConfig, EchoSkill};

@@ -12,3 +12,4 @@ mod style;
 
 pub use config::A11yConfig;
 pub use page::{Limits, PageError};
+pub use skill::{A11yAuditSkill, SCOPE, SKILL_ID};

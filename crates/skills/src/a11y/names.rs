@@ -129,12 +129,10 @@ fn native_name(page: &Page<'_>, i: usize, visited: &mut HashSet<usize>) -> Optio
 /// The text of the `<label>`s of a form control: `label[for=id]` and a wrapping label.
 fn label_text(page: &Page<'_>, i: usize, visited: &mut HashSet<usize>) -> Option<String> {
     let mut labels: Vec<usize> = Vec::new();
-    if let Some(id) = page.attr_text(i, "id") {
-        labels.extend(
-            (0..page.elements.len()).filter(|&l| {
-                page.name(l) == "label" && page.attr(l, "for").is_some_and(|f| f == id)
-            }),
-        );
+    if let Some(id) = page.attr_text(i, "id")
+        && let Some(found) = page.labels_for.get(id)
+    {
+        labels.extend(found.iter().copied());
     }
     if let Some(wrapping) = page.ancestors(i).find(|&a| page.name(a) == "label")
         && !labels.contains(&wrapping)

@@ -96,10 +96,16 @@ pub(crate) struct Page<'a> {
     pub(crate) parent: Vec<Option<usize>>,
     /// One past each element's last descendant.
     end: Vec<usize>,
+    /// Each element's child elements.
+    kids: Vec<Vec<usize>>,
+    /// Each element's position among its same-name siblings (1-based), and their count.
+    of_type: Vec<(u32, u32)>,
     /// Element index by tree node.
     index: HashMap<NodeId, usize>,
     /// Element indexes by `id` attribute.
     pub(crate) ids: HashMap<&'a str, Vec<usize>>,
+    /// `<label>` indexes by their `for` attribute.
+    pub(crate) labels_for: HashMap<&'a str, Vec<usize>>,
     /// Hidden from assistive technology (`hidden`, `aria-hidden`, display/visibility).
     pub(crate) hidden: Vec<bool>,
     /// The author styles (`<style>` and `style=""`).
@@ -112,6 +118,7 @@ impl<'a> Page<'a> {
         let mut elements = Vec::new();
         let mut parent = Vec::new();
         let mut end = Vec::new();
+        let mut kids: Vec<Vec<usize>> = Vec::new();
         let mut index = HashMap::new();
         let mut stack: Vec<usize> = Vec::new();
         for edge in html.tree.root().traverse() {
@@ -120,8 +127,13 @@ impl<'a> Page<'a> {
                     if let Some(element) = ElementRef::wrap(node) {
                         let i = elements.len();
                         elements.push(element);
-                        parent.push(stack.last().copied());
+                        let up = stack.last().copied();
+                        parent.push(up);
                         end.push(i + 1);
+                        kids.push(Vec::new());
+                        if let Some(p) = up {
+                            kids[p].push(i);
+                        }
                         index.insert(node.id(), i);
                         stack.push(i);
                     }
@@ -135,19 +147,42 @@ impl<'a> Page<'a> {
                 }
             }
         }
+        let mut of_type = vec![(1u32, 1u32); elements.len()];
+        for siblings in &kids {
+            let mut counts: HashMap<&str, u32> = HashMap::new();
+            for &c in siblings {
+                let n = counts.entry(elements[c].value().name()).or_default();
+                *n += 1;
+                of_type[c].0 = *n;
+            }
+            for &c in siblings {
+                of_type[c].1 = counts[elements[c].value().name()];
+            }
+        }
         let mut ids: HashMap<&'a str, Vec<usize>> = HashMap::new();
         for (i, element) in elements.iter().enumerate() {
             if let Some(id) = element.value().attr("id").filter(|id| !id.is_empty()) {
                 ids.entry(id).or_default().push(i);
             }
         }
-        let styles = Styles::collect(&elements);
+        let mut labels_for: HashMap<&'a str, Vec<usize>> = HashMap::new();
+        for (i, element) in elements.iter().enumerate() {
+            if element.value().name() == "label"
+                && let Some(target) = element.value().attr("for")
+            {
+                labels_for.entry(target).or_default().push(i);
+            }
+        }
+        let styles = Styles::collect(html, &elements);
         let mut page = Page {
             elements,
             parent,
             end,
+            kids,
+            of_type,
             index,
             ids,
+            labels_for,
             hidden: Vec::new(),
             styles,
         };
@@ -198,9 +233,7 @@ impl<'a> Page<'a> {
 
     /// Indexes of the element's child elements.
     pub(crate) fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
-        self.elements[i]
-            .children()
-            .filter_map(|child| self.index_of(child.id()))
+        self.kids[i].iter().copied()
     }
 
     /// Indexes of the element's descendants, in document order (they follow it).
@@ -281,18 +314,11 @@ impl<'a> Page<'a> {
                 break;
             }
             let name = self.name(at);
-            let step = match self.parent[at] {
-                None => name.to_owned(),
-                Some(p) => {
-                    let same: Vec<usize> =
-                        self.children(p).filter(|&c| self.name(c) == name).collect();
-                    if same.len() == 1 {
-                        name.to_owned()
-                    } else {
-                        let n = same.iter().position(|&c| c == at).unwrap_or(0) + 1;
-                        format!("{name}:nth-of-type({n})")
-                    }
-                }
+            let (n, of) = self.of_type[at];
+            let step = if of == 1 {
+                name.to_owned()
+            } else {
+                format!("{name}:nth-of-type({n})")
             };
             steps.push(step);
             current = self.parent[at];

@@ -3,9 +3,10 @@
 //! stylesheets, rules under `@media`, values this parser does not read) is reported as
 //! unknown, never guessed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use scraper::{ElementRef, Selector};
+use ego_tree::NodeId;
+use scraper::{ElementRef, Html, Selector};
 
 use super::page::Page;
 
@@ -28,6 +29,8 @@ type Precedence = (bool, bool, (u32, u32, u32), usize);
 
 struct StyleRule {
     selector: Selector,
+    /// The elements it matches (matched once per page: matching per query is slow).
+    matched: HashSet<NodeId>,
     specificity: (u32, u32, u32),
     order: usize,
     declarations: Vec<(String, String, bool)>,
@@ -38,6 +41,11 @@ struct StyleRule {
 /// The page's author styles.
 pub(crate) struct Styles {
     rules: Vec<StyleRule>,
+    /// Each element's `style=""` declarations, parsed once.
+    inline: Vec<Vec<(String, String, bool)>>,
+    /// Whether any declaration (inline or from a rule) applies to the element: most
+    /// elements have none, and need no lookup at all.
+    touched: Vec<bool>,
     /// Rule indexes by property.
     by_property: HashMap<String, Vec<usize>>,
     /// `<link rel=stylesheet>` or `@import`: styles this audit cannot see.
@@ -54,9 +62,19 @@ pub(crate) struct Specified {
 
 impl Styles {
     /// Reads the `<style>` elements and notes external stylesheets.
-    pub(crate) fn collect(elements: &[ElementRef<'_>]) -> Styles {
+    pub(crate) fn collect(html: &Html, elements: &[ElementRef<'_>]) -> Styles {
         let mut styles = Styles {
             rules: Vec::new(),
+            inline: elements
+                .iter()
+                .map(|e| {
+                    e.value()
+                        .attr("style")
+                        .map(parse_declarations)
+                        .unwrap_or_default()
+                })
+                .collect(),
+            touched: Vec::new(),
             by_property: HashMap::new(),
             external: false,
         };
@@ -79,6 +97,19 @@ impl Styles {
                 _ => {}
             }
         }
+        for rule in &mut styles.rules {
+            rule.matched = html.select(&rule.selector).map(|e| e.id()).collect();
+        }
+        let matched: HashSet<NodeId> = styles
+            .rules
+            .iter()
+            .flat_map(|r| r.matched.iter().copied())
+            .collect();
+        styles.touched = elements
+            .iter()
+            .zip(&styles.inline)
+            .map(|(e, inline)| !inline.is_empty() || matched.contains(&e.id()))
+            .collect();
         for (n, rule) in styles.rules.iter().enumerate() {
             for (property, _, _) in &rule.declarations {
                 styles
@@ -138,6 +169,7 @@ impl Styles {
             if let Ok(selector) = Selector::parse(selector_text) {
                 self.rules.push(StyleRule {
                     selector,
+                    matched: HashSet::new(),
                     specificity: specificity(selector_text),
                     order: self.rules.len(),
                     declarations: declarations.clone(),
@@ -149,6 +181,12 @@ impl Styles {
 
     /// The value of `property` specified for element `i` (not inherited).
     pub(crate) fn specified(&self, page: &Page<'_>, i: usize, property: &str) -> Specified {
+        if !self.touched[i] {
+            return Specified {
+                value: None,
+                uncertain: false,
+            };
+        }
         let element = page.elements[i];
         // (important, inline, specificity, order) decides; inline beats any selector.
         let mut best: Option<(Precedence, String)> = None;
@@ -156,7 +194,7 @@ impl Styles {
         if let Some(indexes) = self.by_property.get(property) {
             for &n in indexes {
                 let rule = &self.rules[n];
-                if !rule.selector.matches(&element) {
+                if !rule.matched.contains(&element.id()) {
                     continue;
                 }
                 if rule.conditional {
@@ -173,13 +211,11 @@ impl Styles {
                 }
             }
         }
-        if let Some(inline) = element.value().attr("style") {
-            for (name, value, important) in parse_declarations(inline) {
-                if name == property {
-                    let key = (important, true, (u32::MAX, 0, 0), usize::MAX);
-                    if best.as_ref().is_none_or(|(k, _)| key >= *k) {
-                        best = Some((key, value));
-                    }
+        for (name, value, important) in &self.inline[i] {
+            if name == property {
+                let key = (*important, true, (u32::MAX, 0, 0), usize::MAX);
+                if best.as_ref().is_none_or(|(k, _)| key >= *k) {
+                    best = Some((key, value.clone()));
                 }
             }
         }

@@ -547,7 +547,13 @@ pub(crate) fn run_all(
             page,
             out: Outcome::default(),
         };
+        let started = Instant::now();
         rule(&mut check);
+        tracing::trace!(
+            rule = info.id,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "a11y rule ran"
+        );
         results.push((info, check.out));
     }
     Ok(results)

@@ -1,0 +1,114 @@
+//! a11y-audit through the real server: scope `fundi:audit` enforced at the gateway, a
+//! report back over JSON-RPC, issues recorded once across runs.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+const PAGE: &str = "<!doctype html><html lang=\"en\"><head><title>Shop</title></head>\
+<body><main><h1>Shop</h1><img src=\"hero.png\"><button></button></main></body></html>";
+
+fn audit_request() -> Value {
+    json!({"message": {"messageId": format!("a11y-{}", std::process::id()), "role": "ROLE_USER",
+                       "metadata": {"skill": "a11y-audit"},
+                       "parts": [{"text": PAGE, "mediaType": "text/html", "filename": "shop.html"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (auditor, reader, user) = (
+        "auditor-token-0123456789",
+        "security-token-0123456789",
+        "alice-token-0123456789",
+    );
+    let env = [
+        ("FUNDI__AUTH__STATIC__CLIENTS__AUDITOR__TOKEN", auditor),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__AUDITOR__SCOPES",
+            "[\"fundi:audit\"]",
+        ),
+        ("FUNDI__AUTH__STATIC__CLIENTS__SCANNER__TOKEN", reader),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__SCANNER__SCOPES",
+            "[\"fundi:security\"]",
+        ),
+        ("FUNDI__AUTH__STATIC__USERS__ALICE", user),
+    ];
+    let mut server = Server::start(dir.path(), &env);
+    server.user_token = user.into();
+
+    // Without the scope: 403, and no task.
+    server.token = reader.into();
+    let refused = server
+        .post()
+        .json(&request("SendMessage", audit_request()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    let challenge = refused.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(challenge.contains("scope=\"fundi:audit\""), "{challenge}");
+    assert_eq!(
+        ok(&server, "ListTasks", json!({})).await["totalSize"],
+        json!(0)
+    );
+
+    // With it: a completed task with the report and a summary.
+    server.token = auditor.into();
+    let task = ok(&server, "SendMessage", audit_request()).await["task"].clone();
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    let report = &task["artifacts"][0]["parts"][0]["data"];
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["mediaType"],
+        "application/json"
+    );
+    let ids: Vec<&str> = report["pages"][0]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"image-alt") && ids.contains(&"button-name"),
+        "{ids:?}"
+    );
+    assert_eq!(report["pages"][0]["url"], "inline:shop.html");
+    let summary = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        summary.starts_with("Audited 1 page of inline:shop.html"),
+        "{summary}"
+    );
+    let new = report["issues"]["new"].as_u64().unwrap();
+    assert!(new >= 2);
+
+    // The same page again: nothing new.
+    let again = ok(&server, "SendMessage", audit_request()).await["task"].clone();
+    let report = &again["artifacts"][0]["parts"][0]["data"];
+    assert_eq!(report["issues"], json!({"new": 0, "updated": new}));
+
+    // The card says what the skill needs.
+    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skill = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "a11y-audit")
+        .expect("a11y-audit on the card")
+        .clone();
+    assert_eq!(
+        skill["securityRequirements"][0]["schemes"]["bearer"]["list"],
+        json!(["fundi:audit"])
+    );
+}
