@@ -10,7 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
-use fundi_skills::{A11yConfig, EchoConfig};
+use fundi_skills::{A11yConfig, EchoConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::TelemetryConfig;
@@ -111,20 +111,23 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub(crate) struct SkillsConfig {
-    /// Ids of the built-in skills to register. Default: ["echo", "a11y-audit"].
+    /// Ids of the built-in skills to register. Default: all of them.
     pub(crate) enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub(crate) echo: EchoConfig,
     /// Settings of the `a11y-audit` skill.
     pub(crate) a11y_audit: A11yConfig,
+    /// Settings of the `security-scan` skill.
+    pub(crate) security_scan: SecurityConfig,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
         SkillsConfig {
-            enabled: vec!["echo".into(), "a11y-audit".into()],
+            enabled: BUILT_IN_SKILLS.iter().map(|s| (*s).to_owned()).collect(),
             echo: EchoConfig::default(),
             a11y_audit: A11yConfig::default(),
+            security_scan: SecurityConfig::default(),
         }
     }
 }
@@ -147,7 +150,7 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub(crate) const BUILT_IN_SKILLS: [&str; 2] = ["echo", "a11y-audit"];
+pub(crate) const BUILT_IN_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not

@@ -8,7 +8,7 @@ use fundi_gateway::{AppState, AuthMode, Authenticator, PushService};
 use fundi_runtime::issues::IssueStore;
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
-use fundi_skills::{A11yAuditSkill, EchoSkill};
+use fundi_skills::{A11yAuditSkill, EchoSkill, SecurityScanSkill};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -47,6 +47,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     for skill in &config.skills.enabled {
         builder = match skill.as_str() {
             "echo" => builder.skill(EchoSkill::new(config.skills.echo.clone())),
+            "security-scan" => builder.skill(
+                SecurityScanSkill::new(config.skills.security_scan.clone(), issues.clone())
+                    .map_err(anyhow::Error::msg)?,
+            ),
             "a11y-audit" => builder.skill(
                 A11yAuditSkill::new(config.skills.a11y_audit.clone(), issues.clone())
                     .map_err(anyhow::Error::msg)?,

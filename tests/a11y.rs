@@ -111,4 +111,26 @@ async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
         skill["securityRequirements"][0]["schemes"]["bearer"]["list"],
         json!(["fundi:audit"])
     );
+    let scan = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "security-scan")
+        .expect("security-scan on the card")
+        .clone();
+    assert_eq!(
+        scan["securityRequirements"][0]["schemes"]["bearer"]["list"],
+        json!(["fundi:security"])
+    );
+    // The auditor cannot start a security scan.
+    let scan_request = json!({"message": {"messageId": "scan-1", "role": "ROLE_USER",
+        "metadata": {"skill": "security-scan"},
+        "parts": [{"data": {"url": "https://example.com/"}}]}});
+    let refused = server
+        .post()
+        .json(&request("SendMessage", scan_request))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
 }

@@ -3,6 +3,8 @@
 
 pub mod a11y;
 mod echo;
+pub mod security;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};
 pub use echo::{EchoConfig, EchoSkill};
+pub use security::{SecurityConfig, SecurityScanSkill};

@@ -1,0 +1,135 @@
+//! What the pages contain: mixed content and Subresource Integrity on HTTPS pages,
+//! stack traces in error pages.
+
+use std::collections::BTreeSet;
+
+use reqwest::{Method, Url};
+use scraper::{Html, Selector};
+
+use crate::security::catalogue::found;
+use crate::security::finding::Finding;
+use crate::security::http::{Fetcher, Response};
+
+/// Text that only stack traces and framework error pages contain.
+const STACK_TRACE_MARKERS: &[&str] = &[
+    "Traceback (most recent call last)",
+    "Exception in thread \"",
+    "\n\tat java.",
+    "\tat org.springframework.",
+    "at System.Web.",
+    "Server Error in '/' Application",
+    "Fatal error: Uncaught",
+    "PHP Fatal error",
+    "Stack trace:\n#0 ",
+    "at Object.<anonymous>",
+    "    at Module._compile",
+    "ActionController::RoutingError",
+    "Werkzeug Debugger",
+    "django.core.exceptions",
+    "panicked at ",
+];
+
+pub(crate) fn check_page(response: &Response, findings: &mut Vec<Finding>) {
+    if response.is_html() && response.url.scheme() == "https" {
+        mixed_content_and_sri(response, findings);
+    }
+    stack_trace(response, findings);
+}
+
+fn mixed_content_and_sri(response: &Response, findings: &mut Vec<Finding>) {
+    let html = Html::parse_document(&response.text());
+    let url = response.url.as_str();
+    let page_origin = response.url.origin();
+    let mut seen = BTreeSet::new();
+    let elements = [
+        ("script[src]", "src", true),
+        ("link[rel~=stylesheet][href]", "href", true),
+        ("iframe[src]", "src", true),
+        ("img[src]", "src", false),
+        ("audio[src], video[src], source[src]", "src", false),
+    ];
+    for (selector, attribute, active) in elements {
+        let Ok(selector) = Selector::parse(selector) else {
+            continue;
+        };
+        for element in html.select(&selector) {
+            let Some(value) = element.value().attr(attribute) else {
+                continue;
+            };
+            let Ok(resource) = response.url.join(value) else {
+                continue;
+            };
+            if resource.scheme() == "http" && seen.insert(resource.to_string()) {
+                let id = if active {
+                    "mixed-content-active"
+                } else {
+                    "mixed-content-passive"
+                };
+                findings.push(found(
+                    id,
+                    format!(
+                        "an HTTPS page loads <{}> over plain HTTP",
+                        element.value().name()
+                    ),
+                    element.html(),
+                    url,
+                    resource.to_string(),
+                ));
+            }
+            let cross_origin_script = element.value().name() == "script"
+                && resource.origin() != page_origin
+                && matches!(resource.scheme(), "http" | "https");
+            if cross_origin_script && element.value().attr("integrity").is_none() {
+                findings.push(found(
+                    "sri-missing",
+                    "a script from another origin has no integrity attribute",
+                    element.html(),
+                    url,
+                    resource.to_string(),
+                ));
+            }
+        }
+    }
+}
+
+fn stack_trace(response: &Response, findings: &mut Vec<Finding>) {
+    let text = response.text();
+    if let Some(marker) = STACK_TRACE_MARKERS.iter().find(|m| text.contains(**m)) {
+        let at = text.find(marker).unwrap_or(0);
+        let start = text[..at]
+            .char_indices()
+            .rev()
+            .nth(40)
+            .map_or(0, |(i, _)| i);
+        let excerpt: String = text[start..].chars().take(200).collect();
+        findings.push(found(
+            "stack-trace-disclosure",
+            format!(
+                "the response (HTTP {}) shows a stack trace",
+                response.status
+            ),
+            excerpt,
+            response.url.as_str(),
+            response.url.path(),
+        ));
+    }
+}
+
+/// Asks for a page that does not exist: error pages are where stack traces show.
+pub(crate) async fn error_page(fetcher: &Fetcher, base: &Url, findings: &mut Vec<Finding>) {
+    let Ok(missing) = base.join(&format!("/fundi-scan-missing-{}", uuid_like())) else {
+        return;
+    };
+    if let Ok(response) = fetcher.request(Method::GET, &missing, &[]).await {
+        stack_trace(&response, findings);
+    }
+}
+
+fn uuid_like() -> String {
+    format!("{:x}", rand_u64())
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}

@@ -1,0 +1,444 @@
+//! The `security-scan` skill: passive checks of an allowed target (and light active ones
+//! when asked), a score and grade, findings recorded as issues.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
+use fundi_runtime::{
+    Artifact, Message, Part, PartContent, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput, TaskId,
+};
+use reqwest::{Method, Url};
+use serde_json::{Value, json};
+
+use super::checks::{active, content, cookies, cors, headers, transport};
+use super::config::SecurityConfig;
+use super::finding::{Bonus, Finding, grade, score};
+use super::http::{Fetcher, Response};
+
+/// The skill's id.
+pub const SKILL_ID: &str = "security-scan";
+/// The scope a caller needs.
+pub const SCOPE: &str = "fundi:security";
+/// Redirects followed for a scanned path (each must stay on allowed origins).
+const MAX_REDIRECTS: usize = 5;
+
+/// The `security-scan` skill.
+pub struct SecurityScanSkill {
+    config: SecurityConfig,
+    origins: Vec<String>,
+    issues: Arc<dyn IssueStore>,
+}
+
+impl std::fmt::Debug for SecurityScanSkill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecurityScanSkill")
+            .field("origins", &self.origins)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Plan {
+    base: Url,
+    paths: Vec<Url>,
+    active: bool,
+}
+
+impl SecurityScanSkill {
+    /// The skill with these settings, recording findings in `issues`.
+    pub fn new(
+        config: SecurityConfig,
+        issues: Arc<dyn IssueStore>,
+    ) -> Result<SecurityScanSkill, String> {
+        config.validate()?;
+        // Fail at start, not at the first scan, if a CA file is unreadable.
+        Fetcher::new(&config)?;
+        let origins = config
+            .allowed_origins
+            .iter()
+            .filter_map(|o| Url::parse(o).ok())
+            .map(|u| u.origin().ascii_serialization())
+            .collect();
+        Ok(SecurityScanSkill {
+            config,
+            origins,
+            issues,
+        })
+    }
+
+    fn allowed(&self, url: &Url) -> bool {
+        matches!(url.scheme(), "http" | "https")
+            && self.origins.contains(&url.origin().ascii_serialization())
+    }
+
+    fn plan(&self, message: &Message) -> Result<Plan, SkillError> {
+        let data = message
+            .parts
+            .iter()
+            .find_map(|p| match &p.content {
+                PartContent::Data(d) if d.get("url").is_some() => Some(d.clone()),
+                PartContent::Url(u) => Some(json!({"url": u})),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                SkillError::Rejected(
+                    "security-scan needs a target: a data part {\"url\": \"https://...\", \
+                     \"paths\": [\"/\"], \"active\": false}"
+                        .into(),
+                )
+            })?;
+        let raw = data["url"]
+            .as_str()
+            .ok_or_else(|| SkillError::Rejected("data.url must be a string".into()))?;
+        let base = Url::parse(raw)
+            .map_err(|e| SkillError::Rejected(format!("data.url {raw:?} is not a URL: {e}")))?;
+        if !self.allowed(&base) {
+            return Err(SkillError::Rejected(format!(
+                "{} is not an allowed target for security-scan (allowed: {}); an operator can \
+                 add it to skills.security-scan.allowed-origins",
+                base.origin().ascii_serialization(),
+                if self.origins.is_empty() {
+                    "none".to_owned()
+                } else {
+                    self.origins.join(", ")
+                }
+            )));
+        }
+        let paths: Vec<String> = match data.get("paths") {
+            None | Some(Value::Null) => vec![base.path().to_owned()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|p| {
+                    p.as_str().map(str::to_owned).ok_or_else(|| {
+                        SkillError::Rejected("data.paths must be a list of strings".into())
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => {
+                return Err(SkillError::Rejected(
+                    "data.paths must be a list of paths like \"/login\"".into(),
+                ));
+            }
+        };
+        if paths.is_empty() || paths.len() > self.config.max_paths {
+            return Err(SkillError::Rejected(format!(
+                "data.paths must list 1 to {} paths (skills.security-scan.max-paths)",
+                self.config.max_paths
+            )));
+        }
+        let mut urls = Vec::new();
+        for path in &paths {
+            let url = base.join(path).map_err(|e| {
+                SkillError::Rejected(format!("data.paths: {path:?} is not a path: {e}"))
+            })?;
+            if url.origin() != base.origin() {
+                return Err(SkillError::Rejected(format!(
+                    "data.paths: {path:?} leaves {} (paths must stay on the target)",
+                    base.origin().ascii_serialization()
+                )));
+            }
+            if !urls.contains(&url) {
+                urls.push(url);
+            }
+        }
+        let active = match data.get("active") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(SkillError::Rejected(format!(
+                    "data.active must be true or false, got {other}"
+                )));
+            }
+        };
+        Ok(Plan {
+            base,
+            paths: urls,
+            active,
+        })
+    }
+
+    /// GET, following redirects that stay on allowed origins; the last response (a
+    /// redirect, when the chain goes elsewhere or loops) and what went wrong.
+    async fn get(
+        &self,
+        fetcher: &Fetcher,
+        url: &Url,
+    ) -> Result<(Response, Option<String>), String> {
+        let mut current = url.clone();
+        let mut last: Option<Response> = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let response = fetcher.request(Method::GET, &current, &[]).await?;
+            let next = if (300..400).contains(&response.status) {
+                response
+                    .header("location")
+                    .and_then(|l| current.join(l).ok())
+            } else {
+                None
+            };
+            match next {
+                None => return Ok((response, None)),
+                Some(next) if !self.allowed(&next) => {
+                    let note =
+                        format!("{current} redirects to {next}, outside the allowed origins");
+                    return Ok((response, Some(note)));
+                }
+                Some(next) => {
+                    // The first response of a plain-HTTP target is kept for the
+                    // HTTPS-redirect check; the page checks look at where it lands.
+                    if current.scheme() == "http" && next.scheme() == "https" && last.is_none() {
+                        last = Some(response.clone());
+                    }
+                    current = next;
+                }
+            }
+        }
+        let note = format!("{url} redirects more than {MAX_REDIRECTS} times");
+        Ok((
+            last.unwrap_or_else(|| unreachable_response(url)),
+            Some(note),
+        ))
+    }
+
+    async fn record(
+        &self,
+        task_id: &TaskId,
+        base: &Url,
+        findings: &[Finding],
+    ) -> Result<(usize, usize), SkillError> {
+        let origin = base.origin().ascii_serialization();
+        let (mut new, mut updated) = (0, 0);
+        for finding in findings {
+            let issue = NewIssue {
+                fingerprint: fingerprint(&[SKILL_ID, finding.id, &origin, &finding.target]),
+                source: SKILL_ID.into(),
+                rule: finding.id.into(),
+                severity: finding.severity.as_str().into(),
+                title: finding.title.clone(),
+                location: finding.url.clone(),
+                target: Some(finding.target.clone()),
+                evidence: finding.evidence.clone(),
+                remediation: finding.remediation.into(),
+                tags: finding
+                    .cwe
+                    .map(|c| vec![format!("CWE-{c}")])
+                    .unwrap_or_default(),
+                task_id: task_id.clone(),
+            };
+            let (_, is_new) = self
+                .issues
+                .record(issue)
+                .await
+                .map_err(|e| SkillError::Failed(format!("recording issues: {e}")))?;
+            if is_new {
+                new += 1;
+            } else {
+                updated += 1;
+            }
+        }
+        Ok((new, updated))
+    }
+}
+
+/// A stand-in for a redirect chain that never settles (only its URL is used).
+fn unreachable_response(url: &Url) -> Response {
+    Response {
+        url: url.clone(),
+        status: 0,
+        headers: Default::default(),
+        body: Vec::new(),
+    }
+}
+
+#[async_trait]
+impl Skill for SecurityScanSkill {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: SKILL_ID.into(),
+            name: "Security scan".into(),
+            description: "Checks an allowed web target's HTTP security: TLS, HSTS, CSP, \
+                          framing, cookies, CORS, disclosure, HTTPS redirection, mixed content \
+                          and SRI; with \"active\": true also exposed files, directory \
+                          listings, TRACE and open redirects. Scores it like Mozilla's HTTP \
+                          Observatory and records findings as issues."
+                .into(),
+            tags: vec![
+                "security".into(),
+                "http".into(),
+                "headers".into(),
+                "tls".into(),
+            ],
+            examples: vec![
+                "{\"url\": \"https://app.example.com/\", \"paths\": [\"/\", \"/login\"]}".into(),
+            ],
+            input_modes: vec!["application/json".into()],
+            output_modes: vec!["application/json".into(), "text/plain".into()],
+            required_scope: Some(SCOPE.into()),
+            resumable: true,
+        }
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let plan = self.plan(&input.message)?;
+        let fetcher = Fetcher::new(&self.config).map_err(SkillError::Failed)?;
+        let mut findings: Vec<Finding> = Vec::new();
+        let mut bonuses: Vec<Bonus> = Vec::new();
+        let mut errors: Vec<Value> = Vec::new();
+        let groups = if plan.active { 5.0 } else { 4.0 };
+
+        // Transport: fetch every path (TLS problems show up here), then HTTP → HTTPS.
+        let mut pages = Vec::new();
+        for url in &plan.paths {
+            let fetched = tokio::select! {
+                () = ctx.cancelled() => return Err(SkillError::Canceled),
+                fetched = self.get(&fetcher, url) => fetched,
+            };
+            match fetched {
+                Ok((response, note)) => {
+                    if let Some(note) = note {
+                        errors.push(json!({"url": url.as_str(), "error": note}));
+                    }
+                    pages.push(response);
+                }
+                Err(error) => errors.push(json!({"url": url.as_str(), "error": error})),
+            }
+        }
+        transport::tls(fetcher.tls_problem(), &plan.base, &mut findings);
+        let Some(first) = pages.first().cloned() else {
+            let why = errors
+                .first()
+                .and_then(|e| e["error"].as_str())
+                .unwrap_or("no response");
+            return Err(SkillError::Failed(format!(
+                "could not reach {}: {why}",
+                plan.base
+            )));
+        };
+        if plan.base.scheme() == "http" {
+            transport::plain_http(&first, &mut findings);
+        } else {
+            let checked =
+                transport::http_redirect(&fetcher, &plan.base, |u| self.allowed(u), &mut findings)
+                    .await;
+            if !checked {
+                errors.push(json!({"url": plan.base.as_str(),
+                    "error": "HTTP→HTTPS redirection not checked: the http:// origin is not allowed"}));
+            }
+        }
+        ctx.progress(1.0 / groups, "transport checked (TLS, HTTPS)")
+            .await?;
+
+        // Headers and cookies of every page.
+        for page in pages.iter().filter(|p| p.status != 0) {
+            headers::check(page, &mut findings, &mut bonuses);
+            cookies::check(page, &mut findings);
+        }
+        ctx.progress(2.0 / groups, "headers and cookies checked")
+            .await?;
+
+        if ctx.is_cancelled() {
+            return Err(SkillError::Canceled);
+        }
+        cors::check(&fetcher, &first.url, &mut findings).await;
+        ctx.progress(3.0 / groups, "CORS checked").await?;
+
+        for page in pages.iter().filter(|p| p.status != 0) {
+            content::check_page(page, &mut findings);
+        }
+        content::error_page(&fetcher, &plan.base, &mut findings).await;
+        ctx.progress(
+            4.0 / groups,
+            "content checked (mixed content, SRI, error pages)",
+        )
+        .await?;
+
+        let mut active_budget_left = None;
+        if plan.active {
+            let mut budget = active::Budget::new(
+                &fetcher,
+                self.config.max_active_requests,
+                self.config.active_requests_per_second,
+            );
+            tokio::select! {
+                () = ctx.cancelled() => return Err(SkillError::Canceled),
+                () = active::check(&mut budget, &plan.base, &plan.paths, &mut findings) => {}
+            }
+            active_budget_left = Some(budget.left());
+            ctx.progress(1.0, "active checks done").await?;
+        }
+
+        // One finding per check and target (the same header on every page counts once).
+        let mut seen = HashSet::new();
+        findings.retain(|f| seen.insert((f.id, f.target.clone())));
+        findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(b.id)));
+        let mut bonus_seen = HashSet::new();
+        bonuses.retain(|b| bonus_seen.insert(b.id));
+        let total = score(&findings, &bonuses);
+        let letter = grade(total);
+        let (new, updated) = self.record(&input.task_id, &plan.base, &findings).await?;
+        let mut by_severity: BTreeMap<&str, usize> = BTreeMap::new();
+        for finding in &findings {
+            *by_severity.entry(finding.severity.as_str()).or_default() += 1;
+        }
+        let text = summary(&plan, total, letter, &findings, &by_severity, new, updated);
+        let report = json!({
+            "target": plan.base.as_str(),
+            "paths": plan.paths.iter().map(Url::as_str).collect::<Vec<_>>(),
+            "active": plan.active,
+            "score": total,
+            "grade": letter,
+            "findings": findings,
+            "bonuses": bonuses,
+            "bySeverity": by_severity,
+            "requests": fetcher.log(),
+            "activeRequestsLeft": active_budget_left,
+            "errors": errors,
+            "issues": {"new": new, "updated": updated},
+        });
+        let artifact = Artifact::new(
+            "security-report",
+            "Security report",
+            vec![Part::data(report).with_media_type("application/json")],
+        );
+        Ok(SkillOutput {
+            message: Some(Message::agent(vec![Part::text(text)])),
+            artifacts: vec![artifact],
+        })
+    }
+}
+
+fn summary(
+    plan: &Plan,
+    total: i32,
+    letter: &str,
+    findings: &[Finding],
+    by_severity: &BTreeMap<&str, usize>,
+    new: usize,
+    updated: usize,
+) -> String {
+    let counts: Vec<String> = ["high", "medium", "low", "info"]
+        .iter()
+        .filter_map(|s| by_severity.get(s).map(|n| format!("{n} {s}")))
+        .collect();
+    let mut text = format!(
+        "Scanned {} ({} path{}, {}): grade {letter} ({total}/100). ",
+        plan.base.origin().ascii_serialization(),
+        plan.paths.len(),
+        if plan.paths.len() == 1 { "" } else { "s" },
+        if plan.active {
+            "passive and active"
+        } else {
+            "passive"
+        },
+    );
+    if counts.is_empty() {
+        text.push_str("No findings.");
+    } else {
+        text.push_str(&format!("Findings: {}.", counts.join(", ")));
+        let worst: Vec<&str> = findings.iter().take(3).map(|f| f.id).collect();
+        text.push_str(&format!(" Worst: {}.", worst.join(", ")));
+    }
+    text.push_str(&format!(" Issues: {new} new, {updated} seen before."));
+    text
+}
