@@ -94,6 +94,9 @@ pub(crate) struct StoreConfig {
     pub(crate) durability: DurabilityMode,
     /// With `batched`: the longest a change stays unflushed, in ms. Default: 10.
     pub(crate) flush_window_ms: u64,
+    /// sled's page cache, in MiB: the store's memory, whatever the number of stored
+    /// tasks. Default: 256.
+    pub(crate) cache_mb: u64,
 }
 
 impl Default for StoreConfig {
@@ -103,6 +106,7 @@ impl Default for StoreConfig {
             path: PathBuf::from("data"),
             durability: DurabilityMode::Sync,
             flush_window_ms: 10,
+            cache_mb: 256,
         }
     }
 }
@@ -212,6 +216,9 @@ impl AppConfig {
         }
         if self.store.durability == DurabilityMode::Batched && self.store.flush_window_ms == 0 {
             bail!("store.flush-window-ms must be at least 1 with durability = \"batched\"");
+        }
+        if self.store.cache_mb == 0 {
+            bail!("store.cache-mb must be at least 1");
         }
         if self.server.shutdown_grace_ms > 600_000 {
             bail!("server.shutdown-grace-ms must be at most 600000 (10 minutes)");

@@ -163,7 +163,7 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
                 },
             };
             let sled = Arc::new(
-                SledStore::open(&store.path, durability)
+                SledStore::open_with_cache(&store.path, durability, store.cache_mb * 1024 * 1024)
                     .with_context(|| format!("opening the store in {}", store.path.display()))?,
             );
             Ok(OpenedStore {

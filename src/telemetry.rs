@@ -17,7 +17,9 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
+};
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -110,6 +112,11 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
         .map(|e| e.trim_end_matches('/').to_owned());
 
     let mut tracer = SdkTracerProvider::builder().with_resource(resource.clone());
+    if endpoint.is_none() {
+        // Nothing is exported: record spans only when a caller's sampled trace asks for
+        // it, and otherwise just carry trace ids (to stored tasks and webhooks) cheaply.
+        tracer = tracer.with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOff)));
+    }
     if let Some(endpoint) = &endpoint {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()

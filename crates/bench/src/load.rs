@@ -18,6 +18,17 @@ pub(crate) struct Sample {
 }
 
 impl Sample {
+    /// A sample of requests with these latencies over `elapsed`.
+    pub(crate) fn from_latencies(latencies: Vec<Duration>, elapsed: Duration) -> Sample {
+        let ops = latencies.len() as u64;
+        Sample {
+            ops,
+            units: ops,
+            elapsed,
+            latencies,
+        }
+    }
+
     pub(crate) fn per_second(&self) -> f64 {
         self.units as f64 / self.elapsed.as_secs_f64()
     }

@@ -10,6 +10,7 @@
 
 mod baselines;
 mod load;
+mod scale;
 mod server;
 mod workloads;
 
@@ -44,6 +45,12 @@ struct Args {
     /// Unfinished tasks left in the store for the restart measurement (0 skips it).
     #[arg(long, default_value_t = 10_000)]
     restart_tasks: usize,
+    /// Live input-required tasks for the memory measurement (0 skips it).
+    #[arg(long, default_value_t = 0)]
+    input_required_tasks: usize,
+    /// Terminal tasks seeded into a store for the read measurements (0 skips it).
+    #[arg(long, default_value_t = 0)]
+    stored_tasks: usize,
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     out: PathBuf,
@@ -398,11 +405,41 @@ async fn main() -> anyhow::Result<()> {
     }
     let fan_out = measure_fan_out(&args, &urls, &client).await?;
     let restart = measure_restart(&args, dir.path(), &client, &credentials).await?;
+    let input_required = if args.input_required_tasks > 0 {
+        Some(
+            scale::input_required(
+                &args.fundi,
+                dir.path(),
+                &client,
+                &credentials,
+                args.input_required_tasks,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let stored = if args.stored_tasks > 0 {
+        Some(
+            scale::stored(
+                &args.fundi,
+                dir.path(),
+                &client,
+                &credentials,
+                args.stored_tasks,
+                duration,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     if let Some(parent) = args.out.parent() {
         std::fs::create_dir_all(parent)?;
     }
     let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats,
-        "results": results, "fanOut": fan_out, "restart": restart});
+        "results": results, "fanOut": fan_out, "restart": restart,
+        "inputRequired": input_required, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((sync, batched, memory));

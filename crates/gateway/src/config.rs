@@ -38,7 +38,9 @@ pub struct GatewayConfig {
     /// Origins (`scheme://host[:port]`) whose browser requests `/a2a` accepts; a request
     /// with any other `Origin` header is refused. Default: none.
     pub allowed_origins: Vec<String>,
-    /// Longest a client may take to send a request's headers, in ms. Default: 10000.
+    /// Longest a client may take to send a request's headers, in ms; an idle keep-alive
+    /// connection is closed after this long too (behind a load balancer, set it above
+    /// the balancer's idle timeout). Default: 30000.
     pub header_read_timeout_ms: u64,
     /// Most parts in one message. Default: 64.
     pub max_parts_per_message: usize,
@@ -68,7 +70,7 @@ impl Default for GatewayConfig {
             card_max_age_secs: 300,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            header_read_timeout_ms: 10_000,
+            header_read_timeout_ms: 30_000,
             max_parts_per_message: 64,
             max_text_bytes: 256 * 1024,
             rate_limit_per_minute: 1200,

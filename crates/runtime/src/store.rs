@@ -22,7 +22,7 @@ pub use memory::MemoryStore;
 pub use push::{
     DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
 };
-pub use sled_store::{Durability, SledStore};
+pub use sled_store::{DEFAULT_CACHE_BYTES, Durability, SledStore};
 
 /// Errors of the storage layer.
 #[derive(Debug, Error)]

@@ -268,6 +268,45 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_waiting_for_input_holds_no_slot() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .config(RuntimeConfig {
+            skill_concurrency: HashMap::from([("s".to_owned(), 1)]),
+            ..config()
+        })
+        .start()
+        .await
+        .unwrap();
+    let asking = submit(&rt, "asking", json!({"ask": true})).await;
+    wait_for_state(&rt, &asking.id, TaskState::InputRequired).await;
+    // With one slot, another task still runs while the first waits for a person.
+    let busy = submit(&rt, "busy", json!({"gate": true})).await;
+    wait_for_state(&rt, &busy.id, TaskState::Working).await;
+    // The answer arrives while the slot is taken: the task is working again, and its
+    // run gets the answer when the slot frees.
+    let answer = fundi_runtime::SubmitRequest::new(fundi_runtime::Message {
+        task_id: Some(asking.id.clone()),
+        ..message("the answer", serde_json::Value::Null)
+    });
+    let answered = rt.submit(answer).await.unwrap();
+    assert_eq!(answered.task.status.state, TaskState::Working);
+    assert_eq!(
+        rt.get(&asking.id, None, None).await.unwrap().status.state,
+        TaskState::Working
+    );
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &busy.id, TaskState::Completed).await;
+    let done = wait_for_state(&rt, &asking.id, TaskState::Completed).await;
+    assert_eq!(
+        done.status.message.as_ref().unwrap().text(),
+        "done: the answer",
+        "{done:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
     let skill = Scripted::new("s", true);
     let rt = Runtime::builder()

@@ -112,6 +112,9 @@ pub(crate) struct TaskActorState {
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
     pending: Option<(Message, bool)>,
+    /// The user's answer to hand to the waiting run once a slot is granted again (a run
+    /// waiting for input gives its slot back).
+    answer: Option<Message>,
     holds_slot: bool,
     canceling: bool,
     input_waiter: Option<RpcReplyPort<SkillReply>>,
@@ -165,6 +168,7 @@ impl Actor for TaskActor {
             run: None,
             runs_started: 0,
             pending,
+            answer: None,
             holds_slot: false,
             canceling: false,
             input_waiter: None,
@@ -320,6 +324,16 @@ impl TaskActorState {
 
     async fn on_start(&mut self, myself: &ActorRef<TaskMsg>) {
         self.holds_slot = true;
+        if let Some(answer) = self.answer.take() {
+            // The run asked for input and has it now: it goes on, in this slot.
+            match self.input_waiter.take() {
+                Some(waiter) => {
+                    let _ = waiter.send(Ok(Some(answer)));
+                }
+                None => self.release_slot(),
+            }
+            return;
+        }
         let Some((message, resumed)) = self.pending.take() else {
             self.release_slot();
             return;
@@ -424,9 +438,12 @@ impl TaskActorState {
                     )))
                     .await;
                 if asked.is_ok() {
-                    // Answered when the user's message arrives (on_deliver).
+                    // Answered when the user's message arrives (on_deliver) and a slot is
+                    // free again: waiting for a person holds no slot, so tasks waiting for
+                    // input never starve the skill's other tasks.
                     self.input_waiter = Some(reply);
                     self.tell_waiting(true);
+                    self.release_slot();
                     return;
                 }
                 asked
@@ -481,10 +498,12 @@ impl TaskActorState {
             let _ = reply.send(Err(apply_to_runtime(error)));
             return;
         }
-        match self.input_waiter.take() {
-            Some(waiter) => {
+        match &self.input_waiter {
+            Some(_) => {
+                // The waiting run gets the answer once its skill has a free slot.
                 self.tell_waiting(false);
-                let _ = waiter.send(Ok(Some(message)));
+                self.answer = Some(message);
+                self.want_slot();
             }
             None => {
                 // Woken after a restart: the skill runs again, resuming with this message.
@@ -509,6 +528,8 @@ impl TaskActorState {
             let _ = reply.send(Err(RuntimeError::NotCancelable { id, state }));
             return;
         }
+        // An answer queued for a slot is void now.
+        self.answer = None;
         let Some(run) = &self.run else {
             // Nothing running (waiting for a slot, or for input after a restart).
             self.pending = None;

@@ -26,6 +26,9 @@ use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{ContextId, TaskEvent, TaskId};
 
+/// sled's page cache by default (sled's own default is 1 GiB).
+pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// When a committed change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
@@ -53,7 +56,20 @@ pub struct SledStore {
 impl SledStore {
     /// Opens (or creates) the store in `path`. Must be called inside a tokio runtime.
     pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SledStore, StoreError> {
-        SledStore::with_config(sled::Config::new().path(path), durability)
+        SledStore::open_with_cache(path, durability, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Like [`SledStore::open`], with sled's page cache limited to `cache_bytes` (the
+    /// store's share of memory; what does not fit is read from disk).
+    pub fn open_with_cache(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        cache_bytes: u64,
+    ) -> Result<SledStore, StoreError> {
+        SledStore::with_config(
+            sled::Config::new().path(path).cache_capacity(cache_bytes),
+            durability,
+        )
     }
 
     /// A store in a temporary directory, removed when dropped (tests, benchmarks).

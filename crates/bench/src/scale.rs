@@ -1,0 +1,281 @@
+//! W4 scale: many live input-required tasks (memory per task), and a store holding
+//! many terminal tasks (GetTask and ListTasks latency, memory, startup).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use chrono::Utc;
+use fundi_runtime::model::{
+    Artifact, ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
+    TaskStatus,
+};
+use fundi_runtime::store::TaskRecord;
+use fundi_runtime::{Durability, SledStore, TaskStore};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::load::Sample;
+use crate::server::{Credentials, Fundi};
+
+/// The subject the bench's user token stands for (the owner of seeded tasks).
+pub(crate) const BENCH_USER: &str = "bench";
+
+async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Value> {
+    let response = client
+        .post(format!("{url}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(body)
+        .send()
+        .await?;
+    ensure!(response.status() == 200, "HTTP {}", response.status());
+    Ok(response.json().await?)
+}
+
+/// `count` tasks parked in input-required on a fresh server: RSS before and after.
+pub(crate) async fn input_required(
+    fundi: &Path,
+    dir: &Path,
+    client: &reqwest::Client,
+    credentials: &Credentials,
+    count: usize,
+) -> anyhow::Result<Value> {
+    let server = Fundi::start(
+        fundi,
+        &dir.join("input-required"),
+        "sled",
+        "batched",
+        credentials,
+    )?;
+    let rss_empty = server.rss_bytes().unwrap_or_default();
+    eprintln!("creating {count} input-required tasks");
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..64)
+        .map(|_| {
+            let (client, url, next) = (client.clone(), server.url.clone(), next.clone());
+            tokio::spawn(async move {
+                while next.fetch_add(1, Ordering::Relaxed) < count {
+                    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                        "params": {"message": {"messageId": uuid::Uuid::new_v4().to_string(),
+                            "role": "ROLE_USER", "parts": [{"text": "ask"}, {"data": {"askInput": true}}]}}});
+                    let answer = post(&client, &url, &body).await?;
+                    ensure!(
+                        answer["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED",
+                        "not waiting for input: {answer}"
+                    );
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await??;
+    }
+    let created_in = started.elapsed();
+    let rss_loaded = server.rss_bytes().unwrap_or_default();
+    let per_task = rss_loaded.saturating_sub(rss_empty) as f64 / count as f64;
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "\nW4 {count} live input-required tasks: RSS {:.0} MiB (empty {:.0} MiB), {:.1} KiB per task; created at {:.0}/s",
+        mib(rss_loaded),
+        mib(rss_empty),
+        per_task / 1024.0,
+        count as f64 / created_in.as_secs_f64()
+    );
+    Ok(
+        json!({"tasks": count, "rssEmptyMiB": mib(rss_empty), "rssLoadedMiB": mib(rss_loaded),
+              "bytesPerTask": per_task, "createdPerSecond": count as f64 / created_in.as_secs_f64()}),
+    )
+}
+
+fn terminal_record(n: usize) -> (TaskRecord, TaskEvent) {
+    let id = TaskId::generate();
+    let context = ContextId::generate();
+    let text = format!("stored task {n}");
+    let mut first = Message::user(vec![Part::text(text.clone())]);
+    first.task_id = Some(id.clone());
+    first.context_id = Some(context.clone());
+    let task = Task {
+        id: id.clone(),
+        context_id: context.clone(),
+        status: TaskStatus {
+            state: TaskState::Completed,
+            message: None,
+            timestamp: Utc::now(),
+        },
+        artifacts: vec![Artifact::new("echo", "echo", vec![Part::text(text)])],
+        history: vec![first],
+        metadata: None,
+    };
+    let event = TaskEvent {
+        seq: 1,
+        task_id: id,
+        context_id: context,
+        kind: TaskEventKind::Created(task.clone()),
+    };
+    let record = TaskRecord {
+        task,
+        version: 1,
+        last_seq: 1,
+        skill: "echo".into(),
+        owner: Some(BENCH_USER.into()),
+        checkpoint: None,
+        trace: None,
+    };
+    (record, event)
+}
+
+/// Writes `count` completed tasks into a sled store at `path`; returns some of their ids.
+async fn seed(path: &Path, count: usize) -> anyhow::Result<Vec<String>> {
+    let store = Arc::new(
+        SledStore::open(
+            path,
+            Durability::Batched {
+                window: Duration::from_millis(50),
+            },
+        )
+        .context("opening the store to seed")?,
+    );
+    let sample_every = (count / 10_000).max(1);
+    let ids: Vec<String> = futures::stream::iter(0..count)
+        .map(|n| {
+            let store = store.clone();
+            async move {
+                let (record, event) = terminal_record(n);
+                store.commit(&record, 0, Some(&event)).await?;
+                anyhow::Ok((n % sample_every == 0).then(|| record.task.id.to_string()))
+            }
+        })
+        .buffer_unordered(64)
+        .filter_map(|r| async move { r.transpose() })
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    store.flush().await?;
+    Ok(ids)
+}
+
+/// A server over a store of `count` terminal tasks: startup, RSS, GetTask and ListTasks.
+async fn over_stored(
+    fundi: &Path,
+    path: &Path,
+    client: &reqwest::Client,
+    credentials: &Credentials,
+    count: usize,
+    seconds: Duration,
+) -> anyhow::Result<Value> {
+    eprintln!("seeding {count} terminal tasks");
+    let seeding = Instant::now();
+    let ids = seed(path, count).await?;
+    let seeded_in = seeding.elapsed();
+    let server = Fundi::start(fundi, path, "sled", "sync", credentials)?;
+    let rss_started = server.rss_bytes().unwrap_or_default();
+    let ids = Arc::new(ids);
+    let get = load(client, &server.url, seconds, move |n| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+               "params": {"id": ids[n % ids.len()], "historyLength": 1}})
+    })
+    .await?;
+    let list = load(client, &server.url, seconds, |n| {
+        let params = if n % 2 == 0 {
+            json!({"pageSize": 50})
+        } else {
+            json!({"pageSize": 50, "status": "TASK_STATE_COMPLETED"})
+        };
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params})
+    })
+    .await?;
+    let rss_after = server.rss_bytes().unwrap_or_default();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{count:>9} stored: startup {:.2} s, RSS {:.0} MiB at start, {:.0} MiB after reads; GetTask {:.0}/s p99 {:.2} ms; ListTasks {:.0}/s p99 {:.2} ms; seeded at {:.0}/s",
+        server.startup.as_secs_f64(),
+        mib(rss_started),
+        mib(rss_after),
+        get.per_second(),
+        ms(get.percentile(99.0)),
+        list.per_second(),
+        ms(list.percentile(99.0)),
+        count as f64 / seeded_in.as_secs_f64(),
+    );
+    Ok(
+        json!({"storedTasks": count, "startupSeconds": server.startup.as_secs_f64(),
+              "rssAtStartMiB": mib(rss_started), "rssAfterReadsMiB": mib(rss_after),
+              "getTaskPerSecond": get.per_second(), "getTaskP99Ms": ms(get.percentile(99.0)),
+              "listTasksPerSecond": list.per_second(), "listTasksP99Ms": ms(list.percentile(99.0))}),
+    )
+}
+
+/// `stored` terminal tasks against a small store of 1,000, same reads, same run.
+pub(crate) async fn stored(
+    fundi: &Path,
+    dir: &Path,
+    client: &reqwest::Client,
+    credentials: &Credentials,
+    stored: usize,
+    seconds: Duration,
+) -> anyhow::Result<Value> {
+    println!("\nW4 stored terminal tasks (16 readers)");
+    let small = over_stored(
+        fundi,
+        &dir.join("stored-small"),
+        client,
+        credentials,
+        1_000,
+        seconds,
+    )
+    .await?;
+    let large = over_stored(
+        fundi,
+        &dir.join("stored-large"),
+        client,
+        credentials,
+        stored,
+        seconds,
+    )
+    .await?;
+    Ok(json!({"small": small, "large": large}))
+}
+
+/// 16 workers sending `body(n)` for `duration`; every answer must be a result.
+async fn load(
+    client: &reqwest::Client,
+    url: &str,
+    duration: Duration,
+    body: impl Fn(usize) -> Value + Send + Sync + 'static,
+) -> anyhow::Result<Sample> {
+    let body = Arc::new(body);
+    let counter = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..16)
+        .map(|_| {
+            let (client, url, body, counter) = (
+                client.clone(),
+                url.to_owned(),
+                body.clone(),
+                counter.clone(),
+            );
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while started.elapsed() < duration {
+                    let n = counter.fetch_add(1, Ordering::Relaxed);
+                    let at = Instant::now();
+                    let answer = post(&client, &url, &body(n)).await?;
+                    ensure!(answer.get("result").is_some(), "failed: {answer}");
+                    latencies.push(at.elapsed());
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await??);
+    }
+    Ok(Sample::from_latencies(latencies, started.elapsed()))
+}
