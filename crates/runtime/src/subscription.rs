@@ -38,6 +38,7 @@ pub(crate) fn event_stream(
             // between the replay and the subscription is missed; duplicates are
             // dropped by sequence number.
             let live = live_receiver(&supervisor, &task_id, call_timeout).await;
+            let mut live = live.map(|(actor, receiver)| Live { actor, receiver: Some(receiver) });
             loop {
                 let batch = store.events(&task_id, next - 1, REPLAY_BATCH).await?;
                 if batch.is_empty() {
@@ -52,11 +53,11 @@ pub(crate) fn event_stream(
                     }
                 }
             }
-            let Some(mut live) = live else {
+            let Some(live) = live.as_mut() else {
                 break 'subscription;
             };
-            loop {
-                match live.recv().await {
+            while let Some(receiver) = live.receiver.as_mut() {
+                match receiver.recv().await {
                     Ok(event) if event.seq < next => continue,
                     Ok(event) if event.seq == next => {
                         next += 1;
@@ -74,11 +75,26 @@ pub(crate) fn event_stream(
     })
 }
 
+/// A live receiver that tells its actor when it is dropped, so that the actor can free
+/// the channel once nobody listens.
+struct Live {
+    actor: ActorRef<TaskMsg>,
+    receiver: Option<broadcast::Receiver<TaskEvent>>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // Drop the receiver first: the actor counts receivers when the message arrives.
+        self.receiver = None;
+        let _ = self.actor.cast(TaskMsg::SubscriberLeft);
+    }
+}
+
 async fn live_receiver(
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Option<broadcast::Receiver<TaskEvent>> {
+) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<TaskEvent>)> {
     let task_id = task_id.clone();
     let actor = match supervisor
         .call(
@@ -90,7 +106,8 @@ async fn live_receiver(
         Ok(CallResult::Success(actor)) => actor?,
         _ => return None,
     };
-    subscribe_to(&actor, timeout).await
+    let receiver = subscribe_to(&actor, timeout).await?;
+    Some((actor, receiver))
 }
 
 async fn subscribe_to(

@@ -61,6 +61,8 @@ pub(crate) enum TaskMsg {
     Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
     Subscribe(RpcReplyPort<broadcast::Receiver<TaskEvent>>),
+    /// A subscriber dropped its receiver: free the buffer if it was the last one.
+    SubscriberLeft,
     RunFinished {
         run: u64,
         outcome: RunOutcome,
@@ -198,6 +200,17 @@ impl Actor for TaskActor {
                     .events
                     .get_or_insert_with(|| broadcast::channel(buffer).0);
                 let _ = reply.send(events.subscribe());
+            }
+            TaskMsg::SubscriberLeft => {
+                // tokio allocates a broadcast channel's whole buffer up front: a task
+                // waiting for input for days must not keep one nobody reads.
+                if state
+                    .events
+                    .as_ref()
+                    .is_some_and(|e| e.receiver_count() == 0)
+                {
+                    state.events = None;
+                }
             }
             TaskMsg::RunFinished { run, outcome } => state.on_run_finished(run, outcome).await,
             TaskMsg::GraceExpired { run } => state.on_grace_expired(run).await,

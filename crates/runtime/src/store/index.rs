@@ -61,10 +61,12 @@ pub(crate) struct PagePlan {
 }
 
 /// Walks index entries in newest-first order and picks the page the query asks for.
-/// One pass: counts every match (for `totalSize`) and stops at `updated_after`.
+/// One pass: counts every match (for `totalSize`) and stops at `updated_after`. With
+/// `known_total` (the store keeps counts), it stops as soon as the page is full.
 pub(crate) fn plan_page(
     entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
     query: &ListQuery,
+    known_total: Option<usize>,
 ) -> Result<PagePlan, StoreError> {
     let floor = query.updated_after.map(|t| t.timestamp_millis());
     let mut plan = PagePlan {
@@ -93,10 +95,16 @@ pub(crate) fn plan_page(
             plan.ids.push(entry.task_id);
         } else {
             more = true;
+            if known_total.is_some() {
+                break;
+            }
         }
     }
     if !more {
         plan.next = None;
+    }
+    if let Some(total) = known_total {
+        plan.total = total;
     }
     Ok(plan)
 }

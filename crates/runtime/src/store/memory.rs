@@ -91,7 +91,7 @@ impl TaskStore for MemoryStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let inner = self.lock();
-        let plan = plan_page(inner.index.values().rev().cloned().map(Ok), query)?;
+        let plan = plan_page(inner.index.values().rev().cloned().map(Ok), query, None)?;
         let records = plan
             .ids
             .iter()

@@ -8,6 +8,8 @@
 //! | `C` context id `\0` update ms task id | `IndexEntry` |
 //! | `A` task id                           | (empty): the task is not terminal |
 //! | `V` task id                           | `Head`: version and current index entry |
+//! | `N` scope `\0` state (u8)              | count of tasks (u64 BE); scope `=owner` or empty for all owners, state 0 for any |
+//! | `M` `counts`                           | (marker) the counts are complete |
 //!
 //! Every commit is one sled transaction: snapshot, event and index entries together.
 //! sled runs transactions under a process-wide exclusive lock, so everything that can be
@@ -86,6 +88,7 @@ impl SledStore {
             }
         };
         let db = config.open()?;
+        ensure_counts(&db)?;
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
         let flusher = match durability {
@@ -98,6 +101,15 @@ impl SledStore {
             issues,
             flusher,
         })
+    }
+
+    fn count(
+        &self,
+        owner: Option<&str>,
+        state: Option<crate::model::TaskState>,
+    ) -> Result<usize, StoreError> {
+        let key = count_key(owner, state.map(|s| s.number()));
+        Ok(read_count(self.db.get(key)?) as usize)
     }
 
     /// In `sync` mode, returns once everything written so far is on disk.
@@ -226,6 +238,23 @@ fn write_record(
         tx.remove(updated_key(&old.entry))?;
         tx.remove(context_key(&old.entry))?;
     }
+    // Counts for totalSize without scanning the index.
+    match &old {
+        None => {
+            for key in count_keys(&commit.entry, true) {
+                adjust(tx, key, 1)?;
+            }
+        }
+        Some(old) if old.entry.state != commit.entry.state => {
+            for key in count_keys(&old.entry, false) {
+                adjust(tx, key, -1)?;
+            }
+            for key in count_keys(&commit.entry, false) {
+                adjust(tx, key, 1)?;
+            }
+        }
+        Some(_) => {}
+    }
     tx.insert(updated_key(&commit.entry), commit.entry_bytes.as_slice())?;
     tx.insert(context_key(&commit.entry), commit.entry_bytes.as_slice())?;
     if commit.record.state().is_terminal() {
@@ -238,6 +267,69 @@ fn write_record(
     }
     tx.insert(head_key(id), commit.head_bytes.as_slice())?;
     tx.insert(task_key(id), commit.record_bytes.as_slice())?;
+    Ok(())
+}
+
+/// The key of a task count: by owner (`None`: every owner) and state (`None`: any).
+fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
+    let mut key = vec![b'N'];
+    if let Some(owner) = owner {
+        key.push(b'=');
+        key.extend_from_slice(owner.as_bytes());
+    }
+    key.push(0);
+    key.push(state.unwrap_or(0));
+    key
+}
+
+/// The counts a task's entry adds to (+1) or leaves (-1).
+fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
+    let mut keys = vec![count_key(None, Some(entry.state))];
+    if let Some(owner) = entry.owner.as_deref() {
+        keys.push(count_key(Some(owner), Some(entry.state)));
+    }
+    if with_any {
+        keys.push(count_key(None, None));
+        if let Some(owner) = entry.owner.as_deref() {
+            keys.push(count_key(Some(owner), None));
+        }
+    }
+    keys
+}
+
+fn read_count(bytes: Option<sled::IVec>) -> u64 {
+    bytes
+        .and_then(|b| <[u8; 8]>::try_from(b.as_ref()).ok())
+        .map(u64::from_be_bytes)
+        .unwrap_or(0)
+}
+
+fn adjust(tx: &TransactionalTree, key: Vec<u8>, delta: i64) -> TxResult<()> {
+    let count = read_count(tx.get(&key)?).saturating_add_signed(delta);
+    tx.insert(key, &count.to_be_bytes())?;
+    Ok(())
+}
+
+const COUNTS_MARKER: &[u8] = b"Mcounts";
+
+/// Builds the task counts once for a store written before they existed.
+fn ensure_counts(db: &sled::Db) -> Result<(), StoreError> {
+    if db.contains_key(COUNTS_MARKER)? {
+        return Ok(());
+    }
+    let mut counts: std::collections::HashMap<Vec<u8>, u64> = std::collections::HashMap::new();
+    for item in db.scan_prefix(b"U") {
+        let entry = decode_entry(item)?;
+        for key in count_keys(&entry, true) {
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    let mut batch = sled::Batch::default();
+    for (key, count) in counts {
+        batch.insert(key, &count.to_be_bytes());
+    }
+    batch.insert(COUNTS_MARKER, &[]);
+    db.apply_batch(batch)?;
     Ok(())
 }
 
@@ -297,8 +389,19 @@ impl TaskStore for SledStore {
                     .rev()
                     .map(decode_entry),
                 query,
+                None,
             )?,
-            None => plan_page(self.db.scan_prefix(b"U").rev().map(decode_entry), query)?,
+            None => {
+                let total = match query.updated_after {
+                    None => Some(self.count(query.owner.as_deref(), query.state)?),
+                    Some(_) => None,
+                };
+                plan_page(
+                    self.db.scan_prefix(b"U").rev().map(decode_entry),
+                    query,
+                    total,
+                )?
+            }
         };
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
