@@ -3,6 +3,7 @@
 
 pub mod a11y;
 mod echo;
+mod origins;
 pub mod security;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};

@@ -840,12 +840,6 @@ async fn plain_http_must_redirect_to_https() {
         "HSTS means nothing over HTTP"
     );
 
-    let redirecting = http_site(Site {
-        headers: vec![("location", "https://127.0.0.1/".into())],
-        ..Site::default()
-    })
-    .await;
-    // A 200 with a Location is not a redirect: make it one.
     let redirecting_site = {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -859,7 +853,6 @@ async fn plain_http_must_redirect_to_https() {
         tokio::spawn(async move { axum::serve(listener, app).await });
         url
     };
-    let _ = redirecting;
     let scanner_redirect = scanner(&[&redirecting_site], SecurityConfig::default()).await;
     let task = scanner_redirect
         .scan(json!({"url": redirecting_site}))

@@ -15,6 +15,8 @@ use fundi_runtime::{
 use reqwest::Url;
 use serde_json::{Value, json};
 
+use crate::origins::Origins;
+
 use super::audit::{PageReport, audit, decode};
 use super::config::A11yConfig;
 use super::page::Limits;
@@ -29,7 +31,7 @@ const MAX_REDIRECTS: usize = 5;
 /// The `a11y-audit` skill.
 pub struct A11yAuditSkill {
     config: A11yConfig,
-    origins: Vec<String>,
+    origins: Origins,
     issues: Arc<dyn IssueStore>,
     client: reqwest::Client,
 }
@@ -59,12 +61,7 @@ impl A11yAuditSkill {
     /// The skill with these settings, recording findings in `issues`.
     pub fn new(config: A11yConfig, issues: Arc<dyn IssueStore>) -> Result<A11yAuditSkill, String> {
         config.validate()?;
-        let origins = config
-            .allowed_origins
-            .iter()
-            .filter_map(|o| Url::parse(o).ok())
-            .map(|u| u.origin().ascii_serialization())
-            .collect();
+        let origins = Origins::new(&config.allowed_origins);
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_millis(config.fetch_timeout_ms))
@@ -88,8 +85,7 @@ impl A11yAuditSkill {
     }
 
     fn allowed(&self, url: &Url) -> bool {
-        matches!(url.scheme(), "http" | "https")
-            && self.origins.contains(&url.origin().ascii_serialization())
+        self.origins.allows(url)
     }
 
     /// What the message asks for; a clear refusal otherwise.
@@ -143,11 +139,7 @@ impl A11yAuditSkill {
                 "{} is not an allowed origin for a11y-audit (allowed: {}); an operator can add \
                  it to skills.a11y-audit.allowed-origins",
                 start.origin().ascii_serialization(),
-                if self.origins.is_empty() {
-                    "none".to_owned()
-                } else {
-                    self.origins.join(", ")
-                }
+                self.origins.describe()
             )));
         }
         let max_pages = match data.get("maxPages") {

@@ -13,6 +13,8 @@ use fundi_runtime::{
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
+use crate::origins::Origins;
+
 use super::checks::{active, content, cookies, cors, headers, transport};
 use super::config::SecurityConfig;
 use super::finding::{Bonus, Finding, grade, score};
@@ -28,7 +30,7 @@ const MAX_REDIRECTS: usize = 5;
 /// The `security-scan` skill.
 pub struct SecurityScanSkill {
     config: SecurityConfig,
-    origins: Vec<String>,
+    origins: Origins,
     issues: Arc<dyn IssueStore>,
 }
 
@@ -55,12 +57,7 @@ impl SecurityScanSkill {
         config.validate()?;
         // Fail at start, not at the first scan, if a CA file is unreadable.
         Fetcher::new(&config)?;
-        let origins = config
-            .allowed_origins
-            .iter()
-            .filter_map(|o| Url::parse(o).ok())
-            .map(|u| u.origin().ascii_serialization())
-            .collect();
+        let origins = Origins::new(&config.allowed_origins);
         Ok(SecurityScanSkill {
             config,
             origins,
@@ -69,8 +66,7 @@ impl SecurityScanSkill {
     }
 
     fn allowed(&self, url: &Url) -> bool {
-        matches!(url.scheme(), "http" | "https")
-            && self.origins.contains(&url.origin().ascii_serialization())
+        self.origins.allows(url)
     }
 
     fn plan(&self, message: &Message) -> Result<Plan, SkillError> {
@@ -99,11 +95,7 @@ impl SecurityScanSkill {
                 "{} is not an allowed target for security-scan (allowed: {}); an operator can \
                  add it to skills.security-scan.allowed-origins",
                 base.origin().ascii_serialization(),
-                if self.origins.is_empty() {
-                    "none".to_owned()
-                } else {
-                    self.origins.join(", ")
-                }
+                self.origins.describe()
             )));
         }
         let paths: Vec<String> = match data.get("paths") {
