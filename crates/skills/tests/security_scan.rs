@@ -56,6 +56,23 @@ fn respond(
     if site.leaky {
         match (method.as_str(), path) {
             ("GET", "/.git/HEAD") => return text(StatusCode::OK, "ref: refs/heads/main\n".into()),
+            ("GET", "/.DS_Store") => {
+                return Response::builder()
+                    .body(Body::from(&b"\x00\x00\x00\x01Bud1\x00\x00"[..]))
+                    .unwrap();
+            }
+            ("GET", "/.svn/entries") => return text(StatusCode::OK, "12\n\ndir\n0\n".into()),
+            ("GET", "/server-status") => {
+                return text(StatusCode::OK, "<h1>Apache Server Status for x</h1>".into());
+            }
+            ("GET", "/phpinfo.php") => {
+                return text(StatusCode::OK, "<title>phpinfo()</title>".into());
+            }
+            ("GET", "/backup.zip") => {
+                return Response::builder()
+                    .body(Body::from(&b"PK\x03\x04rest"[..]))
+                    .unwrap();
+            }
             ("GET", "/.env") => {
                 return text(StatusCode::OK, "DB_PASSWORD=hunter2\nAPI_KEY=abc\n".into());
             }
@@ -497,6 +514,13 @@ async fn every_check_fires_on_a_bad_site_and_not_on_a_good_one() {
             true,
         ),
         header_case(
+            "no frame-ancestors",
+            "content-security-policy",
+            Some("default-src 'self'; object-src 'none'; base-uri 'self'"),
+            "csp-no-frame-ancestors",
+            true,
+        ),
+        header_case(
             "no nosniff",
             "x-content-type-options",
             None,
@@ -883,6 +907,11 @@ async fn active_checks_only_when_asked_within_their_budget() {
     let active_ids = [
         "exposed-git",
         "exposed-env",
+        "exposed-svn",
+        "exposed-ds-store",
+        "exposed-server-status",
+        "exposed-phpinfo",
+        "exposed-backup-file",
         "directory-listing",
         "trace-enabled",
         "open-redirect",

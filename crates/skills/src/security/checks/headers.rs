@@ -280,6 +280,15 @@ fn csp(
         findings.push(found(
             "csp-no-base-uri",
             "the CSP does not restrict <base> (base-uri)",
+            evidence.clone(),
+            url,
+            "content-security-policy",
+        ));
+    }
+    if !policy.contains_key("frame-ancestors") {
+        findings.push(found(
+            "csp-no-frame-ancestors",
+            "the CSP does not say who may frame the page (frame-ancestors)",
             evidence,
             url,
             "content-security-policy",
