@@ -834,3 +834,73 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected() {
         "{text}"
     );
 }
+
+/// A PEM SubjectPublicKeyInfo for an Ed25519 public key (RFC 8410): a fixed prefix,
+/// then the key.
+fn ed25519_public_pem(jwk: &Value) -> String {
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(jwk["x"].as_str().unwrap())
+        .unwrap();
+    let mut der = vec![
+        0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+    ];
+    der.extend_from_slice(&x);
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    format!("-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n")
+}
+
+#[tokio::test]
+async fn a_configured_public_key_verifies_tokens_without_a_jwks() {
+    let machine = SigningKey::generate("m");
+    let user = SigningKey::generate("u");
+    let dir = tempfile::tempdir().unwrap();
+    let machine_pem = dir.path().join("machine.pem");
+    let user_pem = dir.path().join("user.pem");
+    std::fs::write(&machine_pem, ed25519_public_pem(&machine.jwk)).unwrap();
+    std::fs::write(&user_pem, ed25519_public_pem(&user.jwk)).unwrap();
+    let jwt = |file: &std::path::Path, audience: &str| JwtConfig {
+        public_key_file: Some(file.to_path_buf()),
+        issuer: Some(ISSUER.into()),
+        audience: Some(audience.into()),
+        ..JwtConfig::default()
+    };
+    let auth = Authenticator::from_config(&AuthConfig {
+        mode: AuthMode::Jwt,
+        machine: jwt(&machine_pem, MACHINE_AUDIENCE),
+        user: jwt(&user_pem, USER_AUDIENCE),
+        ..AuthConfig::default()
+    })
+    .unwrap();
+    let headers = |bearer: &str, user_token: &str| {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {bearer}").parse().unwrap());
+        headers.insert("x-fundi-user-token", user_token.parse().unwrap());
+        headers
+    };
+    let caller = auth
+        .authenticate(&headers(
+            &machine.sign(&machine_claims("fundi:audit")),
+            &user.sign(&user_claims("carol")),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(caller.user, "carol");
+    assert_eq!(caller.client, "client-app");
+    // A token signed by the user's key is not a machine token.
+    let swapped = auth
+        .authenticate(&headers(
+            &user.sign(&machine_claims("fundi:audit")),
+            &user.sign(&user_claims("carol")),
+        ))
+        .await;
+    assert!(swapped.is_err());
+    // A missing key file is refused at start, naming the setting.
+    let err = Authenticator::from_config(&AuthConfig {
+        mode: AuthMode::Jwt,
+        machine: jwt(&dir.path().join("nope.pem"), MACHINE_AUDIENCE),
+        user: jwt(&user_pem, USER_AUDIENCE),
+        ..AuthConfig::default()
+    })
+    .unwrap_err();
+    assert!(err.contains("auth.machine.public-key-file"), "{err}");
+}
