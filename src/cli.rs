@@ -136,6 +136,17 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         page_token: Option<String>,
     },
+    /// Issues the auditing skills recorded; needs scope fundi:admin.
+    Issues {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Only this skill's (a11y-audit, security-scan).
+        #[arg(long)]
+        source: Option<String>,
+        /// Only open or resolved ones.
+        #[arg(long)]
+        status: Option<String>,
+    },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {
         #[command(flatten)]

@@ -60,6 +60,25 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             let result = call(&endpoint, "ListTasks", params).await?;
             show(&endpoint, &result, print_list)
         }
+        ClientCommand::Issues {
+            endpoint,
+            source,
+            status,
+        } => {
+            let mut url = reqwest::Url::parse(&format!(
+                "{}/admin/issues",
+                endpoint.url.trim_end_matches('/')
+            ))
+            .context("--url")?;
+            if let Some(source) = &source {
+                url.query_pairs_mut().append_pair("source", source);
+            }
+            if let Some(status) = &status {
+                url.query_pairs_mut().append_pair("status", status);
+            }
+            let result = admin(authed(&endpoint, reqwest::Method::GET, url.as_str())?).await?;
+            show(&endpoint, &result, print_issues)
+        }
         ClientCommand::DeadLetters { endpoint } => {
             let url = format!(
                 "{}/admin/push/dead-letters",
@@ -201,6 +220,30 @@ async fn admin(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
         .or_else(|| body["error"].as_str())
         .unwrap_or("error");
     bail!("{message} (HTTP {status})")
+}
+
+fn print_issues(result: &Value) {
+    let issues = result["issues"].as_array().cloned().unwrap_or_default();
+    if issues.is_empty() {
+        println!("no issues");
+    }
+    for issue in issues {
+        println!(
+            "{} [{} {}] {} {}: {} ({}, seen {} times)",
+            issue["fingerprint"]
+                .as_str()
+                .unwrap_or("")
+                .get(..12)
+                .unwrap_or(""),
+            issue["source"].as_str().unwrap_or(""),
+            issue["severity"].as_str().unwrap_or(""),
+            issue["location"].as_str().unwrap_or(""),
+            issue["target"].as_str().unwrap_or(""),
+            issue["title"].as_str().unwrap_or(""),
+            issue["status"].as_str().unwrap_or(""),
+            issue["occurrences"],
+        );
+    }
 }
 
 fn print_dead_letters(result: &Value) {

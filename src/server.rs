@@ -78,6 +78,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         &public_url,
         shutdown.clone(),
     );
+    state = state.with_issues(issues.clone());
     if config.push.enabled {
         let service =
             PushService::new(runtime.clone(), push, config.push.clone(), shutdown.clone())

@@ -34,6 +34,14 @@ async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
             "FUNDI__AUTH__STATIC__CLIENTS__SCANNER__SCOPES",
             "[\"fundi:security\"]",
         ),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__OPS__TOKEN",
+            "operator-token-0123456789",
+        ),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__OPS__SCOPES",
+            "[\"fundi:admin\"]",
+        ),
         ("FUNDI__AUTH__STATIC__USERS__ALICE", user),
     ];
     let mut server = Server::start(dir.path(), &env);
@@ -92,6 +100,53 @@ async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
     let again = ok(&server, "SendMessage", audit_request()).await["task"].clone();
     let report = &again["artifacts"][0]["parts"][0]["data"];
     assert_eq!(report["issues"], json!({"new": 0, "updated": new}));
+
+    // Operators list the recorded issues (scope fundi:admin), from the API and the CLI.
+    let listed: Value = reqwest::Client::new()
+        .get(format!(
+            "{}/admin/issues?source=a11y-audit&status=open",
+            server.url
+        ))
+        .bearer_auth("operator-token-0123456789")
+        .header("X-Fundi-User-Token", user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let issues = listed["issues"].as_array().unwrap();
+    assert_eq!(issues.len() as u64, new, "{listed}");
+    assert!(
+        issues.iter().all(|i| i["occurrences"] == json!(2)),
+        "{listed}"
+    );
+    let refused = reqwest::Client::new()
+        .get(format!("{}/admin/issues", server.url))
+        .bearer_auth(auditor)
+        .header("X-Fundi-User-Token", user)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403, "only admins list issues");
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(["issues", "--source", "a11y-audit"])
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_TOKEN", "operator-token-0123456789")
+        .env("FUNDI_USER_TOKEN", user)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert!(
+        out.contains("[a11y-audit critical] inline:shop.html"),
+        "{out}"
+    );
+    assert!(out.contains("Images must have alternative text"), "{out}");
 
     // The card says what the skill needs.
     let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))

@@ -29,6 +29,7 @@ pub fn app(state: AppState) -> Router {
         .route("/", post(rpc))
         .route("/admin/push/dead-letters", get(dead_letters))
         .route("/admin/push/replay", post(replay))
+        .route("/admin/issues", get(list_issues))
         .with_state(state)
 }
 
@@ -130,6 +131,51 @@ async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
         ),
         Err(error) => {
             tracing::error!(%error, "replaying a dead letter");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+/// The recorded issues (`?source=a11y-audit`, `?status=open`), newest first.
+async fn list_issues(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers).await {
+        return refused;
+    }
+    let Some(store) = &state.issues else {
+        return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
+    };
+    let query: Vec<(String, String)> = uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let status = match param("status") {
+        None => None,
+        Some("open") => Some(fundi_runtime::issues::IssueStatus::Open),
+        Some("resolved") => Some(fundi_runtime::issues::IssueStatus::Resolved),
+        Some(other) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("status must be open or resolved, got {other:?}"),
+            );
+        }
+    };
+    match store.issues(param("source")).await {
+        Ok(mut issues) => {
+            issues.retain(|i| status.is_none_or(|s| i.status == s));
+            issues.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
+            axum::Json(json!({"issues": issues})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "listing issues");
             admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
         }
     }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use fundi_runtime::RuntimeHandle;
+use fundi_runtime::issues::IssueStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authenticator;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub(crate) rate_limit: Arc<UserRateLimit>,
     /// Push notifications, when enabled.
     pub(crate) push: Option<Arc<PushService>>,
+    /// Findings of the auditing skills, for operators.
+    pub(crate) issues: Option<Arc<dyn IssueStore>>,
 }
 
 /// The agent card, serialized once, with its ETag.
@@ -56,7 +59,14 @@ impl AppState {
             shutdown,
             auth: Arc::new(auth),
             push: None,
+            issues: None,
         }
+    }
+
+    /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
+    pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
+        self.issues = Some(issues);
+        self
     }
 
     /// The same state serving the push-config methods and delivering through `push`;
