@@ -1110,7 +1110,23 @@ fn every_check_is_documented() {
     let missing: Vec<&str> = CHECKS
         .iter()
         .map(|c| c.id)
-        .filter(|id| !docs.contains(&format!("`{id}`")))
+        .filter(|id| !docs.contains(&format!("| `{id}` |")))
         .collect();
     assert!(missing.is_empty(), "undocumented checks: {missing:?}");
+    // And every documented check exists, with the documented severity and penalty.
+    for row in docs.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let id = cells[1].trim_matches('`');
+        let check = CHECKS
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id} is documented but not in the catalogue"));
+        assert_eq!(cells[2], check.severity.as_str(), "{id}");
+        let penalty = if check.penalty == 0 {
+            "0".to_owned()
+        } else {
+            format!("-{}", check.penalty)
+        };
+        assert_eq!(cells[4], penalty, "{id}");
+    }
 }

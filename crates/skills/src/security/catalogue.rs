@@ -152,6 +152,13 @@ pub static CHECKS: &[CheckInfo] = &[
         "Add base-uri 'self' (or 'none')."
     ),
     check!(
+        "csp-no-frame-ancestors",
+        Low,
+        Some(1021),
+        0,
+        "Add frame-ancestors 'none' (or 'self') to the CSP; X-Frame-Options is its older, weaker form."
+    ),
+    check!(
         "x-content-type-options-missing",
         Low,
         Some(693),
@@ -400,6 +407,8 @@ pub(crate) fn found(
     target: impl Into<String>,
 ) -> Finding {
     let info = CHECKS.iter().find(|c| c.id == id);
+    // Every check is in the catalogue (tests run with debug assertions).
+    debug_assert!(info.is_some(), "check {id} is not in the catalogue");
     Finding {
         id,
         title: title.into(),
