@@ -145,7 +145,9 @@ async fn seed(path: &Path, count: usize) -> anyhow::Result<Vec<String>> {
             let store = store.clone();
             async move {
                 let (record, event) = terminal_record(n);
-                store.commit(&record, 0, Some(&event)).await?;
+                store
+                    .commit(&record, 0, std::slice::from_ref(&event))
+                    .await?;
                 anyhow::Ok((n % sample_every == 0).then(|| record.task.id.to_string()))
             }
         })

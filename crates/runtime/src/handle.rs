@@ -310,7 +310,14 @@ impl RuntimeHandle {
             kind: TaskEventKind::Created(task.clone()),
         };
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
-        telemetry::commit(&*self.inner.store, &record, 0, Some(&event), None).await?;
+        telemetry::commit(
+            &*self.inner.store,
+            &record,
+            0,
+            std::slice::from_ref(&event),
+            None,
+        )
+        .await?;
         telemetry::metrics().submitted(&record.skill);
         let timeout = self.inner.config.call_timeout();
         let spawned = self

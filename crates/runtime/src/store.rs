@@ -146,14 +146,14 @@ pub struct ListPage {
 /// (optionally) one event atomically, after checking the version the writer read.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
-    /// Writes `record` (and `event`, if any) atomically, if the stored version is
-    /// `expected_version` (0: the task must not exist yet). Returns once the write is as
-    /// durable as the store's durability mode promises.
+    /// Writes `record` and `events` (in order, possibly none) atomically, if the stored
+    /// version is `expected_version` (0: the task must not exist yet). Returns once the
+    /// write is as durable as the store's durability mode promises.
     async fn commit(
         &self,
         record: &TaskRecord,
         expected_version: u64,
-        event: Option<&TaskEvent>,
+        events: &[TaskEvent],
     ) -> Result<(), StoreError>;
 
     /// The stored task, if any.

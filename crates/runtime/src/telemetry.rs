@@ -197,7 +197,7 @@ pub(crate) async fn commit(
     store: &dyn TaskStore,
     record: &TaskRecord,
     expected_version: u64,
-    event: Option<&TaskEvent>,
+    events: &[TaskEvent],
     parent: Option<&tracing::Span>,
 ) -> Result<(), StoreError> {
     let parent = parent.cloned().unwrap_or_else(tracing::Span::current);
@@ -206,11 +206,11 @@ pub(crate) async fn commit(
         "store.commit",
         task_id = %record.task.id,
         version = record.version,
-        seq = event.map(|e| e.seq),
+        seq = events.last().map(|e| e.seq),
     );
     let started = Instant::now();
     let result =
-        tracing::Instrument::instrument(store.commit(record, expected_version, event), span).await;
+        tracing::Instrument::instrument(store.commit(record, expected_version, events), span).await;
     metrics()
         .commit_duration
         .record(started.elapsed().as_secs_f64(), &[]);

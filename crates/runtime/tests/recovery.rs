@@ -172,7 +172,10 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
                 context_id: task.context_id.clone(),
                 kind: TaskEventKind::Created(task),
             };
-            store.commit(&record, 0, Some(&event)).await.unwrap();
+            store
+                .commit(&record, 0, std::slice::from_ref(&event))
+                .await
+                .unwrap();
         }
     }
     let (rt, _, _) = start(dir.path()).await;

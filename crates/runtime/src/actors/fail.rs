@@ -43,7 +43,15 @@ pub(crate) async fn fail_stored_task(
             context_id: next.task.context_id.clone(),
             kind,
         };
-        match telemetry::commit(store, &next, record.version, Some(&event), None).await {
+        match telemetry::commit(
+            store,
+            &next,
+            record.version,
+            std::slice::from_ref(&event),
+            None,
+        )
+        .await
+        {
             Ok(()) => {
                 let metrics = telemetry::metrics();
                 metrics.failure(source);

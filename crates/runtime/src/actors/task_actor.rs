@@ -263,7 +263,7 @@ impl TaskActorState {
 
     /// Applies one change: transition, commit (version-checked), then publish.
     async fn apply(&mut self, kind: TaskEventKind) -> Result<(), ApplyError> {
-        self.apply_with(kind, None).await
+        self.apply_all(vec![kind], None).await
     }
 
     /// Like `apply`, also saving a new checkpoint in the same commit.
@@ -272,25 +272,36 @@ impl TaskActorState {
         kind: TaskEventKind,
         checkpoint: Option<Value>,
     ) -> Result<(), ApplyError> {
-        let task = transition(&self.record.task, &kind)?;
+        self.apply_all(vec![kind], checkpoint).await
+    }
+
+    /// Applies several changes in order as one commit (one flush), then publishes each.
+    async fn apply_all(
+        &mut self,
+        kinds: Vec<TaskEventKind>,
+        checkpoint: Option<Value>,
+    ) -> Result<(), ApplyError> {
         let mut next = self.record.clone();
-        next.task = task;
+        let mut events = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            next.task = transition(&next.task, &kind)?;
+            next.last_seq += 1;
+            events.push(TaskEvent {
+                seq: next.last_seq,
+                task_id: next.task.id.clone(),
+                context_id: next.task.context_id.clone(),
+                kind,
+            });
+        }
         if checkpoint.is_some() {
             next.checkpoint = checkpoint;
         }
         next.version += 1;
-        next.last_seq += 1;
-        let event = TaskEvent {
-            seq: next.last_seq,
-            task_id: next.task.id.clone(),
-            context_id: next.task.context_id.clone(),
-            kind,
-        };
         telemetry::commit(
             &*self.store,
             &next,
             self.record.version,
-            Some(&event),
+            &events,
             Some(&self.span),
         )
         .await?;
@@ -303,11 +314,13 @@ impl TaskActorState {
             self.record.state(),
         );
         // Nobody listening is fine: subscribers read the store first.
-        if let Some(events) = &self.events {
-            if events.receiver_count() == 0 {
+        if let Some(sender) = &self.events {
+            if sender.receiver_count() == 0 {
                 self.events = None;
             } else {
-                let _ = events.send(event);
+                for event in events {
+                    let _ = sender.send(event);
+                }
             }
         }
         Ok(())
@@ -477,7 +490,7 @@ impl TaskActorState {
             &*self.store,
             &next,
             self.record.version,
-            None,
+            &[],
             Some(&self.span),
         )
         .await?;
@@ -609,21 +622,23 @@ impl TaskActorState {
         }
     }
 
+    /// The run's artifacts and the completed status, in one commit (one flush).
     async fn complete(&mut self, output: SkillOutput) -> Result<(), ApplyError> {
-        for artifact in output.artifacts {
-            self.apply(TaskEventKind::Artifact {
+        let mut kinds: Vec<TaskEventKind> = output
+            .artifacts
+            .into_iter()
+            .map(|artifact| TaskEventKind::Artifact {
                 artifact,
                 append: false,
                 last_chunk: true,
             })
-            .await?;
-        }
+            .collect();
         let message = output.message.map(|mut m| {
             m.role = Role::Agent;
             m
         });
-        self.apply(TaskEventKind::Status(status(TaskState::Completed, message)))
-            .await
+        kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
+        self.apply_all(kinds, None).await
     }
 
     async fn on_grace_expired(&mut self, run: u64) {

@@ -46,7 +46,7 @@ impl TaskStore for MemoryStore {
         &self,
         record: &TaskRecord,
         expected_version: u64,
-        event: Option<&TaskEvent>,
+        events: &[TaskEvent],
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let id = record.id().clone();
@@ -57,13 +57,11 @@ impl TaskStore for MemoryStore {
         }
         let entry = IndexEntry::of(record);
         inner.index.insert((entry.ts_ms, id.clone()), entry);
-        if let Some(event) = event {
-            inner
-                .events
-                .entry(id.clone())
-                .or_default()
-                .push(event.clone());
-        }
+        inner
+            .events
+            .entry(id.clone())
+            .or_default()
+            .extend(events.iter().cloned());
         inner.records.insert(id, record.clone());
         Ok(())
     }

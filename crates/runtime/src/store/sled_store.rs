@@ -199,11 +199,11 @@ struct Encoded<'a> {
     entry: IndexEntry,
     entry_bytes: Vec<u8>,
     head_bytes: Vec<u8>,
-    event: Option<(u64, Vec<u8>)>,
+    events: Vec<(u64, Vec<u8>)>,
 }
 
 impl<'a> Encoded<'a> {
-    fn new(record: &'a TaskRecord, event: Option<&TaskEvent>) -> Result<Encoded<'a>, StoreError> {
+    fn new(record: &'a TaskRecord, events: &[TaskEvent]) -> Result<Encoded<'a>, StoreError> {
         let entry = IndexEntry::of(record);
         let head = Head {
             version: record.version,
@@ -215,9 +215,10 @@ impl<'a> Encoded<'a> {
             entry_bytes: serde_json::to_vec(&entry)?,
             head_bytes: serde_json::to_vec(&head)?,
             entry,
-            event: event
+            events: events
+                .iter()
                 .map(|e| serde_json::to_vec(e).map(|bytes| (e.seq, bytes)))
-                .transpose()?,
+                .collect::<Result<_, _>>()?,
         })
     }
 }
@@ -262,7 +263,7 @@ fn write_record(
     } else {
         tx.insert(active_key(id), &[])?;
     }
-    if let Some((seq, bytes)) = &commit.event {
+    for (seq, bytes) in &commit.events {
         tx.insert(event_key(id, *seq), bytes.as_slice())?;
     }
     tx.insert(head_key(id), commit.head_bytes.as_slice())?;
@@ -344,9 +345,9 @@ impl TaskStore for SledStore {
         &self,
         record: &TaskRecord,
         expected_version: u64,
-        event: Option<&TaskEvent>,
+        events: &[TaskEvent],
     ) -> Result<(), StoreError> {
-        let encoded = Encoded::new(record, event)?;
+        let encoded = Encoded::new(record, events)?;
         self.db
             .transaction(|tx| write_record(tx, &encoded, expected_version))
             .map_err(|e| match e {

@@ -55,7 +55,10 @@ async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) 
         context_id: r.task.context_id.clone(),
         kind: TaskEventKind::Status(status),
     };
-    store.commit(&r, r.version - 1, Some(&event)).await.unwrap();
+    store
+        .commit(&r, r.version - 1, std::slice::from_ref(&event))
+        .await
+        .unwrap();
     r
 }
 
@@ -82,9 +85,9 @@ async fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
 async fn versions_are_checked_so_no_update_is_lost() {
     for (name, store) in stores().await {
         let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
         // Creating again, or writing from a stale version, is a conflict.
-        let again = store.commit(&r, 0, Some(&created(&r))).await;
+        let again = store.commit(&r, 0, &[created(&r)]).await;
         assert!(
             matches!(
                 again,
@@ -99,7 +102,7 @@ async fn versions_are_checked_so_no_update_is_lost() {
         advance(&*store, "t1", TaskState::Working, 2_000).await;
         let mut stale = r.clone();
         stale.version = 2;
-        let err = store.commit(&stale, 1, None).await;
+        let err = store.commit(&stale, 1, &[]).await;
         assert!(
             matches!(
                 err,
@@ -121,7 +124,7 @@ async fn versions_are_checked_so_no_update_is_lost() {
 async fn events_are_read_back_in_order_from_any_point() {
     for (name, store) in stores().await {
         let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
         for (i, state) in [TaskState::Working, TaskState::Working, TaskState::Completed]
             .into_iter()
             .enumerate()
@@ -148,7 +151,7 @@ async fn events_are_read_back_in_order_from_any_point() {
         );
         // A task whose id is a prefix of another's does not see the other's events.
         let r2 = record("t", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r2, 0, Some(&created(&r2))).await.unwrap();
+        store.commit(&r2, 0, &[created(&r2)]).await.unwrap();
         assert_eq!(
             store
                 .events(&TaskId::from("t"), 0, 100)
@@ -176,7 +179,7 @@ async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
         ];
         for (id, ctx, ts, owner) in specs {
             let r = record(id, ctx, TaskState::Submitted, ts, owner);
-            store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
         }
         // t1 moves to the front by being updated last.
         advance(&*store, "t1", TaskState::Completed, 9_000).await;
@@ -255,7 +258,7 @@ async fn active_lists_only_tasks_that_are_not_terminal() {
     for (name, store) in stores().await {
         for id in ["t1", "t2", "t3"] {
             let r = record(id, "c", TaskState::Submitted, 1_000, "u");
-            store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
         }
         advance(&*store, "t2", TaskState::Failed, 2_000).await;
         advance(&*store, "t3", TaskState::Working, 2_000).await;
@@ -277,7 +280,7 @@ async fn sled_keeps_everything_across_a_reopen() {
     {
         let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
         let r = record("t1", "c", TaskState::Submitted, 1_000, "u");
-        store.commit(&r, 0, Some(&created(&r))).await.unwrap();
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
         advance(&store, "t1", TaskState::Working, 2_000).await;
     }
     let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
@@ -295,7 +298,7 @@ async fn concurrent_sync_writers_all_complete_sharing_flushes() {
             let store = store.clone();
             tokio::spawn(async move {
                 let r = record(&format!("t{i}"), "c", TaskState::Submitted, 1_000 + i, "u");
-                store.commit(&r, 0, Some(&created(&r))).await
+                store.commit(&r, 0, &[created(&r)]).await
             })
         })
         .collect();
@@ -507,5 +510,44 @@ async fn a_finding_seen_again_updates_its_issue_instead_of_adding_one() {
                 .await
                 .unwrap()
         );
+    }
+}
+
+#[tokio::test]
+async fn several_events_commit_together_or_not_at_all() {
+    for (name, store) in stores().await {
+        let r = record("multi", "c", TaskState::Working, 1_000, "u");
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+        let mut next = r.clone();
+        next.version = 2;
+        next.last_seq = 3;
+        next.task.status.state = TaskState::Completed;
+        let event = |seq: u64, state: TaskState| TaskEvent {
+            seq,
+            task_id: r.task.id.clone(),
+            context_id: r.task.context_id.clone(),
+            kind: TaskEventKind::Status(TaskStatus {
+                state,
+                message: None,
+                timestamp: Utc::now(),
+            }),
+        };
+        let pair = [event(2, TaskState::Working), event(3, TaskState::Completed)];
+        // A stale version writes neither event.
+        assert!(store.commit(&next, 7, &pair).await.is_err(), "{name}");
+        assert_eq!(
+            store.events(r.id(), 0, 10).await.unwrap().len(),
+            1,
+            "{name}"
+        );
+        store.commit(&next, 1, &pair).await.unwrap();
+        let seqs: Vec<u64> = store
+            .events(r.id(), 0, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3], "{name}");
     }
 }
