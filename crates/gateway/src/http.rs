@@ -1,15 +1,16 @@
 //! Routes and the HTTP side of the handlers.
 
+use std::collections::HashMap;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_runtime::ADMIN_SCOPE;
 use serde_json::{Value, json};
 use tracing::Instrument;
-
-use fundi_runtime::ADMIN_SCOPE;
 
 use crate::auth::Caller;
 use crate::dialect::{Dialect, is_supported_version, normalize_version};
@@ -137,26 +138,18 @@ async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
 }
 
 /// The recorded issues (`?source=a11y-audit`, `?status=open`), newest first.
-async fn list_issues(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+async fn list_issues(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
     if let Err(refused) = admit_admin(&state, &headers).await {
         return refused;
     }
     let Some(store) = &state.issues else {
         return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
     };
-    let query: Vec<(String, String)> = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    let param = |name: &str| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let param = |name: &str| query.get(name).map(String::as_str);
     let status = match param("status") {
         None => None,
         Some("open") => Some(fundi_runtime::issues::IssueStatus::Open),

@@ -238,6 +238,19 @@ impl Fixture {
         response.json().await.unwrap()
     }
 
+    /// Starts a task for `creds` that runs until canceled; returns its id.
+    async fn hold(&self, creds: &Creds) -> String {
+        let held = self
+            .call(
+                creds,
+                "SendMessage",
+                json!({"message": message("h", json!({"hold": true})),
+                       "configuration": {"returnImmediately": true}}),
+            )
+            .await;
+        held["result"]["task"]["id"].as_str().unwrap().to_owned()
+    }
+
     /// Everything stored, in a form that changes whenever anything is written.
     async fn stored(&self) -> Vec<String> {
         let query = ListQuery {
@@ -297,15 +310,7 @@ fn every_method(task_id: &str) -> Vec<Value> {
 async fn bad_credentials_get_401_on_every_method_and_change_nothing() {
     let fx = fixture(GatewayConfig::default(), 0).await;
     let good = fx.creds("fundi:admin", "alice");
-    let held = fx
-        .call(
-            &good,
-            "SendMessage",
-            json!({"message": message("h", json!({"hold": true})),
-                   "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let task_id = held["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = fx.hold(&good).await;
     let before = fx.stored().await;
 
     let stranger = SigningKey::generate("machine-1");
@@ -582,15 +587,7 @@ async fn users_see_only_their_own_tasks() {
     let fx = fixture(GatewayConfig::default(), 0).await;
     let alice = fx.creds("fundi:admin", "alice");
     let bob = fx.creds("fundi:admin", "bob");
-    let held = fx
-        .call(
-            &alice,
-            "SendMessage",
-            json!({"message": message("h", json!({"hold": true})),
-                   "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = held["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let id = fx.hold(&alice).await;
     let before = fx.stored().await;
 
     // Bob gets exactly what he would get for a task that does not exist.

@@ -257,6 +257,34 @@ impl Fixture {
             .unwrap_or_else(|| panic!("{method} failed: {body}"))
     }
 
+    /// Starts a task (alice's) that runs until canceled; returns its id.
+    async fn hold(&self) -> String {
+        let held = self
+            .ok(
+                "SendMessage",
+                json!({"message": message("h", json!({"hold": true})),
+                       "configuration": {"returnImmediately": true}}),
+            )
+            .await;
+        held["task"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The dead letters, once there is at least one (or the deadline passes).
+    async fn dead_letters(&self) -> Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (status, body) = self
+                .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
+                .await;
+            assert_eq!(status, 200, "{body}");
+            if !body["deadLetters"].as_array().unwrap().is_empty() {
+                return body["deadLetters"].clone();
+            }
+            assert!(Instant::now() < deadline, "no dead letter appeared");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Starts a task with a push config to `url`; returns the task.
     async fn send_with_push(&self, data: Value, config: Value, blocking: bool) -> Value {
         let result = self
@@ -417,20 +445,7 @@ async fn a_dead_letter_waits_for_an_operator_then_delivers_in_order() {
         )
         .await;
     let id = task["id"].as_str().unwrap().to_owned();
-    let letters = {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let (status, body) = fx
-                .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
-                .await;
-            assert_eq!(status, 200, "{body}");
-            if !body["deadLetters"].as_array().unwrap().is_empty() {
-                break body["deadLetters"].clone();
-            }
-            assert!(Instant::now() < deadline, "no dead letter appeared");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let letters = fx.dead_letters().await;
     assert_eq!(letters[0]["taskId"], json!(id));
     assert_eq!(letters[0]["configId"], "hook");
     assert_eq!(
@@ -589,14 +604,7 @@ async fn the_config_methods_work_in_both_dialects_for_the_owner_only() {
     })
     .await;
     let receiver = Receiver::start(Mode::Ok).await;
-    let held = fx
-        .ok(
-            "SendMessage",
-            json!({"message": message("h", json!({"hold": true})),
-                   "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = held["task"]["id"].as_str().unwrap().to_owned();
+    let id = fx.hold().await;
 
     // v1.0: flat objects; a config without an id gets the task's id.
     let created = fx
@@ -736,14 +744,7 @@ async fn webhook_addresses_inside_the_network_are_refused() {
         ..settings()
     })
     .await;
-    let held = fx
-        .ok(
-            "SendMessage",
-            json!({"message": message("h", json!({"hold": true})),
-                   "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = held["task"]["id"].as_str().unwrap().to_owned();
+    let id = fx.hold().await;
     for url in [
         "http://127.0.0.1:9/hook",
         "http://10.0.0.1/hook",
@@ -827,23 +828,13 @@ async fn redirects_are_not_followed_and_endless_answers_are_cut_short() {
         "endless bodies still count as delivered"
     );
 
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let (_, body) = fx
-            .admin(reqwest::Method::GET, "/admin/push/dead-letters", None)
-            .await;
-        if let Some(letter) = body["deadLetters"].as_array().and_then(|l| l.first()) {
-            assert!(
-                letter["lastError"].as_str().unwrap().contains("HTTP 307"),
-                "{letter}"
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the redirect never became a dead letter"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let letters = fx.dead_letters().await;
+    assert!(
+        letters[0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 307"),
+        "{letters}"
+    );
     assert!(target.hits().is_empty(), "the redirect was followed");
 }

@@ -3,6 +3,7 @@
 
 pub mod a11y;
 mod echo;
+mod findings;
 mod origins;
 pub mod security;
 

@@ -53,6 +53,8 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
     if cursor.finished || cursor.dead.is_some() {
         return;
     }
+    // Deliveries join the task's trace (read once: it never changes).
+    let task_trace = shared.runtime.traceparent(task_id).await;
     let mut idle = IDLE_POLL_MIN;
     loop {
         let mut events = match shared
@@ -84,7 +86,7 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
             }
             idle = IDLE_POLL_MIN;
             if !matches!(event.kind, TaskEventKind::Message(_)) {
-                match deliver(&shared, &config, &event, &stop).await {
+                match deliver(&shared, &config, task_trace.as_deref(), &event, &stop).await {
                     Outcome::Delivered => {}
                     Outcome::Stopped => return,
                     Outcome::Dead(dead) => {
@@ -151,6 +153,7 @@ async fn sleep_or_stop(delay: Duration, stop: &CancellationToken) -> bool {
 async fn deliver(
     shared: &Shared,
     config: &PushConfig,
+    task_trace: Option<&str>,
     event: &TaskEvent,
     stop: &CancellationToken,
 ) -> Outcome {
@@ -158,8 +161,6 @@ async fn deliver(
     let metrics = telemetry::metrics();
     let first = Instant::now();
     let first_failure = Utc::now();
-    // Deliveries join the task's trace.
-    let task_trace = shared.runtime.traceparent(&config.task_id).await;
     let mut attempts = 0u32;
     loop {
         attempts += 1;
@@ -172,7 +173,7 @@ async fn deliver(
             attempt = attempts,
             outcome = tracing::field::Empty,
         );
-        fundi_runtime::telemetry::set_parent(&span, task_trace.as_deref());
+        fundi_runtime::telemetry::set_parent(&span, task_trace);
         let attempt = async {
             match body(shared, config, event).await {
                 Ok(body) => post(shared, config, event.seq, body).await,

@@ -15,6 +15,7 @@ use fundi_runtime::{
 use reqwest::Url;
 use serde_json::{Value, json};
 
+use crate::findings;
 use crate::origins::Origins;
 
 use super::audit::{PageReport, audit, decode};
@@ -293,11 +294,11 @@ impl A11yAuditSkill {
         task_id: &TaskId,
         pages: &[&PageReport],
     ) -> Result<(usize, usize), SkillError> {
-        let (mut new, mut updated) = (0, 0);
-        for page in pages {
-            for rule in &page.violations {
-                for node in &rule.nodes {
-                    let finding = NewIssue {
+        let findings: Vec<NewIssue> = pages
+            .iter()
+            .flat_map(|page| {
+                page.violations.iter().flat_map(move |rule| {
+                    rule.nodes.iter().map(move |node| NewIssue {
                         fingerprint: fingerprint(&[SKILL_ID, rule.id, &page.url, &node.target]),
                         source: SKILL_ID.into(),
                         rule: rule.id.into(),
@@ -309,21 +310,11 @@ impl A11yAuditSkill {
                         remediation: format!("{} See {}", node.failure_summary, rule.help_url),
                         tags: rule.tags.iter().map(|t| (*t).to_owned()).collect(),
                         task_id: task_id.clone(),
-                    };
-                    let (_, is_new) = self
-                        .issues
-                        .record(finding)
-                        .await
-                        .map_err(|e| SkillError::Failed(format!("recording issues: {e}")))?;
-                    if is_new {
-                        new += 1;
-                    } else {
-                        updated += 1;
-                    }
-                }
-            }
-        }
-        Ok((new, updated))
+                    })
+                })
+            })
+            .collect();
+        findings::record(&*self.issues, findings).await
     }
 }
 

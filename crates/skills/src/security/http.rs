@@ -73,7 +73,27 @@ pub(crate) struct Fetcher {
 }
 
 impl Fetcher {
-    pub(crate) fn new(config: &SecurityConfig) -> Result<Fetcher, String> {
+    /// Reads the extra CA files (once, when the skill is made).
+    pub(crate) fn load_roots(config: &SecurityConfig) -> Result<Vec<reqwest::Certificate>, String> {
+        let mut roots = Vec::new();
+        for path in &config.extra_ca_files {
+            let failed = |e: &dyn std::fmt::Display| {
+                format!(
+                    "skills.security-scan.extra-ca-files: {}: {e}",
+                    path.display()
+                )
+            };
+            let pem = std::fs::read(path).map_err(|e| failed(&e))?;
+            roots.extend(reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| failed(&e))?);
+        }
+        Ok(roots)
+    }
+
+    /// A fetcher for one scan (its request log and TLS state are the scan's).
+    pub(crate) fn new(
+        config: &SecurityConfig,
+        roots: &[reqwest::Certificate],
+    ) -> Result<Fetcher, String> {
         let build = |verify: bool| -> Result<reqwest::Client, String> {
             let mut builder = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -81,21 +101,8 @@ impl Fetcher {
                 .connect_timeout(Duration::from_millis(config.request_timeout_ms))
                 .no_proxy()
                 .user_agent(concat!("fundi-security-scan/", env!("CARGO_PKG_VERSION")));
-            for path in &config.extra_ca_files {
-                let pem = std::fs::read(path).map_err(|e| {
-                    format!(
-                        "skills.security-scan.extra-ca-files: {}: {e}",
-                        path.display()
-                    )
-                })?;
-                for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                    format!(
-                        "skills.security-scan.extra-ca-files: {}: {e}",
-                        path.display()
-                    )
-                })? {
-                    builder = builder.add_root_certificate(cert);
-                }
+            for root in roots {
+                builder = builder.add_root_certificate(root.clone());
             }
             if !verify {
                 builder = builder.danger_accept_invalid_certs(true);

@@ -13,6 +13,7 @@ use fundi_runtime::{
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
+use crate::findings;
 use crate::origins::Origins;
 
 use super::checks::{active, content, cookies, cors, headers, transport};
@@ -30,6 +31,8 @@ const MAX_REDIRECTS: usize = 5;
 /// The `security-scan` skill.
 pub struct SecurityScanSkill {
     config: SecurityConfig,
+    /// The extra CA roots, read from their files once.
+    roots: Vec<reqwest::Certificate>,
     origins: Origins,
     issues: Arc<dyn IssueStore>,
 }
@@ -56,10 +59,11 @@ impl SecurityScanSkill {
     ) -> Result<SecurityScanSkill, String> {
         config.validate()?;
         // Fail at start, not at the first scan, if a CA file is unreadable.
-        Fetcher::new(&config)?;
+        let roots = Fetcher::load_roots(&config)?;
         let origins = Origins::new(&config.allowed_origins);
         Ok(SecurityScanSkill {
             config,
+            roots,
             origins,
             issues,
         })
@@ -152,15 +156,15 @@ impl SecurityScanSkill {
     }
 
     /// GET, following redirects that stay on allowed origins; the last response (a
-    /// redirect, when the chain goes elsewhere or loops) and what went wrong.
+    /// redirect, when the chain leaves them or never settles) and what went wrong.
     async fn get(
         &self,
         fetcher: &Fetcher,
         url: &Url,
     ) -> Result<(Response, Option<String>), String> {
         let mut current = url.clone();
-        let mut last: Option<Response> = None;
-        for _ in 0..=MAX_REDIRECTS {
+        let mut hops = 0;
+        loop {
             let response = fetcher.request(Method::GET, &current, &[]).await?;
             let next = if (300..400).contains(&response.status) {
                 response
@@ -169,28 +173,20 @@ impl SecurityScanSkill {
             } else {
                 None
             };
-            match next {
-                None => return Ok((response, None)),
-                Some(next) if !self.allowed(&next) => {
-                    let note =
-                        format!("{current} redirects to {next}, outside the allowed origins");
-                    return Ok((response, Some(note)));
-                }
-                Some(next) => {
-                    // The first response of a plain-HTTP target is kept for the
-                    // HTTPS-redirect check; the page checks look at where it lands.
-                    if current.scheme() == "http" && next.scheme() == "https" && last.is_none() {
-                        last = Some(response.clone());
-                    }
-                    current = next;
-                }
+            let Some(next) = next else {
+                return Ok((response, None));
+            };
+            if !self.allowed(&next) {
+                let note = format!("{current} redirects to {next}, outside the allowed origins");
+                return Ok((response, Some(note)));
             }
+            if hops == MAX_REDIRECTS {
+                let note = format!("{url} redirects more than {MAX_REDIRECTS} times");
+                return Ok((response, Some(note)));
+            }
+            hops += 1;
+            current = next;
         }
-        let note = format!("{url} redirects more than {MAX_REDIRECTS} times");
-        Ok((
-            last.unwrap_or_else(|| unreachable_response(url)),
-            Some(note),
-        ))
     }
 
     async fn record(
@@ -200,9 +196,9 @@ impl SecurityScanSkill {
         findings: &[Finding],
     ) -> Result<(usize, usize), SkillError> {
         let origin = base.origin().ascii_serialization();
-        let (mut new, mut updated) = (0, 0);
-        for finding in findings {
-            let issue = NewIssue {
+        let issues: Vec<NewIssue> = findings
+            .iter()
+            .map(|finding| NewIssue {
                 fingerprint: fingerprint(&[SKILL_ID, finding.id, &origin, &finding.target]),
                 source: SKILL_ID.into(),
                 rule: finding.id.into(),
@@ -217,29 +213,9 @@ impl SecurityScanSkill {
                     .map(|c| vec![format!("CWE-{c}")])
                     .unwrap_or_default(),
                 task_id: task_id.clone(),
-            };
-            let (_, is_new) = self
-                .issues
-                .record(issue)
-                .await
-                .map_err(|e| SkillError::Failed(format!("recording issues: {e}")))?;
-            if is_new {
-                new += 1;
-            } else {
-                updated += 1;
-            }
-        }
-        Ok((new, updated))
-    }
-}
-
-/// A stand-in for a redirect chain that never settles (only its URL is used).
-fn unreachable_response(url: &Url) -> Response {
-    Response {
-        url: url.clone(),
-        status: 0,
-        headers: Default::default(),
-        body: Vec::new(),
+            })
+            .collect();
+        findings::record(&*self.issues, issues).await
     }
 }
 
@@ -273,7 +249,7 @@ impl Skill for SecurityScanSkill {
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
         let plan = self.plan(&input.message)?;
-        let fetcher = Fetcher::new(&self.config).map_err(SkillError::Failed)?;
+        let fetcher = Fetcher::new(&self.config, &self.roots).map_err(SkillError::Failed)?;
         let mut findings: Vec<Finding> = Vec::new();
         let mut bonuses: Vec<Bonus> = Vec::new();
         let mut errors: Vec<Value> = Vec::new();
@@ -322,7 +298,7 @@ impl Skill for SecurityScanSkill {
             .await?;
 
         // Headers and cookies of every page.
-        for page in pages.iter().filter(|p| p.status != 0) {
+        for page in pages.iter() {
             headers::check(page, &mut findings, &mut bonuses);
             cookies::check(page, &mut findings);
         }
@@ -335,7 +311,7 @@ impl Skill for SecurityScanSkill {
         cors::check(&fetcher, &first.url, &mut findings).await;
         ctx.progress(3.0 / groups, "CORS checked").await?;
 
-        for page in pages.iter().filter(|p| p.status != 0) {
+        for page in pages.iter() {
             content::check_page(page, &mut findings);
         }
         content::error_page(&fetcher, &plan.base, &mut findings).await;
