@@ -21,6 +21,7 @@ use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracerProvider,
 };
 use serde::{Deserialize, Serialize};
+use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -96,6 +97,11 @@ pub(crate) async fn init(config: TelemetryConfig, log_filter: String) -> anyhow:
         .context("installing telemetry")?
 }
 
+/// The spans that carry trace context: the request (it adopts the caller's
+/// `traceparent`, which the task stores), the task, and webhook deliveries (they send a
+/// `traceparent` onward).
+const CONTEXT_SPANS: [&str; 3] = ["a2a.request", "task", "push.delivery"];
+
 fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemetry> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let resource = Resource::builder()
@@ -167,9 +173,20 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_filter(log_filter);
+    let exported = EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?;
+    // With nothing exported, only the spans that carry trace context onward (from the
+    // caller to the stored task and on to webhooks) are worth their cost: the others
+    // (store commits, skill runs) cost about a fifth of a short task's CPU time.
+    let exporting = endpoint.is_some();
+    // The hint keeps the combined filter's level hint (`log` records from sled are
+    // dropped at the `log` macro only while the hint is known).
+    let carriers = filter::filter_fn(move |meta| {
+        exporting || !meta.is_span() || CONTEXT_SPANS.contains(&meta.name())
+    })
+    .with_max_level_hint(filter::LevelFilter::TRACE);
     let spans = tracing_opentelemetry::layer()
         .with_tracer(tracer.tracer("fundi"))
-        .with_filter(EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?);
+        .with_filter(exported.and(carriers));
     tracing_subscriber::registry()
         .with(logs)
         .with(spans)

@@ -64,12 +64,16 @@ pub(crate) async fn call(
 }
 
 /// Decodes SendMessage params (converting v0.3 ones), checks the message against the
-/// size limits, and submits it on behalf of `caller`.
+/// size limits, and submits it on behalf of `caller`. `streaming`: the accepted task is
+/// told to the client at once (otherwise only a non-blocking send tells it at once; a
+/// blocking one answers after the task's durable event stream, so its submission need
+/// not wait for the disk).
 pub(crate) async fn submit(
     state: &AppState,
     caller: &Caller,
     params: Value,
     dialect: Dialect,
+    streaming: bool,
 ) -> Result<(TaskSnapshot, Option<usize>, bool), ApiError> {
     let params = match dialect {
         Dialect::V1 => params,
@@ -91,9 +95,11 @@ pub(crate) async fn submit(
             Some((service, service.prepare(fields, dialect, continued).await?))
         }
     };
+    let return_immediately = config.return_immediately.unwrap_or(false);
     let request = SubmitRequest {
         owner: Some(caller.user.clone()),
         grants: caller.grants.clone(),
+        durable_on_return: streaming || return_immediately,
         ..SubmitRequest::new(params.message)
     };
     let accepted = state.runtime.submit(request).await?;
@@ -105,11 +111,7 @@ pub(crate) async fn submit(
             .attach_prepared(prepared, &accepted.task.id, start_after)
             .await?;
     }
-    Ok((
-        accepted,
-        history,
-        config.return_immediately.unwrap_or(false),
-    ))
+    Ok((accepted, history, return_immediately))
 }
 
 /// Refuses a message with more parts, or a longer text, than the gateway accepts.
@@ -147,7 +149,8 @@ async fn send_message(
 ) -> Result<Value, ApiError> {
     let runtime = &state.runtime;
     let owner = Some(caller.user.as_str());
-    let (accepted, history, return_immediately) = submit(state, caller, params, dialect).await?;
+    let (accepted, history, return_immediately) =
+        submit(state, caller, params, dialect, false).await?;
     let id = accepted.task.id.clone();
     if return_immediately {
         return Ok(encode::send_result(
@@ -157,25 +160,33 @@ async fn send_message(
     }
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
-    let _ = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq, owner)).await;
-    let task = runtime.get(&id, history, owner).await?;
+    let reached = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq, owner)).await;
+    let task = match reached {
+        // The stream yields durable events only, so the task is durable that far.
+        Ok(Some(seq)) => runtime.get_after_event(&id, seq, history, owner).await?,
+        _ => runtime.get(&id, history, owner).await?,
+    };
     Ok(encode::send_result(&task, dialect))
 }
 
-/// Returns once the task reaches a terminal or interrupted state after event `seq`, or
-/// once its event stream ends.
-async fn settled(runtime: &RuntimeHandle, id: &TaskId, seq: u64, owner: Option<&str>) {
-    let Ok(mut events) = runtime.subscribe(id, seq, owner).await else {
-        return;
-    };
+/// Returns the sequence number of the event with which the task reached a terminal or
+/// interrupted state after event `seq`; `None` if its event stream ended first.
+async fn settled(
+    runtime: &RuntimeHandle,
+    id: &TaskId,
+    seq: u64,
+    owner: Option<&str>,
+) -> Option<u64> {
+    let mut events = runtime.subscribe(id, seq, owner).await.ok()?;
     while let Some(Ok(event)) = events.next().await {
         if event
             .status()
             .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
         {
-            return;
+            return Some(event.seq);
         }
     }
+    None
 }
 
 async fn get_task(

@@ -84,7 +84,7 @@ async fn open(
     match request.method {
         Method::SendStreamingMessage => {
             let (accepted, history, _) =
-                methods::submit(state, caller, request.params, request.dialect).await?;
+                methods::submit(state, caller, request.params, request.dialect, true).await?;
             let events = runtime
                 .subscribe(&accepted.task.id, accepted.seq, owner)
                 .await?;

@@ -1,5 +1,8 @@
 //! `SkillContext`: how a running skill reports to its task. Every call returns once the
-//! change is stored (and published), so what a skill was told is recorded is recorded.
+//! change is stored and published; readers see it at once, and clients and webhooks are
+//! told of it once it is durable. A skill that acts on the outside world on the strength
+//! of a stored change (say, a checkpoint that records a step as done) calls
+//! [`SkillContext::settle`] first.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,14 +12,16 @@ use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::actors::{SkillCall, TaskMsg};
-use crate::model::{Artifact, ContextId, Message, Part, TaskId};
+use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId};
 use crate::skill::SkillError;
+use crate::store::TaskStore;
 use crate::telemetry;
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
 pub struct SkillContext {
     actor: ActorRef<TaskMsg>,
+    store: Arc<dyn TaskStore>,
     task_id: TaskId,
     context_id: ContextId,
     cancel: CancellationToken,
@@ -36,8 +41,8 @@ impl std::fmt::Debug for SkillContext {
 impl SkillContext {
     pub(crate) fn new(
         actor: ActorRef<TaskMsg>,
-        task_id: TaskId,
-        context_id: ContextId,
+        store: Arc<dyn TaskStore>,
+        task: &Task,
         cancel: CancellationToken,
         checkpoint: Option<Value>,
         span: tracing::Span,
@@ -45,8 +50,9 @@ impl SkillContext {
     ) -> SkillContext {
         SkillContext {
             actor,
-            task_id,
-            context_id,
+            store,
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
             cancel,
             checkpoint: Arc::new(Mutex::new(checkpoint)),
             span,
@@ -176,6 +182,16 @@ impl SkillContext {
         self.send(SkillCall::Checkpoint(value.clone())).await?;
         *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
         Ok(())
+    }
+
+    /// Returns once every change stored so far (this run's included) is durable: in sled
+    /// `sync` mode, on disk. Changes are stored without waiting for the disk; call this
+    /// before acting on the outside world on the strength of one, so that a crash cannot
+    /// undo the record of a step whose effects remain.
+    pub async fn settle(&self) -> Result<(), SkillError> {
+        telemetry::settle(&*self.store)
+            .await
+            .map_err(|e| SkillError::Runtime(e.to_string()))
     }
 
     /// The last checkpoint saved (by this run, or by the run it resumes).

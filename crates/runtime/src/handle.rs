@@ -154,6 +154,11 @@ pub struct SubmitRequest {
     /// The scopes the caller holds: a skill whose card names a scope the caller lacks is
     /// refused before anything is stored.
     pub grants: Grants,
+    /// `true` (the default): `submit` returns once the message is durable. `false`: once
+    /// it is stored and readable, not waiting for the disk; for a caller that tells no
+    /// one before it has followed the task's event stream, which yields only durable
+    /// events (a blocking send).
+    pub durable_on_return: bool,
 }
 
 impl SubmitRequest {
@@ -164,6 +169,7 @@ impl SubmitRequest {
             skill: None,
             owner: None,
             grants: Grants::All,
+            durable_on_return: true,
         }
     }
 }
@@ -273,7 +279,12 @@ impl RuntimeHandle {
     async fn create(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
-        let SubmitRequest { message, owner, .. } = request;
+        let SubmitRequest {
+            message,
+            owner,
+            durable_on_return,
+            ..
+        } = request;
         let task_id = TaskId::generate();
         let context_id = message
             .context_id
@@ -310,14 +321,12 @@ impl RuntimeHandle {
             kind: TaskEventKind::Created(task.clone()),
         };
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
-        telemetry::commit(
-            &*self.inner.store,
-            &record,
-            0,
-            std::slice::from_ref(&event),
-            None,
-        )
-        .await?;
+        let store = &*self.inner.store;
+        let first = std::slice::from_ref(&event);
+        match durable_on_return {
+            true => telemetry::commit(store, &record, 0, first, None).await?,
+            false => telemetry::write(store, &record, 0, first, None).await?,
+        }
         telemetry::metrics().submitted(&record.skill);
         let timeout = self.inner.config.call_timeout();
         let spawned = self
@@ -369,13 +378,23 @@ impl RuntimeHandle {
         let actor = self.route(&task_id).await?;
         let message = request.message;
         let timeout = self.inner.config.call_timeout();
-        match self
+        let delivered = match self
             .call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout)
             .await
         {
-            Some(result) => result,
-            None => Err(self.unanswered(&task_id).await),
+            Some(result) => result?,
+            None => return Err(self.unanswered(&task_id).await),
+        };
+        if request.durable_on_return {
+            self.settle().await?;
         }
+        Ok(delivered)
+    }
+
+    /// Waits until every change written so far is durable: what is read afterwards can
+    /// be told.
+    async fn settle(&self) -> Result<(), RuntimeError> {
+        Ok(telemetry::settle(&*self.inner.store).await?)
     }
 
     /// Refuses a caller without the scope `skill` requires.
@@ -436,10 +455,28 @@ impl RuntimeHandle {
         owner: Option<&str>,
     ) -> Result<TaskSnapshot, RuntimeError> {
         let record = self.visible_record(task_id, owner).await?;
+        self.settle().await?;
         Ok(TaskSnapshot {
             task: record.task.with_history_limit(history_length),
             seq: record.last_seq,
         })
+    }
+
+    /// Like [`RuntimeHandle::get`], for a caller that has followed the task's event
+    /// stream up to event `seen_seq` (so the task is durable that far): waits for the
+    /// disk only if the task has moved on since.
+    pub async fn get_after_event(
+        &self,
+        task_id: &TaskId,
+        seen_seq: u64,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<Task, RuntimeError> {
+        let record = self.visible_record(task_id, owner).await?;
+        if record.last_seq > seen_seq {
+            self.settle().await?;
+        }
+        Ok(record.task.with_history_limit(history_length))
     }
 
     /// The task, with at most `history_length` recent history messages.
@@ -475,6 +512,7 @@ impl RuntimeHandle {
             cursor,
         };
         let page = self.inner.store.list(&query).await?;
+        self.settle().await?;
         let tasks = page
             .records
             .into_iter()
@@ -510,15 +548,19 @@ impl RuntimeHandle {
         }
         let actor = self.route(task_id).await?;
         let timeout = self.inner.config.cancel_grace() + self.inner.config.call_timeout();
-        match self.call(actor.as_ref(), TaskMsg::Cancel, timeout).await {
-            Some(result) => result,
-            None => match self.unanswered(task_id).await {
-                RuntimeError::TaskTerminal { id, state } => {
-                    Err(RuntimeError::NotCancelable { id, state })
-                }
-                other => Err(other),
-            },
-        }
+        let canceled = match self.call(actor.as_ref(), TaskMsg::Cancel, timeout).await {
+            Some(result) => result?,
+            None => {
+                return Err(match self.unanswered(task_id).await {
+                    RuntimeError::TaskTerminal { id, state } => {
+                        RuntimeError::NotCancelable { id, state }
+                    }
+                    other => other,
+                });
+            }
+        };
+        self.settle().await?;
+        Ok(canceled)
     }
 
     /// The task's events with `seq > after_seq`: stored ones first, then live ones, with

@@ -1,12 +1,15 @@
 //! Durable task storage: the `TaskStore` trait, its sled and in-memory implementations,
 //! and the listing query they share.
 
+mod counts;
 mod cursor;
 mod flusher;
 mod index;
 mod memory;
 mod push;
+mod sled_layout;
 mod sled_push;
+mod sled_repair;
 mod sled_store;
 
 use async_trait::async_trait;
@@ -142,19 +145,40 @@ pub struct ListPage {
 
 /// Where tasks and their event logs live.
 ///
-/// Every write goes through [`TaskStore::commit`], which writes the task's snapshot and
-/// (optionally) one event atomically, after checking the version the writer read.
+/// Every write goes through [`TaskStore::write`], which writes the task's snapshot and
+/// its new events atomically, after checking the version the writer read. A write is
+/// readable at once; it is durable (as the store's mode promises) once a later
+/// [`TaskStore::settle`] returns. The runtime settles before it tells anyone outside
+/// about a change, so writers never wait for the disk and concurrent writers share it.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
     /// Writes `record` and `events` (in order, possibly none) atomically, if the stored
-    /// version is `expected_version` (0: the task must not exist yet). Returns once the
-    /// write is as durable as the store's durability mode promises.
-    async fn commit(
+    /// version is `expected_version` (0: the task must not exist yet). Readable when
+    /// this returns; durable after the next [`TaskStore::settle`].
+    async fn write(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError>;
+
+    /// Returns once everything written before the call is as durable as the store's
+    /// mode promises. Free when nothing is pending (and for stores that are durable at
+    /// once, or never).
+    async fn settle(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// [`TaskStore::write`], then [`TaskStore::settle`].
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.write(record, expected_version, events).await?;
+        self.settle().await
+    }
 
     /// The stored task, if any.
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;

@@ -1,6 +1,10 @@
 //! Task event streams: stored events replayed, then live ones, with no gap and no
 //! duplicate. A subscriber that falls behind the live buffer is served from the store
 //! again; it never slows the task or other subscribers.
+//!
+//! The task writes its events without waiting for the disk; a stream yields an event
+//! only once it is durable (`TaskStore::settle`). Events that arrive together are
+//! settled together, so one flush serves a burst and every stream waiting at the time.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -9,12 +13,13 @@ use std::time::Duration;
 use futures::Stream;
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::{self, error::TryRecvError};
 
 use crate::actors::{SupervisorMsg, TaskMsg};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
+use crate::telemetry;
 
 /// A task's events in order; ends after the terminal event, or once the task is no
 /// longer live (an interrupted task after a restart has no live events until it is
@@ -44,6 +49,9 @@ pub(crate) fn event_stream(
                 if batch.is_empty() {
                     break;
                 }
+                // Written is not yet durable: a task's latest events may still be on
+                // their way to disk.
+                telemetry::settle(&*store).await?;
                 for event in batch {
                     next = event.seq + 1;
                     let terminal = event.is_terminal();
@@ -57,29 +65,57 @@ pub(crate) fn event_stream(
                 break 'subscription;
             };
             while let Some(receiver) = live.receiver.as_mut() {
-                match receiver.recv().await {
-                    Ok(event) if event.seq < next => continue,
-                    Ok(event) if event.seq == next => {
-                        next += 1;
-                        let terminal = event.is_terminal();
-                        yield event;
-                        if terminal {
-                            break 'subscription;
-                        }
+                let (batch, intact) = receive_burst(receiver).await;
+                if !batch.is_empty() {
+                    telemetry::settle(&*store).await?;
+                }
+                for event in batch {
+                    if event.seq < next {
+                        continue;
                     }
-                    // A gap, a lag, or the actor stopped: catch up from the store.
-                    Ok(_) | Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => break,
+                    if event.seq > next {
+                        // A gap: catch up from the store.
+                        continue 'subscription;
+                    }
+                    next += 1;
+                    let terminal = event.is_terminal();
+                    yield Arc::unwrap_or_clone(event);
+                    if terminal {
+                        break 'subscription;
+                    }
+                }
+                // A lag, or the actor stopped: catch up from the store.
+                if !intact {
+                    break;
                 }
             }
         }
     })
 }
 
+/// The next live event and every one already queued behind it; `false` once the channel
+/// lagged or closed (what came before is still returned).
+async fn receive_burst(
+    receiver: &mut broadcast::Receiver<Arc<TaskEvent>>,
+) -> (Vec<Arc<TaskEvent>>, bool) {
+    let mut batch = match receiver.recv().await {
+        Ok(event) => vec![event],
+        Err(_) => return (Vec::new(), false),
+    };
+    loop {
+        match receiver.try_recv() {
+            Ok(event) => batch.push(event),
+            Err(TryRecvError::Empty) => return (batch, true),
+            Err(TryRecvError::Lagged(_) | TryRecvError::Closed) => return (batch, false),
+        }
+    }
+}
+
 /// A live receiver that tells its actor when it is dropped, so that the actor can free
 /// the channel once nobody listens.
 struct Live {
     actor: ActorRef<TaskMsg>,
-    receiver: Option<broadcast::Receiver<TaskEvent>>,
+    receiver: Option<broadcast::Receiver<Arc<TaskEvent>>>,
 }
 
 impl Drop for Live {
@@ -94,7 +130,7 @@ async fn live_receiver(
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<TaskEvent>)> {
+) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<Arc<TaskEvent>>)> {
     let task_id = task_id.clone();
     let actor = match supervisor
         .call(
@@ -113,7 +149,7 @@ async fn live_receiver(
 async fn subscribe_to(
     actor: &ActorRef<TaskMsg>,
     timeout: Duration,
-) -> Option<broadcast::Receiver<TaskEvent>> {
+) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
     match actor.call(TaskMsg::Subscribe, Some(timeout)).await {
         Ok(CallResult::Success(receiver)) => Some(receiver),
         _ => None,

@@ -27,9 +27,15 @@ pub(crate) struct Metrics {
     duration: Histogram<f64>,
     recoveries: Counter<u64>,
     commit_duration: Histogram<f64>,
+    settle_duration: Histogram<f64>,
     chaos_events: Counter<u64>,
     failures: Counter<u64>,
 }
+
+/// Histogram buckets for store latencies, in seconds.
+const STORE_BOUNDARIES: [f64; 11] = [
+    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
 
 /// The instruments, made on first use from the global meter provider.
 pub(crate) fn metrics() -> &'static Metrics {
@@ -67,11 +73,15 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .build(),
             commit_duration: meter
                 .f64_histogram("fundi.store.commit.duration")
-                .with_description("Store commits of task changes, durable as configured")
+                .with_description("Store writes of task changes (with the wait for durability, for those that wait)")
                 .with_unit("s")
-                .with_boundaries(vec![
-                    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
-                ])
+                .with_boundaries(STORE_BOUNDARIES.to_vec())
+                .build(),
+            settle_duration: meter
+                .f64_histogram("fundi.store.settle.duration")
+                .with_description("Waits for written task changes to become durable before they are told")
+                .with_unit("s")
+                .with_boundaries(STORE_BOUNDARIES.to_vec())
                 .build(),
             chaos_events: meter
                 .u64_counter("fundi.chaos.events")
@@ -191,14 +201,37 @@ fn age_seconds(task_id: &TaskId) -> Option<f64> {
     Some(age.num_milliseconds().max(0) as f64 / 1000.0)
 }
 
-/// Commits a task change inside a `store.commit` span (a child of `parent`, or of the
-/// current span), timing it.
+/// Commits a task change (written and settled: durable as the store's mode promises)
+/// inside a `store.commit` span (a child of `parent`, or of the current span), timing it.
 pub(crate) async fn commit(
     store: &dyn TaskStore,
     record: &TaskRecord,
     expected_version: u64,
     events: &[TaskEvent],
     parent: Option<&tracing::Span>,
+) -> Result<(), StoreError> {
+    timed_write(store, record, expected_version, events, parent, true).await
+}
+
+/// Like [`commit`], without waiting for durability: readable at once, durable after the
+/// next settle (which whoever tells the outside about it makes first).
+pub(crate) async fn write(
+    store: &dyn TaskStore,
+    record: &TaskRecord,
+    expected_version: u64,
+    events: &[TaskEvent],
+    parent: Option<&tracing::Span>,
+) -> Result<(), StoreError> {
+    timed_write(store, record, expected_version, events, parent, false).await
+}
+
+async fn timed_write(
+    store: &dyn TaskStore,
+    record: &TaskRecord,
+    expected_version: u64,
+    events: &[TaskEvent],
+    parent: Option<&tracing::Span>,
+    settle: bool,
 ) -> Result<(), StoreError> {
     let parent = parent.cloned().unwrap_or_else(tracing::Span::current);
     let span = tracing::info_span!(
@@ -207,12 +240,30 @@ pub(crate) async fn commit(
         task_id = %record.task.id,
         version = record.version,
         seq = events.last().map(|e| e.seq),
+        settled = settle,
     );
     let started = Instant::now();
-    let result =
-        tracing::Instrument::instrument(store.commit(record, expected_version, events), span).await;
+    let work = async {
+        store.write(record, expected_version, events).await?;
+        if settle {
+            self::settle(store).await?;
+        }
+        Ok(())
+    };
+    let result = tracing::Instrument::instrument(work, span).await;
     metrics()
         .commit_duration
+        .record(started.elapsed().as_secs_f64(), &[]);
+    result
+}
+
+/// Waits until everything written so far is durable (see `TaskStore::settle`), timing
+/// the wait.
+pub(crate) async fn settle(store: &dyn TaskStore) -> Result<(), StoreError> {
+    let started = Instant::now();
+    let result = store.settle().await;
+    metrics()
+        .settle_duration
         .record(started.elapsed().as_secs_f64(), &[]);
     result
 }

@@ -60,7 +60,7 @@ pub(crate) enum TaskMsg {
     /// A user's follow-up message.
     Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
-    Subscribe(RpcReplyPort<broadcast::Receiver<TaskEvent>>),
+    Subscribe(RpcReplyPort<broadcast::Receiver<Arc<TaskEvent>>>),
     /// A subscriber dropped its receiver: free the buffer if it was the last one.
     SubscriberLeft,
     RunFinished {
@@ -108,8 +108,10 @@ pub(crate) struct TaskActorState {
     config: Arc<RuntimeConfig>,
     /// Live events for subscribers; made when the first one subscribes and dropped when
     /// the last one leaves (tokio allocates a broadcast channel's whole buffer up front,
-    /// so an actor without subscribers must not hold one).
-    events: Option<broadcast::Sender<TaskEvent>>,
+    /// so an actor without subscribers must not hold one). Events travel as `Arc`s so a
+    /// slot is a pointer: with whole events in the slots (a creation carries the task),
+    /// every subscribed task allocated and zeroed hundreds of KiB.
+    events: Option<broadcast::Sender<Arc<TaskEvent>>>,
     run: Option<Run>,
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
@@ -297,7 +299,7 @@ impl TaskActorState {
             next.checkpoint = checkpoint;
         }
         next.version += 1;
-        telemetry::commit(
+        telemetry::write(
             &*self.store,
             &next,
             self.record.version,
@@ -319,7 +321,7 @@ impl TaskActorState {
                 self.events = None;
             } else {
                 for event in events {
-                    let _ = sender.send(event);
+                    let _ = sender.send(Arc::new(event));
                 }
             }
         }
@@ -387,8 +389,8 @@ impl TaskActorState {
         let task = &self.record.task;
         let ctx = SkillContext::new(
             myself.clone(),
-            task.id.clone(),
-            task.context_id.clone(),
+            self.store.clone(),
+            task,
             cancel.clone(),
             self.record.checkpoint.clone(),
             span.clone(),
@@ -486,7 +488,7 @@ impl TaskActorState {
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;
-        telemetry::commit(
+        telemetry::write(
             &*self.store,
             &next,
             self.record.version,

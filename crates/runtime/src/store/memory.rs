@@ -42,7 +42,7 @@ impl MemoryStore {
 
 #[async_trait]
 impl TaskStore for MemoryStore {
-    async fn commit(
+    async fn write(
         &self,
         record: &TaskRecord,
         expected_version: u64,

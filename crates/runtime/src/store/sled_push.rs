@@ -1,4 +1,7 @@
-//! `PushStore` on sled: a tree of its own, each change one atomic batch.
+//! `PushStore` on sled: a tree of its own, written with single-key operations (sled
+//! batches would take its process-wide lock, see `sled_store`). The order of the writes
+//! keeps a crash harmless: a config is written last and deleted first, and whatever it
+//! leaves behind (a cursor, an unfinished mark) is ignored without its config.
 //!
 //! | key                        | value        |
 //! |----------------------------|--------------|
@@ -42,17 +45,21 @@ impl SledStore {
 impl PushStore for SledStore {
     async fn put_config(&self, config: &PushConfig, start_after: u64) -> Result<(), StoreError> {
         let (task, id) = (&config.task_id, config.id.as_str());
-        let cursor = self.read_cursor(task, id)?.unwrap_or(PushCursor {
+        // A replaced config keeps its cursor; a deleted one's leftovers are not reused.
+        let existing = match self.push_tree().contains_key(key(b'c', task, id))? {
+            true => self.read_cursor(task, id)?,
+            false => None,
+        };
+        let cursor = existing.unwrap_or(PushCursor {
             delivered_seq: start_after,
             ..PushCursor::default()
         });
-        let mut batch = sled::Batch::default();
-        batch.insert(key(b'c', task, id), serde_json::to_vec(config)?);
-        batch.insert(key(b'k', task, id), serde_json::to_vec(&cursor)?);
+        let tree = self.push_tree();
         if !cursor.finished {
-            batch.insert(key(b'u', task, id), &[][..]);
+            tree.insert(key(b'u', task, id), &[][..])?;
         }
-        self.push_tree().apply_batch(batch)?;
+        tree.insert(key(b'k', task, id), serde_json::to_vec(&cursor)?)?;
+        tree.insert(key(b'c', task, id), serde_json::to_vec(config)?)?;
         self.flush_if_sync().await
     }
 
@@ -72,12 +79,10 @@ impl PushStore for SledStore {
     }
 
     async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
-        let existed = self.push_tree().contains_key(key(b'c', task, id))?;
-        let mut batch = sled::Batch::default();
-        for kind in [b'c', b'k', b'u'] {
-            batch.remove(key(kind, task, id));
-        }
-        self.push_tree().apply_batch(batch)?;
+        let tree = self.push_tree();
+        let existed = tree.remove(key(b'c', task, id))?.is_some();
+        tree.remove(key(b'k', task, id))?;
+        tree.remove(key(b'u', task, id))?;
         self.flush_if_sync().await?;
         Ok(existed)
     }
@@ -97,14 +102,13 @@ impl PushStore for SledStore {
         if !self.push_tree().contains_key(key(b'c', task, id))? {
             return Ok(());
         }
-        let mut batch = sled::Batch::default();
-        batch.insert(key(b'k', task, id), serde_json::to_vec(cursor)?);
+        let tree = self.push_tree();
+        tree.insert(key(b'k', task, id), serde_json::to_vec(cursor)?)?;
         if cursor.finished {
-            batch.remove(key(b'u', task, id));
+            tree.remove(key(b'u', task, id))?;
         } else {
-            batch.insert(key(b'u', task, id), &[][..]);
+            tree.insert(key(b'u', task, id), &[][..])?;
         }
-        self.push_tree().apply_batch(batch)?;
         Ok(())
     }
 
@@ -119,7 +123,10 @@ impl PushStore for SledStore {
             let id = String::from_utf8_lossy(&k[zero + 1..]).into_owned();
             if let Some(config) = self.config(&task, &id).await? {
                 let cursor = self.read_cursor(&task, &id)?.unwrap_or_default();
-                entries.push(PushEntry { config, cursor });
+                // A crash between writing a finished cursor and clearing its mark.
+                if !cursor.finished {
+                    entries.push(PushEntry { config, cursor });
+                }
             }
         }
         Ok(entries)

@@ -1,32 +1,37 @@
-//! The embedded default store: one sled tree with byte-ordered keys.
+//! The embedded default store, on sled (layout: `sled_layout`).
 //!
-//! | key                                   | value        |
-//! |---------------------------------------|--------------|
-//! | `T` task id                           | `TaskRecord` |
-//! | `E` task id `\0` seq (u64 BE)         | `TaskEvent`  |
-//! | `U` update ms (i64 BE, biased) task id| `IndexEntry` |
-//! | `C` context id `\0` update ms task id | `IndexEntry` |
-//! | `A` task id                           | (empty): the task is not terminal |
-//! | `V` task id                           | `Head`: version and current index entry |
-//! | `N` scope `\0` state (u8)              | count of tasks (u64 BE); scope `=owner` or empty for all owners, state 0 for any |
-//! | `M` `counts`                           | (marker) the counts are complete |
+//! Commits use single-key operations only, never sled transactions or batches: once a
+//! process uses either, sled runs every operation under one process-wide lock, which
+//! its flusher holds while it syncs the log, and writers queued behind every flush.
+//! Instead, a commit writes its pieces in an order that keeps the store recoverable:
 //!
-//! Every commit is one sled transaction: snapshot, event and index entries together.
-//! sled runs transactions under a process-wide exclusive lock, so everything that can be
-//! done outside it (encoding) is, and inside it only the small `Head` is read.
+//! 1. a new unfinished task joins the active set (`A`), so recovery will look at it;
+//! 2. each event takes its sequence number's slot, which must be free;
+//! 3. the snapshot (`T`) is swapped in if it still holds the version the writer read:
+//!    **this is the commit point**; readers of events stop at the snapshot's last
+//!    sequence number, so they never see an event before its commit;
+//! 4. the derived data follows: the listing index, and leaving the active set. (Task
+//!    counts live in memory, see `counts`.)
+//!
+//! sled recovers a prefix of its log after a crash, so a crash leaves at most one commit
+//! per task half done, and only for tasks still in the active set. Opening a store that
+//! was not closed cleanly repairs those from their snapshots (`sled_repair`).
 
 use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
+use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, plan_page};
+use super::sled_layout::{
+    CLEAN_MARKER, Header, active_key, context_key, context_prefix, decode_record, encode_record,
+    event_key, legacy_head_key, record_versions, task_key, updated_key,
+};
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
-use crate::model::{ContextId, TaskEvent, TaskId};
+use crate::model::{TaskEvent, TaskId};
 
 /// sled's page cache by default (sled's own default is 1 GiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
@@ -47,12 +52,19 @@ pub enum Durability {
 /// A `TaskStore` on sled.
 #[derive(Debug)]
 pub struct SledStore {
-    db: sled::Db,
+    pub(super) db: sled::Db,
     /// Push configs and cursors (see `sled_push`).
     pub(super) push: sled::Tree,
     /// Issues by fingerprint.
     issues: sled::Tree,
     flusher: Option<GroupFlusher>,
+    /// Tasks per owner and state.
+    pub(super) counts: Counts,
+    /// Whether dropping the store marks it closed cleanly (tests clear it to crash).
+    close_cleanly: bool,
+    /// Tests: how many more writes a commit may make before it "crashes".
+    #[cfg(test)]
+    pub(super) writes_left: std::sync::atomic::AtomicUsize,
 }
 
 impl SledStore {
@@ -88,36 +100,68 @@ impl SledStore {
             }
         };
         let db = config.open()?;
-        ensure_counts(&db)?;
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
             Durability::Batched { .. } => None,
         };
-        Ok(SledStore {
+        // From here until a clean close, the store counts as possibly half written; the
+        // marker's removal is on disk before anything else is written.
+        let was_clean = db.remove(CLEAN_MARKER)?.is_some();
+        let counts = match was_clean {
+            true => Counts::load(&db)?,
+            false => Counts::default(),
+        };
+        let mut store = SledStore {
             db,
             push,
             issues,
             flusher,
-        })
+            counts,
+            close_cleanly: false,
+            #[cfg(test)]
+            writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
+        };
+        if !was_clean {
+            super::sled_repair::repair(&mut store)?;
+        }
+        store.db.flush()?;
+        store.close_cleanly = true;
+        Ok(store)
     }
 
-    fn count(
-        &self,
-        owner: Option<&str>,
-        state: Option<crate::model::TaskState>,
-    ) -> Result<usize, StoreError> {
-        let key = count_key(owner, state.map(|s| s.number()));
-        Ok(read_count(self.db.get(key)?) as usize)
+    /// Drops the store as a crash would leave it: without marking it closed cleanly, so
+    /// the next open repairs it. Everything written so far is flushed first (a crash
+    /// loses unflushed writes too, but those are not what repair is for).
+    #[cfg(test)]
+    pub(super) fn crash(mut self) {
+        self.db.flush().unwrap();
+        self.close_cleanly = false;
     }
 
-    /// In `sync` mode, returns once everything written so far is on disk.
-    pub(super) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+    fn count(&self, owner: Option<&str>, state: Option<crate::model::TaskState>) -> usize {
+        self.counts.get(owner, state.map(|s| s.number())) as usize
+    }
+
+    /// In `sync` mode, a ticket held while a write is applied (see `flusher`).
+    fn begin_write(&self) -> Option<super::flusher::Writing<'_>> {
+        self.flusher.as_ref().map(GroupFlusher::begin)
+    }
+
+    /// In `sync` mode, returns once everything written before the call is on disk.
+    async fn settle_writes(&self) -> Result<(), StoreError> {
         match &self.flusher {
-            Some(flusher) => flusher.flush(&self.db).await,
+            Some(flusher) => flusher.settle(&self.db).await,
             None => Ok(()),
         }
+    }
+
+    /// For writes outside `TaskStore::write` (push configs, issues), which are durable
+    /// when they return: settles what the caller has just written.
+    pub(super) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+        drop(self.begin_write());
+        self.settle_writes().await
     }
 
     /// Flushes everything written so far (used at shutdown in batched mode).
@@ -128,92 +172,157 @@ impl SledStore {
             .map_err(|e| StoreError::Engine(e.to_string()))??;
         Ok(())
     }
+
+    /// Called before every write of a commit: in tests, fails once the allowance of
+    /// writes is used up, leaving the commit half done as a crash would.
+    fn before_write(&self) -> Result<(), StoreError> {
+        #[cfg(test)]
+        {
+            use std::sync::atomic::Ordering;
+            let left = self.writes_left.load(Ordering::Acquire);
+            if left == 0 {
+                return Err(StoreError::Engine("simulated crash".into()));
+            }
+            self.writes_left.store(left - 1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Writes one commit (see the module docs for the order and why).
+    fn apply(&self, commit: &Encoded<'_>, expected_version: u64) -> Result<(), StoreError> {
+        let id = commit.record.id();
+        let key = task_key(id);
+        let old = self.db.get(&key)?;
+        let old_header = old.as_deref().map(Header::read).transpose()?;
+        let found = old_header.as_ref().map_or(0, |h| h.version);
+        StoreError::check_version(id, expected_version, found)?;
+        let terminal = commit.record.state().is_terminal();
+        if old.is_none() && !terminal {
+            self.before_write()?;
+            self.db.insert(active_key(id), &[])?;
+        }
+        let mut written = Vec::with_capacity(commit.events.len());
+        for (seq, bytes) in &commit.events {
+            let slot = event_key(id, *seq);
+            self.before_write()?;
+            if self
+                .db
+                .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
+                .is_err()
+            {
+                return Err(self.conflict(id, expected_version, &written));
+            }
+            written.push(slot);
+        }
+        let previous = old_header.as_ref().map(|h| h.entry.as_slice());
+        let bytes = encode_record(
+            commit.record,
+            &commit.record_json,
+            &commit.entry_bytes,
+            previous,
+        )?;
+        self.before_write()?;
+        if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
+            return Err(self.conflict(id, expected_version, &written));
+        }
+        self.reindex(id, previous, &commit.entry, &commit.entry_bytes)?;
+        if old_header.as_ref().is_some_and(|h| h.legacy) {
+            self.before_write()?;
+            self.db.remove(legacy_head_key(id))?;
+        }
+        if terminal {
+            self.before_write()?;
+            self.db.remove(active_key(id))?;
+        }
+        Ok(())
+    }
+
+    /// A lost race: takes back the events this commit wrote and names the version found.
+    fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
+        for slot in written {
+            if let Err(e) = self.db.remove(slot) {
+                return e.into();
+            }
+        }
+        let found = match self.db.get(task_key(id)) {
+            Ok(Some(bytes)) => record_versions(&bytes).map_or(0, |(v, _)| v),
+            Ok(None) => 0,
+            Err(e) => return e.into(),
+        };
+        StoreError::Conflict {
+            task_id: id.clone(),
+            expected,
+            found,
+        }
+    }
+
+    /// Moves the task's listing entries from `old` (JSON; `None`: a new task) to `entry`,
+    /// and its counts with them. Idempotent, so repair can run it again for a commit a
+    /// crash interrupted.
+    pub(super) fn reindex(
+        &self,
+        id: &TaskId,
+        old: Option<&[u8]>,
+        entry: &IndexEntry,
+        entry_bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        if old == Some(entry_bytes) {
+            return Ok(());
+        }
+        let old: Option<IndexEntry> = old.map(serde_json::from_slice).transpose()?;
+        debug_assert!(old.as_ref().is_none_or(|o| &o.task_id == id));
+        let (updated, context) = (updated_key(entry), context_key(entry));
+        self.before_write()?;
+        self.db.insert(&updated, entry_bytes)?;
+        self.before_write()?;
+        self.db.insert(&context, entry_bytes)?;
+        if let Some(old) = &old {
+            for stale in [updated_key(old), context_key(old)] {
+                if stale != updated && stale != context {
+                    self.before_write()?;
+                    self.db.remove(stale)?;
+                }
+            }
+        }
+        self.counts.moved(old.as_ref(), entry);
+        Ok(())
+    }
 }
 
-fn task_key(id: &TaskId) -> Vec<u8> {
-    [b"T", id.as_str().as_bytes()].concat()
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        if !self.close_cleanly {
+            return;
+        }
+        // Everything is on disk before the marker says so.
+        let closed = self.counts.save(&self.db).and_then(|()| {
+            self.db.flush()?;
+            self.db.insert(CLEAN_MARKER, &[])?;
+            self.db.flush()?;
+            Ok(())
+        });
+        if let Err(e) = closed {
+            tracing::warn!(error = %e, "store not marked closed cleanly; the next open repairs it");
+        }
+    }
 }
 
-fn active_key(id: &TaskId) -> Vec<u8> {
-    [b"A", id.as_str().as_bytes()].concat()
-}
-
-fn event_prefix(id: &TaskId) -> Vec<u8> {
-    [b"E", id.as_str().as_bytes(), b"\0"].concat()
-}
-
-fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
-    [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
-}
-
-/// Milliseconds as big-endian bytes that sort like the signed number.
-fn ts_bytes(ts_ms: i64) -> [u8; 8] {
-    ((ts_ms as u64) ^ (1 << 63)).to_be_bytes()
-}
-
-fn updated_key(entry: &IndexEntry) -> Vec<u8> {
-    [
-        b"U".as_slice(),
-        &ts_bytes(entry.ts_ms),
-        entry.task_id.as_str().as_bytes(),
-    ]
-    .concat()
-}
-
-fn context_prefix(context: &ContextId) -> Vec<u8> {
-    [b"C", context.as_str().as_bytes(), b"\0"].concat()
-}
-
-fn context_key(entry: &IndexEntry) -> Vec<u8> {
-    [
-        context_prefix(&entry.context_id).as_slice(),
-        &ts_bytes(entry.ts_ms),
-        entry.task_id.as_str().as_bytes(),
-    ]
-    .concat()
-}
-
-type TxResult<T> = Result<T, ConflictableTransactionError<StoreError>>;
-
-fn abort(e: impl Into<StoreError>) -> ConflictableTransactionError<StoreError> {
-    ConflictableTransactionError::Abort(e.into())
-}
-
-/// What a task's commit last wrote: its version, and the index entry to replace.
-#[derive(Serialize, Deserialize)]
-struct Head {
-    #[serde(rename = "v")]
-    version: u64,
-    #[serde(rename = "e")]
-    entry: IndexEntry,
-}
-
-fn head_key(id: &TaskId) -> Vec<u8> {
-    [b"V", id.as_str().as_bytes()].concat()
-}
-
-/// A commit, encoded before the transaction starts.
+/// A commit, encoded before any write.
 struct Encoded<'a> {
     record: &'a TaskRecord,
-    record_bytes: Vec<u8>,
+    record_json: Vec<u8>,
     entry: IndexEntry,
     entry_bytes: Vec<u8>,
-    head_bytes: Vec<u8>,
     events: Vec<(u64, Vec<u8>)>,
 }
 
 impl<'a> Encoded<'a> {
     fn new(record: &'a TaskRecord, events: &[TaskEvent]) -> Result<Encoded<'a>, StoreError> {
         let entry = IndexEntry::of(record);
-        let head = Head {
-            version: record.version,
-            entry: entry.clone(),
-        };
         Ok(Encoded {
             record,
-            record_bytes: serde_json::to_vec(record)?,
+            record_json: serde_json::to_vec(record)?,
             entry_bytes: serde_json::to_vec(&entry)?,
-            head_bytes: serde_json::to_vec(&head)?,
             entry,
             events: events
                 .iter()
@@ -223,117 +332,6 @@ impl<'a> Encoded<'a> {
     }
 }
 
-fn write_record(
-    tx: &TransactionalTree,
-    commit: &Encoded<'_>,
-    expected_version: u64,
-) -> TxResult<()> {
-    let id = commit.record.id();
-    let old = match tx.get(head_key(id))? {
-        Some(bytes) => Some(serde_json::from_slice::<Head>(&bytes).map_err(abort)?),
-        None => None,
-    };
-    let found = old.as_ref().map_or(0, |h| h.version);
-    StoreError::check_version(id, expected_version, found).map_err(abort)?;
-    if let Some(old) = &old {
-        tx.remove(updated_key(&old.entry))?;
-        tx.remove(context_key(&old.entry))?;
-    }
-    // Counts for totalSize without scanning the index.
-    match &old {
-        None => {
-            for key in count_keys(&commit.entry, true) {
-                adjust(tx, key, 1)?;
-            }
-        }
-        Some(old) if old.entry.state != commit.entry.state => {
-            for key in count_keys(&old.entry, false) {
-                adjust(tx, key, -1)?;
-            }
-            for key in count_keys(&commit.entry, false) {
-                adjust(tx, key, 1)?;
-            }
-        }
-        Some(_) => {}
-    }
-    tx.insert(updated_key(&commit.entry), commit.entry_bytes.as_slice())?;
-    tx.insert(context_key(&commit.entry), commit.entry_bytes.as_slice())?;
-    if commit.record.state().is_terminal() {
-        tx.remove(active_key(id))?;
-    } else {
-        tx.insert(active_key(id), &[])?;
-    }
-    for (seq, bytes) in &commit.events {
-        tx.insert(event_key(id, *seq), bytes.as_slice())?;
-    }
-    tx.insert(head_key(id), commit.head_bytes.as_slice())?;
-    tx.insert(task_key(id), commit.record_bytes.as_slice())?;
-    Ok(())
-}
-
-/// The key of a task count: by owner (`None`: every owner) and state (`None`: any).
-fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
-    let mut key = vec![b'N'];
-    if let Some(owner) = owner {
-        key.push(b'=');
-        key.extend_from_slice(owner.as_bytes());
-    }
-    key.push(0);
-    key.push(state.unwrap_or(0));
-    key
-}
-
-/// The counts a task's entry adds to (+1) or leaves (-1).
-fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
-    let mut keys = vec![count_key(None, Some(entry.state))];
-    if let Some(owner) = entry.owner.as_deref() {
-        keys.push(count_key(Some(owner), Some(entry.state)));
-    }
-    if with_any {
-        keys.push(count_key(None, None));
-        if let Some(owner) = entry.owner.as_deref() {
-            keys.push(count_key(Some(owner), None));
-        }
-    }
-    keys
-}
-
-fn read_count(bytes: Option<sled::IVec>) -> u64 {
-    bytes
-        .and_then(|b| <[u8; 8]>::try_from(b.as_ref()).ok())
-        .map(u64::from_be_bytes)
-        .unwrap_or(0)
-}
-
-fn adjust(tx: &TransactionalTree, key: Vec<u8>, delta: i64) -> TxResult<()> {
-    let count = read_count(tx.get(&key)?).saturating_add_signed(delta);
-    tx.insert(key, &count.to_be_bytes())?;
-    Ok(())
-}
-
-const COUNTS_MARKER: &[u8] = b"Mcounts";
-
-/// Builds the task counts once for a store written before they existed.
-fn ensure_counts(db: &sled::Db) -> Result<(), StoreError> {
-    if db.contains_key(COUNTS_MARKER)? {
-        return Ok(());
-    }
-    let mut counts: std::collections::HashMap<Vec<u8>, u64> = std::collections::HashMap::new();
-    for item in db.scan_prefix(b"U") {
-        let entry = decode_entry(item)?;
-        for key in count_keys(&entry, true) {
-            *counts.entry(key).or_default() += 1;
-        }
-    }
-    let mut batch = sled::Batch::default();
-    for (key, count) in counts {
-        batch.insert(key, &count.to_be_bytes());
-    }
-    batch.insert(COUNTS_MARKER, &[]);
-    db.apply_batch(batch)?;
-    Ok(())
-}
-
 fn decode_entry(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<IndexEntry, StoreError> {
     let (_, value) = item?;
     Ok(serde_json::from_slice(&value)?)
@@ -341,25 +339,24 @@ fn decode_entry(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<IndexEnt
 
 #[async_trait]
 impl TaskStore for SledStore {
-    async fn commit(
+    async fn write(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
         let encoded = Encoded::new(record, events)?;
-        self.db
-            .transaction(|tx| write_record(tx, &encoded, expected_version))
-            .map_err(|e| match e {
-                TransactionError::Abort(e) => e,
-                TransactionError::Storage(e) => e.into(),
-            })?;
-        self.flush_if_sync().await
+        let _writing = self.begin_write();
+        self.apply(&encoded, expected_version)
+    }
+
+    async fn settle(&self) -> Result<(), StoreError> {
+        self.settle_writes().await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         match self.db.get(task_key(id))? {
-            Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
+            Some(bytes) => Ok(Some(decode_record(&bytes)?)),
             None => Ok(None),
         }
     }
@@ -370,8 +367,17 @@ impl TaskStore for SledStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<TaskEvent>, StoreError> {
-        let start = event_key(id, after_seq.saturating_add(1));
-        let end = event_key(id, u64::MAX);
+        // Only committed events: a commit in flight has written its events but not yet
+        // the snapshot that counts them.
+        let last_seq = match self.db.get(task_key(id))? {
+            Some(bytes) => record_versions(&bytes)?.1,
+            None => return Ok(Vec::new()),
+        };
+        if after_seq >= last_seq {
+            return Ok(Vec::new());
+        }
+        let start = event_key(id, after_seq + 1);
+        let end = event_key(id, last_seq);
         self.db
             .range(start..=end)
             .take(limit)
@@ -394,7 +400,7 @@ impl TaskStore for SledStore {
             )?,
             None => {
                 let total = match query.updated_after {
-                    None => Some(self.count(query.owner.as_deref(), query.state)?),
+                    None => Some(self.count(query.owner.as_deref(), query.state)),
                     Some(_) => None,
                 };
                 plan_page(
@@ -406,8 +412,8 @@ impl TaskStore for SledStore {
         };
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
-            // The index and the snapshot are written in one transaction, so a listed id
-            // has a snapshot; a task is never deleted.
+            // The index is written after the snapshot, so a listed id has a snapshot; a
+            // task is never deleted.
             if let Some(record) = self.get(id).await? {
                 records.push(record);
             }
@@ -424,9 +430,11 @@ impl TaskStore for SledStore {
         for item in self.db.scan_prefix(b"A") {
             let (key, _) = item?;
             let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
+            // A task joins the active set just before its first commit and leaves it just
+            // after its last, so the set can hold a task that is not (or no longer) active.
             match self.get(&id).await? {
-                Some(record) => records.push(record),
-                None => tracing::warn!(task_id = %id, "active-set entry without a snapshot"),
+                Some(record) if !record.state().is_terminal() => records.push(record),
+                _ => {}
             }
         }
         Ok(records)

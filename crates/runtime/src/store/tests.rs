@@ -283,7 +283,7 @@ async fn sled_keeps_everything_across_a_reopen() {
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
         advance(&store, "t1", TaskState::Working, 2_000).await;
     }
-    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    let store = reopen(dir.path()).await;
     let r = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
     assert_eq!((r.state(), r.version), (TaskState::Working, 2));
     assert_eq!(store.events(r.id(), 0, 10).await.unwrap().len(), 2);
@@ -439,7 +439,7 @@ async fn sled_keeps_push_configs_and_cursors_across_a_reopen() {
             .unwrap();
         store.flush().await.unwrap();
     }
-    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    let store = reopen(dir.path()).await;
     let open = store.unfinished().await.unwrap();
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].cursor.delivered_seq, 4);
@@ -550,4 +550,330 @@ async fn several_events_commit_together_or_not_at_all() {
             .collect();
         assert_eq!(seqs, [1, 2, 3], "{name}");
     }
+}
+
+/// Opens the store in `dir` again. sled lets go of its file lock a moment after the last
+/// handle is dropped (its memory reclamation runs the final drop later), so this polls.
+async fn reopen(dir: &std::path::Path) -> SledStore {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match SledStore::open(dir, Durability::Sync) {
+            Ok(store) => return store,
+            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
+                tokio::time::sleep(Duration::from_millis(5)).await
+            }
+            Err(e) => panic!("reopening {}: {e}", dir.display()),
+        }
+    }
+}
+
+/// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit.
+async fn try_advance(
+    store: &SledStore,
+    id: &str,
+    state: TaskState,
+    ts_ms: i64,
+    events: u64,
+) -> Result<(), StoreError> {
+    let mut r = store.get(&TaskId::from(id)).await?.unwrap();
+    let status = TaskStatus {
+        state,
+        message: None,
+        timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
+    };
+    r.task.status = status.clone();
+    r.version += 1;
+    let events: Vec<TaskEvent> = (1..=events)
+        .map(|n| TaskEvent {
+            seq: r.last_seq + n,
+            task_id: r.task.id.clone(),
+            context_id: r.task.context_id.clone(),
+            kind: TaskEventKind::Status(status.clone()),
+        })
+        .collect();
+    r.last_seq += events.len() as u64;
+    store.commit(&r, r.version - 1, &events).await
+}
+
+/// What a reopened store says about itself must agree everywhere: snapshots, event logs,
+/// listing (each task once, in its stored state), counts and the active set.
+async fn assert_consistent(store: &SledStore, context: &str) {
+    let mut snapshots = Vec::new();
+    for id in ["t1", "t2"] {
+        if let Some(r) = store.get(&TaskId::from(id)).await.unwrap() {
+            let seqs: Vec<u64> = store
+                .events(r.id(), 0, 100)
+                .await
+                .unwrap()
+                .iter()
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(
+                seqs,
+                (1..=r.last_seq).collect::<Vec<_>>(),
+                "{context}: {id}"
+            );
+            let stray = store
+                .db
+                .range(super::sled_layout::event_key(r.id(), r.last_seq + 1)..)
+                .keys()
+                .filter(|k| {
+                    k.as_ref()
+                        .unwrap()
+                        .starts_with(&super::sled_layout::event_prefix(r.id()))
+                })
+                .count();
+            assert_eq!(stray, 0, "{context}: {id} has uncommitted events");
+            snapshots.push(r);
+        } else {
+            let events = store
+                .db
+                .scan_prefix(super::sled_layout::event_prefix(&TaskId::from(id)));
+            assert_eq!(
+                events.count(),
+                0,
+                "{context}: {id} has events but no snapshot"
+            );
+        }
+    }
+    let page = store
+        .list(&ListQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut listed: Vec<(String, TaskState)> = page
+        .records
+        .iter()
+        .map(|r| (r.id().to_string(), r.state()))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut stored: Vec<(String, TaskState)> = snapshots
+        .iter()
+        .map(|r| (r.id().to_string(), r.state()))
+        .collect();
+    stored.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed, stored, "{context}: listing");
+    assert_eq!(page.total, snapshots.len(), "{context}: total");
+    for state in [
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::Completed,
+    ] {
+        for owner in [None, Some("u".to_string())] {
+            let page = store
+                .list(&ListQuery {
+                    limit: 100,
+                    state: Some(state),
+                    owner: owner.clone(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            let expected = snapshots.iter().filter(|r| r.state() == state).count();
+            assert_eq!(
+                page.records.len(),
+                expected,
+                "{context}: {state:?} {owner:?}"
+            );
+            assert_eq!(page.total, expected, "{context}: {state:?} {owner:?} total");
+        }
+    }
+    let mut active: Vec<String> = store
+        .active()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id().to_string())
+        .collect();
+    active.sort();
+    let expected: Vec<String> = snapshots
+        .iter()
+        .filter(|r| !r.state().is_terminal())
+        .map(|r| r.id().to_string())
+        .collect();
+    assert_eq!(active, expected, "{context}: active set");
+    let raw_active = store.db.scan_prefix(b"A").count();
+    assert_eq!(raw_active, expected.len(), "{context}: active-set entries");
+}
+
+/// A crash can stop a commit after any of its writes. Whatever the point, the reopened
+/// store holds the commit whole (if its snapshot was swapped in) or not at all, agrees
+/// with itself everywhere, and takes the task's next commit.
+#[tokio::test]
+async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
+    use std::sync::atomic::Ordering;
+    // The commit to cut: 0 creates t1, 1 moves it to working, 2 completes it with two
+    // events (it leaves the active set).
+    for stage in 0..3 {
+        for writes in 0.. {
+            let context = format!("stage {stage}, crash after {writes} writes");
+            let dir = tempfile::tempdir().unwrap();
+            let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+            let other = record("t2", "c", TaskState::Working, 500, "u");
+            store.commit(&other, 0, &[created(&other)]).await.unwrap();
+            let t1 = record("t1", "c", TaskState::Submitted, 1_000, "u");
+            if stage > 0 {
+                store.commit(&t1, 0, &[created(&t1)]).await.unwrap();
+            }
+            if stage > 1 {
+                try_advance(&store, "t1", TaskState::Working, 2_000, 1)
+                    .await
+                    .unwrap();
+            }
+            store.writes_left.store(writes, Ordering::Release);
+            let result = match stage {
+                0 => store.commit(&t1, 0, &[created(&t1)]).await,
+                1 => try_advance(&store, "t1", TaskState::Working, 2_000, 1).await,
+                _ => try_advance(&store, "t1", TaskState::Completed, 3_000, 2).await,
+            };
+            let finished = result.is_ok();
+            store.crash();
+
+            let store = reopen(dir.path()).await;
+            assert_consistent(&store, &context).await;
+            let t1 = store.get(&TaskId::from("t1")).await.unwrap();
+            let expected_version = if finished { stage + 1 } else { stage };
+            if finished || writes == 0 {
+                assert_eq!(
+                    t1.as_ref().map_or(0, |r| r.version),
+                    expected_version as u64,
+                    "{context}"
+                );
+            }
+            // The task goes on: no leftover of the cut commit blocks the next one.
+            match t1 {
+                Some(r) if !r.state().is_terminal() => {
+                    try_advance(&store, "t1", TaskState::Completed, 9_000, 2)
+                        .await
+                        .unwrap();
+                }
+                Some(_) => {}
+                None => {
+                    let t1 = record("t1", "c", TaskState::Submitted, 1_000, "u");
+                    store.commit(&t1, 0, &[created(&t1)]).await.unwrap();
+                }
+            }
+            assert_consistent(&store, &format!("{context}, then one more commit")).await;
+            if finished {
+                break;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_clean_close_needs_no_repair_and_a_crash_does() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        let r = record("t1", "c", TaskState::Submitted, 1_000, "u");
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    }
+    let store = reopen(dir.path()).await;
+    assert!(
+        !store
+            .db
+            .contains_key(super::sled_layout::CLEAN_MARKER)
+            .unwrap(),
+        "an open store is not marked clean"
+    );
+    store.crash();
+    let store = reopen(dir.path()).await;
+    assert_consistent(&store, "after a crash with nothing half done").await;
+}
+
+/// Stores written before the `T` header (record JSON alone, the indexed entry in `V`,
+/// counts in `N` keys) open, read, list and count as before, and a task's next commit
+/// moves it to the current layout.
+#[tokio::test]
+async fn a_store_in_the_previous_layout_opens_and_moves_on() {
+    use super::index::IndexEntry;
+    use super::sled_layout::{context_key, event_key, legacy_head_key, task_key, updated_key};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        for (id, state) in [("old1", TaskState::Working), ("old2", TaskState::Completed)] {
+            let r = record(id, "c", state, 1_000, "u");
+            let entry = IndexEntry::of(&r);
+            let entry_json = serde_json::to_vec(&entry).unwrap();
+            db.insert(task_key(r.id()), serde_json::to_vec(&r).unwrap())
+                .unwrap();
+            db.insert(
+                legacy_head_key(r.id()),
+                serde_json::to_vec(&serde_json::json!({"v": 1, "e": entry})).unwrap(),
+            )
+            .unwrap();
+            db.insert(
+                event_key(r.id(), 1),
+                serde_json::to_vec(&created(&r)).unwrap(),
+            )
+            .unwrap();
+            db.insert(updated_key(&entry), entry_json.clone()).unwrap();
+            db.insert(context_key(&entry), entry_json).unwrap();
+            if !state.is_terminal() {
+                db.insert([b"A".as_slice(), id.as_bytes()].concat(), &[])
+                    .unwrap();
+            }
+        }
+        db.insert(b"Mcounts", &[]).unwrap();
+        db.flush().unwrap();
+    }
+    let store = reopen(dir.path()).await;
+    let page = store
+        .list(&ListQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((page.records.len(), page.total), (2, 2));
+    let working = ListQuery {
+        limit: 10,
+        state: Some(TaskState::Working),
+        owner: Some("u".into()),
+        ..Default::default()
+    };
+    assert_eq!(store.list(&working).await.unwrap().total, 1);
+    let active = store.active().await.unwrap();
+    assert_eq!(active.len(), 1);
+    assert_eq!(store.events(active[0].id(), 0, 10).await.unwrap().len(), 1);
+
+    try_advance(&store, "old1", TaskState::Completed, 2_000, 1)
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .db
+            .contains_key(legacy_head_key(&TaskId::from("old1")))
+            .unwrap()
+    );
+    assert_consistent_ids(&store, &["old1", "old2"]).await;
+    assert_eq!(store.list(&working).await.unwrap().total, 0);
+}
+
+/// Each task is listed exactly once, in its stored state.
+async fn assert_consistent_ids(store: &SledStore, ids: &[&str]) {
+    let page = store
+        .list(&ListQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut listed: Vec<(String, TaskState)> = page
+        .records
+        .iter()
+        .map(|r| (r.id().to_string(), r.state()))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut stored = Vec::new();
+    for id in ids {
+        let r = store.get(&TaskId::from(*id)).await.unwrap().unwrap();
+        stored.push((r.id().to_string(), r.state()));
+    }
+    stored.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed, stored);
+    assert_eq!(page.total, ids.len());
 }

@@ -1,0 +1,87 @@
+//! Task counts per owner and state, so that a listing's `totalSize` needs no scan of the
+//! index. Kept in memory (updating shared counters in the store on every state change
+//! made every writer contend on the same few keys), saved at a clean close, and rebuilt
+//! from the index after an unclean one.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use super::StoreError;
+use super::index::IndexEntry;
+use super::sled_layout::{count_key, count_keys, read_count};
+
+#[derive(Debug, Default)]
+pub(super) struct Counts(Mutex<HashMap<Vec<u8>, u64>>);
+
+impl Counts {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, u64>> {
+        // Plain counters, consistent after any panic: ignore poisoning.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tasks of `owner` (`None`: everyone's) in `state` (`None`: any).
+    pub(super) fn get(&self, owner: Option<&str>, state: Option<u8>) -> u64 {
+        self.lock()
+            .get(&count_key(owner, state))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A task's index entry went from `old` (`None`: a new task) to `new`.
+    pub(super) fn moved(&self, old: Option<&IndexEntry>, new: &IndexEntry) {
+        let mut counts = self.lock();
+        match old {
+            None => {
+                for key in count_keys(new, true) {
+                    *counts.entry(key).or_default() += 1;
+                }
+            }
+            Some(old) if old.state != new.state => {
+                for key in count_keys(old, false) {
+                    let count = counts.entry(key).or_default();
+                    *count = count.saturating_sub(1);
+                }
+                for key in count_keys(new, false) {
+                    *counts.entry(key).or_default() += 1;
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Counts the entries of the listing index.
+    pub(super) fn rebuild(
+        entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
+    ) -> Result<Counts, StoreError> {
+        let counts = Counts::default();
+        for entry in entries {
+            counts.moved(None, &entry?);
+        }
+        Ok(counts)
+    }
+
+    /// The counts saved at the last clean close.
+    pub(super) fn load(db: &sled::Db) -> Result<Counts, StoreError> {
+        let mut counts = HashMap::new();
+        for item in db.scan_prefix(b"N") {
+            let (key, value) = item?;
+            counts.insert(key.to_vec(), read_count(&value));
+        }
+        Ok(Counts(Mutex::new(counts)))
+    }
+
+    /// Saves the counts (replacing any saved before).
+    pub(super) fn save(&self, db: &sled::Db) -> Result<(), StoreError> {
+        let counts = self.lock().clone();
+        for key in db.scan_prefix(b"N").keys() {
+            let key = key?;
+            if !counts.contains_key(key.as_ref()) {
+                db.remove(key)?;
+            }
+        }
+        for (key, count) in counts {
+            db.insert(key, &count.to_be_bytes())?;
+        }
+        Ok(())
+    }
+}

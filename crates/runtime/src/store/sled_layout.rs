@@ -1,0 +1,224 @@
+//! How the sled store lays tasks out: keys, and the encoding of the values that have a
+//! binary part. One tree, byte-ordered keys:
+//!
+//! | key                                    | value        |
+//! |----------------------------------------|--------------|
+//! | `T` task id                            | header (below), then the `TaskRecord` as JSON |
+//! | `E` task id `\0` seq (u64 BE)          | `TaskEvent`  |
+//! | `U` update ms (i64 BE, biased) task id | `IndexEntry` |
+//! | `C` context id `\0` update ms task id  | `IndexEntry` |
+//! | `A` task id                            | (empty): the task may not be terminal |
+//! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
+//! | `Mclean`                               | (empty): the store was closed cleanly |
+//!
+//! The header of `T` holds what a commit and a repair need without decoding the record:
+//! version and last event seq (u64 BE each), then the record's `IndexEntry` and the one
+//! before this commit (each a u32 BE length and JSON; length 0: none).
+//!
+//! Stores written before the header hold the record's JSON alone in `T` (it starts with
+//! `{`, while a header starts with a version's first byte, 0), and kept the indexed entry
+//! in `V` task id as `{"v": version, "e": entry}`; both are still read, and a task's
+//! next commit moves it to the current layout.
+
+use super::index::IndexEntry;
+use super::{StoreError, TaskRecord};
+use crate::model::{ContextId, TaskId};
+
+pub(super) const CLEAN_MARKER: &[u8] = b"Mclean";
+
+pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
+    [b"T", id.as_str().as_bytes()].concat()
+}
+
+pub(super) fn active_key(id: &TaskId) -> Vec<u8> {
+    [b"A", id.as_str().as_bytes()].concat()
+}
+
+pub(super) fn event_prefix(id: &TaskId) -> Vec<u8> {
+    [b"E", id.as_str().as_bytes(), b"\0"].concat()
+}
+
+pub(super) fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
+    [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
+}
+
+/// Milliseconds as big-endian bytes that sort like the signed number.
+fn ts_bytes(ts_ms: i64) -> [u8; 8] {
+    ((ts_ms as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub(super) fn updated_key(entry: &IndexEntry) -> Vec<u8> {
+    [
+        b"U".as_slice(),
+        &ts_bytes(entry.ts_ms),
+        entry.task_id.as_str().as_bytes(),
+    ]
+    .concat()
+}
+
+pub(super) fn context_prefix(context: &ContextId) -> Vec<u8> {
+    [b"C", context.as_str().as_bytes(), b"\0"].concat()
+}
+
+pub(super) fn context_key(entry: &IndexEntry) -> Vec<u8> {
+    [
+        context_prefix(&entry.context_id).as_slice(),
+        &ts_bytes(entry.ts_ms),
+        entry.task_id.as_str().as_bytes(),
+    ]
+    .concat()
+}
+
+/// The key of a task count: by owner (`None`: every owner) and state (`None`: any).
+pub(super) fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
+    let mut key = vec![b'N'];
+    if let Some(owner) = owner {
+        key.push(b'=');
+        key.extend_from_slice(owner.as_bytes());
+    }
+    key.push(0);
+    key.push(state.unwrap_or(0));
+    key
+}
+
+/// The counts a task's entry adds to (+1) or leaves (-1); `with_any`: the state-free
+/// counts too (a task joins those once and never leaves them).
+pub(super) fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
+    let mut keys = vec![count_key(None, Some(entry.state))];
+    if let Some(owner) = entry.owner.as_deref() {
+        keys.push(count_key(Some(owner), Some(entry.state)));
+    }
+    if with_any {
+        keys.push(count_key(None, None));
+        if let Some(owner) = entry.owner.as_deref() {
+            keys.push(count_key(Some(owner), None));
+        }
+    }
+    keys
+}
+
+pub(super) fn read_count(bytes: &[u8]) -> u64 {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .unwrap_or(0)
+}
+
+/// `V` task id: where stores before the `T` header kept the indexed entry (removed at
+/// the task's next commit).
+pub(super) fn legacy_head_key(id: &TaskId) -> Vec<u8> {
+    [b"V", id.as_str().as_bytes()].concat()
+}
+
+/// A record as `T` stores it (see the module docs), from its JSON.
+pub(super) fn encode_record(
+    record: &TaskRecord,
+    json: &[u8],
+    entry: &[u8],
+    previous: Option<&[u8]>,
+) -> Result<Vec<u8>, StoreError> {
+    let previous = previous.unwrap_or_default();
+    let mut bytes = Vec::with_capacity(24 + entry.len() + previous.len() + json.len());
+    bytes.extend_from_slice(&record.version.to_be_bytes());
+    bytes.extend_from_slice(&record.last_seq.to_be_bytes());
+    for part in [entry, previous] {
+        let len = u32::try_from(part.len())
+            .map_err(|_| StoreError::Codec("index entry too long".into()))?;
+        bytes.extend_from_slice(&len.to_be_bytes());
+        bytes.extend_from_slice(part);
+    }
+    bytes.extend_from_slice(json);
+    Ok(bytes)
+}
+
+/// What `T`'s header says, or for an older store what its record and `V` say.
+#[derive(Debug)]
+pub(super) struct Header {
+    pub(super) version: u64,
+    pub(super) last_seq: u64,
+    /// The record's index entry (JSON).
+    pub(super) entry: Vec<u8>,
+    /// The entry before the commit that wrote this record (JSON), if any.
+    pub(super) previous: Option<Vec<u8>>,
+    /// Where the record's JSON starts.
+    json_at: usize,
+    /// Written before headers existed (its task may still have a `V` key).
+    pub(super) legacy: bool,
+}
+
+fn is_legacy(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&b'{')
+}
+
+fn truncated() -> StoreError {
+    StoreError::Codec("task snapshot shorter than its header".into())
+}
+
+impl Header {
+    /// Reads the header of a `T` value.
+    pub(super) fn read(bytes: &[u8]) -> Result<Header, StoreError> {
+        if is_legacy(bytes) {
+            // Written in one transaction with its index entry: they agree.
+            let record: TaskRecord = serde_json::from_slice(bytes)?;
+            return Ok(Header {
+                version: record.version,
+                last_seq: record.last_seq,
+                entry: serde_json::to_vec(&IndexEntry::of(&record))?,
+                previous: None,
+                json_at: 0,
+                legacy: true,
+            });
+        }
+        let (version, last_seq) = record_versions(bytes)?;
+        let mut at = 16;
+        let mut part = || -> Result<Vec<u8>, StoreError> {
+            let len = bytes
+                .get(at..at + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(u32::from_be_bytes)
+                .ok_or_else(truncated)? as usize;
+            let value = bytes.get(at + 4..at + 4 + len).ok_or_else(truncated)?;
+            at += 4 + len;
+            Ok(value.to_vec())
+        };
+        let entry = part()?;
+        let previous = Some(part()?).filter(|p| !p.is_empty());
+        Ok(Header {
+            version,
+            last_seq,
+            entry,
+            previous,
+            json_at: at,
+            legacy: false,
+        })
+    }
+
+    /// The record itself.
+    pub(super) fn record(&self, bytes: &[u8]) -> Result<TaskRecord, StoreError> {
+        Ok(serde_json::from_slice(
+            bytes.get(self.json_at..).ok_or_else(truncated)?,
+        )?)
+    }
+}
+
+pub(super) fn decode_record(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
+    if is_legacy(bytes) {
+        return Ok(serde_json::from_slice(bytes)?);
+    }
+    Header::read(bytes)?.record(bytes)
+}
+
+/// The version and last event sequence number of a stored record.
+pub(super) fn record_versions(bytes: &[u8]) -> Result<(u64, u64), StoreError> {
+    if is_legacy(bytes) {
+        let record: TaskRecord = serde_json::from_slice(bytes)?;
+        return Ok((record.version, record.last_seq));
+    }
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(truncated)
+    };
+    Ok((word(0)?, word(8)?))
+}

@@ -1,0 +1,93 @@
+//! Repair of a sled store that was not closed cleanly (a crash, a kill, a power cut).
+//!
+//! A commit writes its pieces in order (see `sled_store`), and sled recovers a prefix of
+//! its log, so a crash leaves at most the last commit of each task half done, and only
+//! for tasks in the active set. For each of those, the snapshot decides:
+//!
+//! - no snapshot: the task's first commit never happened; its events and active-set entry
+//!   go;
+//! - events past the snapshot's last sequence number were never committed; they go;
+//! - the listing index is brought to the snapshot's entry (the header of `T` names the
+//!   entry before it, which a cut commit may have left in the index);
+//! - a terminal task leaves the active set.
+//!
+//! The task counts (in memory, saved only at a clean close) are then rebuilt from the
+//! listing index. The cost is one pass over the active set and one over the index, paid
+//! only after an unclean stop.
+
+use super::counts::Counts;
+use super::index::IndexEntry;
+use super::sled_layout::{Header, active_key, event_key, event_prefix, legacy_head_key, task_key};
+use super::{SledStore, StoreError};
+use crate::model::TaskId;
+
+/// What a repair found and mended.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Repaired {
+    /// Active-set entries looked at.
+    pub(super) checked: usize,
+    /// Events dropped because their commit never happened.
+    pub(super) uncommitted_events: usize,
+    /// Tasks whose first commit never happened.
+    pub(super) uncreated_tasks: usize,
+}
+
+pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
+    let started = std::time::Instant::now();
+    let db = &store.db.clone();
+    let mut repaired = Repaired::default();
+    let ids: Vec<TaskId> = db
+        .scan_prefix(b"A")
+        .keys()
+        .map(|key| {
+            Ok(TaskId::from(
+                String::from_utf8_lossy(&key?[1..]).into_owned(),
+            ))
+        })
+        .collect::<Result<_, sled::Error>>()?;
+    for id in ids {
+        repaired.checked += 1;
+        let Some(bytes) = db.get(task_key(&id))? else {
+            for key in db.scan_prefix(event_prefix(&id)).keys() {
+                db.remove(key?)?;
+                repaired.uncommitted_events += 1;
+            }
+            db.remove(active_key(&id))?;
+            repaired.uncreated_tasks += 1;
+            continue;
+        };
+        let header = Header::read(&bytes)?;
+        let last_seq = header.last_seq;
+        if last_seq < u64::MAX {
+            for key in db
+                .range(event_key(&id, last_seq + 1)..=event_key(&id, u64::MAX))
+                .keys()
+            {
+                db.remove(key?)?;
+                repaired.uncommitted_events += 1;
+            }
+        }
+        let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
+        store.reindex(&id, header.previous.as_deref(), &entry, &header.entry)?;
+        if header.legacy {
+            db.remove(legacy_head_key(&id))?;
+        }
+        if header.record(&bytes)?.state().is_terminal() {
+            db.remove(active_key(&id))?;
+        }
+    }
+    // A crash can stop a commit before its counts moved; and saved counts are stale.
+    store.counts = Counts::rebuild(db.scan_prefix(b"U").map(|item| {
+        let (_, value) = item?;
+        Ok(serde_json::from_slice(&value)?)
+    }))?;
+    db.remove(b"Mcounts")?;
+    tracing::info!(
+        checked = repaired.checked,
+        uncommitted_events = repaired.uncommitted_events,
+        uncreated_tasks = repaired.uncreated_tasks,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "store was not closed cleanly: repaired"
+    );
+    Ok(repaired)
+}
