@@ -337,6 +337,53 @@ async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
     }
 }
 
+/// With nothing exported the server keeps only the spans that carry context, and the
+/// caller's trace still reaches the webhooks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        dir.path(),
+        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
+    );
+    let (hook, traceparents) = webhook().await;
+    let trace = format!("{:032x}", rand_u128());
+    let caller_span = format!("{:016x}", rand_u128() as u64 | 1);
+    let response = server
+        .post()
+        .header("traceparent", format!("00-{trace}-{caller_span}-01"))
+        .json(&request(
+            "SendMessage",
+            json!({"message": message("traced", json!({"steps": 2})),
+                   "configuration": {"taskPushNotificationConfig": {"url": hook}}}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // created, working, two progress notes, the artifact, completed
+    while traceparents.lock().unwrap().len() < 6 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "deliveries: {:?}",
+            traceparents.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sent = traceparents.lock().unwrap().clone();
+    assert!(
+        sent.iter()
+            .all(|t| t.split('-').nth(1) == Some(trace.as_str())
+                && t.split('-').nth(2) != Some(caller_span.as_str())),
+        "{sent:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_arrive_with_their_documented_names_and_values() {
     let collector = collector().await;
