@@ -5,7 +5,6 @@ use std::time::Duration;
 use fundi_runtime::{
     ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
 };
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -170,23 +169,23 @@ async fn send_message(
 }
 
 /// Returns the sequence number of the event with which the task reached a terminal or
-/// interrupted state after event `seq`; `None` if its event stream ended first.
+/// interrupted state after event `seq` (durable by then); `None` if its event stream
+/// ended first.
 async fn settled(
     runtime: &RuntimeHandle,
     id: &TaskId,
     seq: u64,
     owner: Option<&str>,
 ) -> Option<u64> {
-    let mut events = runtime.subscribe(id, seq, owner).await.ok()?;
-    while let Some(Ok(event)) = events.next().await {
-        if event
-            .status()
-            .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
-        {
-            return Some(event.seq);
-        }
-    }
-    None
+    runtime
+        .wait_for_event(id, seq, owner, |event| {
+            event
+                .status()
+                .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
+        })
+        .await
+        .ok()
+        .flatten()
 }
 
 async fn get_task(

@@ -21,8 +21,9 @@ use crate::model::{
 use crate::recovery::{RecoveryReport, recover};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
-use crate::subscription::{EventStream, event_stream};
+use crate::subscription::{Durable, EventStream, event_stream};
 use crate::telemetry;
+use futures::StreamExt;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;
@@ -564,7 +565,8 @@ impl RuntimeHandle {
     }
 
     /// The task's events with `seq > after_seq`: stored ones first, then live ones, with
-    /// no gap and no duplicate. `after_seq` 0 starts from the task's creation.
+    /// no gap and no duplicate. `after_seq` 0 starts from the task's creation. Each event
+    /// is durable when it is yielded.
     pub async fn subscribe(
         &self,
         task_id: &TaskId,
@@ -572,13 +574,41 @@ impl RuntimeHandle {
         owner: Option<&str>,
     ) -> Result<EventStream, RuntimeError> {
         self.visible_record(task_id, owner).await?;
-        Ok(event_stream(
+        Ok(self.events(task_id, after_seq, Durable::EachEvent))
+    }
+
+    /// Follows the task's events after `after_seq` until one matches `until`, and returns
+    /// its sequence number once it is durable; `None` if the stream ends first. Cheaper
+    /// than [`RuntimeHandle::subscribe`] for a caller that tells only the outcome (a
+    /// blocking send): the events on the way are not waited on one by one.
+    pub async fn wait_for_event(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        owner: Option<&str>,
+        until: impl Fn(&TaskEvent) -> bool,
+    ) -> Result<Option<u64>, RuntimeError> {
+        self.visible_record(task_id, owner).await?;
+        let mut events = self.events(task_id, after_seq, Durable::CallerSettles);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if until(&event) {
+                self.settle().await?;
+                return Ok(Some(event.seq));
+            }
+        }
+        Ok(None)
+    }
+
+    fn events(&self, task_id: &TaskId, after_seq: u64, durable: Durable) -> EventStream {
+        event_stream(
             self.inner.store.clone(),
             self.inner.supervisor.clone(),
             task_id.clone(),
             after_seq,
             self.inner.config.call_timeout(),
-        ))
+            durable,
+        )
     }
 
     /// The W3C `traceparent` the task was created under (see [`crate::telemetry`]).

@@ -29,13 +29,24 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, RuntimeError>
 /// Events read from the store per round trip while replaying.
 const REPLAY_BATCH: usize = 256;
 
+/// Whether a stream waits for its events to be durable before yielding them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durable {
+    /// Every event yielded is durable (what anyone outside may be told).
+    EachEvent,
+    /// Events are yielded once written; the caller settles before telling anyone.
+    CallerSettles,
+}
+
 pub(crate) fn event_stream(
     store: Arc<dyn TaskStore>,
     supervisor: ActorRef<SupervisorMsg>,
     task_id: TaskId,
     after_seq: u64,
     call_timeout: Duration,
+    durable: Durable,
 ) -> EventStream {
+    let settles = durable == Durable::EachEvent;
     Box::pin(async_stream::try_stream! {
         let mut next = after_seq + 1;
         'subscription: loop {
@@ -51,7 +62,9 @@ pub(crate) fn event_stream(
                 }
                 // Written is not yet durable: a task's latest events may still be on
                 // their way to disk.
-                telemetry::settle(&*store).await?;
+                if settles {
+                    telemetry::settle(&*store).await?;
+                }
                 for event in batch {
                     next = event.seq + 1;
                     let terminal = event.is_terminal();
@@ -66,7 +79,7 @@ pub(crate) fn event_stream(
             };
             while let Some(receiver) = live.receiver.as_mut() {
                 let (batch, intact) = receive_burst(receiver).await;
-                if !batch.is_empty() {
+                if settles && !batch.is_empty() {
                     telemetry::settle(&*store).await?;
                 }
                 for event in batch {

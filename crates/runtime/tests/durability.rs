@@ -258,3 +258,22 @@ async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
         "settle returned before the step was durable: {reply}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_an_outcome_returns_it_durable() {
+    let (rt, store) = start().await;
+    let mut quiet = request("scripted", json!({"steps": 30}));
+    quiet.durable_on_return = false;
+    let id = rt.submit(quiet).await.unwrap().task.id;
+    let seq = rt
+        .wait_for_event(&id, 0, None, |e| e.is_terminal())
+        .await
+        .unwrap()
+        .expect("the task ends");
+    // created, working, 30 notes, completed (with the reply)
+    assert_eq!(seq, 33);
+    assert!(
+        store.durable_seq(&id) >= seq,
+        "outcome returned before durable"
+    );
+}
