@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 async fn start(dir: &std::path::Path) -> (RuntimeHandle, Scripted, Scripted) {
     let resumable = Scripted::new("resumable", true);
     let one_shot = Scripted::new("one-shot", false);
-    let store = SledStore::open(dir, Durability::Sync).unwrap();
+    let store = open_sled(dir).await;
     let rt = Runtime::builder()
         .store(store)
         .skill(resumable.clone())
