@@ -161,7 +161,7 @@ async fn send_message(
     // (a skill may park a task in working): then answer with the task as it stands.
     let reached = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq, owner)).await;
     let task = match reached {
-        // The stream yields durable events only, so the task is durable that far.
+        // The outcome comes back durable, so the task is durable that far.
         Ok(Some(seq)) => runtime.get_after_event(&id, seq, history, owner).await?,
         _ => runtime.get(&id, history, owner).await?,
     };

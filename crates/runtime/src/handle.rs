@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
@@ -23,7 +24,6 @@ use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
 use crate::subscription::{Durable, EventStream, event_stream};
 use crate::telemetry;
-use futures::StreamExt;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;

@@ -123,7 +123,8 @@ impl SledStore {
             #[cfg(test)]
             writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
         };
-        if !was_clean {
+        // A store created just now has nothing to repair.
+        if !was_clean && store.db.was_recovered() {
             super::sled_repair::repair(&mut store)?;
         }
         store.db.flush()?;
