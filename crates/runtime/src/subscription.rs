@@ -144,15 +144,23 @@ async fn live_receiver(
     task_id: &TaskId,
     timeout: Duration,
 ) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<Arc<TaskEvent>>)> {
-    let task_id = task_id.clone();
+    let asked = task_id.clone();
     let actor = match supervisor
         .call(
-            |reply| SupervisorMsg::Live { task_id, reply },
+            |reply| SupervisorMsg::Live {
+                task_id: asked,
+                reply,
+            },
             Some(timeout),
         )
         .await
     {
         Ok(CallResult::Success(actor)) => actor?,
+        Ok(CallResult::Timeout) => {
+            // Served from the store instead, but a subscriber waited the whole timeout.
+            tracing::warn!(%task_id, ?timeout, "the supervisor did not answer a subscription in time");
+            return None;
+        }
         _ => return None,
     };
     let receiver = subscribe_to(&actor, timeout).await?;
@@ -165,6 +173,10 @@ async fn subscribe_to(
 ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
     match actor.call(TaskMsg::Subscribe, Some(timeout)).await {
         Ok(CallResult::Success(receiver)) => Some(receiver),
+        Ok(CallResult::Timeout) => {
+            tracing::warn!(actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
+            None
+        }
         _ => None,
     }
 }
