@@ -5,6 +5,8 @@
 //! The task writes its events without waiting for the disk; a stream yields an event
 //! only once it is durable (`TaskStore::settle`). Events that arrive together are
 //! settled together, so one flush serves a burst and every stream waiting at the time.
+//! (`RuntimeHandle::wait_for_event` follows a stream that does not settle, and settles
+//! once, when the event it waits for arrives.)
 
 use std::pin::Pin;
 use std::sync::Arc;
