@@ -165,18 +165,19 @@ async fn live_receiver(
         }
         _ => return None,
     };
-    let receiver = subscribe_to(&actor, timeout).await?;
+    let receiver = subscribe_to(&actor, task_id, timeout).await?;
     Some((actor, receiver))
 }
 
 async fn subscribe_to(
     actor: &ActorRef<TaskMsg>,
+    task_id: &TaskId,
     timeout: Duration,
 ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
     match actor.call(TaskMsg::Subscribe, Some(timeout)).await {
         Ok(CallResult::Success(receiver)) => Some(receiver),
         Ok(CallResult::Timeout) => {
-            tracing::warn!(actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
+            tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
             None
         }
         _ => None,
