@@ -177,7 +177,9 @@ async fn subscribe_to(
     match actor.call(TaskMsg::Subscribe, Some(timeout)).await {
         Ok(CallResult::Success(receiver)) => Some(receiver),
         Ok(CallResult::Timeout) => {
-            tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
+            // The actor's status tells a lost message in a running actor from a reply
+            // port kept alive past the actor's stop.
+            tracing::warn!(%task_id, actor = %actor.get_id(), status = ?actor.get_status(), ?timeout, "a task actor did not answer a subscription in time");
             None
         }
         _ => None,
