@@ -1,10 +1,12 @@
 //! The actors behind the runtime: one `Supervisor`, one `TaskActor` per live task.
 //! Embedders never see them; `RuntimeHandle` and `SkillContext` talk to them.
 
+mod call;
 mod fail;
 mod supervisor;
 mod task_actor;
 
+pub(crate) use call::{NoAnswer, call_task};
 pub(crate) use fail::fail_stored_task;
 pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

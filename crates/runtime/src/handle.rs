@@ -13,7 +13,9 @@ use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
 use crate::access::Grants;
-use crate::actors::{LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg};
+use crate::actors::{
+    LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg, call_task,
+};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
 use crate::model::{
@@ -721,10 +723,7 @@ impl RuntimeHandle {
         build: impl FnOnce(RpcReplyPort<T>) -> TaskMsg,
         timeout: Duration,
     ) -> Option<T> {
-        match actor?.call(build, Some(timeout)).await {
-            Ok(CallResult::Success(value)) => Some(value),
-            _ => None,
-        }
+        call_task(actor?, build, timeout).await.ok()
     }
 }
 

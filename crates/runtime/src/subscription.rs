@@ -17,7 +17,7 @@ use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
-use crate::actors::{SupervisorMsg, TaskMsg};
+use crate::actors::{NoAnswer, SupervisorMsg, TaskMsg, call_task};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
@@ -174,14 +174,12 @@ async fn subscribe_to(
     task_id: &TaskId,
     timeout: Duration,
 ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
-    match actor.call(TaskMsg::Subscribe, Some(timeout)).await {
-        Ok(CallResult::Success(receiver)) => Some(receiver),
-        Ok(CallResult::Timeout) => {
-            // The actor's status tells a lost message in a running actor from a reply
-            // port kept alive past the actor's stop.
-            tracing::warn!(%task_id, actor = %actor.get_id(), status = ?actor.get_status(), ?timeout, "a task actor did not answer a subscription in time");
+    match call_task(actor, TaskMsg::Subscribe, timeout).await {
+        Ok(receiver) => Some(receiver),
+        Err(NoAnswer::TimedOut) => {
+            tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
             None
         }
-        _ => None,
+        Err(NoAnswer::Gone) => None,
     }
 }

@@ -1,0 +1,124 @@
+//! Calls to actors that end when the actor does.
+
+use std::time::Duration;
+
+use ractor::rpc::CallResult;
+use ractor::{ActorRef, Message, RpcReplyPort};
+
+/// Why a call to an actor got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoAnswer {
+    /// The actor stopped (or was stopping) before it answered.
+    Gone,
+    /// The actor is alive but did not answer within the timeout.
+    TimedOut,
+}
+
+/// Calls an actor, and stops waiting as soon as the actor has stopped.
+///
+/// ractor drops an actor's queued messages, and with them their reply ports, when the
+/// actor stops. A send racing with that drop can land in the mailbox after it, and then
+/// its reply port lives as long as any reference to the actor does, the caller's own
+/// included: the caller waited out its whole timeout (seen as 30 s stalls under load,
+/// with the actor `Stopped`). Callers fall back to the store, which holds everything the
+/// actor wrote.
+pub(crate) async fn call_task<M: Message, T: Send + 'static>(
+    actor: &ActorRef<M>,
+    build: impl FnOnce(RpcReplyPort<T>) -> M,
+    timeout: Duration,
+) -> Result<T, NoAnswer> {
+    let cell = actor.get_cell();
+    tokio::select! {
+        // An answer that is already there wins over the actor's exit.
+        biased;
+        result = actor.call(build, Some(timeout)) => match result {
+            Ok(CallResult::Success(value)) => Ok(value),
+            Ok(CallResult::Timeout) => Err(NoAnswer::TimedOut),
+            Ok(CallResult::SenderError) | Err(_) => Err(NoAnswer::Gone),
+        },
+        _ = cell.wait(None) => Err(NoAnswer::Gone),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use ractor::{Actor, ActorProcessingErr};
+
+    use super::*;
+
+    /// Keeps the reply port of the call it gets (as a message that slipped past the
+    /// actor's stop keeps it) and stops.
+    struct Hoarder(Arc<Mutex<Vec<RpcReplyPort<()>>>>);
+
+    struct Call(RpcReplyPort<()>);
+
+    impl Actor for Hoarder {
+        type Msg = Call;
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<Call>, (): ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+
+        async fn handle(
+            &self,
+            myself: ActorRef<Call>,
+            Call(reply): Call,
+            _: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            self.0.lock().unwrap().push(reply);
+            myself.stop(None);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_ends_when_the_actor_stops_even_if_its_reply_port_lives_on() {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (actor, _) = Actor::spawn(None, Hoarder(kept.clone()), ()).await.unwrap();
+        // A plain call would wait out the hour; this one ends with the actor.
+        let answer = tokio::time::timeout(
+            Duration::from_secs(20),
+            call_task(&actor, Call, Duration::from_secs(3600)),
+        )
+        .await
+        .expect("the call outlived its actor");
+        assert_eq!(answer, Err(NoAnswer::Gone));
+        assert_eq!(
+            kept.lock().unwrap().len(),
+            1,
+            "the reply port is still alive"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_comes_back() {
+        struct Echo;
+        impl Actor for Echo {
+            type Msg = Call;
+            type State = ();
+            type Arguments = ();
+            async fn pre_start(&self, _: ActorRef<Call>, (): ()) -> Result<(), ActorProcessingErr> {
+                Ok(())
+            }
+            async fn handle(
+                &self,
+                _: ActorRef<Call>,
+                Call(reply): Call,
+                _: &mut (),
+            ) -> Result<(), ActorProcessingErr> {
+                let _ = reply.send(());
+                Ok(())
+            }
+        }
+        let (actor, _) = Actor::spawn(None, Echo, ()).await.unwrap();
+        assert_eq!(
+            call_task(&actor, Call, Duration::from_secs(5)).await,
+            Ok(())
+        );
+        actor.stop(None);
+    }
+}
