@@ -6,7 +6,7 @@ mod fail;
 mod supervisor;
 mod task_actor;
 
-pub(crate) use call::{NoAnswer, call_task};
+pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fail::fail_stored_task;
 pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

@@ -8,13 +8,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
 use crate::access::Grants;
 use crate::actors::{
-    LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg, call_task,
+    LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg, call_actor,
 };
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -332,21 +331,14 @@ impl RuntimeHandle {
         }
         telemetry::metrics().submitted(&record.skill);
         let timeout = self.inner.config.call_timeout();
-        let spawned = self
-            .inner
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Spawn {
-                    record: Box::new(record),
-                    mode: StartMode::Fresh,
-                    reply,
-                },
-                Some(timeout),
-            )
-            .await;
-        match spawned {
-            Ok(CallResult::Success(result)) => result?,
-            _ => {
+        let spawn = |reply| SupervisorMsg::Spawn {
+            record: Box::new(record),
+            mode: StartMode::Fresh,
+            reply,
+        };
+        match call_actor(&self.inner.supervisor, spawn, timeout).await {
+            Ok(result) => result?,
+            Err(_) => {
                 return Err(RuntimeError::Unavailable(format!(
                     "task {} is stored but could not be started now; it will be recovered",
                     task.id
@@ -652,21 +644,14 @@ impl RuntimeHandle {
         mode: StartMode,
     ) -> Result<(), RuntimeError> {
         let timeout = self.inner.config.call_timeout();
-        match self
-            .inner
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Spawn {
-                    record: Box::new(record),
-                    mode,
-                    reply,
-                },
-                Some(timeout),
-            )
-            .await
-        {
-            Ok(CallResult::Success(result)) => result,
-            _ => Err(RuntimeError::Unavailable(
+        let spawn = |reply| SupervisorMsg::Spawn {
+            record: Box::new(record),
+            mode,
+            reply,
+        };
+        match call_actor(&self.inner.supervisor, spawn, timeout).await {
+            Ok(result) => result,
+            Err(_) => Err(RuntimeError::Unavailable(
                 "the supervisor did not answer".into(),
             )),
         }
@@ -687,17 +672,10 @@ impl RuntimeHandle {
     async fn route(&self, task_id: &TaskId) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
         let timeout = self.inner.config.call_timeout();
         let task_id = task_id.clone();
-        match self
-            .inner
-            .supervisor
-            .call(
-                |reply| SupervisorMsg::Route { task_id, reply },
-                Some(timeout),
-            )
-            .await
-        {
-            Ok(CallResult::Success(result)) => result,
-            _ => Err(RuntimeError::Unavailable(
+        let route = |reply| SupervisorMsg::Route { task_id, reply };
+        match call_actor(&self.inner.supervisor, route, timeout).await {
+            Ok(result) => result,
+            Err(_) => Err(RuntimeError::Unavailable(
                 "the supervisor did not answer".into(),
             )),
         }
@@ -723,7 +701,7 @@ impl RuntimeHandle {
         build: impl FnOnce(RpcReplyPort<T>) -> TaskMsg,
         timeout: Duration,
     ) -> Option<T> {
-        call_task(actor?, build, timeout).await.ok()
+        call_actor(actor?, build, timeout).await.ok()
     }
 }
 

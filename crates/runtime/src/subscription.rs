@@ -14,10 +14,9 @@ use std::time::Duration;
 
 use futures::Stream;
 use ractor::ActorRef;
-use ractor::rpc::CallResult;
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
-use crate::actors::{NoAnswer, SupervisorMsg, TaskMsg, call_task};
+use crate::actors::{NoAnswer, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
@@ -147,23 +146,18 @@ async fn live_receiver(
     timeout: Duration,
 ) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<Arc<TaskEvent>>)> {
     let asked = task_id.clone();
-    let actor = match supervisor
-        .call(
-            |reply| SupervisorMsg::Live {
-                task_id: asked,
-                reply,
-            },
-            Some(timeout),
-        )
-        .await
-    {
-        Ok(CallResult::Success(actor)) => actor?,
-        Ok(CallResult::Timeout) => {
+    let live = |reply| SupervisorMsg::Live {
+        task_id: asked,
+        reply,
+    };
+    let actor = match call_actor(supervisor, live, timeout).await {
+        Ok(actor) => actor?,
+        Err(NoAnswer::TimedOut) => {
             // Served from the store instead, but a subscriber waited the whole timeout.
             tracing::warn!(%task_id, ?timeout, "the supervisor did not answer a subscription in time");
             return None;
         }
-        _ => return None,
+        Err(NoAnswer::Gone) => return None,
     };
     let receiver = subscribe_to(&actor, task_id, timeout).await?;
     Some((actor, receiver))
@@ -174,7 +168,7 @@ async fn subscribe_to(
     task_id: &TaskId,
     timeout: Duration,
 ) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
-    match call_task(actor, TaskMsg::Subscribe, timeout).await {
+    match call_actor(actor, TaskMsg::Subscribe, timeout).await {
         Ok(receiver) => Some(receiver),
         Err(NoAnswer::TimedOut) => {
             tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");

@@ -22,7 +22,7 @@ pub(crate) enum NoAnswer {
 /// included: the caller waited out its whole timeout (seen as 30 s stalls under load,
 /// with the actor `Stopped`). Callers fall back to the store, which holds everything the
 /// actor wrote.
-pub(crate) async fn call_task<M: Message, T: Send + 'static>(
+pub(crate) async fn call_actor<M: Message, T: Send + 'static>(
     actor: &ActorRef<M>,
     build: impl FnOnce(RpcReplyPort<T>) -> M,
     timeout: Duration,
@@ -82,7 +82,7 @@ mod tests {
         // A plain call would wait out the hour; this one ends with the actor.
         let answer = tokio::time::timeout(
             Duration::from_secs(20),
-            call_task(&actor, Call, Duration::from_secs(3600)),
+            call_actor(&actor, Call, Duration::from_secs(3600)),
         )
         .await
         .expect("the call outlived its actor");
@@ -116,7 +116,7 @@ mod tests {
         }
         let (actor, _) = Actor::spawn(None, Echo, ()).await.unwrap();
         assert_eq!(
-            call_task(&actor, Call, Duration::from_secs(5)).await,
+            call_actor(&actor, Call, Duration::from_secs(5)).await,
             Ok(())
         );
         actor.stop(None);
