@@ -228,12 +228,9 @@ async fn webhook() -> (String, Arc<Mutex<Vec<String>>>) {
     (url, seen)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
-    let collector = collector().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &env_for(&collector.url));
-    let (hook, traceparents) = webhook().await;
+/// A blocking echo of two steps, with a webhook, under a new caller trace; returns the
+/// trace id and the caller's span id.
+async fn send_traced(server: &Server, hook: &str) -> (String, String) {
     let trace = format!("{:032x}", rand_u128());
     let caller_span = format!("{:016x}", rand_u128() as u64 | 1);
     let response = server
@@ -252,6 +249,16 @@ async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
         body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{body}"
     );
+    (trace, caller_span)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&collector.url));
+    let (hook, traceparents) = webhook().await;
+    let (trace, caller_span) = send_traced(&server, &hook).await;
 
     let in_trace = |spans: &[Span], name: &str| -> Vec<Span> {
         spans
@@ -347,24 +354,7 @@ async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
         &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
     );
     let (hook, traceparents) = webhook().await;
-    let trace = format!("{:032x}", rand_u128());
-    let caller_span = format!("{:016x}", rand_u128() as u64 | 1);
-    let response = server
-        .post()
-        .header("traceparent", format!("00-{trace}-{caller_span}-01"))
-        .json(&request(
-            "SendMessage",
-            json!({"message": message("traced", json!({"steps": 2})),
-                   "configuration": {"taskPushNotificationConfig": {"url": hook}}}),
-        ))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(
-        body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
-        "{body}"
-    );
+    let (trace, caller_span) = send_traced(&server, &hook).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     // created, working, two progress notes, the artifact, completed
     while traceparents.lock().unwrap().len() < 6 {

@@ -48,13 +48,15 @@ mod tests {
 
     use super::*;
 
-    /// Keeps the reply port of the call it gets (as a message that slipped past the
-    /// actor's stop keeps it) and stops.
-    struct Hoarder(Arc<Mutex<Vec<RpcReplyPort<()>>>>);
-
     struct Call(RpcReplyPort<()>);
 
-    impl Actor for Hoarder {
+    /// Answers its calls, or (with `kept`) keeps the reply port, as a message that
+    /// slipped past the actor's stop keeps it, and stops.
+    struct Callee {
+        kept: Option<Arc<Mutex<Vec<RpcReplyPort<()>>>>>,
+    }
+
+    impl Actor for Callee {
         type Msg = Call;
         type State = ();
         type Arguments = ();
@@ -69,8 +71,15 @@ mod tests {
             Call(reply): Call,
             _: &mut (),
         ) -> Result<(), ActorProcessingErr> {
-            self.0.lock().unwrap().push(reply);
-            myself.stop(None);
+            match &self.kept {
+                Some(kept) => {
+                    kept.lock().unwrap().push(reply);
+                    myself.stop(None);
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            }
             Ok(())
         }
     }
@@ -78,7 +87,10 @@ mod tests {
     #[tokio::test]
     async fn a_call_ends_when_the_actor_stops_even_if_its_reply_port_lives_on() {
         let kept = Arc::new(Mutex::new(Vec::new()));
-        let (actor, _) = Actor::spawn(None, Hoarder(kept.clone()), ()).await.unwrap();
+        let callee = Callee {
+            kept: Some(kept.clone()),
+        };
+        let (actor, _) = Actor::spawn(None, callee, ()).await.unwrap();
         // A plain call would wait out the hour; this one ends with the actor.
         let answer = tokio::time::timeout(
             Duration::from_secs(20),
@@ -96,25 +108,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_comes_back() {
-        struct Echo;
-        impl Actor for Echo {
-            type Msg = Call;
-            type State = ();
-            type Arguments = ();
-            async fn pre_start(&self, _: ActorRef<Call>, (): ()) -> Result<(), ActorProcessingErr> {
-                Ok(())
-            }
-            async fn handle(
-                &self,
-                _: ActorRef<Call>,
-                Call(reply): Call,
-                _: &mut (),
-            ) -> Result<(), ActorProcessingErr> {
-                let _ = reply.send(());
-                Ok(())
-            }
-        }
-        let (actor, _) = Actor::spawn(None, Echo, ()).await.unwrap();
+        let (actor, _) = Actor::spawn(None, Callee { kept: None }, ()).await.unwrap();
         assert_eq!(
             call_actor(&actor, Call, Duration::from_secs(5)).await,
             Ok(())

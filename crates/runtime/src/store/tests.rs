@@ -636,26 +636,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             );
         }
     }
-    let page = store
-        .list(&ListQuery {
-            limit: 100,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let mut listed: Vec<(String, TaskState)> = page
-        .records
-        .iter()
-        .map(|r| (r.id().to_string(), r.state()))
-        .collect();
-    listed.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut stored: Vec<(String, TaskState)> = snapshots
-        .iter()
-        .map(|r| (r.id().to_string(), r.state()))
-        .collect();
-    stored.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(listed, stored, "{context}: listing");
-    assert_eq!(page.total, snapshots.len(), "{context}: total");
+    assert_listed_once(store, &snapshots, context).await;
     for state in [
         TaskState::Submitted,
         TaskState::Working,
@@ -849,12 +830,16 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
             .contains_key(legacy_head_key(&TaskId::from("old1")))
             .unwrap()
     );
-    assert_consistent_ids(&store, &["old1", "old2"]).await;
+    let mut snapshots = Vec::new();
+    for id in ["old1", "old2"] {
+        snapshots.push(store.get(&TaskId::from(id)).await.unwrap().unwrap());
+    }
+    assert_listed_once(&store, &snapshots, "after moving on").await;
     assert_eq!(store.list(&working).await.unwrap().total, 0);
 }
 
-/// Each task is listed exactly once, in its stored state.
-async fn assert_consistent_ids(store: &SledStore, ids: &[&str]) {
+/// Each stored task is listed exactly once, in its stored state, and counted.
+async fn assert_listed_once(store: &SledStore, snapshots: &[TaskRecord], context: &str) {
     let page = store
         .list(&ListQuery {
             limit: 100,
@@ -862,18 +847,18 @@ async fn assert_consistent_ids(store: &SledStore, ids: &[&str]) {
         })
         .await
         .unwrap();
-    let mut listed: Vec<(String, TaskState)> = page
-        .records
-        .iter()
-        .map(|r| (r.id().to_string(), r.state()))
-        .collect();
-    listed.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut stored = Vec::new();
-    for id in ids {
-        let r = store.get(&TaskId::from(*id)).await.unwrap().unwrap();
-        stored.push((r.id().to_string(), r.state()));
-    }
-    stored.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(listed, stored);
-    assert_eq!(page.total, ids.len());
+    let sorted = |records: &[TaskRecord]| {
+        let mut pairs: Vec<(String, TaskState)> = records
+            .iter()
+            .map(|r| (r.id().to_string(), r.state()))
+            .collect();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs
+    };
+    assert_eq!(
+        sorted(&page.records),
+        sorted(snapshots),
+        "{context}: listing"
+    );
+    assert_eq!(page.total, snapshots.len(), "{context}: total");
 }
