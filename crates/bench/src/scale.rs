@@ -24,14 +24,10 @@ use crate::server::{Credentials, Fundi};
 pub(crate) const BENCH_USER: &str = "bench";
 
 async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Value> {
-    let response = client
-        .post(format!("{url}/a2a"))
-        .header("A2A-Version", "1.0")
-        .json(body)
-        .send()
-        .await?;
-    ensure!(response.status() == 200, "HTTP {}", response.status());
-    Ok(response.json().await?)
+    Ok(crate::workloads::post(client, url, body)
+        .await?
+        .json()
+        .await?)
 }
 
 /// `count` tasks parked in input-required on a fresh server: RSS before and after.

@@ -16,7 +16,7 @@ fn send_request(method: &str, text: &str, data: Option<Value>) -> Value {
         "messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": parts}}})
 }
 
-async fn post(
+pub(crate) async fn post(
     client: &reqwest::Client,
     url: &str,
     body: &Value,
