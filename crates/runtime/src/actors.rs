@@ -3,10 +3,12 @@
 
 mod call;
 mod fail;
+mod fanout;
 mod supervisor;
 mod task_actor;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fail::fail_stored_task;
+pub(crate) use fanout::LiveEvents;
 pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use futures::Stream;
 use ractor::ActorRef;
-use tokio::sync::broadcast::{self, error::TryRecvError};
+use tokio::sync::mpsc::error::TryRecvError;
 
-use crate::actors::{NoAnswer, SupervisorMsg, TaskMsg, call_actor};
+use crate::actors::{LiveEvents, NoAnswer, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
@@ -98,7 +98,7 @@ pub(crate) fn event_stream(
                         break 'subscription;
                     }
                 }
-                // A lag, or the actor stopped: catch up from the store.
+                // Let go for falling behind, or the actor stopped: catch up from the store.
                 if !intact {
                     break;
                 }
@@ -107,20 +107,19 @@ pub(crate) fn event_stream(
     })
 }
 
-/// The next live event and every one already queued behind it; `false` once the channel
-/// lagged or closed (what came before is still returned).
-async fn receive_burst(
-    receiver: &mut broadcast::Receiver<Arc<TaskEvent>>,
-) -> (Vec<Arc<TaskEvent>>, bool) {
+/// The next live event and every one already queued behind it; `false` once the queue
+/// closed: the actor stopped, or let this subscriber go for falling behind (what came
+/// before is still returned).
+async fn receive_burst(receiver: &mut LiveEvents) -> (Vec<Arc<TaskEvent>>, bool) {
     let mut batch = match receiver.recv().await {
-        Ok(event) => vec![event],
-        Err(_) => return (Vec::new(), false),
+        Some(event) => vec![event],
+        None => return (Vec::new(), false),
     };
     loop {
         match receiver.try_recv() {
             Ok(event) => batch.push(event),
             Err(TryRecvError::Empty) => return (batch, true),
-            Err(TryRecvError::Lagged(_) | TryRecvError::Closed) => return (batch, false),
+            Err(TryRecvError::Disconnected) => return (batch, false),
         }
     }
 }
@@ -129,12 +128,12 @@ async fn receive_burst(
 /// the channel once nobody listens.
 struct Live {
     actor: ActorRef<TaskMsg>,
-    receiver: Option<broadcast::Receiver<Arc<TaskEvent>>>,
+    receiver: Option<LiveEvents>,
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        // Drop the receiver first: the actor counts receivers when the message arrives.
+        // Drop the receiver first: the actor prunes closed queues when the message arrives.
         self.receiver = None;
         let _ = self.actor.cast(TaskMsg::SubscriberLeft);
     }
@@ -144,7 +143,7 @@ async fn live_receiver(
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Option<(ActorRef<TaskMsg>, broadcast::Receiver<Arc<TaskEvent>>)> {
+) -> Option<(ActorRef<TaskMsg>, LiveEvents)> {
     let asked = task_id.clone();
     let live = |reply| SupervisorMsg::Live {
         task_id: asked,
@@ -167,7 +166,7 @@ async fn subscribe_to(
     actor: &ActorRef<TaskMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Option<broadcast::Receiver<Arc<TaskEvent>>> {
+) -> Option<LiveEvents> {
     match call_actor(actor, TaskMsg::Subscribe, timeout).await {
         Ok(receiver) => Some(receiver),
         Err(NoAnswer::TimedOut) => {

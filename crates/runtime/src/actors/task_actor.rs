@@ -6,11 +6,11 @@ use std::sync::Arc;
 use chrono::Utc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
-use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::fanout::{Fanout, LiveEvents};
 use super::supervisor::SupervisorMsg;
 use crate::config::RuntimeConfig;
 use crate::context::SkillContext;
@@ -60,8 +60,8 @@ pub(crate) enum TaskMsg {
     /// A user's follow-up message.
     Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
-    Subscribe(RpcReplyPort<broadcast::Receiver<Arc<TaskEvent>>>),
-    /// A subscriber dropped its receiver: free the buffer if it was the last one.
+    Subscribe(RpcReplyPort<LiveEvents>),
+    /// A subscriber dropped its receiver: let go of its queue.
     SubscriberLeft,
     RunFinished {
         run: u64,
@@ -106,12 +106,8 @@ pub(crate) struct TaskActorState {
     skill: Arc<dyn Skill>,
     supervisor: ActorRef<SupervisorMsg>,
     config: Arc<RuntimeConfig>,
-    /// Live events for subscribers; made when the first one subscribes and dropped when
-    /// the last one leaves (tokio allocates a broadcast channel's whole buffer up front,
-    /// so an actor without subscribers must not hold one). Events travel as `Arc`s so a
-    /// slot is a pointer: with whole events in the slots (a creation carries the task),
-    /// every subscribed task allocated and zeroed hundreds of KiB.
-    events: Option<broadcast::Sender<Arc<TaskEvent>>>,
+    /// Live events for subscribers.
+    events: Fanout,
     run: Option<Run>,
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
@@ -162,13 +158,14 @@ impl Actor for TaskActor {
             }
             StartMode::Wake => None,
         };
+        let events = Fanout::new(args.config.subscriber_buffer);
         let state = TaskActorState {
             record: args.record,
             store: args.store,
             skill: args.skill,
             supervisor: args.supervisor,
             config: args.config,
-            events: None,
+            events,
             run: None,
             runs_started: 0,
             pending,
@@ -197,23 +194,9 @@ impl Actor for TaskActor {
             TaskMsg::Deliver(message, reply) => state.on_deliver(message, reply).await,
             TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
             TaskMsg::Subscribe(reply) => {
-                let buffer = state.config.subscriber_buffer;
-                let events = state
-                    .events
-                    .get_or_insert_with(|| broadcast::channel(buffer).0);
-                let _ = reply.send(events.subscribe());
+                let _ = reply.send(state.events.subscribe());
             }
-            TaskMsg::SubscriberLeft => {
-                // tokio allocates a broadcast channel's whole buffer up front: a task
-                // waiting for input for days must not keep one nobody reads.
-                if state
-                    .events
-                    .as_ref()
-                    .is_some_and(|e| e.receiver_count() == 0)
-                {
-                    state.events = None;
-                }
-            }
+            TaskMsg::SubscriberLeft => state.events.prune(),
             TaskMsg::RunFinished { run, outcome } => state.on_run_finished(run, outcome).await,
             TaskMsg::GraceExpired { run } => state.on_grace_expired(run).await,
         }
@@ -316,14 +299,8 @@ impl TaskActorState {
             self.record.state(),
         );
         // Nobody listening is fine: subscribers read the store first.
-        if let Some(sender) = &self.events {
-            if sender.receiver_count() == 0 {
-                self.events = None;
-            } else {
-                for event in events {
-                    let _ = sender.send(Arc::new(event));
-                }
-            }
+        for event in events {
+            self.events.publish(event);
         }
         Ok(())
     }
