@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
+    EventStream, ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId,
+    TaskSnapshot, Waiting,
 };
 use serde_json::{Value, json};
 
@@ -62,18 +63,45 @@ pub(crate) async fn call(
         .unwrap_or_else(|_| Err(ApiError::timed_out(timeout)))
 }
 
+/// How a SendMessage caller is answered, and so how its message is submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Over SSE: the accepted task, then its events.
+    Stream,
+    /// SendMessage: the task once it ends or is interrupted, unless the request asks to
+    /// return immediately.
+    Reply,
+}
+
+/// A submitted message, with what its caller follows.
+pub(crate) enum Submitted {
+    /// Told at once (a non-blocking send): durable already.
+    Returned(TaskSnapshot),
+    /// Followed event by event (a streaming send).
+    Streaming(TaskSnapshot, EventStream),
+    /// Followed to its outcome (a blocking send).
+    Waiting(Waiting),
+}
+
+impl Submitted {
+    fn accepted(&self) -> &TaskSnapshot {
+        match self {
+            Submitted::Returned(accepted) | Submitted::Streaming(accepted, _) => accepted,
+            Submitted::Waiting(waiting) => &waiting.accepted,
+        }
+    }
+}
+
 /// Decodes SendMessage params (converting v0.3 ones), checks the message against the
-/// size limits, and submits it on behalf of `caller`. `streaming`: the accepted task is
-/// told to the client at once (otherwise only a non-blocking send tells it at once; a
-/// blocking one answers after the task's durable event stream, so its submission need
-/// not wait for the disk).
+/// size limits, and submits it on behalf of `caller`, followed as `answer` needs. Also
+/// returns the history length asked for.
 pub(crate) async fn submit(
     state: &AppState,
     caller: &Caller,
     params: Value,
     dialect: Dialect,
-    streaming: bool,
-) -> Result<(TaskSnapshot, Option<usize>, bool), ApiError> {
+    answer: Answer,
+) -> Result<(Submitted, Option<usize>), ApiError> {
     let params = match dialect {
         Dialect::V1 => params,
         Dialect::V03 => v03::send_params(params)?,
@@ -98,19 +126,27 @@ pub(crate) async fn submit(
     let request = SubmitRequest {
         owner: Some(caller.user.clone()),
         grants: caller.grants.clone(),
-        durable_on_return: streaming || return_immediately,
         ..SubmitRequest::new(params.message)
     };
-    let accepted = state.runtime.submit(request).await?;
+    let runtime = &state.runtime;
+    let submitted = match answer {
+        Answer::Stream => {
+            let (accepted, events) = runtime.submit_and_follow(request).await?;
+            Submitted::Streaming(accepted, events)
+        }
+        Answer::Reply if return_immediately => Submitted::Returned(runtime.submit(request).await?),
+        Answer::Reply => Submitted::Waiting(runtime.submit_and_wait(request).await?),
+    };
     if let Some((service, prepared)) = push {
         // From the event before the accepted one: a new task's creation, or the message
         // that continued it.
+        let accepted = submitted.accepted();
         let start_after = accepted.seq.saturating_sub(1);
         service
             .attach_prepared(prepared, &accepted.task.id, start_after)
             .await?;
     }
-    Ok((accepted, history, return_immediately))
+    Ok((submitted, history))
 }
 
 /// Refuses a message with more parts, or a longer text, than the gateway accepts.
@@ -148,44 +184,30 @@ async fn send_message(
 ) -> Result<Value, ApiError> {
     let runtime = &state.runtime;
     let owner = Some(caller.user.as_str());
-    let (accepted, history, return_immediately) =
-        submit(state, caller, params, dialect, false).await?;
-    let id = accepted.task.id.clone();
-    if return_immediately {
-        return Ok(encode::send_result(
-            &accepted.task.with_history_limit(history),
-            dialect,
-        ));
-    }
+    let (submitted, history) = submit(state, caller, params, dialect, Answer::Reply).await?;
+    let waiting = match submitted {
+        Submitted::Waiting(waiting) => waiting,
+        Submitted::Returned(accepted) | Submitted::Streaming(accepted, _) => {
+            return Ok(encode::send_result(
+                &accepted.task.with_history_limit(history),
+                dialect,
+            ));
+        }
+    };
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
-    let reached = tokio::time::timeout(timeout, settled(runtime, &id, accepted.seq, owner)).await;
-    let task = match reached {
-        // The outcome comes back durable, so the task is durable that far.
-        Ok(Some(seq)) => runtime.get_after_event(&id, seq, history, owner).await?,
+    let id = waiting.accepted.task.id.clone();
+    let outcome = waiting.outcome(|event| {
+        event
+            .status()
+            .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
+    });
+    let task = match tokio::time::timeout(timeout, outcome).await {
+        // Durable when it comes back.
+        Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),
         _ => runtime.get(&id, history, owner).await?,
     };
     Ok(encode::send_result(&task, dialect))
-}
-
-/// Returns the sequence number of the event with which the task reached a terminal or
-/// interrupted state after event `seq` (durable by then); `None` if its event stream
-/// ended first.
-async fn settled(
-    runtime: &RuntimeHandle,
-    id: &TaskId,
-    seq: u64,
-    owner: Option<&str>,
-) -> Option<u64> {
-    runtime
-        .wait_for_event(id, seq, owner, |event| {
-            event
-                .status()
-                .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
-        })
-        .await
-        .ok()
-        .flatten()
 }
 
 async fn get_task(

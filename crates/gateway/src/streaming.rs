@@ -83,11 +83,17 @@ async fn open(
     let owner = Some(caller.user.as_str());
     match request.method {
         Method::SendStreamingMessage => {
-            let (accepted, history, _) =
-                methods::submit(state, caller, request.params, request.dialect, true).await?;
-            let events = runtime
-                .subscribe(&accepted.task.id, accepted.seq, owner)
-                .await?;
+            let (submitted, history) = methods::submit(
+                state,
+                caller,
+                request.params,
+                request.dialect,
+                methods::Answer::Stream,
+            )
+            .await?;
+            let methods::Submitted::Streaming(accepted, events) = submitted else {
+                return Err(ApiError::internal("a streaming send was not followed"));
+            };
             let task = accepted.task.with_history_limit(history);
             Ok(Opened {
                 first: Some((accepted.seq, TaskUpdate::Task(task))),

@@ -9,6 +9,6 @@ mod task_actor;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fail::fail_stored_task;
-pub(crate) use fanout::LiveEvents;
+pub(crate) use fanout::{LiveEvents, follower};
 pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

@@ -13,7 +13,8 @@ use tokio::sync::watch;
 
 use crate::access::Grants;
 use crate::actors::{
-    LiveCount, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg, call_actor,
+    LiveCount, LiveEvents, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg,
+    call_actor, follower,
 };
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -25,6 +26,7 @@ use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
 use crate::subscription::{Durable, EventStream, event_stream};
 use crate::telemetry;
+use crate::transition::transition;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;
@@ -217,6 +219,55 @@ pub struct TaskPage {
     pub total_size: usize,
 }
 
+/// A task's actor and the subscriber queue it adopted as it started.
+type Attached = (ActorRef<TaskMsg>, LiveEvents);
+
+/// A task submitted by [`RuntimeHandle::submit_and_wait`], followed until its outcome.
+pub struct Waiting {
+    /// The task as accepted (not yet durable: tell only the outcome).
+    pub accepted: TaskSnapshot,
+    events: EventStream,
+    handle: RuntimeHandle,
+}
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiting")
+            .field("accepted", &self.accepted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Waiting {
+    /// Follows the task until one of its events matches `until`, and returns the task
+    /// as it stood after that event, once durable; `None` if its event stream ended
+    /// first. The task is rebuilt from the accepted snapshot and the events, the way
+    /// its actor builds it, so the store is not read again.
+    pub async fn outcome(
+        mut self,
+        until: impl Fn(&TaskEvent) -> bool,
+    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
+        let mut task = self.accepted.task;
+        while let Some(event) = self.events.next().await {
+            let event = event?;
+            task = transition(&task, &event.kind).map_err(|e| {
+                RuntimeError::Unavailable(format!(
+                    "event {} of task {} does not follow the task as followed: {e}",
+                    event.seq, task.id
+                ))
+            })?;
+            if until(&event) {
+                self.handle.settle().await?;
+                return Ok(Some(TaskSnapshot {
+                    task,
+                    seq: event.seq,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// The handle on a running runtime. Cheap to clone.
 #[derive(Clone)]
 pub struct RuntimeHandle {
@@ -257,6 +308,47 @@ impl RuntimeHandle {
     /// Returns the task as stored once the message is durably accepted; the skill runs
     /// in the background (use [`RuntimeHandle::subscribe`] to follow it).
     pub async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
+        Ok(self.accept(request, false).await?.0)
+    }
+
+    /// Like [`RuntimeHandle::submit`], and follows the task: the stream yields its events
+    /// after the returned snapshot, each durable, as `subscribe(id, snapshot.seq)` would.
+    /// A new task's stream is attached to its actor as the actor starts, which costs
+    /// less than subscribing afterwards.
+    pub async fn submit_and_follow(
+        &self,
+        request: SubmitRequest,
+    ) -> Result<(TaskSnapshot, EventStream), RuntimeError> {
+        let (accepted, attached) = self.accept(request, true).await?;
+        let events = self.events_after(&accepted, Durable::EachEvent, attached);
+        Ok((accepted, events))
+    }
+
+    /// Submits for a caller that tells only the outcome (a blocking send): the
+    /// submission does not wait for the disk, whatever `durable_on_return` says, and
+    /// [`Waiting::outcome`] returns the task durable once it gets where the caller
+    /// waits for.
+    pub async fn submit_and_wait(&self, request: SubmitRequest) -> Result<Waiting, RuntimeError> {
+        let request = SubmitRequest {
+            durable_on_return: false,
+            ..request
+        };
+        let (accepted, attached) = self.accept(request, true).await?;
+        let events = self.events_after(&accepted, Durable::CallerSettles, attached);
+        Ok(Waiting {
+            accepted,
+            events,
+            handle: self.clone(),
+        })
+    }
+
+    /// Checks and submits; `attach`: a new task's actor starts with a subscriber, whose
+    /// end comes back with the snapshot.
+    async fn accept(
+        &self,
+        request: SubmitRequest,
+        attach: bool,
+    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
         if !self.inner.accepting.load(Ordering::Acquire) {
             return Err(RuntimeError::Unavailable(
                 "the runtime is shutting down".into(),
@@ -273,12 +365,16 @@ impl RuntimeHandle {
             validate_context_id(context)?;
         }
         match message.task_id.clone() {
-            Some(task_id) => self.follow_up(task_id, request).await,
-            None => self.create(request).await,
+            Some(task_id) => Ok((self.follow_up(task_id, request).await?, None)),
+            None => self.create(request, attach).await,
         }
     }
 
-    async fn create(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
+    async fn create(
+        &self,
+        request: SubmitRequest,
+        attach: bool,
+    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
         let SubmitRequest {
@@ -331,12 +427,20 @@ impl RuntimeHandle {
         }
         telemetry::metrics().submitted(&record.skill);
         let timeout = self.inner.config.call_timeout();
+        let (follower, receiver) = match attach {
+            true => {
+                let (follower, receiver) = follower(self.inner.config.subscriber_buffer);
+                (Some(follower), Some(receiver))
+            }
+            false => (None, None),
+        };
         let spawn = |reply| SupervisorMsg::Spawn {
             record: Box::new(record),
             mode: StartMode::Fresh,
+            follower,
             reply,
         };
-        match call_actor(&self.inner.supervisor, spawn, timeout).await {
+        let actor = match call_actor(&self.inner.supervisor, spawn, timeout).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(RuntimeError::Unavailable(format!(
@@ -344,8 +448,10 @@ impl RuntimeHandle {
                     task.id
                 )));
             }
-        }
-        Ok(TaskSnapshot { task, seq: 1 })
+        };
+        // No actor (the task failed to start): a stream subscribes the usual way.
+        let attached = actor.zip(receiver);
+        Ok((TaskSnapshot { task, seq: 1 }, attached))
     }
 
     async fn follow_up(
@@ -457,23 +563,6 @@ impl RuntimeHandle {
         })
     }
 
-    /// Like [`RuntimeHandle::get`], for a caller that has followed the task's event
-    /// stream up to event `seen_seq` (so the task is durable that far): waits for the
-    /// disk only if the task has moved on since.
-    pub async fn get_after_event(
-        &self,
-        task_id: &TaskId,
-        seen_seq: u64,
-        history_length: Option<usize>,
-        owner: Option<&str>,
-    ) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(task_id, owner).await?;
-        if record.last_seq > seen_seq {
-            self.settle().await?;
-        }
-        Ok(record.task.with_history_limit(history_length))
-    }
-
     /// The task, with at most `history_length` recent history messages.
     pub async fn get(
         &self,
@@ -571,30 +660,28 @@ impl RuntimeHandle {
         Ok(self.events(task_id, after_seq, Durable::EachEvent))
     }
 
-    /// Follows the task's events after `after_seq` until one matches `until`, and returns
-    /// its sequence number once it is durable; `None` if the stream ends first. Cheaper
-    /// than [`RuntimeHandle::subscribe`] for a caller that tells only the outcome (a
-    /// blocking send): the events on the way are not waited on one by one.
-    pub async fn wait_for_event(
+    fn events(&self, task_id: &TaskId, after_seq: u64, durable: Durable) -> EventStream {
+        self.event_stream(task_id, after_seq, durable, None)
+    }
+
+    /// The events after an accepted snapshot, from the subscriber attached to its actor
+    /// if there is one.
+    fn events_after(
+        &self,
+        accepted: &TaskSnapshot,
+        durable: Durable,
+        attached: Option<Attached>,
+    ) -> EventStream {
+        self.event_stream(&accepted.task.id, accepted.seq, durable, attached)
+    }
+
+    fn event_stream(
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        owner: Option<&str>,
-        until: impl Fn(&TaskEvent) -> bool,
-    ) -> Result<Option<u64>, RuntimeError> {
-        self.visible_record(task_id, owner).await?;
-        let mut events = self.events(task_id, after_seq, Durable::CallerSettles);
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if until(&event) {
-                self.settle().await?;
-                return Ok(Some(event.seq));
-            }
-        }
-        Ok(None)
-    }
-
-    fn events(&self, task_id: &TaskId, after_seq: u64, durable: Durable) -> EventStream {
+        durable: Durable,
+        attached: Option<Attached>,
+    ) -> EventStream {
         event_stream(
             self.inner.store.clone(),
             self.inner.supervisor.clone(),
@@ -602,6 +689,7 @@ impl RuntimeHandle {
             after_seq,
             self.inner.config.call_timeout(),
             durable,
+            attached,
         )
     }
 
@@ -647,10 +735,11 @@ impl RuntimeHandle {
         let spawn = |reply| SupervisorMsg::Spawn {
             record: Box::new(record),
             mode,
+            follower: None,
             reply,
         };
         match call_actor(&self.inner.supervisor, spawn, timeout).await {
-            Ok(result) => result,
+            Ok(result) => result.map(drop),
             Err(_) => Err(RuntimeError::Unavailable(
                 "the supervisor did not answer".into(),
             )),

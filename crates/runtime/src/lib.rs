@@ -79,6 +79,7 @@ pub use context::SkillContext;
 pub use error::RuntimeError;
 pub use handle::{
     ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage, TaskSnapshot,
+    Waiting,
 };
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind, TaskId,

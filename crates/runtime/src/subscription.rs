@@ -5,8 +5,8 @@
 //! The task writes its events without waiting for the disk; a stream yields an event
 //! only once it is durable (`TaskStore::settle`). Events that arrive together are
 //! settled together, so one flush serves a burst and every stream waiting at the time.
-//! (`RuntimeHandle::wait_for_event` follows a stream that does not settle, and settles
-//! once, when the event it waits for arrives.)
+//! (`Waiting::outcome` follows a stream that does not settle, and settles once, when
+//! the event it waits for arrives.)
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,6 +39,9 @@ pub(crate) enum Durable {
     CallerSettles,
 }
 
+/// The events of `task_id` after `after_seq`. `attached`: the task's actor and a queue
+/// it adopted as it started, when event `after_seq` was already stored (a new task's
+/// creation); the stream then starts from it instead of subscribing.
 pub(crate) fn event_stream(
     store: Arc<dyn TaskStore>,
     supervisor: ActorRef<SupervisorMsg>,
@@ -46,32 +49,41 @@ pub(crate) fn event_stream(
     after_seq: u64,
     call_timeout: Duration,
     durable: Durable,
+    attached: Option<(ActorRef<TaskMsg>, LiveEvents)>,
 ) -> EventStream {
     let settles = durable == Durable::EachEvent;
     Box::pin(async_stream::try_stream! {
         let mut next = after_seq + 1;
+        let mut attached = attached;
         'subscription: loop {
-            // Subscribe to live events before replaying, so that nothing published
-            // between the replay and the subscription is missed; duplicates are
-            // dropped by sequence number.
-            let live = live_receiver(&supervisor, &task_id, call_timeout).await;
+            let (live, replay) = match attached.take() {
+                // Attached as the actor started, after event `after_seq` was stored: it
+                // receives every later event, so there is nothing to replay.
+                Some(live) => (Some(live), false),
+                // Subscribe to live events before replaying, so that nothing published
+                // between the replay and the subscription is missed; duplicates are
+                // dropped by sequence number.
+                None => (live_receiver(&supervisor, &task_id, call_timeout).await, true),
+            };
             let mut live = live.map(|(actor, receiver)| Live { actor, receiver: Some(receiver) });
-            loop {
-                let batch = store.events(&task_id, next - 1, REPLAY_BATCH).await?;
-                if batch.is_empty() {
-                    break;
-                }
-                // Written is not yet durable: a task's latest events may still be on
-                // their way to disk.
-                if settles {
-                    telemetry::settle(&*store).await?;
-                }
-                for event in batch {
-                    next = event.seq + 1;
-                    let terminal = event.is_terminal();
-                    yield event;
-                    if terminal {
-                        break 'subscription;
+            if replay {
+                loop {
+                    let batch = store.events(&task_id, next - 1, REPLAY_BATCH).await?;
+                    if batch.is_empty() {
+                        break;
+                    }
+                    // Written is not yet durable: a task's latest events may still be on
+                    // their way to disk.
+                    if settles {
+                        telemetry::settle(&*store).await?;
+                    }
+                    for event in batch {
+                        next = event.seq + 1;
+                        let terminal = event.is_terminal();
+                        yield event;
+                        if terminal {
+                            break 'subscription;
+                        }
                     }
                 }
             }

@@ -156,17 +156,25 @@ fn request(skill: &str, data: serde_json::Value) -> SubmitRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_yield_only_durable_events() {
     let (rt, store) = start().await;
-    for _ in 0..20 {
-        let accepted = rt
-            .submit(request("scripted", json!({"steps": 30})))
-            .await
-            .unwrap();
+    for round in 0..40 {
+        // Half subscribe after submitting; half follow from the submission, with the
+        // stream attached to the actor as it starts.
+        let follow = round % 2 == 1;
+        let submission = request("scripted", json!({"steps": 30}));
+        let (accepted, mut events) = match follow {
+            true => rt.submit_and_follow(submission).await.unwrap(),
+            false => {
+                let accepted = rt.submit(submission).await.unwrap();
+                let events = rt.subscribe(&accepted.task.id, 1, None).await.unwrap();
+                (accepted, events)
+            }
+        };
         let id = accepted.task.id.clone();
+        assert_eq!(accepted.seq, 1);
         assert!(
             store.durable_seq(&id) >= 1,
             "submit returned before durable"
         );
-        let mut events = rt.subscribe(&id, 0, None).await.unwrap();
         let mut seen = 0;
         while let Some(event) = events.next().await {
             let event = event.unwrap();
@@ -177,11 +185,12 @@ async fn streams_yield_only_durable_events() {
                 store.durable_seq(&id)
             );
             seen += 1;
+            assert_eq!(event.seq, seen + 1, "an event missed or repeated");
             if event.is_terminal() {
                 break;
             }
         }
-        assert!(seen >= 32, "{seen} events");
+        assert!(seen >= 31, "{seen} events");
     }
 }
 
@@ -260,20 +269,27 @@ async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiting_for_an_outcome_returns_it_durable() {
+async fn waiting_for_an_outcome_returns_it_durable_and_as_stored() {
     let (rt, store) = start().await;
-    let mut quiet = request("scripted", json!({"steps": 30}));
-    quiet.durable_on_return = false;
-    let id = rt.submit(quiet).await.unwrap().task.id;
-    let seq = rt
-        .wait_for_event(&id, 0, None, |e| e.is_terminal())
+    let waiting = rt
+        .submit_and_wait(request("scripted", json!({"steps": 30})))
+        .await
+        .unwrap();
+    let id = waiting.accepted.task.id.clone();
+    // The submission itself does not wait for the disk.
+    assert_eq!(store.durable_seq(&id), 0);
+    let outcome = waiting
+        .outcome(|e| e.is_terminal())
         .await
         .unwrap()
         .expect("the task ends");
     // created, working, 30 notes, completed (with the reply)
-    assert_eq!(seq, 33);
+    assert_eq!(outcome.seq, 33);
     assert!(
-        store.durable_seq(&id) >= seq,
+        store.durable_seq(&id) >= outcome.seq,
         "outcome returned before durable"
     );
+    // Rebuilt from the events, it is the task the actor stored.
+    let stored = store.inner.get(&id).await.unwrap().unwrap();
+    assert_eq!(outcome.task, stored.task);
 }

@@ -335,6 +335,34 @@ async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
     assert!(rest.last().unwrap().is_terminal());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_follower_of_its_own_submission_misses_nothing() {
+    let skill = Scripted::new("s", true);
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .config(RuntimeConfig {
+            subscriber_buffer: 2,
+            ..config()
+        })
+        .start()
+        .await
+        .unwrap();
+    let submission = SubmitRequest::new(message("many", json!({"steps": 200, "gate": true})));
+    let (accepted, events) = rt.submit_and_follow(submission).await.unwrap();
+    assert_eq!(accepted.seq, 1);
+
+    // The stream attached as the actor started falls behind at once and is let go;
+    // it catches up from the store.
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &accepted.task.id, TaskState::Completed).await;
+
+    let rest: Vec<_> = events.map(|e| e.unwrap()).collect().await;
+    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (2..=rest.len() as u64 + 1).collect::<Vec<_>>());
+    assert!(rest.len() > 200, "{} events", rest.len());
+    assert!(rest.last().unwrap().is_terminal());
+}
+
 #[tokio::test]
 async fn submissions_are_validated_with_clear_errors() {
     let rt = Runtime::builder()

@@ -18,6 +18,16 @@ use crate::model::TaskEvent;
 /// (the actor stopped, or let the subscriber go for falling behind).
 pub(crate) type LiveEvents = mpsc::Receiver<Arc<TaskEvent>>;
 
+/// A subscriber's end, made before its task's actor starts and adopted by it (see
+/// [`Fanout::adopt`]).
+pub(crate) type Follower = mpsc::Sender<Arc<TaskEvent>>;
+
+/// A queue for a subscriber that the actor adopts as it starts, so that the subscriber
+/// receives every event the actor publishes.
+pub(crate) fn follower(capacity: usize) -> (Follower, LiveEvents) {
+    mpsc::channel(capacity.max(1))
+}
+
 pub(crate) struct Fanout {
     subscribers: Vec<mpsc::Sender<Arc<TaskEvent>>>,
     /// Events a subscriber may have waiting before it is let go.
@@ -37,6 +47,11 @@ impl Fanout {
         let (sender, receiver) = mpsc::channel(self.capacity);
         self.subscribers.push(sender);
         receiver
+    }
+
+    /// Takes on a subscriber whose queue was made beforehand.
+    pub(crate) fn adopt(&mut self, follower: Follower) {
+        self.subscribers.push(follower);
     }
 
     /// Hands `event` to every subscriber; lets go of those that are gone or full.

@@ -10,6 +10,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use tokio::sync::watch;
 
 use super::fail::fail_stored_task;
+use super::fanout::Follower;
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -18,11 +19,14 @@ use crate::skill::Skill;
 use crate::store::{TaskRecord, TaskStore};
 
 pub(crate) enum SupervisorMsg {
-    /// Start an actor for a stored task.
+    /// Start an actor for a stored task; `follower` subscribes to its events from the
+    /// start. Answers with the task's actor (one already live, if any; `None` when
+    /// none could start, and the task was failed).
     Spawn {
         record: Box<TaskRecord>,
         mode: StartMode,
-        reply: RpcReplyPort<Result<(), RuntimeError>>,
+        follower: Option<Follower>,
+        reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
     /// The live actor of a task, starting one for a non-terminal task that has none
     /// (an interrupted task after a restart). `None`: the task is terminal or unknown.
@@ -105,9 +109,10 @@ impl Actor for Supervisor {
             SupervisorMsg::Spawn {
                 record,
                 mode,
+                follower,
                 reply,
             } => {
-                let result = state.spawn(&myself, *record, mode).await.map(drop);
+                let result = state.spawn(&myself, *record, mode, follower).await;
                 let _ = reply.send(result);
             }
             SupervisorMsg::Route { task_id, reply } => {
@@ -180,6 +185,7 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         record: TaskRecord,
         mode: StartMode,
+        follower: Option<Follower>,
     ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
         let task_id = record.task.id.clone();
         if let Some(actor) = self.live.get(&task_id) {
@@ -197,6 +203,7 @@ impl SupervisorState {
             supervisor: myself.clone(),
             config: self.args.config.clone(),
             mode,
+            follower,
         };
         match Actor::spawn_linked(None, TaskActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
@@ -234,7 +241,7 @@ impl SupervisorState {
         } else {
             StartMode::Resume
         };
-        self.spawn(myself, record, mode).await
+        self.spawn(myself, record, mode, None).await
     }
 
     fn want_slot(&mut self, task_id: TaskId, skill: String) {

@@ -10,7 +10,7 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::fanout::{Fanout, LiveEvents};
+use super::fanout::{Fanout, Follower, LiveEvents};
 use super::supervisor::SupervisorMsg;
 use crate::config::RuntimeConfig;
 use crate::context::SkillContext;
@@ -90,6 +90,8 @@ pub(crate) struct TaskArgs {
     pub(crate) supervisor: ActorRef<SupervisorMsg>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) mode: StartMode,
+    /// A subscriber from the start (it receives every event this actor publishes).
+    pub(crate) follower: Option<Follower>,
 }
 
 pub(crate) struct TaskActor;
@@ -158,7 +160,10 @@ impl Actor for TaskActor {
             }
             StartMode::Wake => None,
         };
-        let events = Fanout::new(args.config.subscriber_buffer);
+        let mut events = Fanout::new(args.config.subscriber_buffer);
+        if let Some(follower) = args.follower {
+            events.adopt(follower);
+        }
         let state = TaskActorState {
             record: args.record,
             store: args.store,
