@@ -4,11 +4,13 @@
 mod call;
 mod fail;
 mod fanout;
+mod slots;
 mod supervisor;
 mod task_actor;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fail::fail_stored_task;
 pub(crate) use fanout::{LiveEvents, follower};
-pub(crate) use supervisor::{LiveCount, Supervisor, SupervisorArgs, SupervisorMsg};
+pub(crate) use slots::Slots;
+pub(crate) use supervisor::{LiveCount, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

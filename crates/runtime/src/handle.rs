@@ -13,8 +13,8 @@ use tokio::sync::watch;
 
 use crate::access::Grants;
 use crate::actors::{
-    LiveCount, LiveEvents, StartMode, Supervisor, SupervisorArgs, SupervisorMsg, TaskMsg,
-    call_actor, follower,
+    LiveCount, LiveEvents, Slots, Spawn, StartMode, Supervisor, SupervisorArgs, SupervisorMsg,
+    TaskMsg, call_actor, follower,
 };
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -108,16 +108,18 @@ impl RuntimeBuilder {
         let config = Arc::new(self.config);
         let skills = Arc::new(skills);
         let (live_count, live_watch) = watch::channel(LiveCount::default());
+        let slots = Arc::new(Slots::new(&config, skills.keys()));
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
             config: config.clone(),
             live_count,
+            slots: slots.clone(),
         };
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
             .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
-        let gauges = telemetry::live_gauges(live_watch.clone());
+        let gauges = telemetry::live_gauges(live_watch.clone(), slots.clone());
         let inner = Inner {
             store,
             supervisor,
@@ -125,6 +127,7 @@ impl RuntimeBuilder {
             cards,
             config,
             accepting: AtomicBool::new(true),
+            slots,
             live: live_watch,
             recovery: std::sync::OnceLock::new(),
             _gauges: gauges,
@@ -281,6 +284,7 @@ struct Inner {
     cards: Vec<SkillCard>,
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
+    slots: Arc<Slots>,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
     /// Observed while the runtime lives.
@@ -403,7 +407,7 @@ impl RuntimeHandle {
             history: vec![first],
             metadata: None,
         };
-        let record = TaskRecord {
+        let mut record = TaskRecord {
             task: task.clone(),
             version: 1,
             last_seq: 1,
@@ -412,20 +416,43 @@ impl RuntimeHandle {
             checkpoint: None,
             trace: telemetry::current_traceparent(),
         };
-        let event = TaskEvent {
+        let mut events = vec![TaskEvent {
             seq: 1,
             task_id,
             context_id,
             kind: TaskEventKind::Created(task.clone()),
-        };
+        }];
+        // With a slot free, the task is stored already working, in the same commit: one
+        // write fewer, and its actor runs it at once.
+        let slot = self.inner.slots.try_take(&record.skill);
+        if slot.is_some() {
+            let working = TaskEventKind::Status(TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Utc::now(),
+            });
+            record.task = transition(&record.task, &working)
+                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+            record.last_seq = 2;
+            events.push(TaskEvent {
+                seq: 2,
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                kind: working,
+            });
+        }
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
         let store = &*self.inner.store;
-        let first = std::slice::from_ref(&event);
         match durable_on_return {
-            true => telemetry::commit(store, &record, 0, first, None).await?,
-            false => telemetry::write(store, &record, 0, first, None).await?,
+            true => telemetry::commit(store, &record, 0, &events, None).await?,
+            false => telemetry::write(store, &record, 0, &events, None).await?,
         }
-        telemetry::metrics().submitted(&record.skill);
+        let metrics = telemetry::metrics();
+        metrics.submitted(&record.skill);
+        if slot.is_some() {
+            let working = TaskState::Working;
+            metrics.state_changed(&record.skill, &task.id, Some(TaskState::Submitted), working);
+        }
         let timeout = self.inner.config.call_timeout();
         let (follower, receiver) = match attach {
             true => {
@@ -434,10 +461,16 @@ impl RuntimeHandle {
             }
             false => (None, None),
         };
-        let spawn = |reply| SupervisorMsg::Spawn {
-            record: Box::new(record),
-            mode: StartMode::Fresh,
+        // The snapshot told is the task as created; what came after is the follower's.
+        let unpublished = events.split_off(1);
+        let spawn = Spawn {
             follower,
+            slot,
+            unpublished,
+            ..Spawn::new(record, StartMode::Fresh)
+        };
+        let spawn = |reply| SupervisorMsg::Spawn {
+            spawn: Box::new(spawn),
             reply,
         };
         let actor = match call_actor(&self.inner.supervisor, spawn, timeout).await {
@@ -733,9 +766,7 @@ impl RuntimeHandle {
     ) -> Result<(), RuntimeError> {
         let timeout = self.inner.config.call_timeout();
         let spawn = |reply| SupervisorMsg::Spawn {
-            record: Box::new(record),
-            mode,
-            follower: None,
+            spawn: Box::new(Spawn::new(record, mode)),
             reply,
         };
         match call_actor(&self.inner.supervisor, spawn, timeout).await {

@@ -4,7 +4,7 @@
 //! created it, even after a restart.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
@@ -12,7 +12,7 @@ use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter}
 use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::actors::LiveCount;
+use crate::actors::{LiveCount, Slots};
 use crate::model::{TaskEvent, TaskId, TaskState};
 use crate::store::{StoreError, TaskRecord, TaskStore};
 
@@ -170,9 +170,9 @@ pub(crate) struct LiveGauges {
     _waiting: ObservableGauge<i64>,
 }
 
-pub(crate) fn live_gauges(counts: watch::Receiver<LiveCount>) -> LiveGauges {
+pub(crate) fn live_gauges(counts: watch::Receiver<LiveCount>, slots: Arc<Slots>) -> LiveGauges {
     let meter = opentelemetry::global::meter(METER_NAME);
-    let live = counts.clone();
+    let live = counts;
     LiveGauges {
         _live: meter
             .i64_observable_gauge("fundi.task_actors.live")
@@ -185,7 +185,7 @@ pub(crate) fn live_gauges(counts: watch::Receiver<LiveCount>) -> LiveGauges {
             .with_description("Tasks queued for a concurrency slot of their skill")
             .with_unit("{task}")
             .with_callback(move |gauge| {
-                gauge.observe(counts.borrow().waiting_for_slot as i64, &[]);
+                gauge.observe(slots.waiting() as i64, &[]);
             })
             .build(),
     }

@@ -1,9 +1,9 @@
-//! `Supervisor`: the registry of live task actors and the per-skill concurrency slots.
-//! It spawns task actors linked to itself, and turns a task actor's failure into a
+//! `Supervisor`: the registry of live task actors. It spawns task actors linked to
+//! itself, and turns a task actor's failure into a
 //! persisted `failed` status. A child's failure never stops it (ractor's default
 //! supervision handler would).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::fail::fail_stored_task;
 use super::fanout::Follower;
+use super::slots::{Slot, Slots};
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
@@ -19,13 +20,10 @@ use crate::skill::Skill;
 use crate::store::{TaskRecord, TaskStore};
 
 pub(crate) enum SupervisorMsg {
-    /// Start an actor for a stored task; `follower` subscribes to its events from the
-    /// start. Answers with the task's actor (one already live, if any; `None` when
-    /// none could start, and the task was failed).
+    /// Start an actor for a stored task. Answers with the task's actor (one already
+    /// live, if any; `None` when none could start, and the task was failed).
     Spawn {
-        record: Box<TaskRecord>,
-        mode: StartMode,
-        follower: Option<Follower>,
+        spawn: Box<Spawn>,
         reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
     /// The live actor of a task, starting one for a non-terminal task that has none
@@ -39,12 +37,34 @@ pub(crate) enum SupervisorMsg {
         task_id: TaskId,
         reply: RpcReplyPort<Option<ActorRef<TaskMsg>>>,
     },
-    /// A task wants to run; it gets `TaskMsg::Start` when its skill has a free slot.
-    WantSlot { task_id: TaskId, skill: String },
-    /// A task's run ended; its slot goes to the next waiting task.
-    SlotFreed { task_id: TaskId, skill: String },
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
+}
+
+/// What a new task actor starts with.
+pub(crate) struct Spawn {
+    pub(crate) record: TaskRecord,
+    pub(crate) mode: StartMode,
+    /// Subscribes to its events from the start.
+    pub(crate) follower: Option<Follower>,
+    /// A fresh task that was stored already working, holding this slot: the actor runs
+    /// it at once.
+    pub(crate) slot: Option<Slot>,
+    /// Events stored after the submitter's snapshot, before the actor started, for its
+    /// follower (the working status of a task stored already working).
+    pub(crate) unpublished: Vec<crate::model::TaskEvent>,
+}
+
+impl Spawn {
+    pub(crate) fn new(record: TaskRecord, mode: StartMode) -> Spawn {
+        Spawn {
+            record,
+            mode,
+            follower: None,
+            slot: None,
+            unpublished: Vec::new(),
+        }
+    }
 }
 
 /// How many tasks have a live actor, and how many of those are busy (not just waiting
@@ -53,8 +73,6 @@ pub(crate) enum SupervisorMsg {
 pub(crate) struct LiveCount {
     pub(crate) live: usize,
     pub(crate) busy: usize,
-    /// Tasks waiting for a concurrency slot (all skills).
-    pub(crate) waiting_for_slot: usize,
 }
 
 pub(crate) struct Supervisor;
@@ -64,19 +82,13 @@ pub(crate) struct SupervisorArgs {
     pub(crate) skills: Arc<HashMap<String, Arc<dyn Skill>>>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) live_count: watch::Sender<LiveCount>,
-}
-
-#[derive(Default)]
-struct Slots {
-    running: HashSet<TaskId>,
-    waiting: VecDeque<TaskId>,
+    pub(crate) slots: Arc<Slots>,
 }
 
 pub(crate) struct SupervisorState {
     args: SupervisorArgs,
     live: HashMap<TaskId, ActorRef<TaskMsg>>,
     by_actor: HashMap<ActorId, TaskId>,
-    slots: HashMap<String, Slots>,
     waiting_for_input: HashSet<TaskId>,
 }
 
@@ -94,7 +106,6 @@ impl Actor for Supervisor {
             args,
             live: HashMap::new(),
             by_actor: HashMap::new(),
-            slots: HashMap::new(),
             waiting_for_input: HashSet::new(),
         })
     }
@@ -106,28 +117,14 @@ impl Actor for Supervisor {
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            SupervisorMsg::Spawn {
-                record,
-                mode,
-                follower,
-                reply,
-            } => {
-                let result = state.spawn(&myself, *record, mode, follower).await;
-                let _ = reply.send(result);
+            SupervisorMsg::Spawn { spawn, reply } => {
+                let _ = reply.send(state.spawn(&myself, *spawn).await);
             }
             SupervisorMsg::Route { task_id, reply } => {
                 let _ = reply.send(state.route(&myself, task_id).await);
             }
             SupervisorMsg::Live { task_id, reply } => {
                 let _ = reply.send(state.live.get(&task_id).cloned());
-            }
-            SupervisorMsg::WantSlot { task_id, skill } => {
-                state.want_slot(task_id, skill);
-                state.publish_live_count();
-            }
-            SupervisorMsg::SlotFreed { task_id, skill } => {
-                state.free_slot(&task_id, &skill);
-                state.publish_live_count();
             }
             SupervisorMsg::WaitingForInput { task_id, waiting } => {
                 if waiting && state.live.contains_key(&task_id) {
@@ -183,10 +180,9 @@ impl SupervisorState {
     async fn spawn(
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
-        record: TaskRecord,
-        mode: StartMode,
-        follower: Option<Follower>,
+        spawn: Spawn,
     ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+        let record = &spawn.record;
         let task_id = record.task.id.clone();
         if let Some(actor) = self.live.get(&task_id) {
             return Ok(Some(actor.clone()));
@@ -197,13 +193,12 @@ impl SupervisorState {
             return Ok(None);
         };
         let args = TaskArgs {
-            record,
+            spawn,
             store: self.args.store.clone(),
             skill,
             supervisor: myself.clone(),
             config: self.args.config.clone(),
-            mode,
-            follower,
+            slots: self.args.slots.clone(),
         };
         match Actor::spawn_linked(None, TaskActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
@@ -241,43 +236,7 @@ impl SupervisorState {
         } else {
             StartMode::Resume
         };
-        self.spawn(myself, record, mode, None).await
-    }
-
-    fn want_slot(&mut self, task_id: TaskId, skill: String) {
-        self.slots
-            .entry(skill.clone())
-            .or_default()
-            .waiting
-            .push_back(task_id);
-        self.grant(&skill);
-    }
-
-    fn free_slot(&mut self, task_id: &TaskId, skill: &str) {
-        if let Some(slots) = self.slots.get_mut(skill) {
-            slots.running.remove(task_id);
-        }
-        self.grant(skill);
-    }
-
-    /// Starts waiting tasks, first come first served, while the skill has free slots.
-    fn grant(&mut self, skill: &str) {
-        let limit = self.args.config.concurrency_of(skill);
-        let Some(slots) = self.slots.get_mut(skill) else {
-            return;
-        };
-        while slots.running.len() < limit {
-            let Some(task_id) = slots.waiting.pop_front() else {
-                break;
-            };
-            let started = self
-                .live
-                .get(&task_id)
-                .is_some_and(|actor| actor.cast(TaskMsg::Start).is_ok());
-            if started {
-                slots.running.insert(task_id);
-            }
-        }
+        self.spawn(myself, Spawn::new(record, mode)).await
     }
 
     /// Drops a stopped actor from the registry and frees what it held.
@@ -285,16 +244,6 @@ impl SupervisorState {
         let task_id = self.by_actor.remove(&actor)?;
         self.live.remove(&task_id);
         self.waiting_for_input.remove(&task_id);
-        let mut freed = Vec::new();
-        for (skill, slots) in &mut self.slots {
-            slots.waiting.retain(|t| t != &task_id);
-            if slots.running.remove(&task_id) {
-                freed.push(skill.clone());
-            }
-        }
-        for skill in freed {
-            self.grant(&skill);
-        }
         self.publish_live_count();
         Some(task_id)
     }
@@ -302,12 +251,7 @@ impl SupervisorState {
     fn publish_live_count(&self) {
         let live = self.live.len();
         let busy = live - self.waiting_for_input.len();
-        let waiting_for_slot = self.slots.values().map(|s| s.waiting.len()).sum();
-        let count = LiveCount {
-            live,
-            busy,
-            waiting_for_slot,
-        };
+        let count = LiveCount { live, busy };
         self.args.live_count.send_if_modified(|current| {
             let changed = *current != count;
             *current = count;

@@ -10,8 +10,9 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::fanout::{Fanout, Follower, LiveEvents};
-use super::supervisor::SupervisorMsg;
+use super::fanout::{Fanout, LiveEvents};
+use super::slots::{Slot, Slots};
+use super::supervisor::{Spawn, SupervisorMsg};
 use crate::config::RuntimeConfig;
 use crate::context::SkillContext;
 use crate::error::RuntimeError;
@@ -54,8 +55,9 @@ pub(crate) enum RunOutcome {
 pub(crate) type SkillReply = Result<Option<Message>, SkillError>;
 
 pub(crate) enum TaskMsg {
-    /// The supervisor granted a concurrency slot: start the pending run.
-    Start,
+    /// The task got a concurrency slot: start the pending run (or hand the waiting run
+    /// its answer).
+    Start(Slot),
     Skill(SkillCall, RpcReplyPort<SkillReply>),
     /// A user's follow-up message.
     Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
@@ -84,14 +86,12 @@ pub(crate) enum StartMode {
 }
 
 pub(crate) struct TaskArgs {
-    pub(crate) record: TaskRecord,
+    pub(crate) spawn: Spawn,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skill: Arc<dyn Skill>,
     pub(crate) supervisor: ActorRef<SupervisorMsg>,
     pub(crate) config: Arc<RuntimeConfig>,
-    pub(crate) mode: StartMode,
-    /// A subscriber from the start (it receives every event this actor publishes).
-    pub(crate) follower: Option<Follower>,
+    pub(crate) slots: Arc<Slots>,
 }
 
 pub(crate) struct TaskActor;
@@ -108,6 +108,7 @@ pub(crate) struct TaskActorState {
     skill: Arc<dyn Skill>,
     supervisor: ActorRef<SupervisorMsg>,
     config: Arc<RuntimeConfig>,
+    slots: Arc<Slots>,
     /// Live events for subscribers.
     events: Fanout,
     run: Option<Run>,
@@ -117,7 +118,10 @@ pub(crate) struct TaskActorState {
     /// The user's answer to hand to the waiting run once a slot is granted again (a run
     /// waiting for input gives its slot back).
     answer: Option<Message>,
-    holds_slot: bool,
+    /// The concurrency slot this task holds (while its run goes on).
+    slot: Option<Slot>,
+    /// A wait for a slot, cast to the actor as `Start` once it has one.
+    slot_wait: Option<AbortHandle>,
     canceling: bool,
     input_waiter: Option<RpcReplyPort<SkillReply>>,
     cancel_waiters: Vec<RpcReplyPort<Result<Task, RuntimeError>>>,
@@ -140,49 +144,64 @@ impl Actor for TaskActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<TaskMsg>,
+        myself: ActorRef<TaskMsg>,
         args: TaskArgs,
     ) -> Result<TaskActorState, ActorProcessingErr> {
-        let task = &args.record.task;
+        let Spawn {
+            record,
+            mode,
+            follower,
+            slot,
+            unpublished,
+        } = args.spawn;
+        let task = &record.task;
         let span = tracing::info_span!(
             "task",
             task_id = %task.id,
             context_id = %task.context_id,
-            skill = %args.record.skill,
+            skill = %record.skill,
         );
         // The task's spans join the trace of the request that created it, in this
         // process or, after a restart, in the next.
-        telemetry::set_parent(&span, args.record.trace.as_deref());
-        let pending = match args.mode {
+        telemetry::set_parent(&span, record.trace.as_deref());
+        let pending = match mode {
             StartMode::Fresh | StartMode::Resume => {
                 let message = last_user_message(task).ok_or("task has no user message")?;
-                Some((message, args.mode == StartMode::Resume))
+                Some((message, mode == StartMode::Resume))
             }
             StartMode::Wake => None,
         };
         let mut events = Fanout::new(args.config.subscriber_buffer);
-        if let Some(follower) = args.follower {
+        if let Some(follower) = follower {
             events.adopt(follower);
         }
-        let state = TaskActorState {
-            record: args.record,
+        let mut state = TaskActorState {
+            record,
             store: args.store,
             skill: args.skill,
             supervisor: args.supervisor,
             config: args.config,
+            slots: args.slots,
             events,
             run: None,
             runs_started: 0,
             pending,
             answer: None,
-            holds_slot: false,
+            slot: None,
+            slot_wait: None,
             canceling: false,
             input_waiter: None,
             cancel_waiters: Vec::new(),
             span,
         };
-        if state.pending.is_some() {
-            state.want_slot();
+        for event in unpublished {
+            state.events.publish(event);
+        }
+        match slot {
+            // Stored already working: run now.
+            Some(slot) => state.on_start(&myself, slot).await,
+            None if state.pending.is_some() => state.want_slot(&myself),
+            None => {}
         }
         Ok(state)
     }
@@ -194,9 +213,12 @@ impl Actor for TaskActor {
         state: &mut TaskActorState,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            TaskMsg::Start => state.on_start(&myself).await,
+            TaskMsg::Start(slot) => {
+                state.slot_wait = None;
+                state.on_start(&myself, slot).await;
+            }
             TaskMsg::Skill(call, reply) => state.on_skill_call(call, reply).await,
-            TaskMsg::Deliver(message, reply) => state.on_deliver(message, reply).await,
+            TaskMsg::Deliver(message, reply) => state.on_deliver(&myself, message, reply).await,
             TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
             TaskMsg::Subscribe(reply) => {
                 let _ = reply.send(state.events.subscribe());
@@ -216,7 +238,11 @@ impl Actor for TaskActor {
         _myself: ActorRef<TaskMsg>,
         state: &mut TaskActorState,
     ) -> Result<(), ActorProcessingErr> {
-        // Stopped by shutdown (or after the terminal state): no run may outlive its actor.
+        // Stopped by shutdown (or after the terminal state): no run may outlive its actor,
+        // nor a wait for a slot.
+        if let Some(wait) = state.slot_wait.take() {
+            wait.abort();
+        }
         if let Some(run) = state.run.take() {
             run.cancel.cancel();
             run.abort.abort();
@@ -226,11 +252,23 @@ impl Actor for TaskActor {
 }
 
 impl TaskActorState {
-    fn want_slot(&self) {
-        let _ = self.supervisor.cast(SupervisorMsg::WantSlot {
-            task_id: self.record.task.id.clone(),
-            skill: self.record.skill.clone(),
+    /// Asks for a slot: `Start` comes once the task has one, at once if one is free.
+    fn want_slot(&mut self, myself: &ActorRef<TaskMsg>) {
+        let skill = &self.record.skill;
+        if let Some(slot) = self.slots.try_take(skill) {
+            let _ = myself.cast(TaskMsg::Start(slot));
+            return;
+        }
+        let (slots, skill, me) = (self.slots.clone(), skill.clone(), myself.clone());
+        let wait = tokio::spawn(async move {
+            if let Some(slot) = slots.take(&skill).await {
+                // Gone meanwhile: the slot is dropped with the message, and freed.
+                let _ = me.cast(TaskMsg::Start(slot));
+            }
         });
+        if let Some(stale) = self.slot_wait.replace(wait.abort_handle()) {
+            stale.abort();
+        }
     }
 
     /// Tells the supervisor whether this task only waits for a user (so that a shutdown
@@ -243,12 +281,7 @@ impl TaskActorState {
     }
 
     fn release_slot(&mut self) {
-        if std::mem::take(&mut self.holds_slot) {
-            let _ = self.supervisor.cast(SupervisorMsg::SlotFreed {
-                task_id: self.record.task.id.clone(),
-                skill: self.record.skill.clone(),
-            });
-        }
+        self.slot = None;
     }
 
     /// Applies one change: transition, commit (version-checked), then publish.
@@ -332,8 +365,8 @@ impl TaskActorState {
         }
     }
 
-    async fn on_start(&mut self, myself: &ActorRef<TaskMsg>) {
-        self.holds_slot = true;
+    async fn on_start(&mut self, myself: &ActorRef<TaskMsg>, slot: Slot) {
+        self.slot = Some(slot);
         if let Some(answer) = self.answer.take() {
             // The run asked for input and has it now: it goes on, in this slot.
             match self.input_waiter.take() {
@@ -484,6 +517,7 @@ impl TaskActorState {
 
     async fn on_deliver(
         &mut self,
+        myself: &ActorRef<TaskMsg>,
         message: Message,
         reply: RpcReplyPort<Result<TaskSnapshot, RuntimeError>>,
     ) {
@@ -513,12 +547,12 @@ impl TaskActorState {
                 // The waiting run gets the answer once its skill has a free slot.
                 self.tell_waiting(false);
                 self.answer = Some(message);
-                self.want_slot();
+                self.want_slot(myself);
             }
             None => {
                 // Woken after a restart: the skill runs again, resuming with this message.
                 self.pending = Some((message, true));
-                self.want_slot();
+                self.want_slot(myself);
             }
         }
         let _ = reply.send(Ok(TaskSnapshot {

@@ -1,0 +1,130 @@
+//! `Slots`: how many runs of each skill may go on at once. A fair semaphore per skill:
+//! a task takes a permit to run and gives it back when its run ends or waits for a user.
+//! Taking a free slot asks no one (no actor round trip); a task that has to wait queues
+//! on the semaphore, first come first served (a free permit goes to the longest waiter
+//! before anyone can take it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::RuntimeConfig;
+
+/// A held slot; dropping it frees it for the next waiting task.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+pub(crate) struct Slots {
+    by_skill: HashMap<String, Arc<Semaphore>>,
+    /// Tasks queued for a slot, all skills.
+    waiting: AtomicUsize,
+}
+
+impl Slots {
+    /// Slots for these skills, as many as the configuration allows each.
+    pub(crate) fn new<'a>(
+        config: &RuntimeConfig,
+        skills: impl IntoIterator<Item = &'a String>,
+    ) -> Slots {
+        let by_skill = skills
+            .into_iter()
+            .map(|skill| {
+                let limit = config.concurrency_of(skill).min(Semaphore::MAX_PERMITS);
+                (skill.clone(), Arc::new(Semaphore::new(limit)))
+            })
+            .collect();
+        Slots {
+            by_skill,
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    fn semaphore(&self, skill: &str) -> Option<Arc<Semaphore>> {
+        self.by_skill.get(skill).cloned()
+    }
+
+    /// A free slot of `skill` now, if there is one and nobody waits for it. `None` also
+    /// for a skill that is not registered (its tasks never run).
+    pub(crate) fn try_take(&self, skill: &str) -> Option<Slot> {
+        let permit = self.semaphore(skill)?.try_acquire_owned().ok()?;
+        Some(Slot { _permit: permit })
+    }
+
+    /// Waits for a slot of `skill`, behind the tasks already waiting. `None` for a
+    /// skill that is not registered.
+    pub(crate) async fn take(&self, skill: &str) -> Option<Slot> {
+        let semaphore = self.semaphore(skill)?;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        // Counted out however the wait ends (taken, or the waiter dropped).
+        let _queued = Queued(&self.waiting);
+        let permit = semaphore.acquire_owned().await.ok()?;
+        Some(Slot { _permit: permit })
+    }
+
+    /// Tasks queued for a slot now.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+}
+
+struct Queued<'a>(&'a AtomicUsize);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots(limit: usize) -> Arc<Slots> {
+        let config = RuntimeConfig {
+            max_concurrent_runs: limit,
+            ..RuntimeConfig::default()
+        };
+        Arc::new(Slots::new(&config, [&"s".to_owned()]))
+    }
+
+    #[tokio::test]
+    async fn slots_are_limited_and_waiters_served_in_order() {
+        let slots = slots(1);
+        let held = slots.try_take("s").expect("a free slot");
+        assert!(slots.try_take("s").is_none());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        for n in 0..3 {
+            let (waiter, tx) = (slots.clone(), tx.clone());
+            tokio::spawn(async move {
+                let slot = waiter.take("s").await.unwrap();
+                tx.send(n).unwrap();
+                drop(slot);
+            });
+            // Queue them in a known order.
+            while slots.waiting() < n + 1 {
+                tokio::task::yield_now().await;
+            }
+        }
+        // A free slot goes to the longest waiter, not to whoever asks now.
+        drop(held);
+        assert!(
+            slots.try_take("s").is_none(),
+            "a late caller took the freed slot"
+        );
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            order.push(rx.recv().await.unwrap());
+        }
+        assert_eq!(order, [0, 1, 2]);
+        assert_eq!(slots.waiting(), 0);
+    }
+
+    #[test]
+    fn an_unregistered_skill_has_no_slot() {
+        assert!(slots(1).try_take("nope").is_none());
+    }
+}
