@@ -1,6 +1,8 @@
-//! The limits fundi is measured against, served from this process on loopback:
-//! a bare axum JSON-RPC echo (the HTTP layer's ceiling) and sled insert + flush per
-//! request (the naive durable floor).
+//! The limits fundi is measured against, served on loopback: a bare axum JSON-RPC echo
+//! (the HTTP layer's ceiling) and sled insert + flush per request (the naive durable
+//! floor). Each runs in its own process (this binary, `--serve-baseline`), like fundi:
+//! served from the load generator's own process and runtime, a baseline paid no
+//! cross-process scheduling, and the load generator's threads never preempted it.
 
 use std::sync::Arc;
 
@@ -43,6 +45,27 @@ async fn sled_flush(State(db): State<Arc<sled::Db>>, body: Bytes) -> axum::Json<
     axum::Json(answer(&body))
 }
 
+/// Which baseline a `--serve-baseline` process serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Baseline {
+    /// The bare axum echo.
+    Axum,
+    /// sled insert + flush per request.
+    SledFlush,
+}
+
+/// Serves `baseline` (in `dir` for sled), prints `baseline listening on URL` and serves
+/// until the process is killed.
+pub(crate) async fn serve_forever(baseline: Baseline, dir: &std::path::Path) -> anyhow::Result<()> {
+    let url = match baseline {
+        Baseline::Axum => bare_axum().await?,
+        Baseline::SledFlush => sled_per_request(dir).await?,
+    };
+    println!("baseline listening on {url}");
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
 /// Serves `router` on 127.0.0.1:0 (TCP_NODELAY, like fundi); returns the base URL.
 async fn serve(router: Router) -> anyhow::Result<String> {
     use axum::serve::ListenerExt;
@@ -55,11 +78,11 @@ async fn serve(router: Router) -> anyhow::Result<String> {
     Ok(url)
 }
 
-pub(crate) async fn bare_axum() -> anyhow::Result<String> {
+async fn bare_axum() -> anyhow::Result<String> {
     serve(Router::new().route("/a2a", post(echo))).await
 }
 
-pub(crate) async fn sled_per_request(dir: &std::path::Path) -> anyhow::Result<String> {
+async fn sled_per_request(dir: &std::path::Path) -> anyhow::Result<String> {
     let db = Arc::new(sled::Config::new().path(dir).flush_every_ms(None).open()?);
     serve(Router::new().route("/a2a", post(sled_flush)).with_state(db)).await
 }

@@ -18,11 +18,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Parser;
 use serde_json::json;
 
+use crate::baselines::Baseline;
 use crate::load::Sample;
-use crate::server::{Credentials, Fundi};
+use crate::server::{Credentials, Server};
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmarks a fundi release binary against baselines measured in the same run")]
@@ -54,6 +56,12 @@ struct Args {
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     out: PathBuf,
+    /// Internal: serve this baseline and nothing else (the bench starts itself so).
+    #[arg(long, hide = true, value_enum)]
+    serve_baseline: Option<baselines::Baseline>,
+    /// Internal: the sled baseline's directory.
+    #[arg(long, hide = true)]
+    baseline_dir: Option<PathBuf>,
 }
 
 /// A named measurement: which server, which workload, how many workers.
@@ -254,14 +262,14 @@ async fn measure_restart(
         return Ok(None);
     }
     let data = dir.join("restart");
-    let empty = Fundi::start(&args.fundi, &data, "sled", "sync", credentials)?;
+    let empty = Server::start(&args.fundi, &data, "sled", "sync", credentials)?;
     let baseline = empty.startup;
     let rss_empty = empty.rss_bytes().unwrap_or_default();
     eprintln!("creating {} unfinished tasks", args.restart_tasks);
     workloads::create_unfinished(client, &empty.url, args.restart_tasks).await?;
     let rss_loaded = empty.rss_bytes().unwrap_or_default();
     drop(empty); // SIGKILL
-    let restarted = Fundi::start(&args.fundi, &data, "sled", "sync", credentials)?;
+    let restarted = Server::start(&args.fundi, &data, "sled", "sync", credentials)?;
     let health = client
         .get(format!("{}/health", restarted.url))
         .send()
@@ -304,24 +312,30 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(baseline) = args.serve_baseline {
+        let dir = args.baseline_dir.context("--baseline-dir is required")?;
+        return baselines::serve_forever(baseline, &dir).await;
+    }
     let duration = Duration::from_secs_f64(args.seconds);
     let dir = tempfile::tempdir()?;
     let credentials = Credentials::generate();
-    let sync = Fundi::start(
+    let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
+    let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
+    let sync = Server::start(
         &args.fundi,
         &dir.path().join("sync"),
         "sled",
         "sync",
         &credentials,
     )?;
-    let batched = Fundi::start(
+    let batched = Server::start(
         &args.fundi,
         &dir.path().join("batched"),
         "sled",
         "batched",
         &credentials,
     )?;
-    let memory = Fundi::start(
+    let memory = Server::start(
         &args.fundi,
         &dir.path().join("memory"),
         "memory",
@@ -334,8 +348,8 @@ async fn main() -> anyhow::Result<()> {
         .pool_max_idle_per_host(256)
         .build()?;
     let urls = Urls {
-        bare: baselines::bare_axum().await?,
-        sled: baselines::sled_per_request(&dir.path().join("sled-baseline")).await?,
+        bare: bare.url.clone(),
+        sled: sled_flush.url.clone(),
         existing_task: workloads::create_task(&client, &sync.url).await?,
         sync: sync.url.clone(),
         batched: batched.url.clone(),

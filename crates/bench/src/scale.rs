@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::load::Sample;
-use crate::server::{Credentials, Fundi};
+use crate::server::{Credentials, Server};
 
 /// The subject the bench's user token stands for (the owner of seeded tasks).
 pub(crate) const BENCH_USER: &str = "bench";
@@ -38,7 +38,7 @@ pub(crate) async fn input_required(
     credentials: &Credentials,
     count: usize,
 ) -> anyhow::Result<Value> {
-    let server = Fundi::start(
+    let server = Server::start(
         fundi,
         &dir.join("input-required"),
         "sled",
@@ -170,7 +170,7 @@ async fn over_stored(
     let seeding = Instant::now();
     let ids = seed(path, count).await?;
     let seeded_in = seeding.elapsed();
-    let server = Fundi::start(fundi, path, "sled", "sync", credentials)?;
+    let server = Server::start(fundi, path, "sled", "sync", credentials)?;
     let rss_started = server.rss_bytes().unwrap_or_default();
     let ids = Arc::new(ids);
     let get = load(client, &server.url, seconds, move |n| {

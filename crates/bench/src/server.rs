@@ -1,4 +1,5 @@
-//! The fundi release binary as a child process.
+//! The servers under measurement as child processes: the fundi release binary, and
+//! the baselines (this binary, `--serve-baseline`).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -6,6 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+
+use crate::baselines::Baseline;
 
 /// Static credentials every benchmarked server accepts (made once per bench run).
 pub(crate) struct Credentials {
@@ -33,14 +36,14 @@ impl Credentials {
     }
 }
 
-pub(crate) struct Fundi {
+pub(crate) struct Server {
     child: Child,
     pub(crate) url: String,
     /// From spawning the process to its "listening" line (recovery runs before it).
     pub(crate) startup: Duration,
 }
 
-impl Fundi {
+impl Server {
     /// Starts `fundi serve` on 127.0.0.1:0 with a fresh data directory and the given
     /// store ("sled" or "memory") and durability, and waits for its address.
     pub(crate) fn start(
@@ -49,9 +52,9 @@ impl Fundi {
         store: &str,
         durability: &str,
         credentials: &Credentials,
-    ) -> anyhow::Result<Fundi> {
-        let began = Instant::now();
-        let mut child = Command::new(binary)
+    ) -> anyhow::Result<Server> {
+        let mut command = Command::new(binary);
+        command
             .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
             .arg(data)
             .env("FUNDI__STORE__KIND", store)
@@ -68,22 +71,45 @@ impl Fundi {
                 "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
                 "[\"fundi:admin\"]",
             )
-            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token)
+            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
+        Server::spawn(command, "fundi listening on ")
+            .with_context(|| format!("starting {}", binary.display()))
+    }
+
+    /// Starts this binary serving `baseline` (sled's files in `data`).
+    pub(crate) fn baseline(baseline: Baseline, data: &Path) -> anyhow::Result<Server> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .arg("--serve-baseline")
+            .arg(match baseline {
+                Baseline::Axum => "axum",
+                Baseline::SledFlush => "sled-flush",
+            })
+            .arg("--baseline-dir")
+            .arg(data);
+        Server::spawn(command, "baseline listening on ")
+            .with_context(|| format!("starting the {baseline:?} baseline"))
+    }
+
+    /// Spawns `command` and waits for its stdout line starting with `prefix`, followed
+    /// by the URL it serves.
+    fn spawn(mut command: Command, prefix: &str) -> anyhow::Result<Server> {
+        let began = Instant::now();
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
+            .spawn()?;
         let stdout = child.stdout.take().context("stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         loop {
             let Some(line) = lines.next() else {
-                bail!("fundi exited before listening");
+                bail!("the server exited before listening");
             };
-            if let Some(url) = line?.strip_prefix("fundi listening on ") {
+            if let Some(url) = line?.strip_prefix(prefix) {
                 let url = url.trim().to_owned();
                 // Keep draining stdout so the child never blocks on a full pipe.
                 std::thread::spawn(move || for _ in lines {});
-                return Ok(Fundi {
+                return Ok(Server {
                     child,
                     url,
                     startup: began.elapsed(),
@@ -93,7 +119,7 @@ impl Fundi {
     }
 }
 
-impl Fundi {
+impl Server {
     /// The server's resident memory, in bytes (Linux `/proc`).
     pub(crate) fn rss_bytes(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -103,7 +129,7 @@ impl Fundi {
     }
 }
 
-impl Drop for Fundi {
+impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
