@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use common::*;
 use fundi_runtime::{
-    ContextId, Runtime, RuntimeConfig, RuntimeError, SubmitRequest, TaskEventKind, TaskId,
-    TaskState,
+    ContextId, EventStream, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest,
+    TaskEventKind, TaskId, TaskState,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -306,8 +306,8 @@ async fn a_task_waiting_for_input_holds_no_slot() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
+/// A runtime whose subscribers are let go two events behind.
+async fn small_buffer_runtime() -> (Scripted, RuntimeHandle) {
     let skill = Scripted::new("s", true);
     let rt = Runtime::builder()
         .skill(skill.clone())
@@ -318,6 +318,22 @@ async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
         .start()
         .await
         .unwrap();
+    (skill, rt)
+}
+
+/// Reads the rest of a stream that stopped reading after event 1: every later event
+/// comes once, in order, up to the terminal one.
+async fn assert_the_rest_arrives_whole(events: EventStream) {
+    let rest: Vec<_> = events.map(|e| e.unwrap()).collect().await;
+    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (2..=rest.len() as u64 + 1).collect::<Vec<_>>());
+    assert!(rest.len() > 200, "{} events", rest.len());
+    assert!(rest.last().unwrap().is_terminal());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
+    let (skill, rt) = small_buffer_runtime().await;
     let task = submit(&rt, "many", json!({"steps": 200, "gate": true})).await;
     wait_for_state(&rt, &task.id, TaskState::Working).await;
     let mut events = rt.subscribe(&task.id, 0, None).await.unwrap();
@@ -327,26 +343,12 @@ async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
     // The task runs to the end while this subscriber reads nothing.
     skill.gate.add_permits(1);
     wait_for_state(&rt, &task.id, TaskState::Completed).await;
-
-    let rest: Vec<_> = events.map(|e| e.unwrap()).collect().await;
-    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (2..=rest.len() as u64 + 1).collect::<Vec<_>>());
-    assert!(rest.len() > 200, "{} events", rest.len());
-    assert!(rest.last().unwrap().is_terminal());
+    assert_the_rest_arrives_whole(events).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lagging_follower_of_its_own_submission_misses_nothing() {
-    let skill = Scripted::new("s", true);
-    let rt = Runtime::builder()
-        .skill(skill.clone())
-        .config(RuntimeConfig {
-            subscriber_buffer: 2,
-            ..config()
-        })
-        .start()
-        .await
-        .unwrap();
+    let (skill, rt) = small_buffer_runtime().await;
     let submission = SubmitRequest::new(message("many", json!({"steps": 200, "gate": true})));
     let (accepted, events) = rt.submit_and_follow(submission).await.unwrap();
     assert_eq!(accepted.seq, 1);
@@ -355,12 +357,7 @@ async fn a_lagging_follower_of_its_own_submission_misses_nothing() {
     // it catches up from the store.
     skill.gate.add_permits(1);
     wait_for_state(&rt, &accepted.task.id, TaskState::Completed).await;
-
-    let rest: Vec<_> = events.map(|e| e.unwrap()).collect().await;
-    let seqs: Vec<u64> = rest.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (2..=rest.len() as u64 + 1).collect::<Vec<_>>());
-    assert!(rest.len() > 200, "{} events", rest.len());
-    assert!(rest.last().unwrap().is_terminal());
+    assert_the_rest_arrives_whole(events).await;
 }
 
 #[tokio::test]
