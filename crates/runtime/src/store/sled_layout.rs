@@ -4,7 +4,7 @@
 //! | key                                    | value        |
 //! |----------------------------------------|--------------|
 //! | `T` task id                            | header (below), then the `TaskRecord` as JSON |
-//! | `E` task id `\0` seq (u64 BE)          | `TaskEvent`  |
+//! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`: one `TaskEvent`, or a JSON array of them |
 //! | `U` update ms (i64 BE, biased) task id | `IndexEntry` |
 //! | `C` context id `\0` update ms task id  | `IndexEntry` |
 //! | `A` task id                            | (empty): the task may not be terminal |
@@ -22,7 +22,7 @@
 
 use super::index::IndexEntry;
 use super::{StoreError, TaskRecord};
-use crate::model::{ContextId, TaskId};
+use crate::model::{ContextId, TaskEvent, TaskId};
 
 pub(super) const CLEAN_MARKER: &[u8] = b"Mclean";
 
@@ -40,6 +40,23 @@ pub(super) fn event_prefix(id: &TaskId) -> Vec<u8> {
 
 pub(super) fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
     [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
+}
+
+/// A commit's events as one `E` value: the event alone when there is one (as stores
+/// before batched values wrote every event), else a JSON array.
+pub(super) fn encode_events(events: &[TaskEvent]) -> Result<Vec<u8>, StoreError> {
+    Ok(match events {
+        [one] => serde_json::to_vec(one)?,
+        several => serde_json::to_vec(several)?,
+    })
+}
+
+/// The events of one `E` value.
+pub(super) fn decode_events(bytes: &[u8]) -> Result<Vec<TaskEvent>, StoreError> {
+    Ok(match bytes.first() {
+        Some(b'[') => serde_json::from_slice(bytes)?,
+        _ => vec![serde_json::from_slice(bytes)?],
+    })
 }
 
 /// Milliseconds as big-endian bytes that sort like the signed number.

@@ -6,7 +6,8 @@
 //! Instead, a commit writes its pieces in an order that keeps the store recoverable:
 //!
 //! 1. a new unfinished task joins the active set (`A`), so recovery will look at it;
-//! 2. each event takes its sequence number's slot, which must be free;
+//! 2. the commit's events take the slot of the first one's sequence number, which must
+//!    be free;
 //! 3. the snapshot (`T`) is swapped in if it still holds the version the writer read:
 //!    **this is the commit point**; readers of events stop at the snapshot's last
 //!    sequence number, so they never see an event before its commit;
@@ -26,8 +27,9 @@ use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, plan_page};
 use super::sled_layout::{
-    CLEAN_MARKER, Header, active_key, context_key, context_prefix, decode_record, encode_record,
-    event_key, legacy_head_key, record_versions, task_key, updated_key,
+    CLEAN_MARKER, Header, active_key, context_key, context_prefix, decode_events, decode_record,
+    encode_events, encode_record, event_key, legacy_head_key, record_versions, task_key,
+    updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
@@ -202,9 +204,11 @@ impl SledStore {
             self.before_write()?;
             self.db.insert(active_key(id), &[])?;
         }
-        let mut written = Vec::with_capacity(commit.events.len());
-        for (seq, bytes) in &commit.events {
-            let slot = event_key(id, *seq);
+        // The commit's events take the slot of the first one, which must be free: a
+        // writer racing from the same version wants the same slot.
+        let mut written = Vec::with_capacity(1);
+        if let Some((first_seq, bytes)) = &commit.events {
+            let slot = event_key(id, *first_seq);
             self.before_write()?;
             if self
                 .db
@@ -314,7 +318,8 @@ struct Encoded<'a> {
     record_json: Vec<u8>,
     entry: IndexEntry,
     entry_bytes: Vec<u8>,
-    events: Vec<(u64, Vec<u8>)>,
+    /// The first event's sequence number and all the events, as one value.
+    events: Option<(u64, Vec<u8>)>,
 }
 
 impl<'a> Encoded<'a> {
@@ -325,10 +330,10 @@ impl<'a> Encoded<'a> {
             record_json: serde_json::to_vec(record)?,
             entry_bytes: serde_json::to_vec(&entry)?,
             entry,
-            events: events
-                .iter()
-                .map(|e| serde_json::to_vec(e).map(|bytes| (e.seq, bytes)))
-                .collect::<Result<_, _>>()?,
+            events: match events.first() {
+                Some(first) => Some((first.seq, encode_events(events)?)),
+                None => None,
+            },
         })
     }
 }
@@ -377,16 +382,26 @@ impl TaskStore for SledStore {
         if after_seq >= last_seq {
             return Ok(Vec::new());
         }
-        let start = event_key(id, after_seq + 1);
-        let end = event_key(id, last_seq);
-        self.db
-            .range(start..=end)
-            .take(limit)
-            .map(|item| {
-                let (_, bytes) = item?;
-                Ok(serde_json::from_slice(&bytes)?)
-            })
-            .collect()
+        // The value holding event `after_seq + 1` is keyed by its commit's first event,
+        // which may come before it.
+        let wanted = event_key(id, after_seq + 1);
+        let start = match self.db.range(event_key(id, 0)..=wanted.clone()).next_back() {
+            Some(item) => item?.0.to_vec(),
+            None => wanted,
+        };
+        let mut events = Vec::new();
+        for item in self.db.range(start..=event_key(id, last_seq)) {
+            let (_, bytes) = item?;
+            let fresh = decode_events(&bytes)?
+                .into_iter()
+                .filter(|e| e.seq > after_seq && e.seq <= last_seq);
+            events.extend(fresh);
+            if events.len() >= limit {
+                events.truncate(limit);
+                break;
+            }
+        }
+        Ok(events)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {

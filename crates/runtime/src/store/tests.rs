@@ -549,6 +549,14 @@ async fn several_events_commit_together_or_not_at_all() {
             .map(|e| e.seq)
             .collect();
         assert_eq!(seqs, [1, 2, 3], "{name}");
+        // Read from inside the commit, and cut short inside it.
+        let seqs = |events: Vec<TaskEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        let from_middle = store.events(r.id(), 2, 10).await.unwrap();
+        assert_eq!(seqs(from_middle), [3], "{name}");
+        let cut = store.events(r.id(), 1, 1).await.unwrap();
+        assert_eq!(seqs(cut), [2], "{name}");
+        let cut = store.events(r.id(), 0, 2).await.unwrap();
+        assert_eq!(seqs(cut), [1, 2], "{name}");
     }
 }
 
