@@ -304,22 +304,32 @@ impl TaskActorState {
         kinds: Vec<TaskEventKind>,
         checkpoint: Option<Value>,
     ) -> Result<(), ApplyError> {
-        let mut next = self.record.clone();
+        // Each transition makes a new task; the rest of the record is copied once (a
+        // whole-record clone first would copy the task once more).
+        let mut task = None;
+        let mut last_seq = self.record.last_seq;
         let mut events = Vec::with_capacity(kinds.len());
         for kind in kinds {
-            next.task = transition(&next.task, &kind)?;
-            next.last_seq += 1;
+            let next_task = transition(task.as_ref().unwrap_or(&self.record.task), &kind)?;
+            last_seq += 1;
             events.push(TaskEvent {
-                seq: next.last_seq,
-                task_id: next.task.id.clone(),
-                context_id: next.task.context_id.clone(),
+                seq: last_seq,
+                task_id: next_task.id.clone(),
+                context_id: next_task.context_id.clone(),
                 kind,
             });
+            task = Some(next_task);
         }
-        if checkpoint.is_some() {
-            next.checkpoint = checkpoint;
-        }
-        next.version += 1;
+        let current = &self.record;
+        let next = TaskRecord {
+            task: task.unwrap_or_else(|| current.task.clone()),
+            version: current.version + 1,
+            last_seq,
+            skill: current.skill.clone(),
+            owner: current.owner.clone(),
+            checkpoint: checkpoint.or_else(|| current.checkpoint.clone()),
+            trace: current.trace.clone(),
+        };
         telemetry::write(
             &*self.store,
             &next,
