@@ -426,20 +426,7 @@ impl RuntimeHandle {
         // write fewer, and its actor runs it at once.
         let slot = self.inner.slots.try_take(&record.skill);
         if slot.is_some() {
-            let working = TaskEventKind::Status(TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: Utc::now(),
-            });
-            record.task = transition(&record.task, &working)
-                .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
-            record.last_seq = 2;
-            events.push(TaskEvent {
-                seq: 2,
-                task_id: task.id.clone(),
-                context_id: task.context_id.clone(),
-                kind: working,
-            });
+            start_working(&mut record, &mut events)?;
         }
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
         let store = &*self.inner.store;
@@ -823,6 +810,25 @@ impl RuntimeHandle {
     ) -> Option<T> {
         call_actor(actor?, build, timeout).await.ok()
     }
+}
+
+/// Moves a record about to be created to `working`, with the event that says so.
+fn start_working(record: &mut TaskRecord, events: &mut Vec<TaskEvent>) -> Result<(), RuntimeError> {
+    let working = TaskEventKind::Status(TaskStatus {
+        state: TaskState::Working,
+        message: None,
+        timestamp: Utc::now(),
+    });
+    record.task =
+        transition(&record.task, &working).map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+    record.last_seq += 1;
+    events.push(TaskEvent {
+        seq: record.last_seq,
+        task_id: record.task.id.clone(),
+        context_id: record.task.context_id.clone(),
+        kind: working,
+    });
+    Ok(())
 }
 
 fn validate_context_id(context: &ContextId) -> Result<(), RuntimeError> {
