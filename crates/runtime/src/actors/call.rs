@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use futures::FutureExt;
 use ractor::rpc::CallResult;
 use ractor::{ActorRef, Message, RpcReplyPort};
 
@@ -28,15 +29,29 @@ pub(crate) async fn call_actor<M: Message, T: Send + 'static>(
     timeout: Duration,
 ) -> Result<T, NoAnswer> {
     let cell = actor.get_cell();
-    tokio::select! {
+    let call = actor.call(build, Some(timeout));
+    tokio::pin!(call);
+    let result = tokio::select! {
         // An answer that is already there wins over the actor's exit.
         biased;
-        result = actor.call(build, Some(timeout)) => match result {
-            Ok(CallResult::Success(value)) => Ok(value),
-            Ok(CallResult::Timeout) => Err(NoAnswer::TimedOut),
-            Ok(CallResult::SenderError) | Err(_) => Err(NoAnswer::Gone),
-        },
-        _ = cell.wait(None) => Err(NoAnswer::Gone),
+        result = &mut call => result,
+        _ = cell.wait(None) => {
+            // An actor answers before it stops, so an answer it sent is there by now.
+            // The first branch can still have missed it: on another thread the actor
+            // can answer and stop after this poll looked at the answer and before it
+            // looked at the actor (seen in CI as an accepted follow-up reported as
+            // refused). Look once more (outside tokio's cooperative budget, which can
+            // make a ready channel look empty).
+            match tokio::task::unconstrained(&mut call).now_or_never() {
+                Some(result) => result,
+                None => return Err(NoAnswer::Gone),
+            }
+        }
+    };
+    match result {
+        Ok(CallResult::Success(value)) => Ok(value),
+        Ok(CallResult::Timeout) => Err(NoAnswer::TimedOut),
+        Ok(CallResult::SenderError) | Err(_) => Err(NoAnswer::Gone),
     }
 }
 
