@@ -1,5 +1,6 @@
 //! Calls to actors that end when the actor does.
 
+use std::future::Future;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -30,28 +31,28 @@ pub(crate) async fn call_actor<M: Message, T: Send + 'static>(
 ) -> Result<T, NoAnswer> {
     let cell = actor.get_cell();
     let call = actor.call(build, Some(timeout));
+    match answer_unless_gone(call, cell.wait(None)).await {
+        Some(Ok(CallResult::Success(value))) => Ok(value),
+        Some(Ok(CallResult::Timeout)) => Err(NoAnswer::TimedOut),
+        Some(Ok(CallResult::SenderError) | Err(_)) | None => Err(NoAnswer::Gone),
+    }
+}
+
+/// Waits for `call` to finish, or for `exit` (the actor's stop); `None` when the actor
+/// stopped without an answer.
+///
+/// An actor answers before it stops, so when `exit` is seen, an answer it sent is there.
+/// A poll can still miss it: on another thread the actor can answer and stop after the
+/// poll looked at the call and before it looked at the exit (seen in CI as an accepted
+/// follow-up reported as refused). So the call gets one more look (outside tokio's
+/// cooperative budget, which can make a ready channel look empty).
+async fn answer_unless_gone<C: Future, E: Future>(call: C, exit: E) -> Option<C::Output> {
     tokio::pin!(call);
-    let result = tokio::select! {
+    tokio::select! {
         // An answer that is already there wins over the actor's exit.
         biased;
-        result = &mut call => result,
-        _ = cell.wait(None) => {
-            // An actor answers before it stops, so an answer it sent is there by now.
-            // The first branch can still have missed it: on another thread the actor
-            // can answer and stop after this poll looked at the answer and before it
-            // looked at the actor (seen in CI as an accepted follow-up reported as
-            // refused). Look once more (outside tokio's cooperative budget, which can
-            // make a ready channel look empty).
-            match tokio::task::unconstrained(&mut call).now_or_never() {
-                Some(result) => result,
-                None => return Err(NoAnswer::Gone),
-            }
-        }
-    };
-    match result {
-        Ok(CallResult::Success(value)) => Ok(value),
-        Ok(CallResult::Timeout) => Err(NoAnswer::TimedOut),
-        Ok(CallResult::SenderError) | Err(_) => Err(NoAnswer::Gone),
+        result = &mut call => Some(result),
+        _ = exit => tokio::task::unconstrained(&mut call).now_or_never(),
     }
 }
 
@@ -129,5 +130,23 @@ mod tests {
             Ok(())
         );
         actor.stop(None);
+    }
+
+    #[tokio::test]
+    async fn an_answer_sent_as_the_actor_stops_is_not_lost() {
+        // The actor answers and stops between the caller's look at the answer (none
+        // yet) and its look at the actor (stopped): here the exit itself answers.
+        let (answer, call) = tokio::sync::oneshot::channel::<u32>();
+        let exit = async move {
+            answer.send(7).unwrap();
+        };
+        assert_eq!(answer_unless_gone(call, exit).await, Some(Ok(7)));
+
+        // Stopped with no answer: gone.
+        let (answer, call) = tokio::sync::oneshot::channel::<u32>();
+        let kept = answer;
+        let seen = answer_unless_gone(call, std::future::ready(())).await;
+        assert_eq!(seen, None);
+        drop(kept);
     }
 }
