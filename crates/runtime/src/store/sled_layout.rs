@@ -34,6 +34,11 @@ pub(super) fn active_key(id: &TaskId) -> Vec<u8> {
     [b"A", id.as_str().as_bytes()].concat()
 }
 
+/// The task an `A` key names.
+pub(super) fn active_id(key: &[u8]) -> TaskId {
+    TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned())
+}
+
 pub(super) fn event_prefix(id: &TaskId) -> Vec<u8> {
     [b"E", id.as_str().as_bytes(), b"\0"].concat()
 }
@@ -57,6 +62,14 @@ pub(super) fn decode_events(bytes: &[u8]) -> Result<Vec<TaskEvent>, StoreError> 
         Some(b'[') => serde_json::from_slice(bytes)?,
         _ => vec![serde_json::from_slice(bytes)?],
     })
+}
+
+/// The entry of a `U` or `C` item.
+pub(super) fn decode_entry(
+    item: sled::Result<(sled::IVec, sled::IVec)>,
+) -> Result<IndexEntry, StoreError> {
+    let (_, value) = item?;
+    Ok(serde_json::from_slice(&value)?)
 }
 
 /// Milliseconds as big-endian bytes that sort like the signed number.

@@ -17,16 +17,19 @@
 
 use super::counts::Counts;
 use super::index::IndexEntry;
-use super::sled_layout::{Header, active_key, event_key, event_prefix, legacy_head_key, task_key};
+use super::sled_layout::{
+    Header, active_id, active_key, decode_entry, event_key, event_prefix, legacy_head_key, task_key,
+};
 use super::{SledStore, StoreError};
-use crate::model::TaskId;
+use crate::model::{TaskId, TaskState};
 
 /// What a repair found and mended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Repaired {
     /// Active-set entries looked at.
     pub(super) checked: usize,
-    /// Events dropped because their commit never happened.
+    /// Event values (a commit's events each) dropped because their commit never
+    /// happened.
     pub(super) uncommitted_events: usize,
     /// Tasks whose first commit never happened.
     pub(super) uncreated_tasks: usize,
@@ -39,11 +42,7 @@ pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
     let ids: Vec<TaskId> = db
         .scan_prefix(b"A")
         .keys()
-        .map(|key| {
-            Ok(TaskId::from(
-                String::from_utf8_lossy(&key?[1..]).into_owned(),
-            ))
-        })
+        .map(|key| Ok(active_id(&key?)))
         .collect::<Result<_, sled::Error>>()?;
     for id in ids {
         repaired.checked += 1;
@@ -72,15 +71,12 @@ pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
         if header.legacy {
             db.remove(legacy_head_key(&id))?;
         }
-        if header.record(&bytes)?.state().is_terminal() {
+        if TaskState::from_number(entry.state.into()).is_some_and(TaskState::is_terminal) {
             db.remove(active_key(&id))?;
         }
     }
     // A crash can stop a commit before its counts moved; and saved counts are stale.
-    store.counts = Counts::rebuild(db.scan_prefix(b"U").map(|item| {
-        let (_, value) = item?;
-        Ok(serde_json::from_slice(&value)?)
-    }))?;
+    store.counts = Counts::rebuild(db.scan_prefix(b"U").map(decode_entry))?;
     db.remove(b"Mcounts")?;
     tracing::info!(
         checked = repaired.checked,

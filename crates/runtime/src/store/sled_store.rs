@@ -27,9 +27,9 @@ use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, plan_page};
 use super::sled_layout::{
-    CLEAN_MARKER, Header, active_key, context_key, context_prefix, decode_events, decode_record,
-    encode_events, encode_record, event_key, legacy_head_key, record_versions, task_key,
-    updated_key,
+    CLEAN_MARKER, Header, active_id, active_key, context_key, context_prefix, decode_entry,
+    decode_events, decode_record, encode_events, encode_record, event_key, legacy_head_key,
+    record_versions, task_key, updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
@@ -206,7 +206,7 @@ impl SledStore {
         }
         // The commit's events take the slot of the first one, which must be free: a
         // writer racing from the same version wants the same slot.
-        let mut written = Vec::with_capacity(1);
+        let mut written = None;
         if let Some((first_seq, bytes)) = &commit.events {
             let slot = event_key(id, *first_seq);
             self.before_write()?;
@@ -215,9 +215,9 @@ impl SledStore {
                 .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
                 .is_err()
             {
-                return Err(self.conflict(id, expected_version, &written));
+                return Err(self.conflict(id, expected_version, None));
             }
-            written.push(slot);
+            written = Some(slot);
         }
         let previous = old_header.as_ref().map(|h| h.entry.as_slice());
         let bytes = encode_record(
@@ -228,7 +228,7 @@ impl SledStore {
         )?;
         self.before_write()?;
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
-            return Err(self.conflict(id, expected_version, &written));
+            return Err(self.conflict(id, expected_version, written));
         }
         self.reindex(id, previous, &commit.entry, &commit.entry_bytes)?;
         if old_header.as_ref().is_some_and(|h| h.legacy) {
@@ -242,12 +242,13 @@ impl SledStore {
         Ok(())
     }
 
-    /// A lost race: takes back the events this commit wrote and names the version found.
-    fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
-        for slot in written {
-            if let Err(e) = self.db.remove(slot) {
-                return e.into();
-            }
+    /// A lost race: takes back the events this commit wrote (their slot) and names the
+    /// version found.
+    fn conflict(&self, id: &TaskId, expected: u64, written: Option<Vec<u8>>) -> StoreError {
+        if let Some(slot) = written
+            && let Err(e) = self.db.remove(slot)
+        {
+            return e.into();
         }
         let found = match self.db.get(task_key(id)) {
             Ok(Some(bytes)) => record_versions(&bytes).map_or(0, |(v, _)| v),
@@ -336,11 +337,6 @@ impl<'a> Encoded<'a> {
             },
         })
     }
-}
-
-fn decode_entry(item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<IndexEntry, StoreError> {
-    let (_, value) = item?;
-    Ok(serde_json::from_slice(&value)?)
 }
 
 #[async_trait]
@@ -443,9 +439,8 @@ impl TaskStore for SledStore {
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
         let mut records = Vec::new();
-        for item in self.db.scan_prefix(b"A") {
-            let (key, _) = item?;
-            let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
+        for key in self.db.scan_prefix(b"A").keys() {
+            let id = active_id(&key?);
             // A task joins the active set just before its first commit and leaves it just
             // after its last, so the set can hold a task that is not (or no longer) active.
             match self.get(&id).await? {
