@@ -40,26 +40,7 @@ fn created(record: &TaskRecord) -> TaskEvent {
 
 /// Moves a stored record to a new state and time, as the task actor would.
 async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) -> TaskRecord {
-    let mut r = store.get(&TaskId::from(id)).await.unwrap().unwrap();
-    let status = TaskStatus {
-        state,
-        message: None,
-        timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
-    };
-    r.task.status = status.clone();
-    r.version += 1;
-    r.last_seq += 1;
-    let event = TaskEvent {
-        seq: r.last_seq,
-        task_id: r.task.id.clone(),
-        context_id: r.task.context_id.clone(),
-        kind: TaskEventKind::Status(status),
-    };
-    store
-        .commit(&r, r.version - 1, std::slice::from_ref(&event))
-        .await
-        .unwrap();
-    r
+    try_advance(store, id, state, ts_ms, 1).await.unwrap()
 }
 
 async fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
@@ -575,14 +556,15 @@ async fn reopen(dir: &std::path::Path) -> SledStore {
     }
 }
 
-/// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit.
+/// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit;
+/// returns the record written.
 async fn try_advance(
-    store: &SledStore,
+    store: &dyn TaskStore,
     id: &str,
     state: TaskState,
     ts_ms: i64,
     events: u64,
-) -> Result<(), StoreError> {
+) -> Result<TaskRecord, StoreError> {
     let mut r = store.get(&TaskId::from(id)).await?.unwrap();
     let status = TaskStatus {
         state,
@@ -600,7 +582,8 @@ async fn try_advance(
         })
         .collect();
     r.last_seq += events.len() as u64;
-    store.commit(&r, r.version - 1, &events).await
+    store.commit(&r, r.version - 1, &events).await?;
+    Ok(r)
 }
 
 /// What a reopened store says about itself must agree everywhere: snapshots, event logs,
@@ -714,8 +697,12 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
             store.writes_left.store(writes, Ordering::Release);
             let result = match stage {
                 0 => store.commit(&t1, 0, &[created(&t1)]).await,
-                1 => try_advance(&store, "t1", TaskState::Working, 2_000, 1).await,
-                _ => try_advance(&store, "t1", TaskState::Completed, 3_000, 2).await,
+                1 => try_advance(&store, "t1", TaskState::Working, 2_000, 1)
+                    .await
+                    .map(drop),
+                _ => try_advance(&store, "t1", TaskState::Completed, 3_000, 2)
+                    .await
+                    .map(drop),
             };
             let finished = result.is_ok();
             store.crash();
