@@ -437,38 +437,21 @@ impl RuntimeHandle {
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
         if slot.is_some() {
-            let working = TaskState::Working;
-            metrics.state_changed(&record.skill, &task.id, Some(TaskState::Submitted), working);
+            let (from, to) = (Some(TaskState::Submitted), TaskState::Working);
+            metrics.state_changed(&record.skill, &task.id, from, to);
         }
-        let timeout = self.inner.config.call_timeout();
-        let (follower, receiver) = match attach {
-            true => {
-                let (follower, receiver) = follower(self.inner.config.subscriber_buffer);
-                (Some(follower), Some(receiver))
-            }
-            false => (None, None),
-        };
+        let buffer = self.inner.config.subscriber_buffer;
+        let (follower, receiver) = attach.then(|| follower(buffer)).unzip();
         // The snapshot told is the task as created; what came after is the follower's.
         let unpublished = events.split_off(1);
-        let spawn = Spawn {
-            follower,
-            slot,
-            unpublished,
-            ..Spawn::new(record, StartMode::Fresh)
-        };
-        let spawn = |reply| SupervisorMsg::Spawn {
-            spawn: Box::new(spawn),
-            reply,
-        };
-        let actor = match call_actor(&self.inner.supervisor, spawn, timeout).await {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(RuntimeError::Unavailable(format!(
-                    "task {} is stored but could not be started now; it will be recovered",
-                    task.id
-                )));
-            }
-        };
+        let actor = self
+            .spawn(Spawn {
+                follower,
+                slot,
+                unpublished,
+                ..Spawn::new(record, StartMode::Fresh)
+            })
+            .await?;
         // No actor (the task failed to start): a stream subscribes the usual way.
         let attached = actor.zip(receiver);
         Ok((TaskSnapshot { task, seq: 1 }, attached))
@@ -746,21 +729,23 @@ impl RuntimeHandle {
         self.inner.skills.get(id).map(|s| s.card())
     }
 
+    /// Starts an actor for a stored task: the task's actor, or `None` when none could
+    /// start (and the task was failed).
     pub(crate) async fn spawn(
         &self,
-        record: TaskRecord,
-        mode: StartMode,
-    ) -> Result<(), RuntimeError> {
+        spawn: Spawn,
+    ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+        let task_id = spawn.record.task.id.clone();
         let timeout = self.inner.config.call_timeout();
         let spawn = |reply| SupervisorMsg::Spawn {
-            spawn: Box::new(Spawn::new(record, mode)),
+            spawn: Box::new(spawn),
             reply,
         };
         match call_actor(&self.inner.supervisor, spawn, timeout).await {
-            Ok(result) => result.map(drop),
-            Err(_) => Err(RuntimeError::Unavailable(
-                "the supervisor did not answer".into(),
-            )),
+            Ok(result) => result,
+            Err(_) => Err(RuntimeError::Unavailable(format!(
+                "task {task_id} is stored but could not be started now; it will be recovered"
+            ))),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::actors::{StartMode, fail_stored_task};
+use crate::actors::{Spawn, StartMode, fail_stored_task};
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::model::TaskId;
@@ -50,7 +50,7 @@ pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, Ru
             }
             Some(_) => {
                 tracing::info!(task_id = %id, "resuming task after restart");
-                handle.spawn(record, StartMode::Resume).await?;
+                handle.spawn(Spawn::new(record, StartMode::Resume)).await?;
                 metrics.recovered("resumed");
                 report.resumed += 1;
             }

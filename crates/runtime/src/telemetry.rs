@@ -164,15 +164,15 @@ fn state_label(state: TaskState) -> KeyValue {
     KeyValue::new("state", short_state(state))
 }
 
-/// The gauges read from the supervisor's counts (kept alive by the runtime).
+/// The gauges read from the supervisor's counts and the skills' slots (kept alive by
+/// the runtime).
 pub(crate) struct LiveGauges {
     _live: ObservableGauge<i64>,
     _waiting: ObservableGauge<i64>,
 }
 
-pub(crate) fn live_gauges(counts: watch::Receiver<LiveCount>, slots: Arc<Slots>) -> LiveGauges {
+pub(crate) fn live_gauges(live: watch::Receiver<LiveCount>, slots: Arc<Slots>) -> LiveGauges {
     let meter = opentelemetry::global::meter(METER_NAME);
-    let live = counts;
     LiveGauges {
         _live: meter
             .i64_observable_gauge("fundi.task_actors.live")

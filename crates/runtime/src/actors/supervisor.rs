@@ -1,7 +1,7 @@
 //! `Supervisor`: the registry of live task actors. It spawns task actors linked to
-//! itself, and turns a task actor's failure into a
-//! persisted `failed` status. A child's failure never stops it (ractor's default
-//! supervision handler would).
+//! itself (handing each the skills' concurrency slots, see `slots`), and turns a task
+//! actor's failure into a persisted `failed` status. A child's failure never stops it
+//! (ractor's default supervision handler would).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
