@@ -58,7 +58,7 @@ struct Args {
     out: PathBuf,
     /// Internal: serve this baseline and nothing else (the bench starts itself so).
     #[arg(long, hide = true, value_enum)]
-    serve_baseline: Option<baselines::Baseline>,
+    serve_baseline: Option<Baseline>,
     /// Internal: the sled baseline's directory.
     #[arg(long, hide = true)]
     baseline_dir: Option<PathBuf>,

@@ -81,10 +81,11 @@ impl Server {
         let mut command = Command::new(std::env::current_exe()?);
         command
             .arg("--serve-baseline")
-            .arg(match baseline {
-                Baseline::Axum => "axum",
-                Baseline::SledFlush => "sled-flush",
-            })
+            .arg(
+                clap::ValueEnum::to_possible_value(&baseline)
+                    .context("every baseline has a name")?
+                    .get_name(),
+            )
             .arg("--baseline-dir")
             .arg(data);
         Server::spawn(command, "baseline listening on ")
