@@ -5,6 +5,7 @@ mod counts;
 mod cursor;
 mod flusher;
 mod index;
+mod live_index;
 mod memory;
 mod push;
 mod sled_layout;

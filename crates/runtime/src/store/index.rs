@@ -31,7 +31,7 @@ impl IndexEntry {
         }
     }
 
-    fn state(&self) -> Option<TaskState> {
+    pub(super) fn state(&self) -> Option<TaskState> {
         TaskState::from_number(self.state.into())
     }
 
@@ -51,6 +51,23 @@ impl IndexEntry {
     fn is_past(&self, cursor: &Cursor) -> bool {
         (self.ts_ms, &self.task_id) < (cursor.ts_ms, &cursor.task_id)
     }
+}
+
+/// Two streams of entries, each newest first, as one.
+pub(crate) fn merge_newest_first<'a>(
+    a: impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a,
+    b: impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a,
+) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || {
+        let from_a = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) | (Some(Err(_)), _) => true,
+            (None, Some(_)) | (_, Some(Err(_))) => false,
+            (Some(Ok(x)), Some(Ok(y))) => (x.ts_ms, &x.task_id) >= (y.ts_ms, &y.task_id),
+        };
+        if from_a { a.next() } else { b.next() }
+    })
 }
 
 /// The ids of one page, where the next page starts, and the number of matches.

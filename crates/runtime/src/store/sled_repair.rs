@@ -11,17 +11,14 @@
 //!   entry before it, which a cut commit may have left in the index);
 //! - a terminal task leaves the active set.
 //!
-//! The task counts (in memory, saved only at a clean close) are then rebuilt from the
-//! listing index. The cost is one pass over the active set and one over the index, paid
-//! only after an unclean stop.
+//! The store then rebuilds the task counts (in memory, saved only at a clean close) from
+//! the listing entries. The cost is one pass over the active set and one over the
+//! index, paid only after an unclean stop.
 
-use super::counts::Counts;
 use super::index::IndexEntry;
-use super::sled_layout::{
-    Header, active_id, active_key, decode_entry, event_key, event_prefix, legacy_head_key, task_key,
-};
+use super::sled_layout::{Header, active_key, event_key, event_prefix, legacy_head_key, task_key};
 use super::{SledStore, StoreError};
-use crate::model::{TaskId, TaskState};
+use crate::model::TaskState;
 
 /// What a repair found and mended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -35,16 +32,11 @@ pub(super) struct Repaired {
     pub(super) uncreated_tasks: usize,
 }
 
-pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
+pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
     let started = std::time::Instant::now();
-    let db = &store.db.clone();
+    let db = &store.db;
     let mut repaired = Repaired::default();
-    let ids: Vec<TaskId> = db
-        .scan_prefix(b"A")
-        .keys()
-        .map(|key| Ok(active_id(&key?)))
-        .collect::<Result<_, sled::Error>>()?;
-    for id in ids {
+    for id in store.active_ids()? {
         repaired.checked += 1;
         let Some(bytes) = db.get(task_key(&id))? else {
             for key in db.scan_prefix(event_prefix(&id)).keys() {
@@ -67,7 +59,13 @@ pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
             }
         }
         let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
-        store.reindex(&id, header.previous.as_deref(), &entry, &header.entry)?;
+        store.reindex(
+            &id,
+            header.version,
+            header.previous.as_deref(),
+            &entry,
+            &header.entry,
+        )?;
         if header.legacy {
             db.remove(legacy_head_key(&id))?;
         }
@@ -75,9 +73,6 @@ pub(super) fn repair(store: &mut SledStore) -> Result<Repaired, StoreError> {
             db.remove(active_key(&id))?;
         }
     }
-    // A crash can stop a commit before its counts moved; and saved counts are stale.
-    store.counts = Counts::rebuild(db.scan_prefix(b"U").map(decode_entry))?;
-    db.remove(b"Mcounts")?;
     tracing::info!(
         checked = repaired.checked,
         uncommitted_events = repaired.uncommitted_events,

@@ -12,7 +12,8 @@
 //!    **this is the commit point**; readers of events stop at the snapshot's last
 //!    sequence number, so they never see an event before its commit;
 //! 4. the derived data follows: the listing index, and leaving the active set. (Task
-//!    counts live in memory, see `counts`.)
+//!    counts live in memory, see `counts`; so do the listing entries of unfinished
+//!    tasks, see `live_index`: only a terminal task's entry is written to sled.)
 //!
 //! sled recovers a prefix of its log after a crash, so a crash leaves at most one commit
 //! per task half done, and only for tasks still in the active set. Opening a store that
@@ -25,11 +26,12 @@ use async_trait::async_trait;
 
 use super::counts::Counts;
 use super::flusher::GroupFlusher;
-use super::index::{IndexEntry, plan_page};
+use super::index::{IndexEntry, merge_newest_first, plan_page};
+use super::live_index::{LiveIndex, is_persisted};
 use super::sled_layout::{
-    CLEAN_MARKER, Header, active_id, active_key, context_key, context_prefix, decode_entry,
-    decode_events, decode_record, encode_events, encode_record, event_key, legacy_head_key,
-    record_versions, task_key, updated_key,
+    CLEAN_MARKER, Header, LIVE_MARKER, active_id, active_key, context_key, context_prefix,
+    decode_entry, decode_events, decode_record, encode_events, encode_record, event_key,
+    legacy_head_key, record_versions, task_key, updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
@@ -62,6 +64,8 @@ pub struct SledStore {
     flusher: Option<GroupFlusher>,
     /// Tasks per owner and state.
     pub(super) counts: Counts,
+    /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
+    pub(super) live: LiveIndex,
     /// Whether dropping the store marks it closed cleanly (tests clear it to crash).
     close_cleanly: bool,
     /// Tests: how many more writes a commit may make before it "crashes".
@@ -121,13 +125,27 @@ impl SledStore {
             issues,
             flusher,
             counts,
+            live: LiveIndex::default(),
             close_cleanly: false,
             #[cfg(test)]
             writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
         };
+        if !store.db.contains_key(LIVE_MARKER)? {
+            store.take_live_entries_out_of_sled()?;
+        }
         // A store created just now has nothing to repair.
-        if !was_clean && store.db.was_recovered() {
-            super::sled_repair::repair(&mut store)?;
+        let repair = !was_clean && store.db.was_recovered();
+        if repair {
+            super::sled_repair::repair(&store)?;
+        }
+        store.load_live_entries()?;
+        if repair {
+            // A crash can stop a commit before its counts moved; and saved counts are
+            // stale.
+            let persisted = store.db.scan_prefix(b"U").map(decode_entry);
+            let entries = persisted.chain(store.live.newest_first(None));
+            store.counts = Counts::rebuild(entries)?;
+            store.db.remove(b"Mcounts")?;
         }
         store.db.flush()?;
         store.close_cleanly = true;
@@ -141,6 +159,55 @@ impl SledStore {
     pub(super) fn crash(mut self) {
         self.db.flush().unwrap();
         self.close_cleanly = false;
+    }
+
+    /// The ids of the active set (tasks that may not be terminal).
+    pub(super) fn active_ids(&self) -> Result<Vec<TaskId>, StoreError> {
+        self.db
+            .scan_prefix(b"A")
+            .keys()
+            .map(|key| Ok(active_id(&key?)))
+            .collect()
+    }
+
+    /// Stores written before `LIVE_MARKER` kept every task's entry in `U` and `C`: takes
+    /// those of unfinished tasks out (the entry before a commit a crash cut too), once.
+    fn take_live_entries_out_of_sled(&self) -> Result<(), StoreError> {
+        for id in self.active_ids()? {
+            let Some(bytes) = self.db.get(task_key(&id))? else {
+                continue;
+            };
+            let header = Header::read(&bytes)?;
+            for json in [Some(&header.entry), header.previous.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                let entry: IndexEntry = serde_json::from_slice(json)?;
+                if !is_persisted(&entry) {
+                    self.db.remove(updated_key(&entry))?;
+                    self.db.remove(context_key(&entry))?;
+                }
+            }
+        }
+        // After the removals in sled's log, so a crash before it repeats them.
+        self.db.insert(LIVE_MARKER, &[])?;
+        Ok(())
+    }
+
+    /// Rebuilds the in-memory entries of unfinished tasks from the active set.
+    fn load_live_entries(&self) -> Result<(), StoreError> {
+        for id in self.active_ids()? {
+            // The set can name a task whose first commit failed.
+            let Some(bytes) = self.db.get(task_key(&id))? else {
+                continue;
+            };
+            let header = Header::read(&bytes)?;
+            let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
+            if !is_persisted(&entry) {
+                self.live.put(header.version, &entry);
+            }
+        }
+        Ok(())
     }
 
     fn count(&self, owner: Option<&str>, state: Option<crate::model::TaskState>) -> usize {
@@ -230,7 +297,13 @@ impl SledStore {
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
             return Err(self.conflict(id, expected_version, written));
         }
-        self.reindex(id, previous, &commit.entry, &commit.entry_bytes)?;
+        self.reindex(
+            id,
+            commit.record.version,
+            previous,
+            &commit.entry,
+            &commit.entry_bytes,
+        )?;
         if old_header.as_ref().is_some_and(|h| h.legacy) {
             self.before_write()?;
             self.db.remove(legacy_head_key(id))?;
@@ -262,12 +335,14 @@ impl SledStore {
         }
     }
 
-    /// Moves the task's listing entries from `old` (JSON; `None`: a new task) to `entry`,
-    /// and its counts with them. Idempotent, so repair can run it again for a commit a
-    /// crash interrupted.
+    /// Moves the task's listing entry from `old` (JSON; `None`: a new task) to `entry`,
+    /// written by the commit of `version`, and its counts with it: in memory while the
+    /// task is unfinished, in sled once it is terminal. Idempotent, so repair can run it
+    /// again for a commit a crash interrupted.
     pub(super) fn reindex(
         &self,
         id: &TaskId,
+        version: u64,
         old: Option<&[u8]>,
         entry: &IndexEntry,
         entry_bytes: &[u8],
@@ -277,14 +352,21 @@ impl SledStore {
         }
         let old: Option<IndexEntry> = old.map(serde_json::from_slice).transpose()?;
         debug_assert!(old.as_ref().is_none_or(|o| &o.task_id == id));
-        let (updated, context) = (updated_key(entry), context_key(entry));
-        self.before_write()?;
-        self.db.insert(&updated, entry_bytes)?;
-        self.before_write()?;
-        self.db.insert(&context, entry_bytes)?;
-        if let Some(old) = &old {
+        let mut written = Vec::new();
+        if is_persisted(entry) {
+            for key in [updated_key(entry), context_key(entry)] {
+                self.before_write()?;
+                self.db.insert(&key, entry_bytes)?;
+                written.push(key);
+            }
+            self.live.remove(version, id);
+        } else {
+            self.live.put(version, entry);
+        }
+        // A terminal task's entry never moves in the runtime; a store does not rely on it.
+        if let Some(old) = old.as_ref().filter(|old| is_persisted(old)) {
             for stale in [updated_key(old), context_key(old)] {
-                if stale != updated && stale != context {
+                if !written.contains(&stale) {
                     self.before_write()?;
                     self.db.remove(stale)?;
                 }
@@ -401,27 +483,28 @@ impl TaskStore for SledStore {
     }
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let plan = match &query.context_id {
-            Some(context) => plan_page(
-                self.db
-                    .scan_prefix(context_prefix(context))
-                    .rev()
-                    .map(decode_entry),
-                query,
-                None,
-            )?,
-            None => {
-                let total = match query.updated_after {
-                    None => Some(self.count(query.owner.as_deref(), query.state)),
-                    Some(_) => None,
-                };
-                plan_page(
-                    self.db.scan_prefix(b"U").rev().map(decode_entry),
-                    query,
-                    total,
-                )?
-            }
+        // Terminal tasks are listed from sled, unfinished ones from memory; a state filter
+        // needs only one of them.
+        let terminal = query.state.map(|s| s.is_terminal());
+        let prefix = match &query.context_id {
+            Some(context) => context_prefix(context),
+            None => b"U".to_vec(),
         };
+        let persisted = match terminal {
+            Some(false) => None,
+            _ => Some(self.db.scan_prefix(prefix).rev().map(decode_entry)),
+        };
+        let live = match terminal {
+            Some(true) => None,
+            _ => Some(self.live.newest_first(query.context_id.as_ref())),
+        };
+        let entries =
+            merge_newest_first(persisted.into_iter().flatten(), live.into_iter().flatten());
+        let total = match (&query.context_id, query.updated_after) {
+            (None, None) => Some(self.count(query.owner.as_deref(), query.state)),
+            _ => None,
+        };
+        let plan = plan_page(entries, query, total)?;
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
             // The index is written after the snapshot, so a listed id has a snapshot; a

@@ -234,6 +234,123 @@ async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
     }
 }
 
+/// Every page of `query` in turn (pages of 7); checks the total on each.
+async fn list_all(store: &dyn TaskStore, query: &ListQuery, context: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut query = ListQuery {
+        limit: 7,
+        ..query.clone()
+    };
+    let mut total = None;
+    loop {
+        let page = store.list(&query).await.unwrap();
+        assert_eq!(*total.get_or_insert(page.total), page.total, "{context}");
+        seen.extend(page.records.iter().map(|r| r.task.id.to_string()));
+        match page.next {
+            Some(next) => query.cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(total.unwrap_or(0), seen.len(), "{context}: total");
+    seen
+}
+
+/// Terminal and unfinished tasks (which the sled store indexes in different places)
+/// interleave in one order, in every filter, across many pages and across reopening.
+#[tokio::test]
+async fn listing_interleaves_terminal_and_unfinished_tasks_across_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut named = stores().await;
+    named.push(("sled-on-disk", Arc::new(reopen(dir.path()).await)));
+    let states = [
+        TaskState::Completed,
+        TaskState::InputRequired,
+        TaskState::Working,
+    ];
+    // 200 tasks: three share each timestamp; contexts alternate; a third are terminal.
+    let spec = |n: usize| {
+        let ts = (n / 3) as i64 * 10;
+        (format!("t{n:03}"), ["a", "b"][n % 2], states[n % 3], ts)
+    };
+    let queries = [
+        ("all", ListQuery::default()),
+        (
+            "context a",
+            ListQuery {
+                context_id: Some(ContextId::from("a")),
+                ..Default::default()
+            },
+        ),
+        (
+            "completed in b",
+            ListQuery {
+                context_id: Some(ContextId::from("b")),
+                state: Some(TaskState::Completed),
+                ..Default::default()
+            },
+        ),
+        (
+            "working",
+            ListQuery {
+                state: Some(TaskState::Working),
+                ..Default::default()
+            },
+        ),
+        (
+            "recent",
+            ListQuery {
+                updated_after: Some(Utc.timestamp_millis_opt(500).unwrap()),
+                ..Default::default()
+            },
+        ),
+    ];
+    let expected = |query: &ListQuery| {
+        let mut tasks: Vec<_> = (0..200)
+            .map(spec)
+            .filter(|(_, ctx, state, ts)| {
+                query.context_id.as_ref().is_none_or(|c| c.as_str() == *ctx)
+                    && query.state.is_none_or(|s| s == *state)
+                    && query
+                        .updated_after
+                        .is_none_or(|t| t.timestamp_millis() <= *ts)
+            })
+            .map(|(id, _, _, ts)| (ts, id))
+            .collect();
+        tasks.sort();
+        tasks.reverse();
+        tasks.into_iter().map(|(_, id)| id).collect::<Vec<_>>()
+    };
+    for (name, store) in named {
+        for n in 0..200 {
+            let (id, ctx, state, ts) = spec(n);
+            let r = record(&id, ctx, TaskState::Submitted, 0, "x");
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
+            advance(&*store, &id, state, ts).await;
+        }
+        for (query_name, query) in &queries {
+            let context = format!("{name}: {query_name}");
+            assert_eq!(
+                list_all(&*store, query, &context).await,
+                expected(query),
+                "{context}"
+            );
+        }
+    }
+    // Dropped above: closed cleanly. Then crashed, so the next open repairs.
+    for after in ["a clean close", "a crash"] {
+        let store = reopen(dir.path()).await;
+        for (query_name, query) in &queries {
+            let context = format!("reopened after {after}: {query_name}");
+            assert_eq!(
+                list_all(&store, query, &context).await,
+                expected(query),
+                "{context}"
+            );
+        }
+        store.crash();
+    }
+}
+
 #[tokio::test]
 async fn active_lists_only_tasks_that_are_not_terminal() {
     for (name, store) in stores().await {
@@ -628,6 +745,28 @@ async fn assert_consistent(store: &SledStore, context: &str) {
         }
     }
     assert_listed_once(store, &snapshots, context).await;
+    // In sled, the listing index holds terminal tasks only (unfinished ones are in
+    // memory), each once in each index.
+    let mut terminal: Vec<String> = snapshots
+        .iter()
+        .filter(|r| r.state().is_terminal())
+        .map(|r| r.id().to_string())
+        .collect();
+    terminal.sort();
+    for prefix in [b"U".as_slice(), b"Cc\0"] {
+        let mut indexed: Vec<String> = store
+            .db
+            .scan_prefix(prefix)
+            .map(|item| {
+                super::sled_layout::decode_entry(item)
+                    .unwrap()
+                    .task_id
+                    .to_string()
+            })
+            .collect();
+        indexed.sort();
+        assert_eq!(indexed, terminal, "{context}: {prefix:?} index");
+    }
     for state in [
         TaskState::Submitted,
         TaskState::Working,
@@ -797,6 +936,9 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
         db.flush().unwrap();
     }
     let store = reopen(dir.path()).await;
+    // The unfinished task's entries left the sled index for memory.
+    assert_eq!(store.db.scan_prefix(b"U").count(), 1);
+    assert_eq!(store.db.scan_prefix(b"C").count(), 1);
     let page = store
         .list(&ListQuery {
             limit: 10,

@@ -1,0 +1,186 @@
+//! The listing entries of unfinished tasks, kept in memory by the sled store.
+//!
+//! An unfinished task's entry moves at each of its status changes. In sled, each move
+//! was a remove and an insert in each of the two listing indexes (`U`, `C`): half of a
+//! short task's writes. Every unfinished task is in the active set, whose snapshots name
+//! their entries, so the store keeps those entries here instead, rebuilds them when it
+//! opens, and writes a task's entry to sled once, when the task reaches a terminal state
+//! (after which it never moves). A listing merges the two.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use super::StoreError;
+use super::index::IndexEntry;
+use crate::model::{ContextId, TaskId};
+
+/// Whether a task's entry lives in sled (terminal: it never moves again) or here.
+pub(super) fn is_persisted(entry: &IndexEntry) -> bool {
+    entry.state().is_some_and(|s| s.is_terminal())
+}
+
+/// Entries of unfinished tasks, ordered like sled's `U` and `C` indexes.
+#[derive(Debug, Default)]
+pub(super) struct LiveIndex(Mutex<Entries>);
+
+#[derive(Debug, Default)]
+struct Entries {
+    /// Each task's version (of the commit that wrote its entry) and update time.
+    tasks: HashMap<TaskId, (u64, i64)>,
+    by_update: BTreeMap<(i64, TaskId), IndexEntry>,
+    by_context: HashMap<ContextId, BTreeSet<(i64, TaskId)>>,
+}
+
+impl Entries {
+    fn take(&mut self, id: &TaskId) {
+        if let Some((_, ts_ms)) = self.tasks.remove(id)
+            && let Some(entry) = self.by_update.remove(&(ts_ms, id.clone()))
+            && let Some(keys) = self.by_context.get_mut(&entry.context_id)
+        {
+            keys.remove(&(ts_ms, entry.task_id));
+            if keys.is_empty() {
+                self.by_context.remove(&entry.context_id);
+            }
+        }
+    }
+
+    /// True when a commit of `version` is older than what is already here (commits of
+    /// one task can finish their index updates out of order).
+    fn is_stale(&self, id: &TaskId, version: u64) -> bool {
+        self.tasks.get(id).is_some_and(|(v, _)| *v >= version)
+    }
+}
+
+/// How many entries a listing copies out per lock.
+const BATCH: usize = 64;
+
+impl LiveIndex {
+    fn lock(&self) -> MutexGuard<'_, Entries> {
+        // Every update leaves the maps consistent before it can panic: ignore poisoning.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The task's entry as of the commit of `version`.
+    pub(super) fn put(&self, version: u64, entry: &IndexEntry) {
+        let mut entries = self.lock();
+        if entries.is_stale(&entry.task_id, version) {
+            return;
+        }
+        entries.take(&entry.task_id);
+        let id = entry.task_id.clone();
+        entries.tasks.insert(id.clone(), (version, entry.ts_ms));
+        entries
+            .by_context
+            .entry(entry.context_id.clone())
+            .or_default()
+            .insert((entry.ts_ms, id.clone()));
+        entries.by_update.insert((entry.ts_ms, id), entry.clone());
+    }
+
+    /// The task's commit of `version` made it terminal (its entry is now in sled).
+    pub(super) fn remove(&self, version: u64, id: &TaskId) {
+        let mut entries = self.lock();
+        if !entries.is_stale(id, version) {
+            entries.take(id);
+        }
+    }
+
+    /// Every entry, newest update first, copied out a batch at a time (never a lock held
+    /// between batches). Like a sled scan, not a snapshot: a task that moves meanwhile may
+    /// be missed or seen twice.
+    pub(super) fn newest_first(
+        &self,
+        context: Option<&ContextId>,
+    ) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + '_ {
+        let context = context.cloned();
+        let mut below: Option<(i64, TaskId)> = None;
+        let mut buffer = VecDeque::new();
+        let mut done = false;
+        std::iter::from_fn(move || {
+            if buffer.is_empty() && !done {
+                let entries = self.lock();
+                let newest = |keys: &mut dyn DoubleEndedIterator<Item = &(i64, TaskId)>| {
+                    keys.rev()
+                        .take(BATCH)
+                        .filter_map(|key| entries.by_update.get(key).cloned())
+                        .collect::<Vec<_>>()
+                };
+                let batch = match &context {
+                    None => match below.take() {
+                        Some(key) => entries
+                            .by_update
+                            .range(..key)
+                            .rev()
+                            .take(BATCH)
+                            .map(|(_, e)| e.clone())
+                            .collect(),
+                        None => entries
+                            .by_update
+                            .values()
+                            .rev()
+                            .take(BATCH)
+                            .cloned()
+                            .collect(),
+                    },
+                    Some(context) => match (entries.by_context.get(context), below.take()) {
+                        (None, _) => Vec::new(),
+                        (Some(keys), Some(key)) => newest(&mut keys.range(..key)),
+                        (Some(keys), None) => newest(&mut keys.iter()),
+                    },
+                };
+                done = batch.len() < BATCH;
+                if let Some(last) = batch.last() {
+                    below = Some((last.ts_ms, last.task_id.clone()));
+                }
+                buffer.extend(batch);
+            }
+            buffer.pop_front().map(Ok)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, ts_ms: i64) -> IndexEntry {
+        IndexEntry {
+            ts_ms,
+            task_id: TaskId::from(id),
+            context_id: ContextId::from("c"),
+            state: crate::model::TaskState::Working.number(),
+            owner: None,
+        }
+    }
+
+    fn listed(index: &LiveIndex) -> Vec<(String, i64)> {
+        let context = ContextId::from("c");
+        let all: Vec<_> = index
+            .newest_first(None)
+            .map(|e| e.map(|e| (e.task_id.to_string(), e.ts_ms)).unwrap())
+            .collect();
+        let in_context: Vec<_> = index
+            .newest_first(Some(&context))
+            .map(|e| e.map(|e| (e.task_id.to_string(), e.ts_ms)).unwrap())
+            .collect();
+        assert_eq!(all, in_context);
+        all
+    }
+
+    /// Index updates of one task's commits can finish out of order: the newest wins.
+    #[test]
+    fn an_older_commit_never_overwrites_a_newer_one() {
+        let index = LiveIndex::default();
+        index.put(2, &entry("t", 20));
+        index.put(1, &entry("t", 10));
+        assert_eq!(listed(&index), [("t".to_string(), 20)]);
+        index.remove(2, &TaskId::from("t"));
+        assert_eq!(listed(&index), [("t".to_string(), 20)]);
+        index.put(3, &entry("t", 30));
+        index.put(4, &entry("u", 5));
+        assert_eq!(listed(&index), [("t".into(), 30), ("u".into(), 5)]);
+        index.remove(4, &TaskId::from("t"));
+        assert_eq!(listed(&index), [("u".to_string(), 5)]);
+        assert!(index.lock().by_context.values().all(|keys| keys.len() == 1));
+    }
+}
