@@ -266,7 +266,8 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
     match outcome {
         Ok(result) => {
             metrics.request(method, "ok");
-            json(success(&id, result))
+            let body = success(&id, &result);
+            ([(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
         Err(error) if error.http_refusal().is_some() => {
             metrics.request(method, "refused");

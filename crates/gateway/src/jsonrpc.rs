@@ -1,6 +1,7 @@
 //! The JSON-RPC 2.0 envelope: classified by hand from a `Value`, so that every malformed
 //! request gets the right code (-32700, -32600, -32601) and its id echoed when valid.
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::dialect::{Dialect, Method};
@@ -87,8 +88,20 @@ pub fn parse(body: &[u8]) -> Result<Request, Box<EnvelopeError>> {
 }
 
 /// A success response.
-pub(crate) fn success(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+pub(crate) fn success(id: &Value, result: &RawValue) -> String {
+    #[derive(serde::Serialize)]
+    struct Success<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a RawValue,
+    }
+    let success = Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    // An id is a `Value` and a result valid JSON text: writing them cannot fail.
+    serde_json::to_string(&success).unwrap_or_default()
 }
 
 /// An error response.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::auth::Caller;
 use crate::config::GatewayConfig;
 use crate::dialect::{Dialect, Method};
-use crate::encode;
+use crate::encode::{self, Encoded};
 use crate::error::ApiError;
 use crate::jsonrpc::Request;
 use crate::params::{
@@ -29,7 +29,7 @@ pub(crate) async fn call(
     state: &AppState,
     caller: &Caller,
     request: Request,
-) -> Result<Value, ApiError> {
+) -> Result<Encoded, ApiError> {
     let dialect = request.dialect;
     let params = request.params;
     let timeout = Duration::from_millis(state.config.request_timeout_ms);
@@ -45,7 +45,10 @@ pub(crate) async fn call(
             | Method::GetPushConfig
             | Method::ListPushConfigs
             | Method::DeletePushConfig) => match &state.push {
-                Some(push) => push.call(caller, method, params, dialect).await,
+                Some(push) => push
+                    .call(caller, method, params, dialect)
+                    .await
+                    .map(|v| encode::raw(&v)),
                 None => Err(ApiError::push_not_supported()),
             },
             Method::GetExtendedAgentCard => Err(ApiError::unsupported(
@@ -181,7 +184,7 @@ async fn send_message(
     params: Value,
     dialect: Dialect,
     timeout: Duration,
-) -> Result<Value, ApiError> {
+) -> Result<Encoded, ApiError> {
     let runtime = &state.runtime;
     let owner = Some(caller.user.as_str());
     let (submitted, history) = submit(state, caller, params, dialect, Answer::Reply).await?;
@@ -215,13 +218,13 @@ async fn get_task(
     owner: &str,
     params: Value,
     dialect: Dialect,
-) -> Result<Value, ApiError> {
+) -> Result<Encoded, ApiError> {
     let params: GetTaskParams = decode(params)?;
     let history = history_length("historyLength", params.history_length)?;
     let task = runtime
         .get(&TaskId::from(params.id), history, Some(owner))
         .await?;
-    Ok(encode::task(&task, dialect))
+    Ok(encode::task_result(&task, dialect))
 }
 
 async fn cancel_task(
@@ -229,19 +232,19 @@ async fn cancel_task(
     owner: &str,
     params: Value,
     dialect: Dialect,
-) -> Result<Value, ApiError> {
+) -> Result<Encoded, ApiError> {
     let params: TaskIdParams = decode(params)?;
     let task = runtime
         .cancel(&TaskId::from(params.id), Some(owner))
         .await?;
-    Ok(encode::task(&task, dialect))
+    Ok(encode::task_result(&task, dialect))
 }
 
 async fn list_tasks(
     runtime: &RuntimeHandle,
     owner: &str,
     params: Value,
-) -> Result<Value, ApiError> {
+) -> Result<Encoded, ApiError> {
     let params: ListTasksParams = decode(params)?;
     let page_size = match params.page_size {
         None => DEFAULT_PAGE_SIZE,
@@ -281,10 +284,10 @@ async fn list_tasks(
             task
         })
         .collect();
-    Ok(json!({
+    Ok(encode::raw(&json!({
         "pageSize": tasks.len(),
         "tasks": tasks,
         "nextPageToken": page.next_page_token.unwrap_or_default(),
         "totalSize": page.total_size,
-    }))
+    })))
 }

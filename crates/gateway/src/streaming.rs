@@ -169,8 +169,8 @@ fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Eve
 }
 
 fn data_event(seq: Option<u64>, id: &Value, update: &TaskUpdate, dialect: Dialect) -> Event {
-    let body = success(id, encode::update(update, dialect));
-    let event = Event::default().data(body.to_string());
+    let body = success(id, &encode::update_result(update, dialect));
+    let event = Event::default().data(body);
     match seq {
         Some(seq) => event.id(seq.to_string()),
         None => event,

@@ -82,8 +82,8 @@ pub use handle::{
     Waiting,
 };
 pub use model::{
-    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskEvent, TaskEventKind, TaskId,
-    TaskState, TaskStatus, TaskUpdate,
+    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskArtifactUpdateEvent,
+    TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent, TaskUpdate,
 };
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};

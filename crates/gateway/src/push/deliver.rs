@@ -238,7 +238,7 @@ pub(crate) fn backoff(attempt: u32, initial: Duration, max: Duration) -> Duratio
 /// The body for an event: a v1.0 StreamResponse, or the v0.3 task as it stands.
 async fn body(shared: &Shared, config: &PushConfig, event: &TaskEvent) -> Result<Value, String> {
     match config.format {
-        PushFormat::StreamResponse => Ok(encode::update(&event.to_update(), Dialect::V1)),
+        PushFormat::StreamResponse => Ok(encode::update_value(&event.to_update(), Dialect::V1)),
         PushFormat::V03Task => shared
             .runtime
             .get(&config.task_id, None, None)
