@@ -14,7 +14,8 @@
 //!
 //! The header of `T` holds what a commit and a repair need without decoding the record:
 //! version and last event seq (u64 BE each), then the record's `IndexEntry` and the one
-//! before this commit (each a u32 BE length and JSON; length 0: none).
+//! before this commit if that one is in `U` and `C` (each a u32 BE length and JSON;
+//! length 0: none).
 //!
 //! Stores written before the header hold the record's JSON alone in `T` (it starts with
 //! `{`, while a header starts with a version's first byte, 0), and kept the indexed entry

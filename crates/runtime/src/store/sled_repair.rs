@@ -7,8 +7,9 @@
 //! - no snapshot: the task's first commit never happened; its events and active-set entry
 //!   go;
 //! - events past the snapshot's last sequence number were never committed; they go;
-//! - the listing index is brought to the snapshot's entry (the header of `T` names the
-//!   entry before it, which a cut commit may have left in the index);
+//! - the listing entry is brought to the snapshot's: into the in-memory index of
+//!   unfinished tasks, or into sled's (the header of `T` names the entry before it when
+//!   that one was in sled's index, where a cut commit may have left it);
 //! - a terminal task leaves the active set.
 //!
 //! The store then rebuilds the task counts (in memory, saved only at a clean close) from

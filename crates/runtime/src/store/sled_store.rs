@@ -287,11 +287,16 @@ impl SledStore {
             written = Some(slot);
         }
         let previous = old_header.as_ref().map(|h| h.entry.as_slice());
+        // Repair needs the entry before this commit only to take it out of sled's index,
+        // where only a terminal task's entry is.
+        let in_sled = |json: &&[u8]| {
+            serde_json::from_slice::<IndexEntry>(json).is_ok_and(|e| is_persisted(&e))
+        };
         let bytes = encode_record(
             commit.record,
             &commit.record_json,
             &commit.entry_bytes,
-            previous,
+            previous.filter(in_sled),
         )?;
         self.before_write()?;
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
