@@ -28,19 +28,18 @@ struct Entries {
     /// Each task's version (of the commit that wrote its entry) and update time.
     tasks: HashMap<TaskId, (u64, i64)>,
     by_update: BTreeMap<(i64, TaskId), IndexEntry>,
-    by_context: HashMap<ContextId, BTreeSet<(i64, TaskId)>>,
+    /// One set for every context: a set per context would cost a whole B-tree node
+    /// (about 400 bytes) for each context that has one unfinished task.
+    by_context: BTreeSet<(ContextId, i64, TaskId)>,
 }
 
 impl Entries {
     fn take(&mut self, id: &TaskId) {
         if let Some((_, ts_ms)) = self.tasks.remove(id)
             && let Some(entry) = self.by_update.remove(&(ts_ms, id.clone()))
-            && let Some(keys) = self.by_context.get_mut(&entry.context_id)
         {
-            keys.remove(&(ts_ms, entry.task_id));
-            if keys.is_empty() {
-                self.by_context.remove(&entry.context_id);
-            }
+            self.by_context
+                .remove(&(entry.context_id, ts_ms, entry.task_id));
         }
     }
 
@@ -71,9 +70,7 @@ impl LiveIndex {
         entries.tasks.insert(id.clone(), (version, entry.ts_ms));
         entries
             .by_context
-            .entry(entry.context_id.clone())
-            .or_default()
-            .insert((entry.ts_ms, id.clone()));
+            .insert((entry.context_id.clone(), entry.ts_ms, id.clone()));
         entries.by_update.insert((entry.ts_ms, id), entry.clone());
     }
 
@@ -99,34 +96,33 @@ impl LiveIndex {
         std::iter::from_fn(move || {
             if buffer.is_empty() && !done {
                 let entries = self.lock();
-                let newest = |keys: &mut dyn DoubleEndedIterator<Item = &(i64, TaskId)>| {
-                    keys.rev()
-                        .take(BATCH)
-                        .filter_map(|key| entries.by_update.get(key).cloned())
-                        .collect::<Vec<_>>()
-                };
                 let batch = match &context {
-                    None => match below.take() {
-                        Some(key) => entries
-                            .by_update
-                            .range(..key)
+                    None => {
+                        let keys = match below.take() {
+                            Some(key) => entries.by_update.range(..key),
+                            None => entries.by_update.range(..),
+                        };
+                        keys.rev().take(BATCH).map(|(_, e)| e.clone()).collect()
+                    }
+                    Some(context) => {
+                        let first = (context.clone(), i64::MIN, TaskId::from(""));
+                        let end = match below.take() {
+                            Some((ts, id)) => (context.clone(), ts, id),
+                            // The least key of any later context: `context` then "\0".
+                            None => {
+                                let next = format!("{}\0", context.as_str());
+                                (ContextId::from(next), i64::MIN, TaskId::from(""))
+                            }
+                        };
+                        entries
+                            .by_context
+                            .range(first..end)
                             .rev()
                             .take(BATCH)
-                            .map(|(_, e)| e.clone())
-                            .collect(),
-                        None => entries
-                            .by_update
-                            .values()
-                            .rev()
-                            .take(BATCH)
+                            .filter_map(|(_, ts, id)| entries.by_update.get(&(*ts, id.clone())))
                             .cloned()
-                            .collect(),
-                    },
-                    Some(context) => match (entries.by_context.get(context), below.take()) {
-                        (None, _) => Vec::new(),
-                        (Some(keys), Some(key)) => newest(&mut keys.range(..key)),
-                        (Some(keys), None) => newest(&mut keys.iter()),
-                    },
+                            .collect::<Vec<_>>()
+                    }
                 };
                 done = batch.len() < BATCH;
                 if let Some(last) = batch.last() {
@@ -181,6 +177,6 @@ mod tests {
         assert_eq!(listed(&index), [("t".into(), 30), ("u".into(), 5)]);
         index.remove(4, &TaskId::from("t"));
         assert_eq!(listed(&index), [("u".to_string(), 5)]);
-        assert!(index.lock().by_context.values().all(|keys| keys.len() == 1));
+        assert_eq!(index.lock().by_context.len(), 1);
     }
 }

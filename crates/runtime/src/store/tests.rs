@@ -267,10 +267,11 @@ async fn listing_interleaves_terminal_and_unfinished_tasks_across_reopens() {
         TaskState::InputRequired,
         TaskState::Working,
     ];
-    // 200 tasks: three share each timestamp; contexts alternate; a third are terminal.
+    // 200 tasks: three share each timestamp; contexts alternate (one id a prefix of the
+    // other); a third are terminal.
     let spec = |n: usize| {
         let ts = (n / 3) as i64 * 10;
-        (format!("t{n:03}"), ["a", "b"][n % 2], states[n % 3], ts)
+        (format!("t{n:03}"), ["a", "ab"][n % 2], states[n % 3], ts)
     };
     let queries = [
         ("all", ListQuery::default()),
@@ -282,9 +283,9 @@ async fn listing_interleaves_terminal_and_unfinished_tasks_across_reopens() {
             },
         ),
         (
-            "completed in b",
+            "completed in ab",
             ListQuery {
-                context_id: Some(ContextId::from("b")),
+                context_id: Some(ContextId::from("ab")),
                 state: Some(TaskState::Completed),
                 ..Default::default()
             },
