@@ -32,6 +32,12 @@ struct Args {
     /// The fundi binary to measure (build it with --release).
     #[arg(long, default_value = "target/release/fundi")]
     fundi: PathBuf,
+    /// Another fundi binary (say, a build of the commit before a change) measured in the
+    /// same run, each of its measurements right after the same one of `--fundi`; the
+    /// table then gives `--fundi`'s rate as a ratio to it too. (The W1 to W3 workloads;
+    /// fan-out and W4 run on `--fundi` only.)
+    #[arg(long)]
+    compare: Option<PathBuf>,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -71,6 +77,21 @@ struct Case {
     target: Target,
     workload: Workload,
     concurrency: usize,
+    /// Served by the `--compare` binary.
+    compared: bool,
+}
+
+impl Case {
+    fn label(&self) -> String {
+        match self.compared {
+            true => format!("{} [compare]", self.name),
+            false => self.name.to_string(),
+        }
+    }
+
+    fn is_baseline(&self) -> bool {
+        matches!(self.target, Target::BareAxum | Target::SledFlushPerRequest)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -99,6 +120,7 @@ fn cases() -> Vec<Case> {
             target: BareAxum,
             workload: SendBlocking,
             concurrency: c,
+            compared: false,
         });
     }
     for c in [16, 64] {
@@ -107,6 +129,7 @@ fn cases() -> Vec<Case> {
             target: SledFlushPerRequest,
             workload: SendBlocking,
             concurrency: c,
+            compared: false,
         });
     }
     for (name, target) in [
@@ -120,6 +143,7 @@ fn cases() -> Vec<Case> {
                 target,
                 workload: SendBlocking,
                 concurrency: c,
+                compared: false,
             });
         }
     }
@@ -128,6 +152,7 @@ fn cases() -> Vec<Case> {
         target: FundiSync,
         workload: GetTask,
         concurrency: 16,
+        compared: false,
     });
     for (name, target) in [
         ("W3 stream, sync", FundiSync),
@@ -140,6 +165,7 @@ fn cases() -> Vec<Case> {
                 target,
                 workload: Stream,
                 concurrency: c,
+                compared: false,
             });
         }
     }
@@ -149,10 +175,49 @@ fn cases() -> Vec<Case> {
 struct Urls {
     bare: String,
     sled: String,
+    main: FundiUrls,
+    compare: Option<FundiUrls>,
+}
+
+/// The servers of one fundi binary.
+struct FundiUrls {
     sync: String,
     batched: String,
     memory: String,
     existing_task: String,
+}
+
+/// One fundi binary's three servers (sled `sync`, sled `batched`, memory store).
+struct FundiServers {
+    sync: Server,
+    batched: Server,
+    memory: Server,
+}
+
+impl FundiServers {
+    fn start(
+        binary: &std::path::Path,
+        dir: &std::path::Path,
+        credentials: &Credentials,
+    ) -> anyhow::Result<FundiServers> {
+        let start = |name: &str, store: &str, durability: &str| {
+            Server::start(binary, &dir.join(name), store, durability, credentials)
+        };
+        Ok(FundiServers {
+            sync: start("sync", "sled", "sync")?,
+            batched: start("batched", "sled", "batched")?,
+            memory: start("memory", "memory", "sync")?,
+        })
+    }
+
+    async fn urls(&self, client: &reqwest::Client) -> anyhow::Result<FundiUrls> {
+        Ok(FundiUrls {
+            existing_task: workloads::create_task(client, &self.sync.url).await?,
+            sync: self.sync.url.clone(),
+            batched: self.batched.url.clone(),
+            memory: self.memory.url.clone(),
+        })
+    }
 }
 
 async fn measure(
@@ -161,12 +226,16 @@ async fn measure(
     client: &reqwest::Client,
     duration: Duration,
 ) -> anyhow::Result<Sample> {
+    let fundi = match case.compared {
+        true => urls.compare.as_ref().context("no --compare servers")?,
+        false => &urls.main,
+    };
     let url = match case.target {
         Target::BareAxum => urls.bare.clone(),
         Target::SledFlushPerRequest => urls.sled.clone(),
-        Target::FundiSync => urls.sync.clone(),
-        Target::FundiBatched => urls.batched.clone(),
-        Target::FundiMemory => urls.memory.clone(),
+        Target::FundiSync => fundi.sync.clone(),
+        Target::FundiBatched => fundi.batched.clone(),
+        Target::FundiMemory => fundi.memory.clone(),
     };
     let client = client.clone();
     match case.workload {
@@ -178,7 +247,7 @@ async fn measure(
             .await
         }
         Workload::GetTask => {
-            let id = Arc::new(urls.existing_task.clone());
+            let id = Arc::new(fundi.existing_task.clone());
             load::run(case.concurrency, duration, move |_, _| {
                 let (client, url, id) = (client.clone(), url.clone(), id.clone());
                 async move { workloads::get_task(&client, &url, &id).await }
@@ -211,9 +280,9 @@ async fn measure_fan_out(
         "fan-out on one task", "subscribers", "live events", "delay p50", "delay p99"
     );
     for (name, url) in [
-        ("sync", &urls.sync),
-        ("batched", &urls.batched),
-        ("memory store", &urls.memory),
+        ("sync", &urls.main.sync),
+        ("batched", &urls.main.batched),
+        ("memory store", &urls.main.memory),
     ] {
         let (mut p50s, mut p99s, mut received) = (Vec::new(), Vec::new(), 0);
         for repeat in 0..args.repeats {
@@ -321,27 +390,15 @@ async fn main() -> anyhow::Result<()> {
     let credentials = Credentials::generate();
     let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
-    let sync = Server::start(
-        &args.fundi,
-        &dir.path().join("sync"),
-        "sled",
-        "sync",
-        &credentials,
-    )?;
-    let batched = Server::start(
-        &args.fundi,
-        &dir.path().join("batched"),
-        "sled",
-        "batched",
-        &credentials,
-    )?;
-    let memory = Server::start(
-        &args.fundi,
-        &dir.path().join("memory"),
-        "memory",
-        "sync",
-        &credentials,
-    )?;
+    let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials)?;
+    let compare = match &args.compare {
+        Some(binary) => Some(FundiServers::start(
+            binary,
+            &dir.path().join("compare"),
+            &credentials,
+        )?),
+        None => None,
+    };
     let client = reqwest::Client::builder()
         .default_headers(credentials.headers()?)
         .tcp_nodelay(true)
@@ -350,21 +407,29 @@ async fn main() -> anyhow::Result<()> {
     let urls = Urls {
         bare: bare.url.clone(),
         sled: sled_flush.url.clone(),
-        existing_task: workloads::create_task(&client, &sync.url).await?,
-        sync: sync.url.clone(),
-        batched: batched.url.clone(),
-        memory: memory.url.clone(),
+        main: fundi.urls(&client).await?,
+        compare: match &compare {
+            Some(servers) => Some(servers.urls(&client).await?),
+            None => None,
+        },
     };
 
     let cases: Vec<Case> = cases()
         .into_iter()
         .filter(|c| {
-            let baseline = matches!(c.target, Target::BareAxum | Target::SledFlushPerRequest);
-            baseline
+            c.is_baseline()
                 || args
                     .only
                     .as_deref()
                     .is_none_or(|only| c.name.contains(only))
+        })
+        // Each of fundi's measurements followed at once by the same on `--compare`.
+        .flat_map(|c| {
+            let twin = (args.compare.is_some() && !c.is_baseline()).then(|| Case {
+                compared: true,
+                ..c.clone()
+            });
+            std::iter::once(c).chain(twin)
         })
         .collect();
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
@@ -375,7 +440,7 @@ async fn main() -> anyhow::Result<()> {
                 "[{}/{}] {} c={}",
                 repeat + 1,
                 args.repeats,
-                case.name,
+                case.label(),
                 case.concurrency
             );
             samples[i].push(measure(case, &urls, &client, duration).await?);
@@ -389,9 +454,22 @@ async fn main() -> anyhow::Result<()> {
             .position(|k| k.target == Target::BareAxum && k.concurrency == c)
             .map(rate)
     };
+    // `--fundi`'s rate as a ratio to `--compare`'s: the median of the ratios of the
+    // repeats taken side by side.
+    let to_compared = |i: usize| -> Option<f64> {
+        cases
+            .get(i + 1)
+            .filter(|t| t.compared && !cases[i].compared)?;
+        let ratios = samples[i]
+            .iter()
+            .zip(&samples[i + 1])
+            .map(|(a, b)| a.per_second() / b.per_second())
+            .collect();
+        Some(median(ratios))
+    };
     println!(
-        "{:<26} {:>5} {:>12} {:>9} {:>9} {:>10}",
-        "measurement", "conc", "per second", "p50 ms", "p99 ms", "/ bare axum"
+        "{:<37} {:>5} {:>12} {:>9} {:>9} {:>10} {:>10}",
+        "measurement", "conc", "per second", "p50 ms", "p99 ms", "/ bare axum", "/ compare"
     );
     let mut results = Vec::new();
     for (i, case) in cases.iter().enumerate() {
@@ -399,24 +477,27 @@ async fn main() -> anyhow::Result<()> {
         let p50 = median(samples[i].iter().map(|s| ms(s.percentile(50.0))).collect());
         let p99 = median(samples[i].iter().map(|s| ms(s.percentile(99.0))).collect());
         let ratio = bare_at(case.concurrency).map(|bare| per_second / bare);
+        let compared = to_compared(i);
         let unit = if case.workload == Workload::Stream {
             "events"
         } else {
             "requests"
         };
         println!(
-            "{:<26} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10}",
-            case.name,
+            "{:<37} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10} {:>10}",
+            case.label(),
             case.concurrency,
             per_second,
             p50,
             p99,
-            ratio.map_or("-".into(), |r| format!("{r:.3}"))
+            ratio.map_or("-".into(), |r| format!("{r:.3}")),
+            compared.map_or("-".into(), |r| format!("{r:.3}"))
         );
         results.push(json!({
             "measurement": case.name, "concurrency": case.concurrency, "unit": unit,
+            "binary": if case.compared { "compare" } else { "fundi" },
             "perSecondMedian": per_second, "p50Ms": p50, "p99Ms": p99,
-            "ratioToBareAxum": ratio,
+            "ratioToBareAxum": ratio, "ratioToCompare": compared,
             "repeats": samples[i].iter().map(|s| json!({
                 "perSecond": s.per_second(), "operations": s.ops,
                 "p50Ms": ms(s.percentile(50.0)), "p99Ms": ms(s.percentile(99.0)),
@@ -463,6 +544,6 @@ async fn main() -> anyhow::Result<()> {
         "inputRequired": input_required, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
-    drop((sync, batched, memory));
+    drop((fundi, compare));
     Ok(())
 }
