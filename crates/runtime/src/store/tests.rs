@@ -976,6 +976,72 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
     assert_eq!(store.list(&working).await.unwrap().total, 0);
 }
 
+/// Stores written before unfinished tasks were indexed in memory hold every task's
+/// entry in `U` and `C`, and a crash could leave an unfinished task's previous entry
+/// there too. Opened now, after a clean close or a crash, each task is listed once, in
+/// its stored state, and sled's index keeps terminal tasks only.
+#[tokio::test]
+async fn a_store_indexing_unfinished_tasks_on_disk_opens_and_moves_on() {
+    use super::index::IndexEntry;
+    use super::sled_layout::{LIVE_MARKER, context_key, encode_record, task_key, updated_key};
+    for crashed in [false, true] {
+        let context = format!("crashed: {crashed}");
+        let dir = tempfile::tempdir().unwrap();
+        let store = reopen(dir.path()).await;
+        for (id, state) in [("t1", TaskState::Working), ("t2", TaskState::Completed)] {
+            let r = record(id, "c", TaskState::Submitted, 1_000, "u");
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
+            advance(&store, id, state, 2_000).await;
+        }
+        // As the earlier layout left it: t1's entries in the index, and (as after a
+        // crash between a commit's index insert and its removals) its previous ones
+        // too, named by its header.
+        let t1 = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+        let mut before = t1.clone();
+        before.task.status.state = TaskState::Submitted;
+        before.task.status.timestamp = Utc.timestamp_millis_opt(1_000).unwrap();
+        let (entry, previous) = (IndexEntry::of(&t1), IndexEntry::of(&before));
+        let (entry_json, previous_json) = (
+            serde_json::to_vec(&entry).unwrap(),
+            serde_json::to_vec(&previous).unwrap(),
+        );
+        let header = encode_record(
+            &t1,
+            &serde_json::to_vec(&t1).unwrap(),
+            &entry_json,
+            Some(&previous_json),
+        )
+        .unwrap();
+        store.db.insert(task_key(t1.id()), header).unwrap();
+        for (e, json) in [(&entry, &entry_json), (&previous, &previous_json)] {
+            store.db.insert(updated_key(e), json.as_slice()).unwrap();
+            store.db.insert(context_key(e), json.as_slice()).unwrap();
+        }
+        store.db.remove(LIVE_MARKER).unwrap();
+        match crashed {
+            true => store.crash(),
+            false => drop(store),
+        }
+
+        let store = reopen(dir.path()).await;
+        assert!(store.db.contains_key(LIVE_MARKER).unwrap(), "{context}");
+        assert_consistent(&store, &context).await;
+        let listed = |state| ListQuery {
+            limit: 10,
+            state: Some(state),
+            context_id: Some(ContextId::from("c")),
+            ..Default::default()
+        };
+        let working = store.list(&listed(TaskState::Working)).await.unwrap();
+        assert_eq!(working.records.len(), 1, "{context}");
+        let submitted = store.list(&listed(TaskState::Submitted)).await.unwrap();
+        assert_eq!(submitted.records.len(), 0, "{context}");
+        // And it goes on: t1 completes into sled's index.
+        advance(&store, "t1", TaskState::Completed, 3_000).await;
+        assert_consistent(&store, &format!("{context}, then t1 completed")).await;
+    }
+}
+
 /// Each stored task is listed exactly once, in its stored state, and counted.
 async fn assert_listed_once(store: &SledStore, snapshots: &[TaskRecord], context: &str) {
     let page = store
