@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use fundi_runtime::{
-    EventStream, ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId,
-    TaskSnapshot, Waiting,
+    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
 };
 use serde_json::{Value, json};
 
@@ -17,6 +16,7 @@ use crate::jsonrpc::Request;
 use crate::params::{
     GetTaskParams, ListTasksParams, SendMessageParams, TaskIdParams, decode, history_length,
 };
+use crate::push::{Prepared, PushService};
 use crate::state::AppState;
 use crate::v03;
 
@@ -66,90 +66,79 @@ pub(crate) async fn call(
         .unwrap_or_else(|_| Err(ApiError::timed_out(timeout)))
 }
 
-/// How a SendMessage caller is answered, and so how its message is submitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
-    /// Over SSE: the accepted task, then its events.
-    Stream,
-    /// SendMessage: the task once it ends or is interrupted, unless the request asks to
-    /// return immediately.
-    Reply,
+/// A SendMessage's params decoded (v0.3 ones converted) and checked, ready to submit.
+pub(crate) struct Send<'a> {
+    /// The submission, on behalf of the caller.
+    pub(crate) request: SubmitRequest,
+    /// How much history the answer shows.
+    pub(crate) history: Option<usize>,
+    /// `configuration.returnImmediately` (a blocking send only).
+    pub(crate) return_immediately: bool,
+    /// A push config given with the message, checked before anything is submitted.
+    push: Option<(&'a PushService, Prepared)>,
 }
 
-/// A submitted message, with what its caller follows.
-pub(crate) enum Submitted {
-    /// Told at once (a non-blocking send): durable already.
-    Returned(TaskSnapshot),
-    /// Followed event by event (a streaming send).
-    Streaming(TaskSnapshot, EventStream),
-    /// Followed to its outcome (a blocking send).
-    Waiting(Waiting),
-}
+impl<'a> Send<'a> {
+    /// Decodes and checks `params` for `caller`; nothing is submitted yet.
+    pub(crate) async fn decode(
+        state: &'a AppState,
+        caller: &Caller,
+        params: Value,
+        dialect: Dialect,
+    ) -> Result<Send<'a>, ApiError> {
+        let params = match dialect {
+            Dialect::V1 => params,
+            Dialect::V03 => v03::send_params(params)?,
+        };
+        let params: SendMessageParams = decode(params)?;
+        check_size(&params.message, &state.config)?;
+        let config = params.configuration.unwrap_or_default();
+        let history = history_length("configuration.historyLength", config.history_length)?;
+        let push = match config.task_push_notification_config {
+            None => None,
+            Some(fields) => {
+                let service = state
+                    .push
+                    .as_ref()
+                    .ok_or_else(ApiError::push_not_supported)?;
+                let continued = params.message.task_id.as_ref();
+                let prepared = service.prepare(fields, dialect, continued).await?;
+                Some((&**service, prepared))
+            }
+        };
+        Ok(Send {
+            request: SubmitRequest {
+                owner: Some(caller.user.clone()),
+                grants: caller.grants.clone(),
+                ..SubmitRequest::new(params.message)
+            },
+            history,
+            return_immediately: config.return_immediately.unwrap_or(false),
+            push,
+        })
+    }
 
-impl Submitted {
-    fn accepted(&self) -> &TaskSnapshot {
-        match self {
-            Submitted::Returned(accepted) | Submitted::Streaming(accepted, _) => accepted,
-            Submitted::Waiting(waiting) => &waiting.accepted,
-        }
+    /// Splits off the push config, to attach once the message is accepted.
+    pub(crate) fn take_push(&mut self) -> PushToAttach<'a> {
+        PushToAttach(self.push.take())
     }
 }
 
-/// Decodes SendMessage params (converting v0.3 ones), checks the message against the
-/// size limits, and submits it on behalf of `caller`, followed as `answer` needs. Also
-/// returns the history length asked for.
-pub(crate) async fn submit(
-    state: &AppState,
-    caller: &Caller,
-    params: Value,
-    dialect: Dialect,
-    answer: Answer,
-) -> Result<(Submitted, Option<usize>), ApiError> {
-    let params = match dialect {
-        Dialect::V1 => params,
-        Dialect::V03 => v03::send_params(params)?,
-    };
-    let params: SendMessageParams = decode(params)?;
-    check_size(&params.message, &state.config)?;
-    let config = params.configuration.unwrap_or_default();
-    let history = history_length("configuration.historyLength", config.history_length)?;
-    // A push config given with the message is checked before anything is submitted.
-    let push = match config.task_push_notification_config {
-        None => None,
-        Some(fields) => {
-            let service = state
-                .push
-                .as_ref()
-                .ok_or_else(ApiError::push_not_supported)?;
-            let continued = params.message.task_id.as_ref();
-            Some((service, service.prepare(fields, dialect, continued).await?))
+/// The push config of a send, if it came with one.
+pub(crate) struct PushToAttach<'a>(Option<(&'a PushService, Prepared)>);
+
+impl PushToAttach<'_> {
+    /// Attaches the config to the accepted task, from the event before the accepted
+    /// one: a new task's creation, or the message that continued it.
+    pub(crate) async fn attach(self, accepted: &TaskSnapshot) -> Result<(), ApiError> {
+        if let Some((service, prepared)) = self.0 {
+            let start_after = accepted.seq.saturating_sub(1);
+            service
+                .attach_prepared(prepared, &accepted.task.id, start_after)
+                .await?;
         }
-    };
-    let return_immediately = config.return_immediately.unwrap_or(false);
-    let request = SubmitRequest {
-        owner: Some(caller.user.clone()),
-        grants: caller.grants.clone(),
-        ..SubmitRequest::new(params.message)
-    };
-    let runtime = &state.runtime;
-    let submitted = match answer {
-        Answer::Stream => {
-            let (accepted, events) = runtime.submit_and_follow(request).await?;
-            Submitted::Streaming(accepted, events)
-        }
-        Answer::Reply if return_immediately => Submitted::Returned(runtime.submit(request).await?),
-        Answer::Reply => Submitted::Waiting(runtime.submit_and_wait(request).await?),
-    };
-    if let Some((service, prepared)) = push {
-        // From the event before the accepted one: a new task's creation, or the message
-        // that continued it.
-        let accepted = submitted.accepted();
-        let start_after = accepted.seq.saturating_sub(1);
-        service
-            .attach_prepared(prepared, &accepted.task.id, start_after)
-            .await?;
+        Ok(())
     }
-    Ok((submitted, history))
 }
 
 /// Refuses a message with more parts, or a longer text, than the gateway accepts.
@@ -187,16 +176,16 @@ async fn send_message(
 ) -> Result<Encoded, ApiError> {
     let runtime = &state.runtime;
     let owner = Some(caller.user.as_str());
-    let (submitted, history) = submit(state, caller, params, dialect, Answer::Reply).await?;
-    let waiting = match submitted {
-        Submitted::Waiting(waiting) => waiting,
-        Submitted::Returned(accepted) | Submitted::Streaming(accepted, _) => {
-            return Ok(encode::send_result(
-                &accepted.task.with_history_limit(history),
-                dialect,
-            ));
-        }
-    };
+    let mut send = Send::decode(state, caller, params, dialect).await?;
+    let (push, history) = (send.take_push(), send.history);
+    if send.return_immediately {
+        let accepted = runtime.submit(send.request).await?;
+        push.attach(&accepted).await?;
+        let task = accepted.task.with_history_limit(history);
+        return Ok(encode::send_result(&task, dialect));
+    }
+    let waiting = runtime.submit_and_wait(send.request).await?;
+    push.attach(&waiting.accepted).await?;
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
     let id = waiting.accepted.task.id.clone();

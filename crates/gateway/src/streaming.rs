@@ -83,18 +83,13 @@ async fn open(
     let owner = Some(caller.user.as_str());
     match request.method {
         Method::SendStreamingMessage => {
-            let (submitted, history) = methods::submit(
-                state,
-                caller,
-                request.params,
-                request.dialect,
-                methods::Answer::Stream,
-            )
-            .await?;
-            let methods::Submitted::Streaming(accepted, events) = submitted else {
-                return Err(ApiError::internal("a streaming send was not followed"));
-            };
-            let task = accepted.task.with_history_limit(history);
+            // A stream follows the task whatever `returnImmediately` says.
+            let mut send =
+                methods::Send::decode(state, caller, request.params, request.dialect).await?;
+            let push = send.take_push();
+            let (accepted, events) = runtime.submit_and_follow(send.request).await?;
+            push.attach(&accepted).await?;
+            let task = accepted.task.with_history_limit(send.history);
             Ok(Opened {
                 first: Some((accepted.seq, TaskUpdate::Task(task))),
                 events,

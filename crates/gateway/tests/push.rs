@@ -406,6 +406,49 @@ async fn every_event_is_delivered_in_order_with_the_configured_headers() {
     }
 }
 
+/// A push config given with a streaming send is attached as with a blocking one: the
+/// receiver gets every event the stream carried, from the task on.
+#[tokio::test]
+async fn a_streaming_send_with_a_push_config_delivers_what_it_streams() {
+    let fx = fixture(settings()).await;
+    let receiver = Receiver::start(Mode::Ok).await;
+    let c = &fx.credentials;
+    let response = fx
+        .http
+        .post(format!("{}/a2a", fx.url))
+        .bearer_auth(&c.admin_token)
+        .header("X-Fundi-User-Token", &c.alice)
+        .timeout(DEADLINE)
+        .json(&request(
+            "SendStreamingMessage",
+            json!({"message": message("push", json!({"steps": 3})),
+                   "configuration": {"taskPushNotificationConfig": {"url": receiver.url}}}),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The stream ends after the terminal event.
+    let body = response.text().await.unwrap();
+    let streamed: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str::<Value>(data.trim()).unwrap()["result"].clone())
+        .collect();
+    let id = streamed[0]["task"]["id"].as_str().unwrap().to_owned();
+    let hits = receiver
+        .wait_until("the terminal event", got_terminal)
+        .await;
+    assert_eq!(seqs(&hits), fx.deliverable(&id).await);
+    assert!(hits[0].body["task"]["id"] == json!(id), "{:?}", hits[0]);
+    let delivered: Vec<&Value> = hits.iter().map(|h| &h.body).collect();
+    let streamed_updates: Vec<&Value> = streamed
+        .iter()
+        .filter(|item| item.get("message").is_none())
+        .collect();
+    assert_eq!(delivered.len(), streamed_updates.len(), "{body}");
+}
+
 #[tokio::test]
 async fn a_receiver_down_for_a_while_gets_every_event_in_order_once_up() {
     let fx = fixture(settings()).await;
