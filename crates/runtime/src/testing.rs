@@ -207,3 +207,20 @@ impl ProtoSchema {
         }
     }
 }
+
+/// Opens the sled store in `dir` (`sync` durability). sled lets go of its file lock a
+/// moment after the last handle of a previous open is dropped (its memory reclamation
+/// runs the final drop later), so a reopen in the same process polls, for up to 10 s,
+/// until the lock is free.
+pub async fn open_sled(dir: &std::path::Path) -> crate::SledStore {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match crate::SledStore::open(dir, crate::Durability::Sync) {
+            Ok(store) => return store,
+            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await
+            }
+            Err(e) => panic!("opening {}: {e}", dir.display()),
+        }
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 use common::*;
 use fundi_runtime::store::TaskRecord;
+use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
     ContextId, Durability, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeHandle,
     SledStore, SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,

@@ -659,19 +659,9 @@ async fn several_events_commit_together_or_not_at_all() {
     }
 }
 
-/// Opens the store in `dir` again. sled lets go of its file lock a moment after the last
-/// handle is dropped (its memory reclamation runs the final drop later), so this polls.
+/// Opens the store in `dir` again (see `testing::open_sled`).
 async fn reopen(dir: &std::path::Path) -> SledStore {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match SledStore::open(dir, Durability::Sync) {
-            Ok(store) => return store,
-            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
-                tokio::time::sleep(Duration::from_millis(5)).await
-            }
-            Err(e) => panic!("reopening {}: {e}", dir.display()),
-        }
-    }
+    crate::testing::open_sled(dir).await
 }
 
 /// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit;

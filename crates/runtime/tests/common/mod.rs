@@ -117,22 +117,6 @@ impl Skill for Scripted {
     }
 }
 
-/// Opens the sled store in `dir`. sled lets go of its file lock a moment after the
-/// last handle of a previous open is dropped (its memory reclamation runs the final
-/// drop later), so a reopen in the same process polls until the lock is free.
-pub async fn open_sled(dir: &std::path::Path) -> fundi_runtime::SledStore {
-    let deadline = std::time::Instant::now() + DEADLINE;
-    loop {
-        match fundi_runtime::SledStore::open(dir, fundi_runtime::Durability::Sync) {
-            Ok(store) => return store,
-            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
-                tokio::time::sleep(Duration::from_millis(5)).await
-            }
-            Err(e) => panic!("opening {}: {e}", dir.display()),
-        }
-    }
-}
-
 /// A user message with this text and data part.
 pub fn message(text: &str, data: Value) -> Message {
     let mut parts = vec![Part::text(text)];
