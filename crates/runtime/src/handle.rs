@@ -324,7 +324,8 @@ impl RuntimeHandle {
         request: SubmitRequest,
     ) -> Result<(TaskSnapshot, EventStream), RuntimeError> {
         let (accepted, attached) = self.accept(request, true).await?;
-        let events = self.events_after(&accepted, Durable::EachEvent, attached);
+        let id = &accepted.task.id;
+        let events = self.event_stream(id, accepted.seq, Durable::EachEvent, attached);
         Ok((accepted, events))
     }
 
@@ -338,7 +339,8 @@ impl RuntimeHandle {
             ..request
         };
         let (accepted, attached) = self.accept(request, true).await?;
-        let events = self.events_after(&accepted, Durable::CallerSettles, attached);
+        let id = &accepted.task.id;
+        let events = self.event_stream(id, accepted.seq, Durable::CallerSettles, attached);
         Ok(Waiting {
             accepted,
             events,
@@ -667,17 +669,8 @@ impl RuntimeHandle {
         self.event_stream(task_id, after_seq, durable, None)
     }
 
-    /// The events after an accepted snapshot, from the subscriber attached to its actor
-    /// if there is one.
-    fn events_after(
-        &self,
-        accepted: &TaskSnapshot,
-        durable: Durable,
-        attached: Option<Attached>,
-    ) -> EventStream {
-        self.event_stream(&accepted.task.id, accepted.seq, durable, attached)
-    }
-
+    /// The events after `after_seq`, from the subscriber attached to the task's actor if
+    /// there is one (see `event_stream`).
     fn event_stream(
         &self,
         task_id: &TaskId,

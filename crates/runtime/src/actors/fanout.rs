@@ -29,7 +29,7 @@ pub(crate) fn follower(capacity: usize) -> (Follower, LiveEvents) {
 }
 
 pub(crate) struct Fanout {
-    subscribers: Vec<mpsc::Sender<Arc<TaskEvent>>>,
+    subscribers: Vec<Follower>,
     /// Events a subscriber may have waiting before it is let go.
     capacity: usize,
 }
@@ -44,8 +44,8 @@ impl Fanout {
 
     /// A new subscriber, which receives the events published from now on.
     pub(crate) fn subscribe(&mut self) -> LiveEvents {
-        let (sender, receiver) = mpsc::channel(self.capacity);
-        self.subscribers.push(sender);
+        let (sender, receiver) = follower(self.capacity);
+        self.adopt(sender);
         receiver
     }
 

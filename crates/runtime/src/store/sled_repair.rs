@@ -60,13 +60,13 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
             }
         }
         let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
-        store.reindex(
-            &id,
-            header.version,
-            header.previous.as_deref(),
-            &entry,
-            &header.entry,
-        )?;
+        let previous: Option<IndexEntry> = header
+            .previous
+            .as_deref()
+            .map(serde_json::from_slice)
+            .transpose()?;
+        let old = header.previous.as_deref().zip(previous.as_ref());
+        store.reindex(&id, header.version, old, &entry, &header.entry)?;
         if header.legacy {
             db.remove(legacy_head_key(&id))?;
         }

@@ -170,14 +170,24 @@ impl SledStore {
             .collect()
     }
 
+    /// The snapshot headers of the active set's tasks (the set can also name a task
+    /// whose first commit failed: it has none).
+    fn active_headers(
+        &self,
+    ) -> Result<impl Iterator<Item = Result<Header, StoreError>> + '_, StoreError> {
+        let ids = self.active_ids()?.into_iter();
+        Ok(ids.filter_map(|id| match self.db.get(task_key(&id)) {
+            Ok(Some(bytes)) => Some(Header::read(&bytes)),
+            Ok(None) => None,
+            Err(e) => Some(Err(e.into())),
+        }))
+    }
+
     /// Stores written before `LIVE_MARKER` kept every task's entry in `U` and `C`: takes
     /// those of unfinished tasks out (the entry before a commit a crash cut too), once.
     fn take_live_entries_out_of_sled(&self) -> Result<(), StoreError> {
-        for id in self.active_ids()? {
-            let Some(bytes) = self.db.get(task_key(&id))? else {
-                continue;
-            };
-            let header = Header::read(&bytes)?;
+        for header in self.active_headers()? {
+            let header = header?;
             for json in [Some(&header.entry), header.previous.as_ref()]
                 .into_iter()
                 .flatten()
@@ -196,12 +206,8 @@ impl SledStore {
 
     /// Rebuilds the in-memory entries of unfinished tasks from the active set.
     fn load_live_entries(&self) -> Result<(), StoreError> {
-        for id in self.active_ids()? {
-            // The set can name a task whose first commit failed.
-            let Some(bytes) = self.db.get(task_key(&id))? else {
-                continue;
-            };
-            let header = Header::read(&bytes)?;
+        for header in self.active_headers()? {
+            let header = header?;
             let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
             if !is_persisted(&entry) {
                 self.live.put(header.version, &entry);
@@ -286,17 +292,21 @@ impl SledStore {
             }
             written = Some(slot);
         }
-        let previous = old_header.as_ref().map(|h| h.entry.as_slice());
+        let previous = old_header
+            .as_ref()
+            .map(|h| Ok::<_, StoreError>((h.entry.as_slice(), serde_json::from_slice(&h.entry)?)))
+            .transpose()?;
         // Repair needs the entry before this commit only to take it out of sled's index,
         // where only a terminal task's entry is.
-        let in_sled = |json: &&[u8]| {
-            serde_json::from_slice::<IndexEntry>(json).is_ok_and(|e| is_persisted(&e))
-        };
+        let in_sled = previous
+            .as_ref()
+            .filter(|(_, entry)| is_persisted(entry))
+            .map(|(json, _)| *json);
         let bytes = encode_record(
             commit.record,
             &commit.record_json,
             &commit.entry_bytes,
-            previous.filter(in_sled),
+            in_sled,
         )?;
         self.before_write()?;
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
@@ -305,7 +315,7 @@ impl SledStore {
         self.reindex(
             id,
             commit.record.version,
-            previous,
+            previous.as_ref().map(|(json, entry)| (*json, entry)),
             &commit.entry,
             &commit.entry_bytes,
         )?;
@@ -340,7 +350,8 @@ impl SledStore {
         }
     }
 
-    /// Moves the task's listing entry from `old` (JSON; `None`: a new task) to `entry`,
+    /// Moves the task's listing entry from `old` (as JSON, and decoded; `None`: a new
+    /// task) to `entry`,
     /// written by the commit of `version`, and its counts with it: in memory while the
     /// task is unfinished, in sled once it is terminal. Idempotent, so repair can run it
     /// again for a commit a crash interrupted.
@@ -348,15 +359,15 @@ impl SledStore {
         &self,
         id: &TaskId,
         version: u64,
-        old: Option<&[u8]>,
+        old: Option<(&[u8], &IndexEntry)>,
         entry: &IndexEntry,
         entry_bytes: &[u8],
     ) -> Result<(), StoreError> {
-        if old == Some(entry_bytes) {
+        if old.is_some_and(|(json, _)| json == entry_bytes) {
             return Ok(());
         }
-        let old: Option<IndexEntry> = old.map(serde_json::from_slice).transpose()?;
-        debug_assert!(old.as_ref().is_none_or(|o| &o.task_id == id));
+        let old = old.map(|(_, old)| old);
+        debug_assert!(old.is_none_or(|o| &o.task_id == id));
         let mut written = Vec::new();
         if is_persisted(entry) {
             for key in [updated_key(entry), context_key(entry)] {
@@ -369,7 +380,7 @@ impl SledStore {
             self.live.put(version, entry);
         }
         // A terminal task's entry never moves in the runtime; a store does not rely on it.
-        if let Some(old) = old.as_ref().filter(|old| is_persisted(old)) {
+        if let Some(old) = old.filter(|old| is_persisted(old)) {
             for stale in [updated_key(old), context_key(old)] {
                 if !written.contains(&stale) {
                     self.before_write()?;
@@ -377,7 +388,7 @@ impl SledStore {
                 }
             }
         }
-        self.counts.moved(old.as_ref(), entry);
+        self.counts.moved(old, entry);
         Ok(())
     }
 }
