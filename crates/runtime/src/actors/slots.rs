@@ -104,10 +104,16 @@ mod tests {
                 tx.send(n).unwrap();
                 drop(slot);
             });
-            // Queue them in a known order.
-            while slots.waiting() < n + 1 {
-                tokio::task::yield_now().await;
-            }
+            // Queue them in a known order (a waiter that never queues fails the test
+            // rather than hanging it).
+            let queued = async {
+                while slots.waiting() < n + 1 {
+                    tokio::task::yield_now().await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(10), queued)
+                .await
+                .unwrap_or_else(|_| panic!("waiter {n} never queued for the slot"));
         }
         // A free slot goes to the longest waiter, not to whoever asks now.
         drop(held);
@@ -117,7 +123,8 @@ mod tests {
         );
         let mut order = Vec::new();
         for _ in 0..3 {
-            order.push(rx.recv().await.unwrap());
+            let next = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv());
+            order.push(next.await.expect("a waiter never got the slot").unwrap());
         }
         assert_eq!(order, [0, 1, 2]);
         assert_eq!(slots.waiting(), 0);
