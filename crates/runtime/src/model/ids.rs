@@ -1,6 +1,7 @@
 //! Identifier newtypes, so a task id can never be passed where a context id belongs.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -10,12 +11,12 @@ macro_rules! id_type {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// A new random id (UUIDv7: time-ordered, so ids sort roughly by creation).
             pub fn generate() -> Self {
-                Self(Uuid::now_v7().to_string())
+                Self(Uuid::now_v7().to_string().into())
             }
 
             /// The id as a string slice.
@@ -32,13 +33,13 @@ macro_rules! id_type {
 
         impl From<String> for $name {
             fn from(value: String) -> Self {
-                Self(value)
+                Self(value.into())
             }
         }
 
         impl From<&str> for $name {
             fn from(value: &str) -> Self {
-                Self(value.to_owned())
+                Self(value.into())
             }
         }
     };
