@@ -26,7 +26,7 @@ use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
 use crate::subscription::{Durable, EventStream, event_stream};
 use crate::telemetry;
-use crate::transition::transition;
+use crate::transition::apply;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;
@@ -253,7 +253,7 @@ impl Waiting {
         let mut task = self.accepted.task;
         while let Some(event) = self.events.next().await {
             let event = event?;
-            task = transition(&task, &event.kind).map_err(|e| {
+            apply(&mut task, &event.kind).map_err(|e| {
                 RuntimeError::Unavailable(format!(
                     "event {} of task {} does not follow the task as followed: {e}",
                     event.seq, task.id
@@ -797,8 +797,7 @@ fn start_working(record: &mut TaskRecord, events: &mut Vec<TaskEvent>) -> Result
         message: None,
         timestamp: Utc::now(),
     });
-    record.task =
-        transition(&record.task, &working).map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
+    apply(&mut record.task, &working).map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
     record.last_seq += 1;
     events.push(TaskEvent {
         seq: record.last_seq,

@@ -44,7 +44,8 @@ pub enum TransitionError {
     AlreadyCreated,
 }
 
-/// Applies one change to a task and returns the changed task.
+/// Applies one change to a task and returns the changed task (the task itself is
+/// left as it was).
 ///
 /// Rules (A2A-DIGEST §3.1, decisions in docs/runtime-semantics.md):
 /// - a terminal task never changes;
@@ -56,11 +57,19 @@ pub enum TransitionError {
 ///   `append` is replaced, `append` adds parts to an open artifact;
 /// - a user message is appended to the history, stamped with the task and context ids.
 pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, TransitionError> {
+    let mut next = task.clone();
+    apply(&mut next, change)?;
+    Ok(next)
+}
+
+/// [`transition`] in place, for a caller that owns the task: its history and
+/// artifacts are not copied. An invalid change leaves the task as it was (every rule
+/// is checked before anything changes).
+pub(crate) fn apply(task: &mut Task, change: &TaskEventKind) -> Result<(), TransitionError> {
     let state = task.status.state;
     if state.is_terminal() {
         return Err(TransitionError::Terminal { state });
     }
-    let mut next = task.clone();
     match change {
         TaskEventKind::Created(_) => return Err(TransitionError::AlreadyCreated),
         TaskEventKind::Status(status) => {
@@ -73,9 +82,10 @@ pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, Transitio
             if let Some(message) = &status.message
                 && (status.state.is_interrupted() || status.state.is_terminal())
             {
-                next.history.push(stamped(task, message));
+                let message = stamped(task, message);
+                task.history.push(message);
             }
-            next.status = status.clone();
+            task.status = status.clone();
         }
         TaskEventKind::Artifact {
             artifact, append, ..
@@ -83,13 +93,17 @@ pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, Transitio
             if state != TaskState::Working {
                 return Err(TransitionError::ArtifactWhileNotWorking { state });
             }
-            apply_artifact(&mut next, artifact, *append)?;
+            apply_artifact(task, artifact, *append)?;
         }
-        TaskEventKind::Message(message) => next.history.push(stamped(task, message)),
+        TaskEventKind::Message(message) => {
+            let message = stamped(task, message);
+            task.history.push(message);
+        }
     }
-    Ok(next)
+    Ok(())
 }
 
+/// Errors are found before the task changes.
 fn apply_artifact(
     task: &mut Task,
     artifact: &Artifact,

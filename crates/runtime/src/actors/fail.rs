@@ -7,7 +7,7 @@ use crate::error::RuntimeError;
 use crate::model::{Message, Part, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
 use crate::store::{StoreError, TaskStore};
 use crate::telemetry;
-use crate::transition::transition;
+use crate::transition::apply;
 
 /// Moves the stored task to `failed` with `reason` as its status message, unless it is
 /// already terminal. Returns whether it changed the task.
@@ -31,10 +31,8 @@ pub(crate) async fn fail_stored_task(
             message: Some(Message::agent(vec![Part::text(reason)])),
             timestamp: Utc::now(),
         });
-        let task = transition(&record.task, &kind)
-            .map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
         let mut next = record.clone();
-        next.task = task;
+        apply(&mut next.task, &kind).map_err(|e| RuntimeError::Unavailable(e.to_string()))?;
         next.version += 1;
         next.last_seq += 1;
         let event = TaskEvent {

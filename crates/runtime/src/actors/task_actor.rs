@@ -1,5 +1,6 @@
 //! `TaskActor`: one per live task. It owns the task's state; every change goes through
-//! `transition`, is committed to the store, and only then is published and acknowledged.
+//! `transition` (applied in place to a copy of the task), is committed to the store, and
+//! only then is published and acknowledged.
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::model::{
 use crate::skill::{Skill, SkillError, SkillInput, SkillOutput};
 use crate::store::{StoreError, TaskRecord, TaskStore};
 use crate::telemetry;
-use crate::transition::{TransitionError, transition};
+use crate::transition::{TransitionError, apply};
 
 /// What a running skill asks of its task.
 pub(crate) enum SkillCall {
@@ -304,25 +305,24 @@ impl TaskActorState {
         kinds: Vec<TaskEventKind>,
         checkpoint: Option<Value>,
     ) -> Result<(), ApplyError> {
-        // Each transition makes a new task; the rest of the record is copied once (a
-        // whole-record clone first would copy the task once more).
-        let mut task = None;
+        // The changes go to a copy (one per commit, whatever the number of events): the
+        // record stays as it was if a change is refused or the store fails.
+        let mut task = self.record.task.clone();
         let mut last_seq = self.record.last_seq;
         let mut events = Vec::with_capacity(kinds.len());
         for kind in kinds {
-            let next_task = transition(task.as_ref().unwrap_or(&self.record.task), &kind)?;
+            apply(&mut task, &kind)?;
             last_seq += 1;
             events.push(TaskEvent {
                 seq: last_seq,
-                task_id: next_task.id.clone(),
-                context_id: next_task.context_id.clone(),
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
                 kind,
             });
-            task = Some(next_task);
         }
         let current = &self.record;
         let next = TaskRecord {
-            task: task.unwrap_or_else(|| current.task.clone()),
+            task,
             version: current.version + 1,
             last_seq,
             skill: current.skill.clone(),

@@ -188,3 +188,37 @@ fn created_is_only_the_first_event() {
         Err(TransitionError::AlreadyCreated)
     );
 }
+
+#[test]
+fn a_refused_change_applied_in_place_leaves_the_task_as_it_was() {
+    let mut working = transition(&task_in(Submitted), &status(Working)).unwrap();
+    apply(&mut working, &artifact("a", "one", false, false)).unwrap();
+    let mut empty = artifact("b", "x", false, false);
+    if let TaskEventKind::Artifact { artifact, .. } = &mut empty {
+        artifact.parts.clear();
+    }
+    let refused = [
+        (working.clone(), status(Submitted)),
+        (working.clone(), artifact("nope", "x", true, false)),
+        (working.clone(), empty),
+        (working.clone(), TaskEventKind::Created(working.clone())),
+        (task_in(InputRequired), artifact("a", "x", false, false)),
+        (task_in(Completed), status(Working)),
+    ];
+    for (mut task, change) in refused {
+        let before = task.clone();
+        assert!(
+            apply(&mut task, &change).is_err(),
+            "{change:?} was accepted"
+        );
+        assert_eq!(
+            task, before,
+            "{change:?} changed the task it was refused for"
+        );
+    }
+    // And an accepted one changes it exactly as `transition` does.
+    let change = artifact("a", "two", true, true);
+    let expected = transition(&working, &change).unwrap();
+    apply(&mut working, &change).unwrap();
+    assert_eq!(working, expected);
+}
