@@ -2,8 +2,8 @@
 //! and on two other embedded stores, measured in the same run. Evidence for choosing
 //! the store engine (see docs/performance.md, "Store engines"), not a fundi workload.
 //!
-//! Each simulated request makes the two commits a W1 send makes, with values of the
-//! sizes fundi writes for one (an echo task with a short text):
+//! Each simulated request makes the two commits a W1 send makes, with values of about
+//! the sizes fundi writes for one (an echo task with a short text):
 //!
 //! - creation: read the snapshot (none), then the active-set marker, the first events
 //!   and the snapshot;
@@ -35,9 +35,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The background flush window, as fundi's `batched` default.
 const FLUSH_WINDOW: Duration = Duration::from_millis(10);
 
-/// Value sizes of one W1 send as fundi writes them (bytes): the snapshot after
-/// creation and after completion (header included), the events of each commit, and a
-/// listing entry.
+/// Value sizes of one W1 send (bytes), estimated from an echo task's JSON (861 bytes on
+/// the wire once completed) plus what the store adds (snapshot header, skill, owner,
+/// trace; each event's ids): the snapshot after creation and after completion, the
+/// events of each commit, and a listing entry.
 const SNAPSHOT_CREATED: usize = 900;
 const SNAPSHOT_DONE: usize = 1_250;
 const EVENTS_CREATED: usize = 900;
@@ -227,8 +228,11 @@ impl Redb {
         let stop = Arc::new(AtomicBool::new(false));
         let (flushed, stopped) = (db.clone(), stop.clone());
         std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
+            loop {
                 std::thread::sleep(FLUSH_WINDOW);
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
                 let durable = flushed
                     .begin_write()
                     .map_err(redb::Error::from)
