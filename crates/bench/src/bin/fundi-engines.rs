@@ -233,11 +233,8 @@ impl Redb {
                 if stopped.load(Ordering::Relaxed) {
                     break;
                 }
-                let durable = flushed
-                    .begin_write()
-                    .map_err(redb::Error::from)
-                    .and_then(|txn| Ok(txn.commit()?));
-                if let Err(e) = durable {
+                let durable = || -> anyhow::Result<()> { Ok(flushed.begin_write()?.commit()?) };
+                if let Err(e) = durable() {
                     eprintln!("redb: a durable commit failed: {e}");
                 }
             }
