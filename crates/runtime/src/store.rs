@@ -1,6 +1,7 @@
 //! Durable task storage: the `TaskStore` trait, its sled and in-memory implementations,
 //! and the listing query they share.
 
+mod active_set;
 mod counts;
 mod cursor;
 mod flusher;

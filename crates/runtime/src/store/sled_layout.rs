@@ -7,10 +7,11 @@
 //! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`: one `TaskEvent`, or a JSON array of them |
 //! | `U` update ms (i64 BE, biased) task id | `IndexEntry` of a terminal task |
 //! | `C` context id `\0` update ms task id  | `IndexEntry` of a terminal task |
-//! | `A` task id                            | (empty): the task may not be terminal |
+//! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
+//! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
 //!
 //! The header of `T` holds what a commit and a repair need without decoding the record:
 //! version and last event seq (u64 BE each), then the record's `IndexEntry` and the one
@@ -31,6 +32,10 @@ pub(super) const CLEAN_MARKER: &[u8] = b"Mclean";
 /// Unfinished tasks' listing entries are kept in memory (`live_index`), not in `U` and
 /// `C`; stores written before hold every task's there until their first open since.
 pub(super) const LIVE_MARKER: &[u8] = b"Mlive";
+
+/// The active set's watermark (see `active_set`); stores written before it have every
+/// unfinished task's marker.
+pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()

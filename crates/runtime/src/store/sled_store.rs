@@ -5,7 +5,9 @@
 //! its flusher holds while it syncs the log, and writers queued behind every flush.
 //! Instead, a commit writes its pieces in an order that keeps the store recoverable:
 //!
-//! 1. a new unfinished task joins the active set (`A`), so recovery will look at it;
+//! 1. a new unfinished task joins the active set, so recovery will look at it: with an
+//!    `A` key when its id is at or below the active set's watermark, else lazily (a sweep
+//!    writes the key if the task is still unfinished a second later; see `active_set`);
 //! 2. the commit's events take the slot of the first one's sequence number, which must
 //!    be free;
 //! 3. the snapshot (`T`) is swapped in if it still holds the version the writer read:
@@ -16,22 +18,24 @@
 //!    tasks, see `live_index`: only a terminal task's entry is written to sled.)
 //!
 //! sled recovers a prefix of its log after a crash, so a crash leaves at most one commit
-//! per task half done, and only for tasks still in the active set. Opening a store that
-//! was not closed cleanly repairs those from their snapshots (`sled_repair`).
+//! per task half done, and only for tasks still in the active set. Opening a store
+//! first brings the tasks above the watermark into the active set on disk; one that was
+//! not closed cleanly is then repaired from their snapshots (`sled_repair`).
 
 use std::path::Path;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::active_set::{ActiveSet, SWEEP_INTERVAL, fresh_watermark, tail_ids};
 use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
 use super::live_index::{LiveIndex, is_persisted};
 use super::sled_layout::{
-    CLEAN_MARKER, Header, LIVE_MARKER, active_id, active_key, context_key, context_prefix,
-    decode_entry, decode_events, decode_record, encode_events, encode_record, event_key,
-    legacy_head_key, record_versions, task_key, updated_key,
+    CLEAN_MARKER, Header, LIVE_MARKER, WATERMARK_KEY, active_id, active_key, context_key,
+    context_prefix, decode_entry, decode_events, decode_record, encode_events, encode_record,
+    event_key, legacy_head_key, record_versions, task_key, updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
@@ -66,6 +70,10 @@ pub struct SledStore {
     pub(super) counts: Counts,
     /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
     pub(super) live: LiveIndex,
+    /// Which unfinished tasks have their `A` key yet.
+    pub(super) active: std::sync::Arc<ActiveSet>,
+    /// The thread writing the missing `A` keys every `SWEEP_INTERVAL`.
+    sweeper: Option<Sweeper>,
     /// Whether dropping the store marks it closed cleanly (tests clear it to crash).
     close_cleanly: bool,
     /// Tests: how many more writes a commit may make before it "crashes".
@@ -119,6 +127,17 @@ impl SledStore {
             true => Counts::load(&db)?,
             false => Counts::default(),
         };
+        // A store created just now has nothing to repair.
+        let repair = !was_clean && db.was_recovered();
+        let stored_watermark = db
+            .get(WATERMARK_KEY)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        if let Some(watermark) = &stored_watermark {
+            join_the_tail(&db, watermark, repair)?;
+        }
+        // After the tail's keys, so that a crash before it scans the tail again.
+        let watermark = fresh_watermark(stored_watermark.as_deref());
+        db.insert(WATERMARK_KEY, watermark.as_bytes())?;
         let mut store = SledStore {
             db,
             push,
@@ -126,6 +145,8 @@ impl SledStore {
             flusher,
             counts,
             live: LiveIndex::default(),
+            active: std::sync::Arc::new(ActiveSet::new(watermark)),
+            sweeper: None,
             close_cleanly: false,
             #[cfg(test)]
             writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
@@ -133,8 +154,6 @@ impl SledStore {
         if !store.db.contains_key(LIVE_MARKER)? {
             store.take_live_entries_out_of_sled()?;
         }
-        // A store created just now has nothing to repair.
-        let repair = !was_clean && store.db.was_recovered();
         if repair {
             super::sled_repair::repair(&store)?;
         }
@@ -148,8 +167,15 @@ impl SledStore {
             store.db.remove(b"Mcounts")?;
         }
         store.db.flush()?;
+        store.sweeper = Some(Sweeper::start(&store.db, &store.active)?);
         store.close_cleanly = true;
         Ok(store)
+    }
+
+    /// Writes the missing `A` keys now (tests; the sweeper does it every second).
+    #[cfg(test)]
+    pub(super) fn sweep(&self) {
+        self.active.sweep(&self.db).unwrap();
     }
 
     /// Drops the store as a crash would leave it: without marking it closed cleanly, so
@@ -273,7 +299,7 @@ impl SledStore {
         let found = old_header.as_ref().map_or(0, |h| h.version);
         StoreError::check_version(id, expected_version, found)?;
         let terminal = commit.record.state().is_terminal();
-        if old.is_none() && !terminal {
+        if old.is_none() && !terminal && !self.active.join_lazily(id) {
             self.before_write()?;
             self.db.insert(active_key(id), &[])?;
         }
@@ -323,7 +349,7 @@ impl SledStore {
             self.before_write()?;
             self.db.remove(legacy_head_key(id))?;
         }
-        if terminal {
+        if terminal && self.active.leave(id) {
             self.before_write()?;
             self.db.remove(active_key(id))?;
         }
@@ -395,11 +421,14 @@ impl SledStore {
 
 impl Drop for SledStore {
     fn drop(&mut self) {
+        drop(self.sweeper.take());
         if !self.close_cleanly {
             return;
         }
-        // Everything is on disk before the marker says so.
-        let closed = self.counts.save(&self.db).and_then(|()| {
+        // Everything is on disk before the marker says so. The last sweep leaves the
+        // next open no tail to scan (were it to fail, that open would scan it).
+        let closed = self.active.sweep(&self.db).and_then(|()| {
+            self.counts.save(&self.db)?;
             self.db.flush()?;
             self.db.insert(CLEAN_MARKER, &[])?;
             self.db.flush()?;
@@ -537,9 +566,14 @@ impl TaskStore for SledStore {
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        let mut records = Vec::new();
+        let mut ids = std::collections::BTreeSet::new();
         for key in self.db.scan_prefix(b"A").keys() {
-            let id = active_id(&key?);
+            ids.insert(active_id(&key?));
+        }
+        // Those whose key the sweep has not written yet.
+        ids.extend(self.active.unmarked());
+        let mut records = Vec::new();
+        for id in ids {
             // A task joins the active set just before its first commit and leaves it just
             // after its last, so the set can hold a task that is not (or no longer) active.
             match self.get(&id).await? {
@@ -603,5 +637,66 @@ impl IssueStore for SledStore {
             .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
         self.flush_if_sync().await?;
         Ok(true)
+    }
+}
+
+/// At open, puts the tasks above the stored watermark (which may lack their `A` key)
+/// into the active set on disk: the unfinished ones, and when the store is to be
+/// repaired every one (repair then mends each and lets the terminal ones go again).
+fn join_the_tail(db: &sled::Db, watermark: &str, repair: bool) -> Result<(), StoreError> {
+    for id in tail_ids(db, watermark)? {
+        let key = active_key(&id);
+        if db.contains_key(&key)? {
+            continue;
+        }
+        let unfinished = match db.get(task_key(&id))? {
+            Some(bytes) => {
+                let entry: IndexEntry = serde_json::from_slice(&Header::read(&bytes)?.entry)?;
+                !is_persisted(&entry)
+            }
+            None => false,
+        };
+        if unfinished || repair {
+            db.insert(key, &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// The thread that writes the active set's missing keys; stopped and joined on drop.
+#[derive(Debug)]
+struct Sweeper {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sweeper {
+    fn start(db: &sled::Db, active: &std::sync::Arc<ActiveSet>) -> Result<Sweeper, StoreError> {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (db, active) = (db.clone(), active.clone());
+        let thread = std::thread::Builder::new()
+            .name("fundi-store-sweep".into())
+            .spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(SWEEP_INTERVAL) {
+                    if let Err(error) = active.sweep(&db) {
+                        tracing::warn!(%error, "writing the active set failed; retried in a second");
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Engine(format!("starting the active-set sweep: {e}")))?;
+        Ok(Sweeper {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }

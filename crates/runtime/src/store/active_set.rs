@@ -1,0 +1,145 @@
+//! Which unfinished tasks have their active-set marker (`A`) in sled, and the watermark
+//! that makes the others findable.
+//!
+//! A task whose id sorts above the watermark joins the active set lazily: its first
+//! commit writes no marker. A sweep, every second and at a clean close, writes the
+//! markers of such tasks that are still unfinished, then moves the watermark up (key
+//! `Mswept`, written after the markers: sled recovers a prefix of its log, so a
+//! recovered watermark never lacks the markers it counts on). Most tasks (a blocking
+//! send to a quick skill) end before their sweep and never write a marker, nor remove
+//! it. At open, every task with a snapshot or events above the watermark on disk joins
+//! the set before repair and recovery run (`SledStore::open`), so that those see every
+//! task that may be unfinished, as they did when every task wrote its marker.
+//!
+//! A task whose id sorts at or below the watermark (ids are time-ordered; this happens
+//! when the clock is set back) writes its marker with its first commit, as before.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::StoreError;
+use super::sled_layout::{WATERMARK_KEY, active_key};
+use crate::model::TaskId;
+
+/// How often unfinished tasks' markers are written.
+pub(super) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+pub(super) struct ActiveSet {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// Ids above it may lack a marker; no id at or below it does (in memory; the one in
+    /// sled is never above it).
+    watermark: String,
+    /// Unfinished tasks above the watermark whose marker is not written yet.
+    unmarked: HashSet<TaskId>,
+}
+
+impl ActiveSet {
+    pub(super) fn new(watermark: String) -> ActiveSet {
+        ActiveSet {
+            inner: Mutex::new(Inner {
+                watermark,
+                unmarked: HashSet::new(),
+            }),
+        }
+    }
+
+    /// At an unfinished task's first commit, before its writes: `true` if it needs no
+    /// marker now (a sweep writes it if the task is still unfinished then).
+    pub(super) fn join_lazily(&self, id: &TaskId) -> bool {
+        let mut inner = self.lock();
+        let lazy = id.as_str() > inner.watermark.as_str();
+        if lazy {
+            inner.unmarked.insert(id.clone());
+        }
+        lazy
+    }
+
+    /// At a task's terminal commit, after its listing entries: whether it has a marker
+    /// to remove. One it does not have will not be written.
+    pub(super) fn leave(&self, id: &TaskId) -> bool {
+        !self.lock().unmarked.remove(id)
+    }
+
+    /// Writes the markers of the unfinished tasks that lack one, then the watermark.
+    pub(super) fn sweep(&self, db: &sled::Db) -> Result<(), StoreError> {
+        let (watermark, ids) = {
+            let mut inner = self.lock();
+            let now = uuid::Uuid::now_v7().to_string();
+            // Never down: a clock set back would only make the next open scan more.
+            if now > inner.watermark {
+                inner.watermark = now;
+            }
+            let ids: Vec<TaskId> = inner.unmarked.iter().cloned().collect();
+            (inner.watermark.clone(), ids)
+        };
+        for id in ids {
+            // Under the lock, so that a terminal commit sees either the task unmarked (and
+            // no marker is written) or the marker written (and removes it).
+            let mut inner = self.lock();
+            if inner.unmarked.remove(&id)
+                && let Err(e) = db.insert(active_key(&id), &[])
+            {
+                inner.unmarked.insert(id);
+                return Err(e.into());
+            }
+        }
+        db.insert(WATERMARK_KEY, watermark.as_bytes())?;
+        Ok(())
+    }
+
+    /// The tasks whose marker is not written yet.
+    pub(super) fn unmarked(&self) -> Vec<TaskId> {
+        self.lock().unmarked.iter().cloned().collect()
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_unmarked(&self, id: &TaskId) -> bool {
+        self.lock().unmarked.contains(id)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding it leaves the set whole (each change is one insert or
+        // remove), so a poisoned lock is still good.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The watermark a store starts from: above every id written so far by this clock.
+pub(super) fn fresh_watermark(stored: Option<&str>) -> String {
+    let now = uuid::Uuid::now_v7().to_string();
+    match stored {
+        Some(stored) if stored > now.as_str() => stored.to_owned(),
+        _ => now,
+    }
+}
+
+/// The ids of the tasks above `watermark` that have a snapshot (`T`) or events (`E`),
+/// each once, in id order: the tasks that may lack their marker.
+pub(super) fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, StoreError> {
+    let mut ids = std::collections::BTreeSet::new();
+    // Keys sort like their ids (an `E` key's id ends at a 0 byte, below any id byte), so
+    // the keys from the watermark's on are those of ids from it up (no task has the
+    // watermark itself as its id).
+    let above = |prefix: u8| {
+        let start = [&[prefix], watermark.as_bytes()].concat();
+        db.range(start..vec![prefix + 1])
+    };
+    for key in above(b'T').keys() {
+        let key = key?;
+        ids.insert(String::from_utf8_lossy(&key[1..]).into_owned());
+    }
+    for key in above(b'E').keys() {
+        let key = key?;
+        // `E` task id `\0` seq (8 bytes).
+        if key.len() > 10 {
+            ids.insert(String::from_utf8_lossy(&key[1..key.len() - 9]).into_owned());
+        }
+    }
+    Ok(ids.into_iter().map(TaskId::from).collect())
+}
