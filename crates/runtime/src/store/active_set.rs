@@ -13,17 +13,22 @@
 //!
 //! A task whose id sorts at or below the watermark (ids are time-ordered; this happens
 //! when the clock is set back) writes its marker with its first commit, as before.
+//!
+//! Here: the set in memory (`ActiveSet`), the thread that sweeps it (`Sweeper`), and
+//! the join at open (`join_the_tail`).
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::StoreError;
-use super::sled_layout::{WATERMARK_KEY, active_key};
+use super::index::IndexEntry;
+use super::live_index::is_persisted;
+use super::sled_layout::{Header, WATERMARK_KEY, active_key, task_key};
 use crate::model::TaskId;
 
 /// How often unfinished tasks' markers are written.
-pub(super) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub(super) struct ActiveSet {
@@ -121,7 +126,7 @@ pub(super) fn fresh_watermark(stored: Option<&str>) -> String {
 
 /// The ids of the tasks above `watermark` that have a snapshot (`T`) or events (`E`),
 /// each once, in id order: the tasks that may lack their marker.
-pub(super) fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, StoreError> {
+fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, StoreError> {
     let mut ids = std::collections::BTreeSet::new();
     // Keys sort like their ids (an `E` key's id ends at a 0 byte, below any id byte), so
     // the keys from the watermark's on are those of ids from it up (no task has the
@@ -142,4 +147,69 @@ pub(super) fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, St
         }
     }
     Ok(ids.into_iter().map(TaskId::from).collect())
+}
+
+/// At open, puts the tasks above the stored watermark (which may lack their `A` key)
+/// into the active set on disk: the unfinished ones, and when the store is to be
+/// repaired every one (repair then mends each and lets the terminal ones go again).
+pub(super) fn join_the_tail(
+    db: &sled::Db,
+    watermark: &str,
+    repair: bool,
+) -> Result<(), StoreError> {
+    for id in tail_ids(db, watermark)? {
+        let key = active_key(&id);
+        if db.contains_key(&key)? {
+            continue;
+        }
+        let unfinished = match db.get(task_key(&id))? {
+            Some(bytes) => {
+                let entry: IndexEntry = serde_json::from_slice(&Header::read(&bytes)?.entry)?;
+                !is_persisted(&entry)
+            }
+            None => false,
+        };
+        if unfinished || repair {
+            db.insert(key, &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// The thread that writes the active set's missing keys; stopped and joined on drop.
+#[derive(Debug)]
+pub(super) struct Sweeper {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sweeper {
+    pub(super) fn start(db: &sled::Db, active: &Arc<ActiveSet>) -> Result<Sweeper, StoreError> {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (db, active) = (db.clone(), active.clone());
+        let thread = std::thread::Builder::new()
+            .name("fundi-store-sweep".into())
+            .spawn(move || {
+                use std::sync::mpsc::RecvTimeoutError;
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(SWEEP_INTERVAL) {
+                    if let Err(error) = active.sweep(&db) {
+                        tracing::warn!(%error, "writing the active set failed; retried in a second");
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Engine(format!("starting the active-set sweep: {e}")))?;
+        Ok(Sweeper {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }

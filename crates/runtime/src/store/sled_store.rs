@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::active_set::{ActiveSet, SWEEP_INTERVAL, fresh_watermark, tail_ids};
+use super::active_set::{ActiveSet, Sweeper, fresh_watermark, join_the_tail};
 use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
@@ -377,9 +377,8 @@ impl SledStore {
     }
 
     /// Moves the task's listing entry from `old` (as JSON, and decoded; `None`: a new
-    /// task) to `entry`,
-    /// written by the commit of `version`, and its counts with it: in memory while the
-    /// task is unfinished, in sled once it is terminal. Idempotent, so repair can run it
+    /// task) to `entry`, written by the commit of `version`, and its counts with it: in
+    /// memory while the task is unfinished, in sled once it is terminal. Idempotent, so repair can run it
     /// again for a commit a crash interrupted.
     pub(super) fn reindex(
         &self,
@@ -566,10 +565,7 @@ impl TaskStore for SledStore {
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        let mut ids = std::collections::BTreeSet::new();
-        for key in self.db.scan_prefix(b"A").keys() {
-            ids.insert(active_id(&key?));
-        }
+        let mut ids: std::collections::BTreeSet<TaskId> = self.active_ids()?.into_iter().collect();
         // Those whose key the sweep has not written yet.
         ids.extend(self.active.unmarked());
         let mut records = Vec::new();
@@ -637,66 +633,5 @@ impl IssueStore for SledStore {
             .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
         self.flush_if_sync().await?;
         Ok(true)
-    }
-}
-
-/// At open, puts the tasks above the stored watermark (which may lack their `A` key)
-/// into the active set on disk: the unfinished ones, and when the store is to be
-/// repaired every one (repair then mends each and lets the terminal ones go again).
-fn join_the_tail(db: &sled::Db, watermark: &str, repair: bool) -> Result<(), StoreError> {
-    for id in tail_ids(db, watermark)? {
-        let key = active_key(&id);
-        if db.contains_key(&key)? {
-            continue;
-        }
-        let unfinished = match db.get(task_key(&id))? {
-            Some(bytes) => {
-                let entry: IndexEntry = serde_json::from_slice(&Header::read(&bytes)?.entry)?;
-                !is_persisted(&entry)
-            }
-            None => false,
-        };
-        if unfinished || repair {
-            db.insert(key, &[])?;
-        }
-    }
-    Ok(())
-}
-
-/// The thread that writes the active set's missing keys; stopped and joined on drop.
-#[derive(Debug)]
-struct Sweeper {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Sweeper {
-    fn start(db: &sled::Db, active: &std::sync::Arc<ActiveSet>) -> Result<Sweeper, StoreError> {
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let (db, active) = (db.clone(), active.clone());
-        let thread = std::thread::Builder::new()
-            .name("fundi-store-sweep".into())
-            .spawn(move || {
-                use std::sync::mpsc::RecvTimeoutError;
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(SWEEP_INTERVAL) {
-                    if let Err(error) = active.sweep(&db) {
-                        tracing::warn!(%error, "writing the active set failed; retried in a second");
-                    }
-                }
-            })
-            .map_err(|e| StoreError::Engine(format!("starting the active-set sweep: {e}")))?;
-        Ok(Sweeper {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Sweeper {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }

@@ -694,6 +694,27 @@ async fn try_advance(
     Ok(r)
 }
 
+/// The `A` keys in `db`, as task ids.
+fn active_keys(db: &sled::Db) -> Vec<String> {
+    db.scan_prefix(b"A")
+        .keys()
+        .map(|key| super::sled_layout::active_id(&key.unwrap()).to_string())
+        .collect()
+}
+
+/// The ids of the tasks `active` returns (what recovery resumes), in order.
+async fn active_task_ids(store: &SledStore) -> Vec<String> {
+    let mut ids: Vec<String> = store
+        .active()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// What a reopened store says about itself must agree everywhere: snapshots, event logs,
 /// listing (each task once, in its stored state), counts and the active set.
 async fn assert_consistent(store: &SledStore, context: &str) {
@@ -782,14 +803,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             assert_eq!(page.total, expected, "{context}: {state:?} {owner:?} total");
         }
     }
-    let mut active: Vec<String> = store
-        .active()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.id().to_string())
-        .collect();
-    active.sort();
+    let active = active_task_ids(store).await;
     let expected: Vec<String> = snapshots
         .iter()
         .filter(|r| !r.state().is_terminal())
@@ -798,12 +812,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
     assert_eq!(active, expected, "{context}: active set");
     // On disk, the active set holds unfinished tasks only, and every one of them but
     // those still waiting for the sweep to write their key.
-    let on_disk: Vec<String> = store
-        .db
-        .scan_prefix(b"A")
-        .keys()
-        .map(|key| super::sled_layout::active_id(&key.unwrap()).to_string())
-        .collect();
+    let on_disk = active_keys(&store.db);
     for id in &expected {
         assert!(
             on_disk.contains(id) || store.active.is_unmarked(&TaskId::from(id.as_str())),
@@ -1073,16 +1082,6 @@ async fn assert_listed_once(store: &SledStore, snapshots: &[TaskRecord], context
     assert_eq!(page.total, snapshots.len(), "{context}: total");
 }
 
-/// The `A` keys on disk, as task ids.
-fn active_keys(store: &SledStore) -> Vec<String> {
-    store
-        .db
-        .scan_prefix(b"A")
-        .keys()
-        .map(|key| super::sled_layout::active_id(&key.unwrap()).to_string())
-        .collect()
-}
-
 /// Tasks with generated (time-ordered) ids join the active set lazily: a task that ends
 /// before the sweep never writes its key, the sweep writes the keys of the others, and
 /// a crash at any time leaves recovery every unfinished task, swept or not.
@@ -1098,7 +1097,7 @@ async fn tasks_join_the_active_set_lazily_and_a_crash_loses_none() {
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
     }
     assert_eq!(
-        active_keys(&store),
+        active_keys(&store.db),
         Vec::<String>::new(),
         "no key before a sweep"
     );
@@ -1106,7 +1105,7 @@ async fn tasks_join_the_active_set_lazily_and_a_crash_loses_none() {
     store.sweep();
     let mut expected = vec![swept_then_done.clone(), swept.clone()];
     assert_eq!(
-        active_keys(&store),
+        active_keys(&store.db),
         expected,
         "the sweep writes the unfinished tasks' keys"
     );
@@ -1124,24 +1123,22 @@ async fn tasks_join_the_active_set_lazily_and_a_crash_loses_none() {
     let r = record(late, "c", TaskState::Working, 4_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
     expected = vec![swept.clone()];
-    assert_eq!(active_keys(&store), expected, "a terminal task's key goes");
+    assert_eq!(
+        active_keys(&store.db),
+        expected,
+        "a terminal task's key goes"
+    );
     store.crash();
 
     let store = reopen(dir.path()).await;
-    let active: Vec<String> = store
-        .active()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.id().to_string())
-        .collect();
+    let active = active_task_ids(&store).await;
     expected = vec![swept.clone(), late.clone()];
     assert_eq!(
         active, expected,
         "recovery sees the swept task and the one created after"
     );
     assert_eq!(
-        active_keys(&store),
+        active_keys(&store.db),
         expected,
         "both are in the active set on disk"
     );
@@ -1155,7 +1152,7 @@ async fn tasks_join_the_active_set_lazily_and_a_crash_loses_none() {
         advance(&store, id, TaskState::Completed, 5_000).await;
     }
     assert!(store.active().await.unwrap().is_empty());
-    assert_eq!(active_keys(&store), Vec::<String>::new());
+    assert_eq!(active_keys(&store.db), Vec::<String>::new());
 }
 
 /// A task whose id sorts at or below the watermark (a clock set back) cannot wait for
@@ -1167,13 +1164,13 @@ async fn a_task_below_the_watermark_writes_its_key_with_its_first_commit() {
     let early = "00000000-0000-7000-8000-000000000000";
     let r = record(early, "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
-    assert_eq!(active_keys(&store), vec![early.to_string()]);
+    assert_eq!(active_keys(&store.db), vec![early.to_string()]);
     assert!(!store.active.is_unmarked(&TaskId::from(early)));
     store.crash();
     let store = reopen(dir.path()).await;
     assert_eq!(store.active().await.unwrap().len(), 1);
     advance(&store, early, TaskState::Completed, 2_000).await;
-    assert_eq!(active_keys(&store), Vec::<String>::new());
+    assert_eq!(active_keys(&store.db), Vec::<String>::new());
 }
 
 /// A clean close sweeps a last time: the next open finds every unfinished task's key and
@@ -1187,15 +1184,10 @@ async fn a_clean_close_writes_every_missing_key() {
         id = TaskId::generate().to_string();
         let r = record(&id, "c", TaskState::Working, 1_000, "u");
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        assert_eq!(active_keys(&store), Vec::<String>::new());
+        assert_eq!(active_keys(&store.db), Vec::<String>::new());
     }
     let db = sled::open(dir.path()).unwrap();
-    let keys: Vec<String> = db
-        .scan_prefix(b"A")
-        .keys()
-        .map(|key| super::sled_layout::active_id(&key.unwrap()).to_string())
-        .collect();
-    assert_eq!(keys, vec![id.clone()]);
+    assert_eq!(active_keys(&db), vec![id.clone()]);
     let watermark = db.get(super::sled_layout::WATERMARK_KEY).unwrap().unwrap();
     assert!(watermark.as_ref() > id.as_bytes());
     drop(db);
@@ -1243,7 +1235,7 @@ async fn sweeps_racing_commits_leave_no_task_out_and_no_key_behind() {
     }
     sweeping.await.unwrap();
     unfinished.sort();
-    let keys = active_keys(&store);
+    let keys = active_keys(&store.db);
     assert!(
         keys.iter().all(|id| unfinished.contains(id)),
         "a terminal task kept its key"
@@ -1255,5 +1247,5 @@ async fn sweeps_racing_commits_leave_no_task_out_and_no_key_behind() {
         );
     }
     store.sweep();
-    assert_eq!(active_keys(&store), unfinished);
+    assert_eq!(active_keys(&store.db), unfinished);
 }
