@@ -4,7 +4,7 @@
 //! | key                                    | value        |
 //! |----------------------------------------|--------------|
 //! | `T` task id                            | header (below), then the `TaskRecord` as JSON |
-//! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`: one `TaskEvent`, or a JSON array of them |
+//! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`, as a JSON array (one `TaskEvent` alone in older stores), for the events not in the header |
 //! | `U` update ms (i64 BE, biased) task id | `IndexEntry` of a terminal task |
 //! | `C` context id `\0` update ms task id  | `IndexEntry` of a terminal task |
 //! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
@@ -13,15 +13,20 @@
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
 //!
-//! The header of `T` holds what a commit and a repair need without decoding the record:
-//! version and last event seq (u64 BE each), then the record's `IndexEntry` and the one
-//! before this commit if that one is in `U` and `C` (each a u32 BE length and JSON;
-//! length 0: none).
+//! The header of `T` holds what a commit, a repair and a reader of events need without
+//! decoding the record: a format byte (1), the version, the last event seq and the last
+//! seq of the events in the header (u64 BE each), then the record's `IndexEntry`, the
+//! one before this commit if that one is in `U` and `C`, and the task's first events as
+//! a JSON array (each a u32 BE length and JSON; length 0: none). A task's events are
+//! those of the header, then those of its `E` values (see `sled_store` for which go
+//! where); an `E` value at or below the header's last seq of events is a copy left by
+//! a crash, which repair removes.
 //!
-//! Stores written before the header hold the record's JSON alone in `T` (it starts with
-//! `{`, while a header starts with a version's first byte, 0), and kept the indexed entry
-//! in `V` task id as `{"v": version, "e": entry}`; both are still read, and a task's
-//! next commit moves it to the current layout.
+//! Stores written before the format byte have headers without it and without events
+//! (they start with the version's first byte, 0). Stores written before the header hold
+//! the record's JSON alone in `T` (it starts with `{`), and kept the indexed entry in `V`
+//! task id as `{"v": version, "e": entry}`. All are still read, and a task's next commit
+//! moves its snapshot to the current layout (its events stay in `E` values).
 
 use super::index::IndexEntry;
 use super::{StoreError, TaskRecord};
@@ -58,13 +63,9 @@ pub(super) fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
     [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
 }
 
-/// A commit's events as one `E` value: the event alone when there is one (as stores
-/// before batched values wrote every event), else a JSON array.
+/// A commit's events as one JSON array: an `E` value, or what `Inline::then` appends.
 pub(super) fn encode_events(events: &[TaskEvent]) -> Result<Vec<u8>, StoreError> {
-    Ok(match events {
-        [one] => serde_json::to_vec(one)?,
-        several => serde_json::to_vec(several)?,
-    })
+    Ok(serde_json::to_vec(events)?)
 }
 
 /// The events of one `E` value.
@@ -150,20 +151,64 @@ pub(super) fn legacy_head_key(id: &TaskId) -> Vec<u8> {
     [b"V", id.as_str().as_bytes()].concat()
 }
 
+/// The first byte of a `T` value in the current layout (a header without it starts
+/// with a version's first byte, 0; a legacy record with `{`).
+const FORMAT_INLINE: u8 = 1;
+
+/// The events a snapshot carries in its own value: the task's events from the first
+/// through `through`, as one JSON array (empty when there are none).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Inline {
+    pub(super) through: u64,
+    pub(super) events: Vec<u8>,
+}
+
+impl Inline {
+    /// These events followed by a commit's, `through` the last of them (a non-empty
+    /// JSON array, as `encode_events` writes it).
+    pub(super) fn then(&self, through: u64, events: &[u8]) -> Inline {
+        let mut joined = Vec::with_capacity(self.events.len() + events.len());
+        match self.events.strip_suffix(b"]") {
+            Some(open) => {
+                joined.extend_from_slice(open);
+                joined.push(b',');
+                joined.extend_from_slice(&events[1..]);
+            }
+            None => joined.extend_from_slice(events),
+        }
+        Inline {
+            through,
+            events: joined,
+        }
+    }
+
+    pub(super) fn decode(&self) -> Result<Vec<TaskEvent>, StoreError> {
+        if self.events.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(serde_json::from_slice(&self.events)?)
+    }
+}
+
 /// A record as `T` stores it (see the module docs), from its JSON.
 pub(super) fn encode_record(
     record: &TaskRecord,
     json: &[u8],
     entry: &[u8],
     previous: Option<&[u8]>,
+    inline: &Inline,
 ) -> Result<Vec<u8>, StoreError> {
     let previous = previous.unwrap_or_default();
-    let mut bytes = Vec::with_capacity(24 + entry.len() + previous.len() + json.len());
+    let parts = [entry, previous, inline.events.as_slice()];
+    let mut bytes =
+        Vec::with_capacity(37 + parts.iter().map(|p| p.len()).sum::<usize>() + json.len());
+    bytes.push(FORMAT_INLINE);
     bytes.extend_from_slice(&record.version.to_be_bytes());
     bytes.extend_from_slice(&record.last_seq.to_be_bytes());
-    for part in [entry, previous] {
+    bytes.extend_from_slice(&inline.through.to_be_bytes());
+    for part in parts {
         let len = u32::try_from(part.len())
-            .map_err(|_| StoreError::Codec("index entry too long".into()))?;
+            .map_err(|_| StoreError::Codec("snapshot header part too long".into()))?;
         bytes.extend_from_slice(&len.to_be_bytes());
         bytes.extend_from_slice(part);
     }
@@ -180,6 +225,8 @@ pub(super) struct Header {
     pub(super) entry: Vec<u8>,
     /// The entry before the commit that wrote this record (JSON), if any.
     pub(super) previous: Option<Vec<u8>>,
+    /// The events kept in this value (none in the layouts before it).
+    pub(super) inline: Inline,
     /// Where the record's JSON starts.
     json_at: usize,
     /// Written before headers existed (its task may still have a `V` key).
@@ -194,6 +241,20 @@ fn truncated() -> StoreError {
     StoreError::Codec("task snapshot shorter than its header".into())
 }
 
+/// Reads the big-endian u64 at `at`.
+fn word(bytes: &[u8], at: usize) -> Result<u64, StoreError> {
+    bytes
+        .get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_be_bytes)
+        .ok_or_else(truncated)
+}
+
+/// Where the version word starts: after the format byte, if there is one.
+fn versions_at(bytes: &[u8]) -> usize {
+    usize::from(bytes.first() == Some(&FORMAT_INLINE))
+}
+
 impl Header {
     /// Reads the header of a `T` value.
     pub(super) fn read(bytes: &[u8]) -> Result<Header, StoreError> {
@@ -205,12 +266,17 @@ impl Header {
                 last_seq: record.last_seq,
                 entry: serde_json::to_vec(&IndexEntry::of(&record))?,
                 previous: None,
+                inline: Inline::default(),
                 json_at: 0,
                 legacy: true,
             });
         }
         let (version, last_seq) = record_versions(bytes)?;
-        let mut at = 16;
+        let with_inline = bytes.first() == Some(&FORMAT_INLINE);
+        let (through, mut at) = match with_inline {
+            true => (word(bytes, 17)?, 25),
+            false => (0, 16),
+        };
         let mut part = || -> Result<Vec<u8>, StoreError> {
             let len = bytes
                 .get(at..at + 4)
@@ -223,11 +289,16 @@ impl Header {
         };
         let entry = part()?;
         let previous = Some(part()?).filter(|p| !p.is_empty());
+        let events = match with_inline {
+            true => part()?,
+            false => Vec::new(),
+        };
         Ok(Header {
             version,
             last_seq,
             entry,
             previous,
+            inline: Inline { through, events },
             json_at: at,
             legacy: false,
         })
@@ -254,12 +325,6 @@ pub(super) fn record_versions(bytes: &[u8]) -> Result<(u64, u64), StoreError> {
         let record: TaskRecord = serde_json::from_slice(bytes)?;
         return Ok((record.version, record.last_seq));
     }
-    let word = |at: usize| {
-        bytes
-            .get(at..at + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_be_bytes)
-            .ok_or_else(truncated)
-    };
-    Ok((word(0)?, word(8)?))
+    let at = versions_at(bytes);
+    Ok((word(bytes, at)?, word(bytes, at + 8)?))
 }

@@ -6,7 +6,9 @@
 //!
 //! - no snapshot: the task's first commit never happened; its events and active-set entry
 //!   go;
-//! - events past the snapshot's last sequence number were never committed; they go;
+//! - events past the snapshot's last sequence number were never committed; they go, and
+//!   so do values holding events the snapshot still carries itself (a cut commit was
+//!   moving them out);
 //! - the listing entry is brought to the snapshot's: into the in-memory index of
 //!   unfinished tasks, or into sled's (the header of `T` names the entry before it when
 //!   that one was in sled's index, where a cut commit may have left it);
@@ -50,11 +52,15 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
         };
         let header = Header::read(&bytes)?;
         let last_seq = header.last_seq;
+        let mut stray = Vec::new();
+        if header.inline.through > 0 {
+            stray.push(event_key(&id, 0)..=event_key(&id, header.inline.through));
+        }
         if last_seq < u64::MAX {
-            for key in db
-                .range(event_key(&id, last_seq + 1)..=event_key(&id, u64::MAX))
-                .keys()
-            {
+            stray.push(event_key(&id, last_seq + 1)..=event_key(&id, u64::MAX));
+        }
+        for range in stray {
+            for key in db.range(range).keys() {
                 db.remove(key?)?;
                 repaired.uncommitted_events += 1;
             }

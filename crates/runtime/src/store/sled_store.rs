@@ -8,8 +8,10 @@
 //! 1. a new unfinished task joins the active set, so recovery will look at it: with an
 //!    `A` key when its id is at or below the active set's watermark, else lazily (a sweep
 //!    writes the key if the task is still unfinished a second later; see `active_set`);
-//! 2. the commit's events take the slot of the first one's sequence number, which must
-//!    be free;
+//! 2. the commit's events, unless they ride in the snapshot (a task's first 4 KiB of
+//!    events do: most tasks commit with one write), take the slot of the first one's
+//!    sequence number, which must be free; the commit that outgrows the snapshot first
+//!    moves the events it carried to the slot of event 1;
 //! 3. the snapshot (`T`) is swapped in if it still holds the version the writer read:
 //!    **this is the commit point**; readers of events stop at the snapshot's last
 //!    sequence number, so they never see an event before its commit;
@@ -43,6 +45,12 @@ use crate::model::{TaskEvent, TaskId};
 
 /// sled's page cache by default (sled's own default is 1 GiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How many bytes of a task's first events its snapshot carries (see `apply`). A
+/// blocking send's whole history fits, so it commits with one write each time; a
+/// long-running task's events move out to values of their own, so that its snapshot
+/// does not grow with its log.
+pub(super) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
 
 /// When a committed change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,7 +303,7 @@ impl SledStore {
         let id = commit.record.id();
         let key = task_key(id);
         let old = self.db.get(&key)?;
-        let old_header = old.as_deref().map(Header::read).transpose()?;
+        let mut old_header = old.as_deref().map(Header::read).transpose()?;
         let found = old_header.as_ref().map_or(0, |h| h.version);
         StoreError::check_version(id, expected_version, found)?;
         let terminal = commit.record.state().is_terminal();
@@ -303,20 +311,36 @@ impl SledStore {
             self.before_write()?;
             self.db.insert(active_key(id), &[])?;
         }
-        // The commit's events take the slot of the first one, which must be free: a
-        // writer racing from the same version wants the same slot.
-        let mut written = None;
-        if let Some((first_seq, bytes)) = &commit.events {
-            let slot = event_key(id, *first_seq);
-            self.before_write()?;
-            if self
-                .db
-                .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
-                .is_err()
-            {
-                return Err(self.conflict(id, expected_version, None));
+        // A task's first events ride in its snapshot (one write a commit). The commit
+        // that would take them past `INLINE_EVENTS_LIMIT` moves them out to a value of
+        // their own, keyed by the first (1), so that the snapshot stops carrying them; it
+        // and every commit after it put their events in the slot of their first one.
+        // Each slot must be free: a writer racing from the same version wants the same.
+        let mut inline = old_header
+            .as_mut()
+            .map(|h| std::mem::take(&mut h.inline))
+            .unwrap_or_default();
+        let all_inline = inline.through == old_header.as_ref().map_or(0, |h| h.last_seq);
+        let mut written = Vec::new();
+        if let Some(events) = &commit.events {
+            if all_inline && inline.events.len() + events.bytes.len() <= INLINE_EVENTS_LIMIT {
+                inline = inline.then(events.last_seq, &events.bytes);
+            } else {
+                let moved = std::mem::take(&mut inline).events;
+                let slots = [(1, moved.as_slice()), (events.first_seq, &events.bytes)];
+                for (seq, bytes) in slots.into_iter().filter(|(_, b)| !b.is_empty()) {
+                    let slot = event_key(id, seq);
+                    self.before_write()?;
+                    if self
+                        .db
+                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes))?
+                        .is_err()
+                    {
+                        return Err(self.conflict(id, expected_version, &written));
+                    }
+                    written.push(slot);
+                }
             }
-            written = Some(slot);
         }
         let previous = old_header
             .as_ref()
@@ -333,10 +357,11 @@ impl SledStore {
             &commit.record_json,
             &commit.entry_bytes,
             in_sled,
+            &inline,
         )?;
         self.before_write()?;
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
-            return Err(self.conflict(id, expected_version, written));
+            return Err(self.conflict(id, expected_version, &written));
         }
         self.reindex(
             id,
@@ -356,13 +381,13 @@ impl SledStore {
         Ok(())
     }
 
-    /// A lost race: takes back the events this commit wrote (their slot) and names the
+    /// A lost race: takes back the events this commit wrote (their slots) and names the
     /// version found.
-    fn conflict(&self, id: &TaskId, expected: u64, written: Option<Vec<u8>>) -> StoreError {
-        if let Some(slot) = written
-            && let Err(e) = self.db.remove(slot)
-        {
-            return e.into();
+    fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
+        for slot in written {
+            if let Err(e) = self.db.remove(slot) {
+                return e.into();
+            }
         }
         let found = match self.db.get(task_key(id)) {
             Ok(Some(bytes)) => record_versions(&bytes).map_or(0, |(v, _)| v),
@@ -445,8 +470,14 @@ struct Encoded<'a> {
     record_json: Vec<u8>,
     entry: IndexEntry,
     entry_bytes: Vec<u8>,
-    /// The first event's sequence number and all the events, as one value.
-    events: Option<(u64, Vec<u8>)>,
+    events: Option<EncodedEvents>,
+}
+
+/// A commit's events, as one JSON array.
+struct EncodedEvents {
+    first_seq: u64,
+    last_seq: u64,
+    bytes: Vec<u8>,
 }
 
 impl<'a> Encoded<'a> {
@@ -457,9 +488,13 @@ impl<'a> Encoded<'a> {
             record_json: serde_json::to_vec(record)?,
             entry_bytes: serde_json::to_vec(&entry)?,
             entry,
-            events: match events.first() {
-                Some(first) => Some((first.seq, encode_events(events)?)),
-                None => None,
+            events: match (events.first(), events.last()) {
+                (Some(first), Some(last)) => Some(EncodedEvents {
+                    first_seq: first.seq,
+                    last_seq: last.seq,
+                    bytes: encode_events(events)?,
+                }),
+                _ => None,
             },
         })
     }
@@ -497,12 +532,22 @@ impl TaskStore for SledStore {
     ) -> Result<Vec<TaskEvent>, StoreError> {
         // Only committed events: a commit in flight has written its events but not yet
         // the snapshot that counts them.
-        let last_seq = match self.db.get(task_key(id))? {
-            Some(bytes) => record_versions(&bytes)?.1,
+        let header = match self.db.get(task_key(id))? {
+            Some(bytes) => Header::read(&bytes)?,
             None => return Ok(Vec::new()),
         };
+        let last_seq = header.last_seq;
         if after_seq >= last_seq {
             return Ok(Vec::new());
+        }
+        let mut events = Vec::new();
+        if after_seq < header.inline.through {
+            let inline = header.inline.decode()?.into_iter();
+            events.extend(inline.filter(|e| e.seq > after_seq).take(limit));
+        }
+        let after_seq = after_seq.max(header.inline.through);
+        if events.len() >= limit || after_seq >= last_seq {
+            return Ok(events);
         }
         // The value holding event `after_seq + 1` is keyed by its commit's first event,
         // which may come before it.
@@ -511,7 +556,6 @@ impl TaskStore for SledStore {
             Some(item) => item?.0.to_vec(),
             None => wanted,
         };
-        let mut events = Vec::new();
         for item in self.db.range(start..=event_key(id, last_seq)) {
             let (_, bytes) = item?;
             let fresh = decode_events(&bytes)?

@@ -659,6 +659,123 @@ async fn several_events_commit_together_or_not_at_all() {
     }
 }
 
+/// Commits a `working` status whose message is `text`, as a skill's progress.
+async fn progress(store: &dyn TaskStore, id: &str, text: &str) {
+    let mut r = store.get(&TaskId::from(id)).await.unwrap().unwrap();
+    r.task.status = TaskStatus {
+        state: TaskState::Working,
+        message: Some(Message::agent(vec![Part::text(text)])),
+        timestamp: Utc::now(),
+    };
+    r.version += 1;
+    r.last_seq += 1;
+    let event = TaskEvent {
+        seq: r.last_seq,
+        task_id: r.task.id.clone(),
+        context_id: r.task.context_id.clone(),
+        kind: TaskEventKind::Status(r.task.status.clone()),
+    };
+    store.commit(&r, r.version - 1, &[event]).await.unwrap();
+}
+
+/// A task's first events ride in its snapshot; the commit that would take them past
+/// `INLINE_EVENTS_LIMIT` moves them out, and it and every commit after it write their
+/// events apart, so the snapshot stops carrying them. From any point and with any limit,
+/// the log reads back whole and in order.
+#[tokio::test]
+async fn events_outgrowing_the_snapshot_go_apart_and_read_back_whole() {
+    use super::sled_layout::{Header, event_prefix, task_key};
+    let sled = Arc::new(SledStore::temporary(Durability::Sync).unwrap());
+    let mut all = stores().await;
+    all.push(("sled-inspected", sled.clone()));
+    for (name, store) in all {
+        let r = record("long", "c", TaskState::Working, 1_000, "u");
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+        // About 12 KiB of events, three times the limit.
+        for n in 0..40 {
+            progress(&*store, "long", &format!("{n:03} {}", "p".repeat(300))).await;
+        }
+        let id = TaskId::from("long");
+        for after in 0..=41u64 {
+            for limit in [1, 3, 100] {
+                let seqs: Vec<u64> = store
+                    .events(&id, after, limit)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.seq)
+                    .collect();
+                let expected: Vec<u64> = (after + 1..=41).take(limit).collect();
+                assert_eq!(seqs, expected, "{name}: after {after}, limit {limit}");
+            }
+        }
+    }
+    // The events moved out together, then one value per commit.
+    let id = TaskId::from("long");
+    let header = Header::read(&sled.db.get(task_key(&id)).unwrap().unwrap()).unwrap();
+    assert_eq!(
+        header.inline,
+        Default::default(),
+        "the snapshot carries no events"
+    );
+    let values: Vec<Vec<u64>> = sled
+        .db
+        .scan_prefix(event_prefix(&id))
+        .values()
+        .map(|v| decode_seqs(&v.unwrap()))
+        .collect();
+    let moved = values[0].len() as u64;
+    assert!(moved > 1, "{values:?}");
+    assert_eq!(values[0], (1..=moved).collect::<Vec<_>>());
+    assert_eq!(values.len() as u64, 1 + 41 - moved, "{values:?}");
+    assert!(values[1..].iter().all(|seqs| seqs.len() == 1), "{values:?}");
+}
+
+fn decode_seqs(bytes: &[u8]) -> Vec<u64> {
+    let events: Vec<TaskEvent> = serde_json::from_slice(bytes).unwrap();
+    events.iter().map(|e| e.seq).collect()
+}
+
+/// A task written before snapshots carried events (its header has no format byte, its
+/// events are all in their own values) reads back whole, and its next commits keep
+/// writing events apart: a log never has events inline after ones apart.
+#[tokio::test]
+async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
+    use super::index::IndexEntry;
+    use super::sled_layout::{Header, event_key, event_prefix, task_key};
+    let store = SledStore::temporary(Durability::Sync).unwrap();
+    let r = record("before", "c", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    // Rewritten as the build before wrote it: version, last seq, entry, no previous
+    // entry, JSON; the first event in its own value.
+    let entry = serde_json::to_vec(&IndexEntry::of(&r)).unwrap();
+    let mut before = Vec::new();
+    before.extend_from_slice(&r.version.to_be_bytes());
+    before.extend_from_slice(&r.last_seq.to_be_bytes());
+    before.extend_from_slice(&(entry.len() as u32).to_be_bytes());
+    before.extend_from_slice(&entry);
+    before.extend_from_slice(&0u32.to_be_bytes());
+    before.extend_from_slice(&serde_json::to_vec(&r).unwrap());
+    store.db.insert(task_key(r.id()), before).unwrap();
+    store
+        .db
+        .insert(
+            event_key(r.id(), 1),
+            serde_json::to_vec(&created(&r)).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(store.get(r.id()).await.unwrap().unwrap().version, 1);
+    let seqs = |events: Vec<TaskEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(store.events(r.id(), 0, 10).await.unwrap()), [1]);
+
+    progress(&store, "before", "still going").await;
+    assert_eq!(seqs(store.events(r.id(), 0, 10).await.unwrap()), [1, 2]);
+    assert_eq!(seqs(store.events(r.id(), 1, 10).await.unwrap()), [2]);
+    let header = Header::read(&store.db.get(task_key(r.id())).unwrap().unwrap()).unwrap();
+    assert_eq!((header.version, header.inline.through), (2, 0));
+    assert_eq!(store.db.scan_prefix(event_prefix(r.id())).count(), 2);
+}
+
 /// Opens the store in `dir` again (see `testing::open_sled`).
 async fn reopen(dir: &std::path::Path) -> SledStore {
     crate::testing::open_sled(dir).await
@@ -673,10 +790,22 @@ async fn try_advance(
     ts_ms: i64,
     events: u64,
 ) -> Result<TaskRecord, StoreError> {
+    try_advance_saying(store, id, state, ts_ms, events, None).await
+}
+
+/// `try_advance`, each status carrying an agent message saying `text`.
+async fn try_advance_saying(
+    store: &dyn TaskStore,
+    id: &str,
+    state: TaskState,
+    ts_ms: i64,
+    events: u64,
+    text: Option<&str>,
+) -> Result<TaskRecord, StoreError> {
     let mut r = store.get(&TaskId::from(id)).await?.unwrap();
     let status = TaskStatus {
         state,
-        message: None,
+        message: text.map(|text| Message::agent(vec![Part::text(text)])),
         timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
     };
     r.task.status = status.clone();
@@ -744,6 +873,21 @@ async fn assert_consistent(store: &SledStore, context: &str) {
                 })
                 .count();
             assert_eq!(stray, 0, "{context}: {id} has uncommitted events");
+            let bytes = store.db.get(super::sled_layout::task_key(r.id())).unwrap();
+            let header = super::sled_layout::Header::read(&bytes.unwrap()).unwrap();
+            if header.inline.through > 0 {
+                let copies = store
+                    .db
+                    .range(
+                        super::sled_layout::event_key(r.id(), 0)
+                            ..=super::sled_layout::event_key(r.id(), header.inline.through),
+                    )
+                    .count();
+                assert_eq!(
+                    copies, 0,
+                    "{context}: {id} has its snapshot's events apart too"
+                );
+            }
             snapshots.push(r);
         } else {
             let events = store
@@ -827,22 +971,40 @@ async fn assert_consistent(store: &SledStore, context: &str) {
 
 /// A crash can stop a commit after any of its writes. Whatever the point, the reopened
 /// store holds the commit whole (if its snapshot was swapped in) or not at all, agrees
-/// with itself everywhere, and takes the task's next commit.
+/// with itself everywhere, and takes the task's next commit. For a task whose events
+/// ride in its snapshot, for one whose first event is too large to (each of its commits
+/// then writes its events apart, before the snapshot), and for one whose events move out
+/// of its snapshot with the commit cut.
 #[tokio::test]
 async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
     use std::sync::atomic::Ordering;
     // The commit to cut: 0 creates t1, 1 moves it to working, 2 completes it with two
     // events (it leaves the active set).
-    for stage in 0..3 {
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Events {
+        Inline,
+        Apart,
+        MovingOut,
+    }
+    let cases = (0..3).flat_map(|stage| {
+        [Events::Inline, Events::Apart, Events::MovingOut].map(|events| (stage, events))
+    });
+    // Too large for the snapshot, with what it already carries.
+    let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
+    for (stage, events) in cases.filter(|&(stage, e)| stage > 0 || e != Events::MovingOut) {
+        let cut_says = (events == Events::MovingOut).then_some(large.as_str());
         for writes in 0.. {
-            let context = format!("stage {stage}, crash after {writes} writes");
+            let context = format!("stage {stage}, {events:?}, crash after {writes} writes");
             let dir = tempfile::tempdir().unwrap();
             let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
             let other = record("t2", "c", TaskState::Working, 500, "u");
             store.commit(&other, 0, &[created(&other)]).await.unwrap();
-            let t1 = record("t1", "c", TaskState::Submitted, 1_000, "u");
+            let mut fresh = record("t1", "c", TaskState::Submitted, 1_000, "u");
+            if events == Events::Apart {
+                fresh.task.history = vec![Message::user(vec![Part::text(large.clone())])];
+            }
             if stage > 0 {
-                store.commit(&t1, 0, &[created(&t1)]).await.unwrap();
+                store.commit(&fresh, 0, &[created(&fresh)]).await.unwrap();
             }
             if stage > 1 {
                 try_advance(&store, "t1", TaskState::Working, 2_000, 1)
@@ -851,11 +1013,11 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
             }
             store.writes_left.store(writes, Ordering::Release);
             let result = match stage {
-                0 => store.commit(&t1, 0, &[created(&t1)]).await,
-                1 => try_advance(&store, "t1", TaskState::Working, 2_000, 1)
+                0 => store.commit(&fresh, 0, &[created(&fresh)]).await,
+                1 => try_advance_saying(&store, "t1", TaskState::Working, 2_000, 1, cut_says)
                     .await
                     .map(drop),
-                _ => try_advance(&store, "t1", TaskState::Completed, 3_000, 2)
+                _ => try_advance_saying(&store, "t1", TaskState::Completed, 3_000, 2, cut_says)
                     .await
                     .map(drop),
             };
@@ -873,6 +1035,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
                     "{context}"
                 );
             }
+            let committed = t1.as_ref().map_or(0, |r| r.version) == stage as u64 + 1;
             // The task goes on: no leftover of the cut commit blocks the next one.
             match t1 {
                 Some(r) if !r.state().is_terminal() => {
@@ -882,11 +1045,22 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
                 }
                 Some(_) => {}
                 None => {
-                    let t1 = record("t1", "c", TaskState::Submitted, 1_000, "u");
-                    store.commit(&t1, 0, &[created(&t1)]).await.unwrap();
+                    store.commit(&fresh, 0, &[created(&fresh)]).await.unwrap();
                 }
             }
             assert_consistent(&store, &format!("{context}, then one more commit")).await;
+            let apart = store
+                .db
+                .scan_prefix(super::sled_layout::event_prefix(&TaskId::from("t1")))
+                .count();
+            // A commit cut before its snapshot leaves the snapshot carrying the events,
+            // and the next commit here is small.
+            let moved = events == Events::MovingOut && committed;
+            assert_eq!(
+                apart > 0,
+                events == Events::Apart || moved,
+                "{context}: events written apart"
+            );
             if finished {
                 break;
             }
@@ -998,7 +1172,9 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
 #[tokio::test]
 async fn a_store_indexing_unfinished_tasks_on_disk_opens_and_moves_on() {
     use super::index::IndexEntry;
-    use super::sled_layout::{LIVE_MARKER, context_key, encode_record, task_key, updated_key};
+    use super::sled_layout::{
+        Header, LIVE_MARKER, context_key, encode_record, task_key, updated_key,
+    };
     for crashed in [false, true] {
         let context = format!("crashed: {crashed}");
         let dir = tempfile::tempdir().unwrap();
@@ -1020,11 +1196,13 @@ async fn a_store_indexing_unfinished_tasks_on_disk_opens_and_moves_on() {
             serde_json::to_vec(&entry).unwrap(),
             serde_json::to_vec(&previous).unwrap(),
         );
+        let stored = store.db.get(task_key(t1.id())).unwrap().unwrap();
         let header = encode_record(
             &t1,
             &serde_json::to_vec(&t1).unwrap(),
             &entry_json,
             Some(&previous_json),
+            &Header::read(&stored).unwrap().inline,
         )
         .unwrap();
         store.db.insert(task_key(t1.id()), header).unwrap();
