@@ -2,20 +2,21 @@
 //! and on two other embedded stores, measured in the same run. Evidence for choosing
 //! the store engine (see docs/performance.md, "Store engines"), not a fundi workload.
 //!
-//! Each simulated request makes the two commits a W1 send makes, with values of about
-//! the sizes fundi writes for one (an echo task with a short text):
+//! Each simulated request makes the two commits a W1 send makes, with values of the
+//! sizes fundi writes for one (an echo task with a short text):
 //!
-//! - creation: read the snapshot (none), then the active-set marker, the first events
-//!   and the snapshot;
-//! - completion: read the snapshot, then the new events, the new snapshot, the two
-//!   listing entries of a terminal task, and the marker's removal.
+//! - creation: read the snapshot (none), then write it with the first events;
+//! - completion: read the snapshot, then write it with all the events, and the two
+//!   listing entries of a terminal task.
 //!
 //! On sled the pieces are single-key writes in that order, compare-and-swap for the
-//! events and the snapshot, exactly as `SledStore` writes them (sled runs everything
-//! under one global lock once a process uses a batch or a transaction). On fjall and
-//! redb a commit is one atomic batch or write transaction, as a store on them would
-//! write it. Every engine is flushed in the background at most every 10 ms (fundi's
-//! default `batched` window); none waits for the disk per commit.
+//! snapshot, exactly as `SledStore` writes them for a task whose events fit in its
+//! snapshot and which ends before the active set's sweep (sled runs everything under
+//! one global lock once a process uses a batch or a transaction). On fjall and redb a
+//! commit is one atomic batch or write transaction, as a store on them would write it,
+//! with the events and the active-set marker under keys of their own. Every engine is
+//! flushed in the background at most every 10 ms (fundi's default `batched` window);
+//! none waits for the disk per commit.
 //!
 //! `cargo run --release -p fundi-bench --bin fundi-engines -- [--seconds 5]
 //! [--repeats 3] [--concurrency 64]`
@@ -35,15 +36,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The background flush window, as fundi's `batched` default.
 const FLUSH_WINDOW: Duration = Duration::from_millis(10);
 
-/// Value sizes of one W1 send (bytes), estimated from an echo task's JSON (861 bytes on
-/// the wire once completed) plus what the store adds (snapshot header, skill, owner,
-/// trace; each event's ids): the snapshot after creation and after completion, the
-/// events of each commit, and a listing entry.
-const SNAPSHOT_CREATED: usize = 900;
-const SNAPSHOT_DONE: usize = 1_250;
-const EVENTS_CREATED: usize = 900;
-const EVENTS_DONE: usize = 700;
-const INDEX_ENTRY: usize = 200;
+/// Value sizes of one W1 send (bytes), as fundi wrote them for a short text: the
+/// snapshot after creation and after completion (header, listing entry and record
+/// JSON, without events), the events of each commit, and a listing entry.
+const SNAPSHOT_CREATED: usize = 640;
+const SNAPSHOT_DONE: usize = 1_090;
+const EVENTS_CREATED: usize = 700;
+const EVENTS_DONE: usize = 585;
+const INDEX_ENTRY: usize = 120;
 
 #[derive(Parser)]
 #[command(about = "fundi's per-send writes on sled, fjall and redb, measured in one run")]
@@ -58,6 +58,13 @@ struct Args {
     /// fundi's server).
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
+    /// Every value's size, in percent of fundi's JSON (to see what a more compact
+    /// encoding would save).
+    #[arg(long, default_value_t = 100)]
+    value_percent: usize,
+    /// The engines to measure (default: all; the first one is the `/ first` column's base).
+    #[arg(long, value_delimiter = ',')]
+    engines: Vec<Kind>,
 }
 
 /// One store engine, written to the way a fundi store on it would write.
@@ -77,8 +84,9 @@ struct Values {
 }
 
 impl Values {
-    fn new() -> Values {
+    fn new(percent: usize) -> Values {
         let text = |len: usize| {
+            let len = len * percent / 100;
             let mut bytes = Vec::with_capacity(len + 36);
             while bytes.len() < len {
                 bytes.extend_from_slice(uuid::Uuid::new_v4().to_string().as_bytes());
@@ -124,34 +132,28 @@ impl Engine for Sled {
     fn create(&self, id: &[u8], values: &Values) -> anyhow::Result<()> {
         let snapshot = key(b"T", id, b"");
         anyhow::ensure!(self.db.get(&snapshot)?.is_none(), "task exists");
-        self.db.insert(key(b"A", id, b""), &[])?;
-        let events = key(b"E", id, &1u64.to_be_bytes());
-        let none = None::<&[u8]>;
-        let created = Some(values.events_created.as_slice());
+        let value = [&values.snapshot_created[..], &values.events_created].concat();
         self.db
-            .compare_and_swap(events, none, created)?
-            .map_err(|_| anyhow::anyhow!("events slot taken"))?;
-        self.db
-            .compare_and_swap(snapshot, none, Some(values.snapshot_created.as_slice()))?
-            .map_err(|_| anyhow::anyhow!("snapshot changed"))?;
+            .compare_and_swap(snapshot, None::<&[u8]>, Some(value))?
+            .map_err(|_| anyhow::anyhow!("task created twice"))?;
         Ok(())
     }
 
     fn complete(&self, id: &[u8], values: &Values) -> anyhow::Result<()> {
         let snapshot = key(b"T", id, b"");
         let old = self.db.get(&snapshot)?.context("no snapshot")?;
-        let events = key(b"E", id, &3u64.to_be_bytes());
-        let done = Some(values.events_done.as_slice());
+        let value = [
+            &values.snapshot_done[..],
+            &values.events_created,
+            &values.events_done,
+        ]
+        .concat();
         self.db
-            .compare_and_swap(events, None::<&[u8]>, done)?
-            .map_err(|_| anyhow::anyhow!("events slot taken"))?;
-        self.db
-            .compare_and_swap(snapshot, Some(old), Some(values.snapshot_done.as_slice()))?
+            .compare_and_swap(snapshot, Some(old), Some(value))?
             .map_err(|_| anyhow::anyhow!("snapshot changed"))?;
         let (updated, context) = listing_keys(id);
         self.db.insert(updated, values.entry.as_slice())?;
         self.db.insert(context, values.entry.as_slice())?;
-        self.db.remove(key(b"A", id, b""))?;
         Ok(())
     }
 }
@@ -292,7 +294,7 @@ impl Engine for Redb {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 enum Kind {
     Sled,
     Fjall,
@@ -361,11 +363,17 @@ fn median(mut rates: Vec<f64>) -> f64 {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     anyhow::ensure!(args.repeats > 0 && args.concurrency > 0 && args.seconds > 0);
-    let values = Arc::new(Values::new());
-    let mut rates = vec![Vec::new(); Kind::ALL.len()];
+    anyhow::ensure!(args.value_percent > 0, "--value-percent must be above 0");
+    let values = Arc::new(Values::new(args.value_percent));
+    let kinds: Vec<Kind> = if args.engines.is_empty() {
+        Kind::ALL.to_vec()
+    } else {
+        args.engines.clone()
+    };
+    let mut rates = vec![Vec::new(); kinds.len()];
     for repeat in 1..=args.repeats {
         // Interleaved, so that a noisy stretch of the machine hits every engine.
-        for (n, kind) in Kind::ALL.into_iter().enumerate() {
+        for (n, &kind) in kinds.iter().enumerate() {
             eprintln!("[{repeat}/{}] {}", args.repeats, kind.name());
             rates[n].push(measure(kind, &args, &values)?);
         }
@@ -373,11 +381,14 @@ fn main() -> anyhow::Result<()> {
     let medians: Vec<f64> = rates.into_iter().map(median).collect();
     println!(
         "{:<36} {:>14} {:>8}",
-        format!("engine (c={})", args.concurrency),
+        format!(
+            "engine (c={}, values {}%)",
+            args.concurrency, args.value_percent
+        ),
         "sends/s",
-        "/ sled"
+        "/ first"
     );
-    for (kind, rate) in Kind::ALL.into_iter().zip(&medians) {
+    for (kind, rate) in kinds.iter().zip(&medians) {
         println!(
             "{:<36} {:>14.0} {:>8.2}",
             kind.name(),
@@ -396,7 +407,7 @@ mod tests {
     /// only after its creation, and a task is created once.
     #[test]
     fn every_engine_runs_the_two_commits_of_a_send() {
-        let values = Values::new();
+        let values = Values::new(100);
         for kind in Kind::ALL {
             let dir = tempfile::tempdir().unwrap();
             let engine = kind.open(dir.path()).unwrap();
