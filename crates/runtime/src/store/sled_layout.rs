@@ -28,6 +28,8 @@
 //! task id as `{"v": version, "e": entry}`. All are still read, and a task's next commit
 //! moves its snapshot to the current layout (its events stay in `E` values).
 
+use std::ops::Range;
+
 use super::index::IndexEntry;
 use super::{StoreError, TaskRecord};
 use crate::model::{ContextId, TaskEvent, TaskId};
@@ -225,8 +227,11 @@ pub(super) struct Header {
     pub(super) entry: Vec<u8>,
     /// The entry before the commit that wrote this record (JSON), if any.
     pub(super) previous: Option<Vec<u8>>,
-    /// The events kept in this value (none in the layouts before it).
-    pub(super) inline: Inline,
+    /// The last seq of the events kept in this value (0: none, as in the layouts
+    /// before it).
+    pub(super) inline_through: u64,
+    /// Where those events are in the value (see `inline`).
+    inline_at: Range<usize>,
     /// Where the record's JSON starts.
     json_at: usize,
     /// Written before headers existed (its task may still have a `V` key).
@@ -266,7 +271,8 @@ impl Header {
                 last_seq: record.last_seq,
                 entry: serde_json::to_vec(&IndexEntry::of(&record))?,
                 previous: None,
-                inline: Inline::default(),
+                inline_through: 0,
+                inline_at: 0..0,
                 json_at: 0,
                 legacy: true,
             });
@@ -277,31 +283,45 @@ impl Header {
             true => (word(bytes, 17)?, 25),
             false => (0, 16),
         };
-        let mut part = || -> Result<Vec<u8>, StoreError> {
+        let mut part = || -> Result<Range<usize>, StoreError> {
             let len = bytes
                 .get(at..at + 4)
                 .and_then(|b| <[u8; 4]>::try_from(b).ok())
                 .map(u32::from_be_bytes)
                 .ok_or_else(truncated)? as usize;
-            let value = bytes.get(at + 4..at + 4 + len).ok_or_else(truncated)?;
+            let value = at + 4..at + 4 + len;
+            bytes.get(value.clone()).ok_or_else(truncated)?;
             at += 4 + len;
-            Ok(value.to_vec())
+            Ok(value)
         };
-        let entry = part()?;
-        let previous = Some(part()?).filter(|p| !p.is_empty());
-        let events = match with_inline {
+        let entry = bytes[part()?].to_vec();
+        let previous = Some(bytes[part()?].to_vec()).filter(|p| !p.is_empty());
+        let inline_at = match with_inline {
             true => part()?,
-            false => Vec::new(),
+            false => 0..0,
         };
         Ok(Header {
             version,
             last_seq,
             entry,
             previous,
-            inline: Inline { through, events },
+            inline_through: through,
+            inline_at,
             json_at: at,
             legacy: false,
         })
+    }
+
+    /// The events kept in `bytes`, the value this header was read from (copied only
+    /// here: most readers of a header need none of them).
+    pub(super) fn inline(&self, bytes: &[u8]) -> Inline {
+        Inline {
+            through: self.inline_through,
+            events: bytes
+                .get(self.inline_at.clone())
+                .unwrap_or_default()
+                .to_vec(),
+        }
     }
 
     /// The record itself.

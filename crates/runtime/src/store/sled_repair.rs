@@ -53,8 +53,8 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
         let header = Header::read(&bytes)?;
         let last_seq = header.last_seq;
         let mut stray = Vec::new();
-        if header.inline.through > 0 {
-            stray.push(event_key(&id, 0)..=event_key(&id, header.inline.through));
+        if header.inline_through > 0 {
+            stray.push(event_key(&id, 0)..=event_key(&id, header.inline_through));
         }
         if last_seq < u64::MAX {
             stray.push(event_key(&id, last_seq + 1)..=event_key(&id, u64::MAX));

@@ -303,7 +303,7 @@ impl SledStore {
         let id = commit.record.id();
         let key = task_key(id);
         let old = self.db.get(&key)?;
-        let mut old_header = old.as_deref().map(Header::read).transpose()?;
+        let old_header = old.as_deref().map(Header::read).transpose()?;
         let found = old_header.as_ref().map_or(0, |h| h.version);
         StoreError::check_version(id, expected_version, found)?;
         let terminal = commit.record.state().is_terminal();
@@ -316,10 +316,10 @@ impl SledStore {
         // their own, keyed by the first (1), so that the snapshot stops carrying them; it
         // and every commit after it put their events in the slot of their first one.
         // Each slot must be free: a writer racing from the same version wants the same.
-        let mut inline = old_header
-            .as_mut()
-            .map(|h| std::mem::take(&mut h.inline))
-            .unwrap_or_default();
+        let mut inline = match (&old_header, &old) {
+            (Some(header), Some(bytes)) => header.inline(bytes),
+            _ => Default::default(),
+        };
         let all_inline = inline.through == old_header.as_ref().map_or(0, |h| h.last_seq);
         let mut written = Vec::new();
         if let Some(events) = &commit.events {
@@ -532,20 +532,20 @@ impl TaskStore for SledStore {
     ) -> Result<Vec<TaskEvent>, StoreError> {
         // Only committed events: a commit in flight has written its events but not yet
         // the snapshot that counts them.
-        let header = match self.db.get(task_key(id))? {
-            Some(bytes) => Header::read(&bytes)?,
-            None => return Ok(Vec::new()),
+        let Some(bytes) = self.db.get(task_key(id))? else {
+            return Ok(Vec::new());
         };
+        let header = Header::read(&bytes)?;
         let last_seq = header.last_seq;
         if after_seq >= last_seq {
             return Ok(Vec::new());
         }
         let mut events = Vec::new();
-        if after_seq < header.inline.through {
-            let inline = header.inline.decode()?.into_iter();
+        if after_seq < header.inline_through {
+            let inline = header.inline(&bytes).decode()?.into_iter();
             events.extend(inline.filter(|e| e.seq > after_seq).take(limit));
         }
-        let after_seq = after_seq.max(header.inline.through);
+        let after_seq = after_seq.max(header.inline_through);
         if events.len() >= limit || after_seq >= last_seq {
             return Ok(events);
         }

@@ -712,9 +712,10 @@ async fn events_outgrowing_the_snapshot_go_apart_and_read_back_whole() {
     }
     // The events moved out together, then one value per commit.
     let id = TaskId::from("long");
-    let header = Header::read(&sled.db.get(task_key(&id)).unwrap().unwrap()).unwrap();
+    let bytes = sled.db.get(task_key(&id)).unwrap().unwrap();
+    let header = Header::read(&bytes).unwrap();
     assert_eq!(
-        header.inline,
+        header.inline(&bytes),
         Default::default(),
         "the snapshot carries no events"
     );
@@ -772,7 +773,7 @@ async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
     assert_eq!(seqs(store.events(r.id(), 0, 10).await.unwrap()), [1, 2]);
     assert_eq!(seqs(store.events(r.id(), 1, 10).await.unwrap()), [2]);
     let header = Header::read(&store.db.get(task_key(r.id())).unwrap().unwrap()).unwrap();
-    assert_eq!((header.version, header.inline.through), (2, 0));
+    assert_eq!((header.version, header.inline_through), (2, 0));
     assert_eq!(store.db.scan_prefix(event_prefix(r.id())).count(), 2);
 }
 
@@ -875,12 +876,12 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             assert_eq!(stray, 0, "{context}: {id} has uncommitted events");
             let bytes = store.db.get(super::sled_layout::task_key(r.id())).unwrap();
             let header = super::sled_layout::Header::read(&bytes.unwrap()).unwrap();
-            if header.inline.through > 0 {
+            if header.inline_through > 0 {
                 let copies = store
                     .db
                     .range(
                         super::sled_layout::event_key(r.id(), 0)
-                            ..=super::sled_layout::event_key(r.id(), header.inline.through),
+                            ..=super::sled_layout::event_key(r.id(), header.inline_through),
                     )
                     .count();
                 assert_eq!(
@@ -1202,7 +1203,7 @@ async fn a_store_indexing_unfinished_tasks_on_disk_opens_and_moves_on() {
             &serde_json::to_vec(&t1).unwrap(),
             &entry_json,
             Some(&previous_json),
-            &Header::read(&stored).unwrap().inline,
+            &Header::read(&stored).unwrap().inline(&stored),
         )
         .unwrap();
         store.db.insert(task_key(t1.id()), header).unwrap();
