@@ -38,6 +38,18 @@ pub enum StoreError {
     /// Stored bytes could not be decoded (or a value could not be encoded).
     #[error("stored data could not be decoded: {0}")]
     Codec(String),
+    /// The store was written by a newer version of fundi, in a layout this one cannot
+    /// read; nothing was changed.
+    #[error(
+        "the store was written by a newer fundi (store format {found}; this build reads \
+         formats up to {supported}): run that version or a later one on it"
+    )]
+    NewerFormat {
+        /// The store's format.
+        found: u64,
+        /// The newest format this build reads.
+        supported: u64,
+    },
     /// Another writer changed the task first (optimistic concurrency).
     #[error("task {task_id} changed concurrently: expected version {expected}, found {found}")]
     Conflict {

@@ -12,6 +12,7 @@
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
+//! | `Mformat`                              | the store's format (u64 BE, see `STORE_FORMAT`); none: written before it |
 //!
 //! The header of `T` holds what a commit, a repair and a reader of events need without
 //! decoding the record: a format byte (1), the version, the last event seq and the last
@@ -43,6 +44,14 @@ pub(super) const LIVE_MARKER: &[u8] = b"Mlive";
 /// The active set's watermark (see `active_set`); stores written before it have every
 /// unfinished task's marker.
 pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
+
+/// The store's format, written at every open: a build refuses a store whose format is
+/// newer than its own instead of misreading it.
+pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
+
+/// The newest format this build reads and writes: 1, snapshots carry their task's first
+/// events. Stores without `FORMAT_KEY` were written before it (and are read).
+pub(super) const STORE_FORMAT: u64 = 1;
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()

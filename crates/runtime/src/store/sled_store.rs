@@ -35,9 +35,10 @@ use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
 use super::live_index::{LiveIndex, is_persisted};
 use super::sled_layout::{
-    CLEAN_MARKER, Header, LIVE_MARKER, WATERMARK_KEY, active_id, active_key, context_key,
-    context_prefix, decode_entry, decode_events, decode_record, encode_events, encode_record,
-    event_key, legacy_head_key, record_versions, task_key, updated_key,
+    CLEAN_MARKER, FORMAT_KEY, Header, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, active_id,
+    active_key, context_key, context_prefix, decode_entry, decode_events, decode_record,
+    encode_events, encode_record, event_key, legacy_head_key, record_versions, task_key,
+    updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
@@ -122,6 +123,19 @@ impl SledStore {
             }
         };
         let db = config.open()?;
+        // Before anything is written: a newer layout is refused, not misread.
+        if let Some(bytes) = db.get(FORMAT_KEY)? {
+            let found = <[u8; 8]>::try_from(bytes.as_ref())
+                .map(u64::from_be_bytes)
+                .map_err(|_| StoreError::Codec("the store format marker is not 8 bytes".into()))?;
+            if found > STORE_FORMAT {
+                return Err(StoreError::NewerFormat {
+                    found,
+                    supported: STORE_FORMAT,
+                });
+            }
+        }
+        db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())?;
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
         let flusher = match durability {

@@ -1428,3 +1428,44 @@ async fn sweeps_racing_commits_leave_no_task_out_and_no_key_behind() {
     store.sweep();
     assert_eq!(active_keys(&store.db), unfinished);
 }
+
+/// A store records its format at every open; one written by a newer build (a format
+/// this one does not know) is refused with an error naming both formats, and left as it
+/// was, instead of being misread request by request.
+#[tokio::test]
+async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
+    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT};
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        let format = store.db.get(FORMAT_KEY).unwrap().unwrap();
+        assert_eq!(format.as_ref(), STORE_FORMAT.to_be_bytes());
+        let r = record("t1", "c", TaskState::Working, 1_000, "u");
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+        store
+            .db
+            .insert(FORMAT_KEY, &(STORE_FORMAT + 1).to_be_bytes())
+            .unwrap();
+    }
+    let before: Vec<_> = {
+        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        db.iter().map(|item| item.unwrap()).collect()
+    };
+    let error = SledStore::open(dir.path(), Durability::Sync)
+        .err()
+        .expect("a newer store is refused");
+    assert!(
+        matches!(error, StoreError::NewerFormat { found, supported }
+            if found == STORE_FORMAT + 1 && supported == STORE_FORMAT),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("store format {}", STORE_FORMAT + 1))
+            && message.contains(&format!("up to {STORE_FORMAT}")),
+        "{message}"
+    );
+    let db = sled::Config::new().path(dir.path()).open().unwrap();
+    let after: Vec<_> = db.iter().map(|item| item.unwrap()).collect();
+    assert_eq!(before, after, "a refused open writes nothing");
+}
