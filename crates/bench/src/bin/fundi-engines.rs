@@ -1,6 +1,7 @@
 //! `fundi-engines`: what fundi's writes for one blocking send cost on sled, its store,
 //! and on two other embedded stores, measured in the same run. Evidence for choosing
-//! the store engine (see docs/performance.md, "Store engines"), not a fundi workload.
+//! the store engine and its layout (see docs/performance.md, sixth and seventh sessions),
+//! not a fundi workload.
 //!
 //! Each simulated request makes the two commits a W1 send makes, with values of the
 //! sizes fundi writes for one (an echo task with a short text):
