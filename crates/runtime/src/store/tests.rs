@@ -1469,3 +1469,41 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
     let after: Vec<_> = db.iter().map(|item| item.unwrap()).collect();
     assert_eq!(before, after, "a refused open writes nothing");
 }
+
+/// A commit that loses its race while moving a snapshot's events out (the slot of its
+/// own first event is taken, as by a writer racing from the same version) takes back the
+/// copy it wrote: the snapshot still carries the events, once.
+#[tokio::test]
+async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
+    use super::sled_layout::{Header, event_key, task_key};
+    let store = SledStore::temporary(Durability::Sync).unwrap();
+    let r = record("t1", "c", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    let taken = event_key(r.id(), 2);
+    store.db.insert(&taken, b"[]".as_slice()).unwrap();
+    let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
+    let lost = try_advance_saying(&store, "t1", TaskState::Working, 2_000, 1, Some(&large)).await;
+    assert!(
+        matches!(lost, Err(StoreError::Conflict { found: 1, .. })),
+        "{lost:?}"
+    );
+    assert!(
+        !store.db.contains_key(event_key(r.id(), 1)).unwrap(),
+        "the copy stays"
+    );
+    assert!(
+        store.db.contains_key(&taken).unwrap(),
+        "the other writer's slot went"
+    );
+    let bytes = store.db.get(task_key(r.id())).unwrap().unwrap();
+    let header = Header::read(&bytes).unwrap();
+    assert_eq!((header.version, header.inline_through), (1, 1));
+    let seqs: Vec<u64> = store
+        .events(r.id(), 0, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, [1]);
+}
