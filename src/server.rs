@@ -93,11 +93,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         shutdown.clone(),
         header_read_timeout,
     ));
+    let stop = shutdown_signal().context("installing the signal handlers")?;
     // Tests and scripts read this line to find the port when binding port 0.
     println!("fundi listening on http://{local}");
     tracing::info!(%local, %public_url, "listening");
 
-    shutdown_signal().await;
+    stop.await;
     tracing::info!("shutting down: no new requests; running tasks get the grace period");
     shutdown.cancel();
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
@@ -177,25 +178,26 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are installed here, when it is
+/// made, not at its first poll: made before the "listening" line, a signal sent as soon
+/// as that line is read shuts the server down gracefully instead of killing it.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    Ok(async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
+    })
 }

@@ -153,6 +153,17 @@ async fn sigterm_ends_open_streams_and_exits_cleanly_leaving_the_rest_to_recover
     poll_task(&server, &id, |t| state(t) == "TASK_STATE_COMPLETED").await;
 }
 
+/// A SIGTERM sent as soon as the server says it is listening (as a supervisor's stop
+/// can be) is a graceful stop, never a kill by the signal's default action.
+#[tokio::test]
+async fn sigterm_as_soon_as_listening_is_a_graceful_stop() {
+    for attempt in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Server::start(dir.path(), &[]).terminate();
+        assert!(status.success(), "attempt {attempt}: exit status {status}");
+    }
+}
+
 async fn poll_list(server: &Server) -> Value {
     let deadline = std::time::Instant::now() + DEADLINE;
     loop {
