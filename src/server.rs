@@ -112,8 +112,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(sled) = sled {
         sled.flush().await.context("flushing the store")?;
     }
-    telemetry.shutdown(TELEMETRY_FLUSH).await;
+    let logs = telemetry.shutdown(TELEMETRY_FLUSH).await;
     tracing::info!("stopped");
+    drop(logs);
     Ok(())
 }
 

@@ -87,6 +87,13 @@ pub(crate) struct Telemetry {
     tracer: SdkTracerProvider,
     meter: SdkMeterProvider,
     registry: Option<prometheus::Registry>,
+    logs: Logs,
+}
+
+/// The log writer's thread: dropping this writes the lines still queued and ends it, so
+/// it is dropped last (lines logged after that are lost).
+pub(crate) struct Logs {
+    _writer: tracing_appender::non_blocking::WorkerGuard,
 }
 
 /// Installs logging (`log_filter`, or `RUST_LOG`) and OpenTelemetry. Runs on the
@@ -170,8 +177,14 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
         Ok(from_env) => EnvFilter::try_new(from_env).context("RUST_LOG")?,
         Err(_) => EnvFilter::try_new(log_filter).context("log.filter")?,
     };
+    // Not lossy: when the queue is full (a stderr far behind), loggers wait rather than
+    // lines being dropped.
+    let (stderr, logs_guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("fundi-log")
+        .finish(std::io::stderr());
     let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(stderr)
         .with_filter(log_filter);
     let exported = EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?;
     // With nothing exported, only the spans that carry trace context onward (from the
@@ -196,6 +209,9 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
         tracer,
         meter,
         registry,
+        logs: Logs {
+            _writer: logs_guard,
+        },
     })
 }
 
@@ -219,9 +235,15 @@ impl Telemetry {
         )
     }
 
-    /// Exports what is pending and stops the providers, within `limit`.
-    pub(crate) async fn shutdown(self, limit: Duration) {
-        let Telemetry { tracer, meter, .. } = self;
+    /// Exports what is pending and stops the providers, within `limit`; returns the log
+    /// writer, for the caller to drop last.
+    pub(crate) async fn shutdown(self, limit: Duration) -> Logs {
+        let Telemetry {
+            tracer,
+            meter,
+            logs,
+            ..
+        } = self;
         let stop = tokio::task::spawn_blocking(move || {
             if let Err(error) = tracer.shutdown_with_timeout(limit) {
                 tracing::debug!(%error, "tracer provider shutdown");
@@ -236,5 +258,6 @@ impl Telemetry {
         {
             tracing::warn!("telemetry did not stop in time");
         }
+        logs
     }
 }

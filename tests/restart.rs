@@ -154,13 +154,19 @@ async fn sigterm_ends_open_streams_and_exits_cleanly_leaving_the_rest_to_recover
 }
 
 /// A SIGTERM sent as soon as the server says it is listening (as a supervisor's stop
-/// can be) is a graceful stop, never a kill by the signal's default action.
+/// can be) is a graceful stop, never a kill by the signal's default action; the log,
+/// written on a thread of its own, is complete to its last line.
 #[tokio::test]
 async fn sigterm_as_soon_as_listening_is_a_graceful_stop() {
     for attempt in 0..5 {
         let dir = tempfile::tempdir().unwrap();
-        let status = Server::start(dir.path(), &[]).terminate();
+        let server = Server::start(dir.path(), &[]);
+        let log = server.stderr.clone();
+        let status = server.terminate();
         assert!(status.success(), "attempt {attempt}: exit status {status}");
+        let log = std::fs::read_to_string(log).unwrap();
+        let last = log.lines().last().unwrap_or_default();
+        assert!(last.contains("stopped"), "attempt {attempt}: {log}");
     }
 }
 
