@@ -168,7 +168,7 @@ const FORMAT_INLINE: u8 = 1;
 
 /// The events a snapshot carries in its own value: the task's events from the first
 /// through `through`, as one JSON array (empty when there are none).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Inline {
     pub(super) through: u64,
     pub(super) events: Vec<u8>,

@@ -124,18 +124,21 @@ impl SledStore {
         };
         let db = config.open()?;
         // Before anything is written: a newer layout is refused, not misread.
-        if let Some(bytes) = db.get(FORMAT_KEY)? {
-            let found = <[u8; 8]>::try_from(bytes.as_ref())
+        let found = match db.get(FORMAT_KEY)? {
+            Some(bytes) => <[u8; 8]>::try_from(bytes.as_ref())
                 .map(u64::from_be_bytes)
-                .map_err(|_| StoreError::Codec("the store format marker is not 8 bytes".into()))?;
-            if found > STORE_FORMAT {
-                return Err(StoreError::NewerFormat {
-                    found,
-                    supported: STORE_FORMAT,
-                });
-            }
+                .map_err(|_| StoreError::Codec("the store format marker is not 8 bytes".into()))?,
+            None => 0,
+        };
+        if found > STORE_FORMAT {
+            return Err(StoreError::NewerFormat {
+                found,
+                supported: STORE_FORMAT,
+            });
         }
-        db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())?;
+        if found < STORE_FORMAT {
+            db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())?;
+        }
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
         let flusher = match durability {
@@ -417,8 +420,8 @@ impl SledStore {
 
     /// Moves the task's listing entry from `old` (as JSON, and decoded; `None`: a new
     /// task) to `entry`, written by the commit of `version`, and its counts with it: in
-    /// memory while the task is unfinished, in sled once it is terminal. Idempotent, so repair can run it
-    /// again for a commit a crash interrupted.
+    /// memory while the task is unfinished, in sled once it is terminal. Idempotent, so
+    /// repair can run it again for a commit a crash interrupted.
     pub(super) fn reindex(
         &self,
         id: &TaskId,

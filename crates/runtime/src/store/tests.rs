@@ -38,6 +38,12 @@ fn created(record: &TaskRecord) -> TaskEvent {
     }
 }
 
+/// The sequence numbers of `id`'s events after `after`, at most `limit` of them.
+async fn event_seqs(store: &dyn TaskStore, id: &TaskId, after: u64, limit: usize) -> Vec<u64> {
+    let events = store.events(id, after, limit).await.unwrap();
+    events.iter().map(|e| e.seq).collect()
+}
+
 /// Moves a stored record to a new state and time, as the task actor would.
 async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) -> TaskRecord {
     try_advance(store, id, state, ts_ms, 1).await.unwrap()
@@ -117,12 +123,7 @@ async fn events_are_read_back_in_order_from_any_point() {
         let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4], "{name}");
         assert!(all[3].is_terminal(), "{name}");
-        let tail = store.events(&id, 2, 1).await.unwrap();
-        assert_eq!(
-            tail.iter().map(|e| e.seq).collect::<Vec<_>>(),
-            [3],
-            "{name}"
-        );
+        assert_eq!(event_seqs(&*store, &id, 2, 1).await, [3], "{name}");
         assert!(
             store
                 .events(&TaskId::from("nope"), 0, 10)
@@ -640,22 +641,13 @@ async fn several_events_commit_together_or_not_at_all() {
             "{name}"
         );
         store.commit(&next, 1, &pair).await.unwrap();
-        let seqs: Vec<u64> = store
-            .events(r.id(), 0, 10)
-            .await
-            .unwrap()
-            .iter()
-            .map(|e| e.seq)
-            .collect();
+        let seqs = event_seqs(&*store, r.id(), 0, 10).await;
         assert_eq!(seqs, [1, 2, 3], "{name}");
         // Read from inside the commit, and cut short inside it.
-        let seqs = |events: Vec<TaskEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
-        let from_middle = store.events(r.id(), 2, 10).await.unwrap();
-        assert_eq!(seqs(from_middle), [3], "{name}");
-        let cut = store.events(r.id(), 1, 1).await.unwrap();
-        assert_eq!(seqs(cut), [2], "{name}");
-        let cut = store.events(r.id(), 0, 2).await.unwrap();
-        assert_eq!(seqs(cut), [1, 2], "{name}");
+        let from_middle = event_seqs(&*store, r.id(), 2, 10).await;
+        assert_eq!(from_middle, [3], "{name}");
+        assert_eq!(event_seqs(&*store, r.id(), 1, 1).await, [2], "{name}");
+        assert_eq!(event_seqs(&*store, r.id(), 0, 2).await, [1, 2], "{name}");
     }
 }
 
@@ -698,13 +690,7 @@ async fn events_outgrowing_the_snapshot_go_apart_and_read_back_whole() {
         let id = TaskId::from("long");
         for after in 0..=41u64 {
             for limit in [1, 3, 100] {
-                let seqs: Vec<u64> = store
-                    .events(&id, after, limit)
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|e| e.seq)
-                    .collect();
+                let seqs = event_seqs(&*store, &id, after, limit).await;
                 let expected: Vec<u64> = (after + 1..=41).take(limit).collect();
                 assert_eq!(seqs, expected, "{name}: after {after}, limit {limit}");
             }
@@ -766,12 +752,11 @@ async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
         )
         .unwrap();
     assert_eq!(store.get(r.id()).await.unwrap().unwrap().version, 1);
-    let seqs = |events: Vec<TaskEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
-    assert_eq!(seqs(store.events(r.id(), 0, 10).await.unwrap()), [1]);
+    assert_eq!(event_seqs(&store, r.id(), 0, 10).await, [1]);
 
     progress(&store, "before", "still going").await;
-    assert_eq!(seqs(store.events(r.id(), 0, 10).await.unwrap()), [1, 2]);
-    assert_eq!(seqs(store.events(r.id(), 1, 10).await.unwrap()), [2]);
+    assert_eq!(event_seqs(&store, r.id(), 0, 10).await, [1, 2]);
+    assert_eq!(event_seqs(&store, r.id(), 1, 10).await, [2]);
     let header = Header::read(&store.db.get(task_key(r.id())).unwrap().unwrap()).unwrap();
     assert_eq!((header.version, header.inline_through), (2, 0));
     assert_eq!(store.db.scan_prefix(event_prefix(r.id())).count(), 2);
@@ -851,13 +836,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
     let mut snapshots = Vec::new();
     for id in ["t1", "t2"] {
         if let Some(r) = store.get(&TaskId::from(id)).await.unwrap() {
-            let seqs: Vec<u64> = store
-                .events(r.id(), 0, 100)
-                .await
-                .unwrap()
-                .iter()
-                .map(|e| e.seq)
-                .collect();
+            let seqs = event_seqs(store, r.id(), 0, 100).await;
             assert_eq!(
                 seqs,
                 (1..=r.last_seq).collect::<Vec<_>>(),
@@ -1498,12 +1477,6 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
     let bytes = store.db.get(task_key(r.id())).unwrap().unwrap();
     let header = Header::read(&bytes).unwrap();
     assert_eq!((header.version, header.inline_through), (1, 1));
-    let seqs: Vec<u64> = store
-        .events(r.id(), 0, 10)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
+    let seqs = event_seqs(&store, r.id(), 0, 10).await;
     assert_eq!(seqs, [1]);
 }
