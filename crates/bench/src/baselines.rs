@@ -30,15 +30,25 @@ fn answer(body: &[u8]) -> Value {
         "history": [message]}}})
 }
 
-/// The same answer after inserting the request into sled and flushing, once per request.
-async fn sled_flush(State(db): State<Arc<sled::Db>>, body: Bytes) -> axum::Json<Value> {
+/// sled and its log file: sled's flush alone is not durable (it ends with
+/// `sync_file_range`), so a durable flush also `fdatasync`s the log, as fundi does.
+struct Durable {
+    db: sled::Db,
+    log: std::fs::File,
+}
+
+/// The same answer after inserting the request into sled and flushing durably, once per
+/// request.
+async fn sled_flush(State(store): State<Arc<Durable>>, body: Bytes) -> axum::Json<Value> {
     let key = uuid::Uuid::new_v4();
-    let db = db.clone();
     let stored = body.clone();
     tokio::task::spawn_blocking(move || {
-        db.insert(key.as_bytes(), stored.as_ref())
+        store
+            .db
+            .insert(key.as_bytes(), stored.as_ref())
             .expect("sled insert");
-        db.flush().expect("sled flush");
+        store.db.flush().expect("sled flush");
+        store.log.sync_data().expect("log sync");
     })
     .await
     .expect("flush task");
@@ -50,7 +60,7 @@ async fn sled_flush(State(db): State<Arc<sled::Db>>, body: Bytes) -> axum::Json<
 pub(crate) enum Baseline {
     /// The bare axum echo.
     Axum,
-    /// sled insert + flush per request.
+    /// sled insert + durable flush per request.
     SledFlush,
 }
 
@@ -83,6 +93,16 @@ async fn bare_axum() -> anyhow::Result<String> {
 }
 
 async fn sled_per_request(dir: &std::path::Path) -> anyhow::Result<String> {
-    let db = Arc::new(sled::Config::new().path(dir).flush_every_ms(None).open()?);
-    serve(Router::new().route("/a2a", post(sled_flush)).with_state(db)).await
+    let db = sled::Config::new().path(dir).flush_every_ms(None).open()?;
+    let log = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(dir.join("db"))?;
+    let store = Arc::new(Durable { db, log });
+    serve(
+        Router::new()
+            .route("/a2a", post(sled_flush))
+            .with_state(store),
+    )
+    .await
 }
