@@ -7,6 +7,7 @@ mod cursor;
 mod flusher;
 mod index;
 mod live_index;
+mod log_sync;
 mod memory;
 mod push;
 mod sled_layout;

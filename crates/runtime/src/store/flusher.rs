@@ -5,16 +5,18 @@
 //! [`GroupFlusher::settle`]. A settle covers every ticket issued before it was called,
 //! writes still being applied included (a reader may already see part of one). One flush
 //! runs at a time, on the blocking pool (sled's `flush_async` was seen to hang under
-//! concurrency), and covers the tickets whose writes were all applied when it started;
-//! settlers queued behind it usually find themselves covered. Under load, many writes
-//! share each flush. There is no background task, so dropping the store closes the
-//! database at once.
+//! concurrency), ends with a sync of sled's log (`log_sync`: sled's flush alone does not
+//! survive a power loss), and covers the tickets whose writes were all applied when it
+//! started; settlers queued behind it usually find themselves covered. Under load, many
+//! writes share each flush. There is no background task, so dropping the store closes
+//! the database at once.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::StoreError;
+use super::log_sync::LogSync;
 
 #[derive(Debug, Default)]
 pub(crate) struct GroupFlusher {
@@ -72,7 +74,11 @@ impl GroupFlusher {
     }
 
     /// Returns once every write whose ticket was issued before this call is on disk.
-    pub(crate) async fn settle(&self, db: &sled::Db) -> Result<(), StoreError> {
+    pub(crate) async fn settle(
+        &self,
+        db: &sled::Db,
+        log: &std::sync::Arc<LogSync>,
+    ) -> Result<(), StoreError> {
         let target = self.lock().issued;
         loop {
             if self.covered.load(Ordering::Acquire) >= target {
@@ -85,8 +91,8 @@ impl GroupFlusher {
             // Read before the flush starts: everything it names is applied, so on disk
             // once the flush returns. A write still being applied waits for the next.
             let upto = self.applied_through();
-            let db = db.clone();
-            tokio::task::spawn_blocking(move || db.flush())
+            let (db, log) = (db.clone(), log.clone());
+            tokio::task::spawn_blocking(move || log.flush(&db))
                 .await
                 .map_err(|e| StoreError::Engine(format!("flush task failed: {e}")))??;
             self.covered.fetch_max(upto, Ordering::AcqRel);
@@ -114,12 +120,13 @@ mod tests {
     #[tokio::test]
     async fn settle_returns_at_once_when_nothing_is_pending_and_flushes_otherwise() {
         let db = sled::Config::new().temporary(true).open().unwrap();
+        let log = std::sync::Arc::new(LogSync::temporary());
         let flusher = GroupFlusher::default();
-        flusher.settle(&db).await.unwrap();
+        flusher.settle(&db, &log).await.unwrap();
         assert_eq!(flusher.covered.load(Ordering::Acquire), 0);
         db.insert(b"k", b"v").unwrap();
         drop(flusher.begin());
-        flusher.settle(&db).await.unwrap();
+        flusher.settle(&db, &log).await.unwrap();
         assert_eq!(flusher.covered.load(Ordering::Acquire), 1);
     }
 }

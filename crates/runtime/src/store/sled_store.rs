@@ -34,6 +34,7 @@ use super::counts::Counts;
 use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
 use super::live_index::{LiveIndex, is_persisted};
+use super::log_sync::LogSync;
 use super::sled_layout::{
     CLEAN_MARKER, FORMAT_KEY, Header, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, active_id,
     active_key, context_key, context_prefix, decode_entry, decode_events, decode_record,
@@ -75,6 +76,8 @@ pub struct SledStore {
     /// Issues by fingerprint.
     issues: sled::Tree,
     flusher: Option<GroupFlusher>,
+    /// Makes a flush durable (see `log_sync`).
+    pub(super) log: std::sync::Arc<LogSync>,
     /// Tasks per owner and state.
     pub(super) counts: Counts,
     /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
@@ -103,18 +106,25 @@ impl SledStore {
         durability: Durability,
         cache_bytes: u64,
     ) -> Result<SledStore, StoreError> {
+        let path = path.as_ref();
         SledStore::with_config(
             sled::Config::new().path(path).cache_capacity(cache_bytes),
             durability,
+            Some(path),
         )
     }
 
     /// A store in a temporary directory, removed when dropped (tests, benchmarks).
     pub fn temporary(durability: Durability) -> Result<SledStore, StoreError> {
-        SledStore::with_config(sled::Config::new().temporary(true), durability)
+        SledStore::with_config(sled::Config::new().temporary(true), durability, None)
     }
 
-    fn with_config(config: sled::Config, durability: Durability) -> Result<SledStore, StoreError> {
+    /// Opens `config`; `dir` is where it lives (`None`: a temporary store).
+    fn with_config(
+        config: sled::Config,
+        durability: Durability,
+        dir: Option<&Path>,
+    ) -> Result<SledStore, StoreError> {
         let config = match durability {
             // Every commit asks for its own (shared) flush; no timer needed.
             Durability::Sync => config.flush_every_ms(None),
@@ -123,6 +133,10 @@ impl SledStore {
             }
         };
         let db = config.open()?;
+        let log = std::sync::Arc::new(match dir {
+            Some(dir) => LogSync::open(dir)?,
+            None => LogSync::temporary(),
+        });
         // Before anything is written: a newer layout is refused, not misread.
         let found = match db.get(FORMAT_KEY)? {
             Some(bytes) => <[u8; 8]>::try_from(bytes.as_ref())
@@ -168,6 +182,7 @@ impl SledStore {
             push,
             issues,
             flusher,
+            log,
             counts,
             live: LiveIndex::default(),
             active: std::sync::Arc::new(ActiveSet::new(watermark)),
@@ -191,7 +206,7 @@ impl SledStore {
             store.counts = Counts::rebuild(entries)?;
             store.db.remove(b"Mcounts")?;
         }
-        store.db.flush()?;
+        store.log.flush(&store.db)?;
         store.sweeper = Some(Sweeper::start(&store.db, &store.active)?);
         store.close_cleanly = true;
         Ok(store)
@@ -279,7 +294,7 @@ impl SledStore {
     /// In `sync` mode, returns once everything written before the call is on disk.
     async fn settle_writes(&self) -> Result<(), StoreError> {
         match &self.flusher {
-            Some(flusher) => flusher.settle(&self.db).await,
+            Some(flusher) => flusher.settle(&self.db, &self.log).await,
             None => Ok(()),
         }
     }
@@ -293,8 +308,8 @@ impl SledStore {
 
     /// Flushes everything written so far (used at shutdown in batched mode).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || db.flush())
+        let (db, log) = (self.db.clone(), self.log.clone());
+        tokio::task::spawn_blocking(move || log.flush(&db))
             .await
             .map_err(|e| StoreError::Engine(e.to_string()))??;
         Ok(())
@@ -470,9 +485,9 @@ impl Drop for SledStore {
         // next open no tail to scan (were it to fail, that open would scan it).
         let closed = self.active.sweep(&self.db).and_then(|()| {
             self.counts.save(&self.db)?;
-            self.db.flush()?;
+            self.log.flush(&self.db)?;
             self.db.insert(CLEAN_MARKER, &[])?;
-            self.db.flush()?;
+            self.log.flush(&self.db)?;
             Ok(())
         });
         if let Err(e) = closed {

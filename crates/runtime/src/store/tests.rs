@@ -1543,3 +1543,50 @@ fn sled_index_nodes_split_and_merge_without_losing_keys() {
     }
     assert_same(&db, &model, "written again after the reopen");
 }
+
+/// sled's flush alone does not survive a power loss (`log_sync`): every flush a `sync`
+/// store waits for syncs the log file, and a settle with nothing pending syncs nothing.
+#[tokio::test]
+async fn a_sync_store_syncs_its_log_for_each_flush_it_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    // Opening ends with a flush: what repair wrote is durable before anything is read.
+    assert_eq!(store.log.syncs(), 1);
+    let r = record("t1", "c", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    assert_eq!(store.log.syncs(), 2, "a commit waits for a synced flush");
+    store.settle().await.unwrap();
+    assert_eq!(store.log.syncs(), 2, "nothing pending: no flush, no sync");
+    advance(&store, "t1", TaskState::Completed, 2_000).await;
+    assert_eq!(store.log.syncs(), 3);
+    store.flush().await.unwrap();
+    assert_eq!(store.log.syncs(), 4, "an explicit flush syncs too");
+}
+
+/// sled writes a value too large for its log (over a quarter of a 512 KiB segment) as a
+/// file of its own, which the vendored patch syncs before the log names it.
+#[tokio::test]
+async fn a_task_too_large_for_the_log_is_kept_in_a_file_of_its_own_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = record("t1", "c", TaskState::Completed, 1_000, "u");
+    let text: String = (0..300_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    r.task.history = vec![Message::user(vec![Part::text(text)])];
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    }
+    let blobs = std::fs::read_dir(dir.path().join("blobs")).unwrap().count();
+    assert!(
+        blobs > 0,
+        "the task went to sled's log, not to a blob: resize the test"
+    );
+    let store = reopen(dir.path()).await;
+    let stored = store
+        .get(r.id())
+        .await
+        .unwrap()
+        .expect("the task survives a reopen");
+    assert_eq!(stored.task.history, r.task.history);
+}
