@@ -22,9 +22,11 @@ pub(super) struct LogSync {
 }
 
 impl LogSync {
-    /// For the store sled has just opened in `dir`. Also syncs `dir` and its parent, so
-    /// that the names of a store created just now are on disk too: best effort, as some
-    /// file systems cannot sync a directory and a parent may not be readable.
+    /// For the store sled has just opened in `dir`. Also syncs sled's `conf` (which sled
+    /// writes once, when it creates the store, and never syncs), then `dir` and its
+    /// parent, so that the names of a store created just now are on disk too: best
+    /// effort, as some file systems cannot sync a directory and a parent may not be
+    /// readable.
     pub(super) fn open(dir: &Path) -> Result<LogSync, StoreError> {
         let failed = |what: &str, path: &Path, e: std::io::Error| {
             StoreError::Engine(format!("{what} {}: {e}", path.display()))
@@ -38,6 +40,10 @@ impl LogSync {
             .write(true)
             .open(&log)
             .map_err(|e| failed("opening sled's log", &log, e))?;
+        let conf = dir.join("conf");
+        File::open(&conf)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| failed("syncing sled's configuration", &conf, e))?;
         for dir in std::iter::once(dir.as_path()).chain(dir.parent()) {
             if let Err(error) = File::open(dir).and_then(|d| d.sync_all()) {
                 tracing::warn!(%error, dir = %dir.display(), "could not sync the directory");
