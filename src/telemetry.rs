@@ -1,7 +1,7 @@
 //! Logging and OpenTelemetry for `fundi serve`. The libraries only use `tracing` and the
-//! OpenTelemetry API; this installs the SDK: a tracer provider (always, so that trace
-//! context reaches stored tasks and webhooks; exporting over OTLP/HTTP when
-//! `telemetry.otlp-endpoint` is set), a meter provider with a Prometheus reader for
+//! OpenTelemetry API; this installs the SDK: a tracer provider (always, so that a
+//! caller's trace context reaches stored tasks and webhooks; exporting over OTLP/HTTP
+//! when `telemetry.otlp-endpoint` is set), a meter provider with a Prometheus reader for
 //! `/metrics` and an OTLP reader, and the W3C trace-context propagator.
 
 use std::time::Duration;
@@ -187,14 +187,21 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
         .with_writer(stderr)
         .with_filter(log_filter);
     let exported = EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?;
-    // With nothing exported, only the spans that carry trace context onward (from the
-    // caller to the stored task and on to webhooks) are worth their cost: the others
-    // (store commits, skill runs) cost about a fifth of a short task's CPU time.
+    // With nothing exported, only the spans that carry a trace onward (from the caller
+    // to the stored task and on to webhooks) are worth their cost: the others (store
+    // commits, skill runs) cost about a fifth of a short task's CPU time, and so do
+    // carriers with no trace to carry (a request without a `traceparent`, and its task
+    // and deliveries: see `fundi_runtime::context_span!`), about a tenth.
     let exporting = endpoint.is_some();
     // The hint keeps the combined filter's level hint (`log` records from sled are
     // dropped at the `log` macro only while the hint is known).
     let carriers = filter::filter_fn(move |meta| {
-        exporting || !meta.is_span() || CONTEXT_SPANS.contains(&meta.name())
+        exporting
+            || !meta.is_span()
+            || (CONTEXT_SPANS.contains(&meta.name())
+                && !meta
+                    .target()
+                    .ends_with(fundi_runtime::telemetry::UNTRACED_TARGET_SUFFIX))
     })
     .with_max_level_hint(filter::LevelFilter::TRACE);
     let spans = tracing_opentelemetry::layer()

@@ -355,9 +355,37 @@ async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
     );
     let (hook, traceparents) = webhook().await;
     let (trace, caller_span) = send_traced(&server, &hook).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     // created, working, two progress notes, the artifact, completed
-    while traceparents.lock().unwrap().len() < 6 {
+    let sent = deliveries(&traceparents, 6).await;
+    assert!(
+        sent.iter()
+            .all(|t| t.split('-').nth(1) == Some(trace.as_str())
+                && t.split('-').nth(2) != Some(caller_span.as_str())),
+        "{sent:?}"
+    );
+}
+
+/// A blocking echo of two steps with a webhook, sent without a `traceparent`; returns
+/// the task's id.
+async fn send_untraced(server: &Server, hook: &str) -> String {
+    let body = ok(
+        server,
+        "SendMessage",
+        json!({"message": message("untraced", json!({"steps": 2})),
+               "configuration": {"taskPushNotificationConfig": {"url": hook}}}),
+    )
+    .await;
+    assert_eq!(
+        body["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    body["task"]["id"].as_str().unwrap().to_owned()
+}
+
+/// Waits for `n` deliveries to the webhook and returns their `traceparent`s.
+async fn deliveries(traceparents: &Mutex<Vec<String>>, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while traceparents.lock().unwrap().len() < n {
         assert!(
             std::time::Instant::now() < deadline,
             "deliveries: {:?}",
@@ -365,12 +393,60 @@ async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let sent = traceparents.lock().unwrap().clone();
+    traceparents.lock().unwrap().clone()
+}
+
+/// With nothing exported, a request without a `traceparent` starts no trace: its task
+/// stores none, and webhooks get the task's own id as trace id (the documented fallback
+/// without OpenTelemetry), not a trace nobody recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_collector_an_untraced_request_starts_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        dir.path(),
+        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
+    );
+    let (hook, traceparents) = webhook().await;
+    let task_id = send_untraced(&server, &hook).await;
+    let own = uuid::Uuid::parse_str(&task_id)
+        .unwrap()
+        .simple()
+        .to_string();
+    // created, working, two progress notes, the artifact, completed
+    let sent = deliveries(&traceparents, 6).await;
     assert!(
         sent.iter()
-            .all(|t| t.split('-').nth(1) == Some(trace.as_str())
-                && t.split('-').nth(2) != Some(caller_span.as_str())),
+            .all(|t| t.split('-').nth(1) == Some(own.as_str())),
         "{sent:?}"
+    );
+}
+
+/// Exporting, a request without a `traceparent` is the root of its task's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exporting_an_untraced_request_roots_its_tasks_trace() {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&collector.url));
+    let (hook, traceparents) = webhook().await;
+    let task_id = send_untraced(&server, &hook).await;
+    let is_task = |s: &Span| s.name == "task" && attr(s, "task_id").as_deref() == Some(&task_id);
+    let spans = collector
+        .wait_for_spans("the untraced task's span", |spans| {
+            spans.iter().any(is_task)
+        })
+        .await;
+    let task = spans.iter().find(|s| is_task(s)).unwrap();
+    let request = spans
+        .iter()
+        .find(|s| s.name == "a2a.request" && s.span_id == task.parent_span_id)
+        .expect("the task under its request");
+    assert!(request.parent_span_id.is_empty(), "the request is a root");
+    let trace = hex(&task.trace_id);
+    let sent = deliveries(&traceparents, 6).await;
+    assert!(
+        sent.iter()
+            .all(|t| t.split('-').nth(1) == Some(trace.as_str())),
+        "webhooks get the exported trace: {sent:?}"
     );
 }
 

@@ -83,15 +83,9 @@ impl Drop for SseGuard {
 }
 
 /// The span of one `/a2a` request: a child of the caller's W3C `traceparent` when it
-/// sends one (ignored unless OpenTelemetry tracing is installed).
+/// sends one (ignored unless OpenTelemetry tracing is installed), untraced when it does
+/// not (see `fundi_runtime::context_span!`).
 pub(crate) fn request_span(headers: &HeaderMap) -> tracing::Span {
-    let span = tracing::info_span!(
-        "a2a.request",
-        otel.kind = "server",
-        rpc.system = "jsonrpc",
-        rpc.method = tracing::field::Empty,
-        user = tracing::field::Empty,
-    );
     let carrier: HashMap<String, String> = ["traceparent", "tracestate"]
         .iter()
         .filter_map(|name| {
@@ -99,6 +93,14 @@ pub(crate) fn request_span(headers: &HeaderMap) -> tracing::Span {
             Some(((*name).to_owned(), value.to_owned()))
         })
         .collect();
+    let span = fundi_runtime::context_span!(
+        carrier.contains_key("traceparent"),
+        "a2a.request",
+        otel.kind = "server",
+        rpc.system = "jsonrpc",
+        rpc.method = tracing::field::Empty,
+        user = tracing::field::Empty,
+    );
     if !carrier.is_empty() {
         let context = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
         let _ = span.set_parent(context);

@@ -268,6 +268,30 @@ pub(crate) async fn settle(store: &dyn TaskStore) -> Result<(), StoreError> {
     result
 }
 
+/// How the target of an untraced span ends (see [`context_span!`](crate::context_span)).
+pub const UNTRACED_TARGET_SUFFIX: &str = "::untraced";
+
+/// A span that carries trace context (a request, a task, a webhook delivery), at info
+/// level: `context_span!(traced, "name", fields...)`. When `traced` is false (there is
+/// no trace to carry on: the caller sent no `traceparent`, the task stored none), its
+/// target is the module's path followed by [`UNTRACED_TARGET_SUFFIX`], so that a
+/// subscriber that exports nothing can leave it out of OpenTelemetry: it would only
+/// start a trace that nobody records (`fundi serve` does so; an exporting one keeps it).
+#[macro_export]
+macro_rules! context_span {
+    ($traced:expr, $name:literal $(, $($fields:tt)*)?) => {
+        if $traced {
+            ::tracing::info_span!($name $(, $($fields)*)?)
+        } else {
+            ::tracing::info_span!(
+                target: concat!(module_path!(), "::untraced"),
+                $name
+                $(, $($fields)*)?
+            )
+        }
+    };
+}
+
 /// The W3C `traceparent` of the current span, if OpenTelemetry tracing is installed.
 pub(crate) fn current_traceparent() -> Option<String> {
     traceparent_of(&tracing::Span::current())

@@ -164,7 +164,8 @@ async fn deliver(
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let span = tracing::info_span!(
+        let span = fundi_runtime::context_span!(
+            task_trace.is_some(),
             "push.delivery",
             otel.kind = "client",
             task_id = %config.task_id,

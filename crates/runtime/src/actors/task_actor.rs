@@ -156,7 +156,8 @@ impl Actor for TaskActor {
             unpublished,
         } = args.spawn;
         let task = &record.task;
-        let span = tracing::info_span!(
+        let span = crate::context_span!(
+            record.trace.is_some(),
             "task",
             task_id = %task.id,
             context_id = %task.context_id,
