@@ -767,6 +767,25 @@ async fn reopen(dir: &std::path::Path) -> SledStore {
     crate::testing::open_sled(dir).await
 }
 
+/// Runs `open` until it stops failing on sled's file lock, which a handle dropped just
+/// before holds a moment longer (see `testing::open_sled`), for up to 10 s.
+fn once_unlocked<T, E: std::fmt::Display>(mut open: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match open() {
+            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            result => return result,
+        }
+    }
+}
+
+/// sled itself, opened on `dir` again.
+fn reopen_raw(dir: &std::path::Path) -> sled::Db {
+    once_unlocked(|| sled::open(dir)).unwrap()
+}
+
 /// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit;
 /// returns the record written.
 async fn try_advance(
@@ -1344,7 +1363,7 @@ async fn a_clean_close_writes_every_missing_key() {
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
         assert_eq!(active_keys(&store.db), Vec::<String>::new());
     }
-    let db = sled::open(dir.path()).unwrap();
+    let db = reopen_raw(dir.path());
     assert_eq!(active_keys(&db), vec![id.clone()]);
     let watermark = db.get(super::sled_layout::WATERMARK_KEY).unwrap().unwrap();
     assert!(watermark.as_ref() > id.as_bytes());
@@ -1427,10 +1446,10 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
             .unwrap();
     }
     let before: Vec<_> = {
-        let db = sled::Config::new().path(dir.path()).open().unwrap();
+        let db = reopen_raw(dir.path());
         db.iter().map(|item| item.unwrap()).collect()
     };
-    let error = SledStore::open(dir.path(), Durability::Sync)
+    let error = once_unlocked(|| SledStore::open(dir.path(), Durability::Sync))
         .err()
         .expect("a newer store is refused");
     assert!(
@@ -1444,7 +1463,7 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
             && message.contains(&format!("up to {STORE_FORMAT}")),
         "{message}"
     );
-    let db = sled::Config::new().path(dir.path()).open().unwrap();
+    let db = reopen_raw(dir.path());
     let after: Vec<_> = db.iter().map(|item| item.unwrap()).collect();
     assert_eq!(before, after, "a refused open writes nothing");
 }
@@ -1534,7 +1553,7 @@ fn sled_index_nodes_split_and_merge_without_losing_keys() {
         assert_same(&db, &model, "mostly removed");
         db.flush().unwrap();
     }
-    let db = sled::open(dir.path()).unwrap();
+    let db = reopen_raw(dir.path());
     assert_same(&db, &model, "reopened");
     for i in 0..N / 2 {
         let key = in_order(N + i);
