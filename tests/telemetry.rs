@@ -203,6 +203,14 @@ fn start(dir: &std::path::Path, env: &[(&'static str, String)]) -> Server {
     Server::start(dir, &env)
 }
 
+/// A server exporting nothing, allowed to deliver webhooks to loopback.
+fn start_without_collector(dir: &std::path::Path) -> Server {
+    start(
+        dir,
+        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
+    )
+}
+
 /// A webhook that records the `traceparent` of each delivery.
 async fn webhook() -> (String, Arc<Mutex<Vec<String>>>) {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -349,10 +357,7 @@ async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(
-        dir.path(),
-        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
-    );
+    let server = start_without_collector(dir.path());
     let (hook, traceparents) = webhook().await;
     let (trace, caller_span) = send_traced(&server, &hook).await;
     // created, working, two progress notes, the artifact, completed
@@ -402,10 +407,7 @@ async fn deliveries(traceparents: &Mutex<Vec<String>>, n: usize) -> Vec<String> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_collector_an_untraced_request_starts_no_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(
-        dir.path(),
-        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
-    );
+    let server = start_without_collector(dir.path());
     let (hook, traceparents) = webhook().await;
     let task_id = send_untraced(&server, &hook).await;
     let own = uuid::Uuid::parse_str(&task_id)
@@ -430,16 +432,20 @@ async fn exporting_an_untraced_request_roots_its_tasks_trace() {
     let (hook, traceparents) = webhook().await;
     let task_id = send_untraced(&server, &hook).await;
     let is_task = |s: &Span| s.name == "task" && attr(s, "task_id").as_deref() == Some(&task_id);
+    // The two spans may arrive in different export batches: wait for both.
+    let task_and_request = |spans: &[Span]| {
+        let task = spans.iter().find(|s| is_task(s))?;
+        let request = spans
+            .iter()
+            .find(|s| s.name == "a2a.request" && s.span_id == task.parent_span_id)?;
+        Some((task.clone(), request.clone()))
+    };
     let spans = collector
-        .wait_for_spans("the untraced task's span", |spans| {
-            spans.iter().any(is_task)
+        .wait_for_spans("the untraced task's span under its request", |spans| {
+            task_and_request(spans).is_some()
         })
         .await;
-    let task = spans.iter().find(|s| is_task(s)).unwrap();
-    let request = spans
-        .iter()
-        .find(|s| s.name == "a2a.request" && s.span_id == task.parent_span_id)
-        .expect("the task under its request");
+    let (task, request) = task_and_request(&spans).unwrap();
     assert!(request.parent_span_id.is_empty(), "the request is a root");
     let trace = hex(&task.trace_id);
     let sent = deliveries(&traceparents, 6).await;
