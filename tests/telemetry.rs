@@ -203,6 +203,15 @@ fn start(dir: &std::path::Path, env: &[(&'static str, String)]) -> Server {
     Server::start(dir, &env)
 }
 
+/// A collector, and a server exporting to it in a fresh data directory (kept alive
+/// by the caller).
+async fn start_exporting() -> (Collector, tempfile::TempDir, Server) {
+    let collector = collector().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &env_for(&collector.url));
+    (collector, dir, server)
+}
+
 /// A server exporting nothing, allowed to deliver webhooks to loopback.
 fn start_without_collector(dir: &std::path::Path) -> Server {
     start(
@@ -262,9 +271,7 @@ async fn send_traced(server: &Server, hook: &str) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
-    let collector = collector().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &env_for(&collector.url));
+    let (collector, _dir, server) = start_exporting().await;
     let (hook, traceparents) = webhook().await;
     let (trace, caller_span) = send_traced(&server, &hook).await;
 
@@ -426,9 +433,7 @@ async fn without_a_collector_an_untraced_request_starts_no_trace() {
 /// Exporting, a request without a `traceparent` is the root of its task's trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exporting_an_untraced_request_roots_its_tasks_trace() {
-    let collector = collector().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &env_for(&collector.url));
+    let (collector, _dir, server) = start_exporting().await;
     let (hook, traceparents) = webhook().await;
     let task_id = send_untraced(&server, &hook).await;
     let is_task = |s: &Span| s.name == "task" && attr(s, "task_id").as_deref() == Some(&task_id);
@@ -458,9 +463,7 @@ async fn exporting_an_untraced_request_roots_its_tasks_trace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_arrive_with_their_documented_names_and_values() {
-    let collector = collector().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &env_for(&collector.url));
+    let (collector, _dir, server) = start_exporting().await;
     for text in ["one", "two"] {
         let done = ok(
             &server,

@@ -283,6 +283,9 @@ macro_rules! context_span {
         if $traced {
             ::tracing::info_span!($name $(, $($fields)*)?)
         } else {
+            // The literal is `UNTRACED_TARGET_SUFFIX` (`concat!` takes no constant);
+            // were they to differ, `without_a_collector_an_untraced_request_starts_no_trace`
+            // fails.
             ::tracing::info_span!(
                 target: concat!(module_path!(), "::untraced"),
                 $name
