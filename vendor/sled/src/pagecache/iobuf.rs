@@ -1178,6 +1178,23 @@ pub(in crate::pagecache) fn maybe_seal_and_write_iobuf(
             "asynchronously writing iobuf with lsn {} to log from maybe_seal",
             lsn
         );
+        // fundi patch (see FUNDI-PATCH.md): a buffer sealed by a flush (not by a
+        // reservation that found it full) is written by the flushing thread itself,
+        // which is about to wait for it anyway; handing it to the IO threadpool cost
+        // a wake-up of that pool on the path of every flush.
+        if !from_reserve {
+            if let Err(e) = iobufs.write_to_log(iobuf) {
+                error!(
+                    "hit error while writing iobuf with lsn {}: {:?}",
+                    lsn, e
+                );
+                iobufs.config.set_global_error(e);
+                let intervals = iobufs.intervals.lock();
+                drop(intervals);
+                let _notified = iobufs.interval_updated.notify_all();
+            }
+            return Ok(());
+        }
         let iobufs = iobufs.clone();
         let iobuf = iobuf.clone();
         let _result = threadpool::spawn(move || {
