@@ -9,8 +9,8 @@
 //! survive a power loss), and covers the tickets whose writes were all applied when it
 //! started; settlers queued behind it usually find themselves covered. Before it starts,
 //! the flusher yields once, so that writers the runtime was about to run join it. Under
-//! load, many writes share each flush. There is no background task, so dropping the store closes
-//! the database at once.
+//! load, many writes share each flush. There is no background task, so dropping the store
+//! closes the database at once.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;

@@ -1178,10 +1178,11 @@ pub(in crate::pagecache) fn maybe_seal_and_write_iobuf(
             "asynchronously writing iobuf with lsn {} to log from maybe_seal",
             lsn
         );
-        // fundi patch (see FUNDI-PATCH.md): a buffer sealed by a flush (not by a
-        // reservation that found it full) is written by the flushing thread itself,
-        // which is about to wait for it anyway; handing it to the IO threadpool cost
-        // a wake-up of that pool on the path of every flush.
+        // fundi patch (see FUNDI-PATCH.md): a buffer not sealed by a reservation that
+        // found it full (sealed by a flush, by sled's background flusher, or by a
+        // reader waiting for it) is written by the thread that sealed it. A flush or
+        // a reader waits for the write anyway; handing it to the IO threadpool put a
+        // wake-up of that pool on the path of every flush.
         if !from_reserve {
             if let Err(e) = iobufs.write_to_log(iobuf) {
                 error!(
