@@ -767,23 +767,11 @@ async fn reopen(dir: &std::path::Path) -> SledStore {
     crate::testing::open_sled(dir).await
 }
 
-/// Runs `open` until it stops failing on sled's file lock, which a handle dropped just
-/// before holds a moment longer (see `testing::open_sled`), for up to 10 s.
-fn once_unlocked<T, E: std::fmt::Display>(mut open: impl FnMut() -> Result<T, E>) -> Result<T, E> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match open() {
-            Err(e) if std::time::Instant::now() < deadline && e.to_string().contains("lock") => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-            result => return result,
-        }
-    }
-}
-
 /// sled itself, opened on `dir` again.
-fn reopen_raw(dir: &std::path::Path) -> sled::Db {
-    once_unlocked(|| sled::open(dir)).unwrap()
+async fn reopen_raw(dir: &std::path::Path) -> sled::Db {
+    crate::testing::once_unlocked(|| sled::open(dir))
+        .await
+        .unwrap()
 }
 
 /// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit;
@@ -1363,7 +1351,7 @@ async fn a_clean_close_writes_every_missing_key() {
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
         assert_eq!(active_keys(&store.db), Vec::<String>::new());
     }
-    let db = reopen_raw(dir.path());
+    let db = reopen_raw(dir.path()).await;
     assert_eq!(active_keys(&db), vec![id.clone()]);
     let watermark = db.get(super::sled_layout::WATERMARK_KEY).unwrap().unwrap();
     assert!(watermark.as_ref() > id.as_bytes());
@@ -1446,10 +1434,11 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
             .unwrap();
     }
     let before: Vec<_> = {
-        let db = reopen_raw(dir.path());
+        let db = reopen_raw(dir.path()).await;
         db.iter().map(|item| item.unwrap()).collect()
     };
-    let error = once_unlocked(|| SledStore::open(dir.path(), Durability::Sync))
+    let error = crate::testing::once_unlocked(|| SledStore::open(dir.path(), Durability::Sync))
+        .await
         .err()
         .expect("a newer store is refused");
     assert!(
@@ -1463,7 +1452,7 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
             && message.contains(&format!("up to {STORE_FORMAT}")),
         "{message}"
     );
-    let db = reopen_raw(dir.path());
+    let db = reopen_raw(dir.path()).await;
     let after: Vec<_> = db.iter().map(|item| item.unwrap()).collect();
     assert_eq!(before, after, "a refused open writes nothing");
 }
@@ -1505,8 +1494,8 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
 /// nodes, written in order (as task ids and listing keys are) and scattered, then mostly
 /// removed (leaves merge, and so index nodes), read back exactly, before and after a
 /// reopen.
-#[test]
-fn sled_index_nodes_split_and_merge_without_losing_keys() {
+#[tokio::test]
+async fn sled_index_nodes_split_and_merge_without_losing_keys() {
     use std::collections::BTreeMap;
     const N: u32 = 20_011; // prime: `i * 7_919 % N` visits every i once.
     let dir = tempfile::tempdir().unwrap();
@@ -1553,7 +1542,7 @@ fn sled_index_nodes_split_and_merge_without_losing_keys() {
         assert_same(&db, &model, "mostly removed");
         db.flush().unwrap();
     }
-    let db = reopen_raw(dir.path());
+    let db = reopen_raw(dir.path()).await;
     assert_same(&db, &model, "reopened");
     for i in 0..N / 2 {
         let key = in_order(N + i);
