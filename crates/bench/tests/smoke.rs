@@ -1,0 +1,210 @@
+//! The bench command that `docs/performance.md` documents, run end to end against a real
+//! fundi binary, so that it cannot rot unnoticed: every workload runs (briefly), every
+//! answer is checked by the bench itself (a wrong one stops it with an error), and the
+//! results file holds every measurement. The figures are not judged: speed is for the
+//! bench's own runs on release binaries, not for tests.
+//!
+//! The server binary is the `fundi` next to this package's binary: `cargo test
+//! --workspace` (the README's test command) builds both. Run alone (`cargo test -p
+//! fundi-bench`), build it first: `cargo build -p fundi`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn binaries() -> (PathBuf, PathBuf) {
+    let bench = PathBuf::from(env!("CARGO_BIN_EXE_fundi-bench"));
+    let fundi = bench.with_file_name(format!("fundi{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        fundi.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`, or `cargo build -p fundi` first",
+        fundi.display()
+    );
+    (bench, fundi)
+}
+
+/// How long a brief run may take before the test gives up on it (it takes seconds).
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs the bench in `dir` with `args` and returns its results file.
+fn run(bench: &Path, dir: &Path, args: &[&str]) -> Value {
+    let out = dir.join("results.json");
+    let log = |name: &str| File::create(dir.join(name)).expect("a log file");
+    let mut child = Command::new(bench)
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(dir)
+        .stdout(log("stdout"))
+        .stderr(log("stderr"))
+        .spawn()
+        .expect("the bench starts");
+    let logs = || {
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        format!("{}\n{}", read("stdout"), read("stderr"))
+    };
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the bench's status") {
+            break status;
+        }
+        if began.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            panic!("the bench ran for over {RUN_LIMIT:?}:\n{}", logs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "the bench failed ({status}):\n{}", logs());
+    let results = std::fs::read(&out).expect("the bench writes its results");
+    serde_json::from_slice(&results).expect("the results are JSON")
+}
+
+/// The result rows of `measurement`, by concurrency.
+fn rows<'a>(results: &'a Value, measurement: &str) -> Vec<(u64, &'a Value)> {
+    results["results"]
+        .as_array()
+        .expect("a list of results")
+        .iter()
+        .filter(|row| row["measurement"] == measurement)
+        .map(|row| (row["concurrency"].as_u64().unwrap(), row))
+        .collect()
+}
+
+fn positive(value: &Value) -> bool {
+    value.as_f64().is_some_and(|v| v > 0.0)
+}
+
+#[test]
+fn the_documented_bench_runs_every_workload_against_a_real_server() {
+    let (bench, fundi) = binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let fundi = fundi.to_str().unwrap();
+    let results = run(
+        &bench,
+        dir.path(),
+        &[
+            "--fundi",
+            fundi,
+            "--seconds",
+            "0.3",
+            "--repeats",
+            "1",
+            "--fan-out",
+            "10",
+            "--restart-tasks",
+            "20",
+            "--input-required-tasks",
+            "20",
+            "--stored-tasks",
+            "1500",
+        ],
+    );
+
+    let expected: &[(&str, &[u64])] = &[
+        ("bare axum echo", &[1, 16, 50, 64]),
+        ("sled flush per request", &[16, 64]),
+        ("W1 send, sync", &[1, 16, 64]),
+        ("W1 send, batched", &[1, 16, 64]),
+        ("W1 send, memory store", &[1, 16, 64]),
+        ("W2 get, sync", &[16]),
+        ("W3 stream, sync", &[1, 50]),
+        ("W3 stream, batched", &[1, 50]),
+        ("W3 stream, memory store", &[1, 50]),
+    ];
+    for (measurement, concurrencies) in expected {
+        let found = rows(&results, measurement);
+        let found_concurrencies: Vec<u64> = found.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            &found_concurrencies, concurrencies,
+            "{measurement}: {results}"
+        );
+        for (concurrency, row) in found {
+            let context = format!("{measurement} c={concurrency}: {row}");
+            assert!(positive(&row["perSecondMedian"]), "{context}");
+            assert!(positive(&row["ratioToBareAxum"]), "{context}");
+            assert!(row["ratioToCompare"].is_null(), "{context}");
+            assert_eq!(
+                row["repeats"].as_array().map(Vec::len),
+                Some(1),
+                "{context}"
+            );
+        }
+    }
+
+    let fan_out = results["fanOut"].as_array().expect("fan-out results");
+    assert_eq!(fan_out.len(), 3, "one per store: {results}");
+    for store in fan_out {
+        assert_eq!(store["subscribers"], 10, "{store}");
+        // Live events only, so fewer than every subscriber times every event is fine;
+        // none at all would mean the fan-out never reached a subscriber.
+        assert!(positive(&store["liveEventsReceived"]), "{store}");
+        assert!(positive(&store["delayP99Ms"]), "{store}");
+    }
+
+    let restart = &results["restart"];
+    assert_eq!(restart["unfinishedTasks"], 20, "{restart}");
+    assert!(positive(&restart["startupSeconds"]), "{restart}");
+
+    let input_required = &results["inputRequired"];
+    assert_eq!(input_required["tasks"], 20, "{input_required}");
+    assert!(
+        positive(&input_required["rssLoadedMiB"]),
+        "{input_required}"
+    );
+
+    let stored = &results["stored"];
+    assert_eq!(stored["large"]["storedTasks"], 1500, "{stored}");
+    assert_eq!(stored["small"]["storedTasks"], 1000, "{stored}");
+    for size in ["small", "large"] {
+        assert!(positive(&stored[size]["getTaskPerSecond"]), "{stored}");
+        assert!(positive(&stored[size]["listTasksPerSecond"]), "{stored}");
+    }
+}
+
+#[test]
+fn the_bench_compares_two_binaries_side_by_side() {
+    let (bench, fundi) = binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let fundi = fundi.to_str().unwrap();
+    let results = run(
+        &bench,
+        dir.path(),
+        &[
+            "--fundi",
+            fundi,
+            "--compare",
+            fundi,
+            "--only",
+            "W2",
+            "--seconds",
+            "0.3",
+            "--repeats",
+            "2",
+            "--fan-out",
+            "0",
+            "--restart-tasks",
+            "0",
+        ],
+    );
+    let own = rows(&results, "W2 get, sync");
+    assert_eq!(
+        own.len(),
+        2,
+        "the measured and the compared binary: {results}"
+    );
+    let measured = own
+        .iter()
+        .find(|(_, row)| row["binary"] == "fundi")
+        .expect("the measured binary's row");
+    assert!(positive(&measured.1["ratioToCompare"]), "{}", measured.1);
+    assert_eq!(measured.1["repeats"].as_array().map(Vec::len), Some(2));
+    // Only the baselines and the selected workload ran.
+    assert!(rows(&results, "W1 send, sync").is_empty(), "{results}");
+    assert!(
+        results["fanOut"].as_array().is_none_or(Vec::is_empty),
+        "{results}"
+    );
+}
