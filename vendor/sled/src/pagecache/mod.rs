@@ -1206,8 +1206,8 @@ impl PageCache {
         // fundi patch (see FUNDI-PATCH.md): up to two pages to clean per replace, not
         // one. Without a background flusher (fundi's `sync` mode) replaces are the
         // only cleaning, and one page each fell behind: the queue of pages to move
-        // grew to tens of thousands, and by their turn most were out of the cache and
-        // had to be read back from the log.
+        // grew to tens of thousands, and by their turn about a quarter were out of the
+        // cache and had to be read back from the log.
         for _ in 0..2 {
             let Some((pid_to_clean, segment_to_clean)) =
                 self.log.iobufs.segment_cleaner.pop()
