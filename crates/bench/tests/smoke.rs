@@ -9,6 +9,7 @@
 //! fundi-bench`), build it first: `cargo build -p fundi`.
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -40,6 +41,9 @@ fn run(bench: &Path, dir: &Path, args: &[&str]) -> Value {
         .current_dir(dir)
         .stdout(log("stdout"))
         .stderr(log("stderr"))
+        // Its own process group, so that a run over the limit can be ended with the
+        // servers it started (they would outlive a killed bench otherwise).
+        .process_group(0)
         .spawn()
         .expect("the bench starts");
     let logs = || {
@@ -52,7 +56,9 @@ fn run(bench: &Path, dir: &Path, args: &[&str]) -> Value {
             break status;
         }
         if began.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.wait();
             panic!("the bench ran for over {RUN_LIMIT:?}:\n{}", logs());
         }
         std::thread::sleep(Duration::from_millis(50));
