@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -30,11 +30,24 @@ fn binaries() -> (PathBuf, PathBuf) {
 /// How long a brief run may take before the test gives up on it (it takes seconds).
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
-/// Runs the bench in `dir` with `args` and returns its results file.
-fn run(bench: &Path, dir: &Path, args: &[&str]) -> Value {
+/// Runs the bench on the `fundi` binary (and, with `compare_with_itself`, the same
+/// binary as `--compare`), at 0.3 s per measurement, with `args`, in a directory of its
+/// own, and returns its results file.
+fn run(compare_with_itself: bool, args: &[&str]) -> Value {
+    let (bench, fundi) = binaries();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let mut command = Command::new(bench);
+    command
+        .arg("--fundi")
+        .arg(&fundi)
+        .args(["--seconds", "0.3"]);
+    if compare_with_itself {
+        command.arg("--compare").arg(&fundi);
+    }
     let out = dir.join("results.json");
     let log = |name: &str| File::create(dir.join(name)).expect("a log file");
-    let mut child = Command::new(bench)
+    let mut child = command
         .args(args)
         .arg("--out")
         .arg(&out)
@@ -85,17 +98,9 @@ fn positive(value: &Value) -> bool {
 
 #[test]
 fn the_documented_bench_runs_every_workload_against_a_real_server() {
-    let (bench, fundi) = binaries();
-    let dir = tempfile::tempdir().unwrap();
-    let fundi = fundi.to_str().unwrap();
     let results = run(
-        &bench,
-        dir.path(),
+        false,
         &[
-            "--fundi",
-            fundi,
-            "--seconds",
-            "0.3",
             "--repeats",
             "1",
             "--fan-out",
@@ -172,21 +177,11 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
 
 #[test]
 fn the_bench_compares_two_binaries_side_by_side() {
-    let (bench, fundi) = binaries();
-    let dir = tempfile::tempdir().unwrap();
-    let fundi = fundi.to_str().unwrap();
     let results = run(
-        &bench,
-        dir.path(),
+        true,
         &[
-            "--fundi",
-            fundi,
-            "--compare",
-            fundi,
             "--only",
             "W2",
-            "--seconds",
-            "0.3",
             "--repeats",
             "2",
             "--fan-out",
