@@ -3,7 +3,7 @@
 //!
 //! | key                                    | value        |
 //! |----------------------------------------|--------------|
-//! | `T` task id                            | header (below), then the `TaskRecord` as JSON |
+//! | `T` task id                            | header (below), then the `TaskRecord` as JSON, compressed with the header's parts |
 //! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`, as a JSON array (one `TaskEvent` alone in older stores), for the events not in the header |
 //! | `U` update ms (i64 BE, biased) task id | `IndexEntry` of a terminal task |
 //! | `C` context id `\0` update ms task id  | `IndexEntry` of a terminal task |
@@ -15,16 +15,21 @@
 //! | `Mformat`                              | the store's format (u64 BE, see `STORE_FORMAT`); none: written before it |
 //!
 //! The header of `T` holds what a commit, a repair and a reader of events need without
-//! decoding the record: a format byte (1), the version, the last event seq and the last
-//! seq of the events in the header (u64 BE each), then the record's `IndexEntry`, the
-//! one before this commit if that one is in `U` and `C`, and the task's first events as
-//! a JSON array (each a u32 BE length and JSON; length 0: none). A task's events are
+//! decoding the record: a format byte (2), the version, the last event seq and the last
+//! seq of the events in the header (u64 BE each), then its parts: the record's
+//! `IndexEntry`, the one before this commit if that one is in `U` and `C`, and the
+//! task's first events as a JSON array (each a u32 BE length and JSON; length 0: none).
+//! The parts and the record's JSON are one LZ4 block (after its decompressed length, u32
+//! LE): a snapshot repeats its task's and context's ids in every event and message, and
+//! sled writes whole pages of snapshots again and again, so the log and the page cache
+//! hold about a third of the bytes. A task's events are
 //! those of the header, then those of its `E` values (see `sled_store` for which go
 //! where); an `E` value at or below the header's last seq of events is a copy left by
 //! a crash, which repair removes.
 //!
-//! Stores written before the format byte have headers without it and without events
-//! (they start with the version's first byte, 0). Stores written before the header hold
+//! Stores written before compression have the same header with format byte 1 and its
+//! parts and record uncompressed. Stores written before the format byte have headers
+//! without it and without events (they start with the version's first byte, 0). Stores written before the header hold
 //! the record's JSON alone in `T` (it starts with `{`), and kept the indexed entry in `V`
 //! task id as `{"v": version, "e": entry}`. All are still read, and a task's next commit
 //! moves its snapshot to the current layout (its events stay in `E` values).
@@ -49,9 +54,11 @@ pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
 /// newer than its own instead of misreading it.
 pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
 
-/// The newest format this build reads and writes: 1, snapshots carry their task's first
-/// events. Stores without `FORMAT_KEY` were written before it (and are read).
-pub(super) const STORE_FORMAT: u64 = 1;
+/// The newest format this build reads and writes: 2, snapshots are compressed (1:
+/// snapshots carry their task's first events). Stores without `FORMAT_KEY` were
+/// written before it (and are read), as are values in every older layout: a store
+/// moves to the current one a task at a time, as each task commits.
+pub(super) const STORE_FORMAT: u64 = 2;
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()
@@ -162,9 +169,22 @@ pub(super) fn legacy_head_key(id: &TaskId) -> Vec<u8> {
     [b"V", id.as_str().as_bytes()].concat()
 }
 
-/// The first byte of a `T` value in the current layout (a header without it starts
-/// with a version's first byte, 0; a legacy record with `{`).
+/// The first byte of a `T` value written before compression, its parts and record
+/// uncompressed (a header without a format byte starts with a version's first byte, 0;
+/// a legacy record with `{`).
 const FORMAT_INLINE: u8 = 1;
+
+/// The first byte of a `T` value in the current layout: the header's words as in
+/// `FORMAT_INLINE`, then its parts and the record compressed together (see
+/// `decompress`).
+const FORMAT_COMPRESSED: u8 = 2;
+
+/// Where the header's words end (format byte, version, last seq, last inline seq).
+const WORDS_END: usize = 25;
+
+/// More than an LZ4 block can expand: a match costs at least one byte per 255 it
+/// repeats.
+const LZ4_MAX_RATIO: usize = 255;
 
 /// The events a snapshot carries in its own value: the task's events from the first
 /// through `through`, as one JSON array (empty when there are none).
@@ -211,20 +231,49 @@ pub(super) fn encode_record(
 ) -> Result<Vec<u8>, StoreError> {
     let previous = previous.unwrap_or_default();
     let parts = [entry, previous, inline.events.as_slice()];
-    let mut bytes =
-        Vec::with_capacity(37 + parts.iter().map(|p| p.len()).sum::<usize>() + json.len());
-    bytes.push(FORMAT_INLINE);
-    bytes.extend_from_slice(&record.version.to_be_bytes());
-    bytes.extend_from_slice(&record.last_seq.to_be_bytes());
-    bytes.extend_from_slice(&inline.through.to_be_bytes());
+    let mut body =
+        Vec::with_capacity(12 + parts.iter().map(|p| p.len()).sum::<usize>() + json.len());
     for part in parts {
         let len = u32::try_from(part.len())
             .map_err(|_| StoreError::Codec("snapshot header part too long".into()))?;
-        bytes.extend_from_slice(&len.to_be_bytes());
-        bytes.extend_from_slice(part);
+        body.extend_from_slice(&len.to_be_bytes());
+        body.extend_from_slice(part);
     }
-    bytes.extend_from_slice(json);
+    body.extend_from_slice(json);
+    u32::try_from(body.len()).map_err(|_| StoreError::Codec("task snapshot over 4 GiB".into()))?;
+    let packed = lz4_flex::compress_prepend_size(&body);
+    let mut bytes = Vec::with_capacity(WORDS_END + packed.len());
+    bytes.push(FORMAT_COMPRESSED);
+    bytes.extend_from_slice(&record.version.to_be_bytes());
+    bytes.extend_from_slice(&record.last_seq.to_be_bytes());
+    bytes.extend_from_slice(&inline.through.to_be_bytes());
+    bytes.extend_from_slice(&packed);
     Ok(bytes)
+}
+
+/// The parts and record of a compressed `T` value: the length they decompress to (u32
+/// LE, as `lz4_flex` prepends it), then one LZ4 block. A length the block cannot reach
+/// is refused before anything is allocated for it: a damaged value is an error, not a
+/// huge allocation or a panic.
+fn decompress(packed: &[u8]) -> Result<Vec<u8>, StoreError> {
+    let damaged = |what: &str| StoreError::Codec(format!("task snapshot: {what}"));
+    let (len, block) = packed.split_first_chunk::<4>().ok_or_else(truncated)?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if len > block.len().saturating_mul(LZ4_MAX_RATIO) {
+        return Err(damaged(&format!(
+            "claims {len} bytes, more than its {} compressed bytes can hold",
+            block.len()
+        )));
+    }
+    let mut body = vec![0; len];
+    let written =
+        lz4_flex::block::decompress_into(block, &mut body).map_err(|e| damaged(&e.to_string()))?;
+    if written != len {
+        return Err(damaged(&format!(
+            "{written} bytes where {len} were written"
+        )));
+    }
+    Ok(body)
 }
 
 /// What `T`'s header says, or for an older store what its record and `V` say.
@@ -239,12 +288,14 @@ pub(super) struct Header {
     /// The last seq of the events kept in this value (0: none, as in the layouts
     /// before it).
     pub(super) inline_through: u64,
-    /// Where those events are in the value (see `inline`).
+    /// Where those events are in the body (see `body`).
     inline_at: Range<usize>,
-    /// Where the record's JSON starts.
+    /// Where the record's JSON starts in the body.
     json_at: usize,
     /// Written before headers existed (its task may still have a `V` key).
     pub(super) legacy: bool,
+    /// The decompressed parts and record, when the value holds them compressed.
+    body: Option<Vec<u8>>,
 }
 
 fn is_legacy(bytes: &[u8]) -> bool {
@@ -266,7 +317,10 @@ fn word(bytes: &[u8], at: usize) -> Result<u64, StoreError> {
 
 /// Where the version word starts: after the format byte, if there is one.
 fn versions_at(bytes: &[u8]) -> usize {
-    usize::from(bytes.first() == Some(&FORMAT_INLINE))
+    usize::from(matches!(
+        bytes.first(),
+        Some(&(FORMAT_INLINE | FORMAT_COMPRESSED))
+    ))
 }
 
 impl Header {
@@ -284,14 +338,24 @@ impl Header {
                 inline_at: 0..0,
                 json_at: 0,
                 legacy: true,
+                body: None,
             });
         }
         let (version, last_seq) = record_versions(bytes)?;
-        let with_inline = bytes.first() == Some(&FORMAT_INLINE);
+        let format = bytes.first().copied();
+        let with_inline = matches!(format, Some(FORMAT_INLINE | FORMAT_COMPRESSED));
         let (through, mut at) = match with_inline {
-            true => (word(bytes, 17)?, 25),
+            true => (word(bytes, 17)?, WORDS_END),
             false => (0, 16),
         };
+        let body = match format {
+            Some(FORMAT_COMPRESSED) => {
+                at = 0;
+                Some(decompress(&bytes[WORDS_END..])?)
+            }
+            _ => None,
+        };
+        let bytes = body.as_deref().unwrap_or(bytes);
         let mut part = || -> Result<Range<usize>, StoreError> {
             let len = bytes
                 .get(at..at + 4)
@@ -318,12 +382,14 @@ impl Header {
             inline_at,
             json_at: at,
             legacy: false,
+            body,
         })
     }
 
     /// The events kept in `bytes`, the value this header was read from (copied only
     /// here: most readers of a header need none of them).
     pub(super) fn inline(&self, bytes: &[u8]) -> Inline {
+        let bytes = self.body(bytes);
         Inline {
             through: self.inline_through,
             events: bytes
@@ -333,8 +399,14 @@ impl Header {
         }
     }
 
+    /// Where the parts and the record are: decompressed in the header, or in `bytes`.
+    fn body<'a>(&'a self, bytes: &'a [u8]) -> &'a [u8] {
+        self.body.as_deref().unwrap_or(bytes)
+    }
+
     /// The record itself.
     pub(super) fn record(&self, bytes: &[u8]) -> Result<TaskRecord, StoreError> {
+        let bytes = self.body(bytes);
         Ok(serde_json::from_slice(
             bytes.get(self.json_at..).ok_or_else(truncated)?,
         )?)

@@ -1598,3 +1598,118 @@ async fn a_task_too_large_for_the_log_is_kept_in_a_file_of_its_own_across_a_reop
         .expect("the task survives a reopen");
     assert_eq!(stored.task.history, r.task.history);
 }
+
+/// A `T` value as stores of format 1 wrote it (`sled_layout`): the header's words, its
+/// parts (the entry, no previous entry, the events) and the record, uncompressed.
+fn uncompressed_snapshot(r: &TaskRecord, events: &[TaskEvent]) -> Vec<u8> {
+    let entry = serde_json::to_vec(&super::index::IndexEntry::of(r)).unwrap();
+    let events_json = serde_json::to_vec(events).unwrap();
+    let mut bytes = vec![1];
+    for word in [r.version, r.last_seq, events.last().map_or(0, |e| e.seq)] {
+        bytes.extend_from_slice(&word.to_be_bytes());
+    }
+    for part in [entry.as_slice(), b"", events_json.as_slice()] {
+        bytes.extend_from_slice(&(part.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(part);
+    }
+    bytes.extend_from_slice(&serde_json::to_vec(r).unwrap());
+    bytes
+}
+
+/// Snapshots are written compressed (format 2). A store of format 1, whose snapshots
+/// are not, opens and reads the same; each task's next commit compresses its snapshot,
+/// and the store stays consistent across a crash after it.
+#[tokio::test]
+async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
+    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT, task_key};
+    let dir = tempfile::tempdir().unwrap();
+    let mut before = Vec::new();
+    {
+        let store = reopen(dir.path()).await;
+        for (id, state) in [("t1", TaskState::Working), ("t2", TaskState::Completed)] {
+            let r = record(id, "c", TaskState::Submitted, 1_000, "u");
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
+            let r = advance(&store, id, state, 2_000).await;
+            let events = store.events(r.id(), 0, 10).await.unwrap();
+            let written = store.db.get(task_key(r.id())).unwrap().unwrap();
+            let plain = uncompressed_snapshot(&r, &events);
+            assert_eq!(written.first(), Some(&2), "{id}: written in format 2");
+            assert!(
+                written.len() < plain.len(),
+                "{id}: {} bytes compressed, {} not",
+                written.len(),
+                plain.len()
+            );
+            store.db.insert(task_key(r.id()), plain).unwrap();
+            before.push((r, events));
+        }
+        store.db.insert(FORMAT_KEY, &1u64.to_be_bytes()).unwrap();
+    }
+
+    let store = reopen(dir.path()).await;
+    let format = store.db.get(FORMAT_KEY).unwrap().unwrap();
+    assert_eq!(format.as_ref(), STORE_FORMAT.to_be_bytes());
+    for (r, events) in &before {
+        assert_eq!(store.get(r.id()).await.unwrap().as_ref(), Some(r));
+        assert_eq!(&store.events(r.id(), 0, 10).await.unwrap(), events);
+    }
+    assert_eq!(active_task_ids(&store).await, ["t1"]);
+    assert_consistent(&store, "format 1").await;
+
+    let t1 = advance(&store, "t1", TaskState::Completed, 3_000).await;
+    let written = store.db.get(task_key(t1.id())).unwrap().unwrap();
+    assert_eq!(written.first(), Some(&2), "t1 moved on to format 2");
+    assert_eq!(store.get(t1.id()).await.unwrap(), Some(t1.clone()));
+    assert_eq!(event_seqs(&store, t1.id(), 0, 10).await, [1, 2, 3]);
+    store.crash();
+    let store = reopen(dir.path()).await;
+    assert_consistent(&store, "format 1, then t1 completed").await;
+    assert!(active_task_ids(&store).await.is_empty());
+}
+
+/// A damaged compressed snapshot is a codec error naming what is wrong, never a panic
+/// or an allocation of what its length claims.
+#[tokio::test]
+async fn a_damaged_compressed_snapshot_is_an_error() {
+    use super::sled_layout::task_key;
+    let store = SledStore::temporary(Durability::Sync).unwrap();
+    let r = record("t1", "c", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    let id = r.id().clone();
+    let good = store.db.get(task_key(&id)).unwrap().unwrap().to_vec();
+    // After the format byte and three words: the length the block decompresses to (LE).
+    let length_at = 25;
+    let claimed = |len: u32| {
+        let mut bytes = good.clone();
+        bytes[length_at..length_at + 4].copy_from_slice(&len.to_le_bytes());
+        bytes
+    };
+    let real = u32::from_le_bytes(good[length_at..length_at + 4].try_into().unwrap());
+    let mut scrambled = good.clone();
+    for byte in &mut scrambled[length_at + 4..] {
+        *byte = byte.wrapping_mul(31).wrapping_add(7);
+    }
+    let damaged = [
+        ("claims 4 GiB", claimed(u32::MAX), Some("more than its")),
+        ("claims one byte more", claimed(real + 1), None),
+        ("claims one byte less", claimed(real - 1), None),
+        ("cut short", good[..good.len() - 10].to_vec(), None),
+        ("no length", good[..length_at + 2].to_vec(), None),
+        ("scrambled", scrambled, None),
+    ];
+    for (what, bytes, says) in damaged {
+        store.db.insert(task_key(&id), bytes).unwrap();
+        let error = store.get(&id).await.err();
+        let Some(StoreError::Codec(message)) = &error else {
+            panic!("{what}: {error:?}");
+        };
+        if let Some(says) = says {
+            assert!(message.contains(says), "{what}: {message}");
+        }
+        let events = store.events(&id, 0, 10).await;
+        assert!(
+            matches!(events, Err(StoreError::Codec(_))),
+            "{what}: {events:?}"
+        );
+    }
+}
