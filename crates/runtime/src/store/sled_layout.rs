@@ -21,18 +21,19 @@
 //! task's first events as a JSON array (each a u32 BE length and JSON; length 0: none).
 //! The parts and the record's JSON are one LZ4 block (after its decompressed length, u32
 //! LE): a snapshot repeats its task's and context's ids in every event and message, and
-//! sled writes whole pages of snapshots again and again, so the log and the page cache
-//! hold about a third of the bytes. A task's events are
-//! those of the header, then those of its `E` values (see `sled_store` for which go
-//! where); an `E` value at or below the header's last seq of events is a copy left by
-//! a crash, which repair removes.
+//! sled writes whole pages of snapshots again and again, so compressing them cuts what
+//! the log and the page cache hold (a blocking echo's snapshot: 662 bytes, not 2,250).
+//! A task's events are those of the header, then those of its `E` values (see
+//! `sled_store` for which go where); an `E` value at or below the header's last seq of
+//! events is a copy left by a crash, which repair removes.
 //!
 //! Stores written before compression have the same header with format byte 1 and its
 //! parts and record uncompressed. Stores written before the format byte have headers
-//! without it and without events (they start with the version's first byte, 0). Stores written before the header hold
-//! the record's JSON alone in `T` (it starts with `{`), and kept the indexed entry in `V`
-//! task id as `{"v": version, "e": entry}`. All are still read, and a task's next commit
-//! moves its snapshot to the current layout (its events stay in `E` values).
+//! without it and without events (they start with the version's first byte, 0).
+//! Stores written before the header hold the record's JSON alone in `T` (it starts with
+//! `{`), and kept the indexed entry in `V` task id as `{"v": version, "e": entry}`.
+//! All are still read, and a task's next commit moves its snapshot to the current
+//! layout (its events stay in `E` values).
 
 use std::ops::Range;
 
@@ -270,7 +271,7 @@ fn decompress(packed: &[u8]) -> Result<Vec<u8>, StoreError> {
         lz4_flex::block::decompress_into(block, &mut body).map_err(|e| damaged(&e.to_string()))?;
     if written != len {
         return Err(damaged(&format!(
-            "{written} bytes where {len} were written"
+            "decompresses to {written} bytes, not the {len} it claims"
         )));
     }
     Ok(body)
