@@ -181,7 +181,7 @@ const FORMAT_INLINE: u8 = 1;
 const FORMAT_COMPRESSED: u8 = 2;
 
 /// Where the header's words end (format byte, version, last seq, last inline seq).
-const WORDS_END: usize = 25;
+pub(super) const WORDS_END: usize = 25;
 
 /// More than an LZ4 block can expand: a match costs at least one byte per 255 it
 /// repeats.

@@ -1671,14 +1671,14 @@ async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
 /// or an allocation of what its length claims.
 #[tokio::test]
 async fn a_damaged_compressed_snapshot_is_an_error() {
-    use super::sled_layout::task_key;
+    use super::sled_layout::{WORDS_END, task_key};
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
     let id = r.id().clone();
     let good = store.db.get(task_key(&id)).unwrap().unwrap().to_vec();
-    // After the format byte and three words: the length the block decompresses to (LE).
-    let length_at = 25;
+    // After the header's words: the length the block decompresses to (LE).
+    let length_at = WORDS_END;
     let claimed = |len: u32| {
         let mut bytes = good.clone();
         bytes[length_at..length_at + 4].copy_from_slice(&len.to_le_bytes());
