@@ -1,6 +1,7 @@
 //! The limits fundi is measured against, served on loopback: a bare axum JSON-RPC echo
 //! (the HTTP layer's ceiling) and sled insert + flush per request (the naive durable
-//! floor). Each runs in its own process (this binary, `--serve-baseline`), like fundi:
+//! floor); and the reference the goals name, the official Rust SDK's server in memory
+//! (`rust_sdk`). Each runs in its own process (this binary, `--serve-baseline`), like fundi:
 //! served from the load generator's own process and runtime, a baseline paid no
 //! cross-process scheduling, and the load generator's threads never preempted it.
 
@@ -62,6 +63,8 @@ pub(crate) enum Baseline {
     Axum,
     /// sled insert + durable flush per request.
     SledFlush,
+    /// The official A2A Rust SDK's server with its in-memory store (`rust_sdk`).
+    RustSdk,
 }
 
 /// Serves `baseline` (in `dir` for sled), prints `baseline listening on URL` and serves
@@ -70,6 +73,7 @@ pub(crate) async fn serve_forever(baseline: Baseline, dir: &std::path::Path) -> 
     let url = match baseline {
         Baseline::Axum => bare_axum().await?,
         Baseline::SledFlush => sled_per_request(dir).await?,
+        Baseline::RustSdk => serve(crate::rust_sdk::router()).await?,
     };
     println!("baseline listening on {url}");
     std::future::pending::<()>().await;

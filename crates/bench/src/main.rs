@@ -1,6 +1,7 @@
 //! `fundi-bench`: throughput and latency of a fundi release binary on loopback, reported
 //! as ratios to limits measured in the same run (a bare axum JSON-RPC echo, and sled
-//! insert + flush per request), because the machine is shared and noisy. Each
+//! insert + flush per request) and to the official A2A Rust SDK's server in memory,
+//! because the machine is shared and noisy. Each
 //! measurement is repeated and the median reported.
 //!
 //! ```sh
@@ -10,6 +11,7 @@
 
 mod baselines;
 mod load;
+mod rust_sdk;
 mod scale;
 mod server;
 mod workloads;
@@ -89,8 +91,17 @@ impl Case {
         }
     }
 
+    /// Baselines run whatever `--only` says.
     fn is_baseline(&self) -> bool {
         matches!(self.target, Target::BareAxum | Target::SledFlushPerRequest)
+    }
+
+    /// Served by a fundi binary (so `--compare` measures it too).
+    fn is_fundi(&self) -> bool {
+        matches!(
+            self.target,
+            Target::FundiSync | Target::FundiBatched | Target::FundiMemory
+        )
     }
 }
 
@@ -101,6 +112,8 @@ enum Target {
     FundiSync,
     FundiBatched,
     FundiMemory,
+    /// The official A2A Rust SDK's server, in memory (`rust_sdk`).
+    RustSdk,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -136,6 +149,7 @@ fn cases() -> Vec<Case> {
         ("W1 send, sync", FundiSync),
         ("W1 send, batched", FundiBatched),
         ("W1 send, memory store", FundiMemory),
+        ("W1 send, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 16, 64] {
             cases.push(Case {
@@ -158,6 +172,7 @@ fn cases() -> Vec<Case> {
         ("W3 stream, sync", FundiSync),
         ("W3 stream, batched", FundiBatched),
         ("W3 stream, memory store", FundiMemory),
+        ("W3 stream, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 50] {
             cases.push(Case {
@@ -175,6 +190,7 @@ fn cases() -> Vec<Case> {
 struct Urls {
     bare: String,
     sled: String,
+    rust_sdk: String,
     main: FundiUrls,
     compare: Option<FundiUrls>,
 }
@@ -233,6 +249,7 @@ async fn measure(
     let url = match case.target {
         Target::BareAxum => urls.bare.clone(),
         Target::SledFlushPerRequest => urls.sled.clone(),
+        Target::RustSdk => urls.rust_sdk.clone(),
         Target::FundiSync => fundi.sync.clone(),
         Target::FundiBatched => fundi.batched.clone(),
         Target::FundiMemory => fundi.memory.clone(),
@@ -390,6 +407,7 @@ async fn main() -> anyhow::Result<()> {
     let credentials = Credentials::generate();
     let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
+    let rust_sdk = Server::baseline(Baseline::RustSdk, &dir.path().join("rust-sdk"))?;
     let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials)?;
     let compare = match &args.compare {
         Some(binary) => Some(FundiServers::start(
@@ -407,6 +425,7 @@ async fn main() -> anyhow::Result<()> {
     let urls = Urls {
         bare: bare.url.clone(),
         sled: sled_flush.url.clone(),
+        rust_sdk: rust_sdk.url.clone(),
         main: fundi.urls(&client).await?,
         compare: match &compare {
             Some(servers) => Some(servers.urls(&client).await?),
@@ -425,7 +444,7 @@ async fn main() -> anyhow::Result<()> {
         })
         // Each of fundi's measurements followed at once by the same on `--compare`.
         .flat_map(|c| {
-            let twin = (args.compare.is_some() && !c.is_baseline()).then(|| Case {
+            let twin = (args.compare.is_some() && c.is_fundi()).then(|| Case {
                 compared: true,
                 ..c.clone()
             });
@@ -454,6 +473,21 @@ async fn main() -> anyhow::Result<()> {
             .position(|k| k.target == Target::BareAxum && k.concurrency == c)
             .map(rate)
     };
+    // A fundi measurement's rate as a ratio to the Rust SDK's in the same workload.
+    let to_rust_sdk = |i: usize| -> Option<f64> {
+        let case = &cases[i];
+        if !case.is_fundi() {
+            return None;
+        }
+        cases
+            .iter()
+            .position(|k| {
+                k.target == Target::RustSdk
+                    && k.workload == case.workload
+                    && k.concurrency == case.concurrency
+            })
+            .map(|sdk| rate(i) / rate(sdk))
+    };
     // `--fundi`'s rate as a ratio to `--compare`'s: the median of the ratios of the
     // repeats taken side by side.
     let to_compared = |i: usize| -> Option<f64> {
@@ -468,8 +502,15 @@ async fn main() -> anyhow::Result<()> {
         Some(median(ratios))
     };
     println!(
-        "{:<37} {:>5} {:>12} {:>9} {:>9} {:>10} {:>10}",
-        "measurement", "conc", "per second", "p50 ms", "p99 ms", "/ bare axum", "/ compare"
+        "{:<37} {:>5} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10}",
+        "measurement",
+        "conc",
+        "per second",
+        "p50 ms",
+        "p99 ms",
+        "/ bare axum",
+        "/ Rust SDK",
+        "/ compare"
     );
     let mut results = Vec::new();
     for (i, case) in cases.iter().enumerate() {
@@ -477,27 +518,30 @@ async fn main() -> anyhow::Result<()> {
         let p50 = median(samples[i].iter().map(|s| ms(s.percentile(50.0))).collect());
         let p99 = median(samples[i].iter().map(|s| ms(s.percentile(99.0))).collect());
         let ratio = bare_at(case.concurrency).map(|bare| per_second / bare);
+        let to_sdk = to_rust_sdk(i);
         let compared = to_compared(i);
         let unit = if case.workload == Workload::Stream {
             "events"
         } else {
             "requests"
         };
+        let figure = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.3}"));
         println!(
-            "{:<37} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10} {:>10}",
+            "{:<37} {:>5} {:>12.0} {:>9.2} {:>9.2} {:>10} {:>10} {:>10}",
             case.label(),
             case.concurrency,
             per_second,
             p50,
             p99,
-            ratio.map_or("-".into(), |r| format!("{r:.3}")),
-            compared.map_or("-".into(), |r| format!("{r:.3}"))
+            figure(ratio),
+            figure(to_sdk),
+            figure(compared)
         );
         results.push(json!({
             "measurement": case.name, "concurrency": case.concurrency, "unit": unit,
             "binary": if case.compared { "compare" } else { "fundi" },
             "perSecondMedian": per_second, "p50Ms": p50, "p99Ms": p99,
-            "ratioToBareAxum": ratio, "ratioToCompare": compared,
+            "ratioToBareAxum": ratio, "ratioToRustSdk": to_sdk, "ratioToCompare": compared,
             "repeats": samples[i].iter().map(|s| json!({
                 "perSecond": s.per_second(), "operations": s.ops,
                 "p50Ms": ms(s.percentile(50.0)), "p99Ms": ms(s.percentile(99.0)),
@@ -544,6 +588,6 @@ async fn main() -> anyhow::Result<()> {
         "inputRequired": input_required, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
-    drop((fundi, compare));
+    drop((fundi, compare, bare, sled_flush, rust_sdk));
     Ok(())
 }

@@ -118,10 +118,12 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
         ("W1 send, sync", &[1, 16, 64]),
         ("W1 send, batched", &[1, 16, 64]),
         ("W1 send, memory store", &[1, 16, 64]),
+        ("W1 send, Rust SDK in memory", &[1, 16, 64]),
         ("W2 get, sync", &[16]),
         ("W3 stream, sync", &[1, 50]),
         ("W3 stream, batched", &[1, 50]),
         ("W3 stream, memory store", &[1, 50]),
+        ("W3 stream, Rust SDK in memory", &[1, 50]),
     ];
     for (measurement, concurrencies) in expected {
         let found = rows(&results, measurement);
@@ -135,6 +137,11 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
             assert!(positive(&row["perSecondMedian"]), "{context}");
             assert!(positive(&row["ratioToBareAxum"]), "{context}");
             assert!(row["ratioToCompare"].is_null(), "{context}");
+            // fundi's W1 and W3 rows, and only those, are set against the Rust SDK's.
+            let against_sdk = (measurement.starts_with("W1") || measurement.starts_with("W3"))
+                && !measurement.contains("Rust SDK");
+            assert_eq!(positive(&row["ratioToRustSdk"]), against_sdk, "{context}");
+            assert_eq!(row["ratioToRustSdk"].is_null(), !against_sdk, "{context}");
             assert_eq!(
                 row["repeats"].as_array().map(Vec::len),
                 Some(1),
