@@ -110,6 +110,8 @@ impl<'a> Send<'a> {
             request: SubmitRequest {
                 owner: Some(caller.user.clone()),
                 grants: caller.grants.clone(),
+                // A push worker reads the task as soon as its config is attached.
+                store_with_first_step: push.is_none(),
                 ..SubmitRequest::new(params.message)
             },
             history,
@@ -197,7 +199,9 @@ async fn send_message(
     let task = match tokio::time::timeout(timeout, outcome).await {
         // Durable when it comes back.
         Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),
-        _ => runtime.get(&id, history, owner).await?,
+        Ok(Err(error)) => return Err(error.into()),
+        // Past the deadline, or the task stopped being live first: as it stands.
+        Ok(Ok(None)) | Err(_) => runtime.get(&id, history, owner).await?,
     };
     Ok(encode::send_result(&task, dialect))
 }

@@ -166,6 +166,15 @@ pub struct SubmitRequest {
     /// one before it has followed the task's event stream, which yields only durable
     /// events (a blocking send).
     pub durable_on_return: bool,
+    /// For [`RuntimeHandle::submit_and_wait`] only. `true` (the default): when a slot
+    /// is free, a new task is stored by its actor together with what its skill does in
+    /// its first poll, so a skill that finishes at once costs one commit, not two.
+    /// Until that commit (at most one poll of the skill) the task cannot be read or
+    /// subscribed to, nor survives a crash: nobody outside knows its id yet. `false`:
+    /// stored before `submit_and_wait` returns, for a caller that hands the id to
+    /// something that reads the task before the outcome (the gateway does, for a send
+    /// that registers a push config).
+    pub store_with_first_step: bool,
 }
 
 impl SubmitRequest {
@@ -177,6 +186,7 @@ impl SubmitRequest {
             owner: None,
             grants: Grants::All,
             durable_on_return: true,
+            store_with_first_step: true,
         }
     }
 }
@@ -244,7 +254,7 @@ impl std::fmt::Debug for Waiting {
 impl Waiting {
     /// Follows the task until one of its events matches `until`, and returns the task
     /// as it stood after that event, once durable; `None` if its event stream ended
-    /// first. The task is rebuilt from the accepted snapshot and the events, the way
+    /// first (an error if the task was never stored). The task is rebuilt from the accepted snapshot and the events, the way
     /// its actor builds it, so the store is not read again.
     pub async fn outcome(
         mut self,
@@ -266,6 +276,15 @@ impl Waiting {
                     seq: event.seq,
                 }));
             }
+        }
+        // The task stopped being live first. One that was never stored (see
+        // `SubmitRequest::store_with_first_step`) is not there to be read instead.
+        if self.handle.inner.store.get(&task.id).await?.is_none() {
+            return Err(RuntimeError::Unavailable(format!(
+                "task {} ended before it could be stored (a store error or a shutdown; \
+                 the server's log says which)",
+                task.id
+            )));
         }
         Ok(None)
     }
@@ -332,7 +351,8 @@ impl RuntimeHandle {
     /// Submits for a caller that tells only the outcome (a blocking send): the
     /// submission does not wait for the disk, whatever `durable_on_return` says, and
     /// [`Waiting::outcome`] returns the task durable once it gets where the caller
-    /// waits for.
+    /// waits for. A new task may be stored only after this returns, with its skill's
+    /// first step (see [`SubmitRequest::store_with_first_step`]).
     pub async fn submit_and_wait(&self, request: SubmitRequest) -> Result<Waiting, RuntimeError> {
         let request = SubmitRequest {
             durable_on_return: false,
@@ -387,6 +407,7 @@ impl RuntimeHandle {
             message,
             owner,
             durable_on_return,
+            store_with_first_step,
             ..
         } = request;
         let task_id = TaskId::generate();
@@ -430,11 +451,15 @@ impl RuntimeHandle {
         if slot.is_some() {
             start_working(&mut record, &mut events)?;
         }
+        // A caller that tells only the outcome leaves the first commit to the actor,
+        // which adds what the skill does in its first poll (`store_with_first_step`).
+        let deferred = slot.is_some() && attach && !durable_on_return && store_with_first_step;
         // Stored before anyone is told: from here on, a crash leaves the task to recovery.
         let store = &*self.inner.store;
-        match durable_on_return {
-            true => telemetry::commit(store, &record, 0, &events, None).await?,
-            false => telemetry::write(store, &record, 0, &events, None).await?,
+        match (deferred, durable_on_return) {
+            (true, _) => {}
+            (false, true) => telemetry::commit(store, &record, 0, &events, None).await?,
+            (false, false) => telemetry::write(store, &record, 0, &events, None).await?,
         }
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
@@ -444,13 +469,18 @@ impl RuntimeHandle {
         }
         let buffer = self.inner.config.subscriber_buffer;
         let (follower, receiver) = attach.then(|| follower(buffer)).unzip();
-        // The snapshot told is the task as created; what came after is the follower's.
-        let unpublished = events.split_off(1);
+        // The snapshot told is the task as created; what came after is the follower's
+        // (published by the actor once stored, when it stores it).
+        let (unwritten, unpublished) = match deferred {
+            true => (events, Vec::new()),
+            false => (Vec::new(), events.split_off(1)),
+        };
         let actor = self
             .spawn(Spawn {
                 follower,
                 slot,
                 unpublished,
+                unwritten,
                 ..Spawn::new(record, StartMode::Fresh)
             })
             .await?;

@@ -53,6 +53,9 @@ pub(crate) struct Spawn {
     /// Events stored after the submitter's snapshot, before the actor started, for its
     /// follower (the working status of a task stored already working).
     pub(crate) unpublished: Vec<crate::model::TaskEvent>,
+    /// A fresh task's events when it is not stored yet (with `slot`): the actor's first
+    /// commit stores them (`RuntimeHandle::create`).
+    pub(crate) unwritten: Vec<crate::model::TaskEvent>,
 }
 
 impl Spawn {
@@ -63,6 +66,7 @@ impl Spawn {
             follower: None,
             slot: None,
             unpublished: Vec::new(),
+            unwritten: Vec::new(),
         }
     }
 }

@@ -2,7 +2,11 @@
 //! `transition` (applied in place to a copy of the task), is committed to the store, and
 //! only then is published and acknowledged.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use chrono::Utc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -116,6 +120,9 @@ pub(crate) struct TaskActorState {
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
     pending: Option<(Message, bool)>,
+    /// A new task's first events (created, working), not stored yet: its first commit
+    /// carries them, with what its skill did in its first poll (see `start_run`).
+    unwritten: Vec<TaskEvent>,
     /// The user's answer to hand to the waiting run once a slot is granted again (a run
     /// waiting for input gives its slot back).
     answer: Option<Message>,
@@ -154,6 +161,7 @@ impl Actor for TaskActor {
             follower,
             slot,
             unpublished,
+            unwritten,
         } = args.spawn;
         let task = &record.task;
         let span = crate::context_span!(
@@ -188,6 +196,7 @@ impl Actor for TaskActor {
             run: None,
             runs_started: 0,
             pending,
+            unwritten,
             answer: None,
             slot: None,
             slot_wait: None,
@@ -200,6 +209,11 @@ impl Actor for TaskActor {
             state.events.publish(event);
         }
         match slot {
+            // Not stored yet: the run and the first commit happen on this actor's own
+            // task, not in the spawn (the supervisor waits for `pre_start`).
+            Some(slot) if !state.unwritten.is_empty() => {
+                myself.cast(TaskMsg::Start(slot))?;
+            }
             // Stored already working: run now.
             Some(slot) => state.on_start(&myself, slot).await,
             None if state.pending.is_some() => state.want_slot(&myself),
@@ -231,6 +245,11 @@ impl Actor for TaskActor {
         }
         if state.record.state().is_terminal() {
             state.finish(&myself);
+        } else if !state.unwritten.is_empty() && state.runs_started > 0 {
+            // A new task whose first commit the store refused (the error is logged):
+            // nobody outside knows it and nothing of it is stored, so it ends here; its
+            // blocking caller learns that it could not be stored.
+            myself.stop(Some("the new task could not be stored".into()));
         }
         Ok(())
     }
@@ -310,7 +329,11 @@ impl TaskActorState {
         // record stays as it was if a change is refused or the store fails.
         let mut task = self.record.task.clone();
         let mut last_seq = self.record.last_seq;
-        let mut events = Vec::with_capacity(kinds.len());
+        // A task not stored yet is stored now, as it stands (its version 1), with these
+        // changes; they stay to be written if this commit fails.
+        let stored = self.unwritten.is_empty();
+        let mut events = Vec::with_capacity(self.unwritten.len() + kinds.len());
+        events.extend(self.unwritten.iter().cloned());
         for kind in kinds {
             apply(&mut task, &kind)?;
             last_seq += 1;
@@ -322,9 +345,13 @@ impl TaskActorState {
             });
         }
         let current = &self.record;
+        let (expected_version, version) = match stored {
+            true => (current.version, current.version + 1),
+            false => (0, current.version),
+        };
         let next = TaskRecord {
             task,
-            version: current.version + 1,
+            version,
             last_seq,
             skill: current.skill.clone(),
             owner: current.owner.clone(),
@@ -334,11 +361,12 @@ impl TaskActorState {
         telemetry::write(
             &*self.store,
             &next,
-            self.record.version,
+            expected_version,
             &events,
             Some(&self.span),
         )
         .await?;
+        self.unwritten.clear();
         let from = self.record.state();
         self.record = next;
         telemetry::metrics().state_changed(
@@ -347,7 +375,8 @@ impl TaskActorState {
             Some(from),
             self.record.state(),
         );
-        // Nobody listening is fine: subscribers read the store first.
+        // Nobody listening is fine: subscribers read the store first. (The created
+        // event, when this commit stored the task, is below every follower's start.)
         for event in events {
             self.events.publish(event);
         }
@@ -404,10 +433,14 @@ impl TaskActorState {
                 return self.fail_after("could not start the task", error).await;
             }
         }
-        self.start_run(myself, message, resumed);
+        self.start_run(myself, message, resumed).await;
     }
 
-    fn start_run(&mut self, myself: &ActorRef<TaskMsg>, message: Message, resumed: bool) {
+    /// Starts the skill's run as a child task. A task not stored yet first polls its run
+    /// once, here: a skill that finishes at once (or fails, or panics) is stored with its
+    /// outcome in one commit, with no run task; otherwise the task is stored as it stands
+    /// and the run goes on as a child.
+    async fn start_run(&mut self, myself: &ActorRef<TaskMsg>, message: Message, resumed: bool) {
         self.runs_started += 1;
         let run_id = self.runs_started;
         let cancel = CancellationToken::new();
@@ -431,9 +464,20 @@ impl TaskActorState {
             resumed,
         };
         let skill = self.skill.clone();
+        let mut run: SkillRun =
+            Box::pin(async move { skill.run(input, ctx).await }.instrument(span));
+        if !self.unwritten.is_empty() {
+            if let Some(outcome) = poll_once(&mut run) {
+                return self.end_run(outcome).await;
+            }
+            if let Err(error) = self.apply_all(Vec::new(), None).await {
+                cancel.cancel();
+                return self.fail_after("could not store the task", error).await;
+            }
+        }
         // The run is a child this actor supervises: its own tokio task, watched by a
         // monitor that turns its end (return, panic or abort) into a message back here.
-        let run = tokio::spawn(async move { skill.run(input, ctx).await }.instrument(span));
+        let run = tokio::spawn(run);
         let abort = run.abort_handle();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -615,6 +659,11 @@ impl TaskActorState {
             return;
         }
         self.run = None;
+        self.end_run(outcome).await;
+    }
+
+    /// Records how the run ended.
+    async fn end_run(&mut self, outcome: RunOutcome) {
         self.release_slot();
         if self.canceling {
             return self.end_canceled("canceled by request").await;
@@ -730,6 +779,21 @@ fn apply_to_runtime(error: ApplyError) -> RuntimeError {
     match error {
         ApplyError::Store(e) => RuntimeError::Store(e),
         ApplyError::Transition(e) => RuntimeError::Unavailable(e.to_string()),
+    }
+}
+
+/// A skill's run, as its actor drives it.
+type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
+
+/// Polls `run` once; its outcome if it ended (returned or panicked). A run still going
+/// is then spawned as a task of its own, whose first poll registers the waker that
+/// counts (this one wakes nothing).
+fn poll_once(run: &mut SkillRun) -> Option<RunOutcome> {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+        Ok(Poll::Ready(result)) => Some(RunOutcome::Returned(result)),
+        Ok(Poll::Pending) => None,
+        Err(payload) => Some(RunOutcome::Panicked(panic_text(payload))),
     }
 }
 

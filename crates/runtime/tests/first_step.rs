@@ -1,0 +1,308 @@
+//! A blocking send's new task is stored by its actor together with what its skill does
+//! in its first poll (`SubmitRequest::store_with_first_step`): a skill that finishes at
+//! once costs one commit instead of two. Whatever that first poll does (return, fail,
+//! reject, panic, or wait), the task ends up stored with every event, in order; a skill
+//! still running after it is stored before it goes on, and goes on.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use common::*;
+use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
+use fundi_runtime::{
+    MemoryStore, Runtime, RuntimeError, RuntimeHandle, StoreError, SubmitRequest, TaskEvent,
+    TaskEventKind, TaskId, TaskState, TaskStore,
+};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// One write as the store saw it.
+#[derive(Debug, Clone)]
+struct Write {
+    id: TaskId,
+    expected_version: u64,
+    version: u64,
+    seqs: Vec<u64>,
+    state: TaskState,
+}
+
+/// A memory store that records every write and counts them on a watch; it refuses
+/// every write while `refusing`.
+struct Recording {
+    inner: MemoryStore,
+    writes: Mutex<Vec<Write>>,
+    count: watch::Sender<usize>,
+    refusing: AtomicBool,
+}
+
+impl Recording {
+    fn new() -> Recording {
+        Recording {
+            inner: MemoryStore::default(),
+            writes: Mutex::new(Vec::new()),
+            count: watch::channel(0).0,
+            refusing: AtomicBool::new(false),
+        }
+    }
+
+    fn writes_of(&self, id: &TaskId) -> Vec<Write> {
+        let writes = self.writes.lock().unwrap();
+        writes.iter().filter(|w| &w.id == id).cloned().collect()
+    }
+
+    /// Waits (up to the deadline) until `id` has been written `n` times.
+    async fn written(&self, id: &TaskId, n: usize) -> Vec<Write> {
+        let mut count = self.count.subscribe();
+        let wait = count.wait_for(|_| self.writes_of(id).len() >= n);
+        tokio::time::timeout(DEADLINE, wait)
+            .await
+            .unwrap_or_else(|_| panic!("task {id} was not written {n} times in time"))
+            .expect("the store lives");
+        self.writes_of(id)
+    }
+}
+
+#[async_trait]
+impl TaskStore for Recording {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        if self.refusing.load(Ordering::SeqCst) {
+            return Err(StoreError::Engine("no space left (the test's)".into()));
+        }
+        self.inner.write(record, expected_version, events).await?;
+        self.writes.lock().unwrap().push(Write {
+            id: record.id().clone(),
+            expected_version,
+            version: record.version,
+            seqs: events.iter().map(|e| e.seq).collect(),
+            state: record.state(),
+        });
+        self.count.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get(id).await
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError> {
+        self.inner.events(id, after_seq, limit).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.inner.list(query).await
+    }
+
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.active().await
+    }
+}
+
+async fn start() -> (RuntimeHandle, Arc<Recording>, Scripted) {
+    let store = Arc::new(Recording::new());
+    let scripted = Scripted::new("scripted", false);
+    let rt = Runtime::builder()
+        .shared_store(store.clone())
+        .skill(scripted.clone())
+        .start()
+        .await
+        .unwrap();
+    (rt, store, scripted)
+}
+
+fn request(data: Value) -> SubmitRequest {
+    let mut request = SubmitRequest::new(message("go", data));
+    request.skill = Some("scripted".into());
+    request
+}
+
+/// Submits as a blocking send does and waits for the terminal state; returns the id.
+async fn send_blocking(rt: &RuntimeHandle, request: SubmitRequest) -> (TaskId, TaskState) {
+    let waiting = rt.submit_and_wait(request).await.unwrap();
+    let id = waiting.accepted.task.id.clone();
+    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
+    let reached = tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("an outcome in time")
+        .unwrap()
+        .expect("the task reached a terminal state");
+    (id, reached.task.status.state)
+}
+
+/// The stored events of `id` are 1, 2, ... with no gap, starting with its creation and
+/// working; returns them.
+async fn stored_events(store: &Recording, id: &TaskId) -> Vec<TaskEvent> {
+    let events = store.events(id, 0, 1000).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert!(matches!(events[0].kind, TaskEventKind::Created(_)));
+    assert_eq!(
+        events[1].status().map(|s| s.state),
+        Some(TaskState::Working)
+    );
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_that_finishes_at_once_is_stored_in_one_commit() {
+    let (rt, store, _) = start().await;
+    let (id, state) = send_blocking(&rt, request(Value::Null)).await;
+    assert_eq!(state, TaskState::Completed);
+    let writes = store.writes_of(&id);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    let write = &writes[0];
+    assert_eq!((write.expected_version, write.version), (0, 1));
+    assert_eq!(write.state, TaskState::Completed);
+    let events = stored_events(&store, &id).await;
+    assert_eq!(write.seqs, events.iter().map(|e| e.seq).collect::<Vec<_>>());
+    let task = rt.get(&id, None, None).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(status_text(&task), "done: go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_poll_that_fails_rejects_or_panics_is_stored_with_its_outcome() {
+    let (rt, store, _) = start().await;
+    for (data, state, text) in [
+        (json!({"fail": "no disk"}), TaskState::Failed, "no disk"),
+        (
+            json!({"reject": "not mine"}),
+            TaskState::Rejected,
+            "not mine",
+        ),
+        (
+            json!({"panic": "boom"}),
+            TaskState::Failed,
+            "skill panicked: boom",
+        ),
+    ] {
+        let (id, reached) = send_blocking(&rt, request(data.clone())).await;
+        assert_eq!(reached, state, "{data}");
+        let writes = store.writes_of(&id);
+        assert_eq!(writes.len(), 1, "{data}: {writes:?}");
+        assert_eq!(writes[0].state, state, "{data}");
+        stored_events(&store, &id).await;
+        let task = rt.get(&id, None, None).await.unwrap();
+        assert_eq!(task.status.state, state, "{data}");
+        assert!(status_text(&task).contains(text), "{data}: {task:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on() {
+    let (rt, store, scripted) = start().await;
+    let waiting = rt
+        .submit_and_wait(request(json!({"gate": true, "steps": 2})))
+        .await
+        .unwrap();
+    let id = waiting.accepted.task.id.clone();
+    // The run waits at the gate: the task is stored as it stands, working, and readable.
+    let writes = store.written(&id, 1).await;
+    let first = &writes[0];
+    assert_eq!((first.expected_version, first.version), (0, 1));
+    assert_eq!(
+        (first.seqs.clone(), first.state),
+        (vec![1, 2], TaskState::Working)
+    );
+    let task = rt.get(&id, None, None).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    // The run goes on from where its first poll left it (woken in its own task).
+    scripted.gate.add_permits(1);
+    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
+    let reached = tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("an outcome in time")
+        .unwrap()
+        .expect("a terminal state");
+    assert_eq!(reached.task.status.state, TaskState::Completed);
+    let events = stored_events(&store, &id).await;
+    let notes: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.status()?.message.as_ref().map(|m| m.text()))
+        .collect();
+    assert_eq!(notes, ["step 0", "step 1", "done: go"]);
+    // Versions follow one another from the first commit on.
+    let versions: Vec<(u64, u64)> = store
+        .writes_of(&id)
+        .iter()
+        .map(|w| (w.expected_version, w.version))
+        .collect();
+    let expected: Vec<(u64, u64)> = (0..versions.len() as u64).map(|v| (v, v + 1)).collect();
+    assert_eq!(versions, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_store_with_first_step_the_task_is_stored_before_submit_returns() {
+    let (rt, store, scripted) = start().await;
+    let mut stored_first = request(json!({"gate": true}));
+    stored_first.store_with_first_step = false;
+    let waiting = rt.submit_and_wait(stored_first).await.unwrap();
+    let id = waiting.accepted.task.id.clone();
+    // Stored already, before the skill has run at all.
+    let writes = store.writes_of(&id);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(
+        (writes[0].seqs.clone(), writes[0].state),
+        (vec![1, 2], TaskState::Working)
+    );
+    scripted.gate.add_permits(1);
+    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
+    let reached = tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("an outcome in time")
+        .unwrap()
+        .expect("a terminal state");
+    assert_eq!(reached.task.status.state, TaskState::Completed);
+    assert_eq!(store.writes_of(&id).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_submit_still_stores_the_task_before_it_returns() {
+    let (rt, store, scripted) = start().await;
+    let accepted = rt.submit(request(json!({"gate": true}))).await.unwrap();
+    let writes = store.writes_of(&accepted.task.id);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].expected_version, 0);
+    scripted.gate.add_permits(1);
+    let task = wait_for_state(&rt, &accepted.task.id, TaskState::Completed).await;
+    assert_eq!(status_text(&task), "done: go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_task_the_store_refuses_is_reported_as_not_stored() {
+    let (rt, store, _) = start().await;
+    store.refusing.store(true, Ordering::SeqCst);
+    let waiting = rt.submit_and_wait(request(Value::Null)).await.unwrap();
+    let id = waiting.accepted.task.id.clone();
+    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
+    match tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("an answer in time")
+    {
+        Err(RuntimeError::Unavailable(text)) => {
+            assert!(text.contains("ended before it could be stored"), "{text}");
+            assert!(text.contains(id.as_str()), "{text}");
+        }
+        other => panic!("expected the task to be reported as not stored: {other:?}"),
+    }
+    assert!(matches!(
+        rt.get(&id, None, None).await,
+        Err(RuntimeError::TaskNotFound(_))
+    ));
+    // The store is back: the next send is stored and answered.
+    store.refusing.store(false, Ordering::SeqCst);
+    let (_, state) = send_blocking(&rt, request(Value::Null)).await;
+    assert_eq!(state, TaskState::Completed);
+}
