@@ -254,8 +254,9 @@ impl std::fmt::Debug for Waiting {
 impl Waiting {
     /// Follows the task until one of its events matches `until`, and returns the task
     /// as it stood after that event, once durable; `None` if its event stream ended
-    /// first (an error if the task was never stored). The task is rebuilt from the accepted snapshot and the events, the way
-    /// its actor builds it, so the store is not read again.
+    /// first (an error if the task was never stored). The task is rebuilt from the
+    /// accepted snapshot and the events, the way its actor builds it, so the store is
+    /// not read again.
     pub async fn outcome(
         mut self,
         until: impl Fn(&TaskEvent) -> bool,
@@ -342,6 +343,10 @@ impl RuntimeHandle {
         &self,
         request: SubmitRequest,
     ) -> Result<(TaskSnapshot, EventStream), RuntimeError> {
+        let request = SubmitRequest {
+            store_with_first_step: false,
+            ..request
+        };
         let (accepted, attached) = self.accept(request, true).await?;
         let id = &accepted.task.id;
         let events = self.event_stream(id, accepted.seq, Durable::EachEvent, attached);
@@ -451,10 +456,11 @@ impl RuntimeHandle {
         if slot.is_some() {
             start_working(&mut record, &mut events)?;
         }
-        // A caller that tells only the outcome leaves the first commit to the actor,
-        // which adds what the skill does in its first poll (`store_with_first_step`).
+        // A caller that tells only the outcome (`submit_and_wait`) leaves the first
+        // commit to the actor, which adds what the skill does in its first poll.
         let deferred = slot.is_some() && attach && !durable_on_return && store_with_first_step;
-        // Stored before anyone is told: from here on, a crash leaves the task to recovery.
+        // Otherwise stored before anyone is told: from here on, a crash leaves the task
+        // to recovery.
         let store = &*self.inner.store;
         match (deferred, durable_on_return) {
             (true, _) => {}

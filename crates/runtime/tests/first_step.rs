@@ -306,3 +306,17 @@ async fn a_new_task_the_store_refuses_is_reported_as_not_stored() {
     let (_, state) = send_blocking(&rt, request(Value::Null)).await;
     assert_eq!(state, TaskState::Completed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_submit_and_wait_leaves_the_first_write_to_the_actor() {
+    let (rt, store, scripted) = start().await;
+    // A follower that does not ask for durability still finds the task stored.
+    let mut followed = request(json!({"gate": true}));
+    followed.durable_on_return = false;
+    let (accepted, _events) = rt.submit_and_follow(followed).await.unwrap();
+    let writes = store.writes_of(&accepted.task.id);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].seqs, [1, 2]);
+    scripted.gate.add_permits(1);
+    wait_for_state(&rt, &accepted.task.id, TaskState::Completed).await;
+}
