@@ -1,8 +1,8 @@
 //! The limits fundi is measured against, served on loopback: a bare axum JSON-RPC echo
 //! (the HTTP layer's ceiling) and sled insert + flush per request (the naive durable
 //! floor); and the reference the goals name, the official Rust SDK's server in memory
-//! (`rust_sdk`). Each runs in its own process (this binary, `--serve-baseline`), like fundi:
-//! served from the load generator's own process and runtime, a baseline paid no
+//! (`rust_sdk`). Each runs in its own process (this binary, `--serve-baseline`), like
+//! fundi: served from the load generator's own process and runtime, a baseline paid no
 //! cross-process scheduling, and the load generator's threads never preempted it.
 
 use std::sync::Arc;

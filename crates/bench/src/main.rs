@@ -1,8 +1,8 @@
 //! `fundi-bench`: throughput and latency of a fundi release binary on loopback, reported
 //! as ratios to limits measured in the same run (a bare axum JSON-RPC echo, and sled
 //! insert + flush per request) and to the official A2A Rust SDK's server in memory,
-//! because the machine is shared and noisy. Each
-//! measurement is repeated and the median reported.
+//! because the machine is shared and noisy. Each measurement is repeated and the median
+//! reported.
 //!
 //! ```sh
 //! cargo build --release -p fundi -p fundi-bench

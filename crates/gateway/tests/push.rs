@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use fundi_gateway::{AppState, Authenticator, GatewayConfig, PushService, PushSettings, app};
 use fundi_runtime::store::ListQuery;
-use fundi_runtime::{MemoryStore, Runtime, RuntimeConfig, TaskEventKind, TaskId, TaskStore};
+use fundi_runtime::{
+    MemoryStore, Runtime, RuntimeConfig, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput, TaskEventKind, TaskId, TaskStore,
+};
+use futures::FutureExt;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -161,9 +166,42 @@ fn got_terminal(hits: &[Hit]) -> bool {
     })
 }
 
+/// Records, for each task it runs, whether the task was stored when the run began
+/// (its first poll, before any `.await`).
+struct Peek {
+    store: Arc<MemoryStore>,
+    stored_at_start: Arc<Mutex<HashMap<TaskId, bool>>>,
+}
+
+#[async_trait::async_trait]
+impl Skill for Peek {
+    fn card(&self) -> SkillCard {
+        SkillCard {
+            id: "peek".into(),
+            name: "Peek".into(),
+            description: "test skill: notes whether its task is stored when it starts".into(),
+            tags: vec!["test".into()],
+            examples: vec![],
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            required_scope: None,
+            resumable: false,
+        }
+    }
+
+    async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let read = self.store.get(ctx.task_id()).now_or_never();
+        let stored = matches!(read, Some(Ok(Some(_))));
+        let mut seen = self.stored_at_start.lock().unwrap();
+        seen.insert(ctx.task_id().clone(), stored);
+        Ok(SkillOutput::text("peeked"))
+    }
+}
+
 struct Fixture {
     url: String,
     store: Arc<MemoryStore>,
+    stored_at_start: Arc<Mutex<HashMap<TaskId, bool>>>,
     credentials: Credentials,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -189,11 +227,18 @@ fn settings() -> PushSettings {
 
 async fn fixture(settings: PushSettings) -> Fixture {
     let store = Arc::new(MemoryStore::new());
+    let stored_at_start = Arc::new(Mutex::new(HashMap::new()));
+    let peek = Peek {
+        store: store.clone(),
+        stored_at_start: stored_at_start.clone(),
+    };
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(Steps)
+        .skill(peek)
         .config(RuntimeConfig {
             cancel_grace_ms: 200,
+            default_skill: Some("steps".into()),
             ..RuntimeConfig::default()
         })
         .start()
@@ -222,6 +267,7 @@ async fn fixture(settings: PushSettings) -> Fixture {
     Fixture {
         url,
         store,
+        stored_at_start,
         credentials,
         http: reqwest::Client::builder().no_proxy().build().unwrap(),
         shutdown,
@@ -404,6 +450,38 @@ async fn every_event_is_delivered_in_order_with_the_configured_headers() {
             "{kind}"
         );
     }
+}
+
+/// A blocking send's task is normally stored with its skill's first step, but one that
+/// registers a push config is stored before its skill starts: its push worker reads
+/// the task as soon as the config is attached.
+#[tokio::test]
+async fn a_blocking_send_with_a_push_config_is_stored_before_its_skill_starts() {
+    let fx = fixture(settings()).await;
+    let receiver = Receiver::start(Mode::Ok).await;
+    for with_push in [true, false] {
+        let mut configuration = json!({"returnImmediately": false});
+        if with_push {
+            configuration["taskPushNotificationConfig"] = json!({"url": receiver.url});
+        }
+        let mut peek = message("peek", Value::Null);
+        peek["metadata"] = json!({"skill": "peek"});
+        let sent = fx
+            .ok(
+                "SendMessage",
+                json!({"message": peek, "configuration": configuration}),
+            )
+            .await;
+        let task = &sent["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+        let id = TaskId::from(task["id"].as_str().unwrap().to_owned());
+        let stored = fx.stored_at_start.lock().unwrap().get(&id).copied();
+        assert_eq!(stored, Some(with_push), "push config: {with_push}");
+    }
+    let hits = receiver
+        .wait_until("the terminal event", got_terminal)
+        .await;
+    assert!(hits[0].body["task"]["id"].is_string(), "{:?}", hits[0]);
 }
 
 /// A push config given with a streaming send is attached as with a blocking one: the
