@@ -128,7 +128,8 @@ fn request(data: Value) -> SubmitRequest {
     request
 }
 
-/// Submits as a blocking send does and waits for the terminal state; returns the id.
+/// Submits as a blocking send does and waits for a terminal state; returns the id and
+/// that state.
 async fn send_blocking(rt: &RuntimeHandle, request: SubmitRequest) -> (TaskId, TaskState) {
     let waiting = rt.submit_and_wait(request).await.unwrap();
     let id = waiting.accepted.task.id.clone();
