@@ -46,7 +46,8 @@ struct Args {
     /// Repeats of every measurement (the median is reported).
     #[arg(long, default_value_t = 3)]
     repeats: usize,
-    /// Run only the measurements whose name contains this text (baselines always run).
+    /// Run only the measurements whose name contains this text (bare axum and sled
+    /// always run; the Rust SDK's are named like fundi's: "W1 send, Rust SDK in memory").
     #[arg(long)]
     only: Option<String>,
     /// SSE subscribers on one task for the fan-out measurement (0 skips it).
