@@ -366,7 +366,8 @@ impl TaskActorState {
             Some(&self.span),
         )
         .await?;
-        self.unwritten.clear();
+        // Freed, not cleared: an actor can live long (a task waiting for input).
+        self.unwritten = Vec::new();
         let from = self.record.state();
         self.record = next;
         telemetry::metrics().state_changed(
@@ -464,20 +465,22 @@ impl TaskActorState {
             resumed,
         };
         let skill = self.skill.clone();
-        let mut run: SkillRun =
-            Box::pin(async move { skill.run(input, ctx).await }.instrument(span));
-        if !self.unwritten.is_empty() {
-            if let Some(outcome) = poll_once(&mut run) {
-                return self.end_run(outcome).await;
-            }
-            if let Err(error) = self.apply_all(Vec::new(), None).await {
-                cancel.cancel();
-                return self.fail_after("could not store the task", error).await;
-            }
-        }
+        let run = async move { skill.run(input, ctx).await }.instrument(span);
         // The run is a child this actor supervises: its own tokio task, watched by a
         // monitor that turns its end (return, panic or abort) into a message back here.
-        let run = tokio::spawn(run);
+        let run = match self.unwritten.is_empty() {
+            // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
+            true => tokio::spawn(run),
+            // Boxed, so that every actor's future stays the size it was (an actor's task
+            // holds room for its largest state, waiting or not).
+            false => match Box::pin(self.first_step(Box::pin(run))).await {
+                Some(run) => tokio::spawn(run),
+                None => {
+                    cancel.cancel();
+                    return;
+                }
+            },
+        };
         let abort = run.abort_handle();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -497,6 +500,21 @@ impl TaskActorState {
             abort,
             cancel,
         });
+    }
+
+    /// A task not stored yet: polls its run once, and stores the task with what that
+    /// poll did. The run, if it goes on (stored working); `None` if it ended (stored
+    /// with its outcome) or the task could not be stored.
+    async fn first_step(&mut self, mut run: SkillRun) -> Option<SkillRun> {
+        if let Some(outcome) = poll_once(&mut run) {
+            self.end_run(outcome).await;
+            return None;
+        }
+        if let Err(error) = self.apply_all(Vec::new(), None).await {
+            self.fail_after("could not store the task", error).await;
+            return None;
+        }
+        Some(run)
     }
 
     async fn on_skill_call(&mut self, call: SkillCall, reply: RpcReplyPort<SkillReply>) {
