@@ -329,11 +329,7 @@ impl TaskActorState {
         // record stays as it was if a change is refused or the store fails.
         let mut task = self.record.task.clone();
         let mut last_seq = self.record.last_seq;
-        // A task not stored yet is stored now, as it stands (its version 1), with these
-        // changes; they stay to be written if this commit fails.
-        let stored = self.unwritten.is_empty();
-        let mut events = Vec::with_capacity(self.unwritten.len() + kinds.len());
-        events.extend(self.unwritten.iter().cloned());
+        let mut events = Vec::with_capacity(kinds.len());
         for kind in kinds {
             apply(&mut task, &kind)?;
             last_seq += 1;
@@ -343,6 +339,15 @@ impl TaskActorState {
                 context_id: task.context_id.clone(),
                 kind,
             });
+        }
+        // A task not stored yet is stored now, as it stands (its version 1), with these
+        // changes; its first events wait for the next commit if this one fails.
+        let held = self.unwritten.len();
+        let stored = held == 0;
+        if !stored {
+            let mut first = std::mem::take(&mut self.unwritten);
+            first.append(&mut events);
+            events = first;
         }
         let current = &self.record;
         let (expected_version, version) = match stored {
@@ -358,16 +363,19 @@ impl TaskActorState {
             checkpoint: checkpoint.or_else(|| current.checkpoint.clone()),
             trace: current.trace.clone(),
         };
-        telemetry::write(
+        let written = telemetry::write(
             &*self.store,
             &next,
             expected_version,
             &events,
             Some(&self.span),
         )
-        .await?;
-        // Freed, not cleared: an actor can live long (a task waiting for input).
-        self.unwritten = Vec::new();
+        .await;
+        if let Err(error) = written {
+            events.truncate(held);
+            self.unwritten = events;
+            return Err(error.into());
+        }
         let from = self.record.state();
         self.record = next;
         telemetry::metrics().state_changed(
