@@ -140,8 +140,10 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
             // fundi's W1 and W3 rows, and only those, are set against the Rust SDK's.
             let against_sdk = (measurement.starts_with("W1") || measurement.starts_with("W3"))
                 && !measurement.contains("Rust SDK");
-            assert_eq!(positive(&row["ratioToRustSdk"]), against_sdk, "{context}");
-            assert_eq!(row["ratioToRustSdk"].is_null(), !against_sdk, "{context}");
+            match against_sdk {
+                true => assert!(positive(&row["ratioToRustSdk"]), "{context}"),
+                false => assert!(row["ratioToRustSdk"].is_null(), "{context}"),
+            }
             assert_eq!(
                 row["repeats"].as_array().map(Vec::len),
                 Some(1),

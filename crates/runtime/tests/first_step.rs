@@ -14,7 +14,7 @@ use common::*;
 use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
 use fundi_runtime::{
     MemoryStore, Runtime, RuntimeError, RuntimeHandle, StoreError, SubmitRequest, TaskEvent,
-    TaskEventKind, TaskId, TaskState, TaskStore,
+    TaskEventKind, TaskId, TaskState, TaskStore, Waiting,
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -128,18 +128,23 @@ fn request(data: Value) -> SubmitRequest {
     request
 }
 
-/// Submits as a blocking send does and waits for a terminal state; returns the id and
-/// that state.
-async fn send_blocking(rt: &RuntimeHandle, request: SubmitRequest) -> (TaskId, TaskState) {
-    let waiting = rt.submit_and_wait(request).await.unwrap();
-    let id = waiting.accepted.task.id.clone();
+/// Follows a submitted task to a terminal state (within the deadline); returns it.
+async fn terminal_state(waiting: Waiting) -> TaskState {
     let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
     let reached = tokio::time::timeout(DEADLINE, outcome)
         .await
         .expect("an outcome in time")
         .unwrap()
         .expect("the task reached a terminal state");
-    (id, reached.task.status.state)
+    reached.task.status.state
+}
+
+/// Submits as a blocking send does and waits for a terminal state; returns the id and
+/// that state.
+async fn send_blocking(rt: &RuntimeHandle, request: SubmitRequest) -> (TaskId, TaskState) {
+    let waiting = rt.submit_and_wait(request).await.unwrap();
+    let id = waiting.accepted.task.id.clone();
+    (id, terminal_state(waiting).await)
 }
 
 /// The stored events of `id` are 1, 2, ... with no gap, starting with its creation and
@@ -221,13 +226,7 @@ async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on(
     assert_eq!(task.status.state, TaskState::Working);
     // The run goes on from where its first poll left it (woken in its own task).
     scripted.gate.add_permits(1);
-    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    let reached = tokio::time::timeout(DEADLINE, outcome)
-        .await
-        .expect("an outcome in time")
-        .unwrap()
-        .expect("a terminal state");
-    assert_eq!(reached.task.status.state, TaskState::Completed);
+    assert_eq!(terminal_state(waiting).await, TaskState::Completed);
     let events = stored_events(&store, &id).await;
     let notes: Vec<String> = events
         .iter()
@@ -259,13 +258,7 @@ async fn without_store_with_first_step_the_task_is_stored_before_submit_returns(
         (vec![1, 2], TaskState::Working)
     );
     scripted.gate.add_permits(1);
-    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    let reached = tokio::time::timeout(DEADLINE, outcome)
-        .await
-        .expect("an outcome in time")
-        .unwrap()
-        .expect("a terminal state");
-    assert_eq!(reached.task.status.state, TaskState::Completed);
+    assert_eq!(terminal_state(waiting).await, TaskState::Completed);
     assert_eq!(store.writes_of(&id).len(), 2);
 }
 
