@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::model::{Artifact, Message, Task, TaskEventKind, TaskState};
+use crate::model::{Message, Task, TaskEventKind, TaskState};
 
 /// Why a change cannot be applied to a task.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -66,19 +66,55 @@ pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, Transitio
 /// artifacts are not copied. An invalid change leaves the task as it was (every rule
 /// is checked before anything changes).
 pub(crate) fn apply(task: &mut Task, change: &TaskEventKind) -> Result<(), TransitionError> {
+    check(task, change)?;
+    replay(task, change);
+    Ok(())
+}
+
+/// Whether `change` may be applied to `task` (the rules of [`transition`]).
+fn check(task: &Task, change: &TaskEventKind) -> Result<(), TransitionError> {
     let state = task.status.state;
     if state.is_terminal() {
         return Err(TransitionError::Terminal { state });
     }
     match change {
-        TaskEventKind::Created(_) => return Err(TransitionError::AlreadyCreated),
-        TaskEventKind::Status(status) => {
-            if !state.can_transition_to(status.state) {
-                return Err(TransitionError::InvalidStatus {
-                    from: state,
-                    to: status.state,
-                });
+        TaskEventKind::Created(_) => Err(TransitionError::AlreadyCreated),
+        TaskEventKind::Status(status) if !state.can_transition_to(status.state) => {
+            Err(TransitionError::InvalidStatus {
+                from: state,
+                to: status.state,
+            })
+        }
+        TaskEventKind::Status(_) | TaskEventKind::Message(_) => Ok(()),
+        TaskEventKind::Artifact { .. } if state != TaskState::Working => {
+            Err(TransitionError::ArtifactWhileNotWorking { state })
+        }
+        TaskEventKind::Artifact {
+            artifact, append, ..
+        } => {
+            let id = &artifact.artifact_id;
+            let exists = task.artifacts.iter().any(|a| &a.artifact_id == id);
+            match append {
+                true if !exists => Err(TransitionError::UnknownArtifact {
+                    artifact_id: id.clone(),
+                }),
+                false if artifact.parts.is_empty() => Err(TransitionError::EmptyArtifact {
+                    artifact_id: id.clone(),
+                }),
+                _ => Ok(()),
             }
+        }
+    }
+}
+
+/// Makes a change that was checked when it was made: what `apply` does after its
+/// checks, and what a store does to rebuild a task from an older snapshot and the
+/// events committed since (where the rules were checked once already, and a change is
+/// never refused: the event log is the truth).
+pub(crate) fn replay(task: &mut Task, change: &TaskEventKind) {
+    match change {
+        TaskEventKind::Created(created) => *task = created.clone(),
+        TaskEventKind::Status(status) => {
             if let Some(message) = &status.message
                 && (status.state.is_interrupted() || status.state.is_terminal())
             {
@@ -90,43 +126,21 @@ pub(crate) fn apply(task: &mut Task, change: &TaskEventKind) -> Result<(), Trans
         TaskEventKind::Artifact {
             artifact, append, ..
         } => {
-            if state != TaskState::Working {
-                return Err(TransitionError::ArtifactWhileNotWorking { state });
+            let existing = task
+                .artifacts
+                .iter_mut()
+                .find(|a| a.artifact_id == artifact.artifact_id);
+            match (existing, append) {
+                (Some(existing), true) => existing.parts.extend(artifact.parts.iter().cloned()),
+                (Some(existing), false) => *existing = artifact.clone(),
+                (None, _) => task.artifacts.push(artifact.clone()),
             }
-            apply_artifact(task, artifact, *append)?;
         }
         TaskEventKind::Message(message) => {
             let message = stamped(task, message);
             task.history.push(message);
         }
     }
-    Ok(())
-}
-
-/// Errors are found before the task changes.
-fn apply_artifact(
-    task: &mut Task,
-    artifact: &Artifact,
-    append: bool,
-) -> Result<(), TransitionError> {
-    let id = &artifact.artifact_id;
-    let existing = task.artifacts.iter_mut().find(|a| &a.artifact_id == id);
-    match (existing, append) {
-        (Some(existing), true) => existing.parts.extend(artifact.parts.iter().cloned()),
-        (None, true) => {
-            return Err(TransitionError::UnknownArtifact {
-                artifact_id: id.clone(),
-            });
-        }
-        (_, false) if artifact.parts.is_empty() => {
-            return Err(TransitionError::EmptyArtifact {
-                artifact_id: id.clone(),
-            });
-        }
-        (Some(existing), false) => *existing = artifact.clone(),
-        (None, false) => task.artifacts.push(artifact.clone()),
-    }
-    Ok(())
 }
 
 fn stamped(task: &Task, message: &Message) -> Message {

@@ -1,7 +1,7 @@
 use chrono::Utc;
 
 use super::*;
-use crate::model::{ContextId, Part, TaskId, TaskStatus};
+use crate::model::{Artifact, ContextId, Part, TaskId, TaskStatus};
 
 fn task_in(state: TaskState) -> Task {
     Task {
@@ -221,4 +221,40 @@ fn a_refused_change_applied_in_place_leaves_the_task_as_it_was() {
     let expected = transition(&working, &change).unwrap();
     apply(&mut working, &change).unwrap();
     assert_eq!(working, expected);
+}
+
+/// A store rebuilds a task by replaying the changes committed after its snapshot: every
+/// accepted change replays to the task `apply` made, along a whole life (artifacts
+/// added, replaced and appended to, notes, a prompt, an answer, the end).
+#[test]
+fn replaying_accepted_changes_rebuilds_the_task_apply_made() {
+    let agent = |state, text: &str| {
+        TaskEventKind::Status(TaskStatus {
+            state,
+            message: Some(Message::agent(vec![Part::text(text)])),
+            timestamp: Utc::now(),
+        })
+    };
+    let changes = [
+        status(Working),
+        agent(Working, "10%"),
+        artifact("a", "one", false, false),
+        artifact("a", "two", true, false),
+        artifact("b", "other", false, true),
+        artifact("b", "replaced", false, true),
+        agent(InputRequired, "which date?"),
+        TaskEventKind::Message(Message::user(vec![Part::text("monday")])),
+        status(Working),
+        artifact("a", "three", true, true),
+        agent(Completed, "done"),
+    ];
+    let mut applied = task_in(Submitted);
+    let mut replayed = applied.clone();
+    for change in &changes {
+        apply(&mut applied, change).unwrap();
+        replay(&mut replayed, change);
+        assert_eq!(replayed, applied, "after {change:?}");
+    }
+    assert_eq!(applied.artifacts[0].parts.len(), 3);
+    assert_eq!(applied.history.len(), 3);
 }
