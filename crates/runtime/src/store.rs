@@ -9,6 +9,7 @@ mod index;
 mod live_index;
 mod log_sync;
 mod memory;
+mod positions;
 mod push;
 mod sled_layout;
 mod sled_push;
@@ -170,6 +171,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Writes `record` and `events` (in order, possibly none) atomically, if the stored
     /// version is `expected_version` (0: the task must not exist yet). Readable when
     /// this returns; durable after the next [`TaskStore::settle`].
+    ///
+    /// `record` is the stored record with `events` applied (as the runtime applies them,
+    /// `transition`), its version one more, its last seq that of the last event, and
+    /// its checkpoint possibly replaced; its skill, owner and trace never change. A store
+    /// may rely on this and keep a commit as its events and checkpoint alone, rebuilding
+    /// the record from an older one when it is read (the sled store does).
     async fn write(
         &self,
         record: &TaskRecord,

@@ -74,6 +74,13 @@ impl LiveIndex {
         entries.by_update.insert((entry.ts_ms, id), entry.clone());
     }
 
+    /// The task's entry, if it is unfinished.
+    pub(super) fn entry(&self, id: &TaskId) -> Option<IndexEntry> {
+        let entries = self.lock();
+        let (_, ts_ms) = entries.tasks.get(id)?;
+        entries.by_update.get(&(*ts_ms, id.clone())).cloned()
+    }
+
     /// The task's commit of `version` made it terminal (its entry is now in sled).
     pub(super) fn remove(&self, version: u64, id: &TaskId) {
         let mut entries = self.lock();

@@ -4,7 +4,7 @@
 //! | key                                    | value        |
 //! |----------------------------------------|--------------|
 //! | `T` task id                            | header (below), then the `TaskRecord` as JSON, compressed with the header's parts |
-//! | `E` task id `\0` seq (u64 BE)          | the events of the commit whose first event is `seq`, as a JSON array (one `TaskEvent` alone in older stores), for the events not in the header |
+//! | `E` task id `\0` seq (u64 BE)          | the commit whose first event is `seq` (below), for the events not in the header; in older stores its events alone, as a JSON array or one `TaskEvent` |
 //! | `U` update ms (i64 BE, biased) task id | `IndexEntry` of a terminal task |
 //! | `C` context id `\0` update ms task id  | `IndexEntry` of a terminal task |
 //! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
@@ -26,6 +26,13 @@
 //! A task's events are those of the header, then those of its `E` values (see
 //! `sled_store` for which go where); an `E` value at or below the header's last seq of
 //! events is a copy left by a crash, which repair removes.
+//!
+//! An `E` value written since format 3 is a whole commit: a tag byte (1), the commit's
+//! version and last seq (u64 BE each), the task's checkpoint as of the commit (a u32 BE
+//! length and JSON; length 0: none), then its events as a JSON array. The commits after
+//! the snapshot's last seq (its tail) are committed too: the task is its snapshot with
+//! their events replayed, their version and their checkpoint (`sled_store`). Events
+//! moved out of a snapshot are kept as a JSON array alone.
 //!
 //! Stores written before compression have the same header with format byte 1 and its
 //! parts and record uncompressed. Stores written before the format byte have headers
@@ -55,11 +62,13 @@ pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
 /// newer than its own instead of misreading it.
 pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
 
-/// The newest format this build reads and writes: 2, snapshots are compressed (1:
-/// snapshots carry their task's first events). Stores without `FORMAT_KEY` were
-/// written before it (and are read), as are values in every older layout: a store
-/// moves to the current one a task at a time, as each task commits.
-pub(super) const STORE_FORMAT: u64 = 2;
+/// The newest format this build reads and writes: 3, a commit may write its events
+/// alone, after the snapshot (2: snapshots are compressed; 1: snapshots carry their
+/// task's first events). A build before 3 would read such a task as it was at its
+/// snapshot, so it must refuse the store. Stores without `FORMAT_KEY` were written
+/// before it (and are read), as are values in every older layout: a store moves to the
+/// current one a task at a time, as each task commits.
+pub(super) const STORE_FORMAT: u64 = 3;
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()
@@ -90,9 +99,88 @@ pub(super) fn encode_events(events: &[TaskEvent]) -> Result<Vec<u8>, StoreError>
 /// The events of one `E` value.
 pub(super) fn decode_events(bytes: &[u8]) -> Result<Vec<TaskEvent>, StoreError> {
     Ok(match bytes.first() {
+        Some(&COMMIT_TAG) => serde_json::from_slice(commit_parts(bytes)?.1)?,
         Some(b'[') => serde_json::from_slice(bytes)?,
         _ => vec![serde_json::from_slice(bytes)?],
     })
+}
+
+/// The first byte of an `E` value holding a whole commit (an older value starts with
+/// `[` or `{`).
+const COMMIT_TAG: u8 = 1;
+
+/// Where a commit value's checkpoint starts: after its tag, version and last seq.
+const COMMIT_WORDS_END: usize = 17;
+
+/// A commit as an `E` value (see the module docs): `events` as `encode_events` wrote
+/// them, and the checkpoint as JSON.
+pub(super) fn encode_commit(
+    version: u64,
+    last_seq: u64,
+    checkpoint: Option<&[u8]>,
+    events: &[u8],
+) -> Result<Vec<u8>, StoreError> {
+    let checkpoint = checkpoint.unwrap_or_default();
+    let len = u32::try_from(checkpoint.len())
+        .map_err(|_| StoreError::Codec("checkpoint over 4 GiB".into()))?;
+    let mut bytes = Vec::with_capacity(COMMIT_WORDS_END + 4 + checkpoint.len() + events.len());
+    bytes.push(COMMIT_TAG);
+    bytes.extend_from_slice(&version.to_be_bytes());
+    bytes.extend_from_slice(&last_seq.to_be_bytes());
+    bytes.extend_from_slice(&len.to_be_bytes());
+    bytes.extend_from_slice(checkpoint);
+    bytes.extend_from_slice(events);
+    Ok(bytes)
+}
+
+/// The version and last seq of a commit value (`None`: an older value, events alone).
+pub(super) fn commit_versions(bytes: &[u8]) -> Result<Option<(u64, u64)>, StoreError> {
+    if bytes.first() != Some(&COMMIT_TAG) {
+        return Ok(None);
+    }
+    Ok(Some((word(bytes, 1)?, word(bytes, 9)?)))
+}
+
+/// A commit value's checkpoint JSON (empty: none) and events JSON.
+fn commit_parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), StoreError> {
+    let damaged = || StoreError::Codec("commit value shorter than its header".into());
+    let len = bytes
+        .get(COMMIT_WORDS_END..COMMIT_WORDS_END + 4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(u32::from_be_bytes)
+        .ok_or_else(damaged)? as usize;
+    let at = COMMIT_WORDS_END + 4;
+    let checkpoint = bytes.get(at..at + len).ok_or_else(damaged)?;
+    Ok((checkpoint, &bytes[at + len..]))
+}
+
+/// One commit of a task's tail, decoded.
+#[derive(Debug)]
+pub(super) struct Commit {
+    pub(super) version: u64,
+    pub(super) last_seq: u64,
+    /// The task's checkpoint as of this commit.
+    pub(super) checkpoint: Option<serde_json::Value>,
+    pub(super) events: Vec<TaskEvent>,
+}
+
+impl Commit {
+    /// A commit value; an older value (events alone) is not one, and is an error.
+    pub(super) fn decode(bytes: &[u8]) -> Result<Commit, StoreError> {
+        let (version, last_seq) = commit_versions(bytes)?.ok_or_else(|| {
+            StoreError::Codec("an event value past the snapshot is not a commit".into())
+        })?;
+        let (checkpoint, events) = commit_parts(bytes)?;
+        Ok(Commit {
+            version,
+            last_seq,
+            checkpoint: match checkpoint.is_empty() {
+                true => None,
+                false => Some(serde_json::from_slice(checkpoint)?),
+            },
+            events: serde_json::from_slice(events)?,
+        })
+    }
 }
 
 /// The entry of a `U` or `C` item.
@@ -412,6 +500,12 @@ impl Header {
             bytes.get(self.json_at..).ok_or_else(truncated)?,
         )?)
     }
+}
+
+/// Whether a `T` value is in the current layout (older ones move to it at their
+/// task's next snapshot).
+pub(super) fn is_current(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&FORMAT_COMPRESSED)
 }
 
 pub(super) fn decode_record(bytes: &[u8]) -> Result<TaskRecord, StoreError> {

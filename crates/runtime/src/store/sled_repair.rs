@@ -6,12 +6,15 @@
 //!
 //! - no snapshot: the task's first commit never happened; its events and active-set entry
 //!   go;
-//! - events past the snapshot's last sequence number were never committed; they go, and
-//!   so do values holding events the snapshot still carries itself (a cut commit was
-//!   moving them out);
-//! - the listing entry is brought to the snapshot's: into the in-memory index of
-//!   unfinished tasks, or into sled's (the header of `T` names the entry before it when
-//!   that one was in sled's index, where a cut commit may have left it);
+//! - values holding events the snapshot still carries itself go (a cut commit was moving
+//!   them out), and so do values past the snapshot in the layout before commit values
+//!   (an older build's cut commit: its events, never committed);
+//! - commit values past the snapshot are commits (the snapshot may be behind them by
+//!   design, or a crash cut a commit between its events and its snapshot): the task is
+//!   its snapshot with them replayed; if that is terminal, its snapshot is written now;
+//! - the listing entry is brought to the task's: into the in-memory index of unfinished
+//!   tasks, or into sled's (the header of `T` names the entry before it when that one
+//!   was in sled's index, where a cut commit may have left it);
 //! - a terminal task leaves the active set.
 //!
 //! The store then rebuilds the task counts (in memory, saved only at a clean close) from
@@ -19,7 +22,11 @@
 //! index, paid only after an unclean stop.
 
 use super::index::IndexEntry;
-use super::sled_layout::{Header, active_key, event_key, event_prefix, legacy_head_key, task_key};
+use super::sled_layout::{
+    Header, active_key, commit_versions, encode_record, event_key, event_prefix, legacy_head_key,
+    task_key,
+};
+use super::sled_store::tail_range;
 use super::{SledStore, StoreError};
 use crate::model::TaskState;
 
@@ -33,6 +40,8 @@ pub(super) struct Repaired {
     pub(super) uncommitted_events: usize,
     /// Tasks whose first commit never happened.
     pub(super) uncreated_tasks: usize,
+    /// Tasks whose last commit was in, but not its snapshot (written by repair).
+    pub(super) snapshots_written: usize,
 }
 
 pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
@@ -51,32 +60,56 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
             continue;
         };
         let header = Header::read(&bytes)?;
-        let last_seq = header.last_seq;
-        let mut stray = Vec::new();
         if header.inline_through > 0 {
-            stray.push(event_key(&id, 0)..=event_key(&id, header.inline_through));
-        }
-        if last_seq < u64::MAX {
-            stray.push(event_key(&id, last_seq + 1)..=event_key(&id, u64::MAX));
-        }
-        for range in stray {
-            for key in db.range(range).keys() {
+            let copies = event_key(&id, 0)..=event_key(&id, header.inline_through);
+            for key in db.range(copies).keys() {
                 db.remove(key?)?;
                 repaired.uncommitted_events += 1;
             }
         }
-        let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
+        // Past the snapshot, a commit value is a commit; an older value holds the events
+        // of a commit an older build never finished.
+        let mut tail = false;
+        for item in db.range(tail_range(&id, header.last_seq)) {
+            let (key, value) = item?;
+            match commit_versions(&value)? {
+                Some(_) => tail = true,
+                None => {
+                    db.remove(key)?;
+                    repaired.uncommitted_events += 1;
+                }
+            }
+        }
+        let (version, entry) = match tail {
+            false => (header.version, serde_json::from_slice(&header.entry)?),
+            true => {
+                let record = store.with_tail(header.record(&bytes)?)?;
+                let entry = IndexEntry::of(&record);
+                if record.state().is_terminal() {
+                    // Cut between its events and its snapshot, a task's last commit:
+                    // its snapshot is written now, as readers expect of a terminal task.
+                    let json = serde_json::to_vec(&record)?;
+                    let entry_json = serde_json::to_vec(&entry)?;
+                    let previous = header.previous.as_deref();
+                    let inline = header.inline(&bytes);
+                    let snapshot = encode_record(&record, &json, &entry_json, previous, &inline)?;
+                    db.insert(task_key(&id), snapshot)?;
+                    repaired.snapshots_written += 1;
+                }
+                (record.version, entry)
+            }
+        };
         let previous: Option<IndexEntry> = header
             .previous
             .as_deref()
             .map(serde_json::from_slice)
             .transpose()?;
-        let old = header.previous.as_deref().zip(previous.as_ref());
-        store.reindex(&id, header.version, old, &entry, &header.entry)?;
+        let entry_bytes = serde_json::to_vec(&entry)?;
+        store.reindex(&id, version, previous.as_ref(), &entry, &entry_bytes)?;
         if header.legacy {
             db.remove(legacy_head_key(&id))?;
         }
-        if TaskState::from_number(entry.state.into()).is_some_and(TaskState::is_terminal) {
+        if entry.state().is_some_and(TaskState::is_terminal) {
             db.remove(active_key(&id))?;
         }
     }
@@ -84,6 +117,7 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
         checked = repaired.checked,
         uncommitted_events = repaired.uncommitted_events,
         uncreated_tasks = repaired.uncreated_tasks,
+        snapshots_written = repaired.snapshots_written,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "store was not closed cleanly: repaired"
     );

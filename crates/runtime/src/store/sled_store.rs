@@ -3,26 +3,43 @@
 //! Commits use single-key operations only, never sled transactions or batches: once a
 //! process uses either, sled runs every operation under one process-wide lock, which
 //! its flusher holds while it syncs the log, and writers queued behind every flush.
-//! Instead, a commit writes its pieces in an order that keeps the store recoverable:
+//! Instead, each commit has one write that is its commit point, and writes its other
+//! pieces in an order that keeps the store recoverable.
+//!
+//! Most commits of a long-running task (progress notes, artifacts, a checkpoint with
+//! them) **append**: the commit is one value holding its events, version and checkpoint,
+//! in the slot of its first event's sequence number, which must be free (a writer racing
+//! from the same version wants the same). That write is the commit point. The task's
+//! snapshot stays as it was: a reader replays the commits after it (its tail), which
+//! the slots keep in order. Then the listing entry moves, in memory.
+//!
+//! The other commits write a new **snapshot**: a task's first, one that ends it, one
+//! without events (a checkpoint alone), the `SNAPSHOT_EVERY`th since the last snapshot,
+//! and one whose snapshot is in an older layout:
 //!
 //! 1. a new unfinished task joins the active set, so recovery will look at it: with an
 //!    `A` key when its id is at or below the active set's watermark, else lazily (a sweep
 //!    writes the key if the task is still unfinished a second later; see `active_set`);
 //! 2. the commit's events, unless they ride in the snapshot (a task's first 4 KiB of
-//!    events do: most tasks commit with one write), take the slot of the first one's
-//!    sequence number, which must be free; the commit that outgrows the snapshot first
-//!    moves the events it carried to the slot of event 1;
-//! 3. the snapshot (`T`) is swapped in if it still holds the version the writer read:
-//!    **this is the commit point**; readers of events stop at the snapshot's last
-//!    sequence number, so they never see an event before its commit;
+//!    events do, while every event so far does: most short tasks commit with one write
+//!    each time), take the slot of the first one's sequence number as an appended commit
+//!    would: **this is then the commit point**; the commit that first stops the snapshot
+//!    from carrying its events moves them out first, to the slot of event 1;
+//! 3. the snapshot (`T`) is swapped in if it still holds what the writer read: **the
+//!    commit point** when the events ride in it;
 //! 4. the derived data follows: the listing index, and leaving the active set. (Task
 //!    counts live in memory, see `counts`; so do the listing entries of unfinished
 //!    tasks, see `live_index`: only a terminal task's entry is written to sled.)
 //!
+//! Readers see a commit once its commit point is written: `get` replays the tail onto
+//! the snapshot (a terminal task has none: its last commit is its snapshot), `events`
+//! reads the snapshot's events and then every slot. Writers find where a task's log
+//! ends in memory (`positions`), or from the snapshot and the tail's last value.
+//!
 //! sled recovers a prefix of its log after a crash, so a crash leaves at most one commit
 //! per task half done, and only for tasks still in the active set. Opening a store
 //! first brings the tasks above the watermark into the active set on disk; one that was
-//! not closed cleanly is then repaired from their snapshots (`sled_repair`).
+//! not closed cleanly is then repaired from their snapshots and tails (`sled_repair`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,24 +52,31 @@ use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
 use super::live_index::{LiveIndex, is_persisted};
 use super::log_sync::LogSync;
+use super::positions::{Position, Positions};
 use super::sled_layout::{
-    CLEAN_MARKER, FORMAT_KEY, Header, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, active_id,
-    active_key, context_key, context_prefix, decode_entry, decode_events, decode_record,
-    encode_events, encode_record, event_key, legacy_head_key, record_versions, task_key,
-    updated_key,
+    CLEAN_MARKER, Commit, FORMAT_KEY, Header, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, active_id,
+    active_key, commit_versions, context_key, context_prefix, decode_entry, decode_events,
+    decode_record, encode_commit, encode_events, encode_record, event_key, is_current,
+    legacy_head_key, record_versions, task_key, updated_key,
 };
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{TaskEvent, TaskId};
+use crate::transition::replay;
 
 /// sled's page cache by default (sled's own default is 1 GiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 
-/// How many bytes of a task's first events its snapshot carries (see `apply`). A
+/// How many bytes of a task's first events its snapshot carries (see `snapshot`). A
 /// blocking send's whole history fits, so it commits with one write each time; a
 /// long-running task's events move out to values of their own, so that its snapshot
 /// does not grow with its log.
 pub(super) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
+
+/// A task's snapshot is written again at least every this many commits: between, a
+/// commit of an unfinished task writes its events alone (see `apply`), and a reader
+/// replays at most this many commits onto the snapshot.
+pub(super) const SNAPSHOT_EVERY: u64 = 32;
 
 /// When a committed change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +106,8 @@ pub struct SledStore {
     pub(super) counts: Counts,
     /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
     pub(super) live: LiveIndex,
+    /// Where unfinished tasks' logs end (see `positions`).
+    positions: Positions,
     /// Which unfinished tasks have their `A` key yet.
     pub(super) active: std::sync::Arc<ActiveSet>,
     /// The thread writing the missing `A` keys every `SWEEP_INTERVAL`.
@@ -91,6 +117,21 @@ pub struct SledStore {
     /// Tests: how many more writes a commit may make before it "crashes".
     #[cfg(test)]
     pub(super) writes_left: std::sync::atomic::AtomicUsize,
+    /// Tests: run before each write of a commit (another writer's write, say).
+    #[cfg(test)]
+    pub(super) before_each_write: WriteHook,
+}
+
+/// Tests: what `SledStore::before_each_write` runs, if anything.
+#[cfg(test)]
+#[derive(Default)]
+pub(super) struct WriteHook(pub(super) std::sync::Mutex<Option<Box<dyn FnMut(&sled::Db) + Send>>>);
+
+#[cfg(test)]
+impl std::fmt::Debug for WriteHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteHook")
+    }
 }
 
 impl SledStore {
@@ -185,11 +226,14 @@ impl SledStore {
             log,
             counts,
             live: LiveIndex::default(),
+            positions: Positions::default(),
             active: std::sync::Arc::new(ActiveSet::new(watermark)),
             sweeper: None,
             close_cleanly: false,
             #[cfg(test)]
             writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            #[cfg(test)]
+            before_each_write: Default::default(),
         };
         if !store.db.contains_key(LIVE_MARKER)? {
             store.take_live_entries_out_of_sled()?;
@@ -270,13 +314,24 @@ impl SledStore {
         Ok(())
     }
 
-    /// Rebuilds the in-memory entries of unfinished tasks from the active set.
+    /// Rebuilds the in-memory entries of unfinished tasks from the active set: a task's
+    /// snapshot names its entry, unless commits followed it (its tail).
     fn load_live_entries(&self) -> Result<(), StoreError> {
-        for header in self.active_headers()? {
-            let header = header?;
-            let entry: IndexEntry = serde_json::from_slice(&header.entry)?;
+        for id in self.active_ids()? {
+            let Some(bytes) = self.db.get(task_key(&id))? else {
+                continue;
+            };
+            let header = Header::read(&bytes)?;
+            let tail = self.db.range(tail_range(&id, header.last_seq)).next();
+            let (version, entry) = match tail {
+                None => (header.version, serde_json::from_slice(&header.entry)?),
+                Some(_) => {
+                    let record = self.with_tail(header.record(&bytes)?)?;
+                    (record.version, IndexEntry::of(&record))
+                }
+            };
             if !is_persisted(&entry) {
-                self.live.put(header.version, &entry);
+                self.live.put(version, &entry);
             }
         }
         Ok(())
@@ -326,40 +381,208 @@ impl SledStore {
                 return Err(StoreError::Engine("simulated crash".into()));
             }
             self.writes_left.store(left - 1, Ordering::Release);
+            if let Some(hook) = self.before_each_write.0.lock().unwrap().as_mut() {
+                hook(&self.db);
+            }
         }
         Ok(())
     }
 
-    /// Writes one commit (see the module docs for the order and why).
+    /// Where the task's log ends, read from sled: its snapshot (`T` value) and tail.
+    fn read_position(&self, id: &TaskId, snapshot: &[u8]) -> Result<Position, StoreError> {
+        let (version, last_seq) = record_versions(snapshot)?;
+        let at_snapshot = Position {
+            version,
+            last_seq,
+            snapshot_version: version,
+            snapshot_seq: last_seq,
+            snapshot_current: is_current(snapshot),
+        };
+        let Some(last) = self.db.range(tail_range(id, last_seq)).next_back() else {
+            return Ok(at_snapshot);
+        };
+        let (_, bytes) = last?;
+        let (version, last_seq) = commit_versions(&bytes)?.ok_or_else(|| {
+            StoreError::Codec(format!(
+                "task {id}: an event value past the snapshot is not a commit"
+            ))
+        })?;
+        Ok(Position {
+            version,
+            last_seq,
+            ..at_snapshot
+        })
+    }
+
+    /// The task as stored: its snapshot with its tail's commits replayed.
+    fn read_task(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(bytes) = self.db.get(task_key(id))? else {
+            return Ok(None);
+        };
+        let record = decode_record(&bytes)?;
+        // A terminal task's snapshot is its last commit (repair makes it so after a
+        // crash); so is an unfinished one's that this store wrote last.
+        let settled = record.state().is_terminal()
+            || self
+                .positions
+                .get(id)
+                .is_some_and(|at| at.is_snapshot(record.last_seq));
+        match settled {
+            true => Ok(Some(record)),
+            false => self.with_tail(record).map(Some),
+        }
+    }
+
+    /// `record` (a snapshot) with the commits of its tail replayed: their events (as
+    /// they were applied when committed), versions and checkpoints.
+    pub(super) fn with_tail(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
+        for item in self.db.range(tail_range(record.id(), record.last_seq)) {
+            let (_, bytes) = item?;
+            let commit = Commit::decode(&bytes)?;
+            for event in commit.events.iter().filter(|e| e.seq > record.last_seq) {
+                replay(&mut record.task, &event.kind);
+            }
+            record.version = commit.version;
+            record.last_seq = commit.last_seq;
+            record.checkpoint = commit.checkpoint;
+        }
+        Ok(record)
+    }
+
+    /// Whether `commit` can be written as its events alone, after the snapshot: the
+    /// next commit of an unfinished task that stays unfinished, its snapshot in the
+    /// current layout and fewer than `SNAPSHOT_EVERY` commits old.
+    fn appends(&self, commit: &Encoded<'_>, events: &EncodedEvents, at: &Position) -> bool {
+        let record = commit.record;
+        at.snapshot_current
+            && at.since_snapshot() + 1 < SNAPSHOT_EVERY
+            && !record.state().is_terminal()
+            && record.version == at.version + 1
+            && events.first_seq == at.last_seq + 1
+            && record.last_seq == events.last_seq
+    }
+
+    /// Writes one commit: appended or with a snapshot (see the module docs).
     fn apply(&self, commit: &Encoded<'_>, expected_version: u64) -> Result<(), StoreError> {
         let id = commit.record.id();
-        let key = task_key(id);
-        let old = self.db.get(&key)?;
-        let old_header = old.as_deref().map(Header::read).transpose()?;
-        let found = old_header.as_ref().map_or(0, |h| h.version);
+        // An unfinished task's entry is in memory: the entry an append moves from.
+        let appending = |at: &Position| match &commit.events {
+            Some(events) if self.appends(commit, events, at) => {
+                self.live.entry(id).map(|previous| (events, previous))
+            }
+            _ => None,
+        };
+        // A task written since the store opened appends without reading sled.
+        if let Some(at) = self
+            .positions
+            .get(id)
+            .filter(|at| at.version == expected_version)
+            && let Some((events, previous)) = appending(&at)
+        {
+            return self.append(commit, events, &previous, &at);
+        }
+        let old = self.db.get(task_key(id))?;
+        let at = old
+            .as_deref()
+            .map(|b| self.read_position(id, b))
+            .transpose()?;
+        let found = at.as_ref().map_or(0, |at| at.version);
         StoreError::check_version(id, expected_version, found)?;
-        let terminal = commit.record.state().is_terminal();
+        if let Some(at) = &at
+            && let Some((events, previous)) = appending(at)
+        {
+            return self.append(commit, events, &previous, at);
+        }
+        self.snapshot(commit, expected_version, old, at)
+    }
+
+    /// Writes a commit as its events alone, in the slot of the first (which must be
+    /// free: a writer racing from the same version wants the same). **This is the
+    /// commit point.**
+    fn append(
+        &self,
+        commit: &Encoded<'_>,
+        events: &EncodedEvents,
+        previous: &IndexEntry,
+        at: &Position,
+    ) -> Result<(), StoreError> {
+        let record = commit.record;
+        let id = record.id();
+        let value = encode_commit(
+            record.version,
+            events.last_seq,
+            commit.checkpoint.as_deref(),
+            &events.bytes,
+        )?;
+        self.before_write()?;
+        let slot = event_key(id, events.first_seq);
+        if self
+            .db
+            .compare_and_swap(&slot, None::<&[u8]>, Some(value))?
+            .is_err()
+        {
+            return Err(self.conflict(id, at.version, &[]));
+        }
+        self.positions.reached(
+            id,
+            Position {
+                version: record.version,
+                last_seq: events.last_seq,
+                ..*at
+            },
+        );
+        self.reindex(
+            id,
+            record.version,
+            Some(previous),
+            &commit.entry,
+            &commit.entry_bytes,
+        )
+    }
+
+    /// Writes a commit with a new snapshot of its task (see the module docs).
+    fn snapshot(
+        &self,
+        commit: &Encoded<'_>,
+        expected_version: u64,
+        old: Option<sled::IVec>,
+        at: Option<Position>,
+    ) -> Result<(), StoreError> {
+        let record = commit.record;
+        let id = record.id();
+        let terminal = record.state().is_terminal();
+        let old_header = old.as_deref().map(Header::read).transpose()?;
         if old.is_none() && !terminal && !self.active.join_lazily(id) {
             self.before_write()?;
             self.db.insert(active_key(id), &[])?;
         }
-        // A task's first events ride in its snapshot (one write a commit). The commit
-        // that would take them past `INLINE_EVENTS_LIMIT` moves them out to a value of
-        // their own, keyed by the first (1), so that the snapshot stops carrying them; it
-        // and every commit after it put their events in the slot of their first one.
-        // Each slot must be free: a writer racing from the same version wants the same.
+        // A task's first events ride in its snapshot (one write a commit), as long as
+        // every event so far does. The commit that would take them past
+        // `INLINE_EVENTS_LIMIT`, or that follows commits written apart, moves them out to
+        // a value of their own, keyed by the first (1), so that the snapshot stops
+        // carrying them; it and every commit after it put their events in the slot of
+        // their first one, as a whole commit (were the snapshot not to follow, a crash
+        // in between, the commit is there). Each slot must be free: a writer racing
+        // from the same version wants the same.
         let mut inline = match (&old_header, &old) {
             (Some(header), Some(bytes)) => header.inline(bytes),
             _ => Default::default(),
         };
-        let all_inline = inline.through == old_header.as_ref().map_or(0, |h| h.last_seq);
+        let all_inline = inline.through == at.as_ref().map_or(0, |at| at.last_seq);
         let mut written = Vec::new();
+        let mut own_written = false;
         if let Some(events) = &commit.events {
             if all_inline && inline.events.len() + events.bytes.len() <= INLINE_EVENTS_LIMIT {
                 inline = inline.then(events.last_seq, &events.bytes);
             } else {
                 let moved = std::mem::take(&mut inline).events;
-                let slots = [(1, moved.as_slice()), (events.first_seq, &events.bytes)];
+                let own = encode_commit(
+                    record.version,
+                    events.last_seq,
+                    commit.checkpoint.as_deref(),
+                    &events.bytes,
+                )?;
+                let slots = [(1, moved), (events.first_seq, own)];
                 for (seq, bytes) in slots.into_iter().filter(|(_, b)| !b.is_empty()) {
                     let slot = event_key(id, seq);
                     self.before_write()?;
@@ -372,33 +595,53 @@ impl SledStore {
                     }
                     written.push(slot);
                 }
+                own_written = true;
             }
         }
-        let previous = old_header
-            .as_ref()
-            .map(|h| Ok::<_, StoreError>((h.entry.as_slice(), serde_json::from_slice(&h.entry)?)))
-            .transpose()?;
+        // The entry this commit moves from: an unfinished task's is in memory (its
+        // snapshot's may be older than its tail), a terminal one's in the snapshot.
+        let previous = match self.live.entry(id) {
+            Some(entry) => Some(entry),
+            None => old_header
+                .as_ref()
+                .map(|h| serde_json::from_slice::<IndexEntry>(&h.entry))
+                .transpose()?,
+        };
         // Repair needs the entry before this commit only to take it out of sled's index,
         // where only a terminal task's entry is.
-        let in_sled = previous
+        let in_sled = old_header
             .as_ref()
-            .filter(|(_, entry)| is_persisted(entry))
-            .map(|(json, _)| *json);
-        let bytes = encode_record(
-            commit.record,
-            &commit.record_json,
-            &commit.entry_bytes,
-            in_sled,
-            &inline,
-        )?;
+            .map(|h| h.entry.as_slice())
+            .filter(|_| previous.as_ref().is_some_and(is_persisted));
+        let record_json = serde_json::to_vec(record)?;
+        let bytes = encode_record(record, &record_json, &commit.entry_bytes, in_sled, &inline)?;
         self.before_write()?;
+        let key = task_key(id);
         if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
+            if at.is_some() && own_written {
+                // This commit is in (its own slot is written, past the snapshot it read):
+                // the snapshot swapped in meanwhile is a later commit's, which read it.
+                return Ok(());
+            }
             return Err(self.conflict(id, expected_version, &written));
+        }
+        match terminal {
+            true => self.positions.forget(id),
+            false => self.positions.reached(
+                id,
+                Position {
+                    version: record.version,
+                    last_seq: record.last_seq,
+                    snapshot_version: record.version,
+                    snapshot_seq: record.last_seq,
+                    snapshot_current: true,
+                },
+            ),
         }
         self.reindex(
             id,
-            commit.record.version,
-            previous.as_ref().map(|(json, entry)| (*json, entry)),
+            record.version,
+            previous.as_ref(),
             &commit.entry,
             &commit.entry_bytes,
         )?;
@@ -416,13 +659,17 @@ impl SledStore {
     /// A lost race: takes back the events this commit wrote (their slots) and names the
     /// version found.
     fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
+        self.positions.forget(id);
         for slot in written {
             if let Err(e) = self.db.remove(slot) {
                 return e.into();
             }
         }
         let found = match self.db.get(task_key(id)) {
-            Ok(Some(bytes)) => record_versions(&bytes).map_or(0, |(v, _)| v),
+            Ok(Some(bytes)) => match self.read_position(id, &bytes) {
+                Ok(at) => at.version,
+                Err(e) => return e,
+            },
             Ok(None) => 0,
             Err(e) => return e.into(),
         };
@@ -433,22 +680,21 @@ impl SledStore {
         }
     }
 
-    /// Moves the task's listing entry from `old` (as JSON, and decoded; `None`: a new
-    /// task) to `entry`, written by the commit of `version`, and its counts with it: in
-    /// memory while the task is unfinished, in sled once it is terminal. Idempotent, so
-    /// repair can run it again for a commit a crash interrupted.
+    /// Moves the task's listing entry from `old` (`None`: a new task) to `entry`
+    /// (`entry_bytes` as JSON), written by the commit of `version`, and its counts with
+    /// it: in memory while the task is unfinished, in sled once it is terminal.
+    /// Idempotent, so repair can run it again for a commit a crash interrupted.
     pub(super) fn reindex(
         &self,
         id: &TaskId,
         version: u64,
-        old: Option<(&[u8], &IndexEntry)>,
+        old: Option<&IndexEntry>,
         entry: &IndexEntry,
         entry_bytes: &[u8],
     ) -> Result<(), StoreError> {
-        if old.is_some_and(|(json, _)| json == entry_bytes) {
+        if old == Some(entry) {
             return Ok(());
         }
-        let old = old.map(|(_, old)| old);
         debug_assert!(old.is_none_or(|o| &o.task_id == id));
         let mut written = Vec::new();
         if is_persisted(entry) {
@@ -496,13 +742,20 @@ impl Drop for SledStore {
     }
 }
 
-/// A commit, encoded before any write.
+/// A commit, encoded before any write (but for its snapshot, which most commits of a
+/// long-running task do not write).
 struct Encoded<'a> {
     record: &'a TaskRecord,
-    record_json: Vec<u8>,
+    /// The record's checkpoint, as JSON.
+    checkpoint: Option<Vec<u8>>,
     entry: IndexEntry,
     entry_bytes: Vec<u8>,
     events: Option<EncodedEvents>,
+}
+
+/// The keys of the commits after a snapshot whose last event is `last_seq` (its tail).
+pub(super) fn tail_range(id: &TaskId, last_seq: u64) -> std::ops::RangeInclusive<Vec<u8>> {
+    event_key(id, last_seq.saturating_add(1))..=event_key(id, u64::MAX)
 }
 
 /// A commit's events, as one JSON array.
@@ -517,7 +770,11 @@ impl<'a> Encoded<'a> {
         let entry = IndexEntry::of(record);
         Ok(Encoded {
             record,
-            record_json: serde_json::to_vec(record)?,
+            checkpoint: record
+                .checkpoint
+                .as_ref()
+                .map(serde_json::to_vec)
+                .transpose()?,
             entry_bytes: serde_json::to_vec(&entry)?,
             entry,
             events: match (events.first(), events.last()) {
@@ -550,10 +807,7 @@ impl TaskStore for SledStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        match self.db.get(task_key(id))? {
-            Some(bytes) => Ok(Some(decode_record(&bytes)?)),
-            None => Ok(None),
-        }
+        self.read_task(id)
     }
 
     async fn events(
@@ -562,23 +816,18 @@ impl TaskStore for SledStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<TaskEvent>, StoreError> {
-        // Only committed events: a commit in flight has written its events but not yet
-        // the snapshot that counts them.
         let Some(bytes) = self.db.get(task_key(id))? else {
             return Ok(Vec::new());
         };
         let header = Header::read(&bytes)?;
-        let last_seq = header.last_seq;
-        if after_seq >= last_seq {
-            return Ok(Vec::new());
-        }
         let mut events = Vec::new();
         if after_seq < header.inline_through {
             let inline = header.inline(&bytes).decode()?.into_iter();
             events.extend(inline.filter(|e| e.seq > after_seq).take(limit));
         }
+        // Values at or below the snapshot's own events are copies a crash left.
         let after_seq = after_seq.max(header.inline_through);
-        if events.len() >= limit || after_seq >= last_seq {
+        if events.len() >= limit {
             return Ok(events);
         }
         // The value holding event `after_seq + 1` is keyed by its commit's first event,
@@ -588,11 +837,12 @@ impl TaskStore for SledStore {
             Some(item) => item?.0.to_vec(),
             None => wanted,
         };
-        for item in self.db.range(start..=event_key(id, last_seq)) {
+        // Every value is a commit's: one is written whole, at its commit point.
+        for item in self.db.range(start..=event_key(id, u64::MAX)) {
             let (_, bytes) = item?;
             let fresh = decode_events(&bytes)?
                 .into_iter()
-                .filter(|e| e.seq > after_seq && e.seq <= last_seq);
+                .filter(|e| e.seq > after_seq);
             events.extend(fresh);
             if events.len() >= limit {
                 events.truncate(limit);

@@ -651,16 +651,21 @@ async fn several_events_commit_together_or_not_at_all() {
     }
 }
 
-/// Commits a `working` status whose message is `text`, as a skill's progress.
-async fn progress(store: &dyn TaskStore, id: &str, text: &str) {
+/// Commits a `working` status whose message is `text`, as a skill's progress, with a
+/// checkpoint counting the steps; returns the record written.
+async fn progress(store: &dyn TaskStore, id: &str, text: &str) -> TaskRecord {
     let mut r = store.get(&TaskId::from(id)).await.unwrap().unwrap();
     r.task.status = TaskStatus {
         state: TaskState::Working,
         message: Some(Message::agent(vec![Part::text(text)])),
-        timestamp: Utc::now(),
+        // As stored: to the millisecond.
+        timestamp: Utc
+            .timestamp_millis_opt(Utc::now().timestamp_millis())
+            .unwrap(),
     };
     r.version += 1;
     r.last_seq += 1;
+    r.checkpoint = Some(serde_json::json!({ "step": r.last_seq }));
     let event = TaskEvent {
         seq: r.last_seq,
         task_id: r.task.id.clone(),
@@ -668,58 +673,87 @@ async fn progress(store: &dyn TaskStore, id: &str, text: &str) {
         kind: TaskEventKind::Status(r.task.status.clone()),
     };
     store.commit(&r, r.version - 1, &[event]).await.unwrap();
+    r
 }
 
-/// A task's first events ride in its snapshot; the commit that would take them past
-/// `INLINE_EVENTS_LIMIT` moves them out, and it and every commit after it write their
-/// events apart, so the snapshot stops carrying them. From any point and with any limit,
-/// the log reads back whole and in order.
+/// A long-running task's progress commits write their events alone, one value each,
+/// after its snapshot; a new snapshot is written every `SNAPSHOT_EVERY` commits (moving
+/// out the events the first one carried). The task reads back as written after every
+/// commit (its snapshot with the commits since replayed, checkpoint and version
+/// included), and from any point and with any limit, the log reads back whole and in
+/// order, across a reopen too.
 #[tokio::test]
-async fn events_outgrowing_the_snapshot_go_apart_and_read_back_whole() {
+async fn progress_commits_write_their_events_alone_and_read_back_whole() {
     use super::sled_layout::{Header, event_prefix, task_key};
-    let sled = Arc::new(SledStore::temporary(Durability::Sync).unwrap());
+    use super::sled_store::SNAPSHOT_EVERY;
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(reopen(dir.path()).await);
     let mut all = stores().await;
     all.push(("sled-inspected", sled.clone()));
-    for (name, store) in all {
+    // Past the second snapshot; about 12 KiB of events, three times what a snapshot
+    // carries.
+    let commits = 2 * SNAPSHOT_EVERY + 6;
+    for (name, store) in &all {
         let r = record("long", "c", TaskState::Working, 1_000, "u");
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        // About 12 KiB of events, three times the limit.
-        for n in 0..40 {
-            progress(&*store, "long", &format!("{n:03} {}", "p".repeat(300))).await;
-        }
-        let id = TaskId::from("long");
-        for after in 0..=41u64 {
-            for limit in [1, 3, 100] {
-                let seqs = event_seqs(&*store, &id, after, limit).await;
-                let expected: Vec<u64> = (after + 1..=41).take(limit).collect();
-                assert_eq!(seqs, expected, "{name}: after {after}, limit {limit}");
-            }
+        for n in 0..commits {
+            let written = progress(&**store, "long", &format!("{n:03} {}", "p".repeat(300))).await;
+            let read = store.get(written.id()).await.unwrap();
+            assert_eq!(read.as_ref(), Some(&written), "{name}: after commit {n}");
         }
     }
-    // The events moved out together, then one value per commit.
     let id = TaskId::from("long");
+    let last = commits + 1;
+    let check_log = |store: Arc<dyn TaskStore>, name: String| {
+        let id = id.clone();
+        async move {
+            for after in 0..=last {
+                for limit in [1, 3, 100] {
+                    let seqs = event_seqs(&*store, &id, after, limit).await;
+                    let expected: Vec<u64> = (after + 1..=last).take(limit).collect();
+                    assert_eq!(seqs, expected, "{name}: after {after}, limit {limit}");
+                }
+            }
+        }
+    };
+    for (name, store) in &all {
+        check_log(store.clone(), name.to_string()).await;
+    }
+    // One value per commit, each with its own events; the snapshot carries none, and
+    // is the last `SNAPSHOT_EVERY`th commit's.
     let bytes = sled.db.get(task_key(&id)).unwrap().unwrap();
     let header = Header::read(&bytes).unwrap();
-    assert_eq!(
-        header.inline(&bytes),
-        Default::default(),
-        "the snapshot carries no events"
-    );
+    assert_eq!(header.inline(&bytes), Default::default());
+    assert_eq!(header.version, 2 * SNAPSHOT_EVERY + 1);
     let values: Vec<Vec<u64>> = sled
         .db
         .scan_prefix(event_prefix(&id))
         .values()
         .map(|v| decode_seqs(&v.unwrap()))
         .collect();
-    let moved = values[0].len() as u64;
-    assert!(moved > 1, "{values:?}");
-    assert_eq!(values[0], (1..=moved).collect::<Vec<_>>());
-    assert_eq!(values.len() as u64, 1 + 41 - moved, "{values:?}");
-    assert!(values[1..].iter().all(|seqs| seqs.len() == 1), "{values:?}");
+    let one_each: Vec<Vec<u64>> = (1..=last).map(|seq| vec![seq]).collect();
+    assert_eq!(values, one_each);
+    // And across a reopen: the tail is still replayed, and listed as it stands.
+    let written = sled.get(&id).await.unwrap().unwrap();
+    drop(all);
+    let sled = Arc::into_inner(sled).expect("the only handle left");
+    drop(sled);
+    let store = Arc::new(reopen(dir.path()).await);
+    assert_eq!(store.get(&id).await.unwrap(), Some(written.clone()));
+    check_log(store.clone(), "reopened".into()).await;
+    let listed = store
+        .list(&ListQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.records, [written]);
+    assert_eq!(active_task_ids(&store).await, ["long"]);
 }
 
 fn decode_seqs(bytes: &[u8]) -> Vec<u64> {
-    let events: Vec<TaskEvent> = serde_json::from_slice(bytes).unwrap();
+    let events = super::sled_layout::decode_events(bytes).unwrap();
     events.iter().map(|e| e.seq).collect()
 }
 
@@ -730,7 +764,8 @@ fn decode_seqs(bytes: &[u8]) -> Vec<u64> {
 async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
     use super::index::IndexEntry;
     use super::sled_layout::{Header, event_key, event_prefix, task_key};
-    let store = SledStore::temporary(Durability::Sync).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = reopen(dir.path()).await;
     let r = record("before", "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
     // Rewritten as the build before wrote it: version, last seq, entry, no previous
@@ -751,9 +786,13 @@ async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
             serde_json::to_vec(&created(&r)).unwrap(),
         )
         .unwrap();
+    drop(store);
+    let store = reopen(dir.path()).await;
     assert_eq!(store.get(r.id()).await.unwrap().unwrap().version, 1);
     assert_eq!(event_seqs(&store, r.id(), 0, 10).await, [1]);
 
+    // Its next commit writes a snapshot in the current layout (and then its commits
+    // may follow it alone).
     progress(&store, "before", "still going").await;
     assert_eq!(event_seqs(&store, r.id(), 0, 10).await, [1, 2]);
     assert_eq!(event_seqs(&store, r.id(), 1, 10).await, [2]);
@@ -862,6 +901,12 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             assert_eq!(stray, 0, "{context}: {id} has uncommitted events");
             let bytes = store.db.get(super::sled_layout::task_key(r.id())).unwrap();
             let header = super::sled_layout::Header::read(&bytes.unwrap()).unwrap();
+            if r.state().is_terminal() {
+                assert_eq!(
+                    header.version, r.version,
+                    "{context}: {id}'s snapshot is not its last commit"
+                );
+            }
             if header.inline_through > 0 {
                 let copies = store
                     .db
@@ -957,29 +1002,37 @@ async fn assert_consistent(store: &SledStore, context: &str) {
 }
 
 /// A crash can stop a commit after any of its writes. Whatever the point, the reopened
-/// store holds the commit whole (if its snapshot was swapped in) or not at all, agrees
-/// with itself everywhere, and takes the task's next commit. For a task whose events
-/// ride in its snapshot, for one whose first event is too large to (each of its commits
-/// then writes its events apart, before the snapshot), and for one whose events move out
-/// of its snapshot with the commit cut.
+/// store holds the commit whole (if its commit point was written: its snapshot, or its
+/// own events' value) or not at all, agrees with itself everywhere, and takes the task's
+/// next commit. For a task whose events ride in its snapshot, for one whose first event
+/// is too large to (its commits then write their events apart), and for commits too
+/// large for the snapshot, which move its events out.
 #[tokio::test]
 async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
     use std::sync::atomic::Ordering;
-    // The commit to cut: 0 creates t1, 1 moves it to working, 2 completes it with two
-    // events (it leaves the active set).
+    // The commit to cut: 0 creates t1; 1 moves it to working (its events alone, after
+    // the snapshot); 2 completes it with two events after that (a new snapshot: the
+    // events move out of the old one, and the task leaves the active set); 3 completes
+    // it right after its creation (a new snapshot, carrying the events if they fit).
     #[derive(Debug, Clone, Copy, PartialEq)]
     enum Events {
         Inline,
         Apart,
         MovingOut,
     }
-    let cases = (0..3).flat_map(|stage| {
+    let cases = (0..4).flat_map(|stage| {
         [Events::Inline, Events::Apart, Events::MovingOut].map(|events| (stage, events))
     });
     // Too large for the snapshot, with what it already carries.
     let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
     for (stage, events) in cases.filter(|&(stage, e)| stage > 0 || e != Events::MovingOut) {
         let cut_says = (events == Events::MovingOut).then_some(large.as_str());
+        // The commits before the cut one.
+        let before: u64 = match stage {
+            0 => 0,
+            1 | 3 => 1,
+            _ => 2,
+        };
         for writes in 0.. {
             let context = format!("stage {stage}, {events:?}, crash after {writes} writes");
             let dir = tempfile::tempdir().unwrap();
@@ -993,7 +1046,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
             if stage > 0 {
                 store.commit(&fresh, 0, &[created(&fresh)]).await.unwrap();
             }
-            if stage > 1 {
+            if stage == 2 {
                 try_advance(&store, "t1", TaskState::Working, 2_000, 1)
                     .await
                     .unwrap();
@@ -1014,15 +1067,12 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
             let store = reopen(dir.path()).await;
             assert_consistent(&store, &context).await;
             let t1 = store.get(&TaskId::from("t1")).await.unwrap();
-            let expected_version = if finished { stage + 1 } else { stage };
+            let version = t1.as_ref().map_or(0, |r| r.version);
             if finished || writes == 0 {
-                assert_eq!(
-                    t1.as_ref().map_or(0, |r| r.version),
-                    expected_version as u64,
-                    "{context}"
-                );
+                assert_eq!(version, before + u64::from(finished), "{context}");
             }
-            let committed = t1.as_ref().map_or(0, |r| r.version) == stage as u64 + 1;
+            assert!(version == before || version == before + 1, "{context}");
+            let committed = version == before + 1;
             // The task goes on: no leftover of the cut commit blocks the next one.
             match t1 {
                 Some(r) if !r.state().is_terminal() => {
@@ -1036,18 +1086,20 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
                 }
             }
             assert_consistent(&store, &format!("{context}, then one more commit")).await;
-            let apart = store
-                .db
-                .scan_prefix(super::sled_layout::event_prefix(&TaskId::from("t1")))
-                .count();
-            // A commit cut before its snapshot leaves the snapshot carrying the events,
-            // and the next commit here is small.
-            let moved = events == Events::MovingOut && committed;
-            assert_eq!(
-                apart > 0,
-                events == Events::Apart || moved,
-                "{context}: events written apart"
-            );
+            // A snapshot carries its task's events as long as they fit; a commit cut
+            // before its commit point leaves them there.
+            if stage == 0 || stage == 3 {
+                let apart = store
+                    .db
+                    .scan_prefix(super::sled_layout::event_prefix(&TaskId::from("t1")))
+                    .count();
+                let moved = events == Events::MovingOut && committed;
+                assert_eq!(
+                    apart > 0,
+                    events == Events::Apart || moved,
+                    "{context}: events written apart"
+                );
+            }
             if finished {
                 break;
             }
@@ -1458,20 +1510,45 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
 }
 
 /// A commit that loses its race while moving a snapshot's events out (the slot of its
-/// own first event is taken, as by a writer racing from the same version) takes back the
-/// copy it wrote: the snapshot still carries the events, once.
+/// own first event is taken, by a writer racing from the same version whose commit is
+/// in) takes back the copy it wrote: the snapshot still carries the events, once, and
+/// the other writer's commit follows them.
 #[tokio::test]
 async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
-    use super::sled_layout::{Header, event_key, task_key};
+    use super::sled_layout::{Header, encode_commit, encode_events, event_key, task_key};
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    // The other writer's commit: a progress note, its events alone after the snapshot.
+    let note = TaskStatus {
+        state: TaskState::Working,
+        message: Some(Message::agent(vec![Part::text("theirs")])),
+        timestamp: Utc.timestamp_millis_opt(1_500).unwrap(),
+    };
+    let theirs = TaskEvent {
+        seq: 2,
+        task_id: r.task.id.clone(),
+        context_id: r.task.context_id.clone(),
+        kind: TaskEventKind::Status(note.clone()),
+    };
+    let events = encode_events(std::slice::from_ref(&theirs)).unwrap();
+    let theirs_value = encode_commit(2, 2, None, &events).unwrap();
     let taken = event_key(r.id(), 2);
-    store.db.insert(&taken, b"[]".as_slice()).unwrap();
+    // Too large to stay in the snapshot, and final: a new snapshot, moving the events
+    // out first; the other writer takes slot 2 between that copy and this commit's own.
     let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
-    let lost = try_advance_saying(&store, "t1", TaskState::Working, 2_000, 1, Some(&large)).await;
+    let mut writes = 0;
+    let slot = taken.clone();
+    *store.before_each_write.0.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
+        writes += 1;
+        if writes == 2 {
+            db.insert(&slot, theirs_value.as_slice()).unwrap();
+        }
+    }));
+    let lost = try_advance_saying(&store, "t1", TaskState::Completed, 2_000, 1, Some(&large)).await;
+    store.before_each_write.0.lock().unwrap().take();
     assert!(
-        matches!(lost, Err(StoreError::Conflict { found: 1, .. })),
+        matches!(lost, Err(StoreError::Conflict { found: 2, .. })),
         "{lost:?}"
     );
     assert!(
@@ -1486,7 +1563,10 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
     let header = Header::read(&bytes).unwrap();
     assert_eq!((header.version, header.inline_through), (1, 1));
     let seqs = event_seqs(&store, r.id(), 0, 10).await;
-    assert_eq!(seqs, [1]);
+    assert_eq!(seqs, [1, 2]);
+    let now = store.get(r.id()).await.unwrap().unwrap();
+    assert_eq!((now.version, now.last_seq), (2, 2));
+    assert_eq!(now.task.status, note);
 }
 
 /// The vendored sled splits index nodes above 64 children and merges them below 16
@@ -1621,7 +1701,7 @@ fn uncompressed_snapshot(r: &TaskRecord, events: &[TaskEvent]) -> Vec<u8> {
 /// and the store stays consistent across a crash after it.
 #[tokio::test]
 async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
-    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT, task_key};
+    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT, event_prefix, task_key};
     let dir = tempfile::tempdir().unwrap();
     let mut before = Vec::new();
     {
@@ -1641,6 +1721,10 @@ async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
                 plain.len()
             );
             store.db.insert(task_key(r.id()), plain).unwrap();
+            // That layout kept every event in the snapshot.
+            for key in store.db.scan_prefix(event_prefix(r.id())).keys() {
+                store.db.remove(key.unwrap()).unwrap();
+            }
             before.push((r, events));
         }
         store.db.insert(FORMAT_KEY, &1u64.to_be_bytes()).unwrap();
