@@ -315,23 +315,32 @@ impl SledStore {
     }
 
     /// Rebuilds the in-memory entries of unfinished tasks from the active set: a task's
-    /// snapshot names its entry, unless commits followed it (its tail).
+    /// snapshot names its entry, unless commits followed it (its tail). Their positions
+    /// too, which spares recovery's reads of them a look for a tail.
     fn load_live_entries(&self) -> Result<(), StoreError> {
         for id in self.active_ids()? {
             let Some(bytes) = self.db.get(task_key(&id))? else {
                 continue;
             };
             let header = Header::read(&bytes)?;
-            let tail = self.db.range(tail_range(&id, header.last_seq)).next();
-            let (version, entry) = match tail {
-                None => (header.version, serde_json::from_slice(&header.entry)?),
-                Some(_) => {
+            let mut at = Position {
+                version: header.version,
+                last_seq: header.last_seq,
+                snapshot_version: header.version,
+                snapshot_seq: header.last_seq,
+                snapshot_current: is_current(&bytes),
+            };
+            let entry = match self.has_tail(&id, header.last_seq)? {
+                false => serde_json::from_slice(&header.entry)?,
+                true => {
                     let record = self.with_tail(header.record(&bytes)?)?;
-                    (record.version, IndexEntry::of(&record))
+                    (at.version, at.last_seq) = (record.version, record.last_seq);
+                    IndexEntry::of(&record)
                 }
             };
             if !is_persisted(&entry) {
-                self.live.put(version, &entry);
+                self.live.put(at.version, &entry);
+                self.positions.reached(&id, at);
             }
         }
         Ok(())
@@ -398,6 +407,9 @@ impl SledStore {
             snapshot_seq: last_seq,
             snapshot_current: is_current(snapshot),
         };
+        if !self.has_tail(id, last_seq)? {
+            return Ok(at_snapshot);
+        }
         let Some(last) = self.db.range(tail_range(id, last_seq)).next_back() else {
             return Ok(at_snapshot);
         };
@@ -427,10 +439,18 @@ impl SledStore {
                 .positions
                 .get(id)
                 .is_some_and(|at| at.is_snapshot(record.last_seq));
-        match settled {
+        match settled || !self.has_tail(id, record.last_seq)? {
             true => Ok(Some(record)),
             false => self.with_tail(record).map(Some),
         }
+    }
+
+    /// Whether commits follow the task's snapshot, whose last event is `last_seq`: the
+    /// first would be in the next slot. (A point read: a range scan costs sled a copy
+    /// of a tree node.)
+    fn has_tail(&self, id: &TaskId, last_seq: u64) -> Result<bool, StoreError> {
+        let next = last_seq.saturating_add(1);
+        Ok(self.db.contains_key(event_key(id, next))?)
     }
 
     /// `record` (a snapshot) with the commits of its tail replayed: their events (as
