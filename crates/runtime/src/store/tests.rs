@@ -1797,3 +1797,31 @@ async fn a_damaged_compressed_snapshot_is_an_error() {
         );
     }
 }
+
+/// A commit value cut short at any length, or claiming a checkpoint longer than itself,
+/// is a codec error when decoded, never a panic.
+#[test]
+fn a_damaged_commit_value_is_an_error() {
+    use super::sled_layout::{Commit, decode_events, encode_commit, encode_events};
+    let r = record("t1", "c", TaskState::Working, 1_000, "u");
+    let events = encode_events(&[created(&r)]).unwrap();
+    let value = encode_commit(2, 1, Some(br#"{"step":1}"#), &events).unwrap();
+    let whole = Commit::decode(&value).unwrap();
+    assert_eq!((whole.version, whole.last_seq), (2, 1));
+    assert_eq!(whole.checkpoint, Some(serde_json::json!({ "step": 1 })));
+    assert_eq!(decode_events(&value).unwrap().len(), 1);
+    for len in 1..value.len() {
+        let cut = &value[..len];
+        assert!(
+            matches!(Commit::decode(cut), Err(StoreError::Codec(_))),
+            "cut at {len}"
+        );
+        assert!(decode_events(cut).is_err(), "cut at {len}");
+    }
+    let mut too_long = value.clone();
+    too_long[17..21].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(matches!(
+        Commit::decode(&too_long),
+        Err(StoreError::Codec(_))
+    ));
+}
