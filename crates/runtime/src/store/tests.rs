@@ -690,7 +690,7 @@ async fn progress_commits_write_their_events_alone_and_read_back_whole() {
     let sled = Arc::new(reopen(dir.path()).await);
     let mut all = stores().await;
     all.push(("sled-inspected", sled.clone()));
-    // Past the second snapshot; about 12 KiB of events, three times what a snapshot
+    // Past the second snapshot: about 28 KiB of events, several times what a snapshot
     // carries.
     let commits = 2 * SNAPSHOT_EVERY + 6;
     for (name, store) in &all {
