@@ -7,11 +7,12 @@
 //! remembers each unfinished task's position here, and reads sled only for a task it
 //! has not written since it opened.
 //!
-//! A position here is never ahead of the store: it is set from what sled holds, after
-//! the write that made it so, and never moved back. It may be behind, for a moment,
-//! while another writer of the same task commits; a commit from a stale position then
-//! finds the slot of its first event taken, and fails as a conflict (the runtime has
-//! one writer per task, so this never happens there).
+//! Writers of one task take turns (`Turns`), and a position is set by the writer whose
+//! turn it is, after the write that made it so (and forgotten if a write fails), so it
+//! is exact for the next writer. Readers do not take turns: a reader that finds a
+//! position trusts it only if it names the snapshot the reader read as the task's last
+//! commit (`Position::is_snapshot`); a position never moves back, so a snapshot it
+//! names as last was last when it was set.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -38,6 +39,31 @@ impl Position {
     /// Whether the snapshot whose last event is `seq` is the task's last commit.
     pub(super) fn is_snapshot(&self, seq: u64) -> bool {
         self.snapshot_seq == seq && self.last_seq == seq
+    }
+}
+
+/// Turns of the writers of one task: a few locks, each shared by the tasks whose ids
+/// hash to it (a commit holds one for a few sled operations).
+#[derive(Debug)]
+pub(super) struct Turns(Box<[Mutex<()>]>);
+
+impl Default for Turns {
+    fn default() -> Turns {
+        Turns((0..64).map(|_| Mutex::new(())).collect())
+    }
+}
+
+impl Turns {
+    /// Waits for the task's turn; it lasts until the guard is dropped.
+    pub(super) fn turn(&self, id: &TaskId) -> MutexGuard<'_, ()> {
+        // Task ids end in random bits (UUIDv7, or the client's own): any hash spreads
+        // them.
+        let hash = id.as_str().bytes().fold(0usize, |h, b| {
+            h.wrapping_mul(31).wrapping_add(usize::from(b))
+        });
+        let lock = &self.0[hash % self.0.len()];
+        // A writer that panicked left no half-held state here: ignore poisoning.
+        lock.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -33,8 +33,9 @@
 //!
 //! Readers see a commit once its commit point is written: `get` replays the tail onto
 //! the snapshot (a terminal task has none: its last commit is its snapshot), `events`
-//! reads the snapshot's events and then every slot. Writers find where a task's log
-//! ends in memory (`positions`), or from the snapshot and the tail's last value.
+//! reads the snapshot's events and then every slot. Writers of one task take turns,
+//! and find where its log ends in memory (`positions`), or the first time from its
+//! snapshot and the tail's last value.
 //!
 //! sled recovers a prefix of its log after a crash, so a crash leaves at most one commit
 //! per task half done, and only for tasks still in the active set. Opening a store
@@ -52,7 +53,7 @@ use super::flusher::GroupFlusher;
 use super::index::{IndexEntry, merge_newest_first, plan_page};
 use super::live_index::{LiveIndex, is_persisted};
 use super::log_sync::LogSync;
-use super::positions::{Position, Positions};
+use super::positions::{Position, Positions, Turns};
 use super::sled_layout::{
     CLEAN_MARKER, Commit, FORMAT_KEY, Header, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, active_id,
     active_key, commit_versions, context_key, context_prefix, decode_entry, decode_events,
@@ -108,6 +109,8 @@ pub struct SledStore {
     pub(super) live: LiveIndex,
     /// Where unfinished tasks' logs end (see `positions`).
     positions: Positions,
+    /// Writers of one task take turns (see `positions`).
+    writers: Turns,
     /// Which unfinished tasks have their `A` key yet.
     pub(super) active: std::sync::Arc<ActiveSet>,
     /// The thread writing the missing `A` keys every `SWEEP_INTERVAL`.
@@ -227,6 +230,7 @@ impl SledStore {
             counts,
             live: LiveIndex::default(),
             positions: Positions::default(),
+            writers: Turns::default(),
             active: std::sync::Arc::new(ActiveSet::new(watermark)),
             sweeper: None,
             close_cleanly: false,
@@ -492,23 +496,24 @@ impl SledStore {
             }
             _ => None,
         };
-        // A task written since the store opened appends without reading sled.
-        if let Some(at) = self
-            .positions
-            .get(id)
-            .filter(|at| at.version == expected_version)
-            && let Some((events, previous)) = appending(&at)
-        {
-            return self.append(commit, events, &previous, &at);
+        // A task written or loaded since the store opened: its position is exact (its
+        // writers take turns, see `write`), so an append reads nothing from sled.
+        let known = self.positions.get(id);
+        if let Some(at) = &known {
+            StoreError::check_version(id, expected_version, at.version)?;
+            if let Some((events, previous)) = appending(at) {
+                return self.append(commit, events, &previous, at);
+            }
         }
         let old = self.db.get(task_key(id))?;
-        let at = old
-            .as_deref()
-            .map(|b| self.read_position(id, b))
-            .transpose()?;
+        let at = match (known, old.as_deref()) {
+            (Some(at), Some(_)) => Some(at),
+            (_, bytes) => bytes.map(|b| self.read_position(id, b)).transpose()?,
+        };
         let found = at.as_ref().map_or(0, |at| at.version);
         StoreError::check_version(id, expected_version, found)?;
-        if let Some(at) = &at
+        if known.is_none()
+            && let Some(at) = &at
             && let Some((events, previous)) = appending(at)
         {
             return self.append(commit, events, &previous, at);
@@ -602,18 +607,22 @@ impl SledStore {
                     commit.checkpoint.as_deref(),
                     &events.bytes,
                 )?;
-                let slots = [(1, moved), (events.first_seq, own)];
+                let own_seq = events.first_seq;
+                let slots = [(1, moved), (own_seq, own)];
                 for (seq, bytes) in slots.into_iter().filter(|(_, b)| !b.is_empty()) {
                     let slot = event_key(id, seq);
                     self.before_write()?;
-                    if self
+                    match self
                         .db
-                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes))?
-                        .is_err()
+                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
                     {
-                        return Err(self.conflict(id, expected_version, &written));
+                        Ok(()) => written.push(slot),
+                        // The same copy, left by a move that failed after it (the
+                        // snapshot still carries those events): it serves as well.
+                        Err(taken)
+                            if seq != own_seq && taken.current.as_deref() == Some(&bytes) => {}
+                        Err(_) => return Err(self.conflict(id, expected_version, &written)),
                     }
-                    written.push(slot);
                 }
                 own_written = true;
             }
@@ -819,7 +828,14 @@ impl TaskStore for SledStore {
     ) -> Result<(), StoreError> {
         let encoded = Encoded::new(record, events)?;
         let _writing = self.begin_write();
-        self.apply(&encoded, expected_version)
+        let _turn = self.writers.turn(record.id());
+        let applied = self.apply(&encoded, expected_version);
+        if applied.is_err() {
+            // A write may have failed after the commit point: read the position from
+            // sled next time.
+            self.positions.forget(record.id());
+        }
+        applied
     }
 
     async fn settle(&self) -> Result<(), StoreError> {

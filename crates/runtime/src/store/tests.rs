@@ -1825,3 +1825,42 @@ fn a_damaged_commit_value_is_an_error() {
         Err(StoreError::Codec(_))
     ));
 }
+
+/// A commit whose write fails after its commit point (its events are in, its new
+/// snapshot is not) reports the failure, and yet is in: the task's next commit follows
+/// it, from the position sled holds rather than the one the store remembered.
+#[tokio::test]
+async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it() {
+    use super::sled_store::SNAPSHOT_EVERY;
+    use std::sync::atomic::Ordering;
+    let store = SledStore::temporary(Durability::Sync).unwrap();
+    let r = record("t1", "c", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    for n in 1..SNAPSHOT_EVERY {
+        progress(&store, "t1", &format!("step {n}")).await;
+    }
+    // The next commit writes a snapshot: the events its old snapshot carried move out
+    // (one write), its own go to their slot (the commit point), then the snapshot, which
+    // fails.
+    store.writes_left.store(2, Ordering::Release);
+    let mut next = store.get(r.id()).await.unwrap().unwrap();
+    next.version += 1;
+    next.last_seq += 1;
+    next.task.status.timestamp = Utc.timestamp_millis_opt(5_000).unwrap();
+    let event = TaskEvent {
+        seq: next.last_seq,
+        task_id: next.task.id.clone(),
+        context_id: next.task.context_id.clone(),
+        kind: TaskEventKind::Status(next.task.status.clone()),
+    };
+    let failed = store.commit(&next, next.version - 1, &[event]).await;
+    assert!(failed.is_err(), "{failed:?}");
+    store.writes_left.store(usize::MAX, Ordering::Release);
+    assert_eq!(store.get(r.id()).await.unwrap().as_ref(), Some(&next));
+
+    let after = progress(&store, "t1", "after").await;
+    assert_eq!(after.version, SNAPSHOT_EVERY + 2);
+    assert_eq!(store.get(r.id()).await.unwrap(), Some(after));
+    let seqs = event_seqs(&store, r.id(), 0, 100).await;
+    assert_eq!(seqs, (1..=SNAPSHOT_EVERY + 2).collect::<Vec<_>>());
+}
