@@ -4,8 +4,8 @@
 //! task whose last commits are written after its snapshot (its tail, see `sled_store`)
 //! are in the tail's last value, and finding that value takes a reverse scan that costs
 //! sled a copy of a whole tree node: more than the rest of such a commit. So the store
-//! remembers each unfinished task's position here, and reads sled only for a task it
-//! has not written since it opened.
+//! remembers each unfinished task's position here (from its first commit, or from the
+//! open that loaded it), and reads sled only for a task it has no position for.
 //!
 //! Writers of one task take turns (`Turns`), and a position is set by the writer whose
 //! turn it is, after the write that made it so (and forgotten if a write fails), so it
