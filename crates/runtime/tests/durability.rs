@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use common::*;
-use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
+use fundi_runtime::store::TaskRecord;
 use fundi_runtime::{
     ListRequest, MemoryStore, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError,
     SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent, TaskId, TaskStore,
@@ -39,8 +39,7 @@ impl Watched {
     }
 }
 
-#[async_trait]
-impl TaskStore for Watched {
+store_with_own_writes!(Watched, inner, {
     async fn write(
         &self,
         record: &TaskRecord,
@@ -79,28 +78,7 @@ impl TaskStore for Watched {
         }
         Ok(())
     }
-
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get(id).await
-    }
-
-    async fn events(
-        &self,
-        id: &TaskId,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<TaskEvent>, StoreError> {
-        self.inner.events(id, after_seq, limit).await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        self.inner.list(query).await
-    }
-
-    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.active().await
-    }
-}
+});
 
 /// Reports a step, settles, and checks that the step is durable by then.
 #[derive(Clone)]

@@ -9,9 +9,8 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use common::*;
-use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
+use fundi_runtime::store::TaskRecord;
 use fundi_runtime::{
     MemoryStore, Runtime, RuntimeError, RuntimeHandle, StoreError, SubmitRequest, TaskEvent,
     TaskEventKind, TaskId, TaskState, TaskStore, Waiting,
@@ -65,8 +64,7 @@ impl Recording {
     }
 }
 
-#[async_trait]
-impl TaskStore for Recording {
+store_with_own_writes!(Recording, inner, {
     async fn write(
         &self,
         record: &TaskRecord,
@@ -87,28 +85,7 @@ impl TaskStore for Recording {
         self.count.send_modify(|n| *n += 1);
         Ok(())
     }
-
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get(id).await
-    }
-
-    async fn events(
-        &self,
-        id: &TaskId,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<TaskEvent>, StoreError> {
-        self.inner.events(id, after_seq, limit).await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        self.inner.list(query).await
-    }
-
-    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.active().await
-    }
-}
+});
 
 async fn start() -> (RuntimeHandle, Arc<Recording>, Scripted) {
     let store = Arc::new(Recording::new());

@@ -189,3 +189,48 @@ pub fn status_text(task: &Task) -> String {
         .map(Message::text)
         .unwrap_or_default()
 }
+
+/// `impl TaskStore for $store` that hands every read to `self.$inner` and takes its
+/// writes (and settle, if given) from the block: a test store that watches or refuses
+/// writes without repeating the reads. The macro writes the whole impl, so that
+/// `async_trait` sees every method.
+#[macro_export]
+macro_rules! store_with_own_writes {
+    ($store:ty, $inner:ident, { $($writes:tt)* }) => {
+        #[async_trait::async_trait]
+        impl fundi_runtime::store::TaskStore for $store {
+            $($writes)*
+
+            async fn get(
+                &self,
+                id: &fundi_runtime::TaskId,
+            ) -> Result<Option<fundi_runtime::store::TaskRecord>, fundi_runtime::store::StoreError>
+            {
+                self.$inner.get(id).await
+            }
+
+            async fn events(
+                &self,
+                id: &fundi_runtime::TaskId,
+                after_seq: u64,
+                limit: usize,
+            ) -> Result<Vec<fundi_runtime::TaskEvent>, fundi_runtime::store::StoreError> {
+                self.$inner.events(id, after_seq, limit).await
+            }
+
+            async fn list(
+                &self,
+                query: &fundi_runtime::store::ListQuery,
+            ) -> Result<fundi_runtime::store::ListPage, fundi_runtime::store::StoreError> {
+                self.$inner.list(query).await
+            }
+
+            async fn active(
+                &self,
+            ) -> Result<Vec<fundi_runtime::store::TaskRecord>, fundi_runtime::store::StoreError>
+            {
+                self.$inner.active().await
+            }
+        }
+    };
+}
