@@ -31,6 +31,18 @@ pub(super) struct Position {
 }
 
 impl Position {
+    /// A task whose snapshot (of `version`, last event `last_seq`; `current`: in the
+    /// current layout) is its last commit.
+    pub(super) fn at_snapshot(version: u64, last_seq: u64, current: bool) -> Position {
+        Position {
+            version,
+            last_seq,
+            snapshot_version: version,
+            snapshot_seq: last_seq,
+            snapshot_current: current,
+        }
+    }
+
     /// How many commits the snapshot is behind.
     pub(super) fn since_snapshot(&self) -> u64 {
         self.version.saturating_sub(self.snapshot_version)

@@ -327,13 +327,7 @@ impl SledStore {
                 continue;
             };
             let header = Header::read(&bytes)?;
-            let mut at = Position {
-                version: header.version,
-                last_seq: header.last_seq,
-                snapshot_version: header.version,
-                snapshot_seq: header.last_seq,
-                snapshot_current: is_current(&bytes),
-            };
+            let mut at = Position::at_snapshot(header.version, header.last_seq, is_current(&bytes));
             let entry = match self.has_tail(&id, header.last_seq)? {
                 false => serde_json::from_slice(&header.entry)?,
                 true => {
@@ -404,13 +398,7 @@ impl SledStore {
     /// Where the task's log ends, read from sled: its snapshot (`T` value) and tail.
     fn read_position(&self, id: &TaskId, snapshot: &[u8]) -> Result<Position, StoreError> {
         let (version, last_seq) = record_versions(snapshot)?;
-        let at_snapshot = Position {
-            version,
-            last_seq,
-            snapshot_version: version,
-            snapshot_seq: last_seq,
-            snapshot_current: is_current(snapshot),
-        };
+        let at_snapshot = Position::at_snapshot(version, last_seq, is_current(snapshot));
         if !self.has_tail(id, last_seq)? {
             return Ok(at_snapshot);
         }
@@ -658,13 +646,7 @@ impl SledStore {
             true => self.positions.forget(id),
             false => self.positions.reached(
                 id,
-                Position {
-                    version: record.version,
-                    last_seq: record.last_seq,
-                    snapshot_version: record.version,
-                    snapshot_seq: record.last_seq,
-                    snapshot_current: true,
-                },
+                Position::at_snapshot(record.version, record.last_seq, true),
             ),
         }
         self.reindex(
