@@ -128,7 +128,11 @@ pub struct SledStore {
 /// Tests: what `SledStore::before_each_write` runs, if anything.
 #[cfg(test)]
 #[derive(Default)]
-pub(super) struct WriteHook(pub(super) std::sync::Mutex<Option<Box<dyn FnMut(&sled::Db) + Send>>>);
+pub(super) struct WriteHook(pub(super) std::sync::Mutex<Option<BeforeWrite>>);
+
+/// Tests: a step run on the raw database before a write.
+#[cfg(test)]
+pub(super) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
 
 #[cfg(test)]
 impl std::fmt::Debug for WriteHook {

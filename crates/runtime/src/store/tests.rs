@@ -1491,8 +1491,7 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
     };
     let error = crate::testing::once_unlocked(|| SledStore::open(dir.path(), Durability::Sync))
         .await
-        .err()
-        .expect("a newer store is refused");
+        .expect_err("a newer store is refused");
     assert!(
         matches!(error, StoreError::NewerFormat { found, supported }
             if found == STORE_FORMAT + 1 && supported == STORE_FORMAT),
