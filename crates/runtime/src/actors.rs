@@ -4,6 +4,7 @@
 mod call;
 mod fail;
 mod fanout;
+mod posted;
 mod slots;
 mod supervisor;
 mod task_actor;
@@ -11,6 +12,7 @@ mod task_actor;
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fail::fail_stored_task;
 pub(crate) use fanout::{LiveEvents, follower};
+pub(crate) use posted::{PostedNote, PostedNotes, Pushed};
 pub(crate) use slots::Slots;
 pub(crate) use supervisor::{LiveCount, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{SkillCall, StartMode, TaskMsg};

@@ -1,21 +1,29 @@
 //! `SkillContext`: how a running skill reports to its task. Every call returns once the
-//! change is stored and published; readers see it at once, and clients and webhooks are
-//! told of it once it is durable. A skill that acts on the outside world on the strength
-//! of a stored change (say, a checkpoint that records a step as done) calls
+//! change is stored and published, except the `post_` ones, which return once the note
+//! is queued for its task; readers see a change once it is stored, and clients and
+//! webhooks are told of it once it is durable. A skill that acts on the outside world on
+//! the strength of a stored change (say, a checkpoint that records a step as done) calls
 //! [`SkillContext::settle`] first.
 
 use std::sync::{Arc, Mutex};
 
+use chrono::Utc;
 use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::actors::{SkillCall, TaskMsg};
-use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId};
+use crate::actors::{PostedNote, PostedNotes, Pushed, SkillCall, TaskMsg};
+use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
 use crate::skill::SkillError;
 use crate::store::TaskStore;
 use crate::telemetry;
+
+/// Progress notes a run may have waiting to be stored
+/// ([`SkillContext::post_progress`]). A skill that posts faster than its notes are stored
+/// waits, at this many, for them to be stored before it queues another: the queue stays
+/// bounded, and one commit stores at most this many notes.
+pub const MAX_POSTED: usize = 256;
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
@@ -26,6 +34,8 @@ pub struct SkillContext {
     context_id: ContextId,
     cancel: CancellationToken,
     checkpoint: Arc<Mutex<Option<Value>>>,
+    /// Notes posted (`post_progress`) and not yet taken by the actor.
+    posted: Arc<PostedNotes>,
     span: tracing::Span,
     skill: Arc<str>,
 }
@@ -39,12 +49,14 @@ impl std::fmt::Debug for SkillContext {
 }
 
 impl SkillContext {
+    #[allow(clippy::too_many_arguments)] // one caller, the task actor
     pub(crate) fn new(
         actor: ActorRef<TaskMsg>,
         store: Arc<dyn TaskStore>,
         task: &Task,
         cancel: CancellationToken,
         checkpoint: Option<Value>,
+        posted: Arc<PostedNotes>,
         span: tracing::Span,
         skill: &str,
     ) -> SkillContext {
@@ -55,6 +67,7 @@ impl SkillContext {
             context_id: task.context_id.clone(),
             cancel,
             checkpoint: Arc::new(Mutex::new(checkpoint)),
+            posted,
             span,
             skill: skill.into(),
         }
@@ -121,6 +134,88 @@ impl SkillContext {
         text: String,
         checkpoint: Option<Value>,
     ) -> Result<(), SkillError> {
+        let message = self.progress_message(fraction, text);
+        self.send(SkillCall::Status {
+            message,
+            checkpoint,
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Posts a progress note as [`SkillContext::progress`] does, without waiting for it
+    /// to be stored: it returns once the note is queued for the task. Notes queued
+    /// together are stored in one commit (a skill that posts faster than the store
+    /// writes costs one write per batch, not per note) and published after it, in the
+    /// order they were posted, and before anything the run does next through this
+    /// context (a call, or its ending). A run with [`MAX_POSTED`] notes waiting waits
+    /// for them to be stored before it queues another.
+    ///
+    /// If the notes cannot be stored, the task ends `failed` (the store refused a write
+    /// it needed), so none is dropped unseen; a note posted as the task is canceled is
+    /// dropped, as a call would be refused. [`SkillContext::settle`] covers posted notes.
+    pub async fn post_progress(
+        &self,
+        fraction: f64,
+        text: impl Into<String>,
+    ) -> Result<(), SkillError> {
+        self.post(fraction, text.into(), None).await
+    }
+
+    /// Posts progress and a checkpoint, stored in one commit as with
+    /// [`SkillContext::progress_with_checkpoint`], without waiting (see
+    /// [`SkillContext::post_progress`]). After a restart the run resumes from the last
+    /// note that was stored; the notes after it were neither stored nor published, and
+    /// the run reports them again.
+    pub async fn post_progress_with_checkpoint(
+        &self,
+        fraction: f64,
+        text: impl Into<String>,
+        checkpoint: Value,
+    ) -> Result<(), SkillError> {
+        self.post(fraction, text.into(), Some(checkpoint.clone()))
+            .await?;
+        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint);
+        Ok(())
+    }
+
+    async fn post(
+        &self,
+        fraction: f64,
+        text: String,
+        checkpoint: Option<Value>,
+    ) -> Result<(), SkillError> {
+        let message = self.progress_message(fraction, text);
+        let mut note = PostedNote {
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: Some(message),
+                timestamp: Utc::now(),
+            },
+            checkpoint,
+        };
+        loop {
+            if self.cancel.is_cancelled() {
+                return Err(SkillError::Canceled);
+            }
+            match self.posted.push(note) {
+                Pushed::Queued => return Ok(()),
+                // The note that makes the queue non-empty tells the actor, which takes
+                // every note waiting when it gets to the message.
+                Pushed::First => {
+                    return self.actor.cast(TaskMsg::Posted).map_err(|_| self.gone());
+                }
+                Pushed::Full(back) => {
+                    note = *back;
+                    self.send(SkillCall::StorePosted).await?;
+                }
+            }
+        }
+    }
+
+    /// A progress report's message (the fraction in its metadata), noted on the run's
+    /// span.
+    fn progress_message(&self, fraction: f64, text: String) -> Message {
         let fraction = if fraction.is_finite() {
             fraction.clamp(0.0, 1.0)
         } else {
@@ -130,12 +225,7 @@ impl SkillContext {
         tracing::info!(parent: &self.span, progress = fraction, status = %text, "progress");
         let mut message = Message::agent(vec![Part::text(text)]);
         message.metadata = json!({ "progress": fraction }).as_object().cloned();
-        self.send(SkillCall::Status {
-            message,
-            checkpoint,
-        })
-        .await
-        .map(drop)
+        message
     }
 
     /// Adds (or replaces, by id) a whole artifact.
@@ -184,11 +274,15 @@ impl SkillContext {
         Ok(())
     }
 
-    /// Returns once every change stored so far (this run's included) is durable: in sled
-    /// `sync` mode, on disk. Changes are stored without waiting for the disk; call this
+    /// Returns once every change stored so far (this run's included), and every note this
+    /// run posted before the call, is durable: in sled `sync` mode, on disk. Changes are stored without waiting for the disk; call this
     /// before acting on the outside world on the strength of one, so that a crash cannot
     /// undo the record of a step whose effects remain.
     pub async fn settle(&self) -> Result<(), SkillError> {
+        if self.posted.unsettled() {
+            // Stored first: the call is answered once the notes posted before it are.
+            self.send(SkillCall::StorePosted).await?;
+        }
         telemetry::settle(&*self.store)
             .await
             .map_err(|e| SkillError::Runtime(e.to_string()))
@@ -223,8 +317,15 @@ impl SkillContext {
             .await
         {
             Ok(CallResult::Success(result)) => result,
-            Ok(_) | Err(_) if self.cancel.is_cancelled() => Err(SkillError::Canceled),
-            Ok(_) | Err(_) => Err(SkillError::Runtime("the task actor is gone".into())),
+            Ok(_) | Err(_) => Err(self.gone()),
+        }
+    }
+
+    /// Why the actor did not take a call: it stopped after a cancel, or otherwise.
+    fn gone(&self) -> SkillError {
+        match self.cancel.is_cancelled() {
+            true => SkillError::Canceled,
+            false => SkillError::Runtime("the task actor is gone".into()),
         }
     }
 }

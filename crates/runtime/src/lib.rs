@@ -75,7 +75,7 @@ mod transition;
 
 pub use access::{ADMIN_SCOPE, Grants};
 pub use config::RuntimeConfig;
-pub use context::SkillContext;
+pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
 pub use handle::{
     ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage, TaskSnapshot,

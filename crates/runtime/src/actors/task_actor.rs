@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::fanout::{Fanout, LiveEvents};
+use super::posted::PostedNotes;
 use super::slots::{Slot, Slots};
 use super::supervisor::{Spawn, SupervisorMsg};
 use crate::config::RuntimeConfig;
@@ -47,6 +48,8 @@ pub(crate) enum SkillCall {
         prompt: Message,
     },
     Checkpoint(Value),
+    /// Nothing more than every call does first: commit the notes posted before it.
+    StorePosted,
 }
 
 /// How a skill run ended.
@@ -64,6 +67,8 @@ pub(crate) enum TaskMsg {
     /// its answer).
     Start(Slot),
     Skill(SkillCall, RpcReplyPort<SkillReply>),
+    /// The run posted a note to an empty queue (`PostedNotes`): commit what waits.
+    Posted,
     /// A user's follow-up message.
     Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
@@ -116,6 +121,8 @@ pub(crate) struct TaskActorState {
     slots: Arc<Slots>,
     /// Live events for subscribers.
     events: Fanout,
+    /// Progress notes the run posted, to commit before anything else it asks.
+    posted: Arc<PostedNotes>,
     run: Option<Run>,
     runs_started: u64,
     /// The run to start when a slot is granted: its input message and whether it resumes.
@@ -193,6 +200,7 @@ impl Actor for TaskActor {
             config: args.config,
             slots: args.slots,
             events,
+            posted: Arc::default(),
             run: None,
             runs_started: 0,
             pending,
@@ -234,6 +242,13 @@ impl Actor for TaskActor {
                 state.on_start(&myself, slot).await;
             }
             TaskMsg::Skill(call, reply) => state.on_skill_call(call, reply).await,
+            TaskMsg::Posted => {
+                if let Err(error) = state.store_posted().await {
+                    state
+                        .fail_after("could not store posted progress", error)
+                        .await;
+                }
+            }
             TaskMsg::Deliver(message, reply) => state.on_deliver(&myself, message, reply).await,
             TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
             TaskMsg::Subscribe(reply) => {
@@ -392,6 +407,45 @@ impl TaskActorState {
         Ok(())
     }
 
+    /// Takes the notes the run posted, as changes, with the last checkpoint among them,
+    /// and their number (to tell `PostedNotes` once their commit is over). A task being
+    /// canceled, or ended, drops them, as it refuses the run's calls.
+    fn take_posted(&mut self) -> (Vec<TaskEventKind>, Option<Value>, usize) {
+        let notes = self.posted.take();
+        let taken = notes.len();
+        if self.canceling || self.record.state().is_terminal() {
+            return (Vec::new(), None, taken);
+        }
+        let mut checkpoint = None;
+        let kinds = notes
+            .into_iter()
+            .map(|note| {
+                checkpoint = note.checkpoint.or(checkpoint.take());
+                TaskEventKind::Status(note.status)
+            })
+            .collect();
+        (kinds, checkpoint, taken)
+    }
+
+    /// Commits the notes the run posted, in one commit, followed by `then` (the run's
+    /// ending, say): what the run posted is stored before what it did next.
+    async fn apply_posted_then(&mut self, then: Vec<TaskEventKind>) -> Result<(), ApplyError> {
+        let (mut kinds, checkpoint, taken) = self.take_posted();
+        kinds.extend(then);
+        let result = match kinds.is_empty() {
+            true => Ok(()),
+            false => self.apply_all(kinds, checkpoint).await,
+        };
+        self.posted.committed(taken);
+        result
+    }
+
+    /// Commits the notes the run posted. Only a broken store fails this, and then the
+    /// task ends `failed`: a note the run was told is posted is never dropped silently.
+    async fn store_posted(&mut self) -> Result<(), ApplyError> {
+        self.apply_posted_then(Vec::new()).await
+    }
+
     async fn set_status(
         &mut self,
         state: TaskState,
@@ -461,6 +515,7 @@ impl TaskActorState {
             task,
             cancel.clone(),
             self.record.checkpoint.clone(),
+            self.posted.clone(),
             span.clone(),
             &self.record.skill,
         );
@@ -518,7 +573,11 @@ impl TaskActorState {
             self.end_run(outcome).await;
             return None;
         }
-        if let Err(error) = self.apply_all(Vec::new(), None).await {
+        // What the run posted in that poll is stored with the task.
+        let (kinds, checkpoint, taken) = self.take_posted();
+        let stored = self.apply_all(kinds, checkpoint).await;
+        self.posted.committed(taken);
+        if let Err(error) = stored {
             self.fail_after("could not store the task", error).await;
             return None;
         }
@@ -528,6 +587,14 @@ impl TaskActorState {
     async fn on_skill_call(&mut self, call: SkillCall, reply: RpcReplyPort<SkillReply>) {
         if self.canceling || self.record.state().is_terminal() {
             let _ = reply.send(Err(SkillError::Canceled));
+            return;
+        }
+        // Notes the run posted before this call are stored before it.
+        if let Err(error) = self.store_posted().await {
+            let text = format!("could not store posted progress: {error}");
+            self.fail_after("could not store posted progress", error)
+                .await;
+            let _ = reply.send(Err(SkillError::Runtime(text)));
             return;
         }
         let result = match call {
@@ -554,6 +621,7 @@ impl TaskActorState {
                 .await
             }
             SkillCall::Checkpoint(value) => self.save_checkpoint(value).await,
+            SkillCall::StorePosted => Ok(()),
             SkillCall::RequestInput { prompt } => {
                 let asked = self
                     .apply(TaskEventKind::Status(status(
@@ -694,55 +762,36 @@ impl TaskActorState {
         if self.canceling {
             return self.end_canceled("canceled by request").await;
         }
-        let ended = match outcome {
-            RunOutcome::Returned(Ok(output)) => self.complete(output).await,
+        let ending = match outcome {
+            RunOutcome::Returned(Ok(output)) => completion(output),
             RunOutcome::Returned(Err(SkillError::Rejected(reason))) => {
-                self.set_status(TaskState::Rejected, Some(reason)).await
+                vec![status_change(TaskState::Rejected, reason)]
             }
             RunOutcome::Returned(Err(SkillError::Canceled)) => {
                 telemetry::metrics().failure("skill");
                 let text = "the skill stopped as canceled, but no cancel was requested";
-                self.set_status(TaskState::Failed, Some(text.into())).await
+                vec![status_change(TaskState::Failed, text.into())]
             }
             RunOutcome::Returned(Err(error)) => {
                 telemetry::metrics().failure("skill");
-                self.set_status(TaskState::Failed, Some(error.to_string()))
-                    .await
+                vec![status_change(TaskState::Failed, error.to_string())]
             }
             RunOutcome::Panicked(text) => {
                 telemetry::metrics().failure("panic");
                 let text = format!("skill panicked: {text}");
-                self.set_status(TaskState::Failed, Some(text)).await
+                vec![status_change(TaskState::Failed, text)]
             }
             RunOutcome::Aborted => {
                 telemetry::metrics().failure("runtime");
-                self.set_status(TaskState::Failed, Some("the skill run was aborted".into()))
-                    .await
+                let text = "the skill run was aborted".into();
+                vec![status_change(TaskState::Failed, text)]
             }
         };
-        if let Err(error) = ended {
+        // One commit: what the run posted last, then how it ended.
+        if let Err(error) = self.apply_posted_then(ending).await {
             self.fail_after("could not record the skill's result", error)
                 .await;
         }
-    }
-
-    /// The run's artifacts and the completed status, in one commit (one flush).
-    async fn complete(&mut self, output: SkillOutput) -> Result<(), ApplyError> {
-        let mut kinds: Vec<TaskEventKind> = output
-            .artifacts
-            .into_iter()
-            .map(|artifact| TaskEventKind::Artifact {
-                artifact,
-                append: false,
-                last_chunk: true,
-            })
-            .collect();
-        let message = output.message.map(|mut m| {
-            m.role = Role::Agent;
-            m
-        });
-        kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
-        self.apply_all(kinds, None).await
     }
 
     async fn on_grace_expired(&mut self, run: u64) {
@@ -791,6 +840,30 @@ fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
         message,
         timestamp: Utc::now(),
     }
+}
+
+/// A status change the runtime makes, with its note.
+fn status_change(state: TaskState, text: String) -> TaskEventKind {
+    TaskEventKind::Status(status(state, Some(Message::agent(vec![Part::text(text)]))))
+}
+
+/// A run's output as changes: its artifacts, then the completed status.
+fn completion(output: SkillOutput) -> Vec<TaskEventKind> {
+    let mut kinds: Vec<TaskEventKind> = output
+        .artifacts
+        .into_iter()
+        .map(|artifact| TaskEventKind::Artifact {
+            artifact,
+            append: false,
+            last_chunk: true,
+        })
+        .collect();
+    let message = output.message.map(|mut m| {
+        m.role = Role::Agent;
+        m
+    });
+    kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
+    kinds
 }
 
 fn last_user_message(task: &Task) -> Option<Message> {
