@@ -121,7 +121,17 @@ enum Target {
 enum Workload {
     SendBlocking,
     GetTask,
+    /// W3: echo posts its steps (`SkillContext::post_progress_with_checkpoint`).
     Stream,
+    /// W3 with each step stored before the next (echo's `waitEachStep`): the cost of
+    /// `SkillContext::progress_with_checkpoint`. Set beside the SDK's plain W3.
+    StreamEachStepStored,
+}
+
+impl Workload {
+    fn is_stream(self) -> bool {
+        matches!(self, Workload::Stream | Workload::StreamEachStepStored)
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -180,6 +190,20 @@ fn cases() -> Vec<Case> {
                 name,
                 target,
                 workload: Stream,
+                concurrency: c,
+                compared: false,
+            });
+        }
+    }
+    for (name, target) in [
+        ("W3 stream, each step stored, sync", FundiSync),
+        ("W3 stream, each step stored, batched", FundiBatched),
+    ] {
+        for c in [1, 50] {
+            cases.push(Case {
+                name,
+                target,
+                workload: StreamEachStepStored,
                 concurrency: c,
                 compared: false,
             });
@@ -272,10 +296,11 @@ async fn measure(
             })
             .await
         }
-        Workload::Stream => {
+        Workload::Stream | Workload::StreamEachStepStored => {
+            let each_step_stored = case.workload == Workload::StreamEachStepStored;
             load::run(case.concurrency, duration, move |w, i| {
                 let (client, url) = (client.clone(), url.clone());
-                async move { workloads::stream(&client, &url, w, i).await }
+                async move { workloads::stream(&client, &url, w, i, each_step_stored).await }
             })
             .await
         }
@@ -483,8 +508,12 @@ async fn main() -> anyhow::Result<()> {
         cases
             .iter()
             .position(|k| {
+                let same = match case.workload {
+                    Workload::StreamEachStepStored => Workload::Stream,
+                    workload => workload,
+                };
                 k.target == Target::RustSdk
-                    && k.workload == case.workload
+                    && k.workload == same
                     && k.concurrency == case.concurrency
             })
             .map(|sdk| rate(i) / rate(sdk))
@@ -521,7 +550,7 @@ async fn main() -> anyhow::Result<()> {
         let ratio = bare_at(case.concurrency).map(|bare| per_second / bare);
         let to_sdk = to_rust_sdk(i);
         let compared = to_compared(i);
-        let unit = if case.workload == Workload::Stream {
+        let unit = if case.workload.is_stream() {
             "events"
         } else {
             "requests"

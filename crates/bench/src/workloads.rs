@@ -80,18 +80,20 @@ pub(crate) async fn get_task(client: &reqwest::Client, url: &str, id: &str) -> a
 pub(crate) const STREAM_STEPS: u64 = 20;
 
 /// W3: a streamed SendMessage with 20 progress events, read to its end; counts the
-/// events; the first must be the task and the last the completion.
+/// events; the first must be the task and the last the completion. With
+/// `each_step_stored`, echo stores each step before the next instead of posting them.
 pub(crate) async fn stream(
     client: &reqwest::Client,
     url: &str,
     worker: usize,
     i: u64,
+    each_step_stored: bool,
 ) -> anyhow::Result<u64> {
     let text = format!("s{worker}-{i}");
     let body = send_request(
         "SendStreamingMessage",
         &text,
-        Some(json!({"steps": STREAM_STEPS, "delayMs": 0})),
+        Some(json!({"steps": STREAM_STEPS, "delayMs": 0, "waitEachStep": each_step_stored})),
     );
     let sse = post(client, url, &body).await?.text().await?;
     let events: Vec<Value> = sse

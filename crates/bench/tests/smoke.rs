@@ -124,6 +124,8 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
         ("W3 stream, batched", &[1, 50]),
         ("W3 stream, memory store", &[1, 50]),
         ("W3 stream, Rust SDK in memory", &[1, 50]),
+        ("W3 stream, each step stored, sync", &[1, 50]),
+        ("W3 stream, each step stored, batched", &[1, 50]),
     ];
     for (measurement, concurrencies) in expected {
         let found = rows(&results, measurement);

@@ -1,6 +1,9 @@
 //! `echo`: echoes the user's text. For smoke tests, demos and benchmarks it can also emit
 //! progress steps and ask for input first. It is resumable: after a restart it continues
-//! from its last checkpoint (the step it reached, the answer it got).
+//! from its last checkpoint (the step it reached, the answer it got). Its steps are
+//! posted (`SkillContext::post_progress_with_checkpoint`: steps that come faster than
+//! the store writes share a commit); `{"waitEachStep": true}` makes each step wait until
+//! it is stored instead (`progress_with_checkpoint`).
 
 use std::time::Duration;
 
@@ -46,6 +49,7 @@ struct Plan {
     steps: u64,
     delay: Duration,
     ask_input: bool,
+    wait_each_step: bool,
 }
 
 /// What a run has got to, saved as the checkpoint.
@@ -73,19 +77,20 @@ impl EchoSkill {
                 }),
             }
         };
-        let ask_input = match data.and_then(|d| d.get("askInput")) {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(v) => {
-                return Err(SkillError::Rejected(format!(
-                    "echo: data part field \"askInput\" must be true or false, got {v}"
-                )));
+        let flag = |key: &str| -> Result<bool, SkillError> {
+            match data.and_then(|d| d.get(key)) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(v) => Err(SkillError::Rejected(format!(
+                    "echo: data part field {key:?} must be true or false, got {v}"
+                ))),
             }
         };
         Ok(Plan {
             steps: number("steps", self.config.steps, MAX_STEPS)?,
             delay: Duration::from_millis(number("delayMs", self.config.delay_ms, MAX_DELAY_MS)?),
-            ask_input,
+            ask_input: flag("askInput")?,
+            wait_each_step: flag("waitEachStep")?,
         })
     }
 }
@@ -105,8 +110,9 @@ impl Skill for EchoSkill {
             id: "echo".into(),
             name: "Echo".into(),
             description: "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
-                          makes it report N progress steps M ms apart; {\"askInput\": true} makes \
-                          it ask for the text first."
+                          makes it report N progress steps M ms apart ({\"waitEachStep\": true}: \
+                          each one stored before the next); {\"askInput\": true} makes it ask \
+                          for the text first."
                 .into(),
             tags: vec!["echo".into(), "demo".into(), "test".into()],
             examples: vec!["hello".into()],
@@ -165,12 +171,14 @@ impl Skill for EchoSkill {
             }
             progress.step += 1;
             let fraction = progress.step as f64 / plan.steps as f64;
-            ctx.progress_with_checkpoint(
-                fraction,
-                format!("step {} of {}", progress.step, plan.steps),
-                json!(progress),
-            )
-            .await?;
+            let note = format!("step {} of {}", progress.step, plan.steps);
+            if plan.wait_each_step {
+                ctx.progress_with_checkpoint(fraction, note, json!(progress))
+                    .await?;
+            } else {
+                ctx.post_progress_with_checkpoint(fraction, note, json!(progress))
+                    .await?;
+            }
         }
 
         let reply = Message::agent(vec![Part::text(text.clone())]);
@@ -197,13 +205,19 @@ mod tests {
             Plan {
                 steps: 3,
                 delay: Duration::from_millis(7),
-                ask_input: false
+                ask_input: false,
+                wait_each_step: false,
             }
         );
         let plan = echo
             .plan(Some(&json!({"steps": 5, "delayMs": 0, "askInput": true})))
             .unwrap();
-        assert_eq!((plan.steps, plan.ask_input), (5, true));
+        assert_eq!(
+            (plan.steps, plan.ask_input, plan.wait_each_step),
+            (5, true, false)
+        );
+        let plan = echo.plan(Some(&json!({"waitEachStep": true}))).unwrap();
+        assert!(plan.wait_each_step);
         // As protobuf clients send them.
         let plan = echo
             .plan(Some(&json!({"steps": 4.0, "delayMs": 20.0})))
@@ -215,6 +229,7 @@ mod tests {
             (json!({"steps": 2.5}), "steps"),
             (json!({"delayMs": "slow"}), "delayMs"),
             (json!({"askInput": "yes"}), "askInput"),
+            (json!({"waitEachStep": 1}), "waitEachStep"),
         ] {
             match echo.plan(Some(&bad)) {
                 Err(SkillError::Rejected(text)) => assert!(text.contains(field), "{text}"),
