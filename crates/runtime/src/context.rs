@@ -275,9 +275,10 @@ impl SkillContext {
     }
 
     /// Returns once every change stored so far (this run's included), and every note this
-    /// run posted before the call, is durable: in sled `sync` mode, on disk. Changes are stored without waiting for the disk; call this
-    /// before acting on the outside world on the strength of one, so that a crash cannot
-    /// undo the record of a step whose effects remain.
+    /// run posted before the call, is durable: in sled `sync` mode, on disk. Changes are
+    /// stored without waiting for the disk; call this before acting on the outside world
+    /// on the strength of one, so that a crash cannot undo the record of a step whose
+    /// effects remain.
     pub async fn settle(&self) -> Result<(), SkillError> {
         if self.posted.unsettled() {
             // Stored first: the call is answered once the notes posted before it are.
