@@ -387,6 +387,7 @@ async fn measure_restart(
         .send()
         .await?;
     anyhow::ensure!(health.status() == 200, "not healthy after restart");
+    let rss_restarted = restarted.rss_bytes().unwrap_or_default();
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
         "\n{} live unfinished tasks: RSS {:.0} MiB (empty: {:.0} MiB, {:.1} KiB per task)",
@@ -396,13 +397,15 @@ async fn measure_restart(
         rss_loaded.saturating_sub(rss_empty) as f64 / 1024.0 / args.restart_tasks as f64
     );
     println!(
-        "restart with {} unfinished tasks: listening after {:.2} s (empty store: {:.2} s)",
+        "restart with {} unfinished tasks: listening after {:.2} s (empty store: {:.2} s), RSS then {:.0} MiB",
         args.restart_tasks,
         restarted.startup.as_secs_f64(),
-        baseline.as_secs_f64()
+        baseline.as_secs_f64(),
+        mib(rss_restarted)
     );
     Ok(Some(json!({"unfinishedTasks": args.restart_tasks,
         "rssBytesWithTasks": rss_loaded, "rssBytesEmpty": rss_empty,
+        "rssBytesAfterRestart": rss_restarted,
         "startupSeconds": restarted.startup.as_secs_f64(),
         "emptyStartupSeconds": baseline.as_secs_f64()})))
 }

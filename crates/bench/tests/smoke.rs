@@ -167,6 +167,7 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
     let restart = &results["restart"];
     assert_eq!(restart["unfinishedTasks"], 20, "{restart}");
     assert!(positive(&restart["startupSeconds"]), "{restart}");
+    assert!(positive(&restart["rssBytesAfterRestart"]), "{restart}");
 
     let input_required = &results["inputRequired"];
     assert_eq!(input_required["tasks"], 20, "{input_required}");

@@ -130,6 +130,7 @@ impl RuntimeBuilder {
             slots,
             live: live_watch,
             recovery: std::sync::OnceLock::new(),
+            resumers: std::sync::Mutex::default(),
             _gauges: gauges,
         };
         let handle = RuntimeHandle {
@@ -307,6 +308,8 @@ struct Inner {
     slots: Arc<Slots>,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
+    /// Recovery's queues of tasks to resume as slots free up (stopped at shutdown).
+    resumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
     /// Observed while the runtime lives.
     _gauges: telemetry::LiveGauges,
 }
@@ -740,6 +743,16 @@ impl RuntimeHandle {
     /// still unfinished stay stored as they are, for recovery.
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.accepting.store(false, Ordering::Release);
+        // Tasks still queued to resume stay stored, working, for the next start.
+        for resumer in self
+            .inner
+            .resumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            resumer.abort();
+        }
         let mut live = self.inner.live.clone();
         let _ = tokio::time::timeout(grace, live.wait_for(|n| n.busy == 0)).await;
         // Task actors first (they abort their runs as they stop), then the supervisor;
@@ -752,6 +765,39 @@ impl RuntimeHandle {
 
     pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
         &self.inner.store
+    }
+
+    /// Resumes these submitted or working tasks of `skill`, in order, each once it has a
+    /// slot: its actor starts then (see `SupervisorMsg::Resume`), so a backlog of tasks
+    /// waiting for slots after a restart holds no actors. Up to the skill's concurrency
+    /// wait for a slot at once, queued with the tasks submitted since.
+    pub(crate) fn resume_in_turn(&self, skill: String, ids: Vec<TaskId>) {
+        let slots = self.inner.slots.clone();
+        let supervisor = self.inner.supervisor.clone();
+        let at_once = self.inner.config.concurrency_of(&skill).max(1);
+        let resumer = tokio::spawn(async move {
+            let mut backlog = slots.backlog(ids.len());
+            let asks = ids.into_iter().map(|task_id| {
+                backlog.asking();
+                let (slots, skill, supervisor) = (slots.clone(), skill.clone(), supervisor.clone());
+                async move {
+                    if let Some(slot) = slots.take(&skill).await {
+                        let _ = supervisor.cast(SupervisorMsg::Resume { task_id, slot });
+                    }
+                }
+            });
+            futures::stream::iter(asks)
+                .buffered(at_once)
+                .for_each(|()| async {})
+                .await;
+        });
+        let mut resumers = self
+            .inner
+            .resumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        resumers.retain(|r| !r.is_finished());
+        resumers.push(resumer.abort_handle());
     }
 
     pub(crate) fn skill_card(&self, id: &str) -> Option<SkillCard> {

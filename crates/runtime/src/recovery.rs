@@ -1,9 +1,11 @@
 //! Recovery at start: every stored task that is not terminal is resumed, left waiting
 //! for input, or ended `failed` with the reason "interrupted by restart".
 
+use std::collections::HashMap;
+
 use futures::{StreamExt, TryStreamExt};
 
-use crate::actors::{Spawn, StartMode, fail_stored_task};
+use crate::actors::fail_stored_task;
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::model::TaskId;
@@ -18,7 +20,8 @@ const PARALLEL_FAILS: usize = 64;
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
-    /// Submitted or working tasks of resumable skills, run again from their checkpoint.
+    /// Submitted or working tasks of resumable skills, run again from their checkpoint
+    /// (each once it has a slot of its skill: queued until then, with no actor).
     pub resumed: usize,
     /// Tasks ended `failed` (their skill is not resumable, or no longer registered).
     pub failed: usize,
@@ -30,6 +33,7 @@ pub struct RecoveryReport {
 pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, RuntimeError> {
     let mut report = RecoveryReport::default();
     let mut to_fail: Vec<(TaskId, String)> = Vec::new();
+    let mut to_resume: HashMap<String, Vec<TaskId>> = HashMap::new();
     let metrics = telemetry::metrics();
     for record in handle.store().active().await? {
         let id = record.task.id.clone();
@@ -50,11 +54,15 @@ pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, Ru
             }
             Some(_) => {
                 tracing::info!(task_id = %id, "resuming task after restart");
-                handle.spawn(Spawn::new(record, StartMode::Resume)).await?;
                 metrics.recovered("resumed");
                 report.resumed += 1;
+                to_resume.entry(record.skill).or_default().push(id);
             }
         }
+    }
+    // No actor yet: each starts once its task has a slot, in the order read.
+    for (skill, ids) in to_resume {
+        handle.resume_in_turn(skill, ids);
     }
     let store = handle.store().clone();
     report.failed = futures::stream::iter(to_fail)

@@ -11,18 +11,26 @@ use common::*;
 use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
-    ContextId, Durability, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeHandle,
-    SledStore, SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
-    TaskStore,
+    ContextId, Durability, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeConfig,
+    RuntimeHandle, SledStore, SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
+    TaskStatus, TaskStore,
 };
 use serde_json::{Value, json};
 
 async fn start(dir: &std::path::Path) -> (RuntimeHandle, Scripted, Scripted) {
+    start_with(dir, RuntimeConfig::default()).await
+}
+
+async fn start_with(
+    dir: &std::path::Path,
+    config: RuntimeConfig,
+) -> (RuntimeHandle, Scripted, Scripted) {
     let resumable = Scripted::new("resumable", true);
     let one_shot = Scripted::new("one-shot", false);
     let store = open_sled(dir).await;
     let rt = Runtime::builder()
         .store(store)
+        .config(config)
         .skill(resumable.clone())
         .skill(one_shot.clone())
         .start()
@@ -117,6 +125,83 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
         assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "{id}");
         assert!(events.last().unwrap().is_terminal(), "{id}");
     }
+}
+
+/// Waits (up to the deadline) until `rt` has `n` live actors.
+async fn live_actors(rt: &RuntimeHandle, n: usize) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while rt.live_tasks() != n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} live actors, not {n}",
+            rt.live_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_resumed_after_a_restart_get_actors_only_as_slots_free_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_at_a_time = || RuntimeConfig {
+        max_concurrent_runs: 1,
+        ..RuntimeConfig::default()
+    };
+    let (rt, _, _) = start_with(dir.path(), one_at_a_time()).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let text = format!("t{i}");
+        ids.push(
+            submit_to(&rt, "resumable", &text, json!({"gate": true}))
+                .await
+                .id,
+        );
+    }
+    wait_for_state(&rt, &ids[0], TaskState::Working).await;
+    crash(rt).await;
+
+    let (rt, resumable, _) = start_with(dir.path(), one_at_a_time()).await;
+    assert_eq!(rt.recovery_report().resumed, 4);
+    // One runs again (at its gate); the other three wait for the slot with no actor.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while resumable.started().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "nothing resumed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    live_actors(&rt, 1).await;
+    assert_eq!(resumable.started().len(), 1, "{:?}", resumable.started());
+
+    // A subscriber to a queued task follows it to its end; a cancel ends one at once.
+    let follower = {
+        let (rt, id) = (rt.clone(), ids[3].clone());
+        tokio::spawn(async move { collect_events(&rt, &id, 0).await })
+    };
+    let canceled = rt.cancel(&ids[2], None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    resumable.gate.add_permits(3);
+    for (i, id) in ids.iter().enumerate() {
+        let state = if i == 2 {
+            TaskState::Canceled
+        } else {
+            TaskState::Completed
+        };
+        let task = wait_for_state(&rt, id, state).await;
+        let events = collect_events(&rt, id, 0).await;
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "{id}");
+        assert_eq!(task.status.state, state);
+    }
+    let followed = follower.await.unwrap();
+    assert_eq!(
+        followed.last().and_then(|e| e.status()).map(|s| s.state),
+        Some(TaskState::Completed),
+        "{followed:?}"
+    );
+    // Each ran once, the canceled one never.
+    let mut started = resumable.started();
+    started.sort();
+    assert_eq!(started, ["t0", "t1", "t3"]);
+    live_actors(&rt, 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,39 @@ impl Slots {
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Relaxed)
     }
+
+    /// Counts `n` tasks queued for a slot elsewhere, before they ask for one (recovery's
+    /// resumes, asking in turn): each is counted as waiting until it asks
+    /// (`Backlog::asking`) or the backlog is dropped.
+    pub(crate) fn backlog(self: &Arc<Slots>, n: usize) -> Backlog {
+        self.waiting.fetch_add(n, Ordering::Relaxed);
+        Backlog {
+            slots: self.clone(),
+            left: n,
+        }
+    }
+}
+
+/// Tasks counted as waiting for a slot before they ask for one (`Slots::backlog`).
+pub(crate) struct Backlog {
+    slots: Arc<Slots>,
+    left: usize,
+}
+
+impl Backlog {
+    /// One of the tasks asks for its slot now (`Slots::take` counts it from here).
+    pub(crate) fn asking(&mut self) {
+        if self.left > 0 {
+            self.left -= 1;
+            self.slots.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Backlog {
+    fn drop(&mut self) {
+        self.slots.waiting.fetch_sub(self.left, Ordering::Relaxed);
+    }
 }
 
 struct Queued<'a>(&'a AtomicUsize);
@@ -127,6 +160,17 @@ mod tests {
             order.push(next.await.expect("a waiter never got the slot").unwrap());
         }
         assert_eq!(order, [0, 1, 2]);
+        assert_eq!(slots.waiting(), 0);
+    }
+
+    #[test]
+    fn a_backlog_counts_as_waiting_until_each_asks_or_it_is_dropped() {
+        let slots = slots(1);
+        let mut backlog = slots.backlog(3);
+        assert_eq!(slots.waiting(), 3);
+        backlog.asking();
+        assert_eq!(slots.waiting(), 2);
+        drop(backlog);
         assert_eq!(slots.waiting(), 0);
     }
 

@@ -32,11 +32,17 @@ pub(crate) enum SupervisorMsg {
         task_id: TaskId,
         reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
-    /// The live actor of a task, if there is one (no waking).
+    /// The live actor of a task, for a subscriber. A submitted or working task without
+    /// one (queued for a slot after a restart) gets one, which waits for its slot; a
+    /// task waiting for input is not woken (its stream ends there anyway).
     Live {
         task_id: TaskId,
         reply: RpcReplyPort<Option<ActorRef<TaskMsg>>>,
     },
+    /// Start the actor of a task recovery queued for a slot, with this slot. Nothing
+    /// happens (and the slot is freed) if the task has an actor already (woken by a
+    /// call, it waits for a slot of its own) or is no longer submitted or working.
+    Resume { task_id: TaskId, slot: Slot },
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
 }
@@ -128,8 +134,9 @@ impl Actor for Supervisor {
                 let _ = reply.send(state.route(&myself, task_id).await);
             }
             SupervisorMsg::Live { task_id, reply } => {
-                let _ = reply.send(state.live.get(&task_id).cloned());
+                let _ = reply.send(state.follow(&myself, task_id).await);
             }
+            SupervisorMsg::Resume { task_id, slot } => state.resume(&myself, task_id, slot).await,
             SupervisorMsg::WaitingForInput { task_id, waiting } => {
                 if waiting && state.live.contains_key(&task_id) {
                     state.waiting_for_input.insert(task_id);
@@ -241,6 +248,64 @@ impl SupervisorState {
             StartMode::Resume
         };
         self.spawn(myself, Spawn::new(record, mode)).await
+    }
+
+    /// The live actor of a task; one started for a submitted or working task that has
+    /// none (see `SupervisorMsg::Live`).
+    async fn follow(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        task_id: TaskId,
+    ) -> Option<ActorRef<TaskMsg>> {
+        if let Some(actor) = self.live.get(&task_id) {
+            return Some(actor.clone());
+        }
+        let record = match self.args.store.get(&task_id).await {
+            Ok(record) => record?,
+            Err(error) => {
+                // The subscriber reads the store instead, and learns of the error there.
+                tracing::warn!(%task_id, %error, "could not read a task to follow");
+                return None;
+            }
+        };
+        if record.state().is_terminal() || record.state().is_interrupted() {
+            return None;
+        }
+        match self
+            .spawn(myself, Spawn::new(record, StartMode::Resume))
+            .await
+        {
+            Ok(actor) => actor,
+            Err(error) => {
+                tracing::error!(%task_id, %error, "could not start a task to follow");
+                None
+            }
+        }
+    }
+
+    async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
+        if self.live.contains_key(&task_id) {
+            return;
+        }
+        let record = match self.args.store.get(&task_id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                // Left stored as it is: the next start recovers it.
+                tracing::error!(%task_id, %error, "could not read a task to resume");
+                return;
+            }
+        };
+        if record.state().is_terminal() || record.state().is_interrupted() {
+            return;
+        }
+        let spawn = Spawn {
+            slot: Some(slot),
+            ..Spawn::new(record, StartMode::Resume)
+        };
+        if let Err(error) = self.spawn(myself, spawn).await {
+            tracing::error!(%task_id, %error, "could not resume a task");
+        }
     }
 
     /// Drops a stopped actor from the registry and frees what it held.

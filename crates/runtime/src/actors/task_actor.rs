@@ -217,9 +217,10 @@ impl Actor for TaskActor {
             state.events.publish(event);
         }
         match slot {
-            // Not stored yet: the run and the first commit happen on this actor's own
-            // task, not in the spawn (the supervisor waits for `pre_start`).
-            Some(slot) if !state.unwritten.is_empty() => {
+            // Not stored yet, or resumed (its first commit says so): the run and that
+            // commit happen on this actor's own task, not in the spawn (the supervisor
+            // waits for `pre_start`).
+            Some(slot) if !state.unwritten.is_empty() || mode == StartMode::Resume => {
                 myself.cast(TaskMsg::Start(slot))?;
             }
             // Stored already working: run now.
