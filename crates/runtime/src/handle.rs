@@ -743,7 +743,9 @@ impl RuntimeHandle {
     /// still unfinished stay stored as they are, for recovery.
     pub async fn shutdown(&self, grace: Duration) {
         self.inner.accepting.store(false, Ordering::Release);
-        // Tasks still queued to resume stay stored, working, for the next start.
+        // Tasks still queued to resume stay stored, working, for the next start; a
+        // subscriber whose task's actor stops does not start another.
+        let _ = self.inner.supervisor.cast(SupervisorMsg::ShuttingDown);
         for resumer in self
             .inner
             .resumers

@@ -15,6 +15,7 @@ use fundi_runtime::{
     RuntimeHandle, SledStore, SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
     TaskStatus, TaskStore,
 };
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 async fn start(dir: &std::path::Path) -> (RuntimeHandle, Scripted, Scripted) {
@@ -265,8 +266,8 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
         }
     }
     let (rt, _, _) = start(dir.path()).await;
-    let t = rt.get(&broken, None, None).await.unwrap();
-    assert_eq!(t.status.state, TaskState::Failed);
+    // Its actor starts once it has a slot, after the start returned.
+    let t = wait_for_state(&rt, &broken, TaskState::Failed).await;
     assert!(
         status_text(&t).starts_with("task actor failed to start"),
         "{}",
@@ -278,4 +279,36 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
         status_text(&t),
         "interrupted by restart; skill \"retired-skill\" is no longer registered"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_does_not_restart_a_task_the_shutdown_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, resumable, _) = start(dir.path()).await;
+    let task = submit_to(&rt, "resumable", "long", json!({"gate": true})).await;
+    wait_for_state(&rt, &task.id, TaskState::Working).await;
+    // Subscribed (its live queue is there once the first event is read) before the
+    // shutdown.
+    let mut stream = rt.subscribe(&task.id, 0, None).await.unwrap();
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(matches!(first.kind, TaskEventKind::Created(_)));
+    // Read on while the shutdown goes on: its actor stops under it.
+    let rest = tokio::spawn(tokio::time::timeout(
+        DEADLINE,
+        stream.map(|e| e.unwrap()).collect::<Vec<_>>(),
+    ));
+    rt.shutdown(Duration::ZERO).await;
+    // The stream ends with the task as stored: working, run once.
+    let events = rest.await.unwrap().expect("the stream ends");
+    assert_eq!(
+        events.last().and_then(|e| e.status()).map(|s| s.state),
+        Some(TaskState::Working),
+        "{events:?}"
+    );
+    assert_eq!(resumable.started(), ["long"]);
+    drop(rt);
+    let store = open_sled(dir.path()).await;
+    let stored = store.get(&task.id).await.unwrap().unwrap();
+    assert_eq!(stored.state(), TaskState::Working);
+    assert_eq!(stored.last_seq, 2, "nothing was written after the shutdown");
 }

@@ -43,6 +43,9 @@ pub(crate) enum SupervisorMsg {
     /// happens (and the slot is freed) if the task has an actor already (woken by a
     /// call, it waits for a slot of its own) or is no longer submitted or working.
     Resume { task_id: TaskId, slot: Slot },
+    /// The runtime shuts down: no task actor starts for a subscriber or a queued resume
+    /// any more (what is unfinished stays stored for the next start).
+    ShuttingDown,
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
 }
@@ -100,6 +103,7 @@ pub(crate) struct SupervisorState {
     live: HashMap<TaskId, ActorRef<TaskMsg>>,
     by_actor: HashMap<ActorId, TaskId>,
     waiting_for_input: HashSet<TaskId>,
+    shutting_down: bool,
 }
 
 impl Actor for Supervisor {
@@ -117,6 +121,7 @@ impl Actor for Supervisor {
             live: HashMap::new(),
             by_actor: HashMap::new(),
             waiting_for_input: HashSet::new(),
+            shutting_down: false,
         })
     }
 
@@ -137,6 +142,7 @@ impl Actor for Supervisor {
                 let _ = reply.send(state.follow(&myself, task_id).await);
             }
             SupervisorMsg::Resume { task_id, slot } => state.resume(&myself, task_id, slot).await,
+            SupervisorMsg::ShuttingDown => state.shutting_down = true,
             SupervisorMsg::WaitingForInput { task_id, waiting } => {
                 if waiting && state.live.contains_key(&task_id) {
                     state.waiting_for_input.insert(task_id);
@@ -260,6 +266,9 @@ impl SupervisorState {
         if let Some(actor) = self.live.get(&task_id) {
             return Some(actor.clone());
         }
+        if self.shutting_down {
+            return None;
+        }
         let record = match self.args.store.get(&task_id).await {
             Ok(record) => record?,
             Err(error) => {
@@ -284,7 +293,7 @@ impl SupervisorState {
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
-        if self.live.contains_key(&task_id) {
+        if self.shutting_down || self.live.contains_key(&task_id) {
             return;
         }
         let record = match self.args.store.get(&task_id).await {
