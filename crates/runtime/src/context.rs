@@ -124,7 +124,7 @@ impl SkillContext {
     ) -> Result<(), SkillError> {
         self.report_progress(fraction, text.into(), Some(checkpoint.clone()))
             .await?;
-        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint);
+        self.remember(checkpoint);
         Ok(())
     }
 
@@ -175,7 +175,7 @@ impl SkillContext {
     ) -> Result<(), SkillError> {
         self.post(fraction, text.into(), Some(checkpoint.clone()))
             .await?;
-        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint);
+        self.remember(checkpoint);
         Ok(())
     }
 
@@ -270,8 +270,13 @@ impl SkillContext {
     /// Saves a checkpoint with the task; a resumed run gets the last one back.
     pub async fn checkpoint(&self, value: Value) -> Result<(), SkillError> {
         self.send(SkillCall::Checkpoint(value.clone())).await?;
-        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+        self.remember(value);
         Ok(())
+    }
+
+    /// The checkpoint `last_checkpoint` returns from now on.
+    fn remember(&self, checkpoint: Value) {
+        *self.checkpoint.lock().unwrap_or_else(|p| p.into_inner()) = Some(checkpoint);
     }
 
     /// Returns once every change stored so far (this run's included), and every note this
