@@ -408,32 +408,25 @@ impl TaskActorState {
         Ok(())
     }
 
-    /// Takes the notes the run posted, as changes, with the last checkpoint among them,
-    /// and their number (to tell `PostedNotes` once their commit is over). A task being
-    /// canceled, or ended, drops them, as it refuses the run's calls.
-    fn take_posted(&mut self) -> (Vec<TaskEventKind>, Option<Value>, usize) {
+    /// Commits the notes the run posted, in one commit, followed by `then` (the run's
+    /// ending, say): what the run posted is stored before what it did next. A task not
+    /// stored yet is stored by this commit even with nothing to add. A task being
+    /// canceled, or ended, drops the notes, as it refuses the run's calls.
+    async fn apply_posted_then(&mut self, then: Vec<TaskEventKind>) -> Result<(), ApplyError> {
         let notes = self.posted.take();
         let taken = notes.len();
-        if self.canceling || self.record.state().is_terminal() {
-            return (Vec::new(), None, taken);
-        }
+        let dropped = self.canceling || self.record.state().is_terminal();
         let mut checkpoint = None;
-        let kinds = notes
+        let mut kinds: Vec<TaskEventKind> = notes
             .into_iter()
+            .filter(|_| !dropped)
             .map(|note| {
                 checkpoint = note.checkpoint.or(checkpoint.take());
                 TaskEventKind::Status(note.status)
             })
             .collect();
-        (kinds, checkpoint, taken)
-    }
-
-    /// Commits the notes the run posted, in one commit, followed by `then` (the run's
-    /// ending, say): what the run posted is stored before what it did next.
-    async fn apply_posted_then(&mut self, then: Vec<TaskEventKind>) -> Result<(), ApplyError> {
-        let (mut kinds, checkpoint, taken) = self.take_posted();
         kinds.extend(then);
-        let result = match kinds.is_empty() {
+        let result = match kinds.is_empty() && self.unwritten.is_empty() {
             true => Ok(()),
             false => self.apply_all(kinds, checkpoint).await,
         };
@@ -452,9 +445,7 @@ impl TaskActorState {
         state: TaskState,
         text: Option<String>,
     ) -> Result<(), ApplyError> {
-        let message = text.map(|t| Message::agent(vec![Part::text(t)]));
-        self.apply(TaskEventKind::Status(status(state, message)))
-            .await
+        self.apply(status_change(state, text)).await
     }
 
     /// Ends the task `failed` when a change the runtime itself needed could not be made.
@@ -575,10 +566,7 @@ impl TaskActorState {
             return None;
         }
         // What the run posted in that poll is stored with the task.
-        let (kinds, checkpoint, taken) = self.take_posted();
-        let stored = self.apply_all(kinds, checkpoint).await;
-        self.posted.committed(taken);
-        if let Err(error) = stored {
+        if let Err(error) = self.apply_posted_then(Vec::new()).await {
             self.fail_after("could not store the task", error).await;
             return None;
         }
@@ -766,26 +754,26 @@ impl TaskActorState {
         let ending = match outcome {
             RunOutcome::Returned(Ok(output)) => completion(output),
             RunOutcome::Returned(Err(SkillError::Rejected(reason))) => {
-                vec![status_change(TaskState::Rejected, reason)]
+                vec![status_change(TaskState::Rejected, Some(reason))]
             }
             RunOutcome::Returned(Err(SkillError::Canceled)) => {
                 telemetry::metrics().failure("skill");
                 let text = "the skill stopped as canceled, but no cancel was requested";
-                vec![status_change(TaskState::Failed, text.into())]
+                vec![status_change(TaskState::Failed, Some(text.into()))]
             }
             RunOutcome::Returned(Err(error)) => {
                 telemetry::metrics().failure("skill");
-                vec![status_change(TaskState::Failed, error.to_string())]
+                vec![status_change(TaskState::Failed, Some(error.to_string()))]
             }
             RunOutcome::Panicked(text) => {
                 telemetry::metrics().failure("panic");
                 let text = format!("skill panicked: {text}");
-                vec![status_change(TaskState::Failed, text)]
+                vec![status_change(TaskState::Failed, Some(text))]
             }
             RunOutcome::Aborted => {
                 telemetry::metrics().failure("runtime");
                 let text = "the skill run was aborted".into();
-                vec![status_change(TaskState::Failed, text)]
+                vec![status_change(TaskState::Failed, Some(text))]
             }
         };
         // One commit: what the run posted last, then how it ended.
@@ -843,9 +831,10 @@ fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
     }
 }
 
-/// A status change the runtime makes, with its note.
-fn status_change(state: TaskState, text: String) -> TaskEventKind {
-    TaskEventKind::Status(status(state, Some(Message::agent(vec![Part::text(text)]))))
+/// A status change the runtime makes, with its note, if any.
+fn status_change(state: TaskState, text: Option<String>) -> TaskEventKind {
+    let message = text.map(|t| Message::agent(vec![Part::text(t)]));
+    TaskEventKind::Status(status(state, message))
 }
 
 /// A run's output as changes: its artifacts, then the completed status.
