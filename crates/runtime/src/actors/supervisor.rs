@@ -269,52 +269,44 @@ impl SupervisorState {
         if self.shutting_down {
             return None;
         }
-        let record = match self.args.store.get(&task_id).await {
-            Ok(record) => record?,
-            Err(error) => {
-                // The subscriber reads the store instead, and learns of the error there.
-                tracing::warn!(%task_id, %error, "could not read a task to follow");
-                return None;
-            }
-        };
-        if record.state().is_terminal() || record.state().is_interrupted() {
-            return None;
-        }
-        match self
-            .spawn(myself, Spawn::new(record, StartMode::Resume))
-            .await
-        {
-            Ok(actor) => actor,
-            Err(error) => {
-                tracing::error!(%task_id, %error, "could not start a task to follow");
-                None
-            }
-        }
+        // On an error the subscriber reads the store instead, and learns of it there.
+        self.start_unfinished(myself, &task_id, None).await
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
         if self.shutting_down || self.live.contains_key(&task_id) {
             return;
         }
-        let record = match self.args.store.get(&task_id).await {
-            Ok(Some(record)) => record,
-            Ok(None) => return,
-            Err(error) => {
-                // Left stored as it is: the next start recovers it.
-                tracing::error!(%task_id, %error, "could not read a task to resume");
-                return;
+        // On an error the task is left stored as it is: the next start recovers it.
+        self.start_unfinished(myself, &task_id, Some(slot)).await;
+    }
+
+    /// Starts the actor of a stored task that is submitted or working and has none, to
+    /// run it again (with `slot`, at once; without, once it has one). `None` for a task
+    /// in any other state, or unknown, or when the store fails (logged).
+    async fn start_unfinished(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        task_id: &TaskId,
+        slot: Option<Slot>,
+    ) -> Option<ActorRef<TaskMsg>> {
+        let started = match self.args.store.get(task_id).await {
+            Ok(Some(record))
+                if !record.state().is_terminal() && !record.state().is_interrupted() =>
+            {
+                let spawn = Spawn {
+                    slot,
+                    ..Spawn::new(record, StartMode::Resume)
+                };
+                self.spawn(myself, spawn).await
             }
+            Ok(_) => return None,
+            Err(error) => Err(error.into()),
         };
-        if record.state().is_terminal() || record.state().is_interrupted() {
-            return;
-        }
-        let spawn = Spawn {
-            slot: Some(slot),
-            ..Spawn::new(record, StartMode::Resume)
-        };
-        if let Err(error) = self.spawn(myself, spawn).await {
-            tracing::error!(%task_id, %error, "could not resume a task");
-        }
+        started.unwrap_or_else(|error| {
+            tracing::error!(%task_id, %error, "could not start an unfinished task");
+            None
+        })
     }
 
     /// Drops a stopped actor from the registry and frees what it held.
