@@ -525,12 +525,7 @@ impl SledStore {
     ) -> Result<(), StoreError> {
         let record = commit.record;
         let id = record.id();
-        let value = encode_commit(
-            record.version,
-            events.last_seq,
-            commit.checkpoint.as_deref(),
-            &events.bytes,
-        )?;
+        let value = commit.commit_value(events)?;
         self.before_write()?;
         let slot = event_key(id, events.first_seq);
         if self
@@ -593,12 +588,7 @@ impl SledStore {
                 inline = inline.then(events.last_seq, &events.bytes);
             } else {
                 let moved = std::mem::take(&mut inline).events;
-                let own = encode_commit(
-                    record.version,
-                    events.last_seq,
-                    commit.checkpoint.as_deref(),
-                    &events.bytes,
-                )?;
+                let own = commit.commit_value(events)?;
                 let own_seq = events.first_seq;
                 let slots = [(1, moved), (own_seq, own)];
                 for (seq, bytes) in slots.into_iter().filter(|(_, b)| !b.is_empty()) {
@@ -801,6 +791,16 @@ impl<'a> Encoded<'a> {
                 _ => None,
             },
         })
+    }
+
+    /// This commit as a value of its own, written in the slot of its first event.
+    fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
+        encode_commit(
+            self.record.version,
+            events.last_seq,
+            self.checkpoint.as_deref(),
+            &events.bytes,
+        )
     }
 }
 
