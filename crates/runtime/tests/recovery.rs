@@ -130,15 +130,8 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
 
 /// Waits (up to the deadline) until `rt` has `n` live actors.
 async fn live_actors(rt: &RuntimeHandle, n: usize) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while rt.live_tasks() != n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{} live actors, not {n}",
-            rt.live_tasks()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = || format!("{} live actors, not {n}", rt.live_tasks());
+    eventually(what, || rt.live_tasks() == n).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,11 +157,8 @@ async fn tasks_resumed_after_a_restart_get_actors_only_as_slots_free_up() {
     let (rt, resumable, _) = start_with(dir.path(), one_at_a_time()).await;
     assert_eq!(rt.recovery_report().resumed, 4);
     // One runs again (at its gate); the other three wait for the slot with no actor.
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while resumable.started().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "nothing resumed");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = || "nothing resumed".to_owned();
+    eventually(what, || !resumable.started().is_empty()).await;
     live_actors(&rt, 1).await;
     assert_eq!(resumable.started().len(), 1, "{:?}", resumable.started());
 

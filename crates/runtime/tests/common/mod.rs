@@ -134,6 +134,15 @@ pub async fn submit(handle: &RuntimeHandle, text: &str, data: Value) -> Task {
         .task
 }
 
+/// Polls `done` until it holds; fails the test with `what` once the deadline passes.
+pub async fn eventually(what: impl Fn() -> String, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "{}", what());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Reads the task's events until one puts it in `state` (or the deadline passes).
 pub async fn wait_for_state(handle: &RuntimeHandle, id: &TaskId, state: TaskState) -> Task {
     let watch = async {
