@@ -17,6 +17,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run the server (reads config/fundi.toml and FUNDI__SECTION__FIELD variables).
     Serve(ServeArgs),
+    /// Check the store (while no server runs on it) and list the tasks set aside because
+    /// their stored data could not be read.
+    Doctor(DoctorArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }
@@ -29,6 +32,16 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (overrides server.bind).
     #[arg(long)]
     pub(crate) bind: Option<SocketAddr>,
+    /// sled directory (overrides store.path).
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// Config file (default: config/fundi.toml, when it exists).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
     /// sled directory (overrides store.path).
     #[arg(long)]
     pub(crate) data_dir: Option<PathBuf>,

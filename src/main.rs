@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod config;
 mod credentials;
+mod doctor;
 mod server;
 mod telemetry;
 
@@ -25,6 +26,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => server::run(args).await,
+        Command::Doctor(args) => doctor::run(args).await,
         Command::Client(command) => client::run(command).await,
     };
     match result {

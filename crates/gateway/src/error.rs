@@ -125,6 +125,19 @@ impl ApiError {
         )
     }
 
+    /// HTTP 400 for a request whose framing or headers are malformed (a body that is
+    /// not valid chunked encoding, two `Host` headers).
+    pub fn malformed_http(detail: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            http: Some(Box::new(HttpRefusal {
+                status: StatusCode::BAD_REQUEST,
+                www_authenticate: None,
+                retry_after_secs: None,
+            })),
+            ..ApiError::invalid_request(detail)
+        }
+    }
+
     /// HTTP 429 with `Retry-After`: this user sent too many requests.
     pub fn rate_limited(retry_after_secs: u64) -> ApiError {
         let mut error = ApiError::refused(
@@ -344,6 +357,9 @@ impl From<RuntimeError> for ApiError {
                 ApiError::insufficient_scope(&skill, &scope)
             }
             RuntimeError::InvalidInput(text) => ApiError::invalid_params("", text),
+            RuntimeError::InvalidField(invalid) => {
+                ApiError::invalid_params(invalid.field, invalid.reason)
+            }
             RuntimeError::Unavailable(text) => ApiError::internal(text),
             RuntimeError::Store(e) => ApiError::internal(e),
         }

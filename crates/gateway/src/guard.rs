@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, Uri, header};
 
 use crate::config::GatewayConfig;
 use crate::error::ApiError;
@@ -36,17 +36,22 @@ impl RequestGuard {
         }
     }
 
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+    /// Checks the request's host (its `Host` header, and the authority of an
+    /// absolute-form target, which RFC 9112 says takes precedence) and its origin.
+    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+        check_single_host(headers)?;
         if !self.any_host {
             let host = headers
                 .get(header::HOST)
                 .and_then(|v| v.to_str().ok())
                 .ok_or_else(|| ApiError::forbidden_request("the Host header is missing"))?;
-            let name = host_name(host);
-            if !self.hosts.contains(&name) {
-                return Err(ApiError::forbidden_request(format!(
-                    "host {name:?} is not served here (gateway.allowed-hosts)"
-                )));
+            let target = uri.authority().map(|a| a.as_str());
+            for name in [Some(host), target].into_iter().flatten().map(host_name) {
+                if !self.hosts.contains(&name) {
+                    return Err(ApiError::forbidden_request(format!(
+                        "host {name:?} is not served here (gateway.allowed-hosts)"
+                    )));
+                }
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -58,6 +63,16 @@ impl RequestGuard {
             }
         }
         Ok(())
+    }
+}
+
+/// Refuses a request with more than one `Host` header (RFC 9112 section 3.2: 400).
+pub(crate) fn check_single_host(headers: &HeaderMap) -> Result<(), ApiError> {
+    match headers.get_all(header::HOST).iter().nth(1) {
+        Some(_) => Err(ApiError::malformed_http(
+            "the request has more than one Host header",
+        )),
+        None => Ok(()),
     }
 }
 
@@ -107,6 +122,26 @@ mod tests {
         map
     }
 
+    fn check(guard: &RequestGuard, pairs: &[(&'static str, &str)]) -> Result<(), ApiError> {
+        guard.check(&headers(pairs), &Uri::from_static("/a2a"))
+    }
+
+    #[test]
+    fn an_absolute_target_and_a_second_host_are_checked() {
+        let guard = RequestGuard::new(&GatewayConfig::default(), "http://127.0.0.1:8080");
+        let host = headers(&[("host", "localhost")]);
+        let foreign = Uri::from_static("http://evil.example/a2a");
+        let error = guard.check(&host, &foreign).unwrap_err();
+        assert!(error.message.contains("evil.example"), "{}", error.message);
+        let local = Uri::from_static("http://127.0.0.1:8080/a2a");
+        assert!(guard.check(&host, &local).is_ok());
+        let mut two = host.clone();
+        two.append("host", "localhost".parse().unwrap());
+        let error = guard.check(&two, &local).unwrap_err();
+        assert_eq!(error.code, -32600);
+        assert!(error.message.contains("more than one Host"));
+    }
+
     #[test]
     fn foreign_hosts_and_origins_are_refused() {
         let config = GatewayConfig {
@@ -114,26 +149,14 @@ mod tests {
             ..GatewayConfig::default()
         };
         let guard = RequestGuard::new(&config, "https://agent.example.com");
-        assert!(guard.check(&headers(&[("host", "127.0.0.1:9")])).is_ok());
-        assert!(
-            guard
-                .check(&headers(&[("host", "agent.example.com")]))
-                .is_ok()
-        );
-        assert!(
-            guard
-                .check(&headers(&[("host", "evil.example:9")]))
-                .is_err()
-        );
-        assert!(guard.check(&headers(&[])).is_err());
+        assert!(check(&guard, &[("host", "127.0.0.1:9")]).is_ok());
+        assert!(check(&guard, &[("host", "agent.example.com")]).is_ok());
+        assert!(check(&guard, &[("host", "evil.example:9")]).is_err());
+        assert!(check(&guard, &[]).is_err());
         let allowed = [("host", "localhost"), ("origin", "https://app.example.com")];
-        assert!(guard.check(&headers(&allowed)).is_ok());
+        assert!(check(&guard, &allowed).is_ok());
         let foreign = [("host", "localhost"), ("origin", "https://evil.example")];
-        assert!(guard.check(&headers(&foreign)).is_err());
-        assert!(
-            guard
-                .check(&headers(&[("host", "localhost"), ("origin", "null")]))
-                .is_err()
-        );
+        assert!(check(&guard, &foreign).is_err());
+        assert!(check(&guard, &[("host", "localhost"), ("origin", "null")]).is_err());
     }
 }

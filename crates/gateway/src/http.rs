@@ -15,6 +15,7 @@ use tracing::Instrument;
 use crate::auth::Caller;
 use crate::dialect::{Dialect, is_supported_version, normalize_version};
 use crate::error::ApiError;
+use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::state::AppState;
 use crate::{methods, streaming, telemetry};
@@ -31,13 +32,23 @@ pub fn app(state: AppState) -> Router {
         .route("/admin/push/dead-letters", get(dead_letters))
         .route("/admin/push/replay", post(replay))
         .route("/admin/issues", get(list_issues))
+        .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
+}
+
+/// Every route refuses a request with two `Host` headers (RFC 9112: 400), which
+/// different readers could take for different hosts.
+async fn single_host(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match check_single_host(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(error) => refusal(&Value::Null, &error, Dialect::V1),
+    }
 }
 
 /// The checks every authenticated route makes, in order: Host and Origin, both
 /// credentials, the caller's rate limit.
-async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
-    state.guard.check(headers)?;
+async fn admit(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, ApiError> {
+    state.guard.check(headers, uri)?;
     let caller = state
         .auth
         .authenticate(headers)
@@ -51,8 +62,8 @@ async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError
 }
 
 /// `admit`, then the admin scope.
-async fn admit_admin(state: &AppState, headers: &HeaderMap) -> Result<Caller, Response> {
-    let caller = admit(state, headers)
+async fn admit_admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Response> {
+    let caller = admit(state, headers, uri)
         .await
         .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
     if !caller.grants.allows(Some(ADMIN_SCOPE)) {
@@ -63,8 +74,8 @@ async fn admit_admin(state: &AppState, headers: &HeaderMap) -> Result<Caller, Re
 }
 
 /// Push configs whose delivery was given up (operators; scope `fundi:admin`).
-async fn dead_letters(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers).await {
+async fn dead_letters(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
         return refused;
     }
     let Some(push) = &state.push else {
@@ -98,8 +109,13 @@ async fn dead_letters(State(state): State<AppState>, headers: HeaderMap) -> Resp
 }
 
 /// Delivers a dead-lettered config again: `{"taskId": ..., "configId": ...}`.
-async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers).await {
+async fn replay(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
         return refused;
     }
     let Some(push) = &state.push else {
@@ -141,9 +157,10 @@ async fn replay(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
 async fn list_issues(
     State(state): State<AppState>,
     headers: HeaderMap,
+    uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers).await {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
         return refused;
     }
     let Some(store) = &state.issues else {
@@ -221,7 +238,7 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
     let limit = state.config.max_body_bytes;
     let metrics = telemetry::metrics();
     // Refusals come before the body is looked at (beyond echoing its id).
-    let caller = match admit(&state, &headers).await {
+    let caller = match admit(&state, &headers, &uri).await {
         Ok(caller) => caller,
         Err(error) => {
             metrics.request("unknown", "refused");
@@ -231,12 +248,18 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
     tracing::Span::current().record("user", caller.user.as_str());
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => {
+        Err(error) if is_over_limit(&error) => {
             metrics.request("unknown", "refused");
             let error =
                 ApiError::invalid_request(format!("the request body is larger than {limit} bytes"));
             let body = failure(&Value::Null, &error, Dialect::V1);
             return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response();
+        }
+        Err(error) => {
+            metrics.request("unknown", "refused");
+            let error =
+                ApiError::malformed_http(format!("the request body could not be read: {error}"));
+            return refusal(&Value::Null, &error, Dialect::V1);
         }
     };
     let request = match jsonrpc::parse(&bytes) {
@@ -278,6 +301,19 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
             json(failure(&id, &error, dialect))
         }
     }
+}
+
+/// Whether reading a body failed on the size limit (rather than on its framing: a
+/// malformed chunked encoding, a connection closed early).
+fn is_over_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = source {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// A refusal made before the request was decoded; the body is read (within the limit)

@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::jsonrpc::Request;
 use crate::params::{
     GetTaskParams, ListTasksParams, SendMessageParams, TaskIdParams, decode, history_length,
+    require_objects,
 };
 use crate::push::{Prepared, PushService};
 use crate::state::AppState;
@@ -90,6 +91,7 @@ impl<'a> Send<'a> {
             Dialect::V1 => params,
             Dialect::V03 => v03::send_params(params)?,
         };
+        require_objects(&params, &["message", "configuration"])?;
         let params: SendMessageParams = decode(params)?;
         check_size(&params.message, &state.config)?;
         let config = params.configuration.unwrap_or_default();

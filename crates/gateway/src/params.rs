@@ -25,6 +25,29 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ApiError> 
     })
 }
 
+/// Refuses a member of `params` that is present but not an object: serde would read an
+/// array as a struct's fields in order (`"configuration": []` as an empty configuration).
+pub(crate) fn require_objects(params: &Value, members: &[&str]) -> Result<(), ApiError> {
+    for member in members {
+        match params.get(member) {
+            None | Some(Value::Null | Value::Object(_)) => {}
+            Some(other) => {
+                let kind = match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    _ => "a boolean",
+                };
+                return Err(ApiError::invalid_params(
+                    *member,
+                    format!("must be an object, got {kind}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `SendMessageRequest`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::model::limits::InvalidField;
 use crate::model::{ContextId, TaskId, TaskState};
 use crate::store::StoreError;
 
@@ -67,6 +68,9 @@ pub enum RuntimeError {
     /// The request is malformed; the text names what is wrong.
     #[error("invalid request: {0}")]
     InvalidInput(String),
+    /// A field of the request is not acceptable (too long, nested too deeply, ...).
+    #[error("invalid request: {0}")]
+    InvalidField(#[from] InvalidField),
     /// The runtime is shutting down or an internal component did not answer.
     #[error("runtime unavailable: {0}")]
     Unavailable(String),

@@ -389,7 +389,7 @@ impl RuntimeHandle {
             ));
         }
         let message = &request.message;
-        message.validate().map_err(RuntimeError::InvalidInput)?;
+        message.validate()?;
         if message.role != Role::User {
             return Err(RuntimeError::InvalidInput(
                 "message.role must be ROLE_USER for messages sent to the agent".into(),

@@ -5,6 +5,7 @@
 mod enums;
 mod event;
 mod ids;
+pub mod limits;
 mod part;
 mod task;
 

@@ -28,6 +28,9 @@ pub struct RecoveryReport {
     /// Input- or auth-required tasks of resumable skills, waiting again (no actor until
     /// a message or a cancel arrives).
     pub waiting_for_input: usize,
+    /// Tasks the store holds set aside because their data could not be decoded (this
+    /// start's and earlier ones': see `TaskStore::quarantined`).
+    pub quarantined: usize,
 }
 
 pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, RuntimeError> {
@@ -59,6 +62,16 @@ pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, Ru
                 to_resume.entry(record.skill).or_default().push(id);
             }
         }
+    }
+    // Set aside by the store while it opened or read the active tasks just now.
+    let quarantined = handle.store().quarantined().await?;
+    if !quarantined.is_empty() {
+        report.quarantined = quarantined.len();
+        metrics.recovered_n("quarantined", quarantined.len());
+        tracing::warn!(
+            tasks = quarantined.len(),
+            "stored tasks that cannot be read are set aside; `fundi doctor` lists them"
+        );
     }
     // No actor yet: each starts once its task has a slot, in the order read.
     for (skill, ids) in to_resume {

@@ -13,6 +13,7 @@ mod positions;
 mod push;
 mod sled_layout;
 mod sled_push;
+mod sled_quarantine;
 mod sled_repair;
 mod sled_store;
 
@@ -216,9 +217,35 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Tasks matching the query, newest update first, one page at a time.
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
 
-    /// Every task not in a terminal state (for recovery at start).
+    /// Every task not in a terminal state (for recovery at start). A task whose stored
+    /// data cannot be decoded is not among them: the store sets it aside (ending it
+    /// `failed` where it can) and lists it in [`TaskStore::quarantined`].
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// The tasks set aside because their stored data could not be decoded, oldest
+    /// first. A store whose data is never decoded (the memory store) has none.
+    async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
+/// A task set aside because its stored data could not be decoded (its raw values are
+/// kept for an operator; `fundi doctor` lists them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuarantinedTask {
+    /// The task.
+    pub task_id: TaskId,
+    /// Why it could not be read.
+    pub reason: String,
+    /// When it was set aside.
+    pub at: DateTime<Utc>,
+    /// Whether it was ended `failed` with the reason (its header could be read), or
+    /// removed from the tasks (it could not).
+    pub failed: bool,
+}
+
+#[cfg(test)]
+mod quarantine_tests;
 #[cfg(test)]
 mod tests;

@@ -133,7 +133,12 @@ impl Metrics {
     }
 
     pub(crate) fn recovered(&self, outcome: &'static str) {
-        self.recoveries.add(1, &[KeyValue::new("outcome", outcome)]);
+        self.recovered_n(outcome, 1);
+    }
+
+    pub(crate) fn recovered_n(&self, outcome: &'static str, tasks: usize) {
+        self.recoveries
+            .add(tasks as u64, &[KeyValue::new("outcome", outcome)]);
     }
 
     /// A genuine failure: `source` is `skill`, `panic`, `runtime` or `restart`.

@@ -384,7 +384,24 @@ async fn submissions_are_validated_with_clear_errors() {
     let mut empty = message("x", Value::Null);
     empty.parts.clear();
     match rt.submit(SubmitRequest::new(empty)).await {
-        Err(RuntimeError::InvalidInput(text)) => assert!(text.contains("parts"), "{text}"),
+        Err(RuntimeError::InvalidField(invalid)) => assert_eq!(invalid.field, "message.parts"),
+        other => panic!("{other:?}"),
+    }
+    // Nested past the limit: refused with the field's path, nothing created.
+    let deep = (0..=fundi_runtime::model::limits::MAX_VALUE_DEPTH)
+        .fold(json!(1), |inner, _| json!([inner]));
+    match rt.submit(SubmitRequest::new(message("x", deep))).await {
+        Err(RuntimeError::InvalidField(invalid)) => {
+            assert_eq!(invalid.field, "message.parts[1].data")
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut long_id = message("x", Value::Null);
+    long_id.message_id = "m".repeat(1 << 20);
+    match rt.submit(SubmitRequest::new(long_id)).await {
+        Err(RuntimeError::InvalidField(invalid)) => {
+            assert_eq!(invalid.field, "message.messageId")
+        }
         other => panic!("{other:?}"),
     }
     let mut by_metadata = message("x", Value::Null);

@@ -78,7 +78,8 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
         RecoveryReport {
             resumed: 1,
             failed: 1,
-            waiting_for_input: 1
+            waiting_for_input: 1,
+            quarantined: 0,
         }
     );
     // The resumable task runs again from its checkpoint.
@@ -301,4 +302,62 @@ async fn a_subscriber_does_not_restart_a_task_the_shutdown_stopped() {
     let stored = store.get(&task.id).await.unwrap().unwrap();
     assert_eq!(stored.state(), TaskState::Working);
     assert_eq!(stored.last_seq, 2, "nothing was written after the shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_task_that_cannot_be_read_never_stops_the_runtime_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, _, _) = start(dir.path()).await;
+    let fine = submit_to(&rt, "resumable", "fine", json!({"ask": true})).await;
+    wait_for_state(&rt, &fine.id, TaskState::InputRequired).await;
+    crash(rt).await;
+    {
+        // Stored behind the runtime's back: a checkpoint nested deeper than a JSON
+        // reader goes (the runtime itself refuses such a value).
+        let store = open_sled(dir.path()).await;
+        let deep = (0..200).fold(json!(1), |inner, _| json!([inner]));
+        let id = TaskId::from("unreadable");
+        let task = Task {
+            id: id.clone(),
+            context_id: ContextId::from("c"),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Utc::now(),
+            },
+            artifacts: vec![],
+            history: vec![message("x", Value::Null)],
+            metadata: None,
+        };
+        let record = TaskRecord {
+            task: task.clone(),
+            version: 1,
+            last_seq: 1,
+            skill: "resumable".into(),
+            owner: None,
+            checkpoint: Some(deep),
+            trace: None,
+        };
+        let event = TaskEvent {
+            seq: 1,
+            task_id: id,
+            context_id: task.context_id.clone(),
+            kind: TaskEventKind::Created(task),
+        };
+        store.commit(&record, 0, &[event]).await.unwrap();
+    }
+    let (rt, _, _) = start(dir.path()).await;
+    let report = rt.recovery_report();
+    assert_eq!((report.quarantined, report.waiting_for_input), (1, 1));
+    let t = wait_for_state(&rt, &TaskId::from("unreadable"), TaskState::Failed).await;
+    assert!(status_text(&t).contains("set aside"), "{}", status_text(&t));
+    // Every other task is served: the waiting one takes its answer.
+    rt.submit(SubmitRequest::new({
+        let mut m = message("answer", Value::Null);
+        m.task_id = Some(fine.id.clone());
+        m
+    }))
+    .await
+    .unwrap();
+    wait_for_state(&rt, &fine.id, TaskState::Completed).await;
 }

@@ -23,6 +23,7 @@ use crate::config::RuntimeConfig;
 use crate::context::SkillContext;
 use crate::error::RuntimeError;
 use crate::handle::TaskSnapshot;
+use crate::model::limits::{self, InvalidField};
 use crate::model::{
     Artifact, Message, Part, Role, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus,
 };
@@ -150,6 +151,9 @@ enum ApplyError {
     Transition(#[from] TransitionError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Over a limit of what a task can hold (see `model::limits`): nothing was written.
+    #[error("refused: {0}")]
+    Refused(#[from] InvalidField),
 }
 
 impl Actor for TaskActor {
@@ -346,7 +350,11 @@ impl TaskActorState {
         let mut task = self.record.task.clone();
         let mut last_seq = self.record.last_seq;
         let mut events = Vec::with_capacity(kinds.len());
+        if let Some(value) = &checkpoint {
+            limits::check_depth(|| "checkpoint".into(), value)?;
+        }
         for kind in kinds {
+            limits::check_event(&kind)?;
             apply(&mut task, &kind)?;
             last_seq += 1;
             events.push(TaskEvent {
@@ -638,6 +646,7 @@ impl TaskActorState {
     }
 
     async fn save_checkpoint(&mut self, value: Value) -> Result<(), ApplyError> {
+        limits::check_depth(|| "checkpoint".into(), &value)?;
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;
@@ -868,6 +877,7 @@ fn apply_to_runtime(error: ApplyError) -> RuntimeError {
     match error {
         ApplyError::Store(e) => RuntimeError::Store(e),
         ApplyError::Transition(e) => RuntimeError::Unavailable(e.to_string()),
+        ApplyError::Refused(e) => RuntimeError::InvalidField(e),
     }
 }
 

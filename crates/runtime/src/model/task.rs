@@ -5,6 +5,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::limits::{self, InvalidField};
 use super::{ContextId, Part, Role, TaskId, TaskState};
 
 /// JSON object metadata (`google.protobuf.Struct`).
@@ -80,15 +81,20 @@ impl Message {
         self.parts.iter().find_map(Part::as_data)
     }
 
-    /// Checks what serde cannot: a non-empty id and at least one part.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks what serde cannot: a non-empty id within [`limits::MAX_ID_LEN`], at least
+    /// one part, and JSON values within [`limits::MAX_VALUE_DEPTH`].
+    pub fn validate(&self) -> Result<(), InvalidField> {
         if self.message_id.trim().is_empty() {
-            return Err("message.messageId must not be empty".into());
+            return Err(InvalidField::new("message.messageId", "must not be empty"));
         }
+        limits::check_id("message.messageId", &self.message_id)?;
         if self.parts.is_empty() {
-            return Err("message.parts must contain at least one part".into());
+            return Err(InvalidField::new(
+                "message.parts",
+                "must contain at least one part",
+            ));
         }
-        Ok(())
+        limits::check_message("message", self)
     }
 }
 

@@ -493,6 +493,11 @@ impl Header {
         self.body.as_deref().unwrap_or(bytes)
     }
 
+    /// The record's JSON, undecoded.
+    pub(super) fn record_json<'a>(&'a self, bytes: &'a [u8]) -> Option<&'a [u8]> {
+        self.body(bytes).get(self.json_at..)
+    }
+
     /// The record itself.
     pub(super) fn record(&self, bytes: &[u8]) -> Result<TaskRecord, StoreError> {
         let bytes = self.body(bytes);

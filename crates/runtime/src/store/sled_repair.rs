@@ -28,7 +28,7 @@ use super::sled_layout::{
 };
 use super::sled_store::tail_range;
 use super::{SledStore, StoreError};
-use crate::model::TaskState;
+use crate::model::{TaskId, TaskState};
 
 /// What a repair found and mended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -42,75 +42,23 @@ pub(super) struct Repaired {
     pub(super) uncreated_tasks: usize,
     /// Tasks whose last commit was in, but not its snapshot (written by repair).
     pub(super) snapshots_written: usize,
+    /// Tasks that could not be read, set aside (see `sled_quarantine`).
+    pub(super) set_aside: usize,
 }
 
 pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
     let started = std::time::Instant::now();
-    let db = &store.db;
     let mut repaired = Repaired::default();
     for id in store.active_ids()? {
         repaired.checked += 1;
-        let Some(bytes) = db.get(task_key(&id))? else {
-            for key in db.scan_prefix(event_prefix(&id)).keys() {
-                db.remove(key?)?;
-                repaired.uncommitted_events += 1;
+        match repair_task(store, &id, &mut repaired) {
+            Ok(()) => {}
+            // Unreadable: set aside, and the rest repaired all the same.
+            Err(error @ StoreError::Codec(_)) => {
+                store.set_aside(&id, &error)?;
+                repaired.set_aside += 1;
             }
-            db.remove(active_key(&id))?;
-            repaired.uncreated_tasks += 1;
-            continue;
-        };
-        let header = Header::read(&bytes)?;
-        if header.inline_through > 0 {
-            let copies = event_key(&id, 0)..=event_key(&id, header.inline_through);
-            for key in db.range(copies).keys() {
-                db.remove(key?)?;
-                repaired.uncommitted_events += 1;
-            }
-        }
-        // Past the snapshot, a commit value is a commit; an older value holds the events
-        // of a commit an older build never finished.
-        let mut tail = false;
-        for item in db.range(tail_range(&id, header.last_seq)) {
-            let (key, value) = item?;
-            match commit_versions(&value)? {
-                Some(_) => tail = true,
-                None => {
-                    db.remove(key)?;
-                    repaired.uncommitted_events += 1;
-                }
-            }
-        }
-        let (version, entry) = match tail {
-            false => (header.version, serde_json::from_slice(&header.entry)?),
-            true => {
-                let record = store.with_tail(header.record(&bytes)?)?;
-                let entry = IndexEntry::of(&record);
-                if record.state().is_terminal() {
-                    // Cut between its events and its snapshot, a task's last commit:
-                    // its snapshot is written now, as readers expect of a terminal task.
-                    let json = serde_json::to_vec(&record)?;
-                    let entry_json = serde_json::to_vec(&entry)?;
-                    let previous = header.previous.as_deref();
-                    let inline = header.inline(&bytes);
-                    let snapshot = encode_record(&record, &json, &entry_json, previous, &inline)?;
-                    db.insert(task_key(&id), snapshot)?;
-                    repaired.snapshots_written += 1;
-                }
-                (record.version, entry)
-            }
-        };
-        let previous: Option<IndexEntry> = header
-            .previous
-            .as_deref()
-            .map(serde_json::from_slice)
-            .transpose()?;
-        let entry_bytes = serde_json::to_vec(&entry)?;
-        store.reindex(&id, version, previous.as_ref(), &entry, &entry_bytes)?;
-        if header.legacy {
-            db.remove(legacy_head_key(&id))?;
-        }
-        if entry.state().is_some_and(TaskState::is_terminal) {
-            db.remove(active_key(&id))?;
+            Err(error) => return Err(error),
         }
     }
     tracing::info!(
@@ -118,8 +66,77 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
         uncommitted_events = repaired.uncommitted_events,
         uncreated_tasks = repaired.uncreated_tasks,
         snapshots_written = repaired.snapshots_written,
+        set_aside = repaired.set_aside,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "store was not closed cleanly: repaired"
     );
     Ok(repaired)
+}
+
+/// Repairs one task of the active set (see the module docs).
+fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Result<(), StoreError> {
+    let db = &store.db;
+    let Some(bytes) = db.get(task_key(id))? else {
+        for key in db.scan_prefix(event_prefix(id)).keys() {
+            db.remove(key?)?;
+            repaired.uncommitted_events += 1;
+        }
+        db.remove(active_key(id))?;
+        repaired.uncreated_tasks += 1;
+        return Ok(());
+    };
+    let header = Header::read(&bytes)?;
+    if header.inline_through > 0 {
+        let copies = event_key(id, 0)..=event_key(id, header.inline_through);
+        for key in db.range(copies).keys() {
+            db.remove(key?)?;
+            repaired.uncommitted_events += 1;
+        }
+    }
+    // Past the snapshot, a commit value is a commit; an older value holds the events
+    // of a commit an older build never finished.
+    let mut tail = false;
+    for item in db.range(tail_range(id, header.last_seq)) {
+        let (key, value) = item?;
+        match commit_versions(&value)? {
+            Some(_) => tail = true,
+            None => {
+                db.remove(key)?;
+                repaired.uncommitted_events += 1;
+            }
+        }
+    }
+    let (version, entry) = match tail {
+        false => (header.version, serde_json::from_slice(&header.entry)?),
+        true => {
+            let record = store.with_tail(header.record(&bytes)?)?;
+            let entry = IndexEntry::of(&record);
+            if record.state().is_terminal() {
+                // Cut between its events and its snapshot, a task's last commit:
+                // its snapshot is written now, as readers expect of a terminal task.
+                let json = serde_json::to_vec(&record)?;
+                let entry_json = serde_json::to_vec(&entry)?;
+                let previous = header.previous.as_deref();
+                let inline = header.inline(&bytes);
+                let snapshot = encode_record(&record, &json, &entry_json, previous, &inline)?;
+                db.insert(task_key(id), snapshot)?;
+                repaired.snapshots_written += 1;
+            }
+            (record.version, entry)
+        }
+    };
+    let previous: Option<IndexEntry> = header
+        .previous
+        .as_deref()
+        .map(serde_json::from_slice)
+        .transpose()?;
+    let entry_bytes = serde_json::to_vec(&entry)?;
+    store.reindex(id, version, previous.as_ref(), &entry, &entry_bytes)?;
+    if header.legacy {
+        db.remove(legacy_head_key(id))?;
+    }
+    if entry.state().is_some_and(TaskState::is_terminal) {
+        db.remove(active_key(id))?;
+    }
+    Ok(())
 }

@@ -60,7 +60,8 @@ use super::sled_layout::{
     decode_record, encode_commit, encode_events, encode_record, event_key, is_current,
     legacy_head_key, record_versions, task_key, updated_key,
 };
-use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
+use super::sled_quarantine::QUARANTINE_TREE;
+use super::{ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore};
 use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{TaskEvent, TaskId};
 use crate::transition::replay;
@@ -100,6 +101,8 @@ pub struct SledStore {
     pub(super) push: sled::Tree,
     /// Issues by fingerprint.
     issues: sled::Tree,
+    /// What was set aside because it could not be read (see `sled_quarantine`).
+    pub(super) quarantine: sled::Tree,
     flusher: Option<GroupFlusher>,
     /// Makes a flush durable (see `log_sync`).
     pub(super) log: std::sync::Arc<LogSync>,
@@ -108,7 +111,7 @@ pub struct SledStore {
     /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
     pub(super) live: LiveIndex,
     /// Where unfinished tasks' logs end (see `positions`).
-    positions: Positions,
+    pub(super) positions: Positions,
     /// Writers of one task take turns (see `positions`).
     writers: Turns,
     /// Which unfinished tasks have their `A` key yet.
@@ -203,6 +206,7 @@ impl SledStore {
         }
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
+        let quarantine = db.open_tree(QUARANTINE_TREE)?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
             Durability::Batched { .. } => None,
@@ -229,6 +233,7 @@ impl SledStore {
             db,
             push,
             issues,
+            quarantine,
             flusher,
             log,
             counts,
@@ -325,20 +330,19 @@ impl SledStore {
     /// Rebuilds the in-memory entries of unfinished tasks from the active set: a task's
     /// snapshot names its entry, unless commits followed it (its tail). Their positions
     /// too, which spares recovery's reads of them a look for a tail.
+    /// A task that cannot be decoded is set aside (`sled_quarantine`), never an error.
     fn load_live_entries(&self) -> Result<(), StoreError> {
         for id in self.active_ids()? {
             let Some(bytes) = self.db.get(task_key(&id))? else {
                 continue;
             };
-            let header = Header::read(&bytes)?;
-            let mut at = Position::at_snapshot(header.version, header.last_seq, is_current(&bytes));
-            let entry = match self.has_tail(&id, header.last_seq)? {
-                false => serde_json::from_slice(&header.entry)?,
-                true => {
-                    let record = self.with_tail(header.record(&bytes)?)?;
-                    (at.version, at.last_seq) = (record.version, record.last_seq);
-                    IndexEntry::of(&record)
+            let (entry, at) = match self.live_entry(&id, &bytes) {
+                Ok(found) => found,
+                Err(error @ StoreError::Codec(_)) => {
+                    self.set_aside(&id, &error)?;
+                    continue;
                 }
+                Err(error) => return Err(error),
             };
             if !is_persisted(&entry) {
                 self.live.put(at.version, &entry);
@@ -346,6 +350,22 @@ impl SledStore {
             }
         }
         Ok(())
+    }
+
+    /// An unfinished task's listing entry and position, from its snapshot (`bytes`) and
+    /// tail.
+    fn live_entry(&self, id: &TaskId, bytes: &[u8]) -> Result<(IndexEntry, Position), StoreError> {
+        let header = Header::read(bytes)?;
+        let mut at = Position::at_snapshot(header.version, header.last_seq, is_current(bytes));
+        let entry = match self.has_tail(id, header.last_seq)? {
+            false => serde_json::from_slice(&header.entry)?,
+            true => {
+                let record = self.with_tail(header.record(bytes)?)?;
+                (at.version, at.last_seq) = (record.version, record.last_seq);
+                IndexEntry::of(&record)
+            }
+        };
+        Ok((entry, at))
     }
 
     fn count(&self, owner: Option<&str>, state: Option<crate::model::TaskState>) -> usize {
@@ -900,9 +920,14 @@ impl TaskStore for SledStore {
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
             // The index is written after the snapshot, so a listed id has a snapshot; a
-            // task is never deleted.
-            if let Some(record) = self.get(id).await? {
-                records.push(record);
+            // task is never deleted. One that cannot be read is left out, not the page.
+            match self.get(id).await {
+                Ok(Some(record)) => records.push(record),
+                Ok(None) => {}
+                Err(error @ StoreError::Codec(_)) => {
+                    tracing::error!(task_id = %id, %error, "a stored task cannot be read: left out of a listing");
+                }
+                Err(error) => return Err(error),
             }
         }
         Ok(ListPage {
@@ -920,12 +945,20 @@ impl TaskStore for SledStore {
         for id in ids {
             // A task joins the active set just before its first commit and leaves it just
             // after its last, so the set can hold a task that is not (or no longer) active.
-            match self.get(&id).await? {
-                Some(record) if !record.state().is_terminal() => records.push(record),
-                _ => {}
+            match self.get(&id).await {
+                Ok(Some(record)) if !record.state().is_terminal() => records.push(record),
+                Ok(_) => {}
+                Err(error @ StoreError::Codec(_)) => {
+                    self.set_aside(&id, &error)?;
+                }
+                Err(error) => return Err(error),
             }
         }
         Ok(records)
+    }
+
+    async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        self.quarantined_tasks()
     }
 }
 

@@ -1,0 +1,184 @@
+//! Tasks whose stored data cannot be decoded are set aside, so that one damaged record
+//! never stops the store from opening or recovery from serving every other task.
+//!
+//! Setting a task aside copies its raw values (`T` and every `E`) into the `quarantine`
+//! tree under the same keys, with a `Q` task id entry saying why and when; then, if its
+//! snapshot's header can still be read (its id, context, owner and position are there,
+//! outside the record's JSON), the task gets a fresh snapshot that ends it `failed` with
+//! the reason, so its owner sees what happened; otherwise it is removed from the task
+//! tree and the active set. Its event log then holds the one failure event: what came
+//! before is in the quarantine tree, for `fundi doctor` and a person to look at. Each
+//! step can be repeated, so a crash part way through sets the task aside again at the
+//! next open.
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+
+use super::index::IndexEntry;
+use super::sled_layout::{
+    Header, Inline, active_key, encode_events, encode_record, event_prefix, task_key,
+};
+use super::sled_store::SledStore;
+use super::{QuarantinedTask, StoreError, TaskRecord};
+use crate::model::{Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
+
+/// The name of the tree holding what was set aside.
+pub(super) const QUARANTINE_TREE: &str = "quarantine";
+
+/// The skill named by a replacement record whose own could not be read.
+const UNKNOWN_SKILL: &str = "unknown";
+
+fn note_key(id: &TaskId) -> Vec<u8> {
+    [b"Q", id.as_str().as_bytes()].concat()
+}
+
+/// Only the skill of a record, read without the rest (which may be what is damaged).
+#[derive(Deserialize)]
+struct SkillOnly {
+    skill: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Note {
+    reason: String,
+    at: chrono::DateTime<Utc>,
+    failed: bool,
+}
+
+impl SledStore {
+    /// Sets the task aside because reading it failed with `error` (see the module docs).
+    pub(super) fn set_aside(
+        &self,
+        id: &TaskId,
+        error: &StoreError,
+    ) -> Result<QuarantinedTask, StoreError> {
+        let reason = error.to_string();
+        tracing::error!(task_id = %id, %reason, "a stored task cannot be read: setting it aside");
+        let snapshot = self.db.get(task_key(id))?;
+        if let Some(bytes) = &snapshot {
+            self.quarantine.insert(task_key(id), bytes)?;
+        }
+        let mut event_keys = Vec::new();
+        for item in self.db.scan_prefix(event_prefix(id)) {
+            let (key, value) = item?;
+            self.quarantine.insert(&key, value)?;
+            event_keys.push(key);
+        }
+        let header = snapshot.as_deref().and_then(|b| Header::read(b).ok());
+        let entry = header
+            .as_ref()
+            .and_then(|h| serde_json::from_slice::<IndexEntry>(&h.entry).ok());
+        let failed = header.is_some() && entry.is_some();
+        let note = Note {
+            reason: reason.clone(),
+            at: Utc::now(),
+            failed,
+        };
+        self.quarantine
+            .insert(note_key(id), serde_json::to_vec(&note)?)?;
+        // The copies are on disk before anything is removed.
+        self.log.flush(&self.db)?;
+        for key in &event_keys {
+            self.db.remove(key)?;
+        }
+        match (header, entry, snapshot) {
+            (Some(header), Some(entry), Some(bytes)) => {
+                let skill = header
+                    .record_json(&bytes)
+                    .and_then(|json| serde_json::from_slice::<SkillOnly>(json).ok())
+                    .map_or_else(|| UNKNOWN_SKILL.to_owned(), |s| s.skill);
+                self.replace_with_failure(&header, entry, skill, &reason)?;
+            }
+            _ => {
+                self.db.remove(task_key(id))?;
+                self.live.remove(u64::MAX, id);
+            }
+        }
+        self.positions.forget(id);
+        if self.active.leave(id) || self.db.contains_key(active_key(id))? {
+            self.db.remove(active_key(id))?;
+        }
+        self.log.flush(&self.db)?;
+        Ok(QuarantinedTask {
+            task_id: id.clone(),
+            reason,
+            at: note.at,
+            failed,
+        })
+    }
+
+    /// A fresh snapshot of the task ending it `failed`: version and sequence after those
+    /// of the header it had.
+    fn replace_with_failure(
+        &self,
+        header: &Header,
+        entry: IndexEntry,
+        skill: String,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let id = entry.task_id.clone();
+        let text = format!(
+            "the stored task could not be read and was set aside ({reason}); its history \
+             and artifacts are kept for an operator (`fundi doctor`)"
+        );
+        let status = TaskStatus {
+            state: TaskState::Failed,
+            message: Some(Message::agent(vec![Part::text(text)])),
+            timestamp: Utc::now(),
+        };
+        let seq = header.last_seq.max(header.inline_through) + 1;
+        let record = TaskRecord {
+            task: Task {
+                id: id.clone(),
+                context_id: entry.context_id.clone(),
+                status: status.clone(),
+                artifacts: Vec::new(),
+                history: Vec::new(),
+                metadata: None,
+            },
+            version: header.version + 1,
+            last_seq: seq,
+            skill,
+            owner: entry.owner.clone(),
+            checkpoint: None,
+            trace: None,
+        };
+        let event = TaskEvent {
+            seq,
+            task_id: id.clone(),
+            context_id: entry.context_id.clone(),
+            kind: TaskEventKind::Status(status),
+        };
+        let new_entry = IndexEntry::of(&record);
+        let entry_bytes = serde_json::to_vec(&new_entry)?;
+        let inline = Inline::default().then(seq, &encode_events(&[event])?);
+        let json = serde_json::to_vec(&record)?;
+        let bytes = encode_record(&record, &json, &entry_bytes, None, &inline)?;
+        self.db.insert(task_key(&id), bytes)?;
+        let previous = self.live.entry(&id).unwrap_or(entry);
+        self.reindex(
+            &id,
+            record.version,
+            Some(&previous),
+            &new_entry,
+            &entry_bytes,
+        )
+    }
+
+    /// Every task set aside so far, oldest first.
+    pub(super) fn quarantined_tasks(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        let mut tasks = Vec::new();
+        for item in self.quarantine.scan_prefix(b"Q") {
+            let (key, value) = item?;
+            let note: Note = serde_json::from_slice(&value)?;
+            tasks.push(QuarantinedTask {
+                task_id: TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned()),
+                reason: note.reason,
+                at: note.at,
+                failed: note.failed,
+            });
+        }
+        tasks.sort_by(|a, b| a.at.cmp(&b.at));
+        Ok(tasks)
+    }
+}
