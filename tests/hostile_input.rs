@@ -1,0 +1,134 @@
+//! Requests an attacker with an ordinary user's credentials can send, against the real
+//! binary: each is refused with a clear error, or accepted and then always readable,
+//! listable and restartable.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// JSON nested `levels` arrays deep around a number.
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(json!(1), |inner, _| json!([inner]))
+}
+
+fn error_of(response: &Value) -> (i64, String) {
+    let error = &response["error"];
+    (
+        error["code"].as_i64().unwrap_or_default(),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_or_oversized_fields_are_refused_and_what_is_accepted_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+
+    // 121 levels: under the request parser's limit, over what a task holds.
+    let deep = json!({"message": message("x", json!({"askInput": true, "x": nested(121)}))});
+    let (code, text) = error_of(&rpc(&server, "SendMessage", deep).await);
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("message.parts[1].data"), "{text}");
+    assert!(text.contains("at most 64"), "{text}");
+
+    let mut long_id = message("x", Value::Null);
+    long_id["messageId"] = json!("m".repeat(100_000));
+    let (code, text) = error_of(&rpc(&server, "SendMessage", json!({"message": long_id})).await);
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("message.messageId"), "{text}");
+
+    let listed = json!({"message": message("x", Value::Null), "configuration": []});
+    let (code, text) = error_of(&rpc(&server, "SendMessage", listed).await);
+    assert_eq!(code, -32602, "{text}");
+    assert!(text.contains("configuration"), "{text}");
+
+    // At the limit: accepted, stored, read back, listed, and still there after a kill.
+    // (The data part's object is one level: the array inside it gets the other 63.)
+    let at_limit = json!({"askInput": true, "x": nested(63)});
+    let params = json!({"message": message("x", at_limit.clone())});
+    let task = ok(&server, "SendMessage", params).await["task"].clone();
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let got = ok(&server, "GetTask", json!({"id": id})).await;
+    assert_eq!(got["history"][0]["parts"][1]["data"], at_limit);
+    let listed = ok(&server, "ListTasks", json!({})).await;
+    assert_eq!(listed["tasks"][0]["id"], json!(id));
+    server.kill();
+
+    let server = Server::start(dir.path(), &[]);
+    let got = ok(&server, "GetTask", json!({"id": id})).await;
+    assert_eq!(state(&got), "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(got["history"][0]["parts"][1]["data"], at_limit);
+    let mut answer = message("the answer", Value::Null);
+    answer["taskId"] = json!(id);
+    let done = ok(&server, "SendMessage", json!({"message": answer})).await["task"].clone();
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+}
+
+/// Sends `request` as raw bytes and returns the response's status line.
+fn raw_status(server: &Server, request: String) -> String {
+    let address = server.url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let mut buffer = [0; 4096];
+    // Up to the end of the status line is enough.
+    while !response.contains(&b'\n') {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&response);
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_http_is_a_bad_request_and_foreign_targets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let host = server.url.trim_start_matches("http://").to_owned();
+    let auth = format!(
+        "Authorization: Bearer {}\r\nX-Fundi-User-Token: {}\r\n",
+        server.token, server.user_token
+    );
+    let body = request("ListTasks", json!({})).to_string();
+
+    let chunked = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{body}\r\n0\r\n\r\n"
+    );
+    let status = raw_status(&server, chunked);
+    assert!(status.contains(" 400 "), "malformed chunked: {status}");
+
+    let two_hosts = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {host}\r\nHost: evil.example\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let status = raw_status(&server, two_hosts);
+    assert!(status.contains(" 400 "), "two Host headers: {status}");
+
+    let absolute = |target: &str| {
+        format!(
+            "POST {target} HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let status = raw_status(&server, absolute("http://evil.example/a2a"));
+    assert!(
+        status.contains(" 403 "),
+        "foreign absolute target: {status}"
+    );
+    let status = raw_status(&server, absolute(&format!("http://{host}/a2a")));
+    assert!(status.contains(" 200 "), "own absolute target: {status}");
+}
