@@ -58,6 +58,7 @@
 
 mod access;
 mod actors;
+pub mod addresses;
 mod config;
 mod context;
 mod error;

@@ -5,6 +5,7 @@ pub mod a11y;
 mod echo;
 mod findings;
 mod origins;
+mod resolver;
 pub mod security;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};

@@ -3,7 +3,7 @@
 //! resolved to a public address at creation may resolve to an internal one later).
 
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use reqwest::Url;
@@ -110,57 +110,10 @@ fn normalize_host(host: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// The kind of a non-public address ("a loopback"), or `None` for a public one.
+/// The kind of a non-public address ("a loopback"), or `None` for a public one: every
+/// special-purpose block of the IANA registries, IPv4 carried in IPv6 included.
 pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => non_public_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => non_public_v4(v4),
-            None => non_public_v6(v6),
-        },
-    }
-}
-
-fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
-    if ip.is_unspecified() || a == 0 {
-        Some("an unspecified")
-    } else if ip.is_loopback() {
-        Some("a loopback")
-    } else if ip.is_private() {
-        Some("a private")
-    } else if ip.is_link_local() {
-        Some("a link-local")
-    } else if ip.is_multicast() {
-        Some("a multicast")
-    } else if ip.is_broadcast() || a >= 240 {
-        Some("a reserved")
-    } else if a == 100 && (64..128).contains(&b) {
-        Some("a shared (carrier-grade NAT)")
-    } else if ip.is_documentation() || (a == 198 && (b == 18 || b == 19)) {
-        Some("a documentation or benchmarking")
-    } else {
-        None
-    }
-}
-
-fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let first = ip.segments()[0];
-    if ip.is_unspecified() {
-        Some("an unspecified")
-    } else if ip.is_loopback() {
-        Some("a loopback")
-    } else if ip.is_multicast() {
-        Some("a multicast")
-    } else if first & 0xfe00 == 0xfc00 {
-        Some("a private (unique local)")
-    } else if first & 0xffc0 == 0xfe80 {
-        Some("a link-local")
-    } else if first == 0x2001 && ip.segments()[1] == 0x0db8 {
-        Some("a documentation")
-    } else {
-        None
-    }
+    fundi_runtime::addresses::special_purpose(ip)
 }
 
 /// The resolver webhooks connect through: every resolved address is checked, so DNS
@@ -241,6 +194,13 @@ mod tests {
                 "a link-local address",
             ),
             ("http://[::1]:9/", "a loopback address ::1"),
+            ("http://[::127.0.0.1]/", "a loopback"),
+            ("http://[64:ff9b::7f00:1]/", "a loopback"),
+            ("http://[64:ff9b::a9fe:a9fe]/", "a link-local"),
+            ("http://[2002:7f00:1::1]/", "a loopback"),
+            ("http://[fec0::1]/", "a site-local"),
+            ("http://[100::1]/", "a discard-only"),
+            ("http://192.0.0.1/", "an IETF protocol assignment"),
             ("http://localhost:9/", "a loopback address"),
             ("not a url", "is not a URL"),
         ] {

@@ -9,6 +9,10 @@ pub struct A11yConfig {
     /// Origins (`https://site.example`) whose pages may be fetched and crawled; any other
     /// URL is refused. Default: none (only inline HTML is audited).
     pub allowed_origins: Vec<String>,
+    /// Whether an allowed origin's name may resolve to a loopback, private, link-local or
+    /// other special-purpose address (an internal staging host, say). Origins written as
+    /// IP addresses are reached as written either way. Default: false.
+    pub allow_private_networks: bool,
     /// Most pages one crawl audits (a message's `maxPages` is capped by this). Default: 20.
     pub max_pages: usize,
     /// Largest page, in bytes. Default: 5242880 (5 MiB).
@@ -27,6 +31,7 @@ impl Default for A11yConfig {
     fn default() -> Self {
         A11yConfig {
             allowed_origins: Vec::new(),
+            allow_private_networks: false,
             max_pages: 20,
             max_page_bytes: 5 * 1024 * 1024,
             max_elements: 100_000,

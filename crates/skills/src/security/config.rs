@@ -11,6 +11,10 @@ pub struct SecurityConfig {
     /// Origins (`https://app.example.com`) that may be scanned; anything else is
     /// refused. Default: none.
     pub allowed_origins: Vec<String>,
+    /// Whether an allowed origin's name may resolve to a loopback, private, link-local or
+    /// other special-purpose address (an internal staging host, say). Origins written as
+    /// IP addresses are reached as written either way. Default: false.
+    pub allow_private_networks: bool,
     /// PEM files of extra trusted CA certificates (an internal CA), on top of the
     /// public roots. Default: none.
     pub extra_ca_files: Vec<PathBuf>,
@@ -30,6 +34,7 @@ impl Default for SecurityConfig {
     fn default() -> Self {
         SecurityConfig {
             allowed_origins: Vec::new(),
+            allow_private_networks: false,
             extra_ca_files: Vec::new(),
             max_paths: 20,
             max_active_requests: 60,
