@@ -26,6 +26,12 @@ pub struct RuntimeConfig {
     pub subscriber_buffer: usize,
     /// Longest wait for an internal actor to answer, in ms. Default: 30000.
     pub actor_call_timeout_ms: u64,
+    /// CPU-heavy skill work (`SkillContext::cpu`) running at once, over all tasks; more
+    /// waits for a worker. 0: one per core. Default: 0.
+    pub cpu_workers: usize,
+    /// Time one run's CPU-heavy work may spend on the workers, in ms, summed over the
+    /// run; past it the work stops and the task fails saying so. Default: 300000.
+    pub cpu_budget_ms: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -37,6 +43,8 @@ impl Default for RuntimeConfig {
             cancel_grace_ms: 5_000,
             subscriber_buffer: 1_024,
             actor_call_timeout_ms: 30_000,
+            cpu_workers: 0,
+            cpu_budget_ms: 300_000,
         }
     }
 }
@@ -55,6 +63,10 @@ impl RuntimeConfig {
         Duration::from_millis(self.cancel_grace_ms)
     }
 
+    pub(crate) fn cpu_budget(&self) -> Duration {
+        Duration::from_millis(self.cpu_budget_ms)
+    }
+
     pub(crate) fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.actor_call_timeout_ms.max(1))
     }
@@ -68,6 +80,9 @@ impl RuntimeConfig {
             return Err(format!(
                 "runtime.skill-concurrency.{skill} must be at least 1"
             ));
+        }
+        if self.cpu_budget_ms == 0 {
+            return Err("runtime.cpu-budget-ms must be at least 1".into());
         }
         if self.subscriber_buffer == 0 {
             return Err("runtime.subscriber-buffer must be at least 1".into());

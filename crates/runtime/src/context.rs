@@ -6,6 +6,7 @@
 //! [`SkillContext::settle`] first.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use chrono::Utc;
 use ractor::rpc::CallResult;
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::actors::{PostedNote, PostedNotes, Pushed, SkillCall, TaskMsg};
+use crate::cpu::{Budget, CpuPool};
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
 use crate::skill::SkillError;
 use crate::store::TaskStore;
@@ -38,6 +40,16 @@ pub struct SkillContext {
     posted: Arc<PostedNotes>,
     span: tracing::Span,
     skill: Arc<str>,
+    cpu: Cpu,
+    /// Time this run's CPU work has spent on the pool.
+    cpu_spent: Arc<Mutex<Duration>>,
+}
+
+/// The pool a run's CPU-heavy work runs on, its budget, and what it has spent so far.
+#[derive(Clone)]
+pub(crate) struct Cpu {
+    pub(crate) pool: Arc<CpuPool>,
+    pub(crate) budget: Duration,
 }
 
 impl std::fmt::Debug for SkillContext {
@@ -59,6 +71,7 @@ impl SkillContext {
         posted: Arc<PostedNotes>,
         span: tracing::Span,
         skill: &str,
+        cpu: Cpu,
     ) -> SkillContext {
         SkillContext {
             actor,
@@ -70,6 +83,45 @@ impl SkillContext {
             posted,
             span,
             skill: skill.into(),
+            cpu,
+            cpu_spent: Arc::new(Mutex::new(Duration::ZERO)),
+        }
+    }
+
+    /// Runs CPU-heavy `work` (parsing, matching, scoring) on the runtime's bounded pool
+    /// (`runtime.cpu-workers`), never on the threads that serve requests and tasks. The
+    /// work gets a [`Budget`] to check every few milliseconds: it runs out when the task
+    /// is canceled (this call then returns [`SkillError::Canceled`] at once) or when the
+    /// run has spent `runtime.cpu-budget-ms` on the pool (the work should then return
+    /// `Err`, which the skill turns into its failure). A panic in `work` is the run's.
+    pub async fn cpu<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Budget) -> T + Send + 'static,
+    ) -> Result<T, SkillError> {
+        let spent = *self.cpu_spent.lock().unwrap_or_else(|e| e.into_inner());
+        let budget = Budget::for_run(self.cpu.budget, spent);
+        if let Err(exhausted) = budget.check() {
+            return Err(SkillError::Failed(exhausted.to_string()));
+        }
+        let stopper = budget.clone();
+        let handle = tokio::select! {
+            () = self.cancel.cancelled() => return Err(SkillError::Canceled),
+            handle = self.cpu.pool.run(budget, work) => handle
+                .ok_or_else(|| SkillError::Runtime("the runtime is stopping".into()))?,
+        };
+        let started = std::time::Instant::now();
+        let joined = tokio::select! {
+            () = self.cancel.cancelled() => {
+                stopper.cancel();
+                return Err(SkillError::Canceled);
+            }
+            joined = handle => joined,
+        };
+        *self.cpu_spent.lock().unwrap_or_else(|e| e.into_inner()) += started.elapsed();
+        match joined {
+            Ok(value) => Ok(value),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => Err(SkillError::Runtime(format!("CPU work stopped: {error}"))),
         }
     }
 

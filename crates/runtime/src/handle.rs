@@ -17,6 +17,7 @@ use crate::actors::{
     TaskMsg, call_actor, follower,
 };
 use crate::config::RuntimeConfig;
+use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{
     ContextId, Message, Role, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
@@ -109,12 +110,14 @@ impl RuntimeBuilder {
         let skills = Arc::new(skills);
         let (live_count, live_watch) = watch::channel(LiveCount::default());
         let slots = Arc::new(Slots::new(&config, skills.keys()));
+        let cpu = Arc::new(CpuPool::new(config.cpu_workers));
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
             config: config.clone(),
             live_count,
             slots: slots.clone(),
+            cpu: cpu.clone(),
         };
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
@@ -128,6 +131,7 @@ impl RuntimeBuilder {
             config,
             accepting: AtomicBool::new(true),
             slots,
+            cpu,
             live: live_watch,
             recovery: std::sync::OnceLock::new(),
             resumers: std::sync::Mutex::default(),
@@ -306,6 +310,7 @@ struct Inner {
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
     slots: Arc<Slots>,
+    cpu: Arc<CpuPool>,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
     /// Recovery's queues of tasks to resume as slots free up (stopped at shutdown).
@@ -736,6 +741,11 @@ impl RuntimeHandle {
     /// The number of tasks that have a live actor.
     pub fn live_tasks(&self) -> usize {
         self.inner.live.borrow().live
+    }
+
+    /// The workers of the CPU pool (`runtime.cpu-workers`) busy with skills' work now.
+    pub fn cpu_busy(&self) -> usize {
+        self.inner.cpu.busy()
     }
 
     /// Stops accepting submissions, gives busy tasks up to `grace` to finish (tasks that

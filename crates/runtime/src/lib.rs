@@ -61,6 +61,7 @@ mod actors;
 pub mod addresses;
 mod config;
 mod context;
+pub mod cpu;
 mod error;
 mod handle;
 pub mod issues;

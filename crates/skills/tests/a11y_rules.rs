@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use fundi_runtime::cpu::Budget;
 use fundi_skills::a11y::audit::{PageReport, audit, decode};
 use fundi_skills::a11y::rules;
 use fundi_skills::a11y::{Limits, PageError};
@@ -15,8 +16,13 @@ const LIMITS: Limits = Limits {
     max_bytes: 5 * 1024 * 1024,
     max_elements: 100_000,
     max_depth: 512,
+    max_attributes: 1_000,
 };
 const TIME: Duration = Duration::from_secs(30);
+
+fn budget(time: Duration) -> Budget {
+    Budget::unlimited().within(time)
+}
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/a11y")
@@ -68,7 +74,7 @@ fn targets(report: &PageReport, rule: &str, incomplete: bool) -> BTreeSet<String
 
 fn run(name: &str) -> (String, PageReport) {
     let source = load(name);
-    let (report, _) = audit(&source, &format!("inline:{name}"), LIMITS, TIME)
+    let (report, _) = audit(&source, &format!("inline:{name}"), LIMITS, &budget(TIME))
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     (source, report)
 }
@@ -168,7 +174,7 @@ fn limits_give_clear_errors() {
         ..LIMITS
     };
     let big = format!("<p>{}</p>", "x".repeat(2000));
-    let err = audit(&big, "inline:big", small, TIME).unwrap_err();
+    let err = audit(&big, "inline:big", small, &budget(TIME)).unwrap_err();
     assert!(matches!(err, PageError::TooLarge { size, limit: 1000 } if size > 1000));
     assert!(err.to_string().contains("max-page-bytes"), "{err}");
 
@@ -177,17 +183,17 @@ fn limits_give_clear_errors() {
         max_elements: 100,
         ..LIMITS
     };
-    let err = audit(&many, "inline:many", few, TIME).unwrap_err();
+    let err = audit(&many, "inline:many", few, &budget(TIME)).unwrap_err();
     assert_eq!(err, PageError::TooManyElements { limit: 100 });
     assert!(err.to_string().contains("max-elements"));
 
     let deep = format!("{}x{}", "<div>".repeat(5000), "</div>".repeat(5000));
-    let err = audit(&deep, "inline:deep", LIMITS, TIME).unwrap_err();
+    let err = audit(&deep, "inline:deep", LIMITS, &budget(TIME)).unwrap_err();
     assert_eq!(err, PageError::TooDeep { limit: 512 });
     assert!(err.to_string().contains("max-depth"));
 
     let (source, _) = run("color-contrast.fail.html");
-    let err = audit(&source, "inline:slow", LIMITS, Duration::ZERO).unwrap_err();
+    let err = audit(&source, "inline:slow", LIMITS, &budget(Duration::ZERO)).unwrap_err();
     assert!(matches!(err, PageError::TooSlow { .. }), "{err}");
 }
 
@@ -241,7 +247,7 @@ fn hostile_input_never_panics() {
             state ^= state << 17;
             doc.push_str(pieces[(state % pieces.len() as u64) as usize]);
         }
-        let _ = audit(&doc, "inline:fuzz", LIMITS, TIME);
+        let _ = audit(&doc, "inline:fuzz", LIMITS, &budget(TIME));
         let _ = decode(doc.as_bytes(), Some("text/html; charset=bogus"));
     }
 }

@@ -63,19 +63,23 @@ struct Fixture {
 }
 
 async fn fixture(origins: Vec<String>) -> Fixture {
-    let store = Arc::new(MemoryStore::new());
     let config = A11yConfig {
         allowed_origins: origins,
         max_page_bytes: 100_000,
         ..A11yConfig::default()
     };
+    fixture_with(config, fundi_runtime::RuntimeConfig::default()).await
+}
+
+async fn fixture_with(config: A11yConfig, runtime: fundi_runtime::RuntimeConfig) -> Fixture {
+    let store = Arc::new(MemoryStore::new());
     let skill = A11yAuditSkill::new(config, store.clone()).unwrap();
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(skill)
         .config(fundi_runtime::RuntimeConfig {
             cancel_grace_ms: 5_000,
-            ..Default::default()
+            ..runtime
         })
         .start()
         .await
@@ -331,4 +335,71 @@ async fn cancel_stops_a_crawl_promptly() {
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // The skill stopped by itself, well within the grace period (not aborted).
     assert_eq!(reply(&canceled), "canceled by request");
+}
+
+/// A page whose style matching is hundreds of millions of selector matches.
+fn costly_page() -> String {
+    format!(
+        "<html lang=en><title>t</title><style>{}</style><main>{}</main></html>",
+        "i{color:red}".repeat(8_000),
+        "<i>x</i>".repeat(40_000)
+    )
+}
+
+/// One CPU worker, and no page time limit to speak of: only the budget and cancel stop
+/// the work.
+async fn one_worker(cpu_budget_ms: u64) -> Fixture {
+    let config = A11yConfig {
+        max_page_bytes: 1 << 20,
+        page_time_limit_ms: 3_600_000,
+        ..A11yConfig::default()
+    };
+    let runtime = fundi_runtime::RuntimeConfig {
+        cpu_workers: 1,
+        cpu_budget_ms,
+        ..Default::default()
+    };
+    fixture_with(config, runtime).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_costly_page_fails_its_task_once_the_run_spends_its_cpu_budget() {
+    let fx = one_worker(300).await;
+    let task = fx.run(vec![html_part(&costly_page())]).await;
+    assert_eq!(task.status.state, TaskState::Failed, "{}", reply(&task));
+    assert!(
+        reply(&task).contains("CPU budget of 300 ms"),
+        "{}",
+        reply(&task)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_frees_the_cpu_worker_of_a_costly_page() {
+    let fx = one_worker(3_600_000).await;
+    let costly = fx.submit(vec![html_part(&costly_page())]).await;
+    let busy = |n: usize| {
+        let runtime = fx.runtime.clone();
+        async move {
+            let deadline = Instant::now() + DEADLINE;
+            while runtime.cpu_busy() != n {
+                assert!(Instant::now() < deadline, "never {n} busy CPU workers");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    busy(1).await;
+    let canceled = fx.runtime.cancel(&costly, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    // The skill stopped at once, not at the end of the grace period.
+    assert_eq!(reply(&canceled), "canceled by request");
+    // The work itself stops (left running, it would hold the worker for minutes).
+    busy(0).await;
+    let small = fx.run(vec![html_part(HOME)]).await;
+    assert_eq!(
+        small.status.state,
+        TaskState::Completed,
+        "{}",
+        reply(&small)
+    );
 }

@@ -14,6 +14,7 @@ use super::fanout::Follower;
 use super::slots::{Slot, Slots};
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
 use crate::config::RuntimeConfig;
+use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::TaskId;
 use crate::skill::Skill;
@@ -96,6 +97,8 @@ pub(crate) struct SupervisorArgs {
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) live_count: watch::Sender<LiveCount>,
     pub(crate) slots: Arc<Slots>,
+    /// Where skills' CPU-heavy work runs.
+    pub(crate) cpu: Arc<CpuPool>,
 }
 
 pub(crate) struct SupervisorState {
@@ -216,6 +219,7 @@ impl SupervisorState {
             supervisor: myself.clone(),
             config: self.args.config.clone(),
             slots: self.args.slots.clone(),
+            cpu: self.args.cpu.clone(),
         };
         match Actor::spawn_linked(None, TaskActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {

@@ -20,7 +20,8 @@ use super::posted::PostedNotes;
 use super::slots::{Slot, Slots};
 use super::supervisor::{Spawn, SupervisorMsg};
 use crate::config::RuntimeConfig;
-use crate::context::SkillContext;
+use crate::context::{Cpu, SkillContext};
+use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::handle::TaskSnapshot;
 use crate::model::limits::{self, InvalidField};
@@ -103,6 +104,7 @@ pub(crate) struct TaskArgs {
     pub(crate) supervisor: ActorRef<SupervisorMsg>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) slots: Arc<Slots>,
+    pub(crate) cpu: Arc<CpuPool>,
 }
 
 pub(crate) struct TaskActor;
@@ -120,6 +122,7 @@ pub(crate) struct TaskActorState {
     supervisor: ActorRef<SupervisorMsg>,
     config: Arc<RuntimeConfig>,
     slots: Arc<Slots>,
+    cpu: Arc<CpuPool>,
     /// Live events for subscribers.
     events: Fanout,
     /// Progress notes the run posted, to commit before anything else it asks.
@@ -203,6 +206,7 @@ impl Actor for TaskActor {
             supervisor: args.supervisor,
             config: args.config,
             slots: args.slots,
+            cpu: args.cpu,
             events,
             posted: Arc::default(),
             run: None,
@@ -518,6 +522,10 @@ impl TaskActorState {
             self.posted.clone(),
             span.clone(),
             &self.record.skill,
+            Cpu {
+                pool: self.cpu.clone(),
+                budget: self.config.cpu_budget(),
+            },
         );
         let input = SkillInput {
             task_id: task.id.clone(),

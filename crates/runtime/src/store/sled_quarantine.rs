@@ -178,7 +178,7 @@ impl SledStore {
                 failed: note.failed,
             });
         }
-        tasks.sort_by(|a, b| a.at.cmp(&b.at));
+        tasks.sort_by_key(|task| task.at);
         Ok(tasks)
     }
 }

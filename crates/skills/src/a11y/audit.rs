@@ -1,9 +1,8 @@
 //! Auditing one page: decode, parse within the limits, run every rule, and report in
 //! axe-core's result shape.
 
-use std::time::{Duration, Instant};
-
 use encoding_rs::Encoding;
+use fundi_runtime::cpu::Budget;
 use serde::Serialize;
 
 use super::page::{self, Limits, Page, PageError};
@@ -123,17 +122,18 @@ fn meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
 
 /// Audits `source` as the page at `url`; returns the report and the page's links
 /// (`href`s of `<a>`, as written).
+///
+/// The work looks at `budget` often (a page's time limit is a deadline in it, see
+/// `Budget::within`): it stops soon after the budget runs out or its task is canceled.
 pub fn audit(
     source: &str,
     url: &str,
     limits: Limits,
-    time_limit: Duration,
+    budget: &Budget,
 ) -> Result<(PageReport, Vec<String>), PageError> {
-    let started = Instant::now();
-    let html = page::parse(source, limits)?;
-    let page = Page::new(&html);
-    let limit_ms = time_limit.as_millis() as u64;
-    let results = rules::run_all(&page, started + time_limit, limit_ms)?;
+    let html = page::parse(source, limits, budget)?;
+    let page = Page::new(&html, budget)?;
+    let results = rules::run_all(&page, budget)?;
     let title = (0..page.elements.len())
         .find(|&i| page.name(i) == "title" && !page.ancestors(i).any(|a| page.name(a) == "svg"))
         .map(|i| page.text(i))

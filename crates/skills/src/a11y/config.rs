@@ -21,6 +21,8 @@ pub struct A11yConfig {
     pub max_elements: usize,
     /// Deepest element nesting in one page. Default: 512.
     pub max_depth: usize,
+    /// Most attributes on one element. Default: 1000.
+    pub max_attributes: usize,
     /// Longest the audit of one page may take, in ms. Default: 20000.
     pub page_time_limit_ms: u64,
     /// Longest one fetch may take, in ms. Default: 15000.
@@ -36,6 +38,7 @@ impl Default for A11yConfig {
             max_page_bytes: 5 * 1024 * 1024,
             max_elements: 100_000,
             max_depth: 512,
+            max_attributes: 1_000,
             page_time_limit_ms: 20_000,
             fetch_timeout_ms: 15_000,
         }
@@ -59,6 +62,7 @@ impl A11yConfig {
             ("max-page-bytes", self.max_page_bytes),
             ("max-elements", self.max_elements),
             ("max-depth", self.max_depth),
+            ("max-attributes", self.max_attributes),
         ] {
             if value == 0 {
                 return Err(format!("skills.a11y-audit.{name} must be at least 1"));

@@ -2,11 +2,13 @@
 //! See docs/skills/a11y-audit.md.
 
 pub mod audit;
+mod colors;
 mod config;
 mod names;
 mod page;
 mod roles;
 pub mod rules;
+mod scan;
 mod skill;
 mod style;
 

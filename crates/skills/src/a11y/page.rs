@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use ego_tree::NodeId;
 use ego_tree::iter::Edge;
-use scraper::{ElementRef, Html, Node};
+use fundi_runtime::cpu::{Budget, Exhausted};
+use html5ever::driver::parse_document;
+use html5ever::tendril::{StrTendril, TendrilSink};
+use scraper::{ElementRef, Html, HtmlTreeSink, Node};
 
 use super::style::Styles;
 
@@ -33,6 +36,15 @@ pub enum PageError {
         /// The limit.
         limit: usize,
     },
+    /// An element has more attributes than `max-attributes`.
+    #[error("an element has more than {limit} attributes (skills.a11y-audit.max-attributes)")]
+    TooManyAttributes {
+        /// The limit.
+        limit: usize,
+    },
+    /// The task was canceled, or its run spent its CPU budget.
+    #[error("{0}")]
+    Stopped(Exhausted),
     /// The audit ran past `page-time-limit-ms`.
     #[error(
         "auditing the page took longer than {limit_ms} ms (skills.a11y-audit.page-time-limit-ms)"
@@ -52,17 +64,46 @@ pub struct Limits {
     pub max_elements: usize,
     /// Deepest nesting.
     pub max_depth: usize,
+    /// Most attributes on one element.
+    pub max_attributes: usize,
 }
 
-/// Parses `source` within the limits.
-pub(crate) fn parse(source: &str, limits: Limits) -> Result<Html, PageError> {
+impl PageError {
+    /// Why a budget ran out, as a page error (a deadline is the page's time limit).
+    pub(crate) fn from_budget(exhausted: Exhausted) -> PageError {
+        match exhausted {
+            Exhausted::PastDeadline { limit_ms } => PageError::TooSlow { limit_ms },
+            other => PageError::Stopped(other),
+        }
+    }
+}
+
+/// How much markup the parser takes between two looks at the budget: a fraction of a
+/// millisecond of parsing.
+const PARSE_CHUNK: usize = 16 * 1024;
+
+/// Parses `source` within the limits, looking at the budget as it goes.
+pub(crate) fn parse(source: &str, limits: Limits, budget: &Budget) -> Result<Html, PageError> {
     if source.len() > limits.max_bytes {
         return Err(PageError::TooLarge {
             size: source.len(),
             limit: limits.max_bytes,
         });
     }
-    let html = Html::parse_document(source);
+    super::scan::check(source, limits)?;
+    let mut parser = parse_document(HtmlTreeSink::new(Html::new_document()), Default::default());
+    let mut rest = source;
+    while !rest.is_empty() {
+        budget.check().map_err(PageError::from_budget)?;
+        let mut cut = rest.len().min(PARSE_CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        parser.process(StrTendril::from_slice(chunk));
+        rest = after;
+    }
+    let html = parser.finish();
     // Walk the tree once, without recursion, to hold it to the limits.
     let (mut depth, mut elements) = (0usize, 0usize);
     for edge in html.tree.root().traverse() {
@@ -113,8 +154,8 @@ pub(crate) struct Page<'a> {
 }
 
 impl<'a> Page<'a> {
-    /// Indexes a parsed document.
-    pub(crate) fn new(html: &'a Html) -> Page<'a> {
+    /// Indexes a parsed document (its styles' cascade within the budget).
+    pub(crate) fn new(html: &'a Html, budget: &Budget) -> Result<Page<'a>, PageError> {
         let mut elements = Vec::new();
         let mut parent = Vec::new();
         let mut end = Vec::new();
@@ -173,7 +214,8 @@ impl<'a> Page<'a> {
                 labels_for.entry(target).or_default().push(i);
             }
         }
-        let styles = Styles::collect(html, &elements);
+        budget.check().map_err(PageError::from_budget)?;
+        let styles = Styles::collect(&elements, budget).map_err(PageError::from_budget)?;
         let mut page = Page {
             elements,
             parent,
@@ -187,7 +229,7 @@ impl<'a> Page<'a> {
             styles,
         };
         page.hidden = page.compute_hidden();
-        page
+        Ok(page)
     }
 
     fn compute_hidden(&self) -> Vec<bool> {
@@ -201,10 +243,10 @@ impl<'a> Page<'a> {
                     self.name(i),
                     "script" | "style" | "template" | "noscript" | "head"
                 )
-                || self.styles.value(self, i, "display").as_deref() == Some("none")
+                || self.styles.value(i, "display").as_deref() == Some("none")
                 || self
                     .styles
-                    .value(self, i, "visibility")
+                    .value(i, "visibility")
                     .is_some_and(|v| v == "hidden" || v == "collapse");
             hidden[i] = inherited || own;
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use fundi_runtime::cpu::Exhausted;
 use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
     Artifact, Message, Part, PartContent, Skill, SkillCard, SkillContext, SkillError, SkillInput,
@@ -20,7 +21,7 @@ use crate::origins::Origins;
 
 use super::audit::{PageReport, audit, decode};
 use super::config::A11yConfig;
-use super::page::Limits;
+use super::page::{Limits, PageError};
 
 /// The skill's id.
 pub const SKILL_ID: &str = "a11y-audit";
@@ -83,6 +84,7 @@ impl A11yAuditSkill {
             max_bytes: self.config.max_page_bytes,
             max_elements: self.config.max_elements,
             max_depth: self.config.max_depth,
+            max_attributes: self.config.max_attributes,
         }
     }
 
@@ -225,14 +227,25 @@ impl A11yAuditSkill {
         Err(format!("{url} redirects more than {MAX_REDIRECTS} times"))
     }
 
-    /// Audits HTML on the blocking pool (it is CPU work), within the time limit.
-    async fn audit(&self, html: String, url: String) -> Result<(PageReport, Vec<String>), String> {
+    /// Audits HTML on the runtime's CPU pool, within the page's time limit and the run's
+    /// CPU budget. The outer error ends the run (canceled, budget spent); the inner one
+    /// is this page's.
+    async fn audit(
+        &self,
+        ctx: &SkillContext,
+        html: String,
+        url: String,
+    ) -> Result<Result<(PageReport, Vec<String>), PageError>, SkillError> {
         let limits = self.limits();
         let time = Duration::from_millis(self.config.page_time_limit_ms);
-        tokio::task::spawn_blocking(move || audit(&html, &url, limits, time))
-            .await
-            .map_err(|e| format!("the audit stopped: {e}"))?
-            .map_err(|e| e.to_string())
+        let audited = ctx
+            .cpu(move |budget| audit(&html, &url, limits, &budget.within(time)))
+            .await?;
+        match audited {
+            Err(PageError::Stopped(Exhausted::Canceled)) => Err(SkillError::Canceled),
+            Err(PageError::Stopped(spent)) => Err(SkillError::Failed(spent.to_string())),
+            page => Ok(page),
+        }
     }
 
     async fn crawl(
@@ -260,25 +273,30 @@ impl A11yAuditSkill {
                     url: url.to_string(),
                     error,
                 },
-                Ok((final_url, html)) => match self.audit(html, final_url.to_string()).await {
-                    Err(error) => PageOutcome::Failed {
-                        url: final_url.to_string(),
-                        error,
-                    },
-                    Ok((report, links)) => {
-                        for link in links {
-                            let Ok(mut next) = final_url.join(&link) else {
-                                continue;
-                            };
-                            next.set_fragment(None);
-                            let same_origin = next.origin() == start.origin();
-                            if same_origin && self.allowed(&next) && seen.insert(next.to_string()) {
-                                queue.push_back(next);
+                Ok((final_url, html)) => {
+                    match self.audit(ctx, html, final_url.to_string()).await? {
+                        Err(error) => PageOutcome::Failed {
+                            url: final_url.to_string(),
+                            error: error.to_string(),
+                        },
+                        Ok((report, links)) => {
+                            for link in links {
+                                let Ok(mut next) = final_url.join(&link) else {
+                                    continue;
+                                };
+                                next.set_fragment(None);
+                                let same_origin = next.origin() == start.origin();
+                                if same_origin
+                                    && self.allowed(&next)
+                                    && seen.insert(next.to_string())
+                                {
+                                    queue.push_back(next);
+                                }
                             }
+                            PageOutcome::Audited(report)
                         }
-                        PageOutcome::Audited(report)
                     }
-                },
+                }
             };
             outcomes.push(outcome);
             let done = outcomes.len();
@@ -366,7 +384,7 @@ impl Skill for A11yAuditSkill {
             Source::Inline { name, html } => {
                 ctx.status(format!("auditing {name}")).await?;
                 let url = format!("inline:{name}");
-                let outcome = match self.audit(html, url.clone()).await {
+                let outcome = match self.audit(&ctx, html, url.clone()).await? {
                     Ok((report, _)) => PageOutcome::Audited(report),
                     Err(error) => return Err(SkillError::Rejected(format!("{url}: {error}"))),
                 };

@@ -191,7 +191,7 @@ pub(super) fn hidden_body(check: &mut Check<'_, '_>) {
 fn invisible(page: &Page<'_>, i: usize) -> bool {
     std::iter::once(i).chain(page.ancestors(i)).any(|a| {
         page.attr(a, "hidden").is_some()
-            || page.styles.value(page, a, "display").as_deref() == Some("none")
+            || page.styles.value(a, "display").as_deref() == Some("none")
             || page.attr(a, "inert").is_some()
     })
 }

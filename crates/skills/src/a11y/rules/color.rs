@@ -3,8 +3,8 @@
 //! images, opacity, unknown colour values) is reported as needing review, never passed.
 
 use super::Check;
+use crate::a11y::colors::{Rgba, contrast, parse_color};
 use crate::a11y::page::Page;
-use crate::a11y::style::{Rgba, contrast, parse_color};
 
 const WHITE: Rgba = Rgba::rgb(255.0, 255.0, 255.0);
 const BLACK: Rgba = Rgba::rgb(0.0, 0.0, 0.0);
@@ -61,7 +61,7 @@ fn chain<'p>(page: &'p Page<'_>, i: usize) -> impl Iterator<Item = usize> + 'p {
 }
 
 fn certain(page: &Page<'_>, i: usize, property: &str) -> Result<Option<String>, String> {
-    let specified = page.styles.specified(page, i, property);
+    let specified = page.styles.specified(i, property);
     if specified.uncertain {
         return Err(format!(
             "a conditional rule (@media, @supports) may set {property} here"

@@ -11,6 +11,8 @@ mod text_alternatives;
 
 use std::time::Instant;
 
+use fundi_runtime::cpu::Budget;
+
 use serde::Serialize;
 
 use super::page::{Page, PageError};
@@ -532,17 +534,14 @@ pub(crate) static RULES: &[(RuleInfo, RuleFn)] = &[
     ),
 ];
 
-/// Runs every rule on the page, stopping with an error once `deadline` has passed.
+/// Runs every rule on the page, looking at the budget before each.
 pub(crate) fn run_all(
     page: &Page<'_>,
-    deadline: Instant,
-    limit_ms: u64,
+    budget: &Budget,
 ) -> Result<Vec<(&'static RuleInfo, Outcome)>, PageError> {
     let mut results = Vec::with_capacity(RULES.len());
     for (info, rule) in RULES {
-        if Instant::now() > deadline {
-            return Err(PageError::TooSlow { limit_ms });
-        }
+        budget.check().map_err(PageError::from_budget)?;
         let mut check = Check {
             page,
             out: Outcome::default(),
