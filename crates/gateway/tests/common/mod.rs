@@ -2,6 +2,7 @@
 //! through `tower::ServiceExt::oneshot`.
 #![allow(dead_code, unreachable_pub)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,8 +13,8 @@ use fundi_gateway::{
     AppState, AuthConfig, Authenticator, DEFAULT_USER_HEADER, GatewayConfig, StaticClient, app,
 };
 use fundi_runtime::{
-    Artifact, Part, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext,
-    SkillError, SkillInput, SkillOutput,
+    Artifact, MemoryStore, Part, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard,
+    SkillContext, SkillError, SkillInput, SkillOutput, TaskStore,
 };
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -172,7 +173,13 @@ pub async fn gateway() -> Gateway {
 }
 
 pub async fn gateway_with(config: GatewayConfig) -> Gateway {
+    gateway_on(Arc::new(MemoryStore::new()), config).await
+}
+
+/// A gateway whose runtime keeps its tasks in `store`.
+pub async fn gateway_on(store: Arc<dyn TaskStore>, config: GatewayConfig) -> Gateway {
     let runtime = Runtime::builder()
+        .shared_store(store)
         .skill(Steps)
         .skill(Scoped("audit", "fundi:audit"))
         .skill(Scoped("chaos", "fundi:chaos"))
