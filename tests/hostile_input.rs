@@ -132,3 +132,81 @@ async fn malformed_http_is_a_bad_request_and_foreign_targets_are_refused() {
     let status = raw_status(&server, absolute(&format!("http://{host}/a2a")));
     assert!(status.contains(" 200 "), "own absolute target: {status}");
 }
+
+/// Writes a working task whose record no JSON reader can decode (nested past any
+/// parser's limit), as damage or an older bug could leave one.
+async fn store_an_unreadable_task(data: &std::path::Path, id: &str) {
+    use fundi_runtime::store::TaskRecord;
+    use fundi_runtime::{
+        ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+        TaskStore,
+    };
+    // The server that held it was killed: its lock is gone with its process.
+    let store = fundi_runtime::SledStore::open(data, fundi_runtime::Durability::Sync).unwrap();
+    let task = Task {
+        id: TaskId::from(id),
+        context_id: ContextId::from("ctx"),
+        status: TaskStatus {
+            state: TaskState::Working,
+            message: None,
+            timestamp: chrono::Utc::now(),
+        },
+        artifacts: vec![],
+        history: vec![Message::user(vec![Part::text("x")])],
+        metadata: None,
+    };
+    let record = TaskRecord {
+        task: task.clone(),
+        version: 1,
+        last_seq: 1,
+        skill: "echo".into(),
+        owner: None,
+        checkpoint: Some(nested(300)),
+        trace: None,
+    };
+    let event = TaskEvent {
+        seq: 1,
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        kind: TaskEventKind::Created(task),
+    };
+    store.commit(&record, 0, &[event]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_stored_task_never_stops_the_server_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let asking = json!({"message": message("x", json!({"askInput": true}))});
+    let waiting = ok(&server, "SendMessage", asking).await["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.kill();
+    store_an_unreadable_task(&dir.path().join("data"), "unreadable").await;
+
+    let server = Server::start(dir.path(), &[]);
+    let waiting = ok(&server, "GetTask", json!({"id": waiting})).await;
+    assert_eq!(state(&waiting), "TASK_STATE_INPUT_REQUIRED");
+    // Owned by nobody the server knows: not visible over A2A, but listed by the doctor.
+    let log = std::fs::read_to_string(&server.stderr).unwrap();
+    assert!(log.contains("`fundi doctor` lists them"), "{log}");
+    server.kill();
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .arg("doctor")
+        .arg("--config")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fundi.toml"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains("1 tasks set aside"), "{out}");
+    assert!(out.contains("unreadable"), "{out}");
+    assert!(
+        out.contains("ended failed: stored data could not be decoded"),
+        "{out}"
+    );
+}
