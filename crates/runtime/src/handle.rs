@@ -122,7 +122,7 @@ impl RuntimeBuilder {
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
             .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
-        let gauges = telemetry::live_gauges(live_watch.clone(), slots.clone());
+        let gauges = telemetry::live_gauges(live_watch.clone(), slots.clone(), cpu.clone());
         let inner = Inner {
             store,
             supervisor,

@@ -12,6 +12,7 @@ use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter}
 use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::cpu::CpuPool;
 use crate::actors::{LiveCount, Slots};
 use crate::model::{TaskEvent, TaskId, TaskState};
 use crate::store::{StoreError, TaskRecord, TaskStore};
@@ -174,9 +175,14 @@ fn state_label(state: TaskState) -> KeyValue {
 pub(crate) struct LiveGauges {
     _live: ObservableGauge<i64>,
     _waiting: ObservableGauge<i64>,
+    _cpu_busy: ObservableGauge<i64>,
 }
 
-pub(crate) fn live_gauges(live: watch::Receiver<LiveCount>, slots: Arc<Slots>) -> LiveGauges {
+pub(crate) fn live_gauges(
+    live: watch::Receiver<LiveCount>,
+    slots: Arc<Slots>,
+    cpu: Arc<CpuPool>,
+) -> LiveGauges {
     let meter = opentelemetry::global::meter(METER_NAME);
     LiveGauges {
         _live: meter
@@ -192,6 +198,12 @@ pub(crate) fn live_gauges(live: watch::Receiver<LiveCount>, slots: Arc<Slots>) -
             .with_callback(move |gauge| {
                 gauge.observe(slots.waiting() as i64, &[]);
             })
+            .build(),
+        _cpu_busy: meter
+            .i64_observable_gauge("fundi.cpu.busy")
+            .with_description("Workers of the CPU pool busy with skills' CPU-heavy work")
+            .with_unit("{worker}")
+            .with_callback(move |gauge| gauge.observe(cpu.busy() as i64, &[]))
             .build(),
     }
 }
