@@ -12,8 +12,8 @@ use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter}
 use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::cpu::CpuPool;
 use crate::actors::{LiveCount, Slots};
+use crate::cpu::CpuPool;
 use crate::model::{TaskEvent, TaskId, TaskState};
 use crate::store::{StoreError, TaskRecord, TaskStore};
 

@@ -4,6 +4,7 @@
 pub mod a11y;
 mod echo;
 mod findings;
+mod markup;
 mod origins;
 mod resolver;
 pub mod security;

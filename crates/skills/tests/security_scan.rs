@@ -1130,3 +1130,39 @@ fn every_check_is_documented() {
         assert_eq!(cells[4], penalty, "{id}");
     }
 }
+
+#[tokio::test]
+async fn a_page_built_to_cost_the_parser_is_refused_unparsed_and_the_scan_goes_on() {
+    let pki = Pki::new();
+    // 100,000 unclosed <div>: nesting html5ever takes minutes over; mixed content after.
+    let body = format!(
+        "{}<script src=\"http://cdn.example/x.js\"></script>",
+        "<div>".repeat(100_000)
+    );
+    let url = https_site(
+        Site {
+            headers: good_headers(),
+            body,
+            ..Site::default()
+        },
+        pki.leaf(&["127.0.0.1"], false),
+    )
+    .await;
+    let scanner = scanner(
+        &[&url],
+        SecurityConfig {
+            extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
+            ..SecurityConfig::default()
+        },
+    )
+    .await;
+    let task = scanner.scan(json!({"url": url})).await;
+    assert_eq!(task.status.state, TaskState::Completed, "{}", reply(&task));
+    // Not parsed, so not checked for mixed content; the other checks ran.
+    assert!(
+        !ids(&task).contains("mixed-content-active"),
+        "{:?}",
+        ids(&task)
+    );
+    assert!(report(&task)["grade"].is_string(), "{}", report(&task));
+}

@@ -8,7 +8,6 @@ mod names;
 mod page;
 mod roles;
 pub mod rules;
-mod scan;
 mod skill;
 mod style;
 

@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use ego_tree::NodeId;
 use ego_tree::iter::Edge;
 use fundi_runtime::cpu::{Budget, Exhausted};
-use html5ever::driver::parse_document;
-use html5ever::tendril::{StrTendril, TendrilSink};
-use scraper::{ElementRef, Html, HtmlTreeSink, Node};
+use scraper::{ElementRef, Html, Node};
 
 use super::style::Styles;
+use crate::markup::{self, MarkupLimits, Over};
 
 /// Why a page could not be audited.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,10 +77,6 @@ impl PageError {
     }
 }
 
-/// How much markup the parser takes between two looks at the budget: a fraction of a
-/// millisecond of parsing.
-const PARSE_CHUNK: usize = 16 * 1024;
-
 /// Parses `source` within the limits, looking at the budget as it goes.
 pub(crate) fn parse(source: &str, limits: Limits, budget: &Budget) -> Result<Html, PageError> {
     if source.len() > limits.max_bytes {
@@ -90,20 +85,23 @@ pub(crate) fn parse(source: &str, limits: Limits, budget: &Budget) -> Result<Htm
             limit: limits.max_bytes,
         });
     }
-    super::scan::check(source, limits)?;
-    let mut parser = parse_document(HtmlTreeSink::new(Html::new_document()), Default::default());
-    let mut rest = source;
-    while !rest.is_empty() {
-        budget.check().map_err(PageError::from_budget)?;
-        let mut cut = rest.len().min(PARSE_CHUNK);
-        while !rest.is_char_boundary(cut) {
-            cut += 1;
-        }
-        let (chunk, after) = rest.split_at(cut);
-        parser.process(StrTendril::from_slice(chunk));
-        rest = after;
-    }
-    let html = parser.finish();
+    let markup = MarkupLimits {
+        max_elements: limits.max_elements,
+        max_depth: limits.max_depth,
+        max_attributes: limits.max_attributes,
+    };
+    markup::check(source, markup).map_err(|over| match over {
+        Over::Elements => PageError::TooManyElements {
+            limit: limits.max_elements,
+        },
+        Over::Depth => PageError::TooDeep {
+            limit: limits.max_depth,
+        },
+        Over::Attributes => PageError::TooManyAttributes {
+            limit: limits.max_attributes,
+        },
+    })?;
+    let html = markup::parse(source, budget).map_err(PageError::from_budget)?;
     // Walk the tree once, without recursion, to hold it to the limits.
     let (mut depth, mut elements) = (0usize, 0usize);
     for edge in html.tree.root().traverse() {

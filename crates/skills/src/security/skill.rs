@@ -311,9 +311,17 @@ impl Skill for SecurityScanSkill {
         cors::check(&fetcher, &first.url, &mut findings).await;
         ctx.progress(3.0 / groups, "CORS checked").await?;
 
-        for page in pages.iter() {
-            content::check_page(page, &mut findings);
-        }
+        // Parsing a target's pages is CPU work, on the runtime's pool within its budget.
+        let found = ctx
+            .cpu(move |budget| {
+                let mut found = Vec::new();
+                for page in pages.iter() {
+                    content::check_page(page, &mut found, budget);
+                }
+                found
+            })
+            .await?;
+        findings.extend(found);
         content::error_page(&fetcher, &plan.base, &mut findings).await;
         ctx.progress(
             4.0 / groups,

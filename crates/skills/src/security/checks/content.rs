@@ -3,8 +3,11 @@
 
 use std::collections::BTreeSet;
 
+use fundi_runtime::cpu::Budget;
 use reqwest::{Method, Url};
-use scraper::{Html, Selector};
+use scraper::Selector;
+
+use crate::markup::{self, MarkupLimits};
 
 use crate::security::catalogue::found;
 use crate::security::finding::Finding;
@@ -29,15 +32,24 @@ const STACK_TRACE_MARKERS: &[&str] = &[
     "panicked at ",
 ];
 
-pub(crate) fn check_page(response: &Response, findings: &mut Vec<Finding>) {
+/// Checks one page; its HTML is parsed within `MarkupLimits::DEFAULT` and `budget` (a
+/// page over them, or a budget that runs out, is not checked for mixed content).
+pub(crate) fn check_page(response: &Response, findings: &mut Vec<Finding>, budget: &Budget) {
     if response.is_html() && response.url.scheme() == "https" {
-        mixed_content_and_sri(response, findings);
+        mixed_content_and_sri(response, findings, budget);
     }
     stack_trace(response, findings);
 }
 
-fn mixed_content_and_sri(response: &Response, findings: &mut Vec<Finding>) {
-    let html = Html::parse_document(&response.text());
+fn mixed_content_and_sri(response: &Response, findings: &mut Vec<Finding>, budget: &Budget) {
+    let text = response.text();
+    if markup::check(&text, MarkupLimits::DEFAULT).is_err() {
+        tracing::info!(url = %response.url, "page too large to check for mixed content");
+        return;
+    }
+    let Ok(html) = markup::parse(&text, budget) else {
+        return;
+    };
     let url = response.url.as_str();
     let page_origin = response.url.origin();
     let mut seen = BTreeSet::new();

@@ -1,3 +1,5 @@
+//! Parsing untrusted HTML within limits, for every skill that reads pages.
+//!
 //! A linear pass over a page's markup before it is parsed, so that a page over a limit
 //! is refused in time proportional to the limit. html5ever builds the tree a browser
 //! would, and some inputs cost it far more than their size: deep nesting (each tag
@@ -13,7 +15,60 @@
 //! pass refuses only above `DEPTH_SLACK` times the depth limit; the parsed tree is then
 //! held to the limit itself.
 
-use super::page::{Limits, PageError};
+use fundi_runtime::cpu::{Budget, Exhausted};
+use html5ever::driver::parse_document;
+use html5ever::tendril::{StrTendril, TendrilSink};
+use scraper::{Html, HtmlTreeSink};
+
+/// What a page's markup is held to before it is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MarkupLimits {
+    /// Most elements (start tags).
+    pub(crate) max_elements: usize,
+    /// Deepest nesting of the parsed tree (the estimate may go `DEPTH_SLACK` times above).
+    pub(crate) max_depth: usize,
+    /// Most attributes on one element.
+    pub(crate) max_attributes: usize,
+}
+
+impl MarkupLimits {
+    /// The limits of a skill that reads pages without configuring them (security-scan).
+    pub(crate) const DEFAULT: MarkupLimits = MarkupLimits {
+        max_elements: 100_000,
+        max_depth: 512,
+        max_attributes: 1_000,
+    };
+}
+
+/// Which limit a page's markup crosses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Over {
+    Elements,
+    Depth,
+    Attributes,
+}
+
+/// How much markup the parser takes between two looks at the budget: a fraction of a
+/// millisecond of parsing.
+const PARSE_CHUNK: usize = 16 * 1024;
+
+/// Parses `source` (which `check` passed) a chunk at a time, looking at the budget
+/// between chunks.
+pub(crate) fn parse(source: &str, budget: &Budget) -> Result<Html, Exhausted> {
+    let mut parser = parse_document(HtmlTreeSink::new(Html::new_document()), Default::default());
+    let mut rest = source;
+    while !rest.is_empty() {
+        budget.check()?;
+        let mut cut = rest.len().min(PARSE_CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        parser.process(StrTendril::from_slice(chunk));
+        rest = after;
+    }
+    Ok(parser.finish())
+}
 
 /// How far above `max-depth` the estimate may go before the page is refused unparsed.
 const DEPTH_SLACK: usize = 4;
@@ -36,7 +91,7 @@ const RAW_TEXT: &[&str] = &[
 ];
 
 /// Holds `source` to `limits` before parsing (see the module docs).
-pub(crate) fn check(source: &str, limits: Limits) -> Result<(), PageError> {
+pub(crate) fn check(source: &str, limits: MarkupLimits) -> Result<(), Over> {
     let bytes = source.as_bytes();
     let mut open: Vec<Vec<u8>> = Vec::new();
     let mut elements = 0usize;
@@ -57,9 +112,7 @@ pub(crate) fn check(source: &str, limits: Limits) -> Result<(), PageError> {
                 let (name, next) = tag_name(bytes, at);
                 elements += 1;
                 if elements > limits.max_elements {
-                    return Err(PageError::TooManyElements {
-                        limit: limits.max_elements,
-                    });
+                    return Err(Over::Elements);
                 }
                 let (self_closed, next) = attributes(bytes, next, limits)?;
                 at = next;
@@ -76,9 +129,7 @@ pub(crate) fn check(source: &str, limits: Limits) -> Result<(), PageError> {
                 }
                 open.push(name);
                 if open.len() > limits.max_depth.saturating_mul(DEPTH_SLACK) {
-                    return Err(PageError::TooDeep {
-                        limit: limits.max_depth,
-                    });
+                    return Err(Over::Depth);
                 }
             }
             _ => {}
@@ -127,7 +178,7 @@ fn tag_name(bytes: &[u8], mut at: usize) -> (Vec<u8>, usize) {
 
 /// Reads the attributes of a start tag from `at`, holding them to the limit: whether
 /// the tag ends in `/>`, and where it ends.
-fn attributes(bytes: &[u8], mut at: usize, limits: Limits) -> Result<(bool, usize), PageError> {
+fn attributes(bytes: &[u8], mut at: usize, limits: MarkupLimits) -> Result<(bool, usize), Over> {
     let mut count = 0;
     loop {
         while at < bytes.len() && bytes[at].is_ascii_whitespace() {
@@ -154,9 +205,7 @@ fn attributes(bytes: &[u8], mut at: usize, limits: Limits) -> Result<(bool, usiz
         }
         count += 1;
         if count > limits.max_attributes {
-            return Err(PageError::TooManyAttributes {
-                limit: limits.max_attributes,
-            });
+            return Err(Over::Attributes);
         }
         while at < bytes.len() && bytes[at].is_ascii_whitespace() {
             at += 1;
@@ -202,8 +251,7 @@ fn skip_raw_text(bytes: &[u8], mut at: usize, name: &[u8]) -> usize {
 mod tests {
     use super::*;
 
-    const LIMITS: Limits = Limits {
-        max_bytes: 5 << 20,
+    const LIMITS: MarkupLimits = MarkupLimits {
         max_elements: 1_000,
         max_depth: 10,
         max_attributes: 5,
@@ -225,21 +273,15 @@ mod tests {
     #[test]
     fn a_page_over_a_limit_is_refused_before_parsing() {
         let deep = "<div>".repeat(41);
-        assert_eq!(check(&deep, LIMITS), Err(PageError::TooDeep { limit: 10 }));
+        assert_eq!(check(&deep, LIMITS), Err(Over::Depth));
         // Closed again, the same tags are fine.
         let closed = "<div>".repeat(30) + &"</div>".repeat(30);
         assert_eq!(check(&closed.repeat(3), LIMITS), Ok(()));
         let formatting = "<b id=x>".repeat(100);
         assert!(check(&formatting, LIMITS).is_err());
         let many = "<i>x</i>".repeat(1_001);
-        assert_eq!(
-            check(&many, LIMITS),
-            Err(PageError::TooManyElements { limit: 1_000 })
-        );
+        assert_eq!(check(&many, LIMITS), Err(Over::Elements));
         let attributes = "<p a=1 b='2' c=\"3\" d e=5 f=6>";
-        assert_eq!(
-            check(attributes, LIMITS),
-            Err(PageError::TooManyAttributes { limit: 5 })
-        );
+        assert_eq!(check(attributes, LIMITS), Err(Over::Attributes));
     }
 }
