@@ -27,7 +27,8 @@ pub struct RuntimeConfig {
     /// Longest wait for an internal actor to answer, in ms. Default: 30000.
     pub actor_call_timeout_ms: u64,
     /// CPU-heavy skill work (`SkillContext::cpu`) running at once, over all tasks; more
-    /// waits for a worker. 0: one per core. Default: 0.
+    /// waits for a worker. 0: one less than the cores, at least one, so that requests
+    /// and actors always keep a core. Default: 0.
     pub cpu_workers: usize,
     /// Time one run's CPU-heavy work may spend on the workers, in ms, summed over the
     /// run; past it the work stops and the task fails saying so. Default: 300000.

@@ -3,8 +3,8 @@
 //! tasks, and a budget, so that such work stops soon after its task is canceled or its
 //! run has spent its share of CPU time.
 //!
-//! The work runs on tokio's blocking threads, at most `workers` pieces at once (one per
-//! core by default); a piece waiting for a worker holds nothing. It cannot be stopped
+//! The work runs on tokio's blocking threads, at most `workers` pieces at once (one
+//! less than the cores by default, so requests and actors keep one); a piece waiting for a worker holds nothing. It cannot be stopped
 //! from outside (no thread can be), so it is given a [`Budget`] to check often: every
 //! few milliseconds of work is enough for a cancel to take effect within a fraction of
 //! a second. A canceled piece's caller returns at once; its worker stays taken until
@@ -119,10 +119,12 @@ pub(crate) struct CpuPool {
 }
 
 impl CpuPool {
-    /// A pool of `workers` (0: one per core).
+    /// A pool of `workers` (0: one less than the cores, at least one).
     pub(crate) fn new(workers: usize) -> CpuPool {
         let workers = match workers {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => {
+                std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+            }
             n => n,
         };
         CpuPool {

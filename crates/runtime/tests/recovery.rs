@@ -46,6 +46,44 @@ async fn submit_to(rt: &RuntimeHandle, skill: &str, text: &str, data: Value) -> 
     rt.submit(req).await.unwrap().task
 }
 
+/// Stores a `working` task of `skill` directly, as a run left it (no runtime involved).
+async fn store_working(
+    store: &SledStore,
+    id: &TaskId,
+    skill: &str,
+    history: Vec<fundi_runtime::Message>,
+    checkpoint: Option<Value>,
+) {
+    let task = Task {
+        id: id.clone(),
+        context_id: ContextId::from("c"),
+        status: TaskStatus {
+            state: TaskState::Working,
+            message: None,
+            timestamp: Utc::now(),
+        },
+        artifacts: vec![],
+        history,
+        metadata: None,
+    };
+    let record = TaskRecord {
+        task: task.clone(),
+        version: 1,
+        last_seq: 1,
+        skill: skill.into(),
+        owner: None,
+        checkpoint,
+        trace: None,
+    };
+    let event = TaskEvent {
+        seq: 1,
+        task_id: id.clone(),
+        context_id: task.context_id.clone(),
+        kind: TaskEventKind::Created(task),
+    };
+    store.commit(&record, 0, &[event]).await.unwrap();
+}
+
 /// Stops every actor without letting anything finish, as a crash would.
 async fn crash(rt: RuntimeHandle) {
     rt.shutdown(Duration::ZERO).await;
@@ -218,43 +256,9 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
     let orphan = TaskId::from("orphan");
     {
         let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
-        for (id, skill) in [(&broken, "resumable"), (&orphan, "retired-skill")] {
-            let task = Task {
-                id: id.clone(),
-                context_id: ContextId::from("c"),
-                status: TaskStatus {
-                    state: TaskState::Working,
-                    message: None,
-                    timestamp: Utc::now(),
-                },
-                artifacts: vec![],
-                history: if skill == "resumable" {
-                    vec![]
-                } else {
-                    vec![message("x", Value::Null)]
-                },
-                metadata: None,
-            };
-            let record = TaskRecord {
-                task: task.clone(),
-                version: 1,
-                last_seq: 1,
-                skill: skill.into(),
-                owner: None,
-                checkpoint: None,
-                trace: None,
-            };
-            let event = TaskEvent {
-                seq: 1,
-                task_id: id.clone(),
-                context_id: task.context_id.clone(),
-                kind: TaskEventKind::Created(task),
-            };
-            store
-                .commit(&record, 0, std::slice::from_ref(&event))
-                .await
-                .unwrap();
-        }
+        store_working(&store, &broken, "resumable", vec![], None).await;
+        let history = vec![message("x", Value::Null)];
+        store_working(&store, &orphan, "retired-skill", history, None).await;
     }
     let (rt, _, _) = start(dir.path()).await;
     // Its actor starts once it has a slot, after the start returned.
@@ -316,35 +320,9 @@ async fn a_stored_task_that_cannot_be_read_never_stops_the_runtime_from_starting
         // reader goes (the runtime itself refuses such a value).
         let store = open_sled(dir.path()).await;
         let deep = (0..200).fold(json!(1), |inner, _| json!([inner]));
+        let history = vec![message("x", Value::Null)];
         let id = TaskId::from("unreadable");
-        let task = Task {
-            id: id.clone(),
-            context_id: ContextId::from("c"),
-            status: TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: Utc::now(),
-            },
-            artifacts: vec![],
-            history: vec![message("x", Value::Null)],
-            metadata: None,
-        };
-        let record = TaskRecord {
-            task: task.clone(),
-            version: 1,
-            last_seq: 1,
-            skill: "resumable".into(),
-            owner: None,
-            checkpoint: Some(deep),
-            trace: None,
-        };
-        let event = TaskEvent {
-            seq: 1,
-            task_id: id,
-            context_id: task.context_id.clone(),
-            kind: TaskEventKind::Created(task),
-        };
-        store.commit(&record, 0, &[event]).await.unwrap();
+        store_working(&store, &id, "resumable", history, Some(deep)).await;
     }
     let (rt, _, _) = start(dir.path()).await;
     let report = rt.recovery_report();

@@ -5,38 +5,15 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::sled_layout::{event_key, task_key};
+use super::tests::created;
 use super::*;
-use crate::model::{Message, Part, TaskEventKind, TaskStatus};
 
+/// A task of ann's in `state`, with `checkpoint`.
 fn record(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
+    let now = Utc::now().timestamp_millis();
     TaskRecord {
-        task: Task {
-            id: TaskId::from(id),
-            context_id: ContextId::from("ctx"),
-            status: TaskStatus {
-                state,
-                message: None,
-                timestamp: Utc::now(),
-            },
-            artifacts: Vec::new(),
-            history: vec![Message::user(vec![Part::text("hi")])],
-            metadata: None,
-        },
-        version: 1,
-        last_seq: 1,
-        skill: "echo".into(),
-        owner: Some("ann".into()),
         checkpoint,
-        trace: None,
-    }
-}
-
-fn created(record: &TaskRecord) -> TaskEvent {
-    TaskEvent {
-        seq: 1,
-        task_id: record.task.id.clone(),
-        context_id: record.task.context_id.clone(),
-        kind: TaskEventKind::Created(record.task.clone()),
+        ..super::tests::record(id, "ctx", state, now, "ann")
     }
 }
 

@@ -6,7 +6,13 @@ use chrono::{TimeZone, Utc};
 use super::*;
 use crate::model::{Message, Part, TaskEventKind, TaskStatus};
 
-fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str) -> TaskRecord {
+pub(super) fn record(
+    id: &str,
+    context: &str,
+    state: TaskState,
+    ts_ms: i64,
+    owner: &str,
+) -> TaskRecord {
     TaskRecord {
         task: Task {
             id: TaskId::from(id),
@@ -29,7 +35,7 @@ fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str) ->
     }
 }
 
-fn created(record: &TaskRecord) -> TaskEvent {
+pub(super) fn created(record: &TaskRecord) -> TaskEvent {
     TaskEvent {
         seq: 1,
         task_id: record.task.id.clone(),
