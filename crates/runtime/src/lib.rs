@@ -19,17 +19,7 @@
 //! #[async_trait::async_trait]
 //! impl Skill for Shout {
 //!     fn card(&self) -> SkillCard {
-//!         SkillCard {
-//!             id: "shout".into(),
-//!             name: "Shout".into(),
-//!             description: "Upper-cases text".into(),
-//!             tags: vec!["demo".into()],
-//!             examples: vec!["hello".into()],
-//!             input_modes: vec!["text/plain".into()],
-//!             output_modes: vec!["text/plain".into()],
-//!             required_scope: None,
-//!             resumable: true,
-//!         }
+//!         SkillCard::new("shout", "Upper-cases text").example("hello").resumable()
 //!     }
 //!
 //!     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

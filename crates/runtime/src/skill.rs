@@ -33,6 +33,80 @@ pub struct SkillCard {
     pub resumable: bool,
 }
 
+impl SkillCard {
+    /// A card with this id and description, and defaults for the rest: named after its
+    /// id, text in and out, no tags or examples, no scope required, not resumable.
+    /// Change them with the methods below:
+    ///
+    /// ```
+    /// let card = fundi_runtime::SkillCard::new("shout", "Upper-cases text")
+    ///     .example("hello")
+    ///     .scope("demo:shout")
+    ///     .resumable();
+    /// assert_eq!((card.name.as_str(), card.resumable), ("shout", true));
+    /// ```
+    pub fn new(id: impl Into<String>, description: impl Into<String>) -> SkillCard {
+        let id = id.into();
+        SkillCard {
+            name: id.clone(),
+            id,
+            description: description.into(),
+            tags: Vec::new(),
+            examples: Vec::new(),
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
+            required_scope: None,
+            resumable: false,
+        }
+    }
+
+    /// Sets the human-readable name.
+    pub fn name(mut self, name: impl Into<String>) -> SkillCard {
+        self.name = name.into();
+        self
+    }
+
+    /// Adds a keyword.
+    pub fn tag(mut self, tag: impl Into<String>) -> SkillCard {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Adds an example prompt.
+    pub fn example(mut self, example: impl Into<String>) -> SkillCard {
+        self.examples.push(example.into());
+        self
+    }
+
+    /// Sets the media types accepted (instead of `text/plain`).
+    pub fn input_modes<S: Into<String>>(mut self, modes: impl IntoIterator<Item = S>) -> SkillCard {
+        self.input_modes = modes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the media types produced (instead of `text/plain`).
+    pub fn output_modes<S: Into<String>>(
+        mut self,
+        modes: impl IntoIterator<Item = S>,
+    ) -> SkillCard {
+        self.output_modes = modes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires callers to hold `scope` to start the skill.
+    pub fn scope(mut self, scope: impl Into<String>) -> SkillCard {
+        self.required_scope = Some(scope.into());
+        self
+    }
+
+    /// Declares the skill resumable: after a restart an interrupted run starts again
+    /// from its last checkpoint instead of ending `failed`.
+    pub fn resumable(mut self) -> SkillCard {
+        self.resumable = true;
+        self
+    }
+}
+
 /// What a run starts from.
 #[derive(Debug, Clone)]
 pub struct SkillInput {
