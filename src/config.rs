@@ -16,41 +16,41 @@ use serde::{Deserialize, Serialize};
 use crate::telemetry::TelemetryConfig;
 
 /// The file read when `--config` is not given (if it exists).
-pub(crate) const DEFAULT_CONFIG_PATH: &str = "config/fundi.toml";
+pub const DEFAULT_CONFIG_PATH: &str = "config/fundi.toml";
 
 /// Everything `fundi serve` can be told.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct AppConfig {
+pub struct AppConfig {
     /// Listening and shutdown.
-    pub(crate) server: ServerConfig,
+    pub server: ServerConfig,
     /// Where tasks are stored.
-    pub(crate) store: StoreConfig,
+    pub store: StoreConfig,
     /// How tasks run.
-    pub(crate) runtime: RuntimeConfig,
+    pub runtime: RuntimeConfig,
     /// Which built-in skills run, and their settings.
-    pub(crate) skills: SkillsConfig,
+    pub skills: SkillsConfig,
     /// The A2A endpoint and agent card.
-    pub(crate) gateway: GatewayConfig,
+    pub gateway: GatewayConfig,
     /// Who may call the A2A endpoint.
-    pub(crate) auth: AuthConfig,
+    pub auth: AuthConfig,
     /// Push notifications.
-    pub(crate) push: PushSettings,
+    pub push: PushSettings,
     /// OpenTelemetry and Prometheus.
-    pub(crate) telemetry: TelemetryConfig,
+    pub telemetry: TelemetryConfig,
     /// Logging.
-    pub(crate) log: LogConfig,
+    pub log: LogConfig,
 }
 
 /// Listening and shutdown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct ServerConfig {
+pub struct ServerConfig {
     /// Address to listen on. Default: 127.0.0.1:8080 (loopback only).
-    pub(crate) bind: SocketAddr,
+    pub bind: SocketAddr,
     /// On SIGINT/SIGTERM, how long running tasks get to finish before the rest is left
     /// to recovery, in ms. Default: 10000.
-    pub(crate) shutdown_grace_ms: u64,
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -65,7 +65,7 @@ impl Default for ServerConfig {
 /// Which store keeps the tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum StoreKind {
+pub enum StoreKind {
     /// sled, on disk (the embedded default).
     Sled,
     /// In memory: everything is lost at exit (demos, tests).
@@ -75,7 +75,7 @@ pub(crate) enum StoreKind {
 /// When a change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum DurabilityMode {
+pub enum DurabilityMode {
     /// Flushed before it is acknowledged (concurrent writers share flushes).
     Sync,
     /// Flushed within `flush-window-ms`; a crash loses at most that window.
@@ -85,18 +85,18 @@ pub(crate) enum DurabilityMode {
 /// Where tasks are stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct StoreConfig {
+pub struct StoreConfig {
     /// `sled` or `memory`. Default: sled.
-    pub(crate) kind: StoreKind,
+    pub kind: StoreKind,
     /// The sled directory. Default: `data`.
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
     /// `sync` or `batched`. Default: sync.
-    pub(crate) durability: DurabilityMode,
+    pub durability: DurabilityMode,
     /// With `batched`: the longest a change stays unflushed, in ms. Default: 10.
-    pub(crate) flush_window_ms: u64,
+    pub flush_window_ms: u64,
     /// sled's page cache, in MiB: the store's memory, whatever the number of stored
     /// tasks. Default: 256.
-    pub(crate) cache_mb: u64,
+    pub cache_mb: u64,
 }
 
 impl Default for StoreConfig {
@@ -114,15 +114,15 @@ impl Default for StoreConfig {
 /// Built-in skills.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct SkillsConfig {
+pub struct SkillsConfig {
     /// Ids of the built-in skills to register. Default: all of them.
-    pub(crate) enabled: Vec<String>,
+    pub enabled: Vec<String>,
     /// Settings of the `echo` skill.
-    pub(crate) echo: EchoConfig,
+    pub echo: EchoConfig,
     /// Settings of the `a11y-audit` skill.
-    pub(crate) a11y_audit: A11yConfig,
+    pub a11y_audit: A11yConfig,
     /// Settings of the `security-scan` skill.
-    pub(crate) security_scan: SecurityConfig,
+    pub security_scan: SecurityConfig,
 }
 
 impl Default for SkillsConfig {
@@ -139,10 +139,10 @@ impl Default for SkillsConfig {
 /// Logging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct LogConfig {
+pub struct LogConfig {
     /// A tracing filter, e.g. `info` or `fundi_runtime=debug,info`; `RUST_LOG`, when
     /// set, wins. Default: info.
-    pub(crate) filter: String,
+    pub filter: String,
 }
 
 impl Default for LogConfig {
@@ -154,12 +154,12 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub(crate) const BUILT_IN_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
+pub const BUILT_IN_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not
     /// given: `config/fundi.toml` is read if it exists.
-    pub(crate) fn load(path: Option<&Path>) -> anyhow::Result<AppConfig> {
+    pub fn load(path: Option<&Path>) -> anyhow::Result<AppConfig> {
         let mut figment = Figment::from(Serialized::defaults(AppConfig::default()));
         match path {
             Some(path) => {
@@ -186,7 +186,7 @@ impl AppConfig {
     }
 
     /// Checks what serde cannot, naming the field.
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+    pub fn validate(&self) -> anyhow::Result<()> {
         self.runtime.validate().map_err(anyhow::Error::msg)?;
         self.gateway.validate().map_err(anyhow::Error::msg)?;
         self.auth.validate().map_err(anyhow::Error::msg)?;

@@ -5,7 +5,7 @@ use anyhow::Context;
 use fundi_runtime::{Durability, SledStore, TaskStore};
 
 use crate::cli::DoctorArgs;
-use crate::config::{AppConfig, StoreKind};
+use fundi::config::{AppConfig, StoreKind};
 
 pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     let mut config = AppConfig::load(args.config.as_deref())?;

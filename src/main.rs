@@ -3,11 +3,9 @@
 
 mod cli;
 mod client;
-mod config;
 mod credentials;
 mod doctor;
-mod server;
-mod telemetry;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -25,7 +23,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => server::run(args).await,
+        Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Client(command) => client::run(command).await,
     };

@@ -1,158 +1,249 @@
-//! `fundi serve`: config, store, runtime, gateway, and graceful shutdown.
+//! The A2A server as a library: the store, the runtime with its skills, the gateway with
+//! its auth gate and push delivery, wired from one [`AppConfig`] as `fundi serve` does,
+//! served on a listener the caller bound until the caller's token is canceled.
+//!
+//! ```no_run
+//! # async fn run(my_skill: impl fundi_runtime::Skill) -> Result<(), fundi::ServerError> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let shutdown = tokio_util::sync::CancellationToken::new();
+//! fundi::Server::builder()
+//!     .config(fundi::config::AppConfig::default())
+//!     .skill(my_skill)
+//!     .serve(listener, shutdown)
+//!     .await
+//! # }
+//! ```
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use fundi_gateway::{AppState, AuthMode, Authenticator, PushService};
+use axum::Router;
+use fundi_gateway::{AppState, Authenticator, PushService};
 use fundi_runtime::issues::IssueStore;
 use fundi_runtime::store::PushStore;
-use fundi_runtime::{Durability, MemoryStore, Runtime, SledStore, TaskStore};
+use fundi_runtime::{
+    Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
+    TaskStore,
+};
 use fundi_skills::{A11yAuditSkill, EchoSkill, SecurityScanSkill};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::ServeArgs;
 use crate::config::{AppConfig, DurabilityMode, StoreKind};
-use crate::{credentials, telemetry};
 
-pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = AppConfig::load(args.config.as_deref())?;
-    if let Some(bind) = args.bind {
-        config.server.bind = bind;
-    }
-    if let Some(dir) = args.data_dir {
-        config.store.path = dir;
-    }
-    // The flags may have moved the bind address: check again.
-    config.validate()?;
-    let telemetry = telemetry::init(config.telemetry.clone(), config.log.filter.clone()).await?;
+/// Why the server could not start, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A setting is not acceptable; the text names it.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The store could not be opened.
+    #[error("opening the store in {path}: {source}")]
+    OpenStore {
+        /// Where it is.
+        path: std::path::PathBuf,
+        /// Why.
+        source: StoreError,
+    },
+    /// The store failed (resuming push deliveries, the final flush).
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// The runtime could not start.
+    #[error("runtime: {0}")]
+    Runtime(#[from] RuntimeError),
+    /// Serving failed (the listener, a socket).
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
 
-    let bind = config.server.bind;
-    if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
-        let path = credentials::install_local(&mut config.auth, &config.store.path)?;
-        println!("fundi credentials in {}", path.display());
-    }
-    let auth = Authenticator::from_config(&config.auth).map_err(anyhow::Error::msg)?;
+/// The A2A server; see [`Server::builder`].
+#[derive(Debug)]
+pub struct Server;
 
-    let OpenedStore {
-        shared,
-        push,
-        issues,
-        sled,
-    } = open_store(&config)?;
-    let mut builder = Runtime::builder()
-        .shared_store(shared)
-        .config(config.runtime.clone());
-    for skill in &config.skills.enabled {
-        builder = match skill.as_str() {
-            "echo" => builder.skill(EchoSkill::new(config.skills.echo.clone())),
-            "security-scan" => builder.skill(
-                SecurityScanSkill::new(config.skills.security_scan.clone(), issues.clone())
-                    .map_err(anyhow::Error::msg)?,
+impl Server {
+    /// A server with the default config and the built-in skills it enables.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder {
+            config: AppConfig::default(),
+            skills: Vec::new(),
+            routes: Router::new(),
+            started: None,
+        }
+    }
+}
+
+/// Collects the config, skills and extra routes, then serves.
+pub struct ServerBuilder {
+    config: AppConfig,
+    skills: Vec<Arc<dyn Skill>>,
+    routes: Router,
+    started: Option<OnStarted>,
+}
+
+/// What [`ServerBuilder::on_started`] runs.
+type OnStarted = Box<dyn FnOnce(&RuntimeHandle) + Send>;
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("skills", &self.skills.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// The settings (every field of `config/fundi.toml`). `server.bind` is not used:
+    /// the caller binds the listener. Static tokens must be given in `auth`: only
+    /// `fundi serve` makes a local pair.
+    pub fn config(mut self, config: AppConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Serves this skill beside the built-in ones `skills.enabled` names.
+    pub fn skill(mut self, skill: impl Skill) -> Self {
+        self.skills.push(Arc::new(skill));
+        self
+    }
+
+    /// Routes served beside A2A's (the Prometheus `/metrics` of `fundi serve`, say).
+    pub fn routes(mut self, routes: Router) -> Self {
+        self.routes = self.routes.merge(routes);
+        self
+    }
+
+    /// Called once the runtime has started (recovery done) and before the first
+    /// request is served.
+    pub fn on_started(mut self, started: impl FnOnce(&RuntimeHandle) + Send + 'static) -> Self {
+        self.started = Some(Box::new(started));
+        self
+    }
+
+    /// Serves A2A on `listener` until `shutdown` is canceled; then stops taking
+    /// requests, gives running tasks `server.shutdown-grace-ms`, leaves the rest stored
+    /// for recovery, and flushes the store.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> Result<(), ServerError> {
+        let config = self.config;
+        config
+            .validate()
+            .map_err(|e| ServerError::Config(format!("{e:#}")))?;
+        let auth = Authenticator::from_config(&config.auth).map_err(ServerError::Config)?;
+        let stores = open_store(&config)?;
+        let mut builder = Runtime::builder()
+            .shared_store(stores.tasks)
+            .config(config.runtime.clone());
+        for skill in built_in_skills(&config, &stores.issues)? {
+            builder = builder.shared_skill(skill);
+        }
+        for skill in self.skills {
+            builder = builder.shared_skill(skill);
+        }
+        let runtime = builder.start().await?;
+
+        let local = listener.local_addr()?;
+        let public_url = config
+            .gateway
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local}"));
+        let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
+        let mut state = AppState::new(
+            runtime.clone(),
+            config.gateway.clone(),
+            auth,
+            &public_url,
+            shutdown.clone(),
+        )
+        .with_issues(stores.issues.clone());
+        if config.push.enabled {
+            let push = PushService::new(
+                runtime.clone(),
+                stores.push,
+                config.push.clone(),
+                shutdown.clone(),
+            )
+            .map_err(ServerError::Config)?;
+            let resumed = push.resume().await?;
+            tracing::info!(resumed, "push deliveries resumed");
+            state = state.with_push(Arc::new(push));
+        }
+        if let Some(started) = self.started {
+            started(&runtime);
+        }
+        let server = tokio::spawn(fundi_gateway::serve(
+            listener,
+            fundi_gateway::app(state).merge(self.routes),
+            shutdown.clone(),
+            header_read_timeout,
+        ));
+        tracing::info!(%local, %public_url, "listening");
+
+        shutdown.cancelled().await;
+        tracing::info!("shutting down: no new requests; running tasks get the grace period");
+        let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+        runtime.shutdown(grace).await;
+        match tokio::time::timeout(grace, server).await {
+            Ok(Ok(served)) => served?,
+            Ok(Err(e)) => return Err(ServerError::Io(std::io::Error::other(e))),
+            Err(_) => tracing::warn!("requests still open after the grace period; leaving them"),
+        }
+        if let Some(sled) = stores.sled {
+            sled.flush().await?;
+        }
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// The built-in skills `skills.enabled` names, with their settings.
+fn built_in_skills(
+    config: &AppConfig,
+    issues: &Arc<dyn IssueStore>,
+) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
+    let skills = &config.skills;
+    let mut built = Vec::new();
+    for id in &skills.enabled {
+        let skill: Arc<dyn Skill> = match id.as_str() {
+            "echo" => Arc::new(EchoSkill::new(skills.echo.clone())),
+            "security-scan" => Arc::new(
+                SecurityScanSkill::new(skills.security_scan.clone(), issues.clone())
+                    .map_err(ServerError::Config)?,
             ),
-            "a11y-audit" => builder.skill(
-                A11yAuditSkill::new(config.skills.a11y_audit.clone(), issues.clone())
-                    .map_err(anyhow::Error::msg)?,
+            "a11y-audit" => Arc::new(
+                A11yAuditSkill::new(skills.a11y_audit.clone(), issues.clone())
+                    .map_err(ServerError::Config)?,
             ),
-            other => bail!("skills.enabled: unknown skill {other:?}"),
+            other => {
+                return Err(ServerError::Config(format!(
+                    "skills.enabled: unknown skill {other:?}"
+                )));
+            }
         };
+        built.push(skill);
     }
-    let runtime = builder.start().await.context("starting the runtime")?;
-
-    let listener = TcpListener::bind(bind)
-        .await
-        .with_context(|| format!("binding {bind}"))?;
-    let local = listener.local_addr()?;
-    let public_url = config
-        .gateway
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{local}"));
-    let shutdown = CancellationToken::new();
-    let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
-    let mut state = AppState::new(
-        runtime.clone(),
-        config.gateway.clone(),
-        auth,
-        &public_url,
-        shutdown.clone(),
-    );
-    state = state.with_issues(issues.clone());
-    if config.push.enabled {
-        let service =
-            PushService::new(runtime.clone(), push, config.push.clone(), shutdown.clone())
-                .map_err(anyhow::Error::msg)?;
-        let resumed = service.resume().await.context("resuming push deliveries")?;
-        tracing::info!(resumed, "push deliveries resumed");
-        state = state.with_push(Arc::new(service));
-    }
-    let server = tokio::spawn(fundi_gateway::serve(
-        listener,
-        fundi_gateway::app(state).merge(telemetry.routes()),
-        shutdown.clone(),
-        header_read_timeout,
-    ));
-    let stop = shutdown_signal().context("installing the signal handlers")?;
-    // Tests and scripts read this line to find the port when binding port 0.
-    println!("fundi listening on http://{local}");
-    tracing::info!(%local, %public_url, "listening");
-
-    stop.await;
-    tracing::info!("shutting down: no new requests; running tasks get the grace period");
-    shutdown.cancel();
-    let grace = Duration::from_millis(config.server.shutdown_grace_ms);
-    exit_if_stuck(grace + SHUTDOWN_MARGIN);
-    runtime.shutdown(grace).await;
-    match tokio::time::timeout(grace, server).await {
-        Ok(Ok(result)) => result.context("serving")?,
-        Ok(Err(e)) => bail!("server task failed: {e}"),
-        Err(_) => tracing::warn!("requests still open after the grace period; leaving them"),
-    }
-    if let Some(sled) = sled {
-        sled.flush().await.context("flushing the store")?;
-    }
-    let logs = telemetry.shutdown(TELEMETRY_FLUSH).await;
-    tracing::info!("stopped");
-    drop(logs);
-    Ok(())
+    Ok(built)
 }
 
-/// Longest the last spans and metrics may take to be exported at exit.
-const TELEMETRY_FLUSH: Duration = Duration::from_secs(3);
-
-/// Time beyond the grace period that stopping may take before the process gives up.
-const SHUTDOWN_MARGIN: Duration = Duration::from_secs(10);
-
-/// A watchdog on its own OS thread (the async runtime may be what is stuck): if the
-/// process has not exited by `limit`, it exits with status 2. Everything acknowledged is
-/// already stored, and what did not finish is recovered at the next start.
-fn exit_if_stuck(limit: Duration) {
-    std::thread::spawn(move || {
-        std::thread::sleep(limit);
-        eprintln!(
-            "fundi: shutdown did not finish within {} s; exiting anyway",
-            limit.as_secs()
-        );
-        std::process::exit(2);
-    });
-}
-
-/// The store as the runtime takes it, and the sled store again for the final flush.
-struct OpenedStore {
-    shared: Arc<dyn TaskStore>,
+/// The store as the runtime, push delivery and the skills take it, and the sled store
+/// again for the final flush.
+struct Stores {
+    tasks: Arc<dyn TaskStore>,
     push: Arc<dyn PushStore>,
     issues: Arc<dyn IssueStore>,
     sled: Option<Arc<SledStore>>,
 }
 
-fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
+fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
     let store = &config.store;
     match store.kind {
         StoreKind::Memory => {
             let memory = Arc::new(MemoryStore::new());
-            Ok(OpenedStore {
-                shared: memory.clone(),
+            Ok(Stores {
+                tasks: memory.clone(),
                 push: memory.clone(),
                 issues: memory,
                 sled: None,
@@ -165,40 +256,21 @@ fn open_store(config: &AppConfig) -> anyhow::Result<OpenedStore> {
                     window: Duration::from_millis(store.flush_window_ms),
                 },
             };
-            let sled = Arc::new(
-                SledStore::open_with_cache(&store.path, durability, store.cache_mb * 1024 * 1024)
-                    .with_context(|| format!("opening the store in {}", store.path.display()))?,
-            );
-            Ok(OpenedStore {
-                shared: sled.clone(),
+            let cache = store.cache_mb * 1024 * 1024;
+            let sled =
+                SledStore::open_with_cache(&store.path, durability, cache).map_err(|source| {
+                    ServerError::OpenStore {
+                        path: store.path.clone(),
+                        source,
+                    }
+                })?;
+            let sled = Arc::new(sled);
+            Ok(Stores {
+                tasks: sled.clone(),
                 push: sled.clone(),
                 issues: sled.clone(),
                 sled: Some(sled),
             })
         }
     }
-}
-
-/// SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are installed here, when it is
-/// made, not at its first poll: made before the "listening" line, a signal sent as soon
-/// as that line is read shuts the server down gracefully instead of killing it.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        Ok(async move {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
-            }
-        })
-    }
-    #[cfg(not(unix))]
-    Ok(async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    })
 }

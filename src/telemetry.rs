@@ -29,22 +29,22 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// `[telemetry]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
-pub(crate) struct TelemetryConfig {
+pub struct TelemetryConfig {
     /// Base URL of an OTLP/HTTP collector (`/v1/traces` and `/v1/metrics` are added).
     /// Unset: nothing is exported over OTLP. Default: unset.
-    pub(crate) otlp_endpoint: Option<String>,
+    pub otlp_endpoint: Option<String>,
     /// How often metrics are pushed over OTLP, in ms. Default: 10000.
-    pub(crate) metrics_interval_ms: u64,
+    pub metrics_interval_ms: u64,
     /// Longest spans wait before a batch is exported, in ms. Default: 2000.
-    pub(crate) trace_batch_delay_ms: u64,
+    pub trace_batch_delay_ms: u64,
     /// Longest one OTLP export may take, in ms. Default: 5000.
-    pub(crate) export_timeout_ms: u64,
+    pub export_timeout_ms: u64,
     /// Which spans are exported (a tracing filter). Default: info.
-    pub(crate) trace_filter: String,
+    pub trace_filter: String,
     /// Serve Prometheus metrics at `/metrics`. Default: true.
-    pub(crate) prometheus: bool,
+    pub prometheus: bool,
     /// `service.name` of the resource. Default: fundi.
-    pub(crate) service_name: String,
+    pub service_name: String,
 }
 
 impl Default for TelemetryConfig {
@@ -62,7 +62,8 @@ impl Default for TelemetryConfig {
 }
 
 impl TelemetryConfig {
-    pub(crate) fn validate(&self) -> anyhow::Result<()> {
+    /// Checks what serde cannot, naming the field.
+    pub fn validate(&self) -> anyhow::Result<()> {
         if let Some(url) = &self.otlp_endpoint
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
@@ -83,7 +84,7 @@ impl TelemetryConfig {
 }
 
 /// The installed providers, to flush and stop at exit.
-pub(crate) struct Telemetry {
+pub struct Telemetry {
     tracer: SdkTracerProvider,
     meter: SdkMeterProvider,
     registry: Option<prometheus::Registry>,
@@ -92,13 +93,13 @@ pub(crate) struct Telemetry {
 
 /// The log writer's thread: dropping this writes the lines still queued and ends it, so
 /// it is dropped last (lines logged after that are lost).
-pub(crate) struct Logs {
+pub struct Logs {
     _writer: tracing_appender::non_blocking::WorkerGuard,
 }
 
 /// Installs logging (`log_filter`, or `RUST_LOG`) and OpenTelemetry. Runs on the
 /// blocking pool: the OTLP exporters build blocking HTTP clients.
-pub(crate) async fn init(config: TelemetryConfig, log_filter: String) -> anyhow::Result<Telemetry> {
+pub async fn init(config: TelemetryConfig, log_filter: String) -> anyhow::Result<Telemetry> {
     tokio::task::spawn_blocking(move || install(&config, &log_filter))
         .await
         .context("installing telemetry")?
@@ -224,7 +225,7 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
 
 impl Telemetry {
     /// `/metrics` in the Prometheus text format, when enabled (public, like `/health`).
-    pub(crate) fn routes(&self) -> Router {
+    pub fn routes(&self) -> Router {
         let Some(registry) = self.registry.clone() else {
             return Router::new();
         };
@@ -244,7 +245,7 @@ impl Telemetry {
 
     /// Exports what is pending and stops the providers, within `limit`; returns the log
     /// writer, for the caller to drop last.
-    pub(crate) async fn shutdown(self, limit: Duration) -> Logs {
+    pub async fn shutdown(self, limit: Duration) -> Logs {
         let Telemetry {
             tracer,
             meter,

@@ -73,6 +73,12 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Like [`RuntimeBuilder::skill`], for a skill that is already shared.
+    pub fn shared_skill(mut self, skill: Arc<dyn Skill>) -> Self {
+        self.skills.push(skill);
+        self
+    }
+
     /// Settings (default: [`RuntimeConfig::default`]).
     pub fn config(mut self, config: RuntimeConfig) -> Self {
         self.config = config;

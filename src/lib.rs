@@ -1,0 +1,13 @@
+//! fundi: an A2A server and runtime for long-running agent skills.
+//!
+//! This library is `fundi serve` without the process around it: [`Server`] wires a
+//! store, the runtime with the built-in skills and any of the embedder's own, and the
+//! A2A gateway (auth gate, limits, push delivery) from one [`config::AppConfig`], and
+//! serves them on a listener the caller bound. The runtime alone (no HTTP) is the
+//! `fundi-runtime` crate.
+
+pub mod config;
+mod server;
+pub mod telemetry;
+
+pub use server::{Server, ServerBuilder, ServerError};

@@ -1,0 +1,105 @@
+//! `fundi serve`: the config, logging and telemetry, local credentials, signals and
+//! the exit watchdog around the library's [`fundi::Server`].
+
+use std::time::Duration;
+
+use anyhow::Context;
+use fundi::Server;
+use fundi::config::AppConfig;
+use fundi::telemetry;
+use fundi_gateway::AuthMode;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ServeArgs;
+use crate::credentials;
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = AppConfig::load(args.config.as_deref())?;
+    if let Some(bind) = args.bind {
+        config.server.bind = bind;
+    }
+    if let Some(dir) = args.data_dir {
+        config.store.path = dir;
+    }
+    // The flags may have moved the bind address: check again.
+    config.validate()?;
+    let telemetry = telemetry::init(config.telemetry.clone(), config.log.filter.clone()).await?;
+
+    let bind = config.server.bind;
+    if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
+        let path = credentials::install_local(&mut config.auth, &config.store.path)?;
+        println!("fundi credentials in {}", path.display());
+    }
+    let listener = TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("binding {bind}"))?;
+    let local = listener.local_addr()?;
+    let shutdown = CancellationToken::new();
+    let stop = shutdown_signal().context("installing the signal handlers")?;
+    let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    let server = Server::builder()
+        .config(config)
+        .routes(telemetry.routes())
+        .on_started(move |_| {
+            // Tests and scripts read this line to find the port when binding port 0.
+            println!("fundi listening on http://{local}");
+        })
+        .serve(listener, shutdown.clone());
+    tokio::pin!(server);
+    tokio::select! {
+        served = &mut server => served?,
+        () = stop => {
+            shutdown.cancel();
+            exit_if_stuck(grace + SHUTDOWN_MARGIN);
+            server.await?;
+        }
+    }
+    let logs = telemetry.shutdown(TELEMETRY_FLUSH).await;
+    drop(logs);
+    Ok(())
+}
+
+/// Longest the last spans and metrics may take to be exported at exit.
+const TELEMETRY_FLUSH: Duration = Duration::from_secs(3);
+
+/// Time beyond the grace period that stopping may take before the process gives up.
+const SHUTDOWN_MARGIN: Duration = Duration::from_secs(10);
+
+/// A watchdog on its own OS thread (the async runtime may be what is stuck): if the
+/// process has not exited by `limit`, it exits with status 2. Everything acknowledged is
+/// already stored, and what did not finish is recovered at the next start.
+fn exit_if_stuck(limit: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!(
+            "fundi: shutdown did not finish within {} s; exiting anyway",
+            limit.as_secs()
+        );
+        std::process::exit(2);
+    });
+}
+
+/// SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are installed here, when it is
+/// made, not at its first poll: made before the "listening" line, a signal sent as soon
+/// as that line is read shuts the server down gracefully instead of killing it.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    Ok(async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
+}
