@@ -11,3 +11,9 @@ mod server;
 pub mod telemetry;
 
 pub use server::{Server, ServerBuilder, ServerError};
+
+/// docs/embedding.md, whose code is compiled (and run) as doctests: the guide cannot
+/// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingGuide;
