@@ -1,4 +1,4 @@
-//! The reference issue 9's goals name, measured in the same run instead of quoted: the
+//! The reference fundi's throughput goals name, measured in the same run instead of quoted: the
 //! official A2A Rust SDK's server (`a2a-server-lf`, from a2aproject/a2a-rs) with its
 //! in-memory task store, running an executor that answers as fundi's `echo` skill does
 //! (the task, working, a progress status per step, the echo artifact, completed with

@@ -16,8 +16,8 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::actors::{PostedNote, PostedNotes, Pushed, SkillCall, TaskMsg};
 use crate::cpu::{Budget, CpuPool};
+use crate::error::SkillError;
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
-use crate::skill::SkillError;
 use crate::store::TaskStore;
 use crate::telemetry;
 

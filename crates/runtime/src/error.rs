@@ -1,4 +1,5 @@
-//! The runtime's error type: what an embedder (or the gateway) can be told.
+//! The runtime's error types: what an embedder (or the gateway) can be told
+//! (`RuntimeError`), and how a skill's run can fail (`SkillError`).
 
 use thiserror::Error;
 
@@ -77,4 +78,21 @@ pub enum RuntimeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// How a run can fail.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SkillError {
+    /// The run failed; the text becomes the failed status message.
+    #[error("{0}")]
+    Failed(String),
+    /// The skill refuses the task (bad input, out of policy): the task ends `rejected`.
+    #[error("{0}")]
+    Rejected(String),
+    /// The task was canceled; return this (or anything) promptly once `cancelled()` fires.
+    #[error("the task was canceled")]
+    Canceled,
+    /// The runtime could not record what the skill asked for.
+    #[error("runtime error: {0}")]
+    Runtime(String),
 }

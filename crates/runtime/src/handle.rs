@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::StreamExt;
 use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio::sync::watch;
@@ -20,9 +20,10 @@ use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{
-    ContextId, Message, Role, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+    ContextId, Role, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
-use crate::recovery::{RecoveryReport, recover};
+use crate::recovery::RecoveryReport;
+use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, MemoryStore, TaskRecord, TaskStore};
 use crate::subscription::{Durable, EventStream, event_stream};
@@ -128,7 +129,14 @@ impl RuntimeBuilder {
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
             .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
-        let gauges = telemetry::live_gauges(live_watch.clone(), slots.clone(), cpu.clone());
+        let gauges = {
+            let (live, slots, cpu) = (live_watch.clone(), slots.clone(), cpu.clone());
+            telemetry::live_gauges(
+                move || live.borrow().live,
+                move || slots.waiting(),
+                move || cpu.busy(),
+            )
+        };
         let inner = Inner {
             store,
             supervisor,
@@ -146,7 +154,7 @@ impl RuntimeBuilder {
         let handle = RuntimeHandle {
             inner: Arc::new(inner),
         };
-        let report = recover(&handle).await?;
+        let report = handle.recover().await?;
         tracing::info!(
             resumed = report.resumed,
             failed = report.failed,
@@ -156,91 +164,6 @@ impl RuntimeBuilder {
         let _ = handle.inner.recovery.set(report);
         Ok(handle)
     }
-}
-
-/// A request to start a task, or to continue one (when the message names a task).
-#[derive(Debug, Clone)]
-pub struct SubmitRequest {
-    /// The user's message. `taskId` continues that task; `contextId` places a new task in
-    /// an existing conversation.
-    pub message: Message,
-    /// The skill to run; when `None`, the message metadata `skill`, then the configured
-    /// default, then the only registered skill.
-    pub skill: Option<String>,
-    /// The authenticated end user; tasks of other owners are invisible to them.
-    pub owner: Option<String>,
-    /// The scopes the caller holds: a skill whose card names a scope the caller lacks is
-    /// refused before anything is stored.
-    pub grants: Grants,
-    /// `true` (the default): `submit` returns once the message is durable. `false`: once
-    /// it is stored and readable, not waiting for the disk; for a caller that tells no
-    /// one before it has followed the task's event stream, which yields only durable
-    /// events (a blocking send).
-    pub durable_on_return: bool,
-    /// For [`RuntimeHandle::submit_and_wait`] only. `true` (the default): when a slot
-    /// is free, a new task is stored by its actor together with what its skill does in
-    /// its first poll, so a skill that finishes at once costs one commit, not two.
-    /// Until that commit (at most one poll of the skill) the task cannot be read or
-    /// subscribed to, nor survives a crash: nobody outside knows its id yet. `false`:
-    /// stored before `submit_and_wait` returns, for a caller that hands the id to
-    /// something that reads the task before the outcome (the gateway does, for a send
-    /// that registers a push config).
-    pub store_with_first_step: bool,
-}
-
-impl SubmitRequest {
-    /// A request for this message, with no skill named, no owner and every grant.
-    pub fn new(message: Message) -> SubmitRequest {
-        SubmitRequest {
-            message,
-            skill: None,
-            owner: None,
-            grants: Grants::All,
-            durable_on_return: true,
-            store_with_first_step: true,
-        }
-    }
-}
-
-/// What to list: filters are ANDed; newest update first.
-#[derive(Debug, Clone, Default)]
-pub struct ListRequest {
-    /// Only this context.
-    pub context_id: Option<ContextId>,
-    /// Only this state.
-    pub state: Option<TaskState>,
-    /// Only tasks whose status timestamp is at or after this.
-    pub updated_after: Option<DateTime<Utc>>,
-    /// Only this user's tasks (`None`: every task).
-    pub owner: Option<String>,
-    /// Tasks per page (at least 1).
-    pub page_size: usize,
-    /// The `next_page_token` of the previous page.
-    pub page_token: Option<String>,
-    /// Keep at most this many recent history messages per task.
-    pub history_length: Option<usize>,
-    /// Include artifacts (otherwise they are left out).
-    pub include_artifacts: bool,
-}
-
-/// A task as it stood after a given event.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskSnapshot {
-    /// The task.
-    pub task: Task,
-    /// The sequence number of the last event the task reflects.
-    pub seq: u64,
-}
-
-/// One page of tasks.
-#[derive(Debug, Clone)]
-pub struct TaskPage {
-    /// The tasks, newest update first.
-    pub tasks: Vec<Task>,
-    /// The token of the next page; `None` on the last page.
-    pub next_page_token: Option<String>,
-    /// How many tasks match, over all pages.
-    pub total_size: usize,
 }
 
 /// A task's actor and the subscriber queue it adopted as it started.

@@ -56,7 +56,9 @@ mod error;
 mod handle;
 pub mod issues;
 pub mod model;
+mod recover;
 mod recovery;
+mod requests;
 mod skill;
 pub mod store;
 mod subscription;
@@ -69,15 +71,13 @@ pub use access::{ADMIN_SCOPE, Grants};
 pub use config::RuntimeConfig;
 pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
-pub use handle::{
-    ListRequest, Runtime, RuntimeBuilder, RuntimeHandle, SubmitRequest, TaskPage, TaskSnapshot,
-    Waiting,
-};
+pub use handle::{Runtime, RuntimeBuilder, RuntimeHandle, Waiting};
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskArtifactUpdateEvent,
     TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent, TaskUpdate,
 };
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
+pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};
 pub use store::{Durability, MemoryStore, SledStore, StoreError, TaskStore};
 pub use subscription::EventStream;

@@ -1,21 +1,16 @@
 //! Recovery at start: every stored task that is not terminal is resumed, left waiting
-//! for input, or ended `failed` with the reason "interrupted by restart".
+//! for input, or ended `failed` with the reason "interrupted by restart". This module
+//! decides (`plan`, a pure function of the stored tasks and the registered skills); the
+//! runtime's start carries the plan out (`RuntimeHandle::recover`).
 
 use std::collections::HashMap;
 
-use futures::{StreamExt, TryStreamExt};
-
-use crate::actors::fail_stored_task;
-use crate::error::RuntimeError;
-use crate::handle::RuntimeHandle;
-use crate::model::TaskId;
-use crate::telemetry;
+use crate::model::{TaskId, TaskState};
+use crate::skill::SkillCard;
+use crate::store::TaskRecord;
 
 /// The status message of a task that a restart interrupted and that cannot resume.
 pub const INTERRUPTED_BY_RESTART: &str = "interrupted by restart";
-
-/// Failure commits in flight at once, so that they share flushes.
-const PARALLEL_FAILS: usize = 64;
 
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,62 +28,107 @@ pub struct RecoveryReport {
     pub quarantined: usize,
 }
 
-pub(crate) async fn recover(handle: &RuntimeHandle) -> Result<RecoveryReport, RuntimeError> {
-    let mut report = RecoveryReport::default();
-    let mut to_fail: Vec<(TaskId, String)> = Vec::new();
-    let mut to_resume: HashMap<String, Vec<TaskId>> = HashMap::new();
-    let metrics = telemetry::metrics();
-    for record in handle.store().active().await? {
+/// What to do with each unfinished task.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct RecoveryPlan {
+    /// Tasks to run again, by skill, in the order read: each once it has a slot.
+    pub(crate) resume: HashMap<String, Vec<TaskId>>,
+    /// Tasks to end `failed`, with the reason.
+    pub(crate) fail: Vec<(TaskId, String)>,
+    /// Tasks that wait again for input, with no actor.
+    pub(crate) waiting: Vec<TaskId>,
+    /// Every task read, with its skill and state (counted afresh in this process).
+    pub(crate) found: Vec<(String, TaskId, TaskState)>,
+}
+
+/// Decides the fate of each unfinished task, given the card of each registered skill.
+pub(crate) fn plan(
+    records: Vec<TaskRecord>,
+    card_of: impl Fn(&str) -> Option<SkillCard>,
+) -> RecoveryPlan {
+    let mut plan = RecoveryPlan::default();
+    for record in records {
         let id = record.task.id.clone();
-        // Counted afresh in this process: active tasks by state start here.
-        metrics.state_changed(&record.skill, &id, None, record.state());
-        match handle.skill_card(&record.skill) {
-            None => to_fail.push((
+        plan.found
+            .push((record.skill.clone(), id.clone(), record.state()));
+        match card_of(&record.skill) {
+            None => plan.fail.push((
                 id,
                 format!(
                     "{INTERRUPTED_BY_RESTART}; skill {:?} is no longer registered",
                     record.skill
                 ),
             )),
-            Some(card) if !card.resumable => to_fail.push((id, INTERRUPTED_BY_RESTART.into())),
-            Some(_) if record.state().is_interrupted() => {
-                metrics.recovered("waiting");
-                report.waiting_for_input += 1;
-            }
-            Some(_) => {
-                tracing::info!(task_id = %id, "resuming task after restart");
-                metrics.recovered("resumed");
-                report.resumed += 1;
-                to_resume.entry(record.skill).or_default().push(id);
-            }
+            Some(card) if !card.resumable => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
+            Some(_) if record.state().is_interrupted() => plan.waiting.push(id),
+            Some(_) => plan.resume.entry(record.skill).or_default().push(id),
         }
     }
-    // Set aside by the store while it opened or read the active tasks just now.
-    let quarantined = handle.store().quarantined().await?;
-    if !quarantined.is_empty() {
-        report.quarantined = quarantined.len();
-        metrics.recovered_n("quarantined", quarantined.len());
-        tracing::warn!(
-            tasks = quarantined.len(),
-            "stored tasks that cannot be read are set aside; `fundi doctor` lists them"
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::model::{ContextId, Task, TaskStatus};
+
+    fn record(id: &str, skill: &str, state: TaskState) -> TaskRecord {
+        TaskRecord {
+            task: Task {
+                id: TaskId::from(id),
+                context_id: ContextId::from("c"),
+                status: TaskStatus {
+                    state,
+                    message: None,
+                    timestamp: Utc::now(),
+                },
+                artifacts: Vec::new(),
+                history: Vec::new(),
+                metadata: None,
+            },
+            version: 1,
+            last_seq: 1,
+            skill: skill.into(),
+            owner: None,
+            checkpoint: None,
+            trace: None,
+        }
+    }
+
+    #[test]
+    fn each_unfinished_task_is_resumed_left_waiting_or_failed() {
+        let cards = |skill: &str| match skill {
+            "again" => Some(SkillCard::new("again", "resumable").resumable()),
+            "once" => Some(SkillCard::new("once", "not resumable")),
+            _ => None,
+        };
+        let plan = plan(
+            vec![
+                record("a", "again", TaskState::Working),
+                record("b", "again", TaskState::InputRequired),
+                record("c", "once", TaskState::Working),
+                record("d", "gone", TaskState::Submitted),
+                record("e", "again", TaskState::Submitted),
+            ],
+            cards,
         );
+        let ids = |ids: &[TaskId]| {
+            ids.iter()
+                .map(|i| i.as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&plan.resume["again"]), ["a", "e"]);
+        assert_eq!(ids(&plan.waiting), ["b"]);
+        let failed: Vec<(&str, &str)> = plan
+            .fail
+            .iter()
+            .map(|(id, why)| (id.as_str(), why.as_str()))
+            .collect();
+        assert_eq!(failed[0], ("c", INTERRUPTED_BY_RESTART));
+        assert_eq!(failed[1].0, "d");
+        assert!(failed[1].1.contains("\"gone\" is no longer registered"));
+        assert_eq!(plan.found.len(), 5);
     }
-    // No actor yet: each starts once its task has a slot, in the order read.
-    for (skill, ids) in to_resume {
-        handle.resume_in_turn(skill, ids);
-    }
-    let store = handle.store().clone();
-    report.failed = futures::stream::iter(to_fail)
-        .map(|(id, reason)| {
-            let store = store.clone();
-            async move {
-                tracing::info!(task_id = %id, %reason, "failing task after restart");
-                metrics.recovered("failed");
-                fail_stored_task(&*store, &id, &reason, "restart").await
-            }
-        })
-        .buffer_unordered(PARALLEL_FAILS)
-        .try_fold(0, |n, changed| async move { Ok(n + usize::from(changed)) })
-        .await?;
-    Ok(report)
 }

@@ -3,9 +3,9 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use thiserror::Error;
 
 use crate::context::SkillContext;
+pub use crate::error::SkillError;
 use crate::model::{Artifact, ContextId, Message, Part, TaskId};
 
 /// What a skill tells the world about itself (it becomes an A2A `AgentSkill`).
@@ -147,23 +147,6 @@ impl SkillOutput {
         self.artifacts.push(artifact);
         self
     }
-}
-
-/// How a run can fail.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum SkillError {
-    /// The run failed; the text becomes the failed status message.
-    #[error("{0}")]
-    Failed(String),
-    /// The skill refuses the task (bad input, out of policy): the task ends `rejected`.
-    #[error("{0}")]
-    Rejected(String),
-    /// The task was canceled; return this (or anything) promptly once `cancelled()` fires.
-    #[error("the task was canceled")]
-    Canceled,
-    /// The runtime could not record what the skill asked for.
-    #[error("runtime error: {0}")]
-    Runtime(String),
 }
 
 /// A skill: the one trait embedders implement.

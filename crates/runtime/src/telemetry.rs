@@ -4,16 +4,13 @@
 //! created it, even after a restart.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter};
-use tokio::sync::watch;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::actors::{LiveCount, Slots};
-use crate::cpu::CpuPool;
 use crate::model::{TaskEvent, TaskId, TaskState};
 use crate::store::{StoreError, TaskRecord, TaskStore};
 
@@ -138,8 +135,10 @@ impl Metrics {
     }
 
     pub(crate) fn recovered_n(&self, outcome: &'static str, tasks: usize) {
-        self.recoveries
-            .add(tasks as u64, &[KeyValue::new("outcome", outcome)]);
+        if tasks > 0 {
+            self.recoveries
+                .add(tasks as u64, &[KeyValue::new("outcome", outcome)]);
+        }
     }
 
     /// A genuine failure: `source` is `skill`, `panic`, `runtime` or `restart`.
@@ -179,9 +178,9 @@ pub(crate) struct LiveGauges {
 }
 
 pub(crate) fn live_gauges(
-    live: watch::Receiver<LiveCount>,
-    slots: Arc<Slots>,
-    cpu: Arc<CpuPool>,
+    live: impl Fn() -> usize + Send + Sync + 'static,
+    waiting: impl Fn() -> usize + Send + Sync + 'static,
+    cpu_busy: impl Fn() -> usize + Send + Sync + 'static,
 ) -> LiveGauges {
     let meter = opentelemetry::global::meter(METER_NAME);
     LiveGauges {
@@ -189,21 +188,19 @@ pub(crate) fn live_gauges(
             .i64_observable_gauge("fundi.task_actors.live")
             .with_description("Tasks with a live actor (running, queued or waiting for input)")
             .with_unit("{task}")
-            .with_callback(move |gauge| gauge.observe(live.borrow().live as i64, &[]))
+            .with_callback(move |gauge| gauge.observe(live() as i64, &[]))
             .build(),
         _waiting: meter
             .i64_observable_gauge("fundi.tasks.waiting_for_slot")
             .with_description("Tasks queued for a concurrency slot of their skill")
             .with_unit("{task}")
-            .with_callback(move |gauge| {
-                gauge.observe(slots.waiting() as i64, &[]);
-            })
+            .with_callback(move |gauge| gauge.observe(waiting() as i64, &[]))
             .build(),
         _cpu_busy: meter
             .i64_observable_gauge("fundi.cpu.busy")
             .with_description("Workers of the CPU pool busy with skills' CPU-heavy work")
             .with_unit("{worker}")
-            .with_callback(move |gauge| gauge.observe(cpu.busy() as i64, &[]))
+            .with_callback(move |gauge| gauge.observe(cpu_busy() as i64, &[]))
             .build(),
     }
 }

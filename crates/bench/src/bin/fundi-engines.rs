@@ -1,7 +1,7 @@
 //! `fundi-engines`: what fundi's writes for one blocking send cost on sled, its store,
 //! and on two other embedded stores, measured in the same run. Evidence for choosing
-//! the store engine and its layout (see docs/performance.md, sixth and seventh sessions),
-//! not a fundi workload.
+//! the store engine and its layout (see docs/performance.md, "Tried and dropped"), not a
+//! fundi workload.
 //!
 //! Each simulated request makes the two commits a W1 send makes, with values of the
 //! sizes fundi writes for one (an echo task with a short text):
@@ -40,8 +40,8 @@ const FLUSH_WINDOW: Duration = Duration::from_millis(10);
 /// Value sizes of one W1 send (bytes), as fundi wrote them for a short text before it
 /// compressed snapshots: the snapshot after creation and after completion (header,
 /// listing entry and record JSON, without events), the events of each commit, and a
-/// listing entry. Since the eleventh session a snapshot with its events is LZ4-compressed
-/// to about 0.3 of that (`--value-percent 30` stands for it; the listing entries are
+/// listing entry. Today a snapshot with its events is LZ4-compressed to about 0.3 of
+/// that (`--value-percent 30` stands for it; the listing entries are
 /// not compressed, so it undersizes them).
 const SNAPSHOT_CREATED: usize = 640;
 const SNAPSHOT_DONE: usize = 1_090;

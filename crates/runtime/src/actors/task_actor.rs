@@ -23,11 +23,11 @@ use crate::config::RuntimeConfig;
 use crate::context::{Cpu, SkillContext};
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::handle::TaskSnapshot;
 use crate::model::limits::{self, InvalidField};
 use crate::model::{
     Artifact, Message, Part, Role, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus,
 };
+use crate::requests::TaskSnapshot;
 use crate::skill::{Skill, SkillError, SkillInput, SkillOutput};
 use crate::store::{StoreError, TaskRecord, TaskStore};
 use crate::telemetry;

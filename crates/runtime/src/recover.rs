@@ -1,0 +1,64 @@
+//! Carrying out recovery's plan at start (see `recovery`): counting what was found,
+//! queueing resumes for their slots, failing what cannot resume, reporting what the
+//! store set aside.
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::actors::fail_stored_task;
+use crate::error::RuntimeError;
+use crate::handle::RuntimeHandle;
+use crate::recovery::{RecoveryReport, plan};
+use crate::telemetry;
+
+/// Failure commits in flight at once, so that they share flushes.
+const PARALLEL_FAILS: usize = 64;
+
+impl RuntimeHandle {
+    /// Recovers the tasks a previous run left unfinished (before new work is taken).
+    pub(crate) async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
+        let records = self.store().active().await?;
+        let plan = plan(records, |skill| self.skill_card(skill));
+        let metrics = telemetry::metrics();
+        for (skill, id, state) in &plan.found {
+            metrics.state_changed(skill, id, None, *state);
+        }
+        let mut report = RecoveryReport {
+            resumed: plan.resume.values().map(Vec::len).sum(),
+            waiting_for_input: plan.waiting.len(),
+            ..RecoveryReport::default()
+        };
+        metrics.recovered_n("waiting", report.waiting_for_input);
+        metrics.recovered_n("resumed", report.resumed);
+        // Set aside by the store while it opened or read the active tasks just now.
+        let quarantined = self.store().quarantined().await?;
+        if !quarantined.is_empty() {
+            report.quarantined = quarantined.len();
+            metrics.recovered_n("quarantined", quarantined.len());
+            tracing::warn!(
+                tasks = quarantined.len(),
+                "stored tasks that cannot be read are set aside; `fundi doctor` lists them"
+            );
+        }
+        // No actor yet: each starts once its task has a slot, in the order read.
+        for (skill, ids) in plan.resume {
+            for id in &ids {
+                tracing::info!(task_id = %id, "resuming task after restart");
+            }
+            self.resume_in_turn(skill, ids);
+        }
+        let store = self.store().clone();
+        report.failed = futures::stream::iter(plan.fail)
+            .map(|(id, reason)| {
+                let store = store.clone();
+                async move {
+                    tracing::info!(task_id = %id, %reason, "failing task after restart");
+                    metrics.recovered("failed");
+                    fail_stored_task(&*store, &id, &reason, "restart").await
+                }
+            })
+            .buffer_unordered(PARALLEL_FAILS)
+            .try_fold(0, |n, changed| async move { Ok(n + usize::from(changed)) })
+            .await?;
+        Ok(report)
+    }
+}
