@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, PushService};
-use fundi_runtime::issues::IssueStore;
+use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
@@ -244,8 +244,8 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             let memory = Arc::new(MemoryStore::new());
             Ok(Stores {
                 tasks: memory.clone(),
-                push: memory.clone(),
-                issues: memory,
+                push: memory,
+                issues: Arc::new(MemoryIssueStore::new()),
                 sled: None,
             })
         }
@@ -268,7 +268,7 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             Ok(Stores {
                 tasks: sled.clone(),
                 push: sled.clone(),
-                issues: sled.clone(),
+                issues: Arc::new(SledIssueStore::new(sled.clone())),
                 sled: Some(sled),
             })
         }

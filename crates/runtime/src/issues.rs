@@ -11,6 +11,12 @@ use sha2::{Digest, Sha256};
 use crate::model::TaskId;
 use crate::store::StoreError;
 
+mod in_memory;
+mod in_sled;
+
+pub use in_memory::MemoryIssueStore;
+pub use in_sled::SledIssueStore;
+
 /// A finding as a skill reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -128,5 +134,77 @@ pub(crate) fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool)
             },
             true,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::store::{Durability, SledStore};
+
+    fn finding(rule: &str, place: &str) -> NewIssue {
+        NewIssue {
+            fingerprint: fingerprint(&["a11y-audit", rule, place]),
+            source: "a11y-audit".into(),
+            rule: rule.into(),
+            severity: "critical".into(),
+            title: "Images must have alternative text".into(),
+            location: "https://site.test/".into(),
+            target: Some(place.into()),
+            evidence: "<img src=x>".into(),
+            remediation: "Add alt".into(),
+            tags: vec!["wcag111".into()],
+            task_id: TaskId::from("t1"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_finding_seen_again_updates_its_issue_instead_of_adding_one() {
+        let sled = SledStore::temporary(Durability::Sync).unwrap();
+        let stores: Vec<(&str, Arc<dyn IssueStore>)> = vec![
+            ("memory", Arc::new(MemoryIssueStore::new())),
+            ("sled", Arc::new(SledIssueStore::new(Arc::new(sled)))),
+        ];
+        for (name, store) in stores {
+            let (first, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
+            assert!(new, "{name}");
+            let (again, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
+            assert!(!new, "{name}");
+            assert_eq!(again.occurrences, 2);
+            assert_eq!(again.first_seen, first.first_seen);
+            store.record(finding("image-alt", "#hero")).await.unwrap();
+            assert_eq!(
+                store.issues(Some("a11y-audit")).await.unwrap().len(),
+                2,
+                "{name}"
+            );
+            assert!(
+                store
+                    .issues(Some("security-scan"))
+                    .await
+                    .unwrap()
+                    .is_empty()
+            );
+            assert!(
+                store
+                    .set_status(first.id(), IssueStatus::Resolved)
+                    .await
+                    .unwrap()
+            );
+            let (reopened, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
+            assert_eq!(
+                reopened.status,
+                IssueStatus::Open,
+                "{name}: seen again, open again"
+            );
+            assert!(
+                !store
+                    .set_status("nope", IssueStatus::Resolved)
+                    .await
+                    .unwrap()
+            );
+        }
     }
 }

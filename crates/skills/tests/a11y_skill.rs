@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::response::{Html, IntoResponse, Redirect};
 use axum::routing::get;
-use fundi_runtime::issues::IssueStore;
+use fundi_runtime::issues::{IssueStore, MemoryIssueStore};
 use fundi_runtime::{
     MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState,
 };
@@ -59,7 +59,7 @@ async fn site() -> String {
 
 struct Fixture {
     runtime: RuntimeHandle,
-    issues: Arc<MemoryStore>,
+    issues: Arc<MemoryIssueStore>,
 }
 
 async fn fixture(origins: Vec<String>) -> Fixture {
@@ -73,7 +73,8 @@ async fn fixture(origins: Vec<String>) -> Fixture {
 
 async fn fixture_with(config: A11yConfig, runtime: fundi_runtime::RuntimeConfig) -> Fixture {
     let store = Arc::new(MemoryStore::new());
-    let skill = A11yAuditSkill::new(config, store.clone()).unwrap();
+    let issues = Arc::new(MemoryIssueStore::new());
+    let skill = A11yAuditSkill::new(config, issues.clone()).unwrap();
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(skill)
@@ -84,10 +85,7 @@ async fn fixture_with(config: A11yConfig, runtime: fundi_runtime::RuntimeConfig)
         .start()
         .await
         .unwrap();
-    Fixture {
-        runtime,
-        issues: store,
-    }
+    Fixture { runtime, issues }
 }
 
 impl Fixture {

@@ -234,7 +234,7 @@ async fn scanner(origins: &[&str], config: SecurityConfig) -> Scanner {
             allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
             ..config
         },
-        store.clone(),
+        Arc::new(fundi_runtime::issues::MemoryIssueStore::new()),
     )
     .unwrap();
     let runtime = Runtime::builder()

@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use super::index::{IndexEntry, plan_page};
 use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
 use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
-use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{TaskEvent, TaskId};
 
 /// Keeps everything in memory; loses everything when dropped.
@@ -16,7 +15,6 @@ use crate::model::{TaskEvent, TaskId};
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     push: Mutex<BTreeMap<(TaskId, String), (PushConfig, PushCursor)>>,
-    issues: Mutex<BTreeMap<String, Issue>>,
 }
 
 #[derive(Debug, Default)]
@@ -185,35 +183,5 @@ impl PushStore for MemoryStore {
                 cursor: cursor.clone(),
             })
             .collect())
-    }
-}
-
-#[async_trait]
-impl IssueStore for MemoryStore {
-    async fn record(&self, finding: NewIssue) -> Result<(Issue, bool), StoreError> {
-        let mut issues = self.issues.lock().unwrap_or_else(|p| p.into_inner());
-        let key = finding.fingerprint.clone();
-        let (issue, new) = merge(issues.get(&key).cloned(), finding);
-        issues.insert(key, issue.clone());
-        Ok((issue, new))
-    }
-
-    async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
-        let issues = self.issues.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(issues.get(id).cloned())
-    }
-
-    async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
-        let issues = self.issues.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(issues
-            .values()
-            .filter(|i| source.is_none_or(|s| i.finding.source == s))
-            .cloned()
-            .collect())
-    }
-
-    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
-        let mut issues = self.issues.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(issues.get_mut(id).map(|i| i.status = status).is_some())
     }
 }

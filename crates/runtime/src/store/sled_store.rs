@@ -62,7 +62,6 @@ use super::sled_layout::{
 };
 use super::sled_quarantine::QUARANTINE_TREE;
 use super::{ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore};
-use crate::issues::{Issue, IssueStatus, IssueStore, NewIssue, merge};
 use crate::model::{TaskEvent, TaskId};
 use crate::transition::replay;
 
@@ -99,8 +98,8 @@ pub struct SledStore {
     pub(super) db: sled::Db,
     /// Push configs and cursors (see `sled_push`).
     pub(super) push: sled::Tree,
-    /// Issues by fingerprint.
-    issues: sled::Tree,
+    /// Issues by fingerprint (see `issues::SledIssueStore`).
+    pub(crate) issues: sled::Tree,
     /// What was set aside because it could not be read (see `sled_quarantine`).
     pub(super) quarantine: sled::Tree,
     flusher: Option<GroupFlusher>,
@@ -387,7 +386,7 @@ impl SledStore {
 
     /// For writes outside `TaskStore::write` (push configs, issues), which are durable
     /// when they return: settles what the caller has just written.
-    pub(super) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+    pub(crate) async fn flush_if_sync(&self) -> Result<(), StoreError> {
         drop(self.begin_write());
         self.settle_writes().await
     }
@@ -959,60 +958,5 @@ impl TaskStore for SledStore {
 
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.quarantined_tasks()
-    }
-}
-
-#[async_trait]
-impl IssueStore for SledStore {
-    async fn record(&self, finding: NewIssue) -> Result<(Issue, bool), StoreError> {
-        // Read, merge, compare-and-swap: concurrent runs finding the same issue both count.
-        loop {
-            let key = finding.fingerprint.as_bytes().to_vec();
-            let old = self.issues.get(&key)?;
-            let existing: Option<Issue> = old
-                .as_ref()
-                .map(|bytes| serde_json::from_slice(bytes))
-                .transpose()?;
-            let (issue, new) = merge(existing, finding.clone());
-            let bytes = serde_json::to_vec(&issue)?;
-            if self
-                .issues
-                .compare_and_swap(&key, old, Some(bytes))?
-                .is_ok()
-            {
-                self.flush_if_sync().await?;
-                return Ok((issue, new));
-            }
-        }
-    }
-
-    async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
-        self.issues
-            .get(id.as_bytes())?
-            .map(|bytes| Ok(serde_json::from_slice(&bytes)?))
-            .transpose()
-    }
-
-    async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
-        let mut all = Vec::new();
-        for item in self.issues.iter() {
-            let (_, bytes) = item?;
-            let issue: Issue = serde_json::from_slice(&bytes)?;
-            if source.is_none_or(|s| issue.finding.source == s) {
-                all.push(issue);
-            }
-        }
-        Ok(all)
-    }
-
-    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
-        let Some(mut issue) = self.issue(id).await? else {
-            return Ok(false);
-        };
-        issue.status = status;
-        self.issues
-            .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
-        self.flush_if_sync().await?;
-        Ok(true)
     }
 }

@@ -1,0 +1,79 @@
+//! Issues in the sled store's `issues` tree, by fingerprint.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{Issue, IssueStatus, IssueStore, NewIssue, merge};
+use crate::store::{SledStore, StoreError};
+
+/// Issues kept in a [`SledStore`], beside its tasks (durable as the store's mode says).
+#[derive(Debug, Clone)]
+pub struct SledIssueStore {
+    store: Arc<SledStore>,
+}
+
+impl SledIssueStore {
+    /// The issues of `store`.
+    pub fn new(store: Arc<SledStore>) -> SledIssueStore {
+        SledIssueStore { store }
+    }
+}
+
+#[async_trait]
+impl IssueStore for SledIssueStore {
+    async fn record(&self, finding: NewIssue) -> Result<(Issue, bool), StoreError> {
+        // Read, merge, compare-and-swap: concurrent runs finding the same issue both count.
+        loop {
+            let key = finding.fingerprint.as_bytes().to_vec();
+            let old = self.store.issues.get(&key)?;
+            let existing: Option<Issue> = old
+                .as_ref()
+                .map(|bytes| serde_json::from_slice(bytes))
+                .transpose()?;
+            let (issue, new) = merge(existing, finding.clone());
+            let bytes = serde_json::to_vec(&issue)?;
+            if self
+                .store
+                .issues
+                .compare_and_swap(&key, old, Some(bytes))?
+                .is_ok()
+            {
+                self.store.flush_if_sync().await?;
+                return Ok((issue, new));
+            }
+        }
+    }
+
+    async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
+        self.store
+            .issues
+            .get(id.as_bytes())?
+            .map(|bytes| Ok(serde_json::from_slice(&bytes)?))
+            .transpose()
+    }
+
+    async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
+        let mut all = Vec::new();
+        for item in self.store.issues.iter() {
+            let (_, bytes) = item?;
+            let issue: Issue = serde_json::from_slice(&bytes)?;
+            if source.is_none_or(|s| issue.finding.source == s) {
+                all.push(issue);
+            }
+        }
+        Ok(all)
+    }
+
+    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
+        let Some(mut issue) = self.issue(id).await? else {
+            return Ok(false);
+        };
+        issue.status = status;
+        self.store
+            .issues
+            .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
+        self.store.flush_if_sync().await?;
+        Ok(true)
+    }
+}
