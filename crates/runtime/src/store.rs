@@ -37,7 +37,18 @@ pub use sled_store::{DEFAULT_CACHE_BYTES, Durability, SledStore};
 pub enum StoreError {
     /// The storage engine failed (I/O, corruption).
     #[error("storage engine error: {0}")]
-    Engine(String),
+    Engine(#[from] sled::Error),
+    /// A file operation of the store's own failed (syncing sled's log, say).
+    #[error("{what}: {source}")]
+    Io {
+        /// What the store was doing, and on which file.
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The store's blocking work (a flush on the blocking pool) did not finish.
+    #[error("the store's background work stopped: {0}")]
+    Background(#[from] tokio::task::JoinError),
     /// Stored bytes could not be decoded (or a value could not be encoded).
     #[error("stored data could not be decoded: {0}")]
     Codec(String),
@@ -66,6 +77,14 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A file operation of the store's own that failed with `source`.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
     /// The optimistic-concurrency check every store makes before a write.
     pub(crate) fn check_version(
         task_id: &TaskId,
@@ -87,12 +106,6 @@ impl StoreError {
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
         StoreError::Codec(e.to_string())
-    }
-}
-
-impl From<sled::Error> for StoreError {
-    fn from(e: sled::Error) -> Self {
-        StoreError::Engine(e.to_string())
     }
 }
 

@@ -72,7 +72,8 @@ store_with_own_writes!(Recording, inner, {
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
         if self.refusing.load(Ordering::SeqCst) {
-            return Err(StoreError::Engine("no space left (the test's)".into()));
+            let full = std::io::Error::other("no space left (the test's)");
+            return Err(StoreError::io("writing", full));
         }
         self.inner.write(record, expected_version, events).await?;
         self.writes.lock().unwrap().push(Write {

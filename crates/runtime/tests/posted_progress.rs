@@ -98,7 +98,8 @@ store_with_own_writes!(Watched, inner, {
     ) -> Result<(), StoreError> {
         let notes: Vec<String> = events.iter().filter_map(note_text).collect();
         if notes.iter().any(|n| n == "break") {
-            return Err(StoreError::Engine("no space left (the test's)".into()));
+            let full = std::io::Error::other("no space left (the test's)");
+            return Err(StoreError::io("writing", full));
         }
         if !notes.is_empty() && self.slow.load(Ordering::SeqCst) {
             // A slow disk: `settle` must still wait for this write, however long.

@@ -197,7 +197,7 @@ impl Sweeper {
                     }
                 }
             })
-            .map_err(|e| StoreError::Engine(format!("starting the active-set sweep: {e}")))?;
+            .map_err(|e| StoreError::io("starting the active-set sweep", e))?;
         Ok(Sweeper {
             stop: Some(stop),
             thread: Some(thread),

@@ -98,9 +98,7 @@ impl GroupFlusher {
             // once the flush returns. A write still being applied waits for the next.
             let upto = self.applied_through();
             let (db, log) = (db.clone(), log.clone());
-            tokio::task::spawn_blocking(move || log.flush(&db))
-                .await
-                .map_err(|e| StoreError::Engine(format!("flush task failed: {e}")))??;
+            tokio::task::spawn_blocking(move || log.flush(&db)).await??;
             self.covered.fetch_max(upto, Ordering::AcqRel);
         }
     }

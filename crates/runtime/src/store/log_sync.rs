@@ -29,7 +29,7 @@ impl LogSync {
     /// readable.
     pub(super) fn open(dir: &Path) -> Result<LogSync, StoreError> {
         let failed = |what: &str, path: &Path, e: std::io::Error| {
-            StoreError::Engine(format!("{what} {}: {e}", path.display()))
+            StoreError::io(format!("{what} {}", path.display()), e)
         };
         let dir = dir
             .canonicalize()
@@ -68,7 +68,7 @@ impl LogSync {
         db.flush()?;
         if let Some(file) = &self.file {
             file.sync_data()
-                .map_err(|e| StoreError::Engine(format!("syncing sled's log: {e}")))?;
+                .map_err(|e| StoreError::io("syncing sled's log", e))?;
             self.syncs.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())

@@ -394,9 +394,7 @@ impl SledStore {
     /// Flushes everything written so far (used at shutdown in batched mode).
     pub async fn flush(&self) -> Result<(), StoreError> {
         let (db, log) = (self.db.clone(), self.log.clone());
-        tokio::task::spawn_blocking(move || log.flush(&db))
-            .await
-            .map_err(|e| StoreError::Engine(e.to_string()))??;
+        tokio::task::spawn_blocking(move || log.flush(&db)).await??;
         Ok(())
     }
 
@@ -408,7 +406,10 @@ impl SledStore {
             use std::sync::atomic::Ordering;
             let left = self.writes_left.load(Ordering::Acquire);
             if left == 0 {
-                return Err(StoreError::Engine("simulated crash".into()));
+                return Err(StoreError::io(
+                    "a test's write",
+                    std::io::Error::other("simulated crash"),
+                ));
             }
             self.writes_left.store(left - 1, Ordering::Release);
             if let Some(hook) = self.before_each_write.0.lock().unwrap().as_mut() {
