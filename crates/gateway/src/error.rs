@@ -362,6 +362,7 @@ impl From<RuntimeError> for ApiError {
             }
             RuntimeError::Unavailable(text) => ApiError::internal(text),
             RuntimeError::Store(e) => ApiError::internal(e),
+            e @ RuntimeError::Worker(_) => ApiError::internal(e),
         }
     }
 }

@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskId, TaskSnapshot,
+    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskEvent, TaskId,
+    TaskSnapshot,
 };
+use futures::FutureExt;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -112,8 +114,6 @@ impl<'a> Send<'a> {
             request: SubmitRequest {
                 owner: Some(caller.user.clone()),
                 grants: caller.grants.clone(),
-                // A push worker reads the task as soon as its config is attached.
-                store_with_first_step: push.is_none(),
                 ..SubmitRequest::new(params.message)
             },
             history,
@@ -132,6 +132,11 @@ impl<'a> Send<'a> {
 pub(crate) struct PushToAttach<'a>(Option<(&'a PushService, Prepared)>);
 
 impl PushToAttach<'_> {
+    /// Whether the send came without a push config.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// Attaches the config to the accepted task, from the event before the accepted
     /// one: a new task's creation, or the message that continued it.
     pub(crate) async fn attach(self, accepted: &TaskSnapshot) -> Result<(), ApiError> {
@@ -188,16 +193,30 @@ async fn send_message(
         let task = accepted.task.with_history_limit(history);
         return Ok(encode::send_result(&task, dialect));
     }
-    let waiting = runtime.submit_and_wait(send.request).await?;
-    push.attach(&waiting.accepted).await?;
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
-    let id = waiting.accepted.task.id.clone();
-    let outcome = waiting.outcome(|event| {
+    let until = |event: &TaskEvent| {
         event
             .status()
             .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
-    });
+    };
+    let submission = runtime.submit(send.request);
+    let (id, outcome) = match push.is_empty() {
+        // Only the outcome is told.
+        true => {
+            let waiting = submission.wait().await?;
+            let id = waiting.accepted().task.id.clone();
+            (id, waiting.outcome(until).boxed())
+        }
+        // A push worker reads the task as soon as its config is attached: the task is
+        // followed from a durable submission.
+        false => {
+            let following = submission.follow().await?;
+            push.attach(&following.accepted).await?;
+            let id = following.accepted.task.id.clone();
+            (id, following.outcome(until).boxed())
+        }
+    };
     let task = match tokio::time::timeout(timeout, outcome).await {
         // Durable when it comes back.
         Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use fundi_runtime::{EventStream, TaskEventKind, TaskId, TaskState, TaskUpdate};
+use fundi_runtime::{EventStream, Following, TaskEventKind, TaskId, TaskState, TaskUpdate};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
@@ -87,7 +87,7 @@ async fn open(
             let mut send =
                 methods::Send::decode(state, caller, request.params, request.dialect).await?;
             let push = send.take_push();
-            let (accepted, events) = runtime.submit_and_follow(send.request).await?;
+            let Following { accepted, events } = runtime.submit(send.request).follow().await?;
             push.attach(&accepted).await?;
             let task = accepted.task.with_history_limit(send.history);
             Ok(Opened {

@@ -2,16 +2,18 @@
 //! Embedders never see them; `RuntimeHandle` and `SkillContext` talk to them.
 
 mod call;
-mod fail;
 mod fanout;
+mod journal;
+mod phase;
 mod posted;
+mod skill_run;
 mod slots;
 mod supervisor;
 mod task_actor;
 
 pub(crate) use call::{NoAnswer, call_actor};
-pub(crate) use fail::fail_stored_task;
 pub(crate) use fanout::{LiveEvents, follower};
+pub(crate) use journal::{FirstCommit, NewTask, TaskJournal};
 pub(crate) use posted::{PostedNote, PostedNotes, Pushed};
 pub(crate) use slots::Slots;
 pub(crate) use supervisor::{LiveCount, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};

@@ -16,7 +16,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::actors::{PostedNote, PostedNotes, Pushed, SkillCall, TaskMsg};
 use crate::cpu::{Budget, CpuPool};
-use crate::error::SkillError;
+use crate::error::{RuntimeError, SkillError};
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
 use crate::store::TaskStore;
 use crate::telemetry;
@@ -107,7 +107,7 @@ impl SkillContext {
         let handle = tokio::select! {
             () = self.cancel.cancelled() => return Err(SkillError::Canceled),
             handle = self.cpu.pool.run(budget, work) => handle
-                .ok_or_else(|| SkillError::Runtime("the runtime is stopping".into()))?,
+                .ok_or_else(|| SkillError::runtime(RuntimeError::Unavailable("the runtime is stopping".into())))?,
         };
         let started = std::time::Instant::now();
         let joined = tokio::select! {
@@ -121,7 +121,7 @@ impl SkillContext {
         match joined {
             Ok(value) => Ok(value),
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            Err(error) => Err(SkillError::Runtime(format!("CPU work stopped: {error}"))),
+            Err(error) => Err(SkillError::runtime(error)),
         }
     }
 
@@ -315,7 +315,9 @@ impl SkillContext {
         let prompt = Message::agent(vec![Part::text(prompt)]);
         match self.send(SkillCall::RequestInput { prompt }).await? {
             Some(message) => Ok(message),
-            None => Err(SkillError::Runtime("no message was delivered".into())),
+            None => Err(SkillError::runtime(RuntimeError::Unavailable(
+                "no message was delivered".into(),
+            ))),
         }
     }
 
@@ -341,9 +343,7 @@ impl SkillContext {
             // Stored first: the call is answered once the notes posted before it are.
             self.send(SkillCall::StorePosted).await?;
         }
-        telemetry::settle(&*self.store)
-            .await
-            .map_err(|e| SkillError::Runtime(e.to_string()))
+        self.store.settle().await.map_err(SkillError::runtime)
     }
 
     /// The last checkpoint saved (by this run, or by the run it resumes).
@@ -383,7 +383,9 @@ impl SkillContext {
     fn gone(&self) -> SkillError {
         match self.cancel.is_cancelled() {
             true => SkillError::Canceled,
-            false => SkillError::Runtime("the task actor is gone".into()),
+            false => {
+                SkillError::runtime(RuntimeError::Unavailable("the task actor is gone".into()))
+            }
         }
     }
 }

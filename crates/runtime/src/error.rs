@@ -1,6 +1,8 @@
 //! The runtime's error types: what an embedder (or the gateway) can be told
 //! (`RuntimeError`), and how a skill's run can fail (`SkillError`).
 
+use std::sync::Arc;
+
 use thiserror::Error;
 
 use crate::model::limits::InvalidField;
@@ -78,10 +80,14 @@ pub enum RuntimeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Work the runtime ran on a task of its own (a skill's CPU work) stopped before it
+    /// finished.
+    #[error("runtime work stopped: {0}")]
+    Worker(#[from] tokio::task::JoinError),
 }
 
 /// How a run can fail.
-#[derive(Debug, Clone, PartialEq, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum SkillError {
     /// The run failed; the text becomes the failed status message.
     #[error("{0}")]
@@ -92,7 +98,29 @@ pub enum SkillError {
     /// The task was canceled; return this (or anything) promptly once `cancelled()` fires.
     #[error("the task was canceled")]
     Canceled,
-    /// The runtime could not record what the skill asked for.
+    /// The runtime could not do what the skill asked for (the store failed, the change
+    /// was over a limit, the runtime is stopping...). Shared, so that the error stays
+    /// cloneable with its source.
     #[error("runtime error: {0}")]
-    Runtime(String),
+    Runtime(#[source] Arc<RuntimeError>),
+}
+
+impl SkillError {
+    /// A runtime failure, as a skill's run sees it.
+    pub fn runtime(error: impl Into<RuntimeError>) -> SkillError {
+        SkillError::Runtime(Arc::new(error.into()))
+    }
+}
+
+/// Runtime failures compare by what they say (their sources are not comparable).
+impl PartialEq for SkillError {
+    fn eq(&self, other: &SkillError) -> bool {
+        match (self, other) {
+            (SkillError::Failed(a), SkillError::Failed(b))
+            | (SkillError::Rejected(a), SkillError::Rejected(b)) => a == b,
+            (SkillError::Canceled, SkillError::Canceled) => true,
+            (SkillError::Runtime(a), SkillError::Runtime(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
 }

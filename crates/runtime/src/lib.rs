@@ -71,7 +71,7 @@ pub use access::{ADMIN_SCOPE, Grants};
 pub use config::RuntimeConfig;
 pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
-pub use handle::{Runtime, RuntimeBuilder, RuntimeHandle, Waiting};
+pub use handle::{Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting};
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskArtifactUpdateEvent,
     TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent, TaskUpdate,

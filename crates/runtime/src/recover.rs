@@ -4,7 +4,7 @@
 
 use futures::{StreamExt, TryStreamExt};
 
-use crate::actors::fail_stored_task;
+use crate::actors::TaskJournal;
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::recovery::{RecoveryReport, plan};
@@ -53,7 +53,7 @@ impl RuntimeHandle {
                 async move {
                     tracing::info!(task_id = %id, %reason, "failing task after restart");
                     metrics.recovered("failed");
-                    fail_stored_task(&*store, &id, &reason, "restart").await
+                    TaskJournal::fail_stored(&store, &id, &reason, "restart").await
                 }
             })
             .buffer_unordered(PARALLEL_FAILS)

@@ -20,20 +20,6 @@ pub struct SubmitRequest {
     /// The scopes the caller holds: a skill whose card names a scope the caller lacks is
     /// refused before anything is stored.
     pub grants: Grants,
-    /// `true` (the default): `submit` returns once the message is durable. `false`: once
-    /// it is stored and readable, not waiting for the disk; for a caller that tells no
-    /// one before it has followed the task's event stream, which yields only durable
-    /// events (a blocking send).
-    pub durable_on_return: bool,
-    /// For [`RuntimeHandle::submit_and_wait`] only. `true` (the default): when a slot
-    /// is free, a new task is stored by its actor together with what its skill does in
-    /// its first poll, so a skill that finishes at once costs one commit, not two.
-    /// Until that commit (at most one poll of the skill) the task cannot be read or
-    /// subscribed to, nor survives a crash: nobody outside knows its id yet. `false`:
-    /// stored before `submit_and_wait` returns, for a caller that hands the id to
-    /// something that reads the task before the outcome (the gateway does, for a send
-    /// that registers a push config).
-    pub store_with_first_step: bool,
 }
 
 impl SubmitRequest {
@@ -44,8 +30,6 @@ impl SubmitRequest {
             skill: None,
             owner: None,
             grants: Grants::All,
-            durable_on_return: true,
-            store_with_first_step: true,
         }
     }
 }

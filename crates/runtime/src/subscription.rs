@@ -20,7 +20,6 @@ use crate::actors::{LiveEvents, NoAnswer, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
-use crate::telemetry;
 
 /// A task's events in order; ends after the terminal event, or once the task is no
 /// longer live (an interrupted task after a restart has no live events until it is
@@ -75,7 +74,7 @@ pub(crate) fn event_stream(
                     // Written is not yet durable: a task's latest events may still be on
                     // their way to disk.
                     if settles {
-                        telemetry::settle(&*store).await?;
+                        store.settle().await?;
                     }
                     for event in batch {
                         next = event.seq + 1;
@@ -93,7 +92,7 @@ pub(crate) fn event_stream(
             while let Some(receiver) = live.receiver.as_mut() {
                 let (batch, intact) = receive_burst(receiver).await;
                 if settles && !batch.is_empty() {
-                    telemetry::settle(&*store).await?;
+                    store.settle().await?;
                 }
                 for event in batch {
                     if event.seq < next {

@@ -5,14 +5,16 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use std::time::Instant;
+
+mod timed_store;
+
+pub(crate) use timed_store::TimedStore;
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::model::{TaskEvent, TaskId, TaskState};
-use crate::store::{StoreError, TaskRecord, TaskStore};
+use crate::model::{TaskId, TaskState};
 
 /// The instrumentation scope of fundi's metrics.
 pub const METER_NAME: &str = "fundi";
@@ -213,73 +215,6 @@ fn age_seconds(task_id: &TaskId) -> Option<f64> {
     let created = chrono::DateTime::from_timestamp(secs as i64, nanos)?;
     let age = chrono::Utc::now().signed_duration_since(created);
     Some(age.num_milliseconds().max(0) as f64 / 1000.0)
-}
-
-/// Commits a task change (written and settled: durable as the store's mode promises)
-/// inside a `store.commit` span (a child of `parent`, or of the current span), timing it.
-pub(crate) async fn commit(
-    store: &dyn TaskStore,
-    record: &TaskRecord,
-    expected_version: u64,
-    events: &[TaskEvent],
-    parent: Option<&tracing::Span>,
-) -> Result<(), StoreError> {
-    timed_write(store, record, expected_version, events, parent, true).await
-}
-
-/// Like [`commit`], without waiting for durability: readable at once, durable after the
-/// next settle (which whoever tells the outside about it makes first).
-pub(crate) async fn write(
-    store: &dyn TaskStore,
-    record: &TaskRecord,
-    expected_version: u64,
-    events: &[TaskEvent],
-    parent: Option<&tracing::Span>,
-) -> Result<(), StoreError> {
-    timed_write(store, record, expected_version, events, parent, false).await
-}
-
-async fn timed_write(
-    store: &dyn TaskStore,
-    record: &TaskRecord,
-    expected_version: u64,
-    events: &[TaskEvent],
-    parent: Option<&tracing::Span>,
-    settle: bool,
-) -> Result<(), StoreError> {
-    let parent = parent.cloned().unwrap_or_else(tracing::Span::current);
-    let span = tracing::info_span!(
-        parent: &parent,
-        "store.commit",
-        task_id = %record.task.id,
-        version = record.version,
-        seq = events.last().map(|e| e.seq),
-        settled = settle,
-    );
-    let started = Instant::now();
-    let work = async {
-        store.write(record, expected_version, events).await?;
-        if settle {
-            self::settle(store).await?;
-        }
-        Ok(())
-    };
-    let result = tracing::Instrument::instrument(work, span).await;
-    metrics()
-        .commit_duration
-        .record(started.elapsed().as_secs_f64(), &[]);
-    result
-}
-
-/// Waits until everything written so far is durable (see `TaskStore::settle`), timing
-/// the wait.
-pub(crate) async fn settle(store: &dyn TaskStore) -> Result<(), StoreError> {
-    let started = Instant::now();
-    let result = store.settle().await;
-    metrics()
-        .settle_duration
-        .record(started.elapsed().as_secs_f64(), &[]);
-    result
 }
 
 /// How the target of an untraced span ends (see [`context_span!`](crate::context_span)).

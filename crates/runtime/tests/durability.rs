@@ -140,7 +140,10 @@ async fn streams_yield_only_durable_events() {
         let follow = round % 2 == 1;
         let submission = request("scripted", json!({"steps": 30}));
         let (accepted, mut events) = match follow {
-            true => rt.submit_and_follow(submission).await.unwrap(),
+            true => {
+                let following = rt.submit(submission).follow().await.unwrap();
+                (following.accepted, following.events)
+            }
             false => {
                 let accepted = rt.submit(submission).await.unwrap();
                 let events = rt.subscribe(&accepted.task.id, 1, None).await.unwrap();
@@ -209,10 +212,15 @@ async fn reads_return_only_durable_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
     let (rt, store) = start().await;
-    // A submission whose caller tells no one yet (a blocking send) does not settle.
-    let mut quiet = request("scripted", json!({"gate": true}));
-    quiet.durable_on_return = false;
-    let accepted = rt.submit(quiet).await.unwrap();
+    // A submission whose caller tells only the outcome (a blocking send) does not
+    // settle; its task is stored by its actor with its skill's first step.
+    let waiting = rt
+        .submit(request("scripted", json!({"gate": true})))
+        .wait()
+        .await
+        .unwrap();
+    let accepted = waiting.accepted().clone();
+    stored(&store, &accepted.task.id).await;
     assert_eq!(store.durable_seq(&accepted.task.id), 0);
     rt.cancel(&accepted.task.id, None).await.unwrap();
     let canceled = store.inner.get(&accepted.task.id).await.unwrap().unwrap();
@@ -223,13 +231,13 @@ async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
 
     // Only the skill settles here (nobody reads through the runtime), so what it finds
     // durable after its settle is down to the settle.
-    let mut settling = request("settling", json!(null));
-    settling.durable_on_return = false;
-    let id = rt.submit(settling).await.unwrap().task.id;
+    let settling = request("settling", json!(null));
+    let waiting = rt.submit(settling).wait().await.unwrap();
+    let id = waiting.accepted().task.id.clone();
     let deadline = std::time::Instant::now() + DEADLINE;
     let done = loop {
-        let record = store.inner.get(&id).await.unwrap().unwrap();
-        if record.state().is_terminal() {
+        let record = store.inner.get(&id).await.unwrap();
+        if let Some(record) = record.filter(|r| r.state().is_terminal()) {
             break record.task;
         }
         assert!(std::time::Instant::now() < deadline, "task did not finish");
@@ -250,10 +258,11 @@ async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
 async fn waiting_for_an_outcome_returns_it_durable_and_as_stored() {
     let (rt, store) = start().await;
     let waiting = rt
-        .submit_and_wait(request("scripted", json!({"steps": 30})))
+        .submit(request("scripted", json!({"steps": 30})))
+        .wait()
         .await
         .unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let id = waiting.accepted().task.id.clone();
     // The submission itself does not wait for the disk.
     assert_eq!(store.durable_seq(&id), 0);
     let outcome = waiting
@@ -270,4 +279,16 @@ async fn waiting_for_an_outcome_returns_it_durable_and_as_stored() {
     // Rebuilt from the events, it is the task the actor stored.
     let stored = store.inner.get(&id).await.unwrap().unwrap();
     assert_eq!(outcome.task, stored.task);
+}
+
+/// Waits until the store has the task (a blocking send's task is stored by its actor).
+async fn stored(store: &Watched, id: &TaskId) {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while store.inner.get(id).await.unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "task {id} was never stored"
+        );
+        tokio::task::yield_now().await;
+    }
 }

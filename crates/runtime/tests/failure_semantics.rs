@@ -350,7 +350,8 @@ async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
 async fn a_lagging_follower_of_its_own_submission_misses_nothing() {
     let (skill, rt) = small_buffer_runtime().await;
     let submission = SubmitRequest::new(message("many", json!({"steps": 200, "gate": true})));
-    let (accepted, events) = rt.submit_and_follow(submission).await.unwrap();
+    let following = rt.submit(submission).follow().await.unwrap();
+    let (accepted, events) = (following.accepted, following.events);
     assert_eq!(accepted.seq, 1);
 
     // The stream attached as the actor started falls behind at once and is let go;

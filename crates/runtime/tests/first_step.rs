@@ -1,5 +1,5 @@
 //! A blocking send's new task is stored by its actor together with what its skill does
-//! in its first poll (`SubmitRequest::store_with_first_step`): a skill that finishes at
+//! in its first poll (`Submission::wait`): a skill that finishes at
 //! once costs one commit instead of two. Whatever that first poll does (return, fail,
 //! reject, panic, or wait), the task ends up stored with every event, in order; a skill
 //! still running after it is stored before it goes on, and goes on.
@@ -120,8 +120,8 @@ async fn terminal_state(waiting: Waiting) -> TaskState {
 /// Submits as a blocking send does and waits for a terminal state; returns the id and
 /// that state.
 async fn send_blocking(rt: &RuntimeHandle, request: SubmitRequest) -> (TaskId, TaskState) {
-    let waiting = rt.submit_and_wait(request).await.unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let waiting = rt.submit(request).wait().await.unwrap();
+    let id = waiting.accepted().task.id.clone();
     (id, terminal_state(waiting).await)
 }
 
@@ -188,10 +188,11 @@ async fn a_first_poll_that_fails_rejects_or_panics_is_stored_with_its_outcome() 
 async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on() {
     let (rt, store, scripted) = start().await;
     let waiting = rt
-        .submit_and_wait(request(json!({"gate": true, "steps": 2})))
+        .submit(request(json!({"gate": true, "steps": 2})))
+        .wait()
         .await
         .unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let id = waiting.accepted().task.id.clone();
     // The run waits at the gate: the task is stored as it stands, working, and readable.
     let writes = store.written(&id, 1).await;
     let first = &writes[0];
@@ -222,12 +223,14 @@ async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_store_with_first_step_the_task_is_stored_before_submit_returns() {
+async fn a_followed_task_is_stored_before_follow_returns() {
     let (rt, store, scripted) = start().await;
-    let mut stored_first = request(json!({"gate": true}));
-    stored_first.store_with_first_step = false;
-    let waiting = rt.submit_and_wait(stored_first).await.unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let following = rt
+        .submit(request(json!({"gate": true})))
+        .follow()
+        .await
+        .unwrap();
+    let id = following.accepted.task.id.clone();
     // Stored already, before the skill has run at all.
     let writes = store.writes_of(&id);
     assert_eq!(writes.len(), 1, "{writes:?}");
@@ -236,7 +239,13 @@ async fn without_store_with_first_step_the_task_is_stored_before_submit_returns(
         (vec![1, 2], TaskState::Working)
     );
     scripted.gate.add_permits(1);
-    assert_eq!(terminal_state(waiting).await, TaskState::Completed);
+    let outcome = following.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
+    let reached = tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("an outcome in time")
+        .unwrap()
+        .expect("the task reached a terminal state");
+    assert_eq!(reached.task.status.state, TaskState::Completed);
     assert_eq!(store.writes_of(&id).len(), 2);
 }
 
@@ -256,8 +265,8 @@ async fn a_plain_submit_still_stores_the_task_before_it_returns() {
 async fn a_new_task_the_store_refuses_is_reported_as_not_stored() {
     let (rt, store, _) = start().await;
     store.refusing.store(true, Ordering::SeqCst);
-    let waiting = rt.submit_and_wait(request(Value::Null)).await.unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let waiting = rt.submit(request(Value::Null)).wait().await.unwrap();
+    let id = waiting.accepted().task.id.clone();
     let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
     match tokio::time::timeout(DEADLINE, outcome)
         .await
@@ -277,18 +286,4 @@ async fn a_new_task_the_store_refuses_is_reported_as_not_stored() {
     store.refusing.store(false, Ordering::SeqCst);
     let (_, state) = send_blocking(&rt, request(Value::Null)).await;
     assert_eq!(state, TaskState::Completed);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_submit_and_wait_leaves_the_first_write_to_the_actor() {
-    let (rt, store, scripted) = start().await;
-    // A follower that does not ask for durability still finds the task stored.
-    let mut followed = request(json!({"gate": true}));
-    followed.durable_on_return = false;
-    let (accepted, _events) = rt.submit_and_follow(followed).await.unwrap();
-    let writes = store.writes_of(&accepted.task.id);
-    assert_eq!(writes.len(), 1, "{writes:?}");
-    assert_eq!(writes[0].seqs, [1, 2]);
-    scripted.gate.add_permits(1);
-    wait_for_state(&rt, &accepted.task.id, TaskState::Completed).await;
 }

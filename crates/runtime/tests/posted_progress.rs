@@ -197,10 +197,11 @@ async fn posted_notes_are_stored_in_order_before_what_the_run_does_next() {
 async fn notes_posted_in_the_first_poll_share_the_tasks_one_commit() {
     let Started { rt, store, .. } = start().await;
     let waiting = rt
-        .submit_and_wait(request(json!({"before": 20})))
+        .submit(request(json!({"before": 20})))
+        .wait()
         .await
         .unwrap();
-    let id = waiting.accepted.task.id.clone();
+    let id = waiting.accepted().task.id.clone();
     let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
     let reached = tokio::time::timeout(DEADLINE, outcome)
         .await

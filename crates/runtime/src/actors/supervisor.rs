@@ -9,8 +9,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::watch;
 
-use super::fail::fail_stored_task;
-use super::fanout::Follower;
+use super::journal::TaskJournal;
 use super::slots::{Slot, Slots};
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
 use crate::config::RuntimeConfig;
@@ -53,32 +52,13 @@ pub(crate) enum SupervisorMsg {
 
 /// What a new task actor starts with.
 pub(crate) struct Spawn {
-    pub(crate) record: TaskRecord,
+    /// The task's journal: its record, and for a new task its subscriber and first
+    /// events (see `TaskJournal::create`).
+    pub(crate) journal: TaskJournal,
     pub(crate) mode: StartMode,
-    /// Subscribes to its events from the start.
-    pub(crate) follower: Option<Follower>,
-    /// A fresh task that was stored already working, holding this slot: the actor runs
-    /// it at once.
+    /// A fresh task that has this slot of its skill (stored already working, or to be
+    /// stored with its first step): the actor runs it at once.
     pub(crate) slot: Option<Slot>,
-    /// Events stored after the submitter's snapshot, before the actor started, for its
-    /// follower (the working status of a task stored already working).
-    pub(crate) unpublished: Vec<crate::model::TaskEvent>,
-    /// A fresh task's events when it is not stored yet (with `slot`): the actor's first
-    /// commit stores them (`RuntimeHandle::create`).
-    pub(crate) unwritten: Vec<crate::model::TaskEvent>,
-}
-
-impl Spawn {
-    pub(crate) fn new(record: TaskRecord, mode: StartMode) -> Spawn {
-        Spawn {
-            record,
-            mode,
-            follower: None,
-            slot: None,
-            unpublished: Vec::new(),
-            unwritten: Vec::new(),
-        }
-    }
 }
 
 /// How many tasks have a live actor, and how many of those are busy (not just waiting
@@ -173,7 +153,8 @@ impl Actor for Supervisor {
                     let reason = format!("task actor failed: {error}");
                     tracing::error!(%task_id, %reason, "task actor failed");
                     if let Err(e) =
-                        fail_stored_task(&*state.args.store, &task_id, &reason, "runtime").await
+                        TaskJournal::fail_stored(&state.args.store, &task_id, &reason, "runtime")
+                            .await
                     {
                         tracing::error!(%task_id, error = %e, "could not record the failure");
                     }
@@ -202,14 +183,14 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         spawn: Spawn,
     ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
-        let record = &spawn.record;
+        let record = spawn.journal.record();
         let task_id = record.task.id.clone();
         if let Some(actor) = self.live.get(&task_id) {
             return Ok(Some(actor.clone()));
         }
         let Some(skill) = self.args.skills.get(&record.skill).cloned() else {
             let reason = format!("skill {:?} is not registered", record.skill);
-            fail_stored_task(&*self.args.store, &task_id, &reason, "runtime").await?;
+            TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
             return Ok(None);
         };
         let args = TaskArgs {
@@ -232,7 +213,7 @@ impl SupervisorState {
                 // A failure in pre_start comes back here, not as a supervision event.
                 let reason = format!("task actor failed to start: {error}");
                 tracing::error!(%task_id, %reason);
-                fail_stored_task(&*self.args.store, &task_id, &reason, "runtime").await?;
+                TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
                 Ok(None)
             }
         }
@@ -257,7 +238,8 @@ impl SupervisorState {
         } else {
             StartMode::Resume
         };
-        self.spawn(myself, Spawn::new(record, mode)).await
+        let spawn = self.stored(record, mode, None);
+        self.spawn(myself, spawn).await
     }
 
     /// The live actor of a task; one started for a submitted or working task that has
@@ -298,10 +280,7 @@ impl SupervisorState {
             Ok(Some(record))
                 if !record.state().is_terminal() && !record.state().is_interrupted() =>
             {
-                let spawn = Spawn {
-                    slot,
-                    ..Spawn::new(record, StartMode::Resume)
-                };
+                let spawn = self.stored(record, StartMode::Resume, slot);
                 self.spawn(myself, spawn).await
             }
             Ok(_) => return None,
@@ -311,6 +290,17 @@ impl SupervisorState {
             tracing::error!(%task_id, %error, "could not start an unfinished task");
             None
         })
+    }
+
+    /// What the actor of a stored task starts with.
+    fn stored(&self, record: TaskRecord, mode: StartMode, slot: Option<Slot>) -> Spawn {
+        let buffer = self.args.config.subscriber_buffer;
+        let journal = TaskJournal::stored(self.args.store.clone(), record, buffer);
+        Spawn {
+            journal,
+            mode,
+            slot,
+        }
     }
 
     /// Drops a stopped actor from the registry and frees what it held.

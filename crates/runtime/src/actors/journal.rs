@@ -1,0 +1,360 @@
+//! `TaskJournal`: the one writer of a task's record. It holds the record as stored (its
+//! version and last event's sequence number), the first events of a new task not
+//! stored yet, and the task's live subscribers. Every change is applied to a copy
+//! (`transition`), checked against the limits of what a task can hold, written
+//! (version-checked), and only then kept and published: a change the store refused
+//! leaves the journal as it was.
+//!
+//! A new task's journal is made by its submitter (`TaskJournal::create`, which writes
+//! its first commit or leaves it to the task's actor), then owned by that actor; a
+//! stored task's journal is made by whoever starts its actor, and by `fail_stored`
+//! for a task with none.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::fanout::{Fanout, Follower, LiveEvents};
+use crate::error::RuntimeError;
+use crate::model::limits::{self, InvalidField};
+use crate::model::{
+    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+};
+use crate::requests::TaskSnapshot;
+use crate::store::{StoreError, TaskRecord, TaskStore};
+use crate::telemetry;
+use crate::transition::{TransitionError, apply};
+
+/// A change the journal could not make; the journal is as it was.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JournalError {
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Over a limit of what a task can hold (see `model::limits`): nothing was written.
+    #[error("refused: {0}")]
+    Refused(#[from] InvalidField),
+}
+
+impl From<JournalError> for RuntimeError {
+    fn from(error: JournalError) -> RuntimeError {
+        match error {
+            JournalError::Store(e) => RuntimeError::Store(e),
+            JournalError::Transition(e) => RuntimeError::Unavailable(e.to_string()),
+            JournalError::Refused(e) => RuntimeError::InvalidField(e),
+        }
+    }
+}
+
+/// When a new task's first commit is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FirstCommit {
+    /// Before `create` returns, durable.
+    Durable,
+    /// Before `create` returns, readable at once and durable after the next settle: for
+    /// a submitter that tells only durable events.
+    Readable,
+    /// By the task's actor, with what its skill does in its first poll (one commit for
+    /// a skill that finishes at once). Until then the task cannot be read, nor survives
+    /// a crash: only for a submitter that tells nobody its id before the outcome.
+    WithFirstStep,
+}
+
+/// A task to create.
+pub(crate) struct NewTask {
+    /// The user's first message (its task and context ids are set here).
+    pub(crate) message: Message,
+    pub(crate) context_id: Option<ContextId>,
+    pub(crate) skill: String,
+    pub(crate) owner: Option<String>,
+    pub(crate) trace: Option<String>,
+    /// Stored already working: its skill has a slot and runs at once.
+    pub(crate) working: bool,
+}
+
+pub(crate) struct TaskJournal {
+    record: TaskRecord,
+    store: Arc<dyn TaskStore>,
+    /// A new task's first events while its first commit is left to its actor
+    /// (`FirstCommit::WithFirstStep`): the next commit carries them.
+    unwritten: Vec<TaskEvent>,
+    /// Live events for subscribers, published once written.
+    subscribers: Fanout,
+    /// The task's span, parent of the store's spans for its writes.
+    span: tracing::Span,
+}
+
+impl TaskJournal {
+    /// The journal of a stored task.
+    pub(crate) fn stored(
+        store: Arc<dyn TaskStore>,
+        record: TaskRecord,
+        subscriber_buffer: usize,
+    ) -> TaskJournal {
+        TaskJournal {
+            record,
+            store,
+            unwritten: Vec::new(),
+            subscribers: Fanout::new(subscriber_buffer),
+            span: tracing::Span::none(),
+        }
+    }
+
+    /// Creates a task (submitted, or working when `new.working`), its first commit made
+    /// as `first` says, with `follower` subscribed from the start (it receives what
+    /// comes after the created event). Returns the journal and the task as created.
+    pub(crate) async fn create(
+        store: Arc<dyn TaskStore>,
+        new: NewTask,
+        first: FirstCommit,
+        follower: Option<Follower>,
+        subscriber_buffer: usize,
+    ) -> Result<(TaskJournal, TaskSnapshot), JournalError> {
+        let task_id = TaskId::generate();
+        let context_id = new.context_id.unwrap_or_else(ContextId::generate);
+        let mut message = new.message;
+        message.task_id = Some(task_id.clone());
+        message.context_id = Some(context_id.clone());
+        let task = Task {
+            id: task_id.clone(),
+            context_id: context_id.clone(),
+            status: status(TaskState::Submitted, None),
+            artifacts: Vec::new(),
+            history: vec![message],
+            metadata: None,
+        };
+        let created = TaskSnapshot {
+            task: task.clone(),
+            seq: 1,
+        };
+        let mut record = TaskRecord {
+            task: task.clone(),
+            version: 1,
+            last_seq: 0,
+            skill: new.skill,
+            owner: new.owner,
+            checkpoint: None,
+            trace: new.trace,
+        };
+        let mut kinds = vec![TaskEventKind::Created(task)];
+        if new.working {
+            kinds.push(TaskEventKind::Status(status(TaskState::Working, None)));
+        }
+        let mut events = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            if !matches!(kind, TaskEventKind::Created(_)) {
+                apply(&mut record.task, &kind)?;
+            }
+            record.last_seq += 1;
+            events.push(event_of(&record.task, record.last_seq, kind));
+        }
+        match first {
+            FirstCommit::Durable => store.commit(&record, 0, &events).await?,
+            FirstCommit::Readable => store.write(&record, 0, &events).await?,
+            FirstCommit::WithFirstStep => {}
+        }
+        let metrics = telemetry::metrics();
+        metrics.submitted(&record.skill);
+        if new.working {
+            let (from, to) = (Some(TaskState::Submitted), TaskState::Working);
+            metrics.state_changed(&record.skill, &record.task.id, from, to);
+        }
+        let mut journal = TaskJournal::stored(store, record, subscriber_buffer);
+        if let Some(follower) = follower {
+            journal.subscribers.adopt(follower);
+        }
+        match first {
+            FirstCommit::WithFirstStep => journal.unwritten = events,
+            // The follower's stream starts after the created event.
+            FirstCommit::Durable | FirstCommit::Readable => {
+                for event in events.into_iter().skip(1) {
+                    journal.subscribers.publish(event);
+                }
+            }
+        }
+        Ok((journal, created))
+    }
+
+    pub(crate) fn record(&self) -> &TaskRecord {
+        &self.record
+    }
+
+    pub(crate) fn task(&self) -> &Task {
+        &self.record.task
+    }
+
+    pub(crate) fn state(&self) -> TaskState {
+        self.record.state()
+    }
+
+    /// The task and the sequence number of its last event.
+    pub(crate) fn snapshot(&self) -> TaskSnapshot {
+        TaskSnapshot {
+            task: self.record.task.clone(),
+            seq: self.record.last_seq,
+        }
+    }
+
+    /// Whether the task's first commit is made (see `FirstCommit::WithFirstStep`).
+    pub(crate) fn is_stored(&self) -> bool {
+        self.unwritten.is_empty()
+    }
+
+    /// The span the store's spans of later writes are children of.
+    pub(crate) fn set_span(&mut self, span: tracing::Span) {
+        self.span = span;
+    }
+
+    /// A new subscriber, which receives the events written from now on.
+    pub(crate) fn subscribe(&mut self) -> LiveEvents {
+        self.subscribers.subscribe()
+    }
+
+    /// Lets go of subscribers that dropped their receiver.
+    pub(crate) fn prune_subscribers(&mut self) {
+        self.subscribers.prune();
+    }
+
+    /// Applies `kinds` in order as one commit, saving `checkpoint` (if any) in it too,
+    /// then publishes each event. A task not stored yet is stored by this commit, as it
+    /// stands, with these changes (its first events wait for the next commit if this
+    /// one fails).
+    pub(crate) async fn append(
+        &mut self,
+        kinds: Vec<TaskEventKind>,
+        checkpoint: Option<Value>,
+    ) -> Result<(), JournalError> {
+        if let Some(value) = &checkpoint {
+            limits::check_depth(|| "checkpoint".into(), value)?;
+        }
+        // One copy per commit, whatever the number of events.
+        let mut task = self.record.task.clone();
+        let mut last_seq = self.record.last_seq;
+        let mut events = Vec::with_capacity(self.unwritten.len() + kinds.len());
+        for kind in kinds {
+            limits::check_event(&kind)?;
+            apply(&mut task, &kind)?;
+            last_seq += 1;
+            events.push(event_of(&task, last_seq, kind));
+        }
+        let held = self.unwritten.len();
+        let (expected_version, version) = match held {
+            0 => (self.record.version, self.record.version + 1),
+            _ => (0, self.record.version),
+        };
+        if held > 0 {
+            let mut first = std::mem::take(&mut self.unwritten);
+            first.append(&mut events);
+            events = first;
+        }
+        let current = &self.record;
+        let next = TaskRecord {
+            task,
+            version,
+            last_seq,
+            skill: current.skill.clone(),
+            owner: current.owner.clone(),
+            checkpoint: checkpoint.or_else(|| current.checkpoint.clone()),
+            trace: current.trace.clone(),
+        };
+        let written = self
+            .store
+            .write(&next, expected_version, &events)
+            .instrument(self.span.clone())
+            .await;
+        if let Err(error) = written {
+            events.truncate(held);
+            self.unwritten = events;
+            return Err(error.into());
+        }
+        let from = self.record.state();
+        self.record = next;
+        let (skill, id) = (&self.record.skill, &self.record.task.id);
+        telemetry::metrics().state_changed(skill, id, Some(from), self.record.state());
+        // Nobody listening is fine: subscribers read the store first. (The created
+        // event, when this commit stored the task, is below every follower's start.)
+        for event in events {
+            self.subscribers.publish(event);
+        }
+        Ok(())
+    }
+
+    /// Saves a checkpoint alone (no event).
+    pub(crate) async fn save_checkpoint(&mut self, value: Value) -> Result<(), JournalError> {
+        if !self.is_stored() {
+            return self.append(Vec::new(), Some(value)).await;
+        }
+        limits::check_depth(|| "checkpoint".into(), &value)?;
+        let mut next = self.record.clone();
+        next.checkpoint = Some(value);
+        next.version += 1;
+        self.store
+            .write(&next, self.record.version, &[])
+            .instrument(self.span.clone())
+            .await?;
+        self.record = next;
+        Ok(())
+    }
+
+    /// Ends the stored task `failed` with `reason` as its status message, from outside
+    /// its actor (the actor died or never started, or a restart interrupted a task that
+    /// cannot resume), durably. Returns whether it changed the task (not when it is
+    /// already terminal, or unknown). `source` labels the failure's metric.
+    pub(crate) async fn fail_stored(
+        store: &Arc<dyn TaskStore>,
+        id: &TaskId,
+        reason: &str,
+        source: &'static str,
+    ) -> Result<bool, RuntimeError> {
+        // Someone else may write between the read and the commit (the version check
+        // catches it): read again and retry a few times.
+        for _ in 0..3 {
+            let Some(record) = store.get(id).await? else {
+                return Ok(false);
+            };
+            if record.state().is_terminal() {
+                return Ok(false);
+            }
+            let mut journal = TaskJournal::stored(store.clone(), record, 1);
+            let failed = status_change(TaskState::Failed, Some(reason.to_owned()));
+            match journal.append(vec![failed], None).await {
+                Ok(()) => {
+                    store.settle().await?;
+                    telemetry::metrics().failure(source);
+                    return Ok(true);
+                }
+                Err(JournalError::Store(StoreError::Conflict { .. })) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RuntimeError::Unavailable(format!(
+            "task {id} kept changing while it was being failed"
+        )))
+    }
+}
+
+fn event_of(task: &Task, seq: u64, kind: TaskEventKind) -> TaskEvent {
+    TaskEvent {
+        seq,
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        kind,
+    }
+}
+
+pub(crate) fn status(state: TaskState, message: Option<Message>) -> TaskStatus {
+    TaskStatus {
+        state,
+        message,
+        timestamp: Utc::now(),
+    }
+}
+
+/// A status change the runtime makes, with its note, if any.
+pub(crate) fn status_change(state: TaskState, text: Option<String>) -> TaskEventKind {
+    let message = text.map(|t| Message::agent(vec![Part::text(t)]));
+    TaskEventKind::Status(status(state, message))
+}

@@ -1,0 +1,291 @@
+//! A task's skill run, as its actor leads it: started as a child task (a new task's
+//! first poll made here, so that a skill that finishes at once is stored with its
+//! outcome in one commit), the skill's calls turned into commits, and its end (return,
+//! failure, panic or abort) into the task's terminal state.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ractor::{ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::journal::{JournalError, status, status_change};
+use super::phase::{Phase, Run, SkillReply};
+use super::task_actor::{RunOutcome, SkillCall, TaskActorState, TaskMsg};
+use crate::context::{Cpu, SkillContext};
+use crate::model::{Message, Role, TaskEventKind, TaskState};
+use crate::skill::{SkillError, SkillInput, SkillOutput};
+use crate::telemetry;
+
+/// A skill's run, as its actor drives it.
+type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
+
+impl TaskActorState {
+    /// Starts the skill's run as a child task. A task not stored yet first polls its run
+    /// once, here: a skill that finishes at once (or fails, or panics) is stored with its
+    /// outcome in one commit, with no run task; otherwise the task is stored as it stands
+    /// and the run goes on as a child. The run, if it goes on.
+    pub(super) async fn start_run(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        message: Message,
+        resumed: bool,
+    ) -> Option<Run> {
+        self.runs_started += 1;
+        let run_id = self.runs_started;
+        let cancel = CancellationToken::new();
+        let span = tracing::info_span!(parent: &self.span, "skill_run", run = run_id, resumed);
+        let record = self.journal.record();
+        let task = &record.task;
+        let ctx = SkillContext::new(
+            myself.clone(),
+            self.store.clone(),
+            task,
+            cancel.clone(),
+            record.checkpoint.clone(),
+            self.posted.clone(),
+            span.clone(),
+            &record.skill,
+            Cpu {
+                pool: self.cpu.clone(),
+                budget: self.config.cpu_budget(),
+            },
+        );
+        let input = SkillInput {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            message,
+            history: task.history.clone(),
+            checkpoint: record.checkpoint.clone(),
+            resumed,
+        };
+        let skill = self.skill.clone();
+        let run = async move { skill.run(input, ctx).await }.instrument(span);
+        // The run is a child this actor supervises: its own tokio task, watched by a
+        // monitor that turns its end (return, panic or abort) into a message back here.
+        let run = match self.journal.is_stored() {
+            // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
+            true => tokio::spawn(run),
+            // Boxed, so that every actor's future stays the size it was (an actor's task
+            // holds room for its largest state, waiting or not).
+            false => match Box::pin(self.first_step(Box::pin(run))).await {
+                Some(run) => tokio::spawn(run),
+                None => {
+                    cancel.cancel();
+                    return None;
+                }
+            },
+        };
+        let abort = run.abort_handle();
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let outcome = match run.await {
+                Ok(result) => RunOutcome::Returned(result),
+                Err(e) if e.is_panic() => RunOutcome::Panicked(panic_text(e.into_panic())),
+                Err(_) => RunOutcome::Aborted,
+            };
+            // The actor may be gone (stopped after cancel): then nobody needs the outcome.
+            let _ = me.cast(TaskMsg::RunFinished {
+                run: run_id,
+                outcome,
+            });
+        });
+        Some(Run {
+            id: run_id,
+            abort,
+            cancel,
+        })
+    }
+
+    /// A task not stored yet: polls its run once, and stores the task with what that
+    /// poll did. The run, if it goes on (stored working); `None` if it ended (stored
+    /// with its outcome) or the task could not be stored.
+    async fn first_step(&mut self, mut run: SkillRun) -> Option<SkillRun> {
+        if let Some(outcome) = poll_once(&mut run) {
+            self.end_run(outcome, false).await;
+            return None;
+        }
+        // What the run posted in that poll is stored with the task.
+        if let Err(error) = self.apply_posted_then(Vec::new()).await {
+            self.fail_after("could not store the task", &error).await;
+            return None;
+        }
+        Some(run)
+    }
+
+    pub(super) async fn on_skill_call(&mut self, call: SkillCall, reply: RpcReplyPort<SkillReply>) {
+        if self.phase.is_canceling() || self.journal.state().is_terminal() {
+            let _ = reply.send(Err(SkillError::Canceled));
+            return;
+        }
+        // Notes the run posted before this call are stored before it.
+        if let Err(error) = self.store_posted().await {
+            self.fail_after("could not store posted progress", &error)
+                .await;
+            let _ = reply.send(Err(refusal(error)));
+            return;
+        }
+        let journal = &mut self.journal;
+        let result = match call {
+            SkillCall::Status {
+                message,
+                checkpoint,
+            } => {
+                let working = status(TaskState::Working, Some(message));
+                journal
+                    .append(vec![TaskEventKind::Status(working)], checkpoint)
+                    .await
+            }
+            SkillCall::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                let kind = TaskEventKind::Artifact {
+                    artifact,
+                    append,
+                    last_chunk,
+                };
+                journal.append(vec![kind], None).await
+            }
+            SkillCall::Checkpoint(value) => journal.save_checkpoint(value).await,
+            SkillCall::StorePosted => Ok(()),
+            SkillCall::RequestInput { prompt } => {
+                let asking = status(TaskState::InputRequired, Some(prompt));
+                let asked = journal
+                    .append(vec![TaskEventKind::Status(asking)], None)
+                    .await;
+                if asked.is_ok() {
+                    // Answered when the user's message arrives (on_deliver) and a slot is
+                    // free again: waiting for a person holds no slot.
+                    return self.await_input(reply);
+                }
+                asked
+            }
+        };
+        let _ = reply.send(result.map(|()| None).map_err(refusal));
+    }
+
+    /// The run waits for input: its slot is freed, and `reply` answered once the user's
+    /// message arrives and a slot is free again.
+    fn await_input(&mut self, reply: RpcReplyPort<SkillReply>) {
+        self.phase = match std::mem::take(&mut self.phase) {
+            Phase::Running { run, slot: _ }
+            | Phase::AwaitingInput { run, .. }
+            | Phase::Answered { run, .. } => Phase::AwaitingInput { run, waiter: reply },
+            // No run to wait (a call from a run that ended): nobody will answer.
+            other => {
+                let _ = reply.send(Err(SkillError::Canceled));
+                other
+            }
+        };
+        if self.phase.is_awaiting_input() {
+            self.tell_waiting(true);
+        }
+    }
+
+    pub(super) async fn on_run_finished(&mut self, run: u64, outcome: RunOutcome) {
+        if self.phase.run().is_none_or(|r| r.id != run) {
+            return;
+        }
+        // The run is gone, and the slot it held with it.
+        let canceling = match &mut self.phase {
+            Phase::Canceling { run, slot, .. } => {
+                *run = None;
+                *slot = None;
+                true
+            }
+            _ => {
+                self.phase = Phase::Idle;
+                false
+            }
+        };
+        self.end_run(outcome, canceling).await;
+    }
+
+    /// Records how the run ended (as canceled, when a cancel was asked for).
+    async fn end_run(&mut self, outcome: RunOutcome, canceling: bool) {
+        if canceling {
+            return self.end_canceled("canceled by request").await;
+        }
+        let ending = match outcome {
+            RunOutcome::Returned(Ok(output)) => completion(output),
+            RunOutcome::Returned(Err(SkillError::Rejected(reason))) => {
+                vec![status_change(TaskState::Rejected, Some(reason))]
+            }
+            RunOutcome::Returned(Err(SkillError::Canceled)) => {
+                telemetry::metrics().failure("skill");
+                let text = "the skill stopped as canceled, but no cancel was requested";
+                vec![status_change(TaskState::Failed, Some(text.into()))]
+            }
+            RunOutcome::Returned(Err(error)) => {
+                telemetry::metrics().failure("skill");
+                vec![status_change(TaskState::Failed, Some(error.to_string()))]
+            }
+            RunOutcome::Panicked(text) => {
+                telemetry::metrics().failure("panic");
+                let text = format!("skill panicked: {text}");
+                vec![status_change(TaskState::Failed, Some(text))]
+            }
+            RunOutcome::Aborted => {
+                telemetry::metrics().failure("runtime");
+                let text = "the skill run was aborted".into();
+                vec![status_change(TaskState::Failed, Some(text))]
+            }
+        };
+        // One commit: what the run posted last, then how it ended.
+        if let Err(error) = self.apply_posted_then(ending).await {
+            self.fail_after("could not record the skill's result", &error)
+                .await;
+        }
+    }
+}
+
+/// What a skill is told when its task could not take what it asked.
+fn refusal(error: JournalError) -> SkillError {
+    SkillError::runtime(error)
+}
+
+/// A run's output as changes: its artifacts, then the completed status.
+fn completion(output: SkillOutput) -> Vec<TaskEventKind> {
+    let mut kinds: Vec<TaskEventKind> = output
+        .artifacts
+        .into_iter()
+        .map(|artifact| TaskEventKind::Artifact {
+            artifact,
+            append: false,
+            last_chunk: true,
+        })
+        .collect();
+    let message = output.message.map(|mut m| {
+        m.role = Role::Agent;
+        m
+    });
+    kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
+    kinds
+}
+
+/// Polls `run` once; its outcome if it ended (returned or panicked). A run still going
+/// is then spawned as a task of its own, whose first poll registers the waker that
+/// counts (this one wakes nothing).
+fn poll_once(run: &mut SkillRun) -> Option<RunOutcome> {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+        Ok(Poll::Ready(result)) => Some(RunOutcome::Returned(result)),
+        Ok(Poll::Pending) => None,
+        Err(payload) => Some(RunOutcome::Panicked(panic_text(payload))),
+    }
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(panic payload is not text)".to_owned()
+    }
+}

@@ -1,0 +1,368 @@
+//! Submitting: one way in (`RuntimeHandle::submit`), whose use says when the caller
+//! tells the outside about the task, and so how soon it must be stored (see
+//! `FirstCommit`): awaited, the task is durable when it resolves; followed, each event
+//! is durable when it is yielded; waited on for its outcome, only the outcome is told,
+//! and a new task may be stored with its skill's first step, in one commit.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+use futures::StreamExt;
+
+use super::{Attached, RuntimeHandle};
+use crate::access::Grants;
+use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
+use crate::error::RuntimeError;
+use crate::model::{ContextId, Role, TaskEvent, TaskId};
+use crate::requests::{SubmitRequest, TaskSnapshot};
+use crate::subscription::{Durable, EventStream};
+use crate::telemetry;
+use crate::transition::apply;
+
+/// Longest accepted context id, in bytes.
+const MAX_CONTEXT_ID_LEN: usize = 256;
+
+/// A task to start, or a follow-up message to deliver, made by
+/// [`RuntimeHandle::submit`]. Nothing happens until it is used:
+///
+/// - `.await`: the task as stored, once the message is durably accepted; the skill runs
+///   in the background.
+/// - [`Submission::follow`]: that, and the task's events after it, each durable.
+/// - [`Submission::wait`]: for a caller that tells only the outcome (a blocking send).
+#[must_use = "a submission does nothing until it is awaited, followed or waited on"]
+pub struct Submission {
+    handle: RuntimeHandle,
+    request: SubmitRequest,
+}
+
+/// When a submitter tells the outside about the task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Told {
+    /// As soon as the submission returns.
+    AtOnce,
+    /// Each event, as it follows them.
+    EachEvent,
+    /// Only the outcome it waits for.
+    Outcome,
+}
+
+impl std::fmt::Debug for Submission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Submission")
+            .field("request", &self.request)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntoFuture for Submission {
+    type Output = Result<TaskSnapshot, RuntimeError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (accepted, _) = self.handle.accept(self.request, Told::AtOnce).await?;
+            Ok(accepted)
+        })
+    }
+}
+
+impl Submission {
+    /// Submits, and follows the task: the stream yields its events after the returned
+    /// snapshot, each durable, as `subscribe(id, snapshot.seq)` would (a new task's
+    /// stream is attached to its actor as the actor starts, which costs less than
+    /// subscribing afterwards).
+    pub async fn follow(self) -> Result<Following, RuntimeError> {
+        let handle = self.handle;
+        let (accepted, attached) = handle.accept(self.request, Told::EachEvent).await?;
+        let id = &accepted.task.id;
+        let events = handle.event_stream(id, accepted.seq, Durable::EachEvent, attached);
+        Ok(Following { accepted, events })
+    }
+
+    /// Submits for a caller that tells only the outcome (a blocking send):
+    /// [`Waiting::outcome`] returns the task, durable, once it gets where the caller
+    /// waits for. The task as accepted is not durable yet, and a new task may not even
+    /// be stored yet (it is stored with its skill's first step): tell its id, not more.
+    pub async fn wait(self) -> Result<Waiting, RuntimeError> {
+        let handle = self.handle;
+        let (accepted, attached) = handle.accept(self.request, Told::Outcome).await?;
+        let id = &accepted.task.id;
+        let events = handle.event_stream(id, accepted.seq, Durable::CallerSettles, attached);
+        Ok(Waiting {
+            following: Following { accepted, events },
+            handle,
+        })
+    }
+}
+
+/// A submitted task and its events after the snapshot, each durable when yielded.
+pub struct Following {
+    /// The task as accepted (durable).
+    pub accepted: TaskSnapshot,
+    /// Its events after `accepted.seq`.
+    pub events: EventStream,
+}
+
+impl std::fmt::Debug for Following {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Following")
+            .field("accepted", &self.accepted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Following {
+    /// Follows the task until one of its events matches `until`, and returns the task
+    /// as it stood after that event; `None` if its event stream ended first. The task
+    /// is rebuilt from the accepted snapshot and the events, the way its journal builds
+    /// it, so the store is not read again.
+    pub async fn outcome(
+        self,
+        until: impl Fn(&TaskEvent) -> bool,
+    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
+        let Following {
+            accepted,
+            mut events,
+        } = self;
+        let mut task = accepted.task;
+        while let Some(event) = events.next().await {
+            let event = event?;
+            apply(&mut task, &event.kind).map_err(|e| {
+                RuntimeError::Unavailable(format!(
+                    "event {} of task {} does not follow the task as followed: {e}",
+                    event.seq, task.id
+                ))
+            })?;
+            if until(&event) {
+                return Ok(Some(TaskSnapshot {
+                    task,
+                    seq: event.seq,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A task submitted by [`Submission::wait`], followed until its outcome.
+pub struct Waiting {
+    following: Following,
+    handle: RuntimeHandle,
+}
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiting")
+            .field("accepted", &self.following.accepted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Waiting {
+    /// The task as accepted: not durable, perhaps not stored yet (tell only its id).
+    pub fn accepted(&self) -> &TaskSnapshot {
+        &self.following.accepted
+    }
+
+    /// Like [`Following::outcome`]; the task returned is durable. An error if the task
+    /// ended before it could be stored.
+    pub async fn outcome(
+        self,
+        until: impl Fn(&TaskEvent) -> bool,
+    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
+        let id = self.following.accepted.task.id.clone();
+        if let Some(reached) = self.following.outcome(until).await? {
+            self.handle.settle().await?;
+            return Ok(Some(reached));
+        }
+        // The task stopped being live first. One that was never stored (a store error
+        // on its first commit, or a shutdown before it) is not there to be read instead.
+        if self.handle.store().get(&id).await?.is_none() {
+            return Err(RuntimeError::Unavailable(format!(
+                "task {id} ended before it could be stored (a store error or a shutdown; \
+                 the server's log says which)"
+            )));
+        }
+        Ok(None)
+    }
+}
+
+impl RuntimeHandle {
+    /// Starts a new task, or delivers a follow-up message to the task the message names;
+    /// see [`Submission`] for how to use what it returns.
+    pub fn submit(&self, request: SubmitRequest) -> Submission {
+        Submission {
+            handle: self.clone(),
+            request,
+        }
+    }
+
+    /// Checks and submits; a new task's actor starts with a subscriber (unless `told`
+    /// is at once), whose end comes back with the snapshot.
+    async fn accept(
+        &self,
+        request: SubmitRequest,
+        told: Told,
+    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
+        if !self.is_accepting() {
+            return Err(RuntimeError::Unavailable(
+                "the runtime is shutting down".into(),
+            ));
+        }
+        let message = &request.message;
+        message.validate()?;
+        if message.role != Role::User {
+            return Err(RuntimeError::InvalidInput(
+                "message.role must be ROLE_USER for messages sent to the agent".into(),
+            ));
+        }
+        if let Some(context) = &message.context_id {
+            validate_context_id(context)?;
+        }
+        match message.task_id.clone() {
+            Some(task_id) => Ok((self.follow_up(task_id, request, told).await?, None)),
+            None => self.create(request, told).await,
+        }
+    }
+
+    async fn create(
+        &self,
+        request: SubmitRequest,
+        told: Told,
+    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
+        let skill = self.select_skill(&request)?;
+        self.authorize(&skill, &request.grants)?;
+        // With a slot free, the task is stored already working, in the same commit: one
+        // write fewer, and its actor runs it at once.
+        let slot = self.inner.slots.try_take(&skill);
+        let first = match told {
+            Told::AtOnce | Told::EachEvent => FirstCommit::Durable,
+            // Left to the actor, which adds what the skill does in its first poll.
+            Told::Outcome if slot.is_some() => FirstCommit::WithFirstStep,
+            // Readable now, durable before the outcome is told.
+            Told::Outcome => FirstCommit::Readable,
+        };
+        let buffer = self.inner.config.subscriber_buffer;
+        let (follower, receiver) = (told != Told::AtOnce).then(|| follower(buffer)).unzip();
+        let new = NewTask {
+            context_id: request.message.context_id.clone(),
+            message: request.message,
+            skill,
+            owner: request.owner,
+            trace: telemetry::current_traceparent(),
+            working: slot.is_some(),
+        };
+        // Stored (unless left to the actor) before anyone is told: from here on, a
+        // crash leaves the task to recovery.
+        let store = self.inner.store.clone();
+        let (journal, created) = TaskJournal::create(store, new, first, follower, buffer).await?;
+        let actor = self
+            .spawn(Spawn {
+                journal,
+                mode: StartMode::Fresh,
+                slot,
+            })
+            .await?;
+        // No actor (the task failed to start): a stream subscribes the usual way.
+        let attached = actor.zip(receiver);
+        Ok((created, attached))
+    }
+
+    async fn follow_up(
+        &self,
+        task_id: TaskId,
+        request: SubmitRequest,
+        told: Told,
+    ) -> Result<TaskSnapshot, RuntimeError> {
+        let record = self
+            .visible_record(&task_id, request.owner.as_deref())
+            .await?;
+        if let Some(given) = &request.message.context_id
+            && given != &record.task.context_id
+        {
+            return Err(RuntimeError::ContextMismatch {
+                task_id,
+                given: given.clone(),
+                actual: record.task.context_id,
+            });
+        }
+        self.authorize(&record.skill, &request.grants)?;
+        let state = record.state();
+        if state.is_terminal() {
+            return Err(RuntimeError::TaskTerminal { id: task_id, state });
+        }
+        let actor = self.route(&task_id).await?;
+        let message = request.message;
+        let timeout = self.inner.config.call_timeout();
+        let delivered = match self
+            .call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout)
+            .await
+        {
+            Some(result) => result?,
+            None => return Err(self.unanswered(&task_id).await),
+        };
+        if told != Told::Outcome {
+            self.settle().await?;
+        }
+        Ok(delivered)
+    }
+
+    /// Refuses a caller without the scope `skill` requires.
+    fn authorize(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
+        let required = self
+            .inner
+            .cards
+            .iter()
+            .find(|card| card.id == skill)
+            .and_then(|card| card.required_scope.as_deref());
+        match required {
+            Some(scope) if !grants.allows(Some(scope)) => Err(RuntimeError::Forbidden {
+                skill: skill.to_owned(),
+                scope: scope.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn select_skill(&self, request: &SubmitRequest) -> Result<String, RuntimeError> {
+        let from_metadata = request
+            .message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("skill"))
+            .map(|v| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    RuntimeError::InvalidInput("message.metadata.skill must be a string".into())
+                })
+            })
+            .transpose()?;
+        let only = (self.inner.skills.len() == 1)
+            .then(|| self.inner.skills.keys().next().cloned())
+            .flatten();
+        let chosen = request
+            .skill
+            .clone()
+            .or(from_metadata)
+            .or_else(|| self.inner.config.default_skill.clone())
+            .or(only);
+        match chosen {
+            Some(id) if self.inner.skills.contains_key(&id) => Ok(id),
+            Some(id) => Err(RuntimeError::UnknownSkill(id)),
+            None => {
+                let mut available: Vec<String> = self.inner.skills.keys().cloned().collect();
+                available.sort();
+                Err(RuntimeError::NoSkillSelected { available })
+            }
+        }
+    }
+}
+
+fn validate_context_id(context: &ContextId) -> Result<(), RuntimeError> {
+    let s = context.as_str();
+    if s.is_empty() || s.len() > MAX_CONTEXT_ID_LEN || s.chars().any(char::is_control) {
+        return Err(RuntimeError::InvalidInput(format!(
+            "message.contextId must be 1 to {MAX_CONTEXT_ID_LEN} bytes without control characters"
+        )));
+    }
+    Ok(())
+}

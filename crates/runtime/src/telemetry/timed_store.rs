@@ -1,0 +1,111 @@
+//! `TimedStore`: the runtime's store, as the builder wraps it once. Each write gets a
+//! `store.commit` span (a child of the span current where the write is made: the task's,
+//! for its actor's writes) and its duration in `fundi.store.commit.duration`; each wait
+//! for durability its duration in `fundi.store.settle.duration`. The stores themselves
+//! know nothing of telemetry.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use tracing::Instrument;
+
+use super::metrics;
+use crate::model::{TaskEvent, TaskId};
+use crate::store::{ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore};
+
+pub(crate) struct TimedStore {
+    inner: Arc<dyn TaskStore>,
+}
+
+impl TimedStore {
+    pub(crate) fn wrap(inner: Arc<dyn TaskStore>) -> Arc<dyn TaskStore> {
+        Arc::new(TimedStore { inner })
+    }
+
+    async fn timed_write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+        settle: bool,
+    ) -> Result<(), StoreError> {
+        let span = tracing::info_span!(
+            "store.commit",
+            task_id = %record.task.id,
+            version = record.version,
+            seq = events.last().map(|e| e.seq),
+            settled = settle,
+        );
+        let started = Instant::now();
+        let work = async {
+            self.inner.write(record, expected_version, events).await?;
+            if settle {
+                self.settle().await?;
+            }
+            Ok(())
+        };
+        let result = work.instrument(span).await;
+        metrics()
+            .commit_duration
+            .record(started.elapsed().as_secs_f64(), &[]);
+        result
+    }
+}
+
+#[async_trait]
+impl TaskStore for TimedStore {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.timed_write(record, expected_version, events, false)
+            .await
+    }
+
+    async fn settle(&self) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let result = self.inner.settle().await;
+        metrics()
+            .settle_duration
+            .record(started.elapsed().as_secs_f64(), &[]);
+        result
+    }
+
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.timed_write(record, expected_version, events, true)
+            .await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get(id).await
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError> {
+        self.inner.events(id, after_seq, limit).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.inner.list(query).await
+    }
+
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.active().await
+    }
+
+    async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        self.inner.quarantined().await
+    }
+}
