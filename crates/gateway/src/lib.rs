@@ -4,8 +4,8 @@
 //! - `POST /a2a` (and `POST /`): JSON-RPC 2.0, A2A v1.0 and v0.3 methods, the dialect
 //!   chosen by the method name; streaming methods answer with SSE.
 //!
-//! Handlers decode, call the [`fundi_runtime::RuntimeHandle`], and encode: the runtime
-//! does the work. Only this crate maps errors to wire codes ([`ApiError`]).
+//! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
+//! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
 mod auth;
 mod card;

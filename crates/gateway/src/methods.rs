@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, RuntimeHandle, SubmitRequest, TaskEvent, TaskId,
-    TaskSnapshot,
+    ListRequest, Message, RuntimeError, SubmitRequest, TaskEvent, TaskId, TaskService, TaskSnapshot,
 };
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -36,7 +35,7 @@ pub(crate) async fn call(
     let dialect = request.dialect;
     let params = request.params;
     let timeout = Duration::from_millis(state.config.request_timeout_ms);
-    let runtime = &state.runtime;
+    let runtime = &*state.runtime;
     let owner = caller.user.as_str();
     let work = async move {
         match request.method {
@@ -183,7 +182,7 @@ async fn send_message(
     dialect: Dialect,
     timeout: Duration,
 ) -> Result<Encoded, ApiError> {
-    let runtime = &state.runtime;
+    let runtime = &*state.runtime;
     let owner = Some(caller.user.as_str());
     let mut send = Send::decode(state, caller, params, dialect).await?;
     let (push, history) = (send.take_push(), send.history);
@@ -200,18 +199,16 @@ async fn send_message(
             .status()
             .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
     };
-    let submission = runtime.submit(send.request);
     let (id, outcome) = match push.is_empty() {
         // Only the outcome is told.
         true => {
-            let waiting = submission.wait().await?;
-            let id = waiting.accepted().task.id.clone();
-            (id, waiting.outcome(until).boxed())
+            let waited = runtime.wait(send.request, Box::new(until)).await?;
+            (waited.accepted.task.id, waited.outcome)
         }
         // A push worker reads the task as soon as its config is attached: the task is
         // followed from a durable submission.
         false => {
-            let following = submission.follow().await?;
+            let following = runtime.follow(send.request).await?;
             push.attach(&following.accepted).await?;
             let id = following.accepted.task.id.clone();
             (id, following.outcome(until).boxed())
@@ -228,7 +225,7 @@ async fn send_message(
 }
 
 async fn get_task(
-    runtime: &RuntimeHandle,
+    runtime: &dyn TaskService,
     owner: &str,
     params: Value,
     dialect: Dialect,
@@ -242,7 +239,7 @@ async fn get_task(
 }
 
 async fn cancel_task(
-    runtime: &RuntimeHandle,
+    runtime: &dyn TaskService,
     owner: &str,
     params: Value,
     dialect: Dialect,
@@ -255,7 +252,7 @@ async fn cancel_task(
 }
 
 async fn list_tasks(
-    runtime: &RuntimeHandle,
+    runtime: &dyn TaskService,
     owner: &str,
     params: Value,
 ) -> Result<Encoded, ApiError> {

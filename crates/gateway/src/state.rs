@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use fundi_runtime::RuntimeHandle;
+use fundi_runtime::TaskService;
 use fundi_runtime::issues::IssueStore;
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +16,7 @@ use crate::rate_limit::UserRateLimit;
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
 #[derive(Clone)]
 pub struct AppState {
-    pub(crate) runtime: RuntimeHandle,
+    pub(crate) runtime: Arc<dyn TaskService>,
     pub(crate) config: Arc<GatewayConfig>,
     pub(crate) card: Arc<CardBody>,
     pub(crate) shutdown: CancellationToken,
@@ -36,11 +36,11 @@ pub(crate) struct CardBody {
 }
 
 impl AppState {
-    /// State for a gateway in front of `runtime`, admitting callers through `auth` and
+    /// State for a gateway in front of `runtime` (a `RuntimeHandle`, or a fake in tests), admitting callers through `auth` and
     /// advertising `public_url`. Open streams end when `shutdown` is cancelled (so that
     /// graceful shutdown can finish).
     pub fn new(
-        runtime: RuntimeHandle,
+        runtime: impl TaskService,
         config: GatewayConfig,
         auth: Authenticator,
         public_url: &str,
@@ -48,7 +48,7 @@ impl AppState {
     ) -> AppState {
         let card = card::agent_card(&config, public_url, runtime.skills(), &auth);
         AppState {
-            runtime,
+            runtime: Arc::new(runtime),
             guard: Arc::new(RequestGuard::new(&config, public_url)),
             rate_limit: Arc::new(UserRateLimit::new(
                 config.rate_limit_per_minute,

@@ -79,7 +79,7 @@ async fn open(
     request: Request,
     last_event_id: Option<u64>,
 ) -> Result<Opened, ApiError> {
-    let runtime = &state.runtime;
+    let runtime = &*state.runtime;
     let owner = Some(caller.user.as_str());
     match request.method {
         Method::SendStreamingMessage => {
@@ -87,7 +87,7 @@ async fn open(
             let mut send =
                 methods::Send::decode(state, caller, request.params, request.dialect).await?;
             let push = send.take_push();
-            let Following { accepted, events } = runtime.submit(send.request).follow().await?;
+            let Following { accepted, events } = runtime.follow(send.request).await?;
             push.attach(&accepted).await?;
             let task = accepted.task.with_history_limit(send.history);
             Ok(Opened {

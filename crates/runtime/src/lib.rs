@@ -59,6 +59,7 @@ pub mod model;
 mod recover;
 mod recovery;
 mod requests;
+mod service;
 mod skill;
 pub mod store;
 mod subscription;
@@ -78,6 +79,7 @@ pub use model::{
 };
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
+pub use service::{TaskService, Until, Waited};
 pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};
 pub use store::{Durability, MemoryStore, SledStore, StoreError, TaskStore};
 pub use subscription::EventStream;

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fundi_runtime::store::{PushConfig, PushEntry, PushStore};
-use fundi_runtime::{RuntimeHandle, StoreError, TaskId};
+use fundi_runtime::{StoreError, TaskId, TaskService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +25,7 @@ pub use settings::PushSettings;
 
 /// What the workers share.
 pub(crate) struct Shared {
-    runtime: RuntimeHandle,
+    runtime: Arc<dyn TaskService>,
     store: Arc<dyn PushStore>,
     settings: PushSettings,
     policy: Arc<ssrf::Policy>,
@@ -58,7 +58,7 @@ impl PushService {
     /// `store` (the same store as the tasks). Workers stop when `shutdown` is cancelled.
     /// Call [`PushService::resume`] once to pick up deliveries a previous run left.
     pub fn new(
-        runtime: RuntimeHandle,
+        runtime: impl TaskService,
         store: Arc<dyn PushStore>,
         settings: PushSettings,
         shutdown: CancellationToken,
@@ -77,7 +77,7 @@ impl PushService {
             .map_err(|e| format!("push: HTTP client: {e}"))?;
         Ok(PushService {
             shared: Arc::new(Shared {
-                runtime,
+                runtime: Arc::new(runtime),
                 store,
                 settings,
                 policy,

@@ -1,0 +1,141 @@
+//! `TaskService`: what a front end (the A2A gateway, an embedder's own API) asks of the
+//! runtime, as a trait, so that the front end only decodes, calls and encodes, and its
+//! tests can put a fake behind it where a real runtime is not the point.
+//! `RuntimeHandle` implements it.
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use crate::error::RuntimeError;
+use crate::handle::{Following, RuntimeHandle};
+use crate::model::{Task, TaskEvent, TaskId};
+use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
+use crate::skill::SkillCard;
+use crate::subscription::EventStream;
+
+/// Which event a caller waits for (see [`TaskService::wait`]).
+pub type Until = Box<dyn Fn(&TaskEvent) -> bool + Send + Sync>;
+
+/// A task submitted for its outcome (see [`TaskService::wait`]).
+pub struct Waited {
+    /// The task as accepted: not durable, perhaps not stored yet (tell only its id).
+    pub accepted: TaskSnapshot,
+    /// The task as it stood after the first event that matched, durable; `None` if the
+    /// task stopped being live first.
+    pub outcome: BoxFuture<'static, Result<Option<TaskSnapshot>, RuntimeError>>,
+}
+
+impl std::fmt::Debug for Waited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waited")
+            .field("accepted", &self.accepted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The runtime's operations on tasks, on behalf of a caller (`owner`: the
+/// authenticated user, whose tasks alone are visible; `None`: every task).
+#[async_trait]
+pub trait TaskService: Send + Sync + 'static {
+    /// The registered skills' cards.
+    fn skills(&self) -> &[SkillCard];
+
+    /// Starts a task or continues one; the task as stored, durable
+    /// (`RuntimeHandle::submit` awaited).
+    async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError>;
+
+    /// Submits and follows the task's events, each durable (`Submission::follow`).
+    async fn follow(&self, request: SubmitRequest) -> Result<Following, RuntimeError>;
+
+    /// Submits for a caller that tells only the outcome (`Submission::wait`).
+    async fn wait(&self, request: SubmitRequest, until: Until) -> Result<Waited, RuntimeError>;
+
+    /// The task and the sequence number of its last event.
+    async fn snapshot(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<TaskSnapshot, RuntimeError>;
+
+    /// The task, with at most `history_length` recent history messages.
+    async fn get(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<Task, RuntimeError> {
+        Ok(self.snapshot(task_id, history_length, owner).await?.task)
+    }
+
+    /// A page of tasks.
+    async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError>;
+
+    /// Cancels a task; the task, canceled.
+    async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError>;
+
+    /// The task's events after `after_seq`, each durable.
+    async fn subscribe(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        owner: Option<&str>,
+    ) -> Result<EventStream, RuntimeError>;
+
+    /// The W3C `traceparent` the task was created under.
+    async fn traceparent(&self, task_id: &TaskId) -> Option<String>;
+}
+
+#[async_trait]
+impl TaskService for RuntimeHandle {
+    fn skills(&self) -> &[SkillCard] {
+        RuntimeHandle::skills(self)
+    }
+
+    async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {
+        RuntimeHandle::submit(self, request).await
+    }
+
+    async fn follow(&self, request: SubmitRequest) -> Result<Following, RuntimeError> {
+        RuntimeHandle::submit(self, request).follow().await
+    }
+
+    async fn wait(&self, request: SubmitRequest, until: Until) -> Result<Waited, RuntimeError> {
+        let waiting = RuntimeHandle::submit(self, request).wait().await?;
+        Ok(Waited {
+            accepted: waiting.accepted().clone(),
+            outcome: waiting.outcome(until).boxed(),
+        })
+    }
+
+    async fn snapshot(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+    ) -> Result<TaskSnapshot, RuntimeError> {
+        RuntimeHandle::snapshot(self, task_id, history_length, owner).await
+    }
+
+    async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError> {
+        RuntimeHandle::list(self, request).await
+    }
+
+    async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError> {
+        RuntimeHandle::cancel(self, task_id, owner).await
+    }
+
+    async fn subscribe(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        owner: Option<&str>,
+    ) -> Result<EventStream, RuntimeError> {
+        RuntimeHandle::subscribe(self, task_id, after_seq, owner).await
+    }
+
+    async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
+        RuntimeHandle::traceparent(self, task_id).await
+    }
+}
