@@ -1,5 +1,8 @@
 //! Test utilities shared across the workspace (feature `test-util`): the A2A proto as a
-//! schema that JSON output can be checked against.
+//! schema that JSON output can be checked against, and the contract every `TaskStore`
+//! keeps (`store_contract`).
+
+pub mod store_contract;
 
 use std::collections::BTreeMap;
 

@@ -5,15 +5,15 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::sled_layout::{event_key, task_key};
-use super::tests::created;
 use super::*;
+use crate::testing::store_contract::created;
 
 /// A task of ann's in `state`, with `checkpoint`.
 fn record(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
     let now = Utc::now().timestamp_millis();
     TaskRecord {
         checkpoint,
-        ..super::tests::record(id, "ctx", state, now, "ann")
+        ..crate::testing::store_contract::record(id, "ctx", state, now, "ann")
     }
 }
 

@@ -5,261 +5,37 @@ use chrono::{TimeZone, Utc};
 
 use super::*;
 use crate::model::{Message, Part, TaskEventKind, TaskStatus};
+use crate::testing::store_contract::{
+    self, advance, created, event_seqs, list_all, push_config, record, try_advance,
+    try_advance_saying,
+};
 
-pub(super) fn record(
-    id: &str,
-    context: &str,
-    state: TaskState,
-    ts_ms: i64,
-    owner: &str,
-) -> TaskRecord {
-    TaskRecord {
-        task: Task {
-            id: TaskId::from(id),
-            context_id: ContextId::from(context),
-            status: TaskStatus {
-                state,
-                message: None,
-                timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
-            },
-            artifacts: Vec::new(),
-            history: vec![Message::user(vec![Part::text("hi")])],
-            metadata: None,
-        },
-        version: 1,
-        last_seq: 1,
-        skill: "echo".into(),
-        owner: Some(owner.into()),
-        checkpoint: None,
-        trace: None,
+/// The kinds of store the tests run on.
+const KINDS: [&str; 3] = ["memory", "sled-sync", "sled-batched"];
+
+/// A fresh, empty store of `kind`.
+fn fresh(kind: &str) -> Arc<dyn TaskStore> {
+    match kind {
+        "memory" => Arc::new(MemoryStore::new()),
+        "sled-sync" => Arc::new(SledStore::temporary(Durability::Sync).unwrap()),
+        _ => Arc::new(
+            SledStore::temporary(Durability::Batched {
+                window: Duration::from_millis(5),
+            })
+            .unwrap(),
+        ),
     }
-}
-
-pub(super) fn created(record: &TaskRecord) -> TaskEvent {
-    TaskEvent {
-        seq: 1,
-        task_id: record.task.id.clone(),
-        context_id: record.task.context_id.clone(),
-        kind: TaskEventKind::Created(record.task.clone()),
-    }
-}
-
-/// The sequence numbers of `id`'s events after `after`, at most `limit` of them.
-async fn event_seqs(store: &dyn TaskStore, id: &TaskId, after: u64, limit: usize) -> Vec<u64> {
-    let events = store.events(id, after, limit).await.unwrap();
-    events.iter().map(|e| e.seq).collect()
-}
-
-/// Moves a stored record to a new state and time, as the task actor would.
-async fn advance(store: &dyn TaskStore, id: &str, state: TaskState, ts_ms: i64) -> TaskRecord {
-    try_advance(store, id, state, ts_ms, 1).await.unwrap()
 }
 
 async fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
-    vec![
-        ("memory", Arc::new(MemoryStore::new())),
-        (
-            "sled-sync",
-            Arc::new(SledStore::temporary(Durability::Sync).unwrap()),
-        ),
-        (
-            "sled-batched",
-            Arc::new(
-                SledStore::temporary(Durability::Batched {
-                    window: Duration::from_millis(5),
-                })
-                .unwrap(),
-            ),
-        ),
-    ]
+    KINDS.into_iter().map(|kind| (kind, fresh(kind))).collect()
 }
 
 #[tokio::test]
-async fn versions_are_checked_so_no_update_is_lost() {
-    for (name, store) in stores().await {
-        let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        // Creating again, or writing from a stale version, is a conflict.
-        let again = store.commit(&r, 0, &[created(&r)]).await;
-        assert!(
-            matches!(
-                again,
-                Err(StoreError::Conflict {
-                    expected: 0,
-                    found: 1,
-                    ..
-                })
-            ),
-            "{name}: {again:?}"
-        );
-        advance(&*store, "t1", TaskState::Working, 2_000).await;
-        let mut stale = r.clone();
-        stale.version = 2;
-        let err = store.commit(&stale, 1, &[]).await;
-        assert!(
-            matches!(
-                err,
-                Err(StoreError::Conflict {
-                    expected: 1,
-                    found: 2,
-                    ..
-                })
-            ),
-            "{name}: {err:?}"
-        );
-        let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
-        assert_eq!(stored.state(), TaskState::Working, "{name}");
-        assert_eq!(stored.version, 2, "{name}");
+async fn the_memory_and_sled_stores_keep_the_task_store_contract() {
+    for kind in KINDS {
+        store_contract::check_task_store(kind, || async move { fresh(kind) }).await;
     }
-}
-
-#[tokio::test]
-async fn events_are_read_back_in_order_from_any_point() {
-    for (name, store) in stores().await {
-        let r = record("t1", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        for (i, state) in [TaskState::Working, TaskState::Working, TaskState::Completed]
-            .into_iter()
-            .enumerate()
-        {
-            advance(&*store, "t1", state, 2_000 + i as i64).await;
-        }
-        let id = TaskId::from("t1");
-        let all = store.events(&id, 0, 100).await.unwrap();
-        let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, [1, 2, 3, 4], "{name}");
-        assert!(all[3].is_terminal(), "{name}");
-        assert_eq!(event_seqs(&*store, &id, 2, 1).await, [3], "{name}");
-        assert!(
-            store
-                .events(&TaskId::from("nope"), 0, 10)
-                .await
-                .unwrap()
-                .is_empty()
-        );
-        // A task whose id is a prefix of another's does not see the other's events.
-        let r2 = record("t", "c1", TaskState::Submitted, 1_000, "u");
-        store.commit(&r2, 0, &[created(&r2)]).await.unwrap();
-        assert_eq!(
-            store
-                .events(&TaskId::from("t"), 0, 100)
-                .await
-                .unwrap()
-                .len(),
-            1,
-            "{name}"
-        );
-    }
-}
-
-#[tokio::test]
-async fn listing_filters_orders_newest_first_and_pages_without_gaps() {
-    for (name, store) in stores().await {
-        // 7 tasks: contexts a/b, owners x/y, distinct times, two sharing a timestamp.
-        let specs = [
-            ("t1", "a", 1_000, "x"),
-            ("t2", "b", 2_000, "x"),
-            ("t3", "a", 3_000, "y"),
-            ("t4", "a", 4_000, "x"),
-            ("t5", "b", 5_000, "x"),
-            ("t6", "a", 5_000, "x"),
-            ("t7", "a", 7_000, "x"),
-        ];
-        for (id, ctx, ts, owner) in specs {
-            let r = record(id, ctx, TaskState::Submitted, ts, owner);
-            store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        }
-        // t1 moves to the front by being updated last.
-        advance(&*store, "t1", TaskState::Completed, 9_000).await;
-
-        let ids = |page: &ListPage| -> Vec<String> {
-            page.records.iter().map(|r| r.task.id.to_string()).collect()
-        };
-        let all = store
-            .list(&ListQuery {
-                limit: 100,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            ids(&all),
-            ["t1", "t7", "t6", "t5", "t4", "t3", "t2"],
-            "{name}"
-        );
-        assert_eq!(all.total, 7);
-        assert!(all.next.is_none(), "{name}: last page has no cursor");
-
-        let ctx_a = ListQuery {
-            context_id: Some(ContextId::from("a")),
-            owner: Some("x".into()),
-            limit: 100,
-            ..Default::default()
-        };
-        assert_eq!(
-            ids(&store.list(&ctx_a).await.unwrap()),
-            ["t1", "t7", "t6", "t4"],
-            "{name}"
-        );
-
-        let done = ListQuery {
-            state: Some(TaskState::Completed),
-            limit: 100,
-            ..Default::default()
-        };
-        assert_eq!(ids(&store.list(&done).await.unwrap()), ["t1"], "{name}");
-
-        let recent = ListQuery {
-            updated_after: Some(Utc.timestamp_millis_opt(5_000).unwrap()),
-            limit: 100,
-            ..Default::default()
-        };
-        let recent = store.list(&recent).await.unwrap();
-        assert_eq!(ids(&recent), ["t1", "t7", "t6", "t5"], "{name}");
-        assert_eq!(recent.total, 4);
-
-        // Pages of 2 visit every task once, in order, with the total on every page.
-        let mut seen = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = store
-                .list(&ListQuery {
-                    limit: 2,
-                    cursor,
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-            assert_eq!(page.total, 7, "{name}");
-            seen.extend(ids(&page));
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        assert_eq!(seen, ids(&all), "{name}");
-    }
-}
-
-/// Every page of `query` in turn (pages of 7); checks the total on each.
-async fn list_all(store: &dyn TaskStore, query: &ListQuery, context: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    let mut query = ListQuery {
-        limit: 7,
-        ..query.clone()
-    };
-    let mut total = None;
-    loop {
-        let page = store.list(&query).await.unwrap();
-        assert_eq!(*total.get_or_insert(page.total), page.total, "{context}");
-        seen.extend(page.records.iter().map(|r| r.task.id.to_string()));
-        match page.next {
-            Some(next) => query.cursor = Some(next),
-            None => break,
-        }
-    }
-    assert_eq!(total.unwrap_or(0), seen.len(), "{context}: total");
-    seen
 }
 
 /// Terminal and unfinished tasks (which the sled store indexes in different places)
@@ -360,27 +136,6 @@ async fn listing_interleaves_terminal_and_unfinished_tasks_across_reopens() {
 }
 
 #[tokio::test]
-async fn active_lists_only_tasks_that_are_not_terminal() {
-    for (name, store) in stores().await {
-        for id in ["t1", "t2", "t3"] {
-            let r = record(id, "c", TaskState::Submitted, 1_000, "u");
-            store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        }
-        advance(&*store, "t2", TaskState::Failed, 2_000).await;
-        advance(&*store, "t3", TaskState::Working, 2_000).await;
-        let mut active: Vec<String> = store
-            .active()
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.task.id.to_string())
-            .collect();
-        active.sort();
-        assert_eq!(active, ["t1", "t3"], "{name}");
-    }
-}
-
-#[tokio::test]
 async fn sled_keeps_everything_across_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -431,98 +186,10 @@ fn push_stores() -> Vec<(&'static str, Arc<dyn PushStore>)> {
     ]
 }
 
-fn push_config(task: &str, id: &str, url: &str) -> PushConfig {
-    PushConfig {
-        task_id: TaskId::from(task),
-        id: id.into(),
-        url: url.into(),
-        token: Some("tok".into()),
-        authentication: None,
-        format: PushFormat::StreamResponse,
-        created_at: Utc::now(),
-    }
-}
-
 #[tokio::test]
-async fn push_configs_are_kept_per_task_with_cursors_that_survive_replacement() {
+async fn the_memory_and_sled_stores_keep_the_push_store_contract() {
     for (name, store) in push_stores() {
-        store
-            .put_config(&push_config("t1", "a", "https://x/1"), 0)
-            .await
-            .unwrap();
-        store
-            .put_config(&push_config("t1", "b", "https://x/2"), 5)
-            .await
-            .unwrap();
-        store
-            .put_config(&push_config("t10", "a", "https://x/3"), 0)
-            .await
-            .unwrap();
-        let t1 = TaskId::from("t1");
-        let ids: Vec<String> = store
-            .configs(&t1)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
-        assert_eq!(ids, ["a", "b"], "{name}: t10's config is not t1's");
-        assert_eq!(
-            store.cursor(&t1, "b").await.unwrap().unwrap().delivered_seq,
-            5,
-            "{name}"
-        );
-
-        let moved = PushCursor {
-            delivered_seq: 3,
-            ..PushCursor::default()
-        };
-        store.set_cursor(&t1, "a", &moved).await.unwrap();
-        // Replacing the config keeps where delivery stands.
-        store
-            .put_config(&push_config("t1", "a", "https://x/new"), 0)
-            .await
-            .unwrap();
-        assert_eq!(
-            store.cursor(&t1, "a").await.unwrap().unwrap().delivered_seq,
-            3,
-            "{name}"
-        );
-        assert_eq!(
-            store.config(&t1, "a").await.unwrap().unwrap().url,
-            "https://x/new"
-        );
-
-        let finished = PushCursor {
-            delivered_seq: 9,
-            finished: true,
-            ..PushCursor::default()
-        };
-        store.set_cursor(&t1, "b", &finished).await.unwrap();
-        let mut open: Vec<(String, String)> = store
-            .unfinished()
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.config.task_id.to_string(), e.config.id))
-            .collect();
-        open.sort();
-        assert_eq!(
-            open,
-            [("t1".into(), "a".into()), ("t10".into(), "a".into())],
-            "{name}"
-        );
-
-        assert!(store.delete_config(&t1, "a").await.unwrap(), "{name}");
-        assert!(
-            !store.delete_config(&t1, "a").await.unwrap(),
-            "{name}: idempotent"
-        );
-        // A cursor move after the delete does not bring the config back.
-        store.set_cursor(&t1, "a", &moved).await.unwrap();
-        assert!(store.config(&t1, "a").await.unwrap().is_none(), "{name}");
-        assert!(store.cursor(&t1, "a").await.unwrap().is_none(), "{name}");
-        assert_eq!(store.unfinished().await.unwrap().len(), 1, "{name}");
+        store_contract::push_configs_are_kept_per_task(name, &*store).await;
     }
 }
 
@@ -550,44 +217,6 @@ async fn sled_keeps_push_configs_and_cursors_across_a_reopen() {
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].cursor.delivered_seq, 4);
     assert_eq!(open[0].config.url, "https://x/1");
-}
-
-#[tokio::test]
-async fn several_events_commit_together_or_not_at_all() {
-    for (name, store) in stores().await {
-        let r = record("multi", "c", TaskState::Working, 1_000, "u");
-        store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        let mut next = r.clone();
-        next.version = 2;
-        next.last_seq = 3;
-        next.task.status.state = TaskState::Completed;
-        let event = |seq: u64, state: TaskState| TaskEvent {
-            seq,
-            task_id: r.task.id.clone(),
-            context_id: r.task.context_id.clone(),
-            kind: TaskEventKind::Status(TaskStatus {
-                state,
-                message: None,
-                timestamp: Utc::now(),
-            }),
-        };
-        let pair = [event(2, TaskState::Working), event(3, TaskState::Completed)];
-        // A stale version writes neither event.
-        assert!(store.commit(&next, 7, &pair).await.is_err(), "{name}");
-        assert_eq!(
-            store.events(r.id(), 0, 10).await.unwrap().len(),
-            1,
-            "{name}"
-        );
-        store.commit(&next, 1, &pair).await.unwrap();
-        let seqs = event_seqs(&*store, r.id(), 0, 10).await;
-        assert_eq!(seqs, [1, 2, 3], "{name}");
-        // Read from inside the commit, and cut short inside it.
-        let from_middle = event_seqs(&*store, r.id(), 2, 10).await;
-        assert_eq!(from_middle, [3], "{name}");
-        assert_eq!(event_seqs(&*store, r.id(), 1, 1).await, [2], "{name}");
-        assert_eq!(event_seqs(&*store, r.id(), 0, 2).await, [1, 2], "{name}");
-    }
 }
 
 /// Commits a `working` status whose message is `text`, as a skill's progress, with a
@@ -750,48 +379,6 @@ async fn reopen_raw(dir: &std::path::Path) -> sled::Db {
     crate::testing::once_unlocked(|| sled::open(dir))
         .await
         .unwrap()
-}
-
-/// Moves a stored task to `state` at `ts_ms` with `events` status events in one commit;
-/// returns the record written.
-async fn try_advance(
-    store: &dyn TaskStore,
-    id: &str,
-    state: TaskState,
-    ts_ms: i64,
-    events: u64,
-) -> Result<TaskRecord, StoreError> {
-    try_advance_saying(store, id, state, ts_ms, events, None).await
-}
-
-/// `try_advance`, each status carrying an agent message saying `text`.
-async fn try_advance_saying(
-    store: &dyn TaskStore,
-    id: &str,
-    state: TaskState,
-    ts_ms: i64,
-    events: u64,
-    text: Option<&str>,
-) -> Result<TaskRecord, StoreError> {
-    let mut r = store.get(&TaskId::from(id)).await?.unwrap();
-    let status = TaskStatus {
-        state,
-        message: text.map(|text| Message::agent(vec![Part::text(text)])),
-        timestamp: Utc.timestamp_millis_opt(ts_ms).unwrap(),
-    };
-    r.task.status = status.clone();
-    r.version += 1;
-    let events: Vec<TaskEvent> = (1..=events)
-        .map(|n| TaskEvent {
-            seq: r.last_seq + n,
-            task_id: r.task.id.clone(),
-            context_id: r.task.context_id.clone(),
-            kind: TaskEventKind::Status(status.clone()),
-        })
-        .collect();
-    r.last_seq += events.len() as u64;
-    store.commit(&r, r.version - 1, &events).await?;
-    Ok(r)
 }
 
 /// The `A` keys in `db`, as task ids.
