@@ -11,9 +11,12 @@ mod log_sync;
 mod memory;
 mod positions;
 mod push;
+mod sled_commit;
 mod sled_layout;
+mod sled_open;
 mod sled_push;
 mod sled_quarantine;
+mod sled_read;
 mod sled_repair;
 mod sled_store;
 

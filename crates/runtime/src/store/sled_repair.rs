@@ -26,7 +26,7 @@ use super::sled_layout::{
     Header, active_key, commit_versions, encode_record, event_key, event_prefix, legacy_head_key,
     task_key,
 };
-use super::sled_store::tail_range;
+use super::sled_read::tail_range;
 use super::{SledStore, StoreError};
 use crate::model::{TaskId, TaskState};
 

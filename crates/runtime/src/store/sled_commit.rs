@@ -1,0 +1,389 @@
+//! Committing to a sled store: a commit encoded once, then appended after the task's
+//! snapshot or written as a new snapshot (see `sled_store` for the order of the writes
+//! and the commit point), the listing index moved, and the flush shared by writers.
+
+use super::flusher::GroupFlusher;
+use super::index::IndexEntry;
+use super::live_index::is_persisted;
+use super::positions::Position;
+use super::sled_layout::{
+    Header, active_key, context_key, encode_commit, encode_events, encode_record, event_key,
+    legacy_head_key, task_key, updated_key,
+};
+use super::sled_store::{INLINE_EVENTS_LIMIT, SNAPSHOT_EVERY, SledStore};
+use super::{StoreError, TaskRecord};
+use crate::model::{TaskEvent, TaskId};
+
+impl SledStore {
+    /// In `sync` mode, a ticket held while a write is applied (see `flusher`).
+    pub(super) fn begin_write(&self) -> Option<super::flusher::Writing<'_>> {
+        self.flusher.as_ref().map(GroupFlusher::begin)
+    }
+
+    /// In `sync` mode, returns once everything written before the call is on disk.
+    pub(super) async fn settle_writes(&self) -> Result<(), StoreError> {
+        match &self.flusher {
+            Some(flusher) => flusher.settle(&self.db, &self.log).await,
+            None => Ok(()),
+        }
+    }
+
+    /// For writes outside `TaskStore::write` (push configs, issues), which are durable
+    /// when they return: settles what the caller has just written.
+    pub(crate) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+        drop(self.begin_write());
+        self.settle_writes().await
+    }
+
+    /// Flushes everything written so far (used at shutdown in batched mode).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (db, log) = (self.db.clone(), self.log.clone());
+        tokio::task::spawn_blocking(move || log.flush(&db)).await??;
+        Ok(())
+    }
+
+    /// Called before every write of a commit: in tests, fails once the allowance of
+    /// writes is used up, leaving the commit half done as a crash would.
+    pub(super) fn before_write(&self) -> Result<(), StoreError> {
+        #[cfg(test)]
+        {
+            use std::sync::atomic::Ordering;
+            let left = self.writes_left.load(Ordering::Acquire);
+            if left == 0 {
+                return Err(StoreError::io(
+                    "a test's write",
+                    std::io::Error::other("simulated crash"),
+                ));
+            }
+            self.writes_left.store(left - 1, Ordering::Release);
+            if let Some(hook) = self.before_each_write.0.lock().unwrap().as_mut() {
+                hook(&self.db);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `commit` can be written as its events alone, after the snapshot: the
+    /// next commit of an unfinished task that stays unfinished, its snapshot in the
+    /// current layout and fewer than `SNAPSHOT_EVERY` commits old.
+    pub(super) fn appends(
+        &self,
+        commit: &Encoded<'_>,
+        events: &EncodedEvents,
+        at: &Position,
+    ) -> bool {
+        let record = commit.record;
+        at.snapshot_current
+            && at.since_snapshot() + 1 < SNAPSHOT_EVERY
+            && !record.state().is_terminal()
+            && record.version == at.version + 1
+            && events.first_seq == at.last_seq + 1
+            && record.last_seq == events.last_seq
+    }
+
+    /// Writes one commit: appended or with a snapshot (see the module docs).
+    pub(super) fn apply(
+        &self,
+        commit: &Encoded<'_>,
+        expected_version: u64,
+    ) -> Result<(), StoreError> {
+        let id = commit.record.id();
+        // An unfinished task's entry is in memory: the entry an append moves from.
+        let appending = |at: &Position| match &commit.events {
+            Some(events) if self.appends(commit, events, at) => {
+                self.live.entry(id).map(|previous| (events, previous))
+            }
+            _ => None,
+        };
+        // A task written or loaded since the store opened: its position is exact (its
+        // writers take turns, see `write`), so an append reads nothing from sled.
+        let known = self.positions.get(id);
+        if let Some(at) = &known {
+            StoreError::check_version(id, expected_version, at.version)?;
+            if let Some((events, previous)) = appending(at) {
+                return self.append(commit, events, &previous, at);
+            }
+        }
+        let old = self.db.get(task_key(id))?;
+        let at = match (known, old.as_deref()) {
+            (Some(at), Some(_)) => Some(at),
+            (_, bytes) => bytes.map(|b| self.read_position(id, b)).transpose()?,
+        };
+        let found = at.as_ref().map_or(0, |at| at.version);
+        StoreError::check_version(id, expected_version, found)?;
+        if known.is_none()
+            && let Some(at) = &at
+            && let Some((events, previous)) = appending(at)
+        {
+            return self.append(commit, events, &previous, at);
+        }
+        self.snapshot(commit, expected_version, old, at)
+    }
+
+    /// Writes a commit as its events alone, in the slot of the first (which must be
+    /// free: a writer racing from the same version wants the same). **This is the
+    /// commit point.**
+    pub(super) fn append(
+        &self,
+        commit: &Encoded<'_>,
+        events: &EncodedEvents,
+        previous: &IndexEntry,
+        at: &Position,
+    ) -> Result<(), StoreError> {
+        let record = commit.record;
+        let id = record.id();
+        let value = commit.commit_value(events)?;
+        self.before_write()?;
+        let slot = event_key(id, events.first_seq);
+        if self
+            .db
+            .compare_and_swap(&slot, None::<&[u8]>, Some(value))?
+            .is_err()
+        {
+            return Err(self.conflict(id, at.version, &[]));
+        }
+        self.positions.reached(
+            id,
+            Position {
+                version: record.version,
+                last_seq: events.last_seq,
+                ..*at
+            },
+        );
+        self.reindex(
+            id,
+            record.version,
+            Some(previous),
+            &commit.entry,
+            &commit.entry_bytes,
+        )
+    }
+
+    /// Writes a commit with a new snapshot of its task (see the module docs).
+    pub(super) fn snapshot(
+        &self,
+        commit: &Encoded<'_>,
+        expected_version: u64,
+        old: Option<sled::IVec>,
+        at: Option<Position>,
+    ) -> Result<(), StoreError> {
+        let record = commit.record;
+        let id = record.id();
+        let terminal = record.state().is_terminal();
+        let old_header = old.as_deref().map(Header::read).transpose()?;
+        if old.is_none() && !terminal && !self.active.join_lazily(id) {
+            self.before_write()?;
+            self.db.insert(active_key(id), &[])?;
+        }
+        // A task's first events ride in its snapshot (one write a commit), as long as
+        // every event so far does. The commit that would take them past
+        // `INLINE_EVENTS_LIMIT`, or that follows commits written apart, moves them out to
+        // a value of their own, keyed by the first (1), so that the snapshot stops
+        // carrying them; it and every commit after it put their events in the slot of
+        // their first one, as a whole commit (were the snapshot not to follow, a crash
+        // in between, the commit is there). Each slot must be free: a writer racing
+        // from the same version wants the same.
+        let mut inline = match (&old_header, &old) {
+            (Some(header), Some(bytes)) => header.inline(bytes),
+            _ => Default::default(),
+        };
+        let all_inline = inline.through == at.as_ref().map_or(0, |at| at.last_seq);
+        let mut written = Vec::new();
+        let mut own_written = false;
+        if let Some(events) = &commit.events {
+            if all_inline && inline.events.len() + events.bytes.len() <= INLINE_EVENTS_LIMIT {
+                inline = inline.then(events.last_seq, &events.bytes);
+            } else {
+                let moved = std::mem::take(&mut inline).events;
+                let own = commit.commit_value(events)?;
+                let own_seq = events.first_seq;
+                let slots = [(1, moved), (own_seq, own)];
+                for (seq, bytes) in slots.into_iter().filter(|(_, b)| !b.is_empty()) {
+                    let slot = event_key(id, seq);
+                    self.before_write()?;
+                    match self
+                        .db
+                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
+                    {
+                        Ok(()) => written.push(slot),
+                        // The same copy, left by a move that failed after it (the
+                        // snapshot still carries those events): it serves as well.
+                        Err(taken)
+                            if seq != own_seq && taken.current.as_deref() == Some(&bytes) => {}
+                        Err(_) => return Err(self.conflict(id, expected_version, &written)),
+                    }
+                }
+                own_written = true;
+            }
+        }
+        // The entry this commit moves from: an unfinished task's is in memory (its
+        // snapshot's may be older than its tail), a terminal one's in the snapshot.
+        let previous = match self.live.entry(id) {
+            Some(entry) => Some(entry),
+            None => old_header
+                .as_ref()
+                .map(|h| serde_json::from_slice::<IndexEntry>(&h.entry))
+                .transpose()?,
+        };
+        // Repair needs the entry before this commit only to take it out of sled's index,
+        // where only a terminal task's entry is.
+        let in_sled = old_header
+            .as_ref()
+            .map(|h| h.entry.as_slice())
+            .filter(|_| previous.as_ref().is_some_and(is_persisted));
+        let record_json = serde_json::to_vec(record)?;
+        let bytes = encode_record(record, &record_json, &commit.entry_bytes, in_sled, &inline)?;
+        self.before_write()?;
+        let key = task_key(id);
+        if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
+            if at.is_some() && own_written {
+                // This commit is in (its own slot is written, past the snapshot it read):
+                // the snapshot swapped in meanwhile is a later commit's, which read it.
+                return Ok(());
+            }
+            return Err(self.conflict(id, expected_version, &written));
+        }
+        match terminal {
+            true => self.positions.forget(id),
+            false => self.positions.reached(
+                id,
+                Position::at_snapshot(record.version, record.last_seq, true),
+            ),
+        }
+        self.reindex(
+            id,
+            record.version,
+            previous.as_ref(),
+            &commit.entry,
+            &commit.entry_bytes,
+        )?;
+        if old_header.as_ref().is_some_and(|h| h.legacy) {
+            self.before_write()?;
+            self.db.remove(legacy_head_key(id))?;
+        }
+        if terminal && self.active.leave(id) {
+            self.before_write()?;
+            self.db.remove(active_key(id))?;
+        }
+        Ok(())
+    }
+
+    /// A lost race: takes back the events this commit wrote (their slots) and names the
+    /// version found.
+    pub(super) fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
+        self.positions.forget(id);
+        for slot in written {
+            if let Err(e) = self.db.remove(slot) {
+                return e.into();
+            }
+        }
+        let found = match self.db.get(task_key(id)) {
+            Ok(Some(bytes)) => match self.read_position(id, &bytes) {
+                Ok(at) => at.version,
+                Err(e) => return e,
+            },
+            Ok(None) => 0,
+            Err(e) => return e.into(),
+        };
+        StoreError::Conflict {
+            task_id: id.clone(),
+            expected,
+            found,
+        }
+    }
+
+    /// Moves the task's listing entry from `old` (`None`: a new task) to `entry`
+    /// (`entry_bytes` as JSON), written by the commit of `version`, and its counts with
+    /// it: in memory while the task is unfinished, in sled once it is terminal.
+    /// Idempotent, so repair can run it again for a commit a crash interrupted.
+    pub(super) fn reindex(
+        &self,
+        id: &TaskId,
+        version: u64,
+        old: Option<&IndexEntry>,
+        entry: &IndexEntry,
+        entry_bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        if old == Some(entry) {
+            return Ok(());
+        }
+        debug_assert!(old.is_none_or(|o| &o.task_id == id));
+        let mut written = Vec::new();
+        if is_persisted(entry) {
+            for key in [updated_key(entry), context_key(entry)] {
+                self.before_write()?;
+                self.db.insert(&key, entry_bytes)?;
+                written.push(key);
+            }
+            self.live.remove(version, id);
+        } else {
+            self.live.put(version, entry);
+        }
+        // A terminal task's entry never moves in the runtime; a store does not rely on it.
+        if let Some(old) = old.filter(|old| is_persisted(old)) {
+            for stale in [updated_key(old), context_key(old)] {
+                if !written.contains(&stale) {
+                    self.before_write()?;
+                    self.db.remove(stale)?;
+                }
+            }
+        }
+        self.counts.moved(old, entry);
+        Ok(())
+    }
+}
+
+/// A commit, encoded before any write (but for its snapshot, which most commits of a
+/// long-running task do not write).
+pub(super) struct Encoded<'a> {
+    pub(super) record: &'a TaskRecord,
+    /// The record's checkpoint, as JSON.
+    pub(super) checkpoint: Option<Vec<u8>>,
+    pub(super) entry: IndexEntry,
+    pub(super) entry_bytes: Vec<u8>,
+    pub(super) events: Option<EncodedEvents>,
+}
+
+/// A commit's events, as one JSON array.
+pub(super) struct EncodedEvents {
+    pub(super) first_seq: u64,
+    pub(super) last_seq: u64,
+    pub(super) bytes: Vec<u8>,
+}
+
+impl<'a> Encoded<'a> {
+    pub(super) fn new(
+        record: &'a TaskRecord,
+        events: &[TaskEvent],
+    ) -> Result<Encoded<'a>, StoreError> {
+        let entry = IndexEntry::of(record);
+        Ok(Encoded {
+            record,
+            checkpoint: record
+                .checkpoint
+                .as_ref()
+                .map(serde_json::to_vec)
+                .transpose()?,
+            entry_bytes: serde_json::to_vec(&entry)?,
+            entry,
+            events: match (events.first(), events.last()) {
+                (Some(first), Some(last)) => Some(EncodedEvents {
+                    first_seq: first.seq,
+                    last_seq: last.seq,
+                    bytes: encode_events(events)?,
+                }),
+                _ => None,
+            },
+        })
+    }
+
+    /// This commit as a value of its own, written in the slot of its first event.
+    pub(super) fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
+        encode_commit(
+            self.record.version,
+            events.last_seq,
+            self.checkpoint.as_deref(),
+            &events.bytes,
+        )
+    }
+}

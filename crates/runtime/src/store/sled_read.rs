@@ -1,0 +1,96 @@
+//! Reading a sled store's tasks: a task's snapshot with the commits after it replayed
+//! (its tail), where its log ends, and the counts of tasks.
+
+use super::positions::Position;
+use super::sled_layout::{
+    Commit, commit_versions, decode_record, event_key, is_current, record_versions, task_key,
+};
+use super::sled_store::SledStore;
+use super::{StoreError, TaskRecord};
+use crate::model::TaskId;
+use crate::transition::replay;
+
+impl SledStore {
+    pub(super) fn count(
+        &self,
+        owner: Option<&str>,
+        state: Option<crate::model::TaskState>,
+    ) -> usize {
+        self.counts.get(owner, state.map(|s| s.number())) as usize
+    }
+
+    /// Where the task's log ends, read from sled: its snapshot (`T` value) and tail.
+    pub(super) fn read_position(
+        &self,
+        id: &TaskId,
+        snapshot: &[u8],
+    ) -> Result<Position, StoreError> {
+        let (version, last_seq) = record_versions(snapshot)?;
+        let at_snapshot = Position::at_snapshot(version, last_seq, is_current(snapshot));
+        if !self.has_tail(id, last_seq)? {
+            return Ok(at_snapshot);
+        }
+        let Some(last) = self.db.range(tail_range(id, last_seq)).next_back() else {
+            return Ok(at_snapshot);
+        };
+        let (_, bytes) = last?;
+        let (version, last_seq) = commit_versions(&bytes)?.ok_or_else(|| {
+            StoreError::Codec(format!(
+                "task {id}: an event value past the snapshot is not a commit"
+            ))
+        })?;
+        Ok(Position {
+            version,
+            last_seq,
+            ..at_snapshot
+        })
+    }
+
+    /// The task as stored: its snapshot with its tail's commits replayed.
+    pub(super) fn read_task(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(bytes) = self.db.get(task_key(id))? else {
+            return Ok(None);
+        };
+        let record = decode_record(&bytes)?;
+        // A terminal task's snapshot is its last commit (repair makes it so after a
+        // crash); so is an unfinished one's that this store wrote last.
+        let settled = record.state().is_terminal()
+            || self
+                .positions
+                .get(id)
+                .is_some_and(|at| at.is_snapshot(record.last_seq));
+        match settled || !self.has_tail(id, record.last_seq)? {
+            true => Ok(Some(record)),
+            false => self.with_tail(record).map(Some),
+        }
+    }
+
+    /// Whether commits follow the task's snapshot, whose last event is `last_seq`: the
+    /// first would be in the next slot. (A point read: a range scan costs sled a copy
+    /// of a tree node.)
+    pub(super) fn has_tail(&self, id: &TaskId, last_seq: u64) -> Result<bool, StoreError> {
+        let next = last_seq.saturating_add(1);
+        Ok(self.db.contains_key(event_key(id, next))?)
+    }
+
+    /// `record` (a snapshot) with the commits of its tail replayed: their events (as
+    /// they were applied when committed), versions and checkpoints.
+    pub(super) fn with_tail(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
+        for item in self.db.range(tail_range(record.id(), record.last_seq)) {
+            let (_, bytes) = item?;
+            let commit = Commit::decode(&bytes)?;
+            for event in commit.events.iter().filter(|e| e.seq > record.last_seq) {
+                replay(&mut record.task, &event.kind);
+            }
+            record.version = commit.version;
+            record.last_seq = commit.last_seq;
+            record.checkpoint = commit.checkpoint;
+        }
+        Ok(record)
+    }
+}
+
+/// The keys of the commits after a snapshot whose last event is `last_seq` (its tail).
+pub(super) fn tail_range(id: &TaskId, last_seq: u64) -> std::ops::RangeInclusive<Vec<u8>> {
+    event_key(id, last_seq.saturating_add(1))..=event_key(id, u64::MAX)
+}
