@@ -10,6 +10,7 @@ mod skill_run;
 mod slots;
 mod supervisor;
 mod task_actor;
+mod task_calls;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
