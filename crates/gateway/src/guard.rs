@@ -132,14 +132,18 @@ mod tests {
         let host = headers(&[("host", "localhost")]);
         let foreign = Uri::from_static("http://evil.example/a2a");
         let error = guard.check(&host, &foreign).unwrap_err();
-        assert!(error.message.contains("evil.example"), "{}", error.message);
+        assert!(
+            error.message().contains("evil.example"),
+            "{}",
+            error.message()
+        );
         let local = Uri::from_static("http://127.0.0.1:8080/a2a");
         assert!(guard.check(&host, &local).is_ok());
         let mut two = host.clone();
         two.append("host", "localhost".parse().unwrap());
         let error = guard.check(&two, &local).unwrap_err();
-        assert_eq!(error.code, -32600);
-        assert!(error.message.contains("more than one Host"));
+        assert_eq!(error.code(), -32600);
+        assert!(error.message().contains("more than one Host"));
     }
 
     #[test]

@@ -115,7 +115,7 @@ mod tests {
 
     fn code(body: &str) -> (i32, Value) {
         let e = parse(body.as_bytes()).unwrap_err();
-        (e.error.code, e.id)
+        (e.error.code(), e.id)
     }
 
     #[test]

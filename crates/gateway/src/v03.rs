@@ -317,16 +317,16 @@ mod tests {
         assert!(
             send_params(bad_role)
                 .unwrap_err()
-                .message
+                .message()
                 .contains("message.role")
         );
         let bad_part = json!({"message": {"messageId": "m", "role": "user",
             "parts": [{"kind": "file", "file": {"bytes": "AA==", "uri": "https://x"}}]}});
         let err = send_params(bad_part).unwrap_err();
         assert!(
-            err.message.contains("message.parts[0].file"),
+            err.message().contains("message.parts[0].file"),
             "{}",
-            err.message
+            err.message()
         );
     }
 

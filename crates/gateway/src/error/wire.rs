@@ -1,0 +1,298 @@
+//! How each `ApiError` goes out: its JSON-RPC code and message, the A2A `ErrorInfo`
+//! (reason and metadata) and `BadRequest` field violation in `data`, and, for the few
+//! that are not HTTP 200, the status and headers. The one place errors meet the wire.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::{ApiError, REFUSED};
+use crate::dialect::Dialect;
+
+/// The realm in `WWW-Authenticate` challenges.
+const REALM: &str = "fundi";
+
+/// How a refusal goes out at the HTTP layer, beside its JSON-RPC body.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HttpRefusal {
+    pub(crate) status: StatusCode,
+    pub(crate) www_authenticate: Option<String>,
+    pub(crate) retry_after_secs: Option<u64>,
+}
+
+/// An error as it goes out.
+struct Wire {
+    code: i32,
+    message: String,
+    /// `ErrorInfo.reason` for A2A errors.
+    reason: Option<&'static str>,
+    /// `ErrorInfo.metadata` (string values only, as the proto's map<string,string>).
+    metadata: Vec<(&'static str, String)>,
+    /// `BadRequest.fieldViolations` for invalid params: (field, description).
+    violation: Option<(String, String)>,
+    http: Option<HttpRefusal>,
+}
+
+impl Wire {
+    fn plain(code: i32, message: String) -> Wire {
+        Wire {
+            code,
+            message,
+            reason: None,
+            metadata: Vec::new(),
+            violation: None,
+            http: None,
+        }
+    }
+
+    fn a2a(code: i32, reason: &'static str, message: String) -> Wire {
+        Wire {
+            reason: Some(reason),
+            ..Wire::plain(code, message)
+        }
+    }
+
+    /// A refusal at the HTTP layer with `status`.
+    fn refused(status: StatusCode, reason: &'static str, message: String) -> Wire {
+        Wire {
+            http: Some(HttpRefusal {
+                status,
+                www_authenticate: None,
+                retry_after_secs: None,
+            }),
+            ..Wire::a2a(REFUSED, reason, message)
+        }
+    }
+
+    fn with(mut self, key: &'static str, value: impl Into<String>) -> Wire {
+        self.metadata.push((key, value.into()));
+        self
+    }
+
+    fn challenge(mut self, challenge: String) -> Wire {
+        if let Some(http) = &mut self.http {
+            http.www_authenticate = Some(challenge);
+        }
+        self
+    }
+}
+
+impl ApiError {
+    fn wire(&self) -> Wire {
+        match self {
+            ApiError::Parse(detail) => {
+                Wire::plain(-32700, format!("Invalid JSON payload: {detail}"))
+            }
+            ApiError::InvalidRequest(detail) => Wire::plain(
+                -32600,
+                format!("Request payload validation error: {detail}"),
+            ),
+            ApiError::MalformedHttp(detail) => Wire {
+                http: Some(HttpRefusal {
+                    status: StatusCode::BAD_REQUEST,
+                    www_authenticate: None,
+                    retry_after_secs: None,
+                }),
+                ..Wire::plain(
+                    -32600,
+                    format!("Request payload validation error: {detail}"),
+                )
+            },
+            ApiError::MethodNotFound(method) => {
+                Wire::plain(-32601, format!("Method not found: {method}"))
+            }
+            ApiError::InvalidParams { field, detail } => {
+                let message = match field.is_empty() {
+                    true => format!("Invalid parameters: {detail}"),
+                    false => format!("Invalid parameters: {field}: {detail}"),
+                };
+                Wire {
+                    violation: Some((field.clone(), detail.clone())),
+                    ..Wire::plain(-32602, message)
+                }
+            }
+            ApiError::Internal => Wire::plain(-32603, "Internal error".into()),
+            ApiError::TimedOut(limit) => Wire::plain(
+                -32603,
+                format!(
+                    "Internal error: the request took longer than {} ms",
+                    limit.as_millis()
+                ),
+            ),
+            ApiError::TaskNotFound { task_id } => Wire::a2a(
+                -32001,
+                "TASK_NOT_FOUND",
+                format!("Task not found: {task_id}"),
+            )
+            .with("taskId", task_id),
+            ApiError::PushConfigNotFound { task_id, config_id } => Wire::a2a(
+                -32001,
+                "TASK_NOT_FOUND",
+                format!(
+                    "Task not found: task {task_id} has no push notification config {config_id:?}"
+                ),
+            )
+            .with("taskId", task_id)
+            .with("configId", config_id),
+            ApiError::TaskNotCancelable { task_id, state } => Wire::a2a(
+                -32002,
+                "TASK_NOT_CANCELABLE",
+                format!("Task cannot be canceled: task {task_id} is already {state}"),
+            )
+            .with("taskId", task_id)
+            .with("state", *state),
+            ApiError::PushNotSupported => Wire::a2a(
+                -32003,
+                "PUSH_NOTIFICATION_NOT_SUPPORTED",
+                "Push Notification is not supported by this agent".into(),
+            ),
+            ApiError::Unsupported { detail, task_id } => {
+                let wire = Wire::a2a(
+                    -32004,
+                    "UNSUPPORTED_OPERATION",
+                    format!("This operation is not supported: {detail}"),
+                );
+                match task_id {
+                    Some(id) => wire.with("taskId", id),
+                    None => wire,
+                }
+            }
+            ApiError::VersionNotSupported { requested } => Wire::a2a(
+                -32009,
+                "VERSION_NOT_SUPPORTED",
+                format!("A2A version {requested} is not supported (supported: 0.3, 1.0)"),
+            )
+            .with("requestedVersion", requested)
+            .with("supportedVersions", "0.3,1.0"),
+            ApiError::Unauthenticated { detail, invalid } => {
+                let wire = Wire::refused(
+                    StatusCode::UNAUTHORIZED,
+                    "UNAUTHENTICATED",
+                    format!("Unauthenticated: {detail}"),
+                );
+                wire.challenge(match invalid {
+                    false => format!("Bearer realm=\"{REALM}\""),
+                    true => format!(
+                        "Bearer realm=\"{REALM}\", error=\"invalid_token\", \
+                         error_description=\"{}\"",
+                        quoted(detail)
+                    ),
+                })
+            }
+            ApiError::KeysUnavailable => Wire::refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                "Credentials cannot be checked now: the signing keys are unavailable".into(),
+            ),
+            ApiError::InsufficientScope { skill, scope } => Wire::refused(
+                StatusCode::FORBIDDEN,
+                "PERMISSION_DENIED",
+                format!("Forbidden: skill {skill:?} requires the scope {scope:?}"),
+            )
+            .challenge(format!(
+                "Bearer realm=\"{REALM}\", error=\"insufficient_scope\", scope=\"{}\"",
+                quoted(scope)
+            ))
+            .with("skill", skill)
+            .with("requiredScope", scope),
+            ApiError::ForbiddenRequest(detail) => Wire::refused(
+                StatusCode::FORBIDDEN,
+                "PERMISSION_DENIED",
+                format!("Forbidden: {detail}"),
+            ),
+            ApiError::RateLimited { retry_after_secs } => {
+                let mut wire = Wire::refused(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RATE_LIMITED",
+                    format!("Too many requests: retry after {retry_after_secs} s"),
+                );
+                if let Some(http) = &mut wire.http {
+                    http.retry_after_secs = Some(*retry_after_secs);
+                }
+                wire
+            }
+        }
+    }
+
+    /// The JSON-RPC error code.
+    pub fn code(&self) -> i32 {
+        self.wire().code
+    }
+
+    /// The message sent: it names what is wrong.
+    pub fn message(&self) -> String {
+        self.wire().message
+    }
+
+    /// How this error goes out at the HTTP layer, when it is not HTTP 200.
+    pub(crate) fn http_refusal(&self) -> Option<HttpRefusal> {
+        self.wire().http
+    }
+
+    /// The error object, in the request's dialect: v1.0 carries `data` as an array of
+    /// google.rpc details; v0.3 `data` is free-form, so a small object (or nothing).
+    pub fn to_json(&self, dialect: Dialect) -> Value {
+        let wire = self.wire();
+        let mut error = json!({"code": wire.code, "message": wire.message});
+        let data = match dialect {
+            Dialect::V1 => v1_data(&wire),
+            Dialect::V03 => v03_data(&wire),
+        };
+        if let Some(data) = data {
+            error["data"] = data;
+        }
+        error
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let wire = self.wire();
+        write!(f, "{} ({})", wire.message, wire.code)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+fn v1_data(wire: &Wire) -> Option<Value> {
+    let mut details = Vec::new();
+    if let Some(reason) = wire.reason {
+        let metadata: serde_json::Map<String, Value> = wire
+            .metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
+            .collect();
+        details.push(json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": reason,
+            "domain": "a2a-protocol.org",
+            "metadata": metadata,
+        }));
+    }
+    if let Some((field, description)) = &wire.violation {
+        details.push(json!({
+            "@type": "type.googleapis.com/google.rpc.BadRequest",
+            "fieldViolations": [{"field": field, "description": description}],
+        }));
+    }
+    (!details.is_empty()).then_some(Value::Array(details))
+}
+
+fn v03_data(wire: &Wire) -> Option<Value> {
+    let reason = wire.reason?;
+    let mut data = json!({"reason": reason});
+    for (k, v) in &wire.metadata {
+        data[*k] = Value::String(v.clone());
+    }
+    Some(data)
+}
+
+/// Text fit for a quoted-string in a header: no quotes, backslashes or control bytes.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '"' | '\\' => '\'',
+            c if c.is_control() || !c.is_ascii() => ' ',
+            c => c,
+        })
+        .collect()
+}
