@@ -9,28 +9,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
-use ractor::rpc::CallResult;
-use ractor::{ActorRef, RpcReplyPort};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::actors::{PostedNote, PostedNotes, Pushed, SkillCall, TaskMsg};
 use crate::cpu::{Budget, CpuPool};
 use crate::error::{RuntimeError, SkillError};
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
+use crate::run_link::{PostedNote, PostedNotes, Pushed, SkillCall, TaskLink};
 use crate::store::TaskStore;
 use crate::telemetry;
 
-/// Progress notes a run may have waiting to be stored
-/// ([`SkillContext::post_progress`]). A skill that posts faster than its notes are stored
-/// waits, at this many, for them to be stored before it queues another: the queue stays
-/// bounded, and one commit stores at most this many notes.
-pub const MAX_POSTED: usize = 256;
+pub use crate::run_link::MAX_POSTED;
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
 pub struct SkillContext {
-    actor: ActorRef<TaskMsg>,
+    link: Arc<dyn TaskLink>,
     store: Arc<dyn TaskStore>,
     task_id: TaskId,
     context_id: ContextId,
@@ -63,7 +57,7 @@ impl std::fmt::Debug for SkillContext {
 impl SkillContext {
     #[allow(clippy::too_many_arguments)] // one caller, the task actor
     pub(crate) fn new(
-        actor: ActorRef<TaskMsg>,
+        link: Arc<dyn TaskLink>,
         store: Arc<dyn TaskStore>,
         task: &Task,
         cancel: CancellationToken,
@@ -74,7 +68,7 @@ impl SkillContext {
         cpu: Cpu,
     ) -> SkillContext {
         SkillContext {
-            actor,
+            link,
             store,
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
@@ -255,7 +249,10 @@ impl SkillContext {
                 // The note that makes the queue non-empty tells the actor, which takes
                 // every note waiting when it gets to the message.
                 Pushed::First => {
-                    return self.actor.cast(TaskMsg::Posted).map_err(|_| self.gone());
+                    return match self.link.notes_posted() {
+                        true => Ok(()),
+                        false => Err(self.gone()),
+                    };
                 }
                 Pushed::Full(back) => {
                     note = *back;
@@ -368,14 +365,9 @@ impl SkillContext {
         if self.cancel.is_cancelled() {
             return Err(SkillError::Canceled);
         }
-        // No timeout: the call waits for the store (and, for input, for a human).
-        match self
-            .actor
-            .call(|reply: RpcReplyPort<_>| TaskMsg::Skill(call, reply), None)
-            .await
-        {
-            Ok(CallResult::Success(result)) => result,
-            Ok(_) | Err(_) => Err(self.gone()),
+        match self.link.call(call).await {
+            Some(reply) => reply,
+            None => Err(self.gone()),
         }
     }
 

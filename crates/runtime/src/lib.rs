@@ -59,6 +59,7 @@ pub mod model;
 mod recover;
 mod recovery;
 mod requests;
+mod run_link;
 mod service;
 mod skill;
 pub mod store;

@@ -8,10 +8,8 @@ use tokio_util::sync::CancellationToken;
 use super::slots::Slot;
 use crate::error::RuntimeError;
 use crate::model::{Message, Task};
+use crate::run_link::SkillReply;
 use crate::skill::SkillError;
-
-/// Reply to a skill call: `Some(message)` answers `RequestInput`.
-pub(crate) type SkillReply = Result<Option<Message>, SkillError>;
 
 /// A caller waiting for a cancel to end the task.
 pub(super) type CancelWaiter = RpcReplyPort<Result<Task, RuntimeError>>;

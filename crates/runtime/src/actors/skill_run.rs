@@ -6,19 +6,40 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use async_trait::async_trait;
+use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::journal::{JournalError, status, status_change};
-use super::phase::{Phase, Run, SkillReply};
-use super::task_actor::{RunOutcome, SkillCall, TaskActorState, TaskMsg};
+use super::phase::{Phase, Run};
+use super::task_actor::{RunOutcome, TaskActorState, TaskMsg};
 use crate::context::{Cpu, SkillContext};
 use crate::model::{Message, Role, TaskEventKind, TaskState};
+use crate::run_link::{SkillCall, SkillReply, TaskLink};
 use crate::skill::{SkillError, SkillInput, SkillOutput};
 use crate::telemetry;
+
+/// A run's link to its task: calls and notices go to the task's actor.
+struct ActorLink(ActorRef<TaskMsg>);
+
+#[async_trait]
+impl TaskLink for ActorLink {
+    async fn call(&self, call: SkillCall) -> Option<SkillReply> {
+        match self.0.call(|reply| TaskMsg::Skill(call, reply), None).await {
+            Ok(CallResult::Success(reply)) => Some(reply),
+            Ok(_) | Err(_) => None,
+        }
+    }
+
+    fn notes_posted(&self) -> bool {
+        self.0.cast(TaskMsg::Posted).is_ok()
+    }
+}
 
 /// A skill's run, as its actor drives it.
 type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
@@ -41,7 +62,7 @@ impl TaskActorState {
         let record = self.journal.record();
         let task = &record.task;
         let ctx = SkillContext::new(
-            myself.clone(),
+            Arc::new(ActorLink(myself.clone())),
             self.store.clone(),
             task,
             cancel.clone(),

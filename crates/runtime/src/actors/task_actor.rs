@@ -7,44 +7,22 @@
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde_json::Value;
 use tokio::task::AbortHandle;
 
 use super::fanout::LiveEvents;
 use super::journal::{JournalError, TaskJournal, status_change};
-use super::phase::{Phase, SkillReply};
-use super::posted::PostedNotes;
+use super::phase::Phase;
 use super::slots::{Slot, Slots};
 use super::supervisor::{Spawn, SupervisorMsg};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::model::{Artifact, Message, Role, Task, TaskEventKind, TaskState};
+use crate::model::{Message, Role, Task, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;
+use crate::run_link::{PostedNotes, SkillCall, SkillReply};
 use crate::skill::{Skill, SkillError, SkillOutput};
 use crate::store::TaskStore;
 use crate::telemetry;
-
-/// What a running skill asks of its task.
-pub(crate) enum SkillCall {
-    Status {
-        message: Message,
-        /// Saved in the same commit as the status (so a resumed run neither repeats nor
-        /// skips the step it reports).
-        checkpoint: Option<Value>,
-    },
-    Artifact {
-        artifact: Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
-    RequestInput {
-        prompt: Message,
-    },
-    Checkpoint(Value),
-    /// Nothing more than every call does first: commit the notes posted before it.
-    StorePosted,
-}
 
 /// How a skill run ended.
 pub(crate) enum RunOutcome {

@@ -6,8 +6,14 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use crate::context::MAX_POSTED;
 use crate::model::TaskStatus;
+
+/// Progress notes a run may have waiting to be stored
+/// ([`SkillContext::post_progress`](crate::SkillContext::post_progress)). A skill that
+/// posts faster than its notes are stored waits, at this many, for them to be stored
+/// before it queues another: the queue stays bounded, and one commit stores at most this
+/// many notes.
+pub const MAX_POSTED: usize = 256;
 
 /// One posted progress note: a `working` status (stamped when it was posted), and the
 /// checkpoint saved with it, if any.
