@@ -37,6 +37,10 @@ pub enum ServerError {
     /// A setting is not acceptable; the text names it.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A part of the gateway could not be set up from its settings (the authenticator,
+    /// push delivery).
+    #[error("invalid configuration: {0}")]
+    Setup(#[from] fundi_gateway::SetupError),
     /// The store could not be opened.
     #[error("opening the store in {path}: {source}")]
     OpenStore {
@@ -131,7 +135,7 @@ impl ServerBuilder {
         config
             .validate()
             .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-        let auth = Authenticator::from_config(&config.auth).map_err(ServerError::Config)?;
+        let auth = Authenticator::from_config(&config.auth)?;
         let stores = open_store(&config)?;
         let mut builder = Runtime::builder()
             .shared_store(stores.tasks)
@@ -165,8 +169,7 @@ impl ServerBuilder {
                 stores.push,
                 config.push.clone(),
                 shutdown.clone(),
-            )
-            .map_err(ServerError::Config)?;
+            )?;
             let resumed = push.resume().await?;
             tracing::info!(resumed, "push deliveries resumed");
             state = state.with_push(Arc::new(push));

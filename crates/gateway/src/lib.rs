@@ -20,6 +20,7 @@ mod methods;
 mod params;
 mod push;
 mod rate_limit;
+mod setup;
 mod state;
 mod streaming;
 mod telemetry;
@@ -45,6 +46,7 @@ pub use error::{ApiError, REFUSED};
 pub use http::app;
 pub use jsonrpc::{EnvelopeError, Request, parse as parse_envelope};
 pub use push::{PushService, PushSettings};
+pub use setup::SetupError;
 pub use state::AppState;
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then lets in-flight requests

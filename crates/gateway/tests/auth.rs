@@ -898,6 +898,7 @@ async fn a_configured_public_key_verifies_tokens_without_a_jwks() {
         user: jwt(&user_pem, USER_AUDIENCE),
         ..AuthConfig::default()
     })
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("auth.machine.public-key-file"), "{err}");
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::config::JwtConfig;
 use super::jwks::{Jwks, KeyError};
+use crate::setup::SetupError;
 
 /// What a valid token says about its bearer.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,12 +96,15 @@ impl JwtVerifier {
         config: &JwtConfig,
         section: &str,
         pool: &mut JwksPool,
-    ) -> Result<JwtVerifier, String> {
+    ) -> Result<JwtVerifier, SetupError> {
         let keys = match (&config.jwks_url, &config.public_key_file) {
             (Some(url), _) => Keys::Jwks(pool.get(config, url)?),
             (None, Some(path)) => {
-                let pem = std::fs::read(path)
-                    .map_err(|e| format!("{section}.public-key-file {}: {e}", path.display()))?;
+                let pem = std::fs::read(path).map_err(|source| SetupError::Unreadable {
+                    setting: format!("{section}.public-key-file"),
+                    path: path.clone(),
+                    source,
+                })?;
                 Keys::Fixed(pem_key(&pem).ok_or_else(|| {
                     format!(
                         "{section}.public-key-file {}: not a PEM RSA, EC or Ed25519 public key",
@@ -108,7 +112,11 @@ impl JwtVerifier {
                     )
                 })?)
             }
-            (None, None) => return Err(format!("{section}: no jwks-url or public-key-file")),
+            (None, None) => {
+                return Err(SetupError::Invalid(format!(
+                    "{section}: no jwks-url or public-key-file"
+                )));
+            }
         };
         let algorithms = config
             .algorithms

@@ -18,6 +18,8 @@ pub use config::{
 pub use error::AuthError;
 
 use jwt::{JwksPool, JwtVerifier, Refusal};
+
+use crate::setup::SetupError;
 use static_tokens::StaticTable;
 
 /// Who is calling, once both credentials check out.
@@ -64,10 +66,10 @@ impl std::fmt::Debug for Authenticator {
 
 impl Authenticator {
     /// An authenticator for `config`; the error names the offending field.
-    pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
+    pub fn from_config(config: &AuthConfig) -> Result<Authenticator, SetupError> {
         config.validate()?;
         let user_header = HeaderName::from_bytes(config.user_header.as_bytes())
-            .map_err(|e| format!("auth.user-header: {e}"))?;
+            .map_err(|e| SetupError::Invalid(format!("auth.user-header: {e}")))?;
         let kind = match config.mode {
             AuthMode::Static => Kind::Static(StaticTable::new(&config.static_tokens)),
             AuthMode::Jwt => {

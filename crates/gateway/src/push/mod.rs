@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use fundi_runtime::store::{PushConfig, PushEntry, PushStore};
 use fundi_runtime::{StoreError, TaskId, TaskService};
+
+use crate::setup::SetupError;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -62,7 +64,7 @@ impl PushService {
         store: Arc<dyn PushStore>,
         settings: PushSettings,
         shutdown: CancellationToken,
-    ) -> Result<PushService, String> {
+    ) -> Result<PushService, SetupError> {
         settings.validate()?;
         let policy = Arc::new(ssrf::Policy::new(&settings));
         let client = reqwest::Client::builder()
@@ -74,7 +76,10 @@ impl PushService {
             .connect_timeout(std::time::Duration::from_millis(settings.timeout_ms))
             .user_agent(concat!("fundi/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("push: HTTP client: {e}"))?;
+            .map_err(|source| SetupError::HttpClient {
+                what: "push",
+                source,
+            })?;
         Ok(PushService {
             shared: Arc::new(Shared {
                 runtime: Arc::new(runtime),
