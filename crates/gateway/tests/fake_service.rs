@@ -10,13 +10,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::Request;
-use chrono::Utc;
 use common::{Credentials, message, request};
 use fundi_gateway::{AppState, Authenticator, DEFAULT_USER_HEADER, GatewayConfig, app};
 use fundi_runtime::model::limits::InvalidField;
 use fundi_runtime::{
     ContextId, Following, ListRequest, RuntimeError, SkillCard, StoreError, SubmitRequest, Task,
-    TaskId, TaskPage, TaskService, TaskSnapshot, TaskState, TaskStatus, Until, Waited,
+    TaskId, TaskPage, TaskService, TaskSnapshot, TaskState, Until, Waited,
 };
 use futures::FutureExt;
 use http_body_util::BodyExt;
@@ -57,18 +56,7 @@ impl Fake {
 }
 
 fn task(state: TaskState) -> Task {
-    Task {
-        id: TaskId::from(TASK),
-        context_id: ContextId::from("ctx-1"),
-        status: TaskStatus {
-            state,
-            message: None,
-            timestamp: Utc::now(),
-        },
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: None,
-    }
+    Task::new(TaskId::from(TASK), ContextId::from("ctx-1"), state)
 }
 
 fn snapshot(state: TaskState) -> TaskSnapshot {

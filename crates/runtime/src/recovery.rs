@@ -69,25 +69,12 @@ pub(crate) fn plan(
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-
     use super::*;
-    use crate::model::{ContextId, Task, TaskStatus};
+    use crate::model::{ContextId, Task};
 
     fn record(id: &str, skill: &str, state: TaskState) -> TaskRecord {
         TaskRecord {
-            task: Task {
-                id: TaskId::from(id),
-                context_id: ContextId::from("c"),
-                status: TaskStatus {
-                    state,
-                    message: None,
-                    timestamp: Utc::now(),
-                },
-                artifacts: Vec::new(),
-                history: Vec::new(),
-                metadata: None,
-            },
+            task: Task::new(TaskId::from(id), ContextId::from("c"), state),
             version: 1,
             last_seq: 1,
             skill: skill.into(),

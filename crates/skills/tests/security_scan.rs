@@ -326,26 +326,27 @@ fn with(
 const GOOD_PAGE: &str =
     "<!doctype html><html><head><script src=\"/app.js\"></script></head><body>ok</body></html>";
 
+/// An HTTPS site with every recommended header serving `body`, and a scanner allowed
+/// to reach it that trusts `pki`'s CA.
+async fn well_configured_https_site(pki: &Pki, body: String) -> (String, Scanner) {
+    let site = Site {
+        headers: good_headers(),
+        body,
+        ..Site::default()
+    };
+    let url = https_site(site, pki.leaf(&["127.0.0.1"], false)).await;
+    let config = SecurityConfig {
+        extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
+        ..SecurityConfig::default()
+    };
+    let scanner = scanner(&[&url], config).await;
+    (url, scanner)
+}
+
 #[tokio::test]
 async fn a_well_configured_https_site_gets_an_a_plus() {
     let pki = Pki::new();
-    let url = https_site(
-        Site {
-            headers: good_headers(),
-            body: GOOD_PAGE.into(),
-            ..Site::default()
-        },
-        pki.leaf(&["127.0.0.1"], false),
-    )
-    .await;
-    let scanner = scanner(
-        &[&url],
-        SecurityConfig {
-            extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-            ..SecurityConfig::default()
-        },
-    )
-    .await;
+    let (url, scanner) = well_configured_https_site(&pki, GOOD_PAGE.into()).await;
     let task = scanner.scan(json!({"url": url})).await;
     assert_eq!(task.status.state, TaskState::Completed, "{}", reply(&task));
     let report = report(&task);
@@ -1139,23 +1140,7 @@ async fn a_page_built_to_cost_the_parser_is_refused_unparsed_and_the_scan_goes_o
         "{}<script src=\"http://cdn.example/x.js\"></script>",
         "<div>".repeat(100_000)
     );
-    let url = https_site(
-        Site {
-            headers: good_headers(),
-            body,
-            ..Site::default()
-        },
-        pki.leaf(&["127.0.0.1"], false),
-    )
-    .await;
-    let scanner = scanner(
-        &[&url],
-        SecurityConfig {
-            extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-            ..SecurityConfig::default()
-        },
-    )
-    .await;
+    let (url, scanner) = well_configured_https_site(&pki, body).await;
     let task = scanner.scan(json!({"url": url})).await;
     assert_eq!(task.status.state, TaskState::Completed, "{}", reply(&task));
     // Not parsed, so not checked for mixed content; the other checks ran.

@@ -119,12 +119,8 @@ impl TaskJournal {
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
         let task = Task {
-            id: task_id.clone(),
-            context_id: context_id.clone(),
-            status: status(TaskState::Submitted, None),
-            artifacts: Vec::new(),
             history: vec![message],
-            metadata: None,
+            ..Task::new(task_id, context_id, TaskState::Submitted)
         };
         let created = TaskSnapshot {
             task: task.clone(),
@@ -284,9 +280,6 @@ impl TaskJournal {
 
     /// Saves a checkpoint alone (no event).
     pub(crate) async fn save_checkpoint(&mut self, value: Value) -> Result<(), JournalError> {
-        if !self.is_stored() {
-            return self.append(Vec::new(), Some(value)).await;
-        }
         limits::check_depth(|| "checkpoint".into(), &value)?;
         let mut next = self.record.clone();
         next.checkpoint = Some(value);

@@ -171,6 +171,22 @@ pub struct Task {
 }
 
 impl Task {
+    /// A task in `state` as of now, with no history, artifacts or metadata yet.
+    pub fn new(id: TaskId, context_id: ContextId, state: TaskState) -> Task {
+        Task {
+            id,
+            context_id,
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: Utc::now(),
+            },
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: None,
+        }
+    }
+
     /// A copy with at most the `n` most recent history messages (`historyLength`).
     pub fn with_history_limit(mut self, n: Option<usize>) -> Task {
         if let Some(n) = n {

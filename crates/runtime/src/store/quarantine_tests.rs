@@ -83,43 +83,38 @@ async fn an_unreadable_unfinished_task_is_failed_and_set_aside_at_the_next_open(
     assert_eq!(failed.state(), TaskState::Failed);
 }
 
-#[tokio::test]
-async fn an_unreadable_tail_is_set_aside_while_the_store_opens() {
+/// Opens a store holding one working task `t` whose value at `key` was then replaced by
+/// `damage`; the store as the next open leaves it (with its directory), and what it set
+/// aside.
+async fn reopened_with(
+    key: fn(&TaskId) -> Vec<u8>,
+    damage: &[u8],
+) -> (tempfile::TempDir, SledStore, Vec<QuarantinedTask>) {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = crate::testing::open_sled(dir.path()).await;
         let r = record("t", TaskState::Working, None);
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        // A tail commit whose value is damaged: the open reads tails to index them.
-        store
-            .db
-            .insert(event_key(r.id(), 2), &[1u8, 0, 0][..])
-            .unwrap();
+        store.db.insert(key(r.id()), damage).unwrap();
     }
     let store = crate::testing::open_sled(dir.path()).await;
     assert!(store.active().await.unwrap().is_empty());
     let quarantined = store.quarantined().await.unwrap();
     assert_eq!(quarantined.len(), 1);
+    (dir, store, quarantined)
+}
+
+#[tokio::test]
+async fn an_unreadable_tail_is_set_aside_while_the_store_opens() {
+    // A tail commit whose value is damaged: the open reads tails to index them.
+    let (_dir, store, _) = reopened_with(|id| event_key(id, 2), &[1u8, 0, 0]).await;
     let failed = store.get(&TaskId::from("t")).await.unwrap().unwrap();
     assert_eq!(failed.state(), TaskState::Failed);
 }
 
 #[tokio::test]
 async fn a_snapshot_that_is_garbage_is_removed_and_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let store = crate::testing::open_sled(dir.path()).await;
-        let r = record("t", TaskState::Working, None);
-        store.commit(&r, 0, &[created(&r)]).await.unwrap();
-        store
-            .db
-            .insert(task_key(r.id()), &b"\x02garbage"[..])
-            .unwrap();
-    }
-    let store = crate::testing::open_sled(dir.path()).await;
-    assert!(store.active().await.unwrap().is_empty());
-    let quarantined = store.quarantined().await.unwrap();
-    assert_eq!(quarantined.len(), 1);
+    let (_dir, store, quarantined) = reopened_with(task_key, b"\x02garbage").await;
     assert!(!quarantined[0].failed);
     assert!(store.get(&TaskId::from("t")).await.unwrap().is_none());
 }

@@ -4,18 +4,7 @@ use super::*;
 use crate::model::{Artifact, ContextId, Part, TaskId, TaskStatus};
 
 fn task_in(state: TaskState) -> Task {
-    Task {
-        id: TaskId::from("t-1"),
-        context_id: ContextId::from("c-1"),
-        status: TaskStatus {
-            state,
-            message: None,
-            timestamp: Utc::now(),
-        },
-        artifacts: Vec::new(),
-        history: Vec::new(),
-        metadata: None,
-    }
+    Task::new(TaskId::from("t-1"), ContextId::from("c-1"), state)
 }
 
 fn status(state: TaskState) -> TaskEventKind {
