@@ -1,9 +1,12 @@
-//! The public agent card: v1.0 shape, plus the top-level fields v0.3 clients look for.
+//! The agent card, one document per protocol version, chosen by `A2A-Version` (header
+//! or query): `1.0` gets a strict v1.0 card (the proto's fields only), `0.3` a strict
+//! v0.3 card. A client that names no version gets the v1.0 card with the v0.3 card's
+//! fields beside it (each security scheme in both forms): the official clients of both
+//! versions ask for the card without naming one, and each reads its own fields there.
 
 use fundi_runtime::SkillCard;
 use serde_json::{Value, json};
 
-use crate::auth::Authenticator;
 use crate::config::GatewayConfig;
 
 /// Names of the two security schemes: both are required together.
@@ -13,58 +16,161 @@ const USER_TOKEN: &str = "userToken";
 /// Media types every skill accepts and produces unless its card says otherwise.
 const DEFAULT_MODES: [&str; 2] = ["text/plain", "application/json"];
 
+const BEARER_DESCRIPTION: &str =
+    "The calling application's token (a JWT, or a static token in local setups).";
+const USER_TOKEN_DESCRIPTION: &str = "The end user's token, forwarded by the calling application.";
+
 /// The JSON-RPC endpoint under the public base URL.
 pub(crate) fn endpoint(public_url: &str) -> String {
     format!("{}/a2a", public_url.trim_end_matches('/'))
 }
 
-/// Builds the card. Capabilities say only what works today.
-pub(crate) fn agent_card(
-    config: &GatewayConfig,
-    public_url: &str,
-    skills: &[SkillCard],
-    auth: &Authenticator,
-) -> Value {
-    let url = endpoint(public_url);
-    let user_header = auth.user_header();
-    let description = format!(
-        "{} Authentication: every JSON-RPC call needs two credentials together, the calling \
-         application's bearer token (Authorization: Bearer) and the end user's token in the \
-         {user_header} header; the user owns the tasks they create and sees only those. Each \
-         skill needs the scope named in its securityRequirements, held by the bearer token \
-         (fundi:admin grants every skill); the agent card cannot tie a scope to the bearer \
-         scheme by itself, so the scope is listed beside it.",
-        config.description.trim_end()
-    );
+/// What every version of the card is made from.
+pub(crate) struct CardFacts<'a> {
+    pub(crate) config: &'a GatewayConfig,
+    pub(crate) public_url: &'a str,
+    pub(crate) skills: &'a [SkillCard],
+    pub(crate) user_header: &'a str,
+    /// Push notifications are served.
+    pub(crate) push: bool,
+}
+
+/// The three documents, each serialized once with its ETag.
+pub(crate) struct Cards {
+    /// A2A v1.0, strict.
+    pub(crate) v1: CardBody,
+    /// A2A v0.3, strict.
+    pub(crate) v03: CardBody,
+    /// No version named: v1.0 with the v0.3 fields beside it.
+    pub(crate) unversioned: CardBody,
+}
+
+/// A card, serialized, with its ETag.
+pub(crate) struct CardBody {
+    pub(crate) json: String,
+    pub(crate) etag: String,
+}
+
+impl Cards {
+    pub(crate) fn new(facts: &CardFacts<'_>) -> Cards {
+        let v1 = v1_card(facts);
+        let v03 = v03_card(facts);
+        let unversioned = union(v1.clone(), v03.clone());
+        Cards {
+            v1: CardBody::new(&v1),
+            v03: CardBody::new(&v03),
+            unversioned: CardBody::new(&unversioned),
+        }
+    }
+}
+
+impl CardBody {
+    fn new(card: &Value) -> CardBody {
+        let json = card.to_string();
+        let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
+        CardBody { json, etag }
+    }
+}
+
+/// A stable hash for the ETag (std's hasher is randomly seeded per process).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn description(facts: &CardFacts<'_>) -> String {
+    format!(
+        "{} Authentication: every call (JSON-RPC or HTTP+JSON) needs two credentials \
+         together, the calling application's bearer token (Authorization: Bearer) and the \
+         end user's token in the {} header; the user owns the tasks they create and sees \
+         only those. Each skill needs the scope named in its security requirements, held by \
+         the bearer token (fundi:admin grants every skill); the agent card cannot tie a \
+         scope to the bearer scheme by itself, so the scope is listed beside it.",
+        facts.config.description.trim_end(),
+        facts.user_header
+    )
+}
+
+/// The v1.0 card: the proto's `AgentCard`, nothing else.
+fn v1_card(facts: &CardFacts<'_>) -> Value {
+    let url = endpoint(facts.public_url);
+    let mut interfaces =
+        vec![json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"})];
+    if facts.config.rest {
+        let base = facts.public_url.trim_end_matches('/');
+        interfaces
+            .push(json!({"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}));
+    }
+    interfaces.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
     let mut card = json!({
-        "name": config.name,
-        "description": description,
-        "version": config.version,
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-        ],
-        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
+        "name": facts.config.name,
+        "description": description(facts),
+        "version": facts.config.version,
+        "supportedInterfaces": interfaces,
+        "capabilities": {
+            "streaming": true,
+            "pushNotifications": facts.push,
+            "extendedAgentCard": false,
+        },
         "defaultInputModes": DEFAULT_MODES,
         "defaultOutputModes": DEFAULT_MODES,
         "securitySchemes": {
             BEARER: {"httpAuthSecurityScheme": {
                 "scheme": "Bearer",
-                "description": "The calling application's token (a JWT, or a static token in local setups).",
+                "description": BEARER_DESCRIPTION,
             }},
             USER_TOKEN: {"apiKeySecurityScheme": {
                 "location": "header",
-                "name": user_header,
-                "description": "The end user's token, forwarded by the calling application.",
+                "name": facts.user_header,
+                "description": USER_TOKEN_DESCRIPTION,
             }},
         },
-        "securityRequirements": [requirement(&[])],
-        "skills": skills.iter().map(skill).collect::<Vec<_>>(),
-        // v0.3 compatibility: v1.0 parsers ignore these; v0.3 clients need them.
-        "url": url,
-        "protocolVersion": "0.3.0",
-        "preferredTransport": "JSONRPC",
+        "securityRequirements": [v1_requirement(&[])],
+        "skills": facts.skills.iter().map(|s| skill(s, "securityRequirements", v1_requirement)).collect::<Vec<_>>(),
     });
+    provider_and_docs(&mut card, facts.config);
+    card
+}
+
+/// The v0.3 card: the fields of v0.3's `AgentCard` (`type`-tagged security schemes,
+/// `security` lists), nothing else.
+fn v03_card(facts: &CardFacts<'_>) -> Value {
+    let mut card = json!({
+        "protocolVersion": "0.3.0",
+        "name": facts.config.name,
+        "description": description(facts),
+        "url": endpoint(facts.public_url),
+        "preferredTransport": "JSONRPC",
+        "version": facts.config.version,
+        "capabilities": {
+            "streaming": true,
+            "pushNotifications": facts.push,
+            "stateTransitionHistory": false,
+        },
+        "defaultInputModes": DEFAULT_MODES,
+        "defaultOutputModes": DEFAULT_MODES,
+        "securitySchemes": {
+            BEARER: {
+                "type": "http",
+                "scheme": "bearer",
+                "description": BEARER_DESCRIPTION,
+            },
+            USER_TOKEN: {
+                "type": "apiKey",
+                "in": "header",
+                "name": facts.user_header,
+                "description": USER_TOKEN_DESCRIPTION,
+            },
+        },
+        "security": [v03_requirement(&[])],
+        "skills": facts.skills.iter().map(|s| skill(s, "security", v03_requirement)).collect::<Vec<_>>(),
+    });
+    provider_and_docs(&mut card, facts.config);
+    card
+}
+
+fn provider_and_docs(card: &mut Value, config: &GatewayConfig) {
     if let (Some(organization), Some(provider_url)) =
         (&config.provider_organization, &config.provider_url)
     {
@@ -73,10 +179,10 @@ pub(crate) fn agent_card(
     if let Some(docs) = &config.documentation_url {
         card["documentationUrl"] = json!(docs);
     }
-    card
 }
 
-fn skill(card: &SkillCard) -> Value {
+/// A skill, its scope under `key` in the version's requirement shape.
+fn skill(card: &SkillCard, key: &str, requirement: fn(&[&str]) -> Value) -> Value {
     let mut skill = json!({
         "id": card.id,
         "name": card.name,
@@ -84,7 +190,7 @@ fn skill(card: &SkillCard) -> Value {
         "tags": card.tags,
     });
     if let Some(scope) = &card.required_scope {
-        skill["securityRequirements"] = json!([requirement(&[scope.as_str()])]);
+        skill[key] = json!([requirement(&[scope.as_str()])]);
     }
     for (key, list) in [
         ("examples", &card.examples),
@@ -98,10 +204,137 @@ fn skill(card: &SkillCard) -> Value {
     skill
 }
 
-/// A requirement of both schemes, the bearer token holding `scopes`.
-fn requirement(scopes: &[&str]) -> Value {
+/// v1.0: a requirement of both schemes, the bearer token holding `scopes`.
+fn v1_requirement(scopes: &[&str]) -> Value {
     json!({"schemes": {
         BEARER: {"list": scopes},
         USER_TOKEN: {"list": []},
     }})
+}
+
+/// v0.3: the same requirement, as a map from scheme to scopes.
+fn v03_requirement(scopes: &[&str]) -> Value {
+    json!({BEARER: scopes, USER_TOKEN: []})
+}
+
+/// Both cards in one: objects merged key by key, arrays of the same length element by
+/// element (the skills, in the same order in both), and `v1` kept where the two differ.
+fn union(v1: Value, v03: Value) -> Value {
+    match (v1, v03) {
+        (Value::Object(mut a), Value::Object(b)) => {
+            for (key, theirs) in b {
+                let merged = match a.remove(&key) {
+                    Some(ours) => union(ours, theirs),
+                    None => theirs,
+                };
+                a.insert(key, merged);
+            }
+            Value::Object(a)
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            Value::Array(a.into_iter().zip(b).map(|(x, y)| union(x, y)).collect())
+        }
+        (ours, _) => ours,
+    }
+}
+
+/// The keys of `card` that are not in `other`, at the top level (for tests and docs).
+#[cfg(test)]
+fn extra_keys<'a>(
+    card: &'a serde_json::Map<String, Value>,
+    other: &serde_json::Map<String, Value>,
+) -> Vec<&'a str> {
+    card.keys()
+        .filter(|k| !other.contains_key(*k))
+        .map(String::as_str)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts_cards(rest: bool) -> (Value, Value, Value) {
+        let config = GatewayConfig {
+            rest,
+            ..GatewayConfig::default()
+        };
+        let skills = [SkillCard::new("audit", "audits").scope("fundi:audit")];
+        let facts = CardFacts {
+            config: &config,
+            public_url: "http://agent.test:8080/",
+            skills: &skills,
+            user_header: "X-User",
+            push: true,
+        };
+        let cards = Cards::new(&facts);
+        let parse = |body: &CardBody| serde_json::from_str(&body.json).unwrap();
+        (
+            parse(&cards.v1),
+            parse(&cards.v03),
+            parse(&cards.unversioned),
+        )
+    }
+
+    #[test]
+    fn each_version_has_only_its_own_fields_and_the_unversioned_card_has_both() {
+        let (v1, v03, both) = facts_cards(true);
+        let (v1, v03, both) = (
+            v1.as_object().unwrap(),
+            v03.as_object().unwrap(),
+            both.as_object().unwrap(),
+        );
+        let mut only_v03 = extra_keys(v03, v1);
+        only_v03.sort_unstable();
+        assert_eq!(
+            only_v03,
+            ["preferredTransport", "protocolVersion", "security", "url"]
+        );
+        let mut only_v1 = extra_keys(v1, v03);
+        only_v1.sort_unstable();
+        assert_eq!(only_v1, ["securityRequirements", "supportedInterfaces"]);
+        assert!(extra_keys(both, v1).len() == 4 && extra_keys(both, v03).len() == 2);
+        // Each scheme in both forms, and each skill's scope in both shapes.
+        let user = &both["securitySchemes"]["userToken"];
+        assert_eq!(user["in"], "header");
+        assert_eq!(user["apiKeySecurityScheme"]["location"], "header");
+        assert_eq!(both["skills"][0]["security"][0]["bearer"][0], "fundi:audit");
+        assert_eq!(
+            both["skills"][0]["securityRequirements"][0]["schemes"]["bearer"]["list"][0],
+            "fundi:audit"
+        );
+        assert_eq!(
+            v03["securitySchemes"]["userToken"].get("apiKeySecurityScheme"),
+            None
+        );
+        assert_eq!(v1["securitySchemes"]["userToken"].get("in"), None);
+    }
+
+    #[test]
+    fn the_rest_interface_is_listed_only_when_served() {
+        let (v1, _, _) = facts_cards(true);
+        let bindings: Vec<(&str, &str, &str)> = v1["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["protocolBinding"].as_str().unwrap(),
+                    i["protocolVersion"].as_str().unwrap(),
+                    i["url"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            bindings,
+            [
+                ("JSONRPC", "1.0", "http://agent.test:8080/a2a"),
+                ("HTTP+JSON", "1.0", "http://agent.test:8080"),
+                ("JSONRPC", "0.3", "http://agent.test:8080/a2a"),
+            ]
+        );
+        let (v1, _, _) = facts_cards(false);
+        let listed = v1["supportedInterfaces"].as_array().unwrap();
+        assert!(listed.iter().all(|i| i["protocolBinding"] == "JSONRPC"));
+    }
 }

@@ -22,6 +22,9 @@ pub struct GatewayConfig {
     pub provider_url: Option<String>,
     /// Documentation URL on the card. Default: none.
     pub documentation_url: Option<String>,
+    /// Serve the HTTP+JSON (REST) binding (`POST /message:send`, `GET /tasks/{id}`, ...)
+    /// beside JSON-RPC, and list it on the agent card. Default: true.
+    pub rest: bool,
     /// Largest accepted request body, in bytes. Default: 1048576 (1 MiB).
     pub max_body_bytes: usize,
     /// Longest a non-streaming call may take, in ms; a blocking SendMessage returns the
@@ -64,6 +67,7 @@ impl Default for GatewayConfig {
             provider_organization: None,
             provider_url: None,
             documentation_url: None,
+            rest: true,
             max_body_bytes: 1024 * 1024,
             request_timeout_ms: 30_000,
             sse_keep_alive_ms: 15_000,

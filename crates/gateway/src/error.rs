@@ -3,7 +3,10 @@
 //! JSON-RPC code, message and data, and its HTTP status where it is not 200) is decided
 //! in one place, `error/wire.rs`. Internal details are logged, never sent.
 
+mod rest;
 mod wire;
+
+pub(crate) use rest::method_not_allowed_json;
 
 use std::time::Duration;
 
@@ -25,6 +28,11 @@ pub enum ApiError {
     /// -32600 with HTTP 400: the request's framing or headers are malformed (a body
     /// that is not valid chunked encoding, two `Host` headers).
     MalformedHttp(String),
+    /// -32600 with HTTP 413: the body is larger than the gateway accepts.
+    BodyTooLarge {
+        /// The limit, in bytes (`gateway.max-body-bytes`).
+        limit: usize,
+    },
     /// -32601: no such method (in the dialect asked for).
     MethodNotFound(String),
     /// -32602: the params are wrong; `field` names where (empty: the params as a whole).
@@ -70,6 +78,8 @@ pub enum ApiError {
     VersionNotSupported {
         /// The version the caller asked for.
         requested: String,
+        /// The versions the interface speaks, comma-separated.
+        supported: &'static str,
     },
     /// HTTP 401: the credentials are missing or not acceptable.
     Unauthenticated {
@@ -202,8 +212,14 @@ impl ApiError {
 
     /// -32009.
     pub fn version_not_supported(requested: &str) -> ApiError {
+        ApiError::version_not_supported_by(requested, "0.3,1.0")
+    }
+
+    /// -32009 from an interface that speaks only `supported` (comma-separated).
+    pub(crate) fn version_not_supported_by(requested: &str, supported: &'static str) -> ApiError {
         ApiError::VersionNotSupported {
             requested: requested.to_owned(),
+            supported,
         }
     }
 

@@ -12,18 +12,20 @@ use fundi_runtime::ADMIN_SCOPE;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use crate::admission::{admit, last_event_id, read_body, requested_version};
 use crate::auth::Caller;
-use crate::dialect::{Dialect, is_supported_version, normalize_version};
+use crate::dialect::{Dialect, is_supported_version};
 use crate::error::ApiError;
 use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
+use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{methods, streaming, telemetry};
+use crate::{methods, rest, streaming, telemetry};
 
 /// The gateway's router: the agent card (public), health, and the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path).
 pub fn app(state: AppState) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
         .route("/.well-known/agent.json", get(agent_card))
         .route("/health", get(health))
@@ -31,7 +33,14 @@ pub fn app(state: AppState) -> Router {
         .route("/", post(rpc))
         .route("/admin/push/dead-letters", get(dead_letters))
         .route("/admin/push/replay", post(replay))
-        .route("/admin/issues", get(list_issues))
+        .route("/admin/issues", get(list_issues));
+    // The HTTP+JSON binding's paths (`/message:send`, `/{tenant}/tasks/{id}:cancel`)
+    // are split by hand (`rest::route`): axum matches no `{id}:verb` segment.
+    let router = match state.config.rest {
+        true => router.fallback(rest::handle),
+        false => router,
+    };
+    router
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
 }
@@ -43,22 +52,6 @@ async fn single_host(request: axum::extract::Request, next: axum::middleware::Ne
         Ok(()) => next.run(request).await,
         Err(error) => refusal(&Value::Null, &error, Dialect::V1),
     }
-}
-
-/// The checks every authenticated route makes, in order: Host and Origin, both
-/// credentials, the caller's rate limit.
-async fn admit(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, ApiError> {
-    state.guard.check(headers, uri)?;
-    let caller = state
-        .auth
-        .authenticate(headers)
-        .await
-        .map_err(|e| ApiError::unauthenticated(&e))?;
-    state
-        .rate_limit
-        .check(&caller.user)
-        .map_err(ApiError::rate_limited)?;
-    Ok(caller)
 }
 
 /// `admit`, then the admin scope.
@@ -199,12 +192,25 @@ async fn health() -> Response {
     axum::Json(json!({"status": "ok"})).into_response()
 }
 
-async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let card = &state.card;
+/// The agent card of the version the client names (`A2A-Version`, header or query):
+/// `1.0` or `0.3`; none named gets the card both versions read (`card.rs`), except on
+/// the older path, whose readers predate v1.0.
+async fn agent_card(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let older_path = uri.path() == "/.well-known/agent.json";
+    let cards = &state.cards;
+    let card = match requested_version(&headers, &uri).as_deref() {
+        None | Some("") if older_path => &cards.v03,
+        None | Some("") => &cards.unversioned,
+        Some("1.0") => &cards.v1,
+        Some("0.3") => &cards.v03,
+        Some(other) => return reply::rest_failure(&ApiError::version_not_supported(other)),
+    };
     let max_age = format!("public, max-age={}", state.config.card_max_age_secs);
     let cache = [
         (header::CACHE_CONTROL, max_age),
         (header::ETAG, card.etag.clone()),
+        // Caches keep one card per version asked for.
+        (header::VARY, "A2A-Version".to_owned()),
     ];
     let fresh = headers
         .get(header::IF_NONE_MATCH)
@@ -246,19 +252,10 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
         }
     };
     tracing::Span::current().record("user", caller.user.as_str());
-    let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
+    let bytes: Bytes = match read_body(body, limit).await {
         Ok(bytes) => bytes,
-        Err(error) if is_over_limit(&error) => {
-            metrics.request("unknown", "refused");
-            let error =
-                ApiError::invalid_request(format!("the request body is larger than {limit} bytes"));
-            let body = failure(&Value::Null, &error, Dialect::V1);
-            return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response();
-        }
         Err(error) => {
             metrics.request("unknown", "refused");
-            let error =
-                ApiError::malformed_http(format!("the request body could not be read: {error}"));
             return refusal(&Value::Null, &error, Dialect::V1);
         }
     };
@@ -275,11 +272,15 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
         .filter(|v| !v.is_empty() && !is_supported_version(v))
         .map(|v| ApiError::version_not_supported(&v));
     if request.method.is_streaming() {
-        let last_event_id = headers
-            .get("last-event-id")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse().ok());
-        return streaming::respond(state, caller, request, last_event_id, refused).await;
+        return streaming::respond(
+            state,
+            caller,
+            request,
+            last_event_id(&headers),
+            refused,
+            streaming::Framing::JsonRpc,
+        )
+        .await;
     }
     let (id, dialect) = (request.id.clone(), request.dialect);
     let outcome = match refused {
@@ -303,19 +304,6 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
     }
 }
 
-/// Whether reading a body failed on the size limit (rather than on its framing: a
-/// malformed chunked encoding, a connection closed early).
-fn is_over_limit(error: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(error) = source {
-        if error.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        source = error.source();
-    }
-    false
-}
-
 /// A refusal made before the request was decoded; the body is read (within the limit)
 /// only to echo the request's id.
 async fn refuse(error: &ApiError, body: Body, limit: usize) -> Response {
@@ -329,39 +317,7 @@ async fn refuse(error: &ApiError, body: Body, limit: usize) -> Response {
     refusal(&id, error, dialect)
 }
 
-/// A 401, 403, 429 or 503 with its headers and a JSON-RPC error body.
-pub(crate) fn refusal(id: &Value, error: &ApiError, dialect: Dialect) -> Response {
-    let mut response = axum::Json(failure(id, error, dialect)).into_response();
-    if let Some(http) = error.http_refusal() {
-        *response.status_mut() = http.status;
-        let headers = response.headers_mut();
-        if let Some(challenge) = http
-            .www_authenticate
-            .as_deref()
-            .and_then(|c| HeaderValue::from_str(c).ok())
-        {
-            headers.insert(header::WWW_AUTHENTICATE, challenge);
-        }
-        if let Some(secs) = http.retry_after_secs {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-    }
-    response
-}
-
 /// JSON-RPC answers are HTTP 200 whatever they say (A2A-DIGEST §6.1).
 fn json(body: Value) -> Response {
     axum::Json(body).into_response()
-}
-
-/// `A2A-Version` from the header, or else the query parameter, normalized.
-fn requested_version(headers: &HeaderMap, uri: &Uri) -> Option<String> {
-    if let Some(value) = headers.get("a2a-version").and_then(|v| v.to_str().ok()) {
-        return Some(normalize_version(value));
-    }
-    uri.query()?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(key, _)| key.eq_ignore_ascii_case("A2A-Version"))
-        .map(|(_, value)| normalize_version(value))
 }

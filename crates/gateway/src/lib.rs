@@ -1,12 +1,16 @@
 //! fundi-gateway: the A2A HTTP gateway in front of a fundi runtime.
 //!
-//! - `GET /.well-known/agent-card.json`: the public agent card (v1.0, with v0.3 fields).
+//! - `GET /.well-known/agent-card.json`: the public agent card, one per protocol version
+//!   (`A2A-Version`), and one both versions read when none is named.
 //! - `POST /a2a` (and `POST /`): JSON-RPC 2.0, A2A v1.0 and v0.3 methods, the dialect
 //!   chosen by the method name; streaming methods answer with SSE.
+//! - The HTTP+JSON binding (v1.0): `POST /message:send`, `GET /tasks/{id}`, ... with or
+//!   without a `/{tenant}` prefix (`gateway.rest`).
 //!
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
 //! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
+mod admission;
 mod auth;
 mod card;
 mod config;
@@ -20,6 +24,8 @@ mod methods;
 mod params;
 mod push;
 mod rate_limit;
+mod reply;
+mod rest;
 mod setup;
 mod state;
 mod streaming;

@@ -7,7 +7,7 @@ use fundi_runtime::issues::IssueStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authenticator;
-use crate::card;
+use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
 use crate::guard::RequestGuard;
 use crate::push::PushService;
@@ -18,7 +18,9 @@ use crate::rate_limit::UserRateLimit;
 pub struct AppState {
     pub(crate) runtime: Arc<dyn TaskService>,
     pub(crate) config: Arc<GatewayConfig>,
-    pub(crate) card: Arc<CardBody>,
+    pub(crate) cards: Arc<Cards>,
+    /// What the cards are made from, kept to make them again (`with_push`).
+    facts: Arc<CardInputs>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) auth: Arc<Authenticator>,
     pub(crate) guard: Arc<RequestGuard>,
@@ -29,10 +31,11 @@ pub struct AppState {
     pub(crate) issues: Option<Arc<dyn IssueStore>>,
 }
 
-/// The agent card, serialized once, with its ETag.
-pub(crate) struct CardBody {
-    pub(crate) json: String,
-    pub(crate) etag: String,
+/// The inputs of the cards that outlive `AppState::new`.
+struct CardInputs {
+    public_url: String,
+    skills: Vec<fundi_runtime::SkillCard>,
+    user_header: String,
 }
 
 impl AppState {
@@ -46,7 +49,12 @@ impl AppState {
         public_url: &str,
         shutdown: CancellationToken,
     ) -> AppState {
-        let card = card::agent_card(&config, public_url, runtime.skills(), &auth);
+        let facts = CardInputs {
+            public_url: public_url.to_owned(),
+            skills: runtime.skills().to_vec(),
+            user_header: auth.user_header().to_owned(),
+        };
+        let cards = facts.cards(&config, false);
         AppState {
             runtime: Arc::new(runtime),
             guard: Arc::new(RequestGuard::new(&config, public_url)),
@@ -55,7 +63,8 @@ impl AppState {
                 config.rate_limit_burst,
             )),
             config: Arc::new(config),
-            card: Arc::new(CardBody::new(&card)),
+            cards: Arc::new(cards),
+            facts: Arc::new(facts),
             shutdown,
             auth: Arc::new(auth),
             push: None,
@@ -70,28 +79,22 @@ impl AppState {
     }
 
     /// The same state serving the push-config methods and delivering through `push`;
-    /// the card then declares `pushNotifications: true`.
+    /// the cards then declare `pushNotifications: true`.
     pub fn with_push(mut self, push: Arc<PushService>) -> AppState {
-        let mut card: serde_json::Value =
-            serde_json::from_str(&self.card.json).expect("the card is JSON");
-        card["capabilities"]["pushNotifications"] = serde_json::Value::Bool(true);
-        self.card = Arc::new(CardBody::new(&card));
+        self.cards = Arc::new(self.facts.cards(&self.config, true));
         self.push = Some(push);
         self
     }
 }
 
-impl CardBody {
-    fn new(card: &serde_json::Value) -> CardBody {
-        let json = card.to_string();
-        let etag = format!("\"{:016x}\"", fnv1a(json.as_bytes()));
-        CardBody { json, etag }
+impl CardInputs {
+    fn cards(&self, config: &GatewayConfig, push: bool) -> Cards {
+        Cards::new(&CardFacts {
+            config,
+            public_url: &self.public_url,
+            skills: &self.skills,
+            user_header: &self.user_header,
+            push,
+        })
     }
-}
-
-/// A stable hash for the ETag (std's hasher is randomly seeded per process).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -1,5 +1,6 @@
-//! The streaming methods as SSE: one `data:` line per event holding a whole JSON-RPC
-//! response with the request's id, `id:` the task's event sequence. The first event is
+//! The streaming methods as SSE, for both bindings: one `data:` line per event holding
+//! a whole JSON-RPC response with the request's id (JSON-RPC) or the bare
+//! `StreamResponse` (HTTP+JSON), `id:` the task's event sequence. The first event is
 //! the task; the stream ends after a terminal state or input-required (auth-required
 //! keeps it open), on shutdown, or after an error event.
 
@@ -19,7 +20,19 @@ use crate::error::ApiError;
 use crate::jsonrpc::{Request, failure, success};
 use crate::methods;
 use crate::params::{TaskIdParams, decode};
+use crate::reply;
 use crate::state::AppState;
+
+/// How a stream's events are written.
+#[derive(Debug, Clone)]
+pub(crate) enum Framing {
+    /// Each event a JSON-RPC response with the request's id, in the request's dialect;
+    /// a failure to open the stream is an error event.
+    JsonRpc,
+    /// Each event a bare v1.0 `StreamResponse`; a failure to open the stream is an HTTP
+    /// error, a failure after it opened an `error` event with a `google.rpc.Status`.
+    Rest,
+}
 
 /// What an opened stream starts with and continues from.
 struct Opened {
@@ -27,37 +40,47 @@ struct Opened {
     events: EventStream,
 }
 
-/// Answers a streaming request. Every failure after a valid envelope (an unknown task,
-/// a bad param, an unsupported version) is one SSE error event, then the end.
+/// Answers a streaming request. On JSON-RPC, every failure after a valid envelope (an
+/// unknown task, a bad param, an unsupported version) is one SSE error event, then the
+/// end; on HTTP+JSON it is the error's HTTP status.
 pub(crate) async fn respond(
     state: AppState,
     caller: Caller,
     request: Request,
     last_event_id: Option<u64>,
     refused: Option<ApiError>,
+    framing: Framing,
 ) -> Response {
-    let id = request.id.clone();
-    let dialect = request.dialect;
-    let request_method_name = request.method.name();
+    let frame = Frame {
+        id: request.id.clone(),
+        dialect: request.dialect,
+        framing,
+    };
+    let method = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
         None => open(&state, &caller, request, last_event_id).await,
     };
     let metrics = crate::telemetry::metrics();
-    let method = request_method_name;
     let events: BoxStream<'static, Event> = match opened {
         // Authorization failures are HTTP statuses, not stream events.
         Err(error) if error.http_refusal().is_some() => {
             metrics.request(method, "refused");
-            return crate::http::refusal(&id, &error, dialect);
+            return match frame.framing {
+                Framing::JsonRpc => reply::refusal(&frame.id, &error, frame.dialect),
+                Framing::Rest => reply::rest_failure(&error),
+            };
         }
         Err(error) => {
             metrics.request(method, "error");
-            stream::once(async move { error_event(&id, &error, dialect) }).boxed()
+            if let Framing::Rest = frame.framing {
+                return reply::rest_failure(&error);
+            }
+            stream::once(async move { frame.error(&error) }).boxed()
         }
         Ok(opened) => {
             metrics.request(method, "ok");
-            frames(opened, id, dialect)
+            frames(opened, frame)
         }
     };
     let keep_alive = KeepAlive::new()
@@ -129,14 +152,14 @@ fn ends_stream(state: TaskState) -> bool {
     state.is_terminal() || state == TaskState::InputRequired
 }
 
-fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Event> {
+fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
     let Opened { first, mut events } = opened;
     async_stream::stream! {
         // Counted while the stream lives (dropped with it, whatever ends it).
         let _open = crate::telemetry::metrics().sse_open();
         if let Some((seq, update)) = first {
             let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
-            yield data_event(Some(seq), &id, &update, dialect);
+            yield frame.data(seq, &update);
             if done {
                 return;
             }
@@ -145,7 +168,7 @@ fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Eve
             let event = match event {
                 Ok(event) => event,
                 Err(error) => {
-                    yield error_event(&id, &ApiError::from(error), dialect);
+                    yield frame.error(&ApiError::from(error));
                     return;
                 }
             };
@@ -154,7 +177,7 @@ fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Eve
                 continue;
             }
             let done = event.status().is_some_and(|s| ends_stream(s.state));
-            yield data_event(Some(event.seq), &id, &event.to_update(), dialect);
+            yield frame.data(event.seq, &event.to_update());
             if done {
                 return;
             }
@@ -163,17 +186,29 @@ fn frames(opened: Opened, id: Value, dialect: Dialect) -> BoxStream<'static, Eve
     .boxed()
 }
 
-fn data_event(seq: Option<u64>, id: &Value, update: &TaskUpdate, dialect: Dialect) -> Event {
-    let body = success(id, &encode::update_result(update, dialect));
-    let event = Event::default().data(body);
-    match seq {
-        Some(seq) => event.id(seq.to_string()),
-        None => event,
-    }
+/// How this stream writes its events.
+struct Frame {
+    /// The JSON-RPC request's id (JSON-RPC only).
+    id: Value,
+    dialect: Dialect,
+    framing: Framing,
 }
 
-fn error_event(id: &Value, error: &ApiError, dialect: Dialect) -> Event {
-    Event::default()
-        .event("error")
-        .data(failure(id, error, dialect).to_string())
+impl Frame {
+    fn data(&self, seq: u64, update: &TaskUpdate) -> Event {
+        let result = encode::update_result(update, self.dialect);
+        let body = match self.framing {
+            Framing::JsonRpc => success(&self.id, &result),
+            Framing::Rest => result.get().to_owned(),
+        };
+        Event::default().data(body).id(seq.to_string())
+    }
+
+    fn error(&self, error: &ApiError) -> Event {
+        let body = match self.framing {
+            Framing::JsonRpc => failure(&self.id, error, self.dialect),
+            Framing::Rest => error.to_rest_json(),
+        };
+        Event::default().event("error").data(body.to_string())
+    }
 }

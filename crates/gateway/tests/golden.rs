@@ -11,12 +11,22 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
 /// The card's top-level keys that only v0.3 clients read (not in the v1.0 proto).
-const V03_CARD_KEYS: [&str; 3] = ["url", "protocolVersion", "preferredTransport"];
+const V03_CARD_KEYS: [&str; 4] = ["url", "protocolVersion", "preferredTransport", "security"];
 
 async fn fetch_card(gw: &Gateway, path: &str) -> (axum::http::HeaderMap, Value) {
-    let response = gw
-        .send(Request::get(path).body(Body::empty()).unwrap())
-        .await;
+    fetch_versioned_card(gw, path, None).await
+}
+
+async fn fetch_versioned_card(
+    gw: &Gateway,
+    path: &str,
+    version: Option<&str>,
+) -> (axum::http::HeaderMap, Value) {
+    let mut request = Request::get(path);
+    if let Some(version) = version {
+        request = request.header("A2A-Version", version);
+    }
+    let response = gw.send(request.body(Body::empty()).unwrap()).await;
     assert_eq!(response.status(), 200);
     let headers = response.headers().clone();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
@@ -24,7 +34,74 @@ async fn fetch_card(gw: &Gateway, path: &str) -> (axum::http::HeaderMap, Value) 
 }
 
 #[tokio::test]
-async fn the_agent_card_is_a_v1_card_plus_v03_fields_and_matches_the_golden_file() {
+async fn each_version_gets_its_own_card_and_none_named_gets_both() {
+    let gw = gateway().await;
+    let proto = ProtoSchema::load();
+    // A2A-Version: 1.0 (the JS SDK asks so): the proto's fields and nothing else.
+    let (headers, v1) =
+        fetch_versioned_card(&gw, "/.well-known/agent-card.json", Some("1.0")).await;
+    proto.check("AgentCard", &v1).unwrap();
+    assert_eq!(headers["vary"], "A2A-Version");
+    for key in V03_CARD_KEYS {
+        assert!(v1.get(key).is_none(), "{key} in the v1.0 card");
+    }
+    // The query parameter works as the header does; a patch version is the same.
+    let (_, by_query) = fetch_card(&gw, "/.well-known/agent-card.json?A2A-Version=1.0.1").await;
+    assert_eq!(by_query, v1);
+    // A2A-Version: 0.3: v0.3's fields only, with v0.3's spellings.
+    let (v03_headers, v03) =
+        fetch_versioned_card(&gw, "/.well-known/agent-card.json", Some("0.3")).await;
+    assert_ne!(v03_headers["etag"], headers["etag"]);
+    assert!(v03.get("supportedInterfaces").is_none());
+    assert!(v03.get("securityRequirements").is_none());
+    assert_eq!(v03["securitySchemes"]["userToken"]["in"], "header");
+    assert_eq!(v03["securitySchemes"]["bearer"]["type"], "http");
+    assert_eq!(v03["security"], json!([{"bearer": [], "userToken": []}]));
+    assert_eq!(v03["skills"][1]["security"][0]["bearer"][0], "fundi:audit");
+    // The older path's readers predate v1.0: the v0.3 card unless they name one.
+    let (_, older) = fetch_card(&gw, "/.well-known/agent.json").await;
+    assert_eq!(older, v03);
+    // A version this server does not speak.
+    let response = gw
+        .send(
+            Request::get("/.well-known/agent-card.json")
+                .header("A2A-Version", "9.0")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(response.status(), 400);
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let error: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        error["error"]["details"][0]["reason"],
+        "VERSION_NOT_SUPPORTED"
+    );
+
+    // None named: v1.0's card with v0.3's fields beside it.
+    let (unversioned_headers, unversioned) = fetch_card(&gw, "/.well-known/agent-card.json").await;
+    for (key, value) in v1.as_object().unwrap() {
+        if value.is_object() || value.is_array() {
+            continue;
+        }
+        assert_eq!(&unversioned[key], value, "{key}");
+    }
+    for key in V03_CARD_KEYS {
+        assert_eq!(unversioned[key], v03[key], "{key}");
+    }
+    assert_eq!(
+        unversioned["supportedInterfaces"],
+        v1["supportedInterfaces"]
+    );
+    assert_eq!(
+        unversioned["securityRequirements"],
+        v1["securityRequirements"]
+    );
+    assert_eq!(unversioned_headers["vary"], "A2A-Version");
+}
+
+#[tokio::test]
+async fn the_unversioned_agent_card_matches_the_golden_file() {
     let gw = gateway().await;
     let (headers, card) = fetch_card(&gw, "/.well-known/agent-card.json").await;
     assert!(
@@ -36,25 +113,18 @@ async fn the_agent_card_is_a_v1_card_plus_v03_fields_and_matches_the_golden_file
     let etag = headers["etag"].to_str().unwrap().to_owned();
     assert_eq!(headers["content-type"], "application/json");
 
-    let mut v1 = card.clone();
-    for key in V03_CARD_KEYS {
-        assert!(
-            v1.as_object_mut().unwrap().remove(key).is_some(),
-            "{key} missing"
-        );
-    }
-    ProtoSchema::load().check("AgentCard", &v1).unwrap();
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let versions: Vec<&str> = interfaces
         .iter()
         .map(|i| i["protocolVersion"].as_str().unwrap())
         .collect();
-    assert_eq!(versions, ["1.0", "0.3"]);
-    assert!(
-        interfaces
-            .iter()
-            .all(|i| i["url"] == "http://agent.test:8080/a2a")
-    );
+    assert_eq!(versions, ["1.0", "1.0", "0.3"]);
+    let bindings: Vec<&str> = interfaces
+        .iter()
+        .map(|i| i["protocolBinding"].as_str().unwrap())
+        .collect();
+    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "JSONRPC"]);
+    assert_eq!(interfaces[1]["url"], "http://agent.test:8080");
     assert_eq!(
         card["capabilities"]["pushNotifications"], false,
         "push is not implemented"
@@ -78,9 +148,7 @@ async fn the_agent_card_is_a_v1_card_plus_v03_fields_and_matches_the_golden_file
         "run with UPDATE_GOLDEN=1 to accept a deliberate change"
     );
 
-    // The older path serves the same card; a matching ETag gets 304.
-    let (_, legacy) = fetch_card(&gw, "/.well-known/agent.json").await;
-    assert_eq!(legacy, card);
+    // A matching ETag gets 304.
     let response = gw
         .send(
             Request::get("/.well-known/agent-card.json")

@@ -20,16 +20,16 @@ pub(crate) struct HttpRefusal {
 }
 
 /// An error as it goes out.
-struct Wire {
-    code: i32,
-    message: String,
+pub(super) struct Wire {
+    pub(super) code: i32,
+    pub(super) message: String,
     /// `ErrorInfo.reason` for A2A errors.
-    reason: Option<&'static str>,
+    pub(super) reason: Option<&'static str>,
     /// `ErrorInfo.metadata` (string values only, as the proto's map<string,string>).
-    metadata: Vec<(&'static str, String)>,
+    pub(super) metadata: Vec<(&'static str, String)>,
     /// `BadRequest.fieldViolations` for invalid params: (field, description).
-    violation: Option<(String, String)>,
-    http: Option<HttpRefusal>,
+    pub(super) violation: Option<(String, String)>,
+    pub(super) http: Option<HttpRefusal>,
 }
 
 impl Wire {
@@ -77,7 +77,7 @@ impl Wire {
 }
 
 impl ApiError {
-    fn wire(&self) -> Wire {
+    pub(super) fn wire(&self) -> Wire {
         match self {
             ApiError::Parse(detail) => {
                 Wire::plain(-32700, format!("Invalid JSON payload: {detail}"))
@@ -95,6 +95,20 @@ impl ApiError {
                 ..Wire::plain(
                     -32600,
                     format!("Request payload validation error: {detail}"),
+                )
+            },
+            ApiError::BodyTooLarge { limit } => Wire {
+                http: Some(HttpRefusal {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    www_authenticate: None,
+                    retry_after_secs: None,
+                }),
+                ..Wire::plain(
+                    -32600,
+                    format!(
+                        "Request payload validation error: the request body is larger than \
+                         {limit} bytes (gateway.max-body-bytes)"
+                    ),
                 )
             },
             ApiError::MethodNotFound(method) => {
@@ -156,13 +170,19 @@ impl ApiError {
                     None => wire,
                 }
             }
-            ApiError::VersionNotSupported { requested } => Wire::a2a(
+            ApiError::VersionNotSupported {
+                requested,
+                supported,
+            } => Wire::a2a(
                 -32009,
                 "VERSION_NOT_SUPPORTED",
-                format!("A2A version {requested} is not supported (supported: 0.3, 1.0)"),
+                format!(
+                    "A2A version {requested} is not supported (supported: {})",
+                    supported.replace(',', ", ")
+                ),
             )
             .with("requestedVersion", requested)
-            .with("supportedVersions", "0.3,1.0"),
+            .with("supportedVersions", *supported),
             ApiError::Unauthenticated { detail, invalid } => {
                 let wire = Wire::refused(
                     StatusCode::UNAUTHORIZED,
@@ -253,7 +273,7 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-fn v1_data(wire: &Wire) -> Option<Value> {
+pub(super) fn v1_data(wire: &Wire) -> Option<Value> {
     let mut details = Vec::new();
     if let Some(reason) = wire.reason {
         let metadata: serde_json::Map<String, Value> = wire

@@ -1,0 +1,76 @@
+//! What every authenticated request goes through before its operation is looked at,
+//! on either binding: Host and Origin, both credentials, the caller's rate limit, the
+//! requested protocol version, and a body read within the size limit.
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Uri};
+
+use crate::auth::Caller;
+use crate::dialect::normalize_version;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The checks every authenticated route makes, in order: Host and Origin, both
+/// credentials, the caller's rate limit.
+pub(crate) async fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Caller, ApiError> {
+    state.guard.check(headers, uri)?;
+    let caller = state
+        .auth
+        .authenticate(headers)
+        .await
+        .map_err(|e| ApiError::unauthenticated(&e))?;
+    state
+        .rate_limit
+        .check(&caller.user)
+        .map_err(ApiError::rate_limited)?;
+    Ok(caller)
+}
+
+/// The body, read up to `limit` bytes: larger is `BodyTooLarge` (HTTP 413), a body
+/// that cannot be read (bad chunked encoding, a connection closed early) is HTTP 400.
+pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|error| match is_over_limit(&error) {
+            true => ApiError::BodyTooLarge { limit },
+            false => {
+                ApiError::malformed_http(format!("the request body could not be read: {error}"))
+            }
+        })
+}
+
+/// Whether reading a body failed on the size limit (rather than on its framing).
+fn is_over_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = source {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// `A2A-Version` from the header, or else the query parameter, normalized.
+pub(crate) fn requested_version(headers: &HeaderMap, uri: &Uri) -> Option<String> {
+    if let Some(value) = headers.get("a2a-version").and_then(|v| v.to_str().ok()) {
+        return Some(normalize_version(value));
+    }
+    uri.query()?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| key.eq_ignore_ascii_case("A2A-Version"))
+        .map(|(_, value)| normalize_version(value))
+}
+
+/// The `Last-Event-ID` a reconnecting SSE client sends: the sequence it saw last.
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}

@@ -1,0 +1,166 @@
+//! The HTTP+JSON (REST) binding (A2A v1.0, spec §11): `POST /message:send`,
+//! `GET /tasks/{id}`, `POST /tasks/{id}:cancel` and the rest, with or without a leading
+//! `/{tenant}`. Each request becomes the operation and `params` the JSON-RPC binding
+//! would carry and goes through the same admission, decoding, runtime calls and
+//! encoding; only the framing differs: bare results with `application/a2a+json`, errors
+//! as HTTP statuses with a `google.rpc.Status`, streams of bare `StreamResponse`s.
+
+mod params;
+mod route;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method as Http, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::admission::{admit, last_event_id, read_body, requested_version};
+use crate::dialect::Dialect;
+use crate::error::{ApiError, method_not_allowed_json};
+use crate::jsonrpc::Request;
+use crate::reply::{A2A_JSON, rest_failure};
+use crate::state::AppState;
+use crate::streaming::{self, Framing};
+use crate::{methods, telemetry};
+use route::{Miss, route};
+
+/// The one protocol version this binding speaks.
+const VERSION: &str = "1.0";
+
+/// Answers any request the router has no other route for: an HTTP+JSON operation, or
+/// a 404 / 405 in the binding's error shape.
+pub(crate) async fn handle(
+    State(state): State<AppState>,
+    method: Http,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Body,
+) -> Response {
+    let span = telemetry::request_span(&headers);
+    serve(state, method, headers, uri, body)
+        .instrument(span)
+        .await
+}
+
+async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: Body) -> Response {
+    let metrics = telemetry::metrics();
+    // Where nothing lives, say so before asking for credentials: a 404 tells nothing.
+    let found = match route(&http, uri.path()) {
+        Ok(found) => found,
+        Err(Miss::NotFound) => {
+            return rest_failure(&ApiError::method_not_found(&format!(
+                "{http} {}",
+                uri.path()
+            )));
+        }
+        Err(Miss::MethodNotAllowed(allowed)) => return method_not_allowed(&http, &uri, allowed),
+    };
+    let name = found.method.name();
+    let caller = match admit(&state, &headers, &uri).await {
+        Ok(caller) => caller,
+        Err(error) => {
+            metrics.request(name, "refused");
+            return rest_failure(&error);
+        }
+    };
+    tracing::Span::current().record("user", caller.user.as_str());
+    tracing::Span::current().record("rpc.method", name);
+    let bytes = match read_body(body, state.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            metrics.request(name, "refused");
+            return rest_failure(&error);
+        }
+    };
+    let prepared = check_version(&headers, &uri)
+        .and_then(|()| check_content_type(&headers, &bytes))
+        .and_then(|()| params::params(&found, uri.query(), &bytes));
+    let params = match prepared {
+        Ok(params) => params,
+        Err(error) => {
+            metrics.request(name, "error");
+            return rest_failure(&error);
+        }
+    };
+    let request = Request {
+        id: Value::Null,
+        method: found.method,
+        dialect: Dialect::V1,
+        params,
+    };
+    if found.method.is_streaming() {
+        let resume = last_event_id(&headers);
+        return streaming::respond(state, caller, request, resume, None, Framing::Rest).await;
+    }
+    match methods::call(&state, &caller, request).await {
+        Ok(result) => {
+            metrics.request(name, "ok");
+            let body = result.get().to_owned();
+            ([(header::CONTENT_TYPE, A2A_JSON)], body).into_response()
+        }
+        Err(error) => {
+            let outcome = match error.http_refusal() {
+                Some(_) => "refused",
+                None => "error",
+            };
+            metrics.request(name, outcome);
+            rest_failure(&error)
+        }
+    }
+}
+
+/// The binding speaks v1.0; a request that names another version is refused (none
+/// named is v1.0: this binding's routes exist in no other version).
+fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+    match requested_version(headers, uri) {
+        Some(version) if !version.is_empty() && version != VERSION => {
+            Err(ApiError::version_not_supported_by(&version, VERSION))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A body, when there is one, is JSON: `application/a2a+json` (the binding's own),
+/// `application/json`, or any other `+json` type; no `Content-Type` is taken as JSON.
+fn check_content_type(headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || essence.ends_with("+json") {
+        return Ok(());
+    }
+    Err(ApiError::invalid_request(format!(
+        "the body must be JSON ({A2A_JSON} or application/json), not {essence:?}"
+    )))
+}
+
+fn method_not_allowed(http: &Http, uri: &Uri, allowed: &[Http]) -> Response {
+    let allow = allowed
+        .iter()
+        .map(Http::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let detail = format!("{http} {} (it takes {allow})", uri.path());
+    let mut response = (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::CONTENT_TYPE, A2A_JSON)],
+        method_not_allowed_json(&detail).to_string(),
+    )
+        .into_response();
+    if let Ok(allow) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    response
+}

@@ -1,0 +1,248 @@
+//! Which A2A operation an HTTP+JSON request names: its HTTP method and path, with an
+//! optional leading tenant segment (`/{tenant}/tasks/{id}`). Pure, so every route and
+//! every near miss is tested here.
+//!
+//! axum's router cannot match a segment such as `{id}:cancel`, so the path is split
+//! here: a task segment's verb is what follows its last `:`.
+
+use axum::http::Method as Http;
+use percent_encoding::percent_decode_str;
+
+use crate::dialect::Method;
+
+/// A request's operation and the ids its path carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Route {
+    /// The A2A operation.
+    pub(crate) method: Method,
+    /// The task in the path (`/tasks/{id}...`).
+    pub(crate) task_id: Option<String>,
+    /// The push config in the path (`.../pushNotificationConfigs/{configId}`).
+    pub(crate) config_id: Option<String>,
+    /// The tenant segment, when the path had one. fundi serves one tenant: it is
+    /// accepted and has no effect.
+    pub(crate) tenant: Option<String>,
+}
+
+/// Why a request names no operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// No operation lives at this path.
+    NotFound,
+    /// The path names a resource, but not with this HTTP method; the ones it takes.
+    MethodNotAllowed(&'static [Http]),
+}
+
+/// The operation that `method` on `path` asks for.
+pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
+    let segments: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    if segments.iter().any(String::is_empty) {
+        return Err(Miss::NotFound);
+    }
+    // The path without a tenant first: `/tasks/tasks` is the task named "tasks".
+    match resource(method, &segments) {
+        Err(Miss::NotFound) if segments.len() > 1 => {
+            let mut found = resource(method, &segments[1..])?;
+            found.tenant = Some(segments[0].clone());
+            Ok(found)
+        }
+        other => other,
+    }
+}
+
+fn resource(http: &Http, segments: &[String]) -> Result<Route, Miss> {
+    let strs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let found = |method: Method, task: Option<&str>, config: Option<&str>| Route {
+        method,
+        task_id: task.map(str::to_owned),
+        config_id: config.map(str::to_owned),
+        tenant: None,
+    };
+    let only = |allowed: &'static [Http], method: Method, task, config| {
+        if allowed.contains(http) {
+            Ok(found(method, task, config))
+        } else {
+            Err(Miss::MethodNotAllowed(allowed))
+        }
+    };
+    const GET: &[Http] = &[Http::GET];
+    const POST: &[Http] = &[Http::POST];
+    match strs.as_slice() {
+        ["message:send"] => only(POST, Method::SendMessage, None, None),
+        ["message:stream"] => only(POST, Method::SendStreamingMessage, None, None),
+        ["extendedAgentCard"] => only(GET, Method::GetExtendedAgentCard, None, None),
+        ["tasks"] => only(GET, Method::ListTasks, None, None),
+        ["tasks", task] => task_segment(http, task),
+        ["tasks", task, "pushNotificationConfigs"] => match *http {
+            Http::POST => Ok(found(Method::CreatePushConfig, Some(task), None)),
+            Http::GET => Ok(found(Method::ListPushConfigs, Some(task), None)),
+            _ => Err(Miss::MethodNotAllowed(&[Http::GET, Http::POST])),
+        },
+        ["tasks", task, "pushNotificationConfigs", config] => match *http {
+            Http::GET => Ok(found(Method::GetPushConfig, Some(task), Some(config))),
+            Http::DELETE => Ok(found(Method::DeletePushConfig, Some(task), Some(config))),
+            _ => Err(Miss::MethodNotAllowed(&[Http::GET, Http::DELETE])),
+        },
+        _ => Err(Miss::NotFound),
+    }
+}
+
+/// `/tasks/{id}` (GET), `/tasks/{id}:cancel` (POST), `/tasks/{id}:subscribe` (POST in
+/// the specification's text, GET in the proto's HTTP annotation: both).
+fn task_segment(http: &Http, segment: &str) -> Result<Route, Miss> {
+    let route = |method: Method, id: &str| Route {
+        method,
+        task_id: Some(id.to_owned()),
+        config_id: None,
+        tenant: None,
+    };
+    if let Some((id, verb)) = segment.rsplit_once(':')
+        && !id.is_empty()
+    {
+        match verb {
+            "cancel" if *http == Http::POST => return Ok(route(Method::CancelTask, id)),
+            "cancel" => return Err(Miss::MethodNotAllowed(&[Http::POST])),
+            "subscribe" if matches!(*http, Http::POST | Http::GET) => {
+                return Ok(route(Method::SubscribeToTask, id));
+            }
+            "subscribe" => return Err(Miss::MethodNotAllowed(&[Http::GET, Http::POST])),
+            // Not a verb: a task id with a colon in it.
+            _ => {}
+        }
+    }
+    match *http {
+        Http::GET => Ok(route(Method::GetTask, segment)),
+        _ => Err(Miss::MethodNotAllowed(&[Http::GET])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(method: Http, path: &str) -> (Method, Option<String>, Option<String>) {
+        let route = route(&method, path).unwrap_or_else(|e| panic!("{method} {path}: {e:?}"));
+        (route.method, route.task_id, route.config_id)
+    }
+
+    fn s(text: &str) -> Option<String> {
+        Some(text.to_owned())
+    }
+
+    #[test]
+    fn every_operation_has_its_route() {
+        assert_eq!(
+            ok(Http::POST, "/message:send"),
+            (Method::SendMessage, None, None)
+        );
+        assert_eq!(
+            ok(Http::POST, "/message:stream"),
+            (Method::SendStreamingMessage, None, None)
+        );
+        assert_eq!(ok(Http::GET, "/tasks"), (Method::ListTasks, None, None));
+        assert_eq!(
+            ok(Http::GET, "/tasks/t-1"),
+            (Method::GetTask, s("t-1"), None)
+        );
+        assert_eq!(
+            ok(Http::POST, "/tasks/t-1:cancel"),
+            (Method::CancelTask, s("t-1"), None)
+        );
+        for method in [Http::POST, Http::GET] {
+            assert_eq!(
+                ok(method, "/tasks/t-1:subscribe"),
+                (Method::SubscribeToTask, s("t-1"), None)
+            );
+        }
+        assert_eq!(
+            ok(Http::POST, "/tasks/t-1/pushNotificationConfigs"),
+            (Method::CreatePushConfig, s("t-1"), None)
+        );
+        assert_eq!(
+            ok(Http::GET, "/tasks/t-1/pushNotificationConfigs"),
+            (Method::ListPushConfigs, s("t-1"), None)
+        );
+        assert_eq!(
+            ok(Http::GET, "/tasks/t-1/pushNotificationConfigs/c-1"),
+            (Method::GetPushConfig, s("t-1"), s("c-1"))
+        );
+        assert_eq!(
+            ok(Http::DELETE, "/tasks/t-1/pushNotificationConfigs/c-1"),
+            (Method::DeletePushConfig, s("t-1"), s("c-1"))
+        );
+        assert_eq!(
+            ok(Http::GET, "/extendedAgentCard"),
+            (Method::GetExtendedAgentCard, None, None)
+        );
+    }
+
+    #[test]
+    fn a_tenant_segment_is_accepted_before_any_route() {
+        let found = route(&Http::POST, "/acme/tasks/t-1:cancel").unwrap();
+        assert_eq!(found.method, Method::CancelTask);
+        assert_eq!(found.task_id, s("t-1"));
+        assert_eq!(found.tenant, s("acme"));
+        let found = route(&Http::POST, "/acme/message:send").unwrap();
+        assert_eq!(
+            (found.method, found.tenant),
+            (Method::SendMessage, s("acme"))
+        );
+        // Without a tenant first: the task named "tasks".
+        assert_eq!(
+            ok(Http::GET, "/tasks/tasks"),
+            (Method::GetTask, s("tasks"), None)
+        );
+        assert_eq!(route(&Http::GET, "/tasks").unwrap().tenant, None);
+    }
+
+    #[test]
+    fn ids_are_percent_decoded_and_may_hold_colons() {
+        assert_eq!(
+            ok(Http::GET, "/tasks/a%2Fb"),
+            (Method::GetTask, s("a/b"), None)
+        );
+        assert_eq!(
+            ok(Http::GET, "/tasks/urn:x:1"),
+            (Method::GetTask, s("urn:x:1"), None)
+        );
+        assert_eq!(
+            ok(Http::POST, "/tasks/urn:x:1:cancel"),
+            (Method::CancelTask, s("urn:x:1"), None)
+        );
+    }
+
+    #[test]
+    fn near_misses_are_told_apart() {
+        assert_eq!(route(&Http::GET, "/"), Err(Miss::NotFound));
+        assert_eq!(
+            route(&Http::GET, "/nothing/here/at/all"),
+            Err(Miss::NotFound)
+        );
+        assert_eq!(route(&Http::GET, "/tasks//x"), Err(Miss::NotFound));
+        assert_eq!(
+            route(&Http::GET, "/message:send"),
+            Err(Miss::MethodNotAllowed(&[Http::POST]))
+        );
+        assert_eq!(
+            route(&Http::GET, "/tasks/t-1:cancel"),
+            Err(Miss::MethodNotAllowed(&[Http::POST]))
+        );
+        assert_eq!(
+            route(&Http::DELETE, "/tasks/t-1"),
+            Err(Miss::MethodNotAllowed(&[Http::GET]))
+        );
+        assert_eq!(
+            route(&Http::PUT, "/tasks/t-1/pushNotificationConfigs/c"),
+            Err(Miss::MethodNotAllowed(&[Http::GET, Http::DELETE]))
+        );
+        // ":cancel" alone is no task.
+        assert_eq!(
+            route(&Http::POST, "/tasks/:cancel"),
+            Err(Miss::MethodNotAllowed(&[Http::GET]))
+        );
+    }
+}
