@@ -1,12 +1,15 @@
-//! Interoperability with the official A2A clients: the `a2a-sdk` Python package from
-//! PyPI, 1.x (A2A v1.0) and 0.3.x (A2A v0.3), each in its own virtualenv (made once per
-//! target directory, pinned by `tests/interop/requirements-*.txt`), driving a real
-//! `fundi` binary over HTTP.
+//! Interoperability with the official A2A clients, driving a real `fundi` binary over
+//! HTTP: the `a2a-sdk` Python package from PyPI, 1.x (A2A v1.0, over JSON-RPC and over
+//! HTTP+JSON) and 0.3.x (A2A v0.3), each in its own virtualenv (made once per target
+//! directory, pinned by `tests/interop/requirements-*.txt`); and the `@a2a-js/sdk` JS
+//! package from npm over HTTP+JSON (installed once per target directory with `npm ci`,
+//! pinned by `tests/interop/package-lock.json`).
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 
 use common::Server;
 
@@ -14,8 +17,12 @@ fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
 }
 
+/// Held while a virtualenv or the npm project is made: two tests may want the same one.
+static INSTALLING: Mutex<()> = Mutex::new(());
+
 /// A virtualenv with the pinned requirements; rebuilt when the pins change.
 fn venv(name: &str) -> PathBuf {
+    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     let requirements = interop_dir().join(format!("requirements-{name}.txt"));
     let pins = std::fs::read_to_string(&requirements).expect("requirements file");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("interop-venv-{name}"));
@@ -57,17 +64,50 @@ fn run(command: &mut Command, what: &str) {
     );
 }
 
-fn drive(venv_name: &str, script: &str) {
+/// The pinned JS SDK installed with the script beside it (ES modules find their
+/// packages from the script's own folder); returns the script's path there.
+fn npm_project(script: &str) -> PathBuf {
+    let _installing = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-npm");
+    let lock = std::fs::read_to_string(interop_dir().join("package-lock.json")).expect("lock");
+    let stamp = dir.join("installed-package-lock.json");
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(lock.as_str()) {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in ["package.json", "package-lock.json"] {
+            std::fs::copy(interop_dir().join(file), dir.join(file)).unwrap();
+        }
+        run(
+            Command::new("npm")
+                .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund"])
+                .current_dir(&dir),
+            "installing the official A2A JS SDK from npm",
+        );
+        std::fs::write(&stamp, lock).expect("stamp");
+    }
+    let path = dir.join(script);
+    std::fs::copy(interop_dir().join(script), &path).unwrap();
+    path
+}
+
+fn drive(venv_name: &str, script: &str, args: &[&str]) {
     let python = venv(venv_name);
+    let mut command = Command::new(python);
+    command.arg(interop_dir().join(script));
+    run_against_fundi(command, script, args);
+}
+
+/// Runs `command SERVER_URL args...` against a fresh server; it must pass every check.
+fn run_against_fundi(mut command: Command, script: &str, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     // The scripts run their webhook receiver on loopback.
     let server = Server::start(
         dir.path(),
         &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]")],
     );
-    let output = Command::new(python)
-        .arg(interop_dir().join(script))
+    let output = command
         .arg(&server.url)
+        .args(args)
         .env("FUNDI_TOKEN", &server.token)
         .env("FUNDI_USER_TOKEN", &server.user_token)
         .output()
@@ -85,10 +125,23 @@ fn drive(venv_name: &str, script: &str) {
 
 #[test]
 fn the_official_python_sdk_1x_client_speaks_v1_with_fundi() {
-    drive("v1", "a2a_sdk_v1.py");
+    drive("v1", "a2a_sdk_v1.py", &["JSONRPC"]);
+}
+
+#[test]
+fn the_official_python_sdk_1x_rest_client_speaks_http_json_with_fundi() {
+    drive("v1", "a2a_sdk_v1.py", &["HTTP+JSON"]);
 }
 
 #[test]
 fn the_official_python_sdk_0_3_client_speaks_v03_with_fundi() {
-    drive("v03", "a2a_sdk_v03.py");
+    drive("v03", "a2a_sdk_v03.py", &[]);
+}
+
+#[test]
+fn the_official_js_sdk_rest_client_speaks_http_json_with_fundi() {
+    let script = npm_project("a2a_js_rest.mjs");
+    let mut command = Command::new("node");
+    command.arg(script);
+    run_against_fundi(command, "a2a_js_rest.mjs", &[]);
 }

@@ -1,6 +1,6 @@
 //! Interoperability with the official A2A Rust client (`a2a-client-lf`, from the
 //! a2a-rs project): card resolution, transport negotiation, and every v1.0 task method
-//! against the real binary.
+//! against the real binary, over JSON-RPC and over HTTP+JSON.
 
 mod common;
 
@@ -48,7 +48,17 @@ fn task_of(response: SendMessageResponse) -> a2a::Task {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_rust_client_drives_every_task_method() {
+async fn the_official_rust_client_drives_every_task_method_over_json_rpc() {
+    drive_every_task_method("JSONRPC").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_rust_client_drives_every_task_method_over_http_json() {
+    drive_every_task_method("HTTP+JSON").await;
+}
+
+/// Every task method through the client, which picks `binding` from the card.
+async fn drive_every_task_method(binding: &str) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), &[]);
     let card = AgentCardResolver::new(None)
@@ -56,16 +66,19 @@ async fn the_official_rust_client_drives_every_task_method() {
         .await
         .expect("card resolves");
     assert!(card.capabilities.streaming.unwrap_or(false));
-    let client = A2AClientFactory::builder()
+    let (client, interface) = A2AClientFactory::builder()
+        .preferred_bindings(vec![binding.to_owned()])
         .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
         .with_interceptor(Arc::new(AuthInterceptor::custom(
             "X-Fundi-User-Token",
             &server.user_token,
         )))
         .build()
-        .create_from_card(&card)
+        .create_from_card_with_interface(&card)
         .await
         .expect("a transport from the card");
+    assert_eq!(interface.protocol_binding, binding);
+    assert_eq!(interface.protocol_version, "1.0");
 
     let done = task_of(
         client

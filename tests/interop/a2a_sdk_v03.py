@@ -10,9 +10,12 @@ import asyncio
 import time
 import uuid
 
+import httpx
+
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientJSONRPCError
 from a2a.types import (
+    AgentCard,
     DataPart,
     GetTaskPushNotificationConfigParams,
     PushNotificationConfig,
@@ -58,7 +61,28 @@ async def poll(client, task_id, states):
     raise AssertionError(f"task {task_id} never reached {states}")
 
 
+async def check_cards(url):
+    """The v0.3 card is a valid v0.3 AgentCard with no field the v0.3 model does not
+    know (the model is generated from v0.3's JSON schema); the unversioned card reads as
+    v0.3 too."""
+    async with httpx.AsyncClient() as http:
+        strict = (await http.get(f"{url}/.well-known/agent-card.json",
+                                 headers={"A2A-Version": "0.3"})).json()
+        unversioned = (await http.get(f"{url}/.well-known/agent-card.json")).json()
+        older = (await http.get(f"{url}/.well-known/agent.json")).json()
+    card = AgentCard.model_validate(strict)
+    again = card.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    check("the v0.3 card is a valid v0.3 AgentCard, with no other fields", again == strict,
+          {k: v for k, v in strict.items() if again.get(k) != v})
+    check("the older path serves the v0.3 card", older == strict)
+    scheme = card.security_schemes["userToken"].root
+    check("the v0.3 card's API key says where it goes", scheme.in_.value == "header", scheme)
+    read = AgentCard.model_validate(unversioned)
+    check("the unversioned card reads as v0.3", read.url == card.url and read.skills == card.skills)
+
+
 async def main(url):
+    await check_cards(url)
     blocking = await ClientFactory.connect(
         url, client_config=ClientConfig(streaming=False, httpx_client=http_client())
     )

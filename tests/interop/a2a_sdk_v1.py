@@ -1,18 +1,24 @@
-"""Drives a fundi server with the official A2A Python SDK 1.x client (A2A v1.0).
+"""Drives a fundi server with the official A2A Python SDK 1.x client (A2A v1.0), over
+the JSON-RPC binding or the HTTP+JSON (REST) one.
 
-Usage: python a2a_sdk_v1.py BASE_URL
+Usage: python a2a_sdk_v1.py BASE_URL [JSONRPC|HTTP+JSON]
 Prints one line per check and a closing "N passed, N failed" line; exits non-zero on
 any failure.
 """
 
 import asyncio
+import sys
 import time
 import uuid
+
+import httpx
 
 from google.protobuf import json_format
 
 from a2a.client import ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
@@ -66,18 +72,50 @@ async def poll(client, task_id, states):
     raise AssertionError(f"task {task_id} never reached {states}")
 
 
-async def main(url):
-    blocking = await create_client(
-        url, ClientConfig(streaming=False, httpx_client=http_client())
+async def check_cards(url):
+    """The v1.0 card is valid against the proto (unknown fields refused); the card a
+    client gets when it names no version reads as v1.0 with the v1.0 interfaces."""
+    async with httpx.AsyncClient() as http:
+        strict = (await http.get(f"{url}/.well-known/agent-card.json",
+                                 headers={"A2A-Version": "1.0"})).json()
+        unversioned = (await http.get(f"{url}/.well-known/agent-card.json")).json()
+    try:
+        json_format.ParseDict(strict, AgentCard())  # no ignore_unknown_fields: strict
+        check("the v1.0 card is a valid v1.0 AgentCard, with no other fields", True)
+    except json_format.ParseError as error:
+        check("the v1.0 card is a valid v1.0 AgentCard, with no other fields", False, error)
+    card = parse_agent_card(unversioned)
+    bindings = [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces]
+    check(
+        "the unversioned card lists the v1.0 interfaces first",
+        bindings[:2] == [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0")],
+        bindings,
     )
-    streaming = await create_client(
-        url, ClientConfig(streaming=True, httpx_client=http_client())
+    check(
+        "the unversioned card's schemes read as v1.0",
+        card.security_schemes["userToken"].api_key_security_scheme.location == "header",
+        card.security_schemes,
     )
 
+
+async def main(url, binding="JSONRPC"):
+    await check_cards(url)
+
+    def config(streaming, authenticated=True):
+        return ClientConfig(
+            streaming=streaming,
+            httpx_client=http_client(authenticated),
+            supported_protocol_bindings=[binding],
+        )
+
+    blocking = await create_client(url, config(streaming=False))
+    streaming = await create_client(url, config(streaming=True))
+    transport = type(blocking._transport).__name__
+    expected = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[binding]
+    check(f"the client speaks v1.0 over {binding}", transport == expected, transport)
+
     # The card declares both credentials; a client without them is refused with 401.
-    anonymous = await create_client(
-        url, ClientConfig(streaming=False, httpx_client=http_client(authenticated=False))
-    )
+    anonymous = await create_client(url, config(streaming=False, authenticated=False))
     try:
         await anonymous.get_task(GetTaskRequest(id="any"))
         check("a client without credentials is refused", False, "it was answered")
@@ -221,4 +259,4 @@ async def main(url):
 
 
 if __name__ == "__main__":
-    run(main)
+    run(main, *sys.argv[2:])

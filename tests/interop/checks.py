@@ -70,10 +70,11 @@ class WebhookReceiver:
         raise AssertionError(f"the webhook never saw it; hits: {self.hits}")
 
 
-def run(main):
-    """Runs `main(base_url)` with the URL from the command line, then reports and exits."""
+def run(main, *args):
+    """Runs `main(base_url, *args)` with the URL from the command line, then reports and
+    exits."""
     try:
-        asyncio.run(main(sys.argv[1]))
+        asyncio.run(main(sys.argv[1], *args))
     except Exception as error:  # a crash is a failure, with its reason
         RESULTS["failed"] += 1
         print(f"FAILED: the script stopped: {error!r}")
