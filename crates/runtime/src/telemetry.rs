@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 mod timed_store;
 
-pub(crate) use timed_store::TimedStore;
+pub(crate) use timed_store::{TimedStore, under};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, ObservableGauge, UpDownCounter};

@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::Value;
-use tracing::Instrument;
 
 use super::fanout::{Fanout, Follower, LiveEvents};
 use crate::error::RuntimeError;
@@ -256,11 +255,8 @@ impl TaskJournal {
             checkpoint: checkpoint.or_else(|| current.checkpoint.clone()),
             trace: current.trace.clone(),
         };
-        let written = self
-            .store
-            .write(&next, expected_version, &events)
-            .instrument(self.span.clone())
-            .await;
+        let write = self.store.write(&next, expected_version, &events);
+        let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
             events.truncate(held);
             self.unwritten = events;
@@ -284,10 +280,8 @@ impl TaskJournal {
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;
-        self.store
-            .write(&next, self.record.version, &[])
-            .instrument(self.span.clone())
-            .await?;
+        let write = self.store.write(&next, self.record.version, &[]);
+        telemetry::under(&self.span, write).await?;
         self.record = next;
         Ok(())
     }
