@@ -7,9 +7,11 @@
 //! ```sh
 //! cargo build --release -p fundi -p fundi-bench
 //! target/release/fundi-bench --fundi target/release/fundi
+//! target/release/fundi-bench --instructions --compare /tmp/fundi-before   # valgrind
 //! ```
 
 mod baselines;
+mod instructions;
 mod load;
 mod rust_sdk;
 mod scale;
@@ -62,6 +64,15 @@ struct Args {
     /// Terminal tasks seeded into a store for the read measurements (0 skips it).
     #[arg(long, default_value_t = 0)]
     stored_tasks: usize,
+    /// Instead of rates, count the instructions `--fundi` (and `--compare`) spend per
+    /// W1 send and per W3 stream, under valgrind's callgrind: the same on a busy machine
+    /// as on an idle one (needs valgrind).
+    #[arg(long)]
+    instructions: bool,
+    /// Internal: scales the operations counted with `--instructions` (the test suite
+    /// runs a brief count).
+    #[arg(long, hide = true, default_value_t = 1.0)]
+    instruction_scale: f64,
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     out: PathBuf,
@@ -434,6 +445,9 @@ async fn main() -> anyhow::Result<()> {
     let duration = Duration::from_secs_f64(args.seconds);
     let dir = tempfile::tempdir()?;
     let credentials = Credentials::generate();
+    if args.instructions {
+        return count_instructions(&args, &credentials).await;
+    }
     let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
     let rust_sdk = Server::baseline(Baseline::RustSdk, &dir.path().join("rust-sdk"))?;
@@ -622,5 +636,27 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((fundi, compare, bare, sled_flush, rust_sdk));
+    Ok(())
+}
+
+/// `--instructions`: the counts, printed and written to `--out`.
+async fn count_instructions(args: &Args, credentials: &Credentials) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder()
+        .default_headers(credentials.headers()?)
+        .build()?;
+    let rows = instructions::report(
+        &args.fundi,
+        args.compare.as_deref(),
+        args.instruction_scale,
+        credentials,
+        &client,
+    )
+    .await?;
+    if let Some(parent) = args.out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let results = json!({"instructions": rows});
+    std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
+    println!("results written to {}", args.out.display());
     Ok(())
 }

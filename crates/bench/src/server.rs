@@ -53,7 +53,27 @@ impl Server {
         durability: &str,
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
-        let mut command = Command::new(binary);
+        Server::start_wrapped(&[], binary, data, store, durability, credentials)
+    }
+
+    /// [`Server::start`], the binary run by `wrapper` (a program and its arguments,
+    /// say valgrind's) when it is not empty.
+    pub(crate) fn start_wrapped(
+        wrapper: &[String],
+        binary: &Path,
+        data: &Path,
+        store: &str,
+        durability: &str,
+        credentials: &Credentials,
+    ) -> anyhow::Result<Server> {
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
         command
             .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
             .arg(data)
@@ -127,6 +147,28 @@ impl Server {
         let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
         let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kb * 1024)
+    }
+}
+
+impl Server {
+    /// Stops the server as a signal would (SIGINT: it finishes what it was doing and
+    /// exits, so a wrapper such as valgrind writes its results), and waits for it.
+    pub(crate) fn stop_gracefully(mut self) -> anyhow::Result<()> {
+        let status = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .context("running kill")?;
+        if !status.success() {
+            bail!("kill -INT {} failed", self.child.id());
+        }
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while self.child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                bail!("the server did not stop within 300 s of SIGINT");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
     }
 }
 

@@ -219,3 +219,24 @@ fn the_bench_compares_two_binaries_side_by_side() {
         "{results}"
     );
 }
+
+#[test]
+fn the_bench_counts_instructions_per_operation_under_valgrind() {
+    // A brief count: 5 and 55 sends, 1 and 11 streams of each kind.
+    let results = run(false, &["--instructions", "--instruction-scale", "0.05"]);
+    let rows = results["instructions"]
+        .as_array()
+        .expect("instruction rows");
+    let workloads: Vec<&str> = rows
+        .iter()
+        .map(|row| row["workload"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        workloads,
+        ["W1 send", "W3 stream", "W3 stream, each step stored"]
+    );
+    for row in rows {
+        assert!(positive(&row["instructionsPerOp"]), "{row}");
+        assert!(row["ratioToCompare"].is_null(), "{row}");
+    }
+}
