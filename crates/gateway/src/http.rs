@@ -22,8 +22,9 @@ use crate::reply::{self, refusal};
 use crate::state::AppState;
 use crate::{methods, rest, streaming, telemetry};
 
-/// The gateway's router: the agent card (public), health, and the JSON-RPC endpoint at
-/// `/a2a` and `/` (the official SDKs' default path).
+/// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
+/// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
+/// (`gateway.rest`) the HTTP+JSON binding's routes on whatever path is left.
 pub fn app(state: AppState) -> Router {
     let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
