@@ -36,10 +36,10 @@ impl Workload {
     }
 
     /// Operations in the small run (the large one has eleven times as many).
-    fn ops(self, scale: u64) -> u64 {
+    fn ops(self) -> u64 {
         match self {
-            Workload::Send => 100 * scale,
-            Workload::Stream | Workload::StreamEachStepStored => 10 * scale,
+            Workload::Send => 100,
+            Workload::Stream | Workload::StreamEachStepStored => 10,
         }
     }
 }
@@ -64,7 +64,7 @@ pub(crate) async fn report(
         Workload::Stream,
         Workload::StreamEachStepStored,
     ] {
-        let ops = ((workload.ops(1) as f64 * scale).round() as u64).max(1);
+        let ops = ((workload.ops() as f64 * scale).round() as u64).max(1);
         let main = per_op(fundi, workload, ops, credentials, client).await?;
         let other = match compare {
             Some(binary) => Some(per_op(binary, workload, ops, credentials, client).await?),

@@ -55,16 +55,14 @@ fn is_over_limit(error: &axum::Error) -> bool {
     false
 }
 
-/// `A2A-Version` from the header, or else the query parameter, normalized.
+/// `A2A-Version` from the header, or else the query parameter (any case), normalized.
 pub(crate) fn requested_version(headers: &HeaderMap, uri: &Uri) -> Option<String> {
     if let Some(value) = headers.get("a2a-version").and_then(|v| v.to_str().ok()) {
         return Some(normalize_version(value));
     }
-    uri.query()?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
+    form_urlencoded::parse(uri.query()?.as_bytes())
         .find(|(key, _)| key.eq_ignore_ascii_case("A2A-Version"))
-        .map(|(_, value)| normalize_version(value))
+        .map(|(_, value)| normalize_version(&value))
 }
 
 /// The `Last-Event-ID` a reconnecting SSE client sends: the sequence it saw last.

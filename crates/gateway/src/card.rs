@@ -238,21 +238,20 @@ fn union(v1: Value, v03: Value) -> Value {
     }
 }
 
-/// The keys of `card` that are not in `other`, at the top level (for tests and docs).
-#[cfg(test)]
-fn extra_keys<'a>(
-    card: &'a serde_json::Map<String, Value>,
-    other: &serde_json::Map<String, Value>,
-) -> Vec<&'a str> {
-    card.keys()
-        .filter(|k| !other.contains_key(*k))
-        .map(String::as_str)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The top-level keys of `card` that are not in `other`.
+    fn extra_keys<'a>(
+        card: &'a serde_json::Map<String, Value>,
+        other: &serde_json::Map<String, Value>,
+    ) -> Vec<&'a str> {
+        card.keys()
+            .filter(|k| !other.contains_key(*k))
+            .map(String::as_str)
+            .collect()
+    }
 
     fn facts_cards(rest: bool) -> (Value, Value, Value) {
         let config = GatewayConfig {

@@ -113,7 +113,6 @@ mod tests {
             method,
             task_id: task.map(str::to_owned),
             config_id: config.map(str::to_owned),
-            tenant: None,
         }
     }
 

@@ -19,9 +19,6 @@ pub(crate) struct Route {
     pub(crate) task_id: Option<String>,
     /// The push config in the path (`.../pushNotificationConfigs/{configId}`).
     pub(crate) config_id: Option<String>,
-    /// The tenant segment, when the path had one. fundi serves one tenant: it is
-    /// accepted and has no effect.
-    pub(crate) tenant: Option<String>,
 }
 
 /// Why a request names no operation.
@@ -33,7 +30,8 @@ pub(crate) enum Miss {
     MethodNotAllowed(&'static [Http]),
 }
 
-/// The operation that `method` on `path` asks for.
+/// The operation that `method` on `path` asks for. A leading tenant segment is
+/// accepted and dropped: fundi serves one tenant.
 pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     let segments: Vec<String> = path
         .trim_start_matches('/')
@@ -45,11 +43,7 @@ pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     }
     // The path without a tenant first: `/tasks/tasks` is the task named "tasks".
     match resource(method, &segments) {
-        Err(Miss::NotFound) if segments.len() > 1 => {
-            let mut found = resource(method, &segments[1..])?;
-            found.tenant = Some(segments[0].clone());
-            Ok(found)
-        }
+        Err(Miss::NotFound) if segments.len() > 1 => resource(method, &segments[1..]),
         other => other,
     }
 }
@@ -60,7 +54,6 @@ fn resource(http: &Http, segments: &[String]) -> Result<Route, Miss> {
         method,
         task_id: task.map(str::to_owned),
         config_id: config.map(str::to_owned),
-        tenant: None,
     };
     let only = |allowed: &'static [Http], method: Method, task, config| {
         if allowed.contains(http) {
@@ -98,7 +91,6 @@ fn task_segment(http: &Http, segment: &str) -> Result<Route, Miss> {
         method,
         task_id: Some(id.to_owned()),
         config_id: None,
-        tenant: None,
     };
     if let Some((id, verb)) = segment.rsplit_once(':')
         && !id.is_empty()
@@ -182,21 +174,25 @@ mod tests {
 
     #[test]
     fn a_tenant_segment_is_accepted_before_any_route() {
-        let found = route(&Http::POST, "/acme/tasks/t-1:cancel").unwrap();
-        assert_eq!(found.method, Method::CancelTask);
-        assert_eq!(found.task_id, s("t-1"));
-        assert_eq!(found.tenant, s("acme"));
-        let found = route(&Http::POST, "/acme/message:send").unwrap();
         assert_eq!(
-            (found.method, found.tenant),
-            (Method::SendMessage, s("acme"))
+            ok(Http::POST, "/acme/tasks/t-1:cancel"),
+            (Method::CancelTask, s("t-1"), None)
+        );
+        assert_eq!(
+            ok(Http::POST, "/acme/message:send"),
+            (Method::SendMessage, None, None)
+        );
+        assert_eq!(
+            ok(Http::DELETE, "/acme/tasks/t/pushNotificationConfigs/c"),
+            (Method::DeletePushConfig, s("t"), s("c"))
         );
         // Without a tenant first: the task named "tasks".
         assert_eq!(
             ok(Http::GET, "/tasks/tasks"),
             (Method::GetTask, s("tasks"), None)
         );
-        assert_eq!(route(&Http::GET, "/tasks").unwrap().tenant, None);
+        // A tenant and nothing it could name.
+        assert_eq!(route(&Http::GET, "/acme/nothing"), Err(Miss::NotFound));
     }
 
     #[test]
