@@ -149,19 +149,8 @@ async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
     assert!(out.contains("Images must have alternative text"), "{out}");
 
     // The card says what the skill needs.
-    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let skill = card["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["id"] == "a11y-audit")
-        .expect("a11y-audit on the card")
-        .clone();
+    let card = agent_card(&server).await;
+    let skill = card_skill(&card, "a11y-audit").clone();
     assert_eq!(
         skill["securityRequirements"][0]["schemes"]["bearer"]["list"],
         json!(["fundi:audit"])

@@ -14,12 +14,7 @@ async fn environment_variables_override_single_fields() {
         ("FUNDI__GATEWAY__NAME", "env-named"),
     ];
     let server = Server::start(dir.path(), &env);
-    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", server.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = agent_card(&server).await;
     assert_eq!(card["name"], "env-named");
     // The rest of the gateway section still comes from the file.
     assert_eq!(

@@ -163,6 +163,7 @@ async fn store_an_unreadable_task(data: &std::path::Path, id: &str) {
         owner: None,
         checkpoint: Some(nested(300)),
         trace: None,
+        inputs: fundi_runtime::store::RunInputs::default(),
     };
     let event = TaskEvent {
         seq: 1,

@@ -216,6 +216,20 @@ pub async fn poll_task(server: &Server, id: &str, done: impl Fn(&Value) -> bool)
     }
 }
 
+/// The agent card the server publishes at its well-known address.
+pub async fn agent_card(server: &Server) -> Value {
+    let url = format!("{}/.well-known/agent-card.json", server.url);
+    let response = reqwest::get(url).await.expect("card request");
+    response.json().await.expect("card JSON")
+}
+
+/// The card's entry for skill `id`.
+pub fn card_skill<'a>(card: &'a Value, id: &str) -> &'a Value {
+    let skills = card["skills"].as_array().expect("skills on the card");
+    let skill = skills.iter().find(|s| s["id"] == id);
+    skill.unwrap_or_else(|| panic!("{id} is not on the card: {card}"))
+}
+
 pub fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
 }

@@ -120,6 +120,7 @@ fn terminal_record(n: usize) -> (TaskRecord, TaskEvent) {
         owner: Some(BENCH_USER.into()),
         checkpoint: None,
         trace: None,
+        inputs: fundi_runtime::store::RunInputs::default(),
     };
     (record, event)
 }

@@ -181,12 +181,26 @@ fn provider_and_docs(card: &mut Value, config: &GatewayConfig) {
     }
 }
 
+/// The skill's description, then what a message to a task that works does (clients
+/// learn it here).
+fn skill_description(card: &SkillCard) -> String {
+    let description = card.description.trim_end();
+    let stop = match description.ends_with(['.', '!', '?']) || description.is_empty() {
+        true => "",
+        false => ".",
+    };
+    let policy = card.while_working.describe();
+    format!("{description}{stop} {policy}")
+        .trim_start()
+        .to_owned()
+}
+
 /// A skill, its scope under `key` in the version's requirement shape.
 fn skill(card: &SkillCard, key: &str, requirement: fn(&[&str]) -> Value) -> Value {
     let mut skill = json!({
         "id": card.id,
         "name": card.name,
-        "description": card.description,
+        "description": skill_description(card),
         "tags": card.tags,
     });
     if let Some(scope) = &card.required_scope {

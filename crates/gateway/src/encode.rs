@@ -137,7 +137,7 @@ mod tests {
     fn encoded_results_match_the_values() {
         let keys = ["task", "message", "statusUpdate", "artifactUpdate"];
         for (event, key) in events().iter().zip(keys) {
-            let update = event.to_update();
+            let update = event.to_update().unwrap();
             let v1 = parsed(&update_result(&update, Dialect::V1));
             assert_eq!(v1.as_object().unwrap().keys().collect::<Vec<_>>(), [key]);
             assert_eq!(v1, update_value(&update, Dialect::V1));
@@ -146,7 +146,7 @@ mod tests {
                 update_value(&update, Dialect::V03)
             );
         }
-        let TaskUpdate::Task(task) = events()[0].to_update() else {
+        let Some(TaskUpdate::Task(task)) = events()[0].to_update() else {
             unreachable!()
         };
         assert_eq!(

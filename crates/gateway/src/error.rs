@@ -254,10 +254,21 @@ impl From<RuntimeError> for ApiError {
             },
             RuntimeError::NotAcceptingInput { id, state } => ApiError::Unsupported {
                 detail: format!(
-                    "task {id} is {}; it accepts a message only when input-required or \
-                     auth-required",
+                    "task {id} is {} and its skill refuses messages while it works; send one \
+                     when the task is input-required or auth-required",
                     state.wire_name()
                 ),
+                task_id: Some(id.to_string()),
+            },
+            RuntimeError::QueueFull { id, waiting } => ApiError::Unsupported {
+                detail: format!(
+                    "task {id} has {waiting} messages waiting for its run already; send more \
+                     once it has taken some"
+                ),
+                task_id: Some(id.to_string()),
+            },
+            RuntimeError::BeingCanceled { id } => ApiError::Unsupported {
+                detail: format!("task {id} is being canceled and accepts no more messages"),
                 task_id: Some(id.to_string()),
             },
             e @ RuntimeError::ContextMismatch { .. } => {

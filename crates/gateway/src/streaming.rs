@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use fundi_runtime::{EventStream, Following, TaskEventKind, TaskId, TaskState, TaskUpdate};
+use fundi_runtime::{EventStream, Following, TaskId, TaskState, TaskUpdate};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 
@@ -172,12 +172,12 @@ fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
                     return;
                 }
             };
-            // A user's follow-up message is part of the log, but not a stream item.
-            if matches!(event.kind, TaskEventKind::Message(_)) {
+            // A message joining the history is part of the log, but not a stream item.
+            let Some(update) = event.is_told().then(|| event.to_update()).flatten() else {
                 continue;
-            }
+            };
             let done = event.status().is_some_and(|s| ends_stream(s.state));
-            yield frame.data(event.seq, &event.to_update());
+            yield frame.data(event.seq, &update);
             if done {
                 return;
             }

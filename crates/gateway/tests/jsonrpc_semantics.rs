@@ -303,6 +303,19 @@ async fn get_and_cancel_follow_the_spec() {
     );
     assert_eq!(code(&gw.err("GetTask", json!({})).await), -32602);
 
+    // The test skill's card refuses messages while a task works, and the error says so.
+    let mut more = message("more", Value::Null);
+    more["taskId"] = json!(id);
+    let refused = gw.err("SendMessage", json!({"message": more})).await;
+    assert_eq!(code(&refused), -32004);
+    let text = refused["message"].as_str().unwrap();
+    assert!(text.contains("refuses messages while it works"), "{text}");
+    assert_eq!(
+        refused["data"][0]["metadata"]["taskId"],
+        json!(id),
+        "{refused}"
+    );
+
     let canceled = gw.ok("CancelTask", json!({"id": id})).await;
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
     let again = gw.err("CancelTask", json!({"id": id})).await;

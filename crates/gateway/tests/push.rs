@@ -186,6 +186,7 @@ impl Skill for Peek {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: false,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 

@@ -10,6 +10,7 @@ mod slots;
 mod supervisor;
 mod task_actor;
 mod task_calls;
+mod while_working;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
@@ -17,3 +18,4 @@ pub(crate) use journal::{FirstCommit, NewTask, TaskJournal};
 pub(crate) use slots::Slots;
 pub(crate) use supervisor::{LiveCount, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{StartMode, TaskMsg};
+pub use while_working::MAX_QUEUED_MESSAGES;

@@ -15,11 +15,13 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::cpu::{Budget, CpuPool};
 use crate::error::{RuntimeError, SkillError};
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
-use crate::run_link::{PostedNote, PostedNotes, Pushed, SkillCall, TaskLink};
+use crate::run_link::{Inbox, PostedNote, PostedNotes, Pushed, SkillCall, TaskLink};
 use crate::store::TaskStore;
 use crate::telemetry;
 
 pub use crate::run_link::MAX_POSTED;
+
+mod messages;
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
@@ -32,6 +34,8 @@ pub struct SkillContext {
     checkpoint: Arc<Mutex<Option<Value>>>,
     /// Notes posted (`post_progress`) and not yet taken by the actor.
     posted: Arc<PostedNotes>,
+    /// Messages queued for the run (`MessagePolicy::Enqueue`).
+    inbox: Arc<Inbox>,
     span: tracing::Span,
     skill: Arc<str>,
     cpu: Cpu,
@@ -63,6 +67,7 @@ impl SkillContext {
         cancel: CancellationToken,
         checkpoint: Option<Value>,
         posted: Arc<PostedNotes>,
+        inbox: Arc<Inbox>,
         span: tracing::Span,
         skill: &str,
         cpu: Cpu,
@@ -75,6 +80,7 @@ impl SkillContext {
             cancel,
             checkpoint: Arc::new(Mutex::new(checkpoint)),
             posted,
+            inbox,
             span,
             skill: skill.into(),
             cpu,
@@ -303,19 +309,6 @@ impl SkillContext {
         })
         .await
         .map(drop)
-    }
-
-    /// Moves the task to `input-required` with this prompt and resolves with the user's
-    /// next message for the task. Fails with [`SkillError::Canceled`] if the task is
-    /// canceled while waiting.
-    pub async fn request_input(&self, prompt: impl Into<String>) -> Result<Message, SkillError> {
-        let prompt = Message::agent(vec![Part::text(prompt)]);
-        match self.send(SkillCall::RequestInput { prompt }).await? {
-            Some(message) => Ok(message),
-            None => Err(SkillError::runtime(RuntimeError::Unavailable(
-                "no message was delivered".into(),
-            ))),
-        }
     }
 
     /// Saves a checkpoint with the task; a resumed run gets the last one back.

@@ -31,13 +31,34 @@ pub enum RuntimeError {
         /// Its terminal state.
         state: TaskState,
     },
-    /// A message for a task that is not waiting for input.
-    #[error("task {id} is {state}; it accepts a message only when input-required or auth-required")]
+    /// A message for a task that is not waiting for input, whose skill refuses messages
+    /// while it works (`MessagePolicy::Reject`).
+    #[error(
+        "task {id} is {state} and its skill refuses messages while it works; send one when \
+         the task is input-required or auth-required"
+    )]
     NotAcceptingInput {
         /// The task.
         id: TaskId,
         /// Its current state.
         state: TaskState,
+    },
+    /// A message for a task whose run has `MAX_QUEUED_MESSAGES` waiting already.
+    #[error(
+        "task {id} has {waiting} messages waiting for its run already; send more once it \
+         has taken some"
+    )]
+    QueueFull {
+        /// The task.
+        id: TaskId,
+        /// How many wait.
+        waiting: usize,
+    },
+    /// A message for a task whose cancel is under way.
+    #[error("task {id} is being canceled and accepts no more messages")]
+    BeingCanceled {
+        /// The task.
+        id: TaskId,
     },
     /// The message names a task and a different context than the task's.
     #[error("message contextId {given} does not match task {task_id}'s contextId {actual}")]

@@ -70,6 +70,7 @@ pub mod testing;
 mod transition;
 
 pub use access::{ADMIN_SCOPE, Grants};
+pub use actors::MAX_QUEUED_MESSAGES;
 pub use config::RuntimeConfig;
 pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
@@ -81,7 +82,7 @@ pub use model::{
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 pub use service::{TaskService, Until, Waited};
-pub use skill::{Skill, SkillCard, SkillError, SkillInput, SkillOutput};
+pub use skill::{MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput};
 pub use store::{Durability, MemoryStore, SledStore, StoreError, TaskStore};
 pub use subscription::EventStream;
 pub use transition::{TransitionError, transition};

@@ -81,6 +81,7 @@ mod tests {
             owner: None,
             checkpoint: None,
             trace: None,
+            inputs: crate::store::RunInputs::default(),
         }
     }
 

@@ -1,13 +1,15 @@
 //! Between a skill's run and its task's actor: what the run asks of its task
-//! (`SkillCall`), the notes it posts without waiting (`posted`), and the link its
-//! context calls through (`TaskLink`, which the actors implement), so that the context
-//! knows nothing of actors.
+//! (`SkillCall`), the notes it posts without waiting (`posted`), the messages queued for
+//! it (`inbox`), and the link its context calls through (`TaskLink`, which the actors
+//! implement), so that the context knows nothing of actors.
 
+mod inbox;
 mod posted;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub(crate) use inbox::Inbox;
 pub use posted::MAX_POSTED;
 pub(crate) use posted::{PostedNote, PostedNotes, Pushed};
 
@@ -31,11 +33,14 @@ pub(crate) enum SkillCall {
         prompt: Message,
     },
     Checkpoint(Value),
+    /// The oldest message queued for the run, if any (answered `Some(message)`).
+    TakeMessage,
     /// Nothing more than every call does first: commit the notes posted before it.
     StorePosted,
 }
 
-/// The task's answer to a skill call: `Some(message)` answers `RequestInput`.
+/// The task's answer to a skill call: `Some(message)` answers `RequestInput` and
+/// `TakeMessage`.
 pub(crate) type SkillReply = Result<Option<Message>, SkillError>;
 
 /// How a run's context reaches its task.

@@ -31,11 +31,55 @@ pub struct SkillCard {
     /// Whether an interrupted run may be started again with its last checkpoint after a
     /// restart. A non-resumable task that a restart interrupts ends `failed`.
     pub resumable: bool,
+    /// What a user's message to a task that is `submitted` or `working` does (a message
+    /// while the task asks for input is its answer, whatever the policy).
+    #[serde(default)]
+    pub while_working: MessagePolicy,
+}
+
+/// What a user's message does when it arrives while a task's run works (the "double
+/// texting" of chat agents). Messages are stored in the task's history before they are
+/// acknowledged, whatever the policy that takes them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessagePolicy {
+    /// Queued for the run: it takes them with [`SkillContext::next_message`] (or
+    /// `try_next_message`); its next request for input is answered by the oldest one at
+    /// once; and a run that returns while some wait is followed, in the same task, by a
+    /// run that starts from the oldest (its reply is kept in the history, and told as a
+    /// `working` status).
+    Enqueue,
+    /// The run is canceled (with the grace period of a cancel: its calls are refused at
+    /// once) and a new run starts from the message, in the same task, without the old
+    /// run's checkpoint.
+    Interrupt,
+    /// Refused, as the task accepts a message only when it asks for input.
+    #[default]
+    Reject,
+}
+
+impl MessagePolicy {
+    /// The policy as the card's skill description tells it to clients.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MessagePolicy::Enqueue => {
+                "Messages sent to a task while it works are queued for it, and each is handled."
+            }
+            MessagePolicy::Interrupt => {
+                "A message sent to a task while it works restarts the task from that message."
+            }
+            MessagePolicy::Reject => {
+                "A task takes messages only when it asks for input; messages sent while it \
+                 works are refused."
+            }
+        }
+    }
 }
 
 impl SkillCard {
     /// A card with this id and description, and defaults for the rest: named after its
-    /// id, text in and out, no tags or examples, no scope required, not resumable.
+    /// id, text in and out, no tags or examples, no scope required, not resumable,
+    /// messages refused while a task works.
     /// Change them with the methods below:
     ///
     /// ```
@@ -57,6 +101,7 @@ impl SkillCard {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: false,
+            while_working: MessagePolicy::Reject,
         }
     }
 
@@ -105,6 +150,12 @@ impl SkillCard {
         self.resumable = true;
         self
     }
+
+    /// Sets what a message to a task that works does (instead of refusing it).
+    pub fn while_working(mut self, policy: MessagePolicy) -> SkillCard {
+        self.while_working = policy;
+        self
+    }
 }
 
 /// What a run starts from.
@@ -114,11 +165,15 @@ pub struct SkillInput {
     pub task_id: TaskId,
     /// The task's context.
     pub context_id: ContextId,
-    /// The user message that starts (or, after a restart, resumes) this run.
+    /// The user message that starts (or, after a restart, resumes) this run: the task's
+    /// first, or the message that interrupted or followed an earlier run (see
+    /// [`MessagePolicy`]), or after a restart the one the task's last run started from
+    /// (or its last answer).
     pub message: Message,
     /// The task's history so far, oldest first (includes `message`).
     pub history: Vec<Message>,
-    /// The last checkpoint the skill saved, when the run resumes an interrupted one.
+    /// The last checkpoint the skill saved, when the run resumes one a restart
+    /// interrupted (a run started by a message starts without one).
     pub checkpoint: Option<Value>,
     /// True when this run resumes a task interrupted by a restart.
     pub resumed: bool,

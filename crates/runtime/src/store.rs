@@ -11,6 +11,7 @@ mod log_sync;
 mod memory;
 mod positions;
 mod push;
+mod run_inputs;
 mod sled_commit;
 mod sled_layout;
 mod sled_open;
@@ -33,6 +34,7 @@ pub use memory::MemoryStore;
 pub use push::{
     DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
 };
+pub use run_inputs::RunInputs;
 pub use sled_store::{DEFAULT_CACHE_BYTES, Durability, SledStore};
 
 /// Errors of the storage layer.
@@ -134,6 +136,9 @@ pub struct TaskRecord {
     /// trace, after a restart too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Which history messages the run started from and which wait for it.
+    #[serde(default, skip_serializing_if = "RunInputs::is_empty")]
+    pub inputs: RunInputs,
 }
 
 impl TaskRecord {
@@ -190,8 +195,9 @@ pub trait TaskStore: Send + Sync + 'static {
     /// this returns; durable after the next [`TaskStore::settle`].
     ///
     /// `record` is the stored record with `events` applied (as the runtime applies them,
-    /// `transition`), its version one more, its last seq that of the last event, and
-    /// its checkpoint possibly replaced; its skill, owner and trace never change. A store
+    /// `transition`, and its inputs with `RunInputs::replay`), its version one more, its last
+    /// seq that of the last event, and its checkpoint possibly replaced or removed; its
+    /// skill, owner and trace never change. A store
     /// may rely on this and keep a commit as its events and checkpoint alone, rebuilding
     /// the record from an older one when it is read (the sled store does).
     async fn write(

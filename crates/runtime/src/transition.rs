@@ -55,7 +55,9 @@ pub enum TransitionError {
 ///   failure reason) is also appended to the history; progress notes are not;
 /// - artifacts are accepted while working: a new id is added, an existing id without
 ///   `append` is replaced, `append` adds parts to an open artifact;
-/// - a user message is appended to the history, stamped with the task and context ids.
+/// - a message (a user's, queued or not, or a run's reply) is appended to the history,
+///   stamped with the task and context ids; the run taking a queued message changes
+///   nothing the client sees (the record's inputs, `RunInputs`).
 pub fn transition(task: &Task, change: &TaskEventKind) -> Result<Task, TransitionError> {
     let mut next = task.clone();
     apply(&mut next, change)?;
@@ -85,7 +87,10 @@ fn check(task: &Task, change: &TaskEventKind) -> Result<(), TransitionError> {
                 to: status.state,
             })
         }
-        TaskEventKind::Status(_) | TaskEventKind::Message(_) => Ok(()),
+        TaskEventKind::Status(_)
+        | TaskEventKind::Message(_)
+        | TaskEventKind::Queued(_)
+        | TaskEventKind::MessageTaken { .. } => Ok(()),
         TaskEventKind::Artifact { .. } if state != TaskState::Working => {
             Err(TransitionError::ArtifactWhileNotWorking { state })
         }
@@ -136,10 +141,11 @@ pub(crate) fn replay(task: &mut Task, change: &TaskEventKind) {
                 (None, _) => task.artifacts.push(artifact.clone()),
             }
         }
-        TaskEventKind::Message(message) => {
+        TaskEventKind::Message(message) | TaskEventKind::Queued(message) => {
             let message = stamped(task, message);
             task.history.push(message);
         }
+        TaskEventKind::MessageTaken { .. } => {}
     }
 }
 

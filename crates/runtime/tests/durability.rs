@@ -99,6 +99,7 @@ impl Skill for SettlingSkill {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: false,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 

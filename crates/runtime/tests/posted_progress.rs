@@ -42,6 +42,7 @@ impl Skill for Poster {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: false,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 

@@ -74,6 +74,7 @@ async fn store_working(
         owner: None,
         checkpoint,
         trace: None,
+        inputs: fundi_runtime::store::RunInputs::default(),
     };
     let event = TaskEvent {
         seq: 1,

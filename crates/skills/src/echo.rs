@@ -3,14 +3,16 @@
 //! from its last checkpoint (the step it reached, the answer it got). Its steps are
 //! posted (`SkillContext::post_progress_with_checkpoint`: steps that come faster than
 //! the store writes share a commit); `{"waitEachStep": true}` makes each step wait until
-//! it is stored instead (`progress_with_checkpoint`).
+//! it is stored instead (`progress_with_checkpoint`). Messages sent while it works are
+//! queued (`MessagePolicy::Enqueue`): before each step it echoes those waiting as
+//! `working` notes, and a message that arrives after its last step starts its next run.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use fundi_runtime::{
-    Artifact, Message, Part, Role, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput,
+    Artifact, Message, MessagePolicy, Part, Role, Skill, SkillCard, SkillContext, SkillError,
+    SkillInput, SkillOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -112,7 +114,8 @@ impl Skill for EchoSkill {
             description: "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
                           makes it report N progress steps M ms apart ({\"waitEachStep\": true}: \
                           each one stored before the next); {\"askInput\": true} makes it ask \
-                          for the text first."
+                          for the text first. Messages sent while it works are echoed \
+                          before its next step."
                 .into(),
             tags: vec!["echo".into(), "demo".into(), "test".into()],
             examples: vec!["hello".into()],
@@ -120,18 +123,19 @@ impl Skill for EchoSkill {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: true,
+            while_working: MessagePolicy::Enqueue,
         }
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        // The plan comes from the message that created the task, even when this run
-        // starts from a later message (an answer, after a restart).
+        // The plan comes from the message this run starts from, or when that has none
+        // (an answer, after a restart) from the one that created the task.
         let first = input
             .history
             .iter()
             .find(|m| m.role == Role::User)
             .unwrap_or(&input.message);
-        let plan = self.plan(first.data())?;
+        let plan = self.plan(input.message.data().or_else(|| first.data()))?;
         let mut progress: Progress = match &input.checkpoint {
             Some(value) => serde_json::from_value(value.clone())
                 .map_err(|e| SkillError::Failed(format!("echo: unreadable checkpoint: {e}")))?,
@@ -139,7 +143,7 @@ impl Skill for EchoSkill {
         };
 
         let text = if !plan.ask_input {
-            first.text()
+            input.message.text()
         } else if let Some(answer) = &progress.answer {
             answer.clone()
         } else {
@@ -168,6 +172,10 @@ impl Skill for EchoSkill {
                     () = ctx.cancelled() => return Err(SkillError::Canceled),
                     () = tokio::time::sleep(plan.delay) => {}
                 }
+            }
+            // Messages sent meanwhile, echoed as they are taken.
+            while let Some(message) = ctx.try_next_message().await? {
+                ctx.status(format!("echo: {}", message.text())).await?;
             }
             progress.step += 1;
             let fraction = progress.step as f64 / plan.steps as f64;

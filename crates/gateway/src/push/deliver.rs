@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use fundi_runtime::store::{DeadLetter, PushConfig, PushCursor, PushFormat};
-use fundi_runtime::{RuntimeError, TaskEvent, TaskEventKind};
+use fundi_runtime::{RuntimeError, TaskEvent};
 use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
@@ -85,7 +85,7 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
                 continue;
             }
             idle = IDLE_POLL_MIN;
-            if !matches!(event.kind, TaskEventKind::Message(_)) {
+            if event.is_told() {
                 match deliver(&shared, &config, task_trace.as_deref(), &event, &stop).await {
                     Outcome::Delivered => {}
                     Outcome::Stopped => return,
@@ -239,7 +239,10 @@ pub(crate) fn backoff(attempt: u32, initial: Duration, max: Duration) -> Duratio
 /// The body for an event: a v1.0 StreamResponse, or the v0.3 task as it stands.
 async fn body(shared: &Shared, config: &PushConfig, event: &TaskEvent) -> Result<Value, String> {
     match config.format {
-        PushFormat::StreamResponse => Ok(encode::update_value(&event.to_update(), Dialect::V1)),
+        PushFormat::StreamResponse => event
+            .to_update()
+            .map(|update| encode::update_value(&update, Dialect::V1))
+            .ok_or_else(|| format!("event {} is not told to webhooks", event.seq)),
         PushFormat::V03Task => shared
             .runtime
             .get(&config.task_id, None, None)

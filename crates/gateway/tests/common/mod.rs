@@ -41,6 +41,7 @@ impl Skill for Steps {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: true,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 
@@ -147,6 +148,7 @@ impl Skill for Scoped {
             output_modes: Vec::new(),
             required_scope: Some(self.1.into()),
             resumable: false,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 

@@ -22,7 +22,7 @@ use crate::model::{
     ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
 use crate::requests::TaskSnapshot;
-use crate::store::{StoreError, TaskRecord, TaskStore};
+use crate::store::{RunInputs, StoreError, TaskRecord, TaskStore};
 use crate::telemetry;
 use crate::transition::{TransitionError, apply};
 
@@ -46,6 +46,13 @@ impl From<JournalError> for RuntimeError {
             JournalError::Refused(e) => RuntimeError::InvalidField(e),
         }
     }
+}
+
+/// What a commit does to the task's checkpoint.
+enum Checkpoint {
+    Keep,
+    Save(Value),
+    Remove,
 }
 
 /// When a new task's first commit is made.
@@ -133,6 +140,10 @@ impl TaskJournal {
             owner: new.owner,
             checkpoint: None,
             trace: new.trace,
+            inputs: RunInputs {
+                started_from: Some(0),
+                queued: Vec::new(),
+            },
         };
         let mut kinds = vec![TaskEventKind::Created(task)];
         if new.working {
@@ -222,16 +233,39 @@ impl TaskJournal {
         kinds: Vec<TaskEventKind>,
         checkpoint: Option<Value>,
     ) -> Result<(), JournalError> {
-        if let Some(value) = &checkpoint {
+        let checkpoint = match checkpoint {
+            Some(value) => Checkpoint::Save(value),
+            None => Checkpoint::Keep,
+        };
+        self.commit(kinds, checkpoint).await
+    }
+
+    /// Applies `kinds` as one commit that removes the task's checkpoint: they start a new
+    /// run (a restart then resumes that run, not the one before it).
+    pub(crate) async fn append_for_new_run(
+        &mut self,
+        kinds: Vec<TaskEventKind>,
+    ) -> Result<(), JournalError> {
+        self.commit(kinds, Checkpoint::Remove).await
+    }
+
+    async fn commit(
+        &mut self,
+        kinds: Vec<TaskEventKind>,
+        checkpoint: Checkpoint,
+    ) -> Result<(), JournalError> {
+        if let Checkpoint::Save(value) = &checkpoint {
             limits::check_depth(|| "checkpoint".into(), value)?;
         }
         // One copy per commit, whatever the number of events.
         let mut task = self.record.task.clone();
+        let mut inputs = self.record.inputs.clone();
         let mut last_seq = self.record.last_seq;
         let mut events = Vec::with_capacity(self.unwritten.len() + kinds.len());
         for kind in kinds {
             limits::check_event(&kind)?;
             apply(&mut task, &kind)?;
+            inputs.replay(&task, &kind);
             last_seq += 1;
             events.push(event_of(&task, last_seq, kind));
         }
@@ -252,8 +286,13 @@ impl TaskJournal {
             last_seq,
             skill: current.skill.clone(),
             owner: current.owner.clone(),
-            checkpoint: checkpoint.or_else(|| current.checkpoint.clone()),
+            checkpoint: match checkpoint {
+                Checkpoint::Save(value) => Some(value),
+                Checkpoint::Keep => current.checkpoint.clone(),
+                Checkpoint::Remove => None,
+            },
             trace: current.trace.clone(),
+            inputs,
         };
         let write = self.store.write(&next, expected_version, &events);
         let written = telemetry::under(&self.span, write).await;

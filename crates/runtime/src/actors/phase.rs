@@ -54,12 +54,15 @@ pub(super) enum Phase {
         waiter: RpcReplyPort<SkillReply>,
         answer: Message,
     },
-    /// A cancel was asked for: the run (until it ends, or its grace period does) was
-    /// told to stop; the waiters get the task once it is canceled.
+    /// A cancel was asked for, or a message interrupts the run: the run (until it ends,
+    /// or its grace period does) was told to stop; then the task is canceled, and the
+    /// waiters get it, or a run starts from the interrupting message (`restart`; none
+    /// when a cancel was asked for, which wins).
     Canceling {
         run: Option<Run>,
         slot: Option<Slot>,
         waiters: Vec<CancelWaiter>,
+        restart: Option<Message>,
     },
 }
 
@@ -77,6 +80,18 @@ impl Phase {
 
     pub(super) fn is_canceling(&self) -> bool {
         matches!(self, Phase::Canceling { .. })
+    }
+
+    /// Whether the run is being stopped for a message that interrupts it (and no cancel
+    /// was asked for since).
+    pub(super) fn is_restarting(&self) -> bool {
+        matches!(
+            self,
+            Phase::Canceling {
+                restart: Some(_),
+                ..
+            }
+        )
     }
 
     /// Whether the run waits for a user's answer.
@@ -98,6 +113,7 @@ impl Phase {
                 run,
                 slot: _,
                 waiters,
+                restart: _,
             } => {
                 if let Some(run) = run {
                     run.stop();

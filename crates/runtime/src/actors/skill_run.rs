@@ -18,26 +18,35 @@ use tracing::Instrument;
 use super::journal::{JournalError, status, status_change};
 use super::phase::{Phase, Run};
 use super::task_actor::{RunOutcome, TaskActorState, TaskMsg};
+use super::while_working::reply_answered;
 use crate::context::{Cpu, SkillContext};
 use crate::model::{Message, Role, TaskEventKind, TaskState};
 use crate::run_link::{SkillCall, SkillReply, TaskLink};
 use crate::skill::{SkillError, SkillInput, SkillOutput};
 use crate::telemetry;
 
-/// A run's link to its task: calls and notices go to the task's actor.
-struct ActorLink(ActorRef<TaskMsg>);
+/// A run's link to its task: calls and notices go to the task's actor, naming the run
+/// (a run stopped for a message that interrupted it must not write into the next).
+struct ActorLink {
+    actor: ActorRef<TaskMsg>,
+    run: u64,
+}
 
 #[async_trait]
 impl TaskLink for ActorLink {
     async fn call(&self, call: SkillCall) -> Option<SkillReply> {
-        match self.0.call(|reply| TaskMsg::Skill(call, reply), None).await {
+        let run = self.run;
+        let sent = self
+            .actor
+            .call(|reply| TaskMsg::Skill(call, reply, run), None);
+        match sent.await {
             Ok(CallResult::Success(reply)) => Some(reply),
             Ok(_) | Err(_) => None,
         }
     }
 
     fn notes_posted(&self) -> bool {
-        self.0.cast(TaskMsg::Posted).is_ok()
+        self.actor.cast(TaskMsg::Posted).is_ok()
     }
 }
 
@@ -61,13 +70,18 @@ impl TaskActorState {
         let span = tracing::info_span!(parent: &self.span, "skill_run", run = run_id, resumed);
         let record = self.journal.record();
         let task = &record.task;
+        let link = ActorLink {
+            actor: myself.clone(),
+            run: run_id,
+        };
         let ctx = SkillContext::new(
-            Arc::new(ActorLink(myself.clone())),
+            Arc::new(link),
             self.store.clone(),
             task,
             cancel.clone(),
             record.checkpoint.clone(),
             self.posted.clone(),
+            self.inbox.clone(),
             span.clone(),
             &record.skill,
             Cpu {
@@ -137,8 +151,14 @@ impl TaskActorState {
         Some(run)
     }
 
-    pub(super) async fn on_skill_call(&mut self, call: SkillCall, reply: RpcReplyPort<SkillReply>) {
-        if self.phase.is_canceling() || self.journal.state().is_terminal() {
+    pub(super) async fn on_skill_call(
+        &mut self,
+        call: SkillCall,
+        reply: RpcReplyPort<SkillReply>,
+        run: u64,
+    ) {
+        let stopped = self.phase.run().is_none_or(|current| current.id != run);
+        if stopped || self.phase.is_canceling() || self.journal.state().is_terminal() {
             let _ = reply.send(Err(SkillError::Canceled));
             return;
         }
@@ -149,6 +169,22 @@ impl TaskActorState {
             let _ = reply.send(Err(refusal(error)));
             return;
         }
+        let call = match call {
+            SkillCall::TakeMessage => {
+                let _ = reply.send(self.take_message().await);
+                return;
+            }
+            // A message queued for the run answers it at once.
+            SkillCall::RequestInput { prompt }
+                if !self.journal.record().inputs.queued.is_empty() =>
+            {
+                if let Some(answered) = self.answer_from_queue(prompt).await {
+                    reply_answered(reply, answered);
+                }
+                return;
+            }
+            other => other,
+        };
         let journal = &mut self.journal;
         let result = match call {
             SkillCall::Status {
@@ -173,7 +209,7 @@ impl TaskActorState {
                 journal.append(vec![kind], None).await
             }
             SkillCall::Checkpoint(value) => journal.save_checkpoint(value).await,
-            SkillCall::StorePosted => Ok(()),
+            SkillCall::StorePosted | SkillCall::TakeMessage => Ok(()),
             SkillCall::RequestInput { prompt } => {
                 let asking = status(TaskState::InputRequired, Some(prompt));
                 let asked = journal
@@ -208,15 +244,25 @@ impl TaskActorState {
         }
     }
 
-    pub(super) async fn on_run_finished(&mut self, run: u64, outcome: RunOutcome) {
+    pub(super) async fn on_run_finished(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        run: u64,
+        outcome: RunOutcome,
+    ) {
         if self.phase.run().is_none_or(|r| r.id != run) {
             return;
         }
         // The run is gone, and the slot it held with it.
         let canceling = match &mut self.phase {
-            Phase::Canceling { run, slot, .. } => {
+            Phase::Canceling {
+                run, slot, restart, ..
+            } => {
                 *run = None;
                 *slot = None;
+                if let Some(message) = restart.take() {
+                    return self.restart_from(myself, message);
+                }
                 true
             }
             _ => {
@@ -224,7 +270,17 @@ impl TaskActorState {
                 false
             }
         };
-        self.end_run(outcome, canceling).await;
+        if canceling {
+            return self.end_canceled("canceled by request").await;
+        }
+        if let RunOutcome::Returned(Ok(output)) = outcome {
+            // Messages queued for the run and not taken start the next run.
+            if let Err(completion) = self.follow_with_queued(myself, completion(output)).await {
+                self.record_ending(completion).await;
+            }
+            return;
+        }
+        self.end_run(outcome, false).await;
     }
 
     /// Records how the run ended (as canceled, when a cancel was asked for).
@@ -257,7 +313,11 @@ impl TaskActorState {
                 vec![status_change(TaskState::Failed, Some(text))]
             }
         };
-        // One commit: what the run posted last, then how it ended.
+        self.record_ending(ending).await;
+    }
+
+    /// One commit: what the run posted last, then how it ended.
+    async fn record_ending(&mut self, ending: Vec<TaskEventKind>) {
         if let Err(error) = self.apply_posted_then(ending).await {
             self.fail_after("could not record the skill's result", &error)
                 .await;

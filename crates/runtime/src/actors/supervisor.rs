@@ -16,7 +16,7 @@ use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::TaskId;
-use crate::skill::Skill;
+use crate::skill::{MessagePolicy, Skill};
 use crate::store::{TaskRecord, TaskStore};
 
 pub(crate) enum SupervisorMsg {
@@ -74,6 +74,8 @@ pub(crate) struct Supervisor;
 pub(crate) struct SupervisorArgs {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skills: Arc<HashMap<String, Arc<dyn Skill>>>,
+    /// What each skill does with a message while a task works (from its card).
+    pub(crate) policies: Arc<HashMap<String, MessagePolicy>>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) live_count: watch::Sender<LiveCount>,
     pub(crate) slots: Arc<Slots>,
@@ -193,10 +195,12 @@ impl SupervisorState {
             TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
             return Ok(None);
         };
+        let policy = self.args.policies.get(&record.skill).copied();
         let args = TaskArgs {
             spawn,
             store: self.args.store.clone(),
             skill,
+            policy: policy.unwrap_or_default(),
             supervisor: myself.clone(),
             config: self.args.config.clone(),
             slots: self.args.slots.clone(),

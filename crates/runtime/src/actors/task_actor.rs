@@ -17,10 +17,10 @@ use super::supervisor::{Spawn, SupervisorMsg};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::model::{Message, Role, Task, TaskEventKind, TaskState};
+use crate::model::{Message, Task, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;
-use crate::run_link::{PostedNotes, SkillCall, SkillReply};
-use crate::skill::{Skill, SkillError, SkillOutput};
+use crate::run_link::{Inbox, PostedNotes, SkillCall, SkillReply};
+use crate::skill::{MessagePolicy, Skill, SkillError, SkillOutput};
 use crate::store::TaskStore;
 use crate::telemetry;
 
@@ -35,7 +35,8 @@ pub(crate) enum TaskMsg {
     /// The task got a concurrency slot: start the queued run (or hand the waiting run
     /// its answer).
     Start(Slot),
-    Skill(SkillCall, RpcReplyPort<SkillReply>),
+    /// A call of the run with this id.
+    Skill(SkillCall, RpcReplyPort<SkillReply>, u64),
     /// The run posted a note to an empty queue (`PostedNotes`): commit what waits.
     Posted,
     /// A user's follow-up message.
@@ -68,6 +69,7 @@ pub(crate) struct TaskArgs {
     pub(crate) spawn: Spawn,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skill: Arc<dyn Skill>,
+    pub(crate) policy: MessagePolicy,
     pub(crate) supervisor: ActorRef<SupervisorMsg>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) slots: Arc<Slots>,
@@ -81,12 +83,16 @@ pub(crate) struct TaskActorState {
     pub(super) phase: Phase,
     pub(super) store: Arc<dyn TaskStore>,
     pub(super) skill: Arc<dyn Skill>,
+    /// What a message does while the run works (the skill's card).
+    pub(super) policy: MessagePolicy,
     supervisor: ActorRef<SupervisorMsg>,
     pub(super) config: Arc<RuntimeConfig>,
     slots: Arc<Slots>,
     pub(super) cpu: Arc<CpuPool>,
     /// Progress notes the run posted, to commit before anything else it asks.
     pub(super) posted: Arc<PostedNotes>,
+    /// How many queued messages wait, for the run's contexts.
+    pub(super) inbox: Arc<Inbox>,
     /// Runs started so far (the current run's id).
     pub(super) runs_started: u64,
     /// A wait for a slot, cast to the actor as `Start` once it has one.
@@ -123,7 +129,11 @@ impl Actor for TaskActor {
         telemetry::set_parent(&span, record.trace.as_deref());
         let phase = match mode {
             StartMode::Fresh | StartMode::Resume => Phase::Queued {
-                message: last_user_message(task).ok_or("task has no user message")?,
+                message: record
+                    .inputs
+                    .run_message(task)
+                    .cloned()
+                    .ok_or("task has no user message")?,
                 resumed: mode == StartMode::Resume,
             },
             StartMode::Wake => Phase::Idle,
@@ -134,15 +144,19 @@ impl Actor for TaskActor {
             phase,
             store: args.store,
             skill: args.skill,
+            policy: args.policy,
             supervisor: args.supervisor,
             config: args.config,
             slots: args.slots,
             cpu: args.cpu,
             posted: Arc::default(),
+            inbox: Arc::default(),
             runs_started: 0,
             slot_wait: None,
             span,
         };
+        // A resumed run finds the messages its task had not taken.
+        state.sync_inbox();
         match slot {
             // Not stored yet, or resumed (its first commit says so): the run and that
             // commit happen on this actor's own task, not in the spawn (the supervisor
@@ -169,7 +183,7 @@ impl Actor for TaskActor {
                 state.slot_wait = None;
                 state.on_start(&myself, slot).await;
             }
-            TaskMsg::Skill(call, reply) => state.on_skill_call(call, reply).await,
+            TaskMsg::Skill(call, reply, run) => state.on_skill_call(call, reply, run).await,
             TaskMsg::Posted => {
                 if let Err(error) = state.store_posted().await {
                     state
@@ -183,8 +197,10 @@ impl Actor for TaskActor {
                 let _ = reply.send(state.journal.subscribe());
             }
             TaskMsg::SubscriberLeft => state.journal.prune_subscribers(),
-            TaskMsg::RunFinished { run, outcome } => state.on_run_finished(run, outcome).await,
-            TaskMsg::GraceExpired { run } => state.on_grace_expired(run).await,
+            TaskMsg::RunFinished { run, outcome } => {
+                state.on_run_finished(&myself, run, outcome).await;
+            }
+            TaskMsg::GraceExpired { run } => state.on_grace_expired(&myself, run).await,
         }
         if state.journal.state().is_terminal() {
             state.finish(&myself);
@@ -249,6 +265,23 @@ impl TaskActorState {
         &mut self,
         then: Vec<TaskEventKind>,
     ) -> Result<(), JournalError> {
+        self.commit_posted_then(then, false).await
+    }
+
+    /// `apply_posted_then` in a commit that starts a new run: it removes the task's
+    /// checkpoint (the notes' checkpoints included).
+    pub(super) async fn apply_posted_then_new_run(
+        &mut self,
+        then: Vec<TaskEventKind>,
+    ) -> Result<(), JournalError> {
+        self.commit_posted_then(then, true).await
+    }
+
+    async fn commit_posted_then(
+        &mut self,
+        then: Vec<TaskEventKind>,
+        new_run: bool,
+    ) -> Result<(), JournalError> {
         let notes = self.posted.take();
         let taken = notes.len();
         let dropped = self.phase.is_canceling() || self.journal.state().is_terminal();
@@ -264,6 +297,7 @@ impl TaskActorState {
         kinds.extend(then);
         let result = match kinds.is_empty() && self.journal.is_stored() {
             true => Ok(()),
+            false if new_run => self.journal.append_for_new_run(kinds).await,
             false => self.journal.append(kinds, checkpoint).await,
         };
         self.posted.committed(taken);
@@ -350,12 +384,4 @@ impl TaskActorState {
         // fall back to the store, where the terminal state already is.
         myself.stop(None);
     }
-}
-
-fn last_user_message(task: &Task) -> Option<Message> {
-    task.history
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .cloned()
 }

@@ -1,16 +1,18 @@
 //! What callers ask of a task through its actor: a user's follow-up message (the
-//! answer a waiting run gets, or a run started again after a restart) and a cancel
-//! (the run told to stop, then aborted once its grace period is over).
+//! answer a waiting run gets, or a run started again after a restart; a message while
+//! the run works goes as the skill's policy says, `while_working`) and a cancel (the
+//! run told to stop, then aborted once its grace period is over).
 
 use ractor::{ActorRef, RpcReplyPort};
 
 use super::journal::status_change;
-use super::phase::Phase;
+use super::phase::{CancelWaiter, Phase, Run};
+use super::slots::Slot;
 use super::task_actor::{TaskActorState, TaskMsg};
 use crate::error::RuntimeError;
 use crate::model::{Message, Task, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;
-use crate::skill::SkillError;
+use crate::skill::{MessagePolicy, SkillError};
 
 impl TaskActorState {
     pub(super) async fn on_deliver(
@@ -21,15 +23,22 @@ impl TaskActorState {
     ) {
         let state = self.journal.state();
         let id = self.journal.task().id.clone();
-        let refused = if state.is_terminal() {
-            Some(RuntimeError::TaskTerminal { id, state })
-        } else if !state.is_interrupted() || self.phase.is_canceling() {
-            Some(RuntimeError::NotAcceptingInput { id, state })
-        } else {
-            None
-        };
-        if let Some(error) = refused {
-            let _ = reply.send(Err(error));
+        if state.is_terminal() {
+            let _ = reply.send(Err(RuntimeError::TaskTerminal { id, state }));
+            return;
+        }
+        if self.phase.is_canceling() && !self.phase.is_restarting() {
+            let _ = reply.send(Err(RuntimeError::BeingCanceled { id }));
+            return;
+        }
+        if !state.is_interrupted() || self.phase.is_restarting() {
+            // The run works (or has yet to start): the skill's policy decides.
+            let result = match self.policy {
+                MessagePolicy::Enqueue => self.enqueue(message).await,
+                MessagePolicy::Interrupt => self.interrupt(myself, message).await,
+                MessagePolicy::Reject => Err(RuntimeError::NotAcceptingInput { id, state }),
+            };
+            let _ = reply.send(result);
             return;
         }
         let accepted = self
@@ -66,7 +75,7 @@ impl TaskActorState {
                 message,
                 resumed: true,
             },
-            // A run that does not wait for input goes on as it was.
+            // Not reached: a task that asks for input has a run that waits, or none.
             other @ (Phase::Running { .. } | Phase::Canceling { .. }) => other,
         };
         self.want_slot(myself);
@@ -85,13 +94,20 @@ impl TaskActorState {
             return;
         }
         let (run, slot) = match std::mem::take(&mut self.phase) {
+            // A cancel wins over a message that interrupted the run: no run follows.
             Phase::Canceling {
                 run,
                 slot,
                 mut waiters,
+                restart: _,
             } => {
                 waiters.push(reply);
-                self.phase = Phase::Canceling { run, slot, waiters };
+                self.phase = Phase::Canceling {
+                    run,
+                    slot,
+                    waiters,
+                    restart: None,
+                };
                 return;
             }
             // Nothing running (waiting for a slot, or for input after a restart).
@@ -115,6 +131,19 @@ impl TaskActorState {
                 (run, None)
             }
         };
+        self.stop_run(myself, run, slot, vec![reply], None);
+    }
+
+    /// Tells `run` to stop and gives it the grace period; then the task is canceled (or
+    /// a run starts from `restart`).
+    pub(super) fn stop_run(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        run: Run,
+        slot: Option<Slot>,
+        waiters: Vec<CancelWaiter>,
+        restart: Option<Message>,
+    ) {
         run.cancel.cancel();
         let run_id = run.id;
         myself.send_after(self.config.cancel_grace(), move || TaskMsg::GraceExpired {
@@ -123,13 +152,17 @@ impl TaskActorState {
         self.phase = Phase::Canceling {
             run: Some(run),
             slot,
-            waiters: vec![reply],
+            waiters,
+            restart,
         };
     }
 
-    pub(super) async fn on_grace_expired(&mut self, run: u64) {
+    pub(super) async fn on_grace_expired(&mut self, myself: &ActorRef<TaskMsg>, run: u64) {
         let Phase::Canceling {
-            run: current, slot, ..
+            run: current,
+            slot,
+            restart,
+            ..
         } = &mut self.phase
         else {
             return;
@@ -139,6 +172,9 @@ impl TaskActorState {
         };
         current.abort.abort();
         *slot = None;
+        if let Some(message) = restart.take() {
+            return self.restart_from(myself, message);
+        }
         self.end_canceled(
             "canceled by request; the skill did not stop within the grace period and was aborted",
         )

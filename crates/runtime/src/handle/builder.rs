@@ -77,8 +77,10 @@ impl RuntimeBuilder {
         self.config.validate().map_err(RuntimeError::InvalidInput)?;
         let mut skills = HashMap::new();
         let mut cards = Vec::new();
+        let mut policies = HashMap::new();
         for skill in self.skills {
             let card = skill.card();
+            policies.insert(card.id.clone(), card.while_working);
             if skills.insert(card.id.clone(), skill).is_some() {
                 return Err(RuntimeError::InvalidInput(format!(
                     "two skills have the id {:?}",
@@ -107,6 +109,7 @@ impl RuntimeBuilder {
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
+            policies: Arc::new(policies),
             config: config.clone(),
             live_count,
             slots: slots.clone(),

@@ -25,8 +25,23 @@ pub enum TaskEventKind {
         /// This is the final chunk of the artifact.
         last_chunk: bool,
     },
-    /// A user message arrived for the task (a follow-up).
+    /// A message joined the task's history: a user's answer to the task's request for
+    /// input, the message that starts the task's next run, or the reply of a run that a
+    /// queued message follows. Not told to streams and webhooks (the sender has it; a
+    /// run's reply is told by the status that carries it).
     Message(Message),
+    /// A user's message arrived while the task's run works, for a skill that queues them
+    /// (`MessagePolicy::Enqueue`): in the history, and waiting for the run to take it.
+    /// Not told to streams and webhooks.
+    Queued(Message),
+    /// The run took the oldest queued message (`SkillContext::next_message`, or as the
+    /// answer to its request for input), or the next run starts from it. Not told to
+    /// streams and webhooks.
+    #[serde(rename_all = "camelCase")]
+    MessageTaken {
+        /// The next run starts from it.
+        starts_run: bool,
+    },
 }
 
 /// One entry of a task's event log. `seq` starts at 1 and has no gaps; it is the SSE `id`.
@@ -71,11 +86,26 @@ impl TaskEvent {
         }
     }
 
-    /// The event as a `StreamResponse` payload.
-    pub fn to_update(&self) -> TaskUpdate {
-        match &self.kind {
+    /// Whether streams and webhooks tell this event: a change of the task's status or
+    /// artifacts, not a message joining its history nor the run taking one.
+    pub fn is_told(&self) -> bool {
+        !matches!(
+            self.kind,
+            TaskEventKind::Message(_)
+                | TaskEventKind::Queued(_)
+                | TaskEventKind::MessageTaken { .. }
+        )
+    }
+
+    /// The event as a `StreamResponse` payload; `None` for the run taking a queued
+    /// message, which has none.
+    pub fn to_update(&self) -> Option<TaskUpdate> {
+        Some(match &self.kind {
             TaskEventKind::Created(task) => TaskUpdate::Task(task.clone()),
-            TaskEventKind::Message(message) => TaskUpdate::Message(message.clone()),
+            TaskEventKind::Message(message) | TaskEventKind::Queued(message) => {
+                TaskUpdate::Message(message.clone())
+            }
+            TaskEventKind::MessageTaken { .. } => return None,
             TaskEventKind::Status(status) => TaskUpdate::Status(TaskStatusUpdateEvent {
                 task_id: self.task_id.clone(),
                 context_id: self.context_id.clone(),
@@ -94,6 +124,6 @@ impl TaskEvent {
                 last_chunk: *last_chunk,
                 metadata: None,
             }),
-        }
+        })
     }
 }

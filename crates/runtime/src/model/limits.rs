@@ -146,7 +146,10 @@ pub fn check_event(kind: &TaskEventKind) -> Result<(), InvalidField> {
             None => Ok(()),
         },
         TaskEventKind::Artifact { artifact, .. } => check_artifact(artifact),
-        TaskEventKind::Message(message) => check_message("message", message),
+        TaskEventKind::Message(message) | TaskEventKind::Queued(message) => {
+            check_message("message", message)
+        }
+        TaskEventKind::MessageTaken { .. } => Ok(()),
     }
 }
 

@@ -62,13 +62,15 @@ pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
 /// newer than its own instead of misreading it.
 pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
 
-/// The newest format this build reads and writes: 3, a commit may write its events
-/// alone, after the snapshot (2: snapshots are compressed; 1: snapshots carry their
-/// task's first events). A build before 3 would read such a task as it was at its
-/// snapshot, so it must refuse the store. Stores without `FORMAT_KEY` were written
+/// The newest format this build reads and writes: 4, a task's events may be messages
+/// queued for its run and the run taking them, and its record where they are in the
+/// history (3: a commit may write its events alone, after the snapshot; 2: snapshots
+/// are compressed; 1: snapshots carry their task's first events). A build before 4
+/// could not decode such events, and one before 3 would read such a task as it was at
+/// its snapshot, so they must refuse the store. Stores without `FORMAT_KEY` were written
 /// before it (and are read), as are values in every older layout: a store moves to the
 /// current one a task at a time, as each task commits.
-pub(super) const STORE_FORMAT: u64 = 3;
+pub(super) const STORE_FORMAT: u64 = 4;
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()

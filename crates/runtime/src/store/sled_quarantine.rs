@@ -142,6 +142,7 @@ impl SledStore {
             owner: entry.owner.clone(),
             checkpoint: None,
             trace: None,
+            inputs: crate::store::RunInputs::default(),
         };
         let event = TaskEvent {
             seq,

@@ -81,6 +81,7 @@ impl SledStore {
             let commit = Commit::decode(&bytes)?;
             for event in commit.events.iter().filter(|e| e.seq > record.last_seq) {
                 replay(&mut record.task, &event.kind);
+                record.inputs.replay(&record.task, &event.kind);
             }
             record.version = commit.version;
             record.last_seq = commit.last_seq;

@@ -28,6 +28,74 @@ where
     listing_filters_orders_and_pages(name, &*fresh().await).await;
     active_lists_only_unfinished(name, &*fresh().await).await;
     several_events_commit_together(name, &*fresh().await).await;
+    run_inputs_and_checkpoints_read_back(name, &*fresh().await).await;
+}
+
+/// A record's run inputs (the message its run started from, the messages queued for
+/// it) and its checkpoint read back as written, commit after commit: a store that
+/// rebuilds records from their events (`RunInputs::replay`) gets them right too, a
+/// checkpoint removed included.
+pub async fn run_inputs_and_checkpoints_read_back(name: &str, store: &dyn TaskStore) {
+    let r = record("t1", "c1", TaskState::Working, 1_000, "u");
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    let text = |t: &str| Message::user(vec![Part::text(t)]);
+    let steps: Vec<(Vec<TaskEventKind>, Option<Option<serde_json::Value>>)> = vec![
+        (vec![], Some(Some(serde_json::json!({"step": 1})))),
+        (vec![TaskEventKind::Queued(text("a"))], None),
+        (
+            vec![
+                TaskEventKind::Queued(text("b")),
+                TaskEventKind::Queued(text("c")),
+            ],
+            None,
+        ),
+        (
+            vec![TaskEventKind::MessageTaken { starts_run: false }],
+            None,
+        ),
+        (
+            vec![TaskEventKind::MessageTaken { starts_run: true }],
+            Some(None),
+        ),
+        (vec![TaskEventKind::Message(text("interrupt"))], None),
+    ];
+    for (i, (kinds, checkpoint)) in steps.into_iter().enumerate() {
+        let mut next = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+        let mut events = Vec::new();
+        for kind in kinds {
+            crate::transition::apply(&mut next.task, &kind).unwrap();
+            next.inputs.replay(&next.task, &kind);
+            next.last_seq += 1;
+            events.push(TaskEvent {
+                seq: next.last_seq,
+                task_id: next.task.id.clone(),
+                context_id: next.task.context_id.clone(),
+                kind,
+            });
+        }
+        if let Some(checkpoint) = checkpoint {
+            next.checkpoint = checkpoint;
+        }
+        next.version += 1;
+        store
+            .commit(&next, next.version - 1, &events)
+            .await
+            .unwrap();
+        let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+        assert_eq!(stored, next, "{name}: after commit {i}");
+    }
+    let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+    // History: hi, a, b, c, interrupt; c is still queued, the run started from the
+    // interrupting message, the checkpoint is gone.
+    let queued: Vec<String> = stored
+        .inputs
+        .queued_messages(&stored.task)
+        .map(Message::text)
+        .collect();
+    assert_eq!(queued, ["c"], "{name}");
+    let run = stored.inputs.run_message(&stored.task).map(Message::text);
+    assert_eq!(run.as_deref(), Some("interrupt"), "{name}");
+    assert_eq!(stored.checkpoint, None, "{name}");
 }
 
 /// Writes name the version they read: creating a task twice, or writing from a stale
@@ -367,6 +435,7 @@ pub fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str
         owner: Some(owner.into()),
         checkpoint: None,
         trace: None,
+        inputs: crate::store::RunInputs::default(),
     }
 }
 

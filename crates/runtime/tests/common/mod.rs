@@ -57,6 +57,7 @@ impl Skill for Scripted {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: self.resumable,
+            while_working: fundi_runtime::MessagePolicy::Reject,
         }
     }
 

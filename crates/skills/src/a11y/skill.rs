@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use fundi_runtime::cpu::Exhausted;
 use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
-    Artifact, Message, Part, PartContent, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput, TaskId,
+    Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::Url;
 use serde_json::{Value, json};
@@ -375,6 +375,7 @@ impl Skill for A11yAuditSkill {
             required_scope: Some(SCOPE.into()),
             // A re-run is a fresh audit, and issues are deduplicated: safe to run again.
             resumable: true,
+            while_working: MessagePolicy::Interrupt,
         }
     }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
-    Artifact, Message, Part, PartContent, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput, TaskId,
+    Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
@@ -244,6 +244,7 @@ impl Skill for SecurityScanSkill {
             output_modes: vec!["application/json".into(), "text/plain".into()],
             required_scope: Some(SCOPE.into()),
             resumable: true,
+            while_working: MessagePolicy::Interrupt,
         }
     }
 

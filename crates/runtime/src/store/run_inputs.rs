@@ -1,0 +1,68 @@
+//! Which messages of a task's history its run started from and which wait for it: kept
+//! in the task's record, moved by the events that move them (`RunInputs::replay`, as
+//! the runtime applies them and as a store rebuilds a record), so that a restart
+//! resumes the run from the message it started from, with the messages it had not
+//! taken.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Message, Role, Task, TaskEventKind};
+
+/// Where in a task's history its run's inputs are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInputs {
+    /// The message the current run started from. `None` in records stored before it was
+    /// kept: the last user message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_from: Option<usize>,
+    /// The messages queued for the run and not taken yet, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued: Vec<usize>,
+}
+
+impl RunInputs {
+    /// Whether there is nothing to keep (a record stored before them).
+    pub fn is_empty(&self) -> bool {
+        self.started_from.is_none() && self.queued.is_empty()
+    }
+
+    /// Moves the inputs as `change` (already replayed into `task`) does: a user's
+    /// message (the task's first, an answer, one that interrupts) starts the run from
+    /// it; a queued one joins the queue; the run taking one leaves the queue, and starts
+    /// the next run from it when the change says so.
+    pub(crate) fn replay(&mut self, task: &Task, change: &TaskEventKind) {
+        let last = task.history.len().checked_sub(1);
+        match change {
+            TaskEventKind::Created(_) => self.started_from = last_user_message(task),
+            TaskEventKind::Message(message) if message.role == Role::User => {
+                self.started_from = last;
+            }
+            TaskEventKind::Queued(_) => self.queued.extend(last),
+            TaskEventKind::MessageTaken { starts_run } if !self.queued.is_empty() => {
+                let taken = self.queued.remove(0);
+                if *starts_run {
+                    self.started_from = Some(taken);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The message the task's current run started from.
+    pub fn run_message<'a>(&self, task: &'a Task) -> Option<&'a Message> {
+        match self.started_from {
+            Some(at) => task.history.get(at),
+            None => last_user_message(task).and_then(|at| task.history.get(at)),
+        }
+    }
+
+    /// The messages queued for the run and not taken yet, oldest first.
+    pub fn queued_messages<'a>(&'a self, task: &'a Task) -> impl Iterator<Item = &'a Message> {
+        self.queued.iter().filter_map(|at| task.history.get(*at))
+    }
+}
+
+fn last_user_message(task: &Task) -> Option<usize> {
+    task.history.iter().rposition(|m| m.role == Role::User)
+}
