@@ -27,6 +27,7 @@ from a2a.types import (
     ListTasksRequest,
     TaskPushNotificationConfig,
     Message,
+    Role,
     SendMessageConfiguration,
     SendMessageRequest,
     SubscribeToTaskRequest,
@@ -60,6 +61,10 @@ async def last_task(client, request):
         if event.HasField("task"):
             task = event.task
     return task
+
+
+async def collect(stream):
+    return [event async for event in stream]
 
 
 async def poll(client, task_id, states):
@@ -209,6 +214,32 @@ async def main(url, binding="JSONRPC"):
     answered = await last_task(blocking, send(message("forty-two", task_id=asking.id)))
     check("the answer completes the task", answered.status.state == TaskState.TASK_STATE_COMPLETED)
     check("the reply echoes the answer", answered.artifacts[0].parts[0].text == "forty-two", answered)
+
+    # A message to a working task: echo queues it (the acknowledged task holds it in its
+    # history) and echoes it before its next step, which a subscriber sees.
+    working = await last_task(
+        blocking, send(message("busy", {"steps": 20, "delayMs": 50}), return_immediately=True)
+    )
+    watching = asyncio.ensure_future(
+        collect(streaming.subscribe(SubscribeToTaskRequest(id=working.id)))
+    )
+    queued = await last_task(blocking, send(message("meanwhile", task_id=working.id), return_immediately=True))
+    texts = [p.text for m in queued.history for p in m.parts if m.role == Role.ROLE_USER]
+    check("a message to a working task is acknowledged", queued.status.state == TaskState.TASK_STATE_WORKING, queued.status)
+    check("it is in the task's history at once", "meanwhile" in texts, texts)
+    seen = await watching
+    notes = [
+        p.text
+        for e in seen if e.HasField("status_update")
+        for p in e.status_update.status.message.parts
+    ]
+    check("a subscriber sees the skill take it", "echo: meanwhile" in notes, notes)
+    check(
+        "the task completes",
+        seen[-1].HasField("status_update")
+        and seen[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED,
+        seen[-1],
+    )
 
     # Push notifications: a config in the send, then the config methods.
     receiver = WebhookReceiver()
