@@ -414,6 +414,42 @@ async fn a_message_that_interrupts_restarts_the_task_from_it_without_the_old_che
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_starts_from() {
+    let skill = Listener::new("restart", MessagePolicy::Interrupt);
+    let config = RuntimeConfig {
+        skill_concurrency: [("restart".to_owned(), 1)].into(),
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::builder()
+        .config(config)
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
+    let holder = rt.submit(SubmitRequest::new(message("holder", json!(null))));
+    let holder = holder.await.unwrap().task;
+    eventually(
+        || "the holder did not start".into(),
+        || skill.started().len() == 1,
+    )
+    .await;
+    let waiting = rt.submit(SubmitRequest::new(message("first", json!(null))));
+    let waiting = waiting.await.unwrap().task;
+    tell(&rt, &waiting.id, "second").await.unwrap();
+
+    skill.gate.add_permits(2);
+    wait_for_state(&rt, &holder.id, TaskState::Completed).await;
+    let done = wait_for_state(&rt, &waiting.id, TaskState::Completed).await;
+    assert_eq!(status_text(&done), "second + []");
+    let texts: Vec<String> = skill.started().into_iter().map(|s| s.text).collect();
+    assert_eq!(
+        texts,
+        ["holder", "second"],
+        "no run started from the first message"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_deaf_to_the_interrupt_is_aborted_after_the_grace_period_and_the_last_message_starts_the_next()
  {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);

@@ -43,30 +43,28 @@ impl TaskActorState {
 
     /// Stores the message as the start of the task's next run (without the current
     /// run's checkpoint, so that a restart resumes the new run) with a `working` note
-    /// that says why, then stops the current run, if any; the new run starts once it
-    /// has stopped (`restart_from`). A second message before then replaces the first as
+    /// that says why when a run goes on, then stops that run; the new run starts once
+    /// it has stopped (`restart_from`). A second message before then replaces the first as
     /// the new run's start (both are in the history).
     pub(super) async fn interrupt(
         &mut self,
         myself: &ActorRef<TaskMsg>,
         message: Message,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        let kinds = vec![
-            TaskEventKind::Message(message.clone()),
-            status_change(TaskState::Working, Some(INTERRUPTED.into())),
-        ];
+        let mut kinds = vec![TaskEventKind::Message(message.clone())];
+        if !matches!(self.phase, Phase::Idle | Phase::Queued { .. }) {
+            kinds.push(status_change(TaskState::Working, Some(INTERRUPTED.into())));
+        }
         self.journal.append_for_new_run(kinds).await?;
         match std::mem::take(&mut self.phase) {
-            // Not started yet: it starts from the new message instead.
-            Phase::Idle | Phase::Queued { .. } => {
+            // Not started yet (its slot is on the way): it starts from the new message.
+            Phase::Queued { .. } => {
                 self.phase = Phase::Queued {
                     message,
                     resumed: false,
                 };
-                if self.slot_wait.is_none() {
-                    self.want_slot(myself);
-                }
             }
+            Phase::Idle => self.restart_from(myself, message),
             Phase::Running { run, slot } => {
                 self.stop_run(myself, run, Some(slot), vec![], Some(message))
             }
