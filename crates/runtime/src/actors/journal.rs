@@ -140,10 +140,7 @@ impl TaskJournal {
             owner: new.owner,
             checkpoint: None,
             trace: new.trace,
-            inputs: RunInputs {
-                started_from: Some(0),
-                queued: Vec::new(),
-            },
+            inputs: RunInputs::default(),
         };
         let mut kinds = vec![TaskEventKind::Created(task)];
         if new.working {

@@ -12,8 +12,8 @@ use crate::model::{Message, Role, Task, TaskEventKind};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunInputs {
-    /// The message the current run started from. `None` in records stored before it was
-    /// kept: the last user message.
+    /// The message the current run started from; `None`: the last user message (kept
+    /// only once that is not it, so that most records carry none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_from: Option<usize>,
     /// The messages queued for the run and not taken yet, oldest first.
@@ -22,23 +22,32 @@ pub struct RunInputs {
 }
 
 impl RunInputs {
-    /// Whether there is nothing to keep (a record stored before them).
+    /// Whether there is nothing to keep (the run started from the last user message,
+    /// and none waits).
     pub fn is_empty(&self) -> bool {
         self.started_from.is_none() && self.queued.is_empty()
     }
 
     /// Moves the inputs as `change` (already replayed into `task`) does: a user's
-    /// message (the task's first, an answer, one that interrupts) starts the run from
-    /// it; a queued one joins the queue; the run taking one leaves the queue, and starts
-    /// the next run from it when the change says so.
+    /// message (an answer, one that interrupts) starts the run from it, which needs no
+    /// record while it is the last user message; a queued one joins the queue (and
+    /// first pins the run's message, which is no longer the last); the run taking one
+    /// leaves the queue, and starts the next run from it when the change says so.
     pub(crate) fn replay(&mut self, task: &Task, change: &TaskEventKind) {
-        let last = task.history.len().checked_sub(1);
         match change {
-            TaskEventKind::Created(_) => self.started_from = last_user_message(task),
+            TaskEventKind::Created(_) => *self = RunInputs::default(),
             TaskEventKind::Message(message) if message.role == Role::User => {
-                self.started_from = last;
+                self.started_from = None;
             }
-            TaskEventKind::Queued(_) => self.queued.extend(last),
+            TaskEventKind::Queued(_) => {
+                let Some(at) = task.history.len().checked_sub(1) else {
+                    return;
+                };
+                if self.started_from.is_none() {
+                    self.started_from = last_user_message(&task.history[..at]);
+                }
+                self.queued.push(at);
+            }
             TaskEventKind::MessageTaken { starts_run } if !self.queued.is_empty() => {
                 let taken = self.queued.remove(0);
                 if *starts_run {
@@ -53,7 +62,7 @@ impl RunInputs {
     pub fn run_message<'a>(&self, task: &'a Task) -> Option<&'a Message> {
         match self.started_from {
             Some(at) => task.history.get(at),
-            None => last_user_message(task).and_then(|at| task.history.get(at)),
+            None => last_user_message(&task.history).and_then(|at| task.history.get(at)),
         }
     }
 
@@ -63,6 +72,6 @@ impl RunInputs {
     }
 }
 
-fn last_user_message(task: &Task) -> Option<usize> {
-    task.history.iter().rposition(|m| m.role == Role::User)
+fn last_user_message(history: &[Message]) -> Option<usize> {
+    history.iter().rposition(|m| m.role == Role::User)
 }
