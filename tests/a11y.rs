@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 const PAGE: &str = "<!doctype html><html lang=\"en\"><head><title>Shop</title></head>\
 <body><main><h1>Shop</h1><img src=\"hero.png\"><button></button></main></body></html>";
 
+/// A request to audit `PAGE`, a new message each time (one sent again is a retry).
 fn audit_request() -> Value {
-    json!({"message": {"messageId": format!("a11y-{}", std::process::id()), "role": "ROLE_USER",
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    json!({"message": {"messageId": format!("a11y-{n}"), "role": "ROLE_USER",
                        "metadata": {"skill": "a11y-audit"},
                        "parts": [{"text": PAGE, "mediaType": "text/html", "filename": "shop.html"}]}})
 }

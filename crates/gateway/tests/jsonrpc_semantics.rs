@@ -261,7 +261,12 @@ async fn follow_ups_continue_interrupted_tasks_and_are_refused_otherwise() {
         "done: answer"
     );
 
-    let error = gw.err("SendMessage", json!({"message": answer})).await;
+    // The answer sent again (a retry) gets the task; a new message is refused.
+    let again = gw.ok("SendMessage", json!({"message": answer})).await;
+    assert_eq!(again["task"], done["task"]);
+    let mut later = message("later", Value::Null);
+    later["taskId"] = json!(id);
+    let error = gw.err("SendMessage", json!({"message": later})).await;
     assert_eq!(code(&error), -32004);
     assert!(
         error["message"]
@@ -522,4 +527,40 @@ async fn a_blocking_send_that_outlives_the_request_timeout_returns_the_task_as_i
     let id = sent["task"]["id"].clone();
     let task = gw.ok("GetTask", json!({"id": id})).await;
     assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
+}
+
+#[tokio::test]
+async fn a_message_sent_again_gets_the_task_it_made_for_its_user_only() {
+    let gw = gateway().await;
+    let first = message("retry me", json!({"ask": true}));
+    let made = gw
+        .ok("SendMessage", json!({"message": first.clone()}))
+        .await;
+    let id = made["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(made["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+
+    let again = gw
+        .ok("SendMessage", json!({"message": first.clone()}))
+        .await;
+    assert_eq!(again["task"]["id"], json!(id), "a retry gets the same task");
+    let (_, events) = gw
+        .stream(
+            "SendStreamingMessage",
+            json!({"message": first.clone()}),
+            None,
+        )
+        .await;
+    assert_eq!(events[0].1["result"]["task"]["id"], json!(id), "{events:?}");
+
+    let bob = gw.as_identity(&gw.credentials.admin_token, &gw.credentials.bob);
+    let theirs = bob.ok("SendMessage", json!({"message": first})).await;
+    assert_ne!(
+        theirs["task"]["id"],
+        json!(id),
+        "another user's message is theirs"
+    );
+
+    let tasks = gw.ok("ListTasks", json!({})).await;
+    let alices: Vec<&Value> = tasks["tasks"].as_array().unwrap().iter().collect();
+    assert_eq!(alices.len(), 1, "one task for alice: {tasks}");
 }

@@ -116,11 +116,12 @@ fn same_error(rpc: &Value, rest: &Answer, status: u16) {
 #[tokio::test]
 async fn every_scenario_answers_the_same_over_both_bindings() {
     let gw = gateway().await;
-    let send = json!({"message": message("both", json!({"steps": 2}))});
+    // The same message, with its own id for each binding (one sent again is a retry).
+    let send = || json!({"message": message("both", json!({"steps": 2}))});
 
     // SendMessage, blocking.
-    let rpc = gw.ok("SendMessage", send.clone()).await;
-    let rest_sent = rest(&gw, Method::POST, "/message:send", Some(send.clone())).await;
+    let rpc = gw.ok("SendMessage", send()).await;
+    let rest_sent = rest(&gw, Method::POST, "/message:send", Some(send())).await;
     assert_eq!(rest_sent.status, 200, "{}", rest_sent.body);
     assert_eq!(rest_sent.headers["content-type"], "application/a2a+json");
     assert_eq!(comparable(&rest_sent.body), comparable(&rpc));
@@ -167,11 +168,9 @@ async fn every_scenario_answers_the_same_over_both_bindings() {
     assert_eq!(listed.body["tasks"][0]["id"], rest_id.as_str());
 
     // SendStreamingMessage: the same events, bare.
-    let stream = json!({"message": message("streamed", json!({"steps": 3}))});
-    let (_, rpc_events) = gw
-        .stream("SendStreamingMessage", stream.clone(), None)
-        .await;
-    let rest_events = rest(&gw, Method::POST, "/message:stream", Some(stream)).await;
+    let stream = || json!({"message": message("streamed", json!({"steps": 3}))});
+    let (_, rpc_events) = gw.stream("SendStreamingMessage", stream(), None).await;
+    let rest_events = rest(&gw, Method::POST, "/message:stream", Some(stream())).await;
     assert_eq!(rest_events.status, 200);
     let rest_events = rest_events.body.as_array().unwrap().clone();
     assert_eq!(rest_events.len(), rpc_events.len());
@@ -226,10 +225,12 @@ async fn every_scenario_answers_the_same_over_both_bindings() {
     same_error(&rpc.1[0].1["error"], &rest_refused, 400);
 
     // CancelTask of a running task, then again.
-    let held = json!({"message": message("held", json!({"hold": true})),
-                      "configuration": {"returnImmediately": true}});
-    let rpc_held = gw.ok("SendMessage", held.clone()).await;
-    let rest_held = rest(&gw, Method::POST, "/message:send", Some(held)).await;
+    let held = || {
+        json!({"message": message("held", json!({"hold": true})),
+               "configuration": {"returnImmediately": true}})
+    };
+    let rpc_held = gw.ok("SendMessage", held()).await;
+    let rest_held = rest(&gw, Method::POST, "/message:send", Some(held())).await;
     assert_eq!(comparable(&rest_held.body), comparable(&rpc_held));
     let held_id = rest_held.body["task"]["id"].as_str().unwrap().to_owned();
     let rpc = gw

@@ -163,13 +163,22 @@ proptest! {
         rt.block_on(async {
             let gw = gateway_on(Arc::new(open_sled(dir.path()).await), GatewayConfig::default()).await;
             let mut accepted = Vec::new();
+            let mut by_message_id = std::collections::HashMap::new();
             for params in requests {
                 let response = gw.call("SendMessage", params.clone()).await;
                 match response.get("result") {
                     Some(result) => {
                         let id = result["task"]["id"].as_str().unwrap_or_default().to_owned();
                         prop_assert!(!id.is_empty(), "{response}");
-                        accepted.push((id, params["message"].clone()));
+                        // A message id sent again is a retry: the first one's task.
+                        let message_id = params["message"]["messageId"].to_string();
+                        match by_message_id.get(&message_id) {
+                            Some(first) => prop_assert_eq!(first, &id, "a retry's task"),
+                            None => {
+                                by_message_id.insert(message_id, id.clone());
+                                accepted.push((id, params["message"].clone()));
+                            }
+                        }
                     }
                     None => {
                         // Refused: a clear error, with the code for bad input (a value

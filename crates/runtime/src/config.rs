@@ -33,6 +33,10 @@ pub struct RuntimeConfig {
     /// Time one run's CPU-heavy work may spend on the workers, in ms, summed over the
     /// run; past it the work stops and the task fails saying so. Default: 300000.
     pub cpu_budget_ms: u64,
+    /// How long a new task's first message is remembered, in seconds: the same owner
+    /// sending a message with the same `messageId` within it gets the task that message
+    /// created, not a second one. 0: off. Default: 86400 (24 h).
+    pub dedup_window_s: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -46,6 +50,7 @@ impl Default for RuntimeConfig {
             actor_call_timeout_ms: 30_000,
             cpu_workers: 0,
             cpu_budget_ms: 300_000,
+            dedup_window_s: 86_400,
         }
     }
 }
@@ -66,6 +71,10 @@ impl RuntimeConfig {
 
     pub(crate) fn cpu_budget(&self) -> Duration {
         Duration::from_millis(self.cpu_budget_ms)
+    }
+
+    pub(crate) fn dedup_window(&self) -> Duration {
+        Duration::from_secs(self.dedup_window_s)
     }
 
     pub(crate) fn call_timeout(&self) -> Duration {

@@ -3,6 +3,7 @@
 //! subscribing, and shutting down. Built by `Runtime::builder()` (`builder`).
 
 mod builder;
+mod dedup;
 mod submit;
 
 use std::collections::HashMap;
@@ -49,6 +50,8 @@ struct Inner {
     cpu: Arc<CpuPool>,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
+    /// First messages whose task is being created (idempotent submission).
+    claims: Arc<dedup::Claims>,
     /// Recovery's queues of tasks to resume as slots free up (stopped at shutdown).
     resumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
     /// Observed while the runtime lives.

@@ -114,6 +114,26 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
+/// A new task's first message, as the stores index it (see [`TaskStore::created_by`]):
+/// its owner and message id, and when the task was created; `None` for a write that does
+/// not create a task.
+pub(crate) fn first_message<'a>(
+    record: &'a TaskRecord,
+    events: &'a [TaskEvent],
+) -> Option<(Option<&'a str>, &'a str, DateTime<Utc>)> {
+    events.iter().find_map(|event| match &event.kind {
+        crate::model::TaskEventKind::Created(task) => {
+            let first = task.history.first()?;
+            Some((
+                record.owner.as_deref(),
+                first.message_id.as_str(),
+                task.status.timestamp,
+            ))
+        }
+        _ => None,
+    })
+}
+
 /// A task as stored: the A2A task plus what the runtime needs to run and recover it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -227,6 +247,17 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// The stored task, if any.
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// The task `owner` created with a first message whose id is `message_id`, and
+    /// when (its creation's timestamp): a store indexes every new task's first message
+    /// by its owner (the write whose events hold `Created`), for idempotent submission.
+    /// An entry may outlive a task that a crash kept from being stored; the runtime
+    /// reads the task before it trusts the entry.
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError>;
 
     /// Up to `limit` events of the task with `seq > after_seq`, in order.
     async fn events(

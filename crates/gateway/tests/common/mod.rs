@@ -318,7 +318,10 @@ pub fn message(text: &str, data: Value) -> Value {
     if !data.is_null() {
         parts.push(json!({"data": data}));
     }
-    json!({"messageId": format!("m-{text}-{}", std::process::id()), "role": "ROLE_USER", "parts": parts})
+    // Each message its own id: one sent again is a retry, answered with its task.
+    static SENT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    json!({"messageId": format!("m-{text}-{n}"), "role": "ROLE_USER", "parts": parts})
 }
 
 /// SSE text to `(id, data)` pairs; every `data:` line must be one JSON document.

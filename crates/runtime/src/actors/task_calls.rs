@@ -21,6 +21,11 @@ impl TaskActorState {
         message: Message,
         reply: RpcReplyPort<Result<TaskSnapshot, RuntimeError>>,
     ) {
+        // Delivered already (a retry racing the first): the task as it stands.
+        if self.journal.task().has_user_message(&message.message_id) {
+            let _ = reply.send(Ok(self.journal.snapshot()));
+            return;
+        }
         let state = self.journal.state();
         let id = self.journal.task().id.clone();
         if state.is_terminal() {

@@ -136,6 +136,7 @@ impl RuntimeBuilder {
             slots,
             cpu,
             live: live_watch,
+            claims: Arc::default(),
             recovery: std::sync::OnceLock::new(),
             resumers: std::sync::Mutex::default(),
             _gauges: gauges,

@@ -9,6 +9,7 @@ use std::pin::Pin;
 
 use futures::StreamExt;
 
+use super::dedup::{Claim, Found};
 use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
 use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
@@ -60,7 +61,7 @@ impl IntoFuture for Submission {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let (accepted, _) = self.handle.accept(self.request, Told::AtOnce).await?;
+            let (accepted, _, _) = self.handle.accept(self.request, Told::AtOnce).await?;
             Ok(accepted)
         })
     }
@@ -73,7 +74,7 @@ impl Submission {
     /// subscribing afterwards).
     pub async fn follow(self) -> Result<Following, RuntimeError> {
         let handle = self.handle;
-        let (accepted, attached) = handle.accept(self.request, Told::EachEvent).await?;
+        let (accepted, attached, _) = handle.accept(self.request, Told::EachEvent).await?;
         let id = &accepted.task.id;
         let events = handle.event_stream(id, accepted.seq, Durable::EachEvent, attached);
         Ok(Following { accepted, events })
@@ -85,12 +86,13 @@ impl Submission {
     /// be stored yet (it is stored with its skill's first step): tell its id, not more.
     pub async fn wait(self) -> Result<Waiting, RuntimeError> {
         let handle = self.handle;
-        let (accepted, attached) = handle.accept(self.request, Told::Outcome).await?;
+        let (accepted, attached, claim) = handle.accept(self.request, Told::Outcome).await?;
         let id = &accepted.task.id;
         let events = handle.event_stream(id, accepted.seq, Durable::CallerSettles, attached);
         Ok(Waiting {
             following: Following { accepted, events },
             handle,
+            _claim: claim,
         })
     }
 }
@@ -148,6 +150,9 @@ impl Following {
 pub struct Waiting {
     following: Following,
     handle: RuntimeHandle,
+    /// Held until the outcome is in (the task is stored by then): duplicates of its
+    /// first message wait for it.
+    _claim: Option<Claim>,
 }
 
 impl std::fmt::Debug for Waiting {
@@ -203,7 +208,7 @@ impl RuntimeHandle {
         &self,
         request: SubmitRequest,
         told: Told,
-    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
+    ) -> Result<(TaskSnapshot, Option<Attached>, Option<Claim>), RuntimeError> {
         if !self.is_accepting() {
             return Err(RuntimeError::Unavailable(
                 "the runtime is shutting down".into(),
@@ -219,10 +224,21 @@ impl RuntimeHandle {
         if let Some(context) = &message.context_id {
             validate_context_id(context)?;
         }
-        match message.task_id.clone() {
-            Some(task_id) => Ok((self.follow_up(task_id, request, told).await?, None)),
-            None => self.create(request, told).await,
+        if let Some(task_id) = message.task_id.clone() {
+            return Ok((self.follow_up(task_id, request, told).await?, None, None));
         }
+        // The same first message from the same owner: the task it created.
+        let owner = request.owner.as_deref();
+        let mut claim = match self.first_message(owner, &message.message_id).await? {
+            Found::Existing(existing) => return Ok((*existing, None, None)),
+            Found::New(claim) => claim,
+        };
+        let (created, attached) = self.create(request, told).await?;
+        claim.created(&created.task.id);
+        // Duplicates learn of the task once it can be read: at once, unless its first
+        // commit waits for its skill's first step (then once its outcome is in).
+        let claim = (told == Told::Outcome).then_some(claim);
+        Ok((created, attached, claim))
     }
 
     async fn create(
@@ -287,6 +303,13 @@ impl RuntimeHandle {
             });
         }
         self.authorize(&record.skill, &request.grants)?;
+        // Sent already (a retry): the task as it stands, the message not delivered again.
+        if record.task.has_user_message(&request.message.message_id) {
+            return Ok(TaskSnapshot {
+                task: record.task,
+                seq: record.last_seq,
+            });
+        }
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::TaskTerminal { id: task_id, state });

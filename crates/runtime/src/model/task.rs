@@ -187,6 +187,13 @@ impl Task {
         }
     }
 
+    /// Whether a user's message with this id is in the history (sent already).
+    pub fn has_user_message(&self, message_id: &str) -> bool {
+        self.history
+            .iter()
+            .any(|m| m.role == Role::User && m.message_id == message_id)
+    }
+
     /// A copy with at most the `n` most recent history messages (`historyLength`).
     pub fn with_history_limit(mut self, n: Option<usize>) -> Task {
         if let Some(n) = n {

@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use super::index::{IndexEntry, plan_page};
 use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
-use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore};
+use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore, first_message};
 use crate::model::{TaskEvent, TaskId};
 
 /// Keeps everything in memory; loses everything when dropped.
@@ -26,6 +27,8 @@ struct Inner {
     events: BTreeMap<TaskId, Vec<TaskEvent>>,
     /// Newest-first listing walks this in reverse.
     index: BTreeMap<(i64, TaskId), IndexEntry>,
+    /// Tasks by their owner and first message (`TaskStore::created_by`).
+    created: BTreeMap<(Option<String>, String), (TaskId, DateTime<Utc>)>,
 }
 
 impl MemoryStore {
@@ -63,8 +66,21 @@ impl TaskStore for MemoryStore {
             .entry(id.clone())
             .or_default()
             .extend(events.iter().cloned());
+        if let Some((owner, message_id, at)) = first_message(record, events) {
+            let key = (owner.map(str::to_owned), message_id.to_owned());
+            inner.created.insert(key, (id.clone(), at));
+        }
         inner.records.insert(id, record.clone());
         Ok(())
+    }
+
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError> {
+        let key = (owner.map(str::to_owned), message_id.to_owned());
+        Ok(self.lock().created.get(&key).cloned())
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {

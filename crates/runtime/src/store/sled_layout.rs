@@ -9,6 +9,7 @@
 //! | `C` context id `\0` update ms task id  | `IndexEntry` of a terminal task |
 //! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
+//! | `D` owner (u32 BE length, `u32::MAX`: none, then its bytes) first message id | when the task was created (i64 BE ms), then its id: the task this owner created with this first message (`TaskStore::created_by`); written before the task's commit point, so an entry may name a task a crash kept out |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
@@ -74,6 +75,42 @@ pub(super) const STORE_FORMAT: u64 = 4;
 
 pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()
+}
+
+/// The key of the task `owner` created with first message `message_id`.
+pub(super) fn created_key(owner: Option<&str>, message_id: &str) -> Vec<u8> {
+    let mut key = vec![b'D'];
+    match owner {
+        Some(owner) => {
+            let len = u32::try_from(owner.len()).unwrap_or(u32::MAX - 1);
+            key.extend_from_slice(&len.to_be_bytes());
+            key.extend_from_slice(owner.as_bytes());
+        }
+        None => key.extend_from_slice(&u32::MAX.to_be_bytes()),
+    }
+    key.extend_from_slice(message_id.as_bytes());
+    key
+}
+
+/// A `D` value: when the task was created, and its id.
+pub(super) fn encode_created(id: &TaskId, at: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
+    [
+        &at.timestamp_millis().to_be_bytes()[..],
+        id.as_str().as_bytes(),
+    ]
+    .concat()
+}
+
+/// A `D` value read back.
+pub(super) fn decode_created(
+    bytes: &[u8],
+) -> Result<(TaskId, chrono::DateTime<chrono::Utc>), StoreError> {
+    let damaged = || StoreError::Codec("a first-message entry is damaged".into());
+    let (ms, id) = bytes.split_at_checked(8).ok_or_else(damaged)?;
+    let ms = i64::from_be_bytes(ms.try_into().map_err(|_| damaged())?);
+    let at = chrono::DateTime::from_timestamp_millis(ms).ok_or_else(damaged)?;
+    let id = std::str::from_utf8(id).map_err(|_| damaged())?;
+    Ok((TaskId::from(id), at))
 }
 
 pub(super) fn active_key(id: &TaskId) -> Vec<u8> {

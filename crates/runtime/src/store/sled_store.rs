@@ -59,9 +59,12 @@ use super::log_sync::LogSync;
 use super::positions::{Positions, Turns};
 use super::sled_commit::Encoded;
 use super::sled_layout::{
-    CLEAN_MARKER, Header, context_prefix, decode_entry, decode_events, event_key, task_key,
+    CLEAN_MARKER, Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
+    encode_created, event_key, task_key,
 };
-use super::{ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore};
+use super::{
+    ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore, first_message,
+};
 use crate::model::{TaskEvent, TaskId};
 
 /// sled's page cache by default (sled's own default is 1 GiB).
@@ -174,6 +177,11 @@ impl TaskStore for SledStore {
         let encoded = Encoded::new(record, events)?;
         let _writing = self.begin_write();
         let _turn = self.writers.turn(record.id());
+        // Before the commit point: an entry without its task is read as none.
+        if let Some((owner, message_id, at)) = first_message(record, events) {
+            let value = encode_created(record.id(), at);
+            self.db.insert(created_key(owner, message_id), value)?;
+        }
         let applied = self.apply(&encoded, expected_version);
         if applied.is_err() {
             // A write may have failed after the commit point: read the position from
@@ -189,6 +197,15 @@ impl TaskStore for SledStore {
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         self.read_task(id)
+    }
+
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, chrono::DateTime<chrono::Utc>)>, StoreError> {
+        let entry = self.db.get(created_key(owner, message_id))?;
+        entry.map(|bytes| decode_created(&bytes)).transpose()
     }
 
     async fn events(

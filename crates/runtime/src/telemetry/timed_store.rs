@@ -108,6 +108,14 @@ impl TaskStore for TimedStore {
         self.inner.get(id).await
     }
 
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, chrono::DateTime<chrono::Utc>)>, StoreError> {
+        self.inner.created_by(owner, message_id).await
+    }
+
     async fn events(
         &self,
         id: &TaskId,

@@ -29,6 +29,32 @@ where
     active_lists_only_unfinished(name, &*fresh().await).await;
     several_events_commit_together(name, &*fresh().await).await;
     run_inputs_and_checkpoints_read_back(name, &*fresh().await).await;
+    first_messages_are_found_by_their_owner(name, &*fresh().await).await;
+}
+
+/// A new task's first message is found by its owner and id (and by nobody else's), with
+/// the task's creation time; later commits leave it be.
+pub async fn first_messages_are_found_by_their_owner(name: &str, store: &dyn TaskStore) {
+    let r = record("t1", "c1", TaskState::Submitted, 1_000, "ann");
+    let first = r.task.history[0].message_id.clone();
+    assert_eq!(
+        store.created_by(Some("ann"), &first).await.unwrap(),
+        None,
+        "{name}"
+    );
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    advance(store, "t1", TaskState::Working, 2_000).await;
+    let found = store.created_by(Some("ann"), &first).await.unwrap();
+    let at = Utc.timestamp_millis_opt(1_000).unwrap();
+    assert_eq!(found, Some((TaskId::from("t1"), at)), "{name}");
+    for (owner, id) in [
+        (Some("bob"), first.as_str()),
+        (None, &first),
+        (Some("ann"), "other"),
+    ] {
+        let found = store.created_by(owner, id).await.unwrap();
+        assert_eq!(found, None, "{name}: {owner:?} {id}");
+    }
 }
 
 /// A record's run inputs (the message its run started from, the messages queued for

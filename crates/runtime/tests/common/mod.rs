@@ -219,6 +219,17 @@ macro_rules! store_with_own_writes {
                 self.$inner.get(id).await
             }
 
+            async fn created_by(
+                &self,
+                owner: Option<&str>,
+                message_id: &str,
+            ) -> Result<
+                Option<(fundi_runtime::TaskId, chrono::DateTime<chrono::Utc>)>,
+                fundi_runtime::store::StoreError,
+            > {
+                self.$inner.created_by(owner, message_id).await
+            }
+
             async fn events(
                 &self,
                 id: &fundi_runtime::TaskId,

@@ -1,0 +1,172 @@
+//! Idempotent submission: a new task's first message sent again by the same owner
+//! (the same `messageId`, within `runtime.dedup-window-s`) gets the task it created, not
+//! a second one. The store answers for messages whose task it holds (across restarts);
+//! a claim answers for one being created in this process, so that duplicates sent at
+//! the same time make exactly one task.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use tokio::sync::watch;
+
+use super::RuntimeHandle;
+use crate::error::RuntimeError;
+use crate::model::TaskId;
+use crate::requests::TaskSnapshot;
+
+/// Who sent which message id.
+type Key = (Option<String>, String);
+
+/// The messages whose task this process is creating; each waiter learns the task's id
+/// once it can be read (or that its creation failed: the channel closes empty).
+#[derive(Default)]
+pub(super) struct Claims {
+    pending: Mutex<HashMap<Key, watch::Receiver<Option<TaskId>>>>,
+}
+
+/// What a submission of a first message found.
+pub(super) enum Found {
+    /// The task an earlier submission created (boxed: the rare case).
+    Existing(Box<TaskSnapshot>),
+    /// None: this submission creates the task and tells the others through the claim.
+    New(Claim),
+}
+
+/// A submission's claim on its message: dropped, it tells the waiting duplicates the
+/// task's id (if one was set) and lets go.
+pub(super) struct Claim {
+    claims: Option<Arc<Claims>>,
+    key: Key,
+    task: watch::Sender<Option<TaskId>>,
+    id: Option<TaskId>,
+}
+
+impl Claim {
+    /// A claim that claims nothing (deduplication is off).
+    fn none() -> Claim {
+        Claim {
+            claims: None,
+            key: (None, String::new()),
+            task: watch::channel(None).0,
+            id: None,
+        }
+    }
+
+    /// The task this submission created: told to the duplicates when the claim drops
+    /// (once it can be read).
+    pub(super) fn created(&mut self, id: &TaskId) {
+        self.id = Some(id.clone());
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let Some(claims) = self.claims.take() else {
+            return;
+        };
+        if let Some(id) = self.id.take() {
+            self.task.send_replace(Some(id));
+        }
+        let mut pending = claims.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending
+            .get(&self.key)
+            .is_some_and(|mine| mine.same_channel(&self.task.subscribe()))
+        {
+            pending.remove(&self.key);
+        }
+    }
+}
+
+impl RuntimeHandle {
+    /// The task an earlier submission of this first message created, or a claim for
+    /// this one to create it. Waits while another submission of it is being created.
+    pub(super) async fn first_message(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Found, RuntimeError> {
+        let window = self.inner.config.dedup_window();
+        if window.is_zero() {
+            return Ok(Found::New(Claim::none()));
+        }
+        let key: Key = (owner.map(str::to_owned), message_id.to_owned());
+        loop {
+            let mut theirs = match self.claim(&key) {
+                Ok(claim) => {
+                    return match self.stored_first_message(&key, window).await? {
+                        Some(existing) => Ok(Found::Existing(Box::new(existing))),
+                        None => Ok(Found::New(claim)),
+                    };
+                }
+                Err(theirs) => theirs,
+            };
+            // Another submission of it is under way: its task, once it can be read; if
+            // its creation failed, claim it again.
+            let id = match theirs.wait_for(Option::is_some).await {
+                Ok(id) => id.clone(),
+                Err(_) => None,
+            };
+            if let Some(id) = id {
+                return self
+                    .snapshot_of(&id, owner)
+                    .await
+                    .map(|s| Found::Existing(Box::new(s)));
+            }
+        }
+    }
+
+    /// Claims `key` for this submission, or the claim of the submission that has it.
+    fn claim(&self, key: &Key) -> Result<Claim, watch::Receiver<Option<TaskId>>> {
+        let claims = &self.inner.claims;
+        let mut pending = claims.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(theirs) = pending.get(key) {
+            return Err(theirs.clone());
+        }
+        let (task, receiver) = watch::channel(None);
+        pending.insert(key.clone(), receiver);
+        Ok(Claim {
+            claims: Some(claims.clone()),
+            key: key.clone(),
+            task,
+            id: None,
+        })
+    }
+
+    /// The stored task created by this first message within the window, if any.
+    async fn stored_first_message(
+        &self,
+        (owner, message_id): &Key,
+        window: std::time::Duration,
+    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
+        let store = &self.inner.store;
+        let Some((id, at)) = store.created_by(owner.as_deref(), message_id).await? else {
+            return Ok(None);
+        };
+        let age = Utc::now()
+            .signed_duration_since(at)
+            .to_std()
+            .unwrap_or_default();
+        if age > window {
+            return Ok(None);
+        }
+        match self.snapshot_of(&id, owner.as_deref()).await {
+            Ok(snapshot) => Ok(Some(snapshot)),
+            // Indexed, but the task is not there (a crash before its commit point).
+            Err(RuntimeError::TaskNotFound(_)) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn snapshot_of(
+        &self,
+        id: &TaskId,
+        owner: Option<&str>,
+    ) -> Result<TaskSnapshot, RuntimeError> {
+        let record = self.visible_record(id, owner).await?;
+        Ok(TaskSnapshot {
+            task: record.task,
+            seq: record.last_seq,
+        })
+    }
+}

@@ -1,0 +1,232 @@
+//! Idempotent submission: a message sent again (the same `messageId`, by the same
+//! owner) gets the task it made or went into, never a second task nor a second
+//! delivery; sequentially, concurrently, through every way of submitting, and across a
+//! restart. Another owner's message with the same id is independent.
+
+mod common;
+
+use std::time::Duration;
+
+use chrono::Utc;
+use common::*;
+use fundi_runtime::store::{RunInputs, TaskRecord, TaskStore};
+use fundi_runtime::testing::open_sled;
+use fundi_runtime::{
+    ContextId, Message, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, Task, TaskEvent,
+    TaskEventKind, TaskId, TaskState, TaskStatus,
+};
+use serde_json::{Value, json};
+
+async fn start(skill: &Scripted, store: Option<SledOrMemory<'_>>) -> RuntimeHandle {
+    let builder = Runtime::builder().skill(skill.clone());
+    let builder = match store {
+        Some(SledOrMemory::Sled(dir)) => builder.store(open_sled(dir).await),
+        Some(SledOrMemory::Config(config)) => builder.config(config),
+        None => builder,
+    };
+    builder.start().await.unwrap()
+}
+
+enum SledOrMemory<'a> {
+    Sled(&'a std::path::Path),
+    Config(RuntimeConfig),
+}
+
+/// A request for `message` on behalf of `owner`.
+fn from(owner: &str, message: &Message) -> SubmitRequest {
+    let mut request = SubmitRequest::new(message.clone());
+    request.owner = Some(owner.into());
+    request
+}
+
+fn ask(text: &str) -> Message {
+    message(text, json!({"ask": true}))
+}
+
+fn to_task(task: &TaskId, text: &str) -> Message {
+    let mut message = message(text, Value::Null);
+    message.task_id = Some(task.clone());
+    message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_sent_again_gets_its_task_and_runs_nothing_twice() {
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, None).await;
+    let first = ask("once");
+    let task = rt.submit(from("ann", &first)).await.unwrap().task;
+    let asked = wait_for_state(&rt, &task.id, TaskState::InputRequired).await;
+
+    let again = rt.submit(from("ann", &first)).await.unwrap();
+    assert_eq!(again.task.id, task.id, "the same task");
+    assert_eq!(again.task.status.state, TaskState::InputRequired);
+    assert_eq!(
+        again.task.history.len(),
+        asked.history.len(),
+        "nothing added"
+    );
+    let followed = rt.submit(from("ann", &first)).follow().await.unwrap();
+    assert_eq!(
+        followed.accepted.task.id, task.id,
+        "a stream attaches to it"
+    );
+
+    // Another owner's message with the same id is theirs alone.
+    let bob = rt.submit(from("bob", &first)).await.unwrap().task;
+    assert_ne!(bob.id, task.id);
+    wait_for_state(&rt, &bob.id, TaskState::InputRequired).await;
+    assert_eq!(skill.started(), ["once", "once"], "one run each");
+
+    // The answer, sent twice: delivered once, the task as it stands the second time.
+    let answer = to_task(&task.id, "yes");
+    let waited = rt.submit(from("ann", &answer)).wait().await.unwrap();
+    let is_done = |e: &TaskEvent| e.status().is_some_and(|s| s.state.is_terminal());
+    let done = waited.outcome(is_done).await.unwrap().unwrap().task;
+    assert_eq!(status_text(&done), "done: yes");
+    let again = rt.submit(from("ann", &answer)).await.unwrap().task;
+    assert_eq!(
+        again.status.state,
+        TaskState::Completed,
+        "not refused as ended"
+    );
+    assert_eq!(again.history.len(), done.history.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_sent_at_once_make_exactly_one_task_whichever_way_they_are_sent() {
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, None).await;
+    let first = message("burst", json!({"gate": true}));
+    let sends: Vec<_> = (0..24)
+        .map(|i| {
+            let (rt, request) = (rt.clone(), from("ann", &first));
+            tokio::spawn(async move {
+                match i % 3 {
+                    0 => rt.submit(request).await.map(|s| s.task.id),
+                    1 => rt
+                        .submit(request)
+                        .follow()
+                        .await
+                        .map(|f| f.accepted.task.id),
+                    _ => {
+                        let waiting = rt.submit(request).wait().await?;
+                        Ok(waiting.accepted().task.id.clone())
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for send in sends {
+        ids.push(send.await.unwrap().unwrap());
+    }
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "one task: {ids:?}");
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &ids[0], TaskState::Completed).await;
+    assert_eq!(skill.started(), ["burst"], "one run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_copies_of_a_message_to_a_task_are_delivered_once() {
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, None).await;
+    let task = rt.submit(from("ann", &ask("q"))).await.unwrap().task;
+    wait_for_state(&rt, &task.id, TaskState::InputRequired).await;
+    let answer = to_task(&task.id, "a");
+    let sends: Vec<_> = (0..12)
+        .map(|_| {
+            let (rt, request) = (rt.clone(), from("ann", &answer));
+            tokio::spawn(async move { rt.submit(request).await.map(drop) })
+        })
+        .collect();
+    for send in sends {
+        send.await.unwrap().unwrap();
+    }
+    let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
+    let answers = done.history.iter().filter(|m| m.text() == "a").count();
+    assert_eq!(answers, 1, "{:?}", done.history);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_is_remembered_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let first = message("durable", Value::Null);
+    let task = rt.submit(from("ann", &first)).await.unwrap().task;
+    wait_for_state(&rt, &task.id, TaskState::Completed).await;
+    rt.shutdown(Duration::from_secs(5)).await;
+    drop(rt);
+
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let again = rt.submit(from("ann", &first)).await.unwrap().task;
+    assert_eq!(again.id, task.id);
+    assert_eq!(again.status.state, TaskState::Completed);
+    assert!(skill.started().is_empty(), "nothing ran again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_new_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = message("old", Value::Null);
+    {
+        // A task this owner created with that message two days ago.
+        let store = open_sled(dir.path()).await;
+        let created = Utc::now() - chrono::Duration::days(2);
+        let mut task = Task::new(
+            TaskId::from("old-task"),
+            ContextId::from("c"),
+            TaskState::Completed,
+        );
+        task.status = TaskStatus {
+            state: TaskState::Completed,
+            message: None,
+            timestamp: created,
+        };
+        task.history = vec![first.clone()];
+        let record = TaskRecord {
+            task: task.clone(),
+            version: 1,
+            last_seq: 1,
+            skill: "scripted".into(),
+            owner: Some("ann".into()),
+            checkpoint: None,
+            trace: None,
+            inputs: RunInputs::default(),
+        };
+        let event = TaskEvent {
+            seq: 1,
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            kind: TaskEventKind::Created(task),
+        };
+        store.commit(&record, 0, &[event]).await.unwrap();
+        let found = store
+            .created_by(Some("ann"), &first.message_id)
+            .await
+            .unwrap();
+        assert_eq!(found.map(|(id, _)| id), Some(TaskId::from("old-task")));
+    }
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let fresh = rt.submit(from("ann", &first)).await.unwrap().task;
+    assert_ne!(
+        fresh.id,
+        TaskId::from("old-task"),
+        "past the window: a new task"
+    );
+    rt.shutdown(Duration::ZERO).await;
+
+    let config = RuntimeConfig {
+        dedup_window_s: 0,
+        ..RuntimeConfig::default()
+    };
+    let rt = start(&skill, Some(SledOrMemory::Config(config))).await;
+    let first = message("twice", Value::Null);
+    let one = rt.submit(from("ann", &first)).await.unwrap().task;
+    let two = rt.submit(from("ann", &first)).await.unwrap().task;
+    assert_ne!(one.id, two.id, "deduplication off");
+}
