@@ -90,16 +90,19 @@ impl RuntimeHandle {
         if window.is_zero() {
             return Ok(Found::New(Claim::none()));
         }
-        let key: Key = (owner.map(str::to_owned), message_id.to_owned());
+        let mut key: Key = (owner.map(str::to_owned), message_id.to_owned());
         loop {
-            let mut theirs = match self.claim(&key) {
+            let mut theirs = match self.claim(key) {
                 Ok(claim) => {
-                    return match self.stored_first_message(&key, window).await? {
+                    return match self.stored_first_message(&claim.key, window).await? {
                         Some(existing) => Ok(Found::Existing(Box::new(existing))),
                         None => Ok(Found::New(claim)),
                     };
                 }
-                Err(theirs) => theirs,
+                Err((back, theirs)) => {
+                    key = back;
+                    theirs
+                }
             };
             // Another submission of it is under way: its task, once it can be read; if
             // its creation failed, claim it again.
@@ -108,26 +111,26 @@ impl RuntimeHandle {
                 Err(_) => None,
             };
             if let Some(id) = id {
-                return self
-                    .snapshot_of(&id, owner)
-                    .await
-                    .map(|s| Found::Existing(Box::new(s)));
+                let existing = self.snapshot_of(&id, owner).await?;
+                return Ok(Found::Existing(Box::new(existing)));
             }
         }
     }
 
-    /// Claims `key` for this submission, or the claim of the submission that has it.
-    fn claim(&self, key: &Key) -> Result<Claim, watch::Receiver<Option<TaskId>>> {
+    /// Claims `key` for this submission, or gives it back with the claim of the
+    /// submission that has it.
+    fn claim(&self, key: Key) -> Result<Claim, (Key, watch::Receiver<Option<TaskId>>)> {
         let claims = &self.inner.claims;
         let mut pending = claims.pending.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(theirs) = pending.get(key) {
-            return Err(theirs.clone());
+        if let Some(theirs) = pending.get(&key) {
+            let theirs = theirs.clone();
+            return Err((key, theirs));
         }
         let (task, receiver) = watch::channel(None);
         pending.insert(key.clone(), receiver);
         Ok(Claim {
             claims: Some(claims.clone()),
-            key: key.clone(),
+            key,
             task,
             id: None,
         })

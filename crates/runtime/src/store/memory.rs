@@ -27,9 +27,13 @@ struct Inner {
     events: BTreeMap<TaskId, Vec<TaskEvent>>,
     /// Newest-first listing walks this in reverse.
     index: BTreeMap<(i64, TaskId), IndexEntry>,
-    /// Tasks by their owner and first message (`TaskStore::created_by`).
-    created: BTreeMap<(Option<String>, String), (TaskId, DateTime<Utc>)>,
+    /// Tasks by their first message's id, then owner (`TaskStore::created_by`; keyed by
+    /// the id alone, so that a lookup allocates no key).
+    created: BTreeMap<String, Vec<CreatedBy>>,
 }
+
+/// A task's owner, id and creation time, under its first message's id.
+type CreatedBy = (Option<String>, TaskId, DateTime<Utc>);
 
 impl MemoryStore {
     /// An empty store.
@@ -67,8 +71,9 @@ impl TaskStore for MemoryStore {
             .or_default()
             .extend(events.iter().cloned());
         if let Some((owner, message_id, at)) = first_message(record, events) {
-            let key = (owner.map(str::to_owned), message_id.to_owned());
-            inner.created.insert(key, (id.clone(), at));
+            let owners = inner.created.entry(message_id.to_owned()).or_default();
+            owners.retain(|(o, _, _)| o.as_deref() != owner);
+            owners.push((owner.map(str::to_owned), id.clone(), at));
         }
         inner.records.insert(id, record.clone());
         Ok(())
@@ -79,8 +84,10 @@ impl TaskStore for MemoryStore {
         owner: Option<&str>,
         message_id: &str,
     ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError> {
-        let key = (owner.map(str::to_owned), message_id.to_owned());
-        Ok(self.lock().created.get(&key).cloned())
+        let inner = self.lock();
+        let owners = inner.created.get(message_id).into_iter().flatten();
+        let found = owners.into_iter().find(|(o, _, _)| o.as_deref() == owner);
+        Ok(found.map(|(_, id, at)| (id.clone(), *at)))
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
