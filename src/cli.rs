@@ -35,6 +35,9 @@ pub(crate) struct ServeArgs {
     /// sled directory (overrides store.path).
     #[arg(long)]
     pub(crate) data_dir: Option<PathBuf>,
+    /// Log lines as `text` or `json` (overrides log.format).
+    #[arg(long, value_enum)]
+    pub(crate) log_format: Option<fundi::telemetry::LogFormat>,
 }
 
 #[derive(Debug, Args)]

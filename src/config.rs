@@ -13,7 +13,7 @@ use fundi_runtime::RuntimeConfig;
 use fundi_skills::{A11yConfig, EchoConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::telemetry::TelemetryConfig;
+use crate::telemetry::{LogFormat, TelemetryConfig};
 
 /// The file read when `--config` is not given (if it exists).
 pub const DEFAULT_CONFIG_PATH: &str = "config/fundi.toml";
@@ -143,12 +143,16 @@ pub struct LogConfig {
     /// A tracing filter, e.g. `info` or `fundi_runtime=debug,info`; `RUST_LOG`, when
     /// set, wins. Default: info.
     pub filter: String,
+    /// `text` (colours only on a terminal) or `json` (one object per line, for log
+    /// collectors). Default: text.
+    pub format: LogFormat,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
             filter: "info".into(),
+            format: LogFormat::Text,
         }
     }
 }

@@ -24,7 +24,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     // The flags may have moved the bind address: check again.
     config.validate()?;
-    let telemetry = telemetry::init(config.telemetry.clone(), config.log.filter.clone()).await?;
+    if let Some(format) = args.log_format {
+        config.log.format = format;
+    }
+    let (filter, format) = (config.log.filter.clone(), config.log.format);
+    let telemetry = telemetry::init(config.telemetry.clone(), filter, format).await?;
 
     let bind = config.server.bind;
     if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
@@ -38,10 +42,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let stop = shutdown_signal().context("installing the signal handlers")?;
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
+    let store = describe_store(&config.store);
     let server = Server::builder()
         .config(config)
         .routes(telemetry.routes())
-        .on_started(move |_| {
+        .on_started(move |runtime| {
+            println!("fundi store: {store}");
+            let skills: Vec<&str> = runtime.skills().iter().map(|c| c.id.as_str()).collect();
+            println!("fundi skills: {}", skills.join(", "));
             // Tests and scripts read this line to find the port when binding port 0.
             println!("fundi listening on http://{local}");
         })
@@ -58,6 +66,25 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let logs = telemetry.shutdown(TELEMETRY_FLUSH).await;
     drop(logs);
     Ok(())
+}
+
+/// The store in a few words, for the console.
+fn describe_store(store: &fundi::config::StoreConfig) -> String {
+    use fundi::config::{DurabilityMode, StoreKind};
+    match (store.kind, store.durability) {
+        (StoreKind::Memory, _) => "memory (nothing is kept after the process ends)".into(),
+        (StoreKind::Sled, DurabilityMode::Sync) => {
+            format!(
+                "sled in {} (sync: on disk before anyone is told)",
+                store.path.display()
+            )
+        }
+        (StoreKind::Sled, DurabilityMode::Batched) => format!(
+            "sled in {} (batched: up to {} ms of changes lost in a crash)",
+            store.path.display(),
+            store.flush_window_ms
+        ),
+    }
 }
 
 /// Longest the last spans and metrics may take to be exported at exit.

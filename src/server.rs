@@ -41,6 +41,15 @@ pub enum ServerError {
     /// push delivery).
     #[error("invalid configuration: {0}")]
     Setup(#[from] fundi_gateway::SetupError),
+    /// Another process (another fundi) holds the store's directory.
+    #[error(
+        "another fundi is using the data directory {path} (its store is locked): stop \
+         that one, or give this one another --data-dir"
+    )]
+    DataDirInUse {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// The store could not be opened.
     #[error("opening the store in {path}: {source}")]
     OpenStore {
@@ -262,9 +271,10 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             let cache = store.cache_mb * 1024 * 1024;
             let sled =
                 SledStore::open_with_cache(&store.path, durability, cache).map_err(|source| {
-                    ServerError::OpenStore {
-                        path: store.path.clone(),
-                        source,
+                    let path = store.path.clone();
+                    match source.is_locked() {
+                        true => ServerError::DataDirInUse { path },
+                        false => ServerError::OpenStore { path, source },
                     }
                 })?;
             let sled = Arc::new(sled);

@@ -39,7 +39,8 @@ pub struct TelemetryConfig {
     pub trace_batch_delay_ms: u64,
     /// Longest one OTLP export may take, in ms. Default: 5000.
     pub export_timeout_ms: u64,
-    /// Which spans are exported (a tracing filter). Default: info.
+    /// Which spans are exported (a tracing filter). Default: `info`, and the runs'
+    /// progress events (`fundi_runtime::progress=debug`).
     pub trace_filter: String,
     /// Serve Prometheus metrics at `/metrics`. Default: true.
     pub prometheus: bool,
@@ -54,7 +55,9 @@ impl Default for TelemetryConfig {
             metrics_interval_ms: 10_000,
             trace_batch_delay_ms: 2_000,
             export_timeout_ms: 5_000,
-            trace_filter: "info".into(),
+            // A run's progress events are debug (no console line per step), yet kept on
+            // its exported span.
+            trace_filter: format!("info,{}=debug", fundi_runtime::telemetry::PROGRESS_TARGET),
             prometheus: true,
             service_name: "fundi".into(),
         }
@@ -83,6 +86,22 @@ impl TelemetryConfig {
     }
 }
 
+/// How log lines are written (`log.format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines, coloured only when stderr is a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Third-party log lines that mislead an operator, kept out unless the log filter names
+/// their target: html5ever warns "foster parenting not implemented" on every table with
+/// stray content in a page an audit parses (the audit handles such pages).
+const QUIETED: [&str; 1] = ["html5ever=error"];
+
 /// The installed providers, to flush and stop at exit.
 pub struct Telemetry {
     tracer: SdkTracerProvider,
@@ -99,8 +118,12 @@ pub struct Logs {
 
 /// Installs logging (`log_filter`, or `RUST_LOG`) and OpenTelemetry. Runs on the
 /// blocking pool: the OTLP exporters build blocking HTTP clients.
-pub async fn init(config: TelemetryConfig, log_filter: String) -> anyhow::Result<Telemetry> {
-    tokio::task::spawn_blocking(move || install(&config, &log_filter))
+pub async fn init(
+    config: TelemetryConfig,
+    log_filter: String,
+    log_format: LogFormat,
+) -> anyhow::Result<Telemetry> {
+    tokio::task::spawn_blocking(move || install(&config, &log_filter, log_format))
         .await
         .context("installing telemetry")?
 }
@@ -110,7 +133,11 @@ pub async fn init(config: TelemetryConfig, log_filter: String) -> anyhow::Result
 /// `traceparent` onward).
 const CONTEXT_SPANS: [&str; 3] = ["a2a.request", "task", "push.delivery"];
 
-fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemetry> {
+fn install(
+    config: &TelemetryConfig,
+    log_filter: &str,
+    log_format: LogFormat,
+) -> anyhow::Result<Telemetry> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let resource = Resource::builder()
         .with_service_name(config.service_name.clone())
@@ -174,19 +201,35 @@ fn install(config: &TelemetryConfig, log_filter: &str) -> anyhow::Result<Telemet
     let meter = meter.build();
     opentelemetry::global::set_meter_provider(meter.clone());
 
-    let log_filter = match std::env::var("RUST_LOG") {
-        Ok(from_env) => EnvFilter::try_new(from_env).context("RUST_LOG")?,
-        Err(_) => EnvFilter::try_new(log_filter).context("log.filter")?,
+    let (directives, what) = match std::env::var("RUST_LOG") {
+        Ok(from_env) => (from_env, "RUST_LOG"),
+        Err(_) => (log_filter.to_owned(), "log.filter"),
     };
+    let mut log_filter = EnvFilter::try_new(&directives).context(what)?;
+    for quieted in QUIETED {
+        let target = quieted.split('=').next().unwrap_or_default();
+        if !directives.contains(target) {
+            log_filter = log_filter.add_directive(quieted.parse().context("a quieted target")?);
+        }
+    }
     // Not lossy: when the queue is full (a stderr far behind), loggers wait rather than
     // lines being dropped.
     let (stderr, logs_guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
         .thread_name("fundi-log")
         .finish(std::io::stderr());
-    let logs = tracing_subscriber::fmt::layer()
-        .with_writer(stderr)
-        .with_filter(log_filter);
+    let logs = match log_format {
+        LogFormat::Text => {
+            use std::io::IsTerminal;
+            let colour = std::io::stderr().is_terminal();
+            let layer = tracing_subscriber::fmt::layer().with_ansi(colour);
+            layer.with_writer(stderr).with_filter(log_filter).boxed()
+        }
+        LogFormat::Json => {
+            let layer = tracing_subscriber::fmt::layer().json();
+            layer.with_writer(stderr).with_filter(log_filter).boxed()
+        }
+    };
     let exported = EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?;
     // With nothing exported, only the spans that carry a trace onward (from the caller
     // to the stored task and on to webhooks) are worth their cost: the others (store

@@ -22,6 +22,8 @@ pub struct Server {
     pub user_token: String,
     /// That file.
     pub credentials: PathBuf,
+    /// What the server printed on stdout up to and with its "listening" line.
+    pub banner: Vec<String>,
 }
 
 impl Server {
@@ -30,10 +32,12 @@ impl Server {
     pub fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
         let (child, stderr, lines) = spawn(dir, &["--bind", "127.0.0.1:0"], env);
         let deadline = Instant::now() + DEADLINE;
+        let mut banner = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
                 Ok(line) => {
+                    banner.push(line.clone());
                     if let Some(url) = line.strip_prefix("fundi listening on ") {
                         let credentials = dir.join("data").join("credentials.json");
                         // Absent when the test configures tokens itself.
@@ -47,6 +51,7 @@ impl Server {
                             token: file["token"].as_str().unwrap_or_default().to_owned(),
                             user_token: file["userToken"].as_str().unwrap_or_default().to_owned(),
                             credentials,
+                            banner,
                         };
                     }
                 }

@@ -151,7 +151,7 @@ impl SkillContext {
     /// Posts a progress note (the task stays `working`).
     pub async fn status(&self, text: impl Into<String>) -> Result<(), SkillError> {
         let text = text.into();
-        tracing::info!(parent: &self.span, status = %text, "status");
+        tracing::debug!(target: telemetry::PROGRESS_TARGET, parent: &self.span, status = %text, "status");
         self.send(SkillCall::Status {
             message: Message::agent(vec![Part::text(text)]),
             checkpoint: None,
@@ -277,7 +277,13 @@ impl SkillContext {
             0.0
         };
         // A span event per progress report (the run's span shows the skill's progress).
-        tracing::info!(parent: &self.span, progress = fraction, status = %text, "progress");
+        tracing::debug!(
+            target: telemetry::PROGRESS_TARGET,
+            parent: &self.span,
+            progress = fraction,
+            status = %text,
+            "progress"
+        );
         let mut message = Message::agent(vec![Part::text(text)]);
         message.metadata = json!({ "progress": fraction }).as_object().cloned();
         message

@@ -90,6 +90,19 @@ impl StoreError {
         }
     }
 
+    /// Whether opening failed because another process holds the store's directory (sled
+    /// locks it while open, and reports a lock it cannot take as an `Other` I/O error
+    /// that says so, the lock's own error in its text).
+    pub fn is_locked(&self) -> bool {
+        match self {
+            StoreError::Engine(sled::Error::Io(io)) => {
+                io.kind() == std::io::ErrorKind::WouldBlock
+                    || io.to_string().starts_with("could not acquire lock")
+            }
+            _ => false,
+        }
+    }
+
     /// The optimistic-concurrency check every store makes before a write.
     pub(crate) fn check_version(
         task_id: &TaskId,

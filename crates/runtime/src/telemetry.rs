@@ -19,6 +19,12 @@ use crate::model::{TaskId, TaskState};
 /// The instrumentation scope of fundi's metrics.
 pub const METER_NAME: &str = "fundi";
 
+/// The target of a run's progress and status events (`SkillContext::progress`,
+/// `status`...): debug level, so that a console at `info` shows no line per step, while
+/// the run's span still carries them as events where this target is let through (the
+/// server's default `telemetry.trace-filter` does).
+pub const PROGRESS_TARGET: &str = "fundi_runtime::progress";
+
 /// The runtime's instruments. Names are documented in docs/observability.md.
 pub(crate) struct Metrics {
     submissions: Counter<u64>,
