@@ -4,6 +4,12 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+mod print;
+
+use print::{
+    print_dead_letters, print_issues, print_list, print_stream_item, print_task, short_state,
+};
+
 use crate::cli::{ClientCommand, Endpoint, MessageArgs};
 use crate::credentials;
 
@@ -19,10 +25,12 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
                 "configuration": {"returnImmediately": no_wait},
             });
             let result = call(&endpoint, "SendMessage", params).await?;
-            show(&endpoint, &result, |r| print_task(&r["task"]))
+            show(&endpoint, &result, |r| print_task(&r["task"]))?;
+            ended_well(&result["task"]["status"]["state"])
         }
         ClientCommand::Stream { endpoint, message } => {
-            stream(&endpoint, json!({"message": message_json(&message)?})).await
+            let last = stream(&endpoint, json!({"message": message_json(&message)?})).await?;
+            ended_well(&last)
         }
         ClientCommand::Get {
             endpoint,
@@ -65,26 +73,24 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             source,
             status,
         } => {
-            let mut url = reqwest::Url::parse(&format!(
-                "{}/admin/issues",
-                endpoint.url.trim_end_matches('/')
-            ))
-            .context("--url")?;
+            let mut url = reqwest::Url::parse(&format!("{}/admin/issues", base(&endpoint)))
+                .context("--url")?;
             if let Some(source) = &source {
                 url.query_pairs_mut().append_pair("source", source);
             }
             if let Some(status) = &status {
                 url.query_pairs_mut().append_pair("status", status);
             }
-            let result = admin(authed(&endpoint, reqwest::Method::GET, url.as_str())?).await?;
+            let result = admin(
+                &endpoint,
+                authed(&endpoint, reqwest::Method::GET, url.as_str())?,
+            )
+            .await?;
             show(&endpoint, &result, print_issues)
         }
         ClientCommand::DeadLetters { endpoint } => {
-            let url = format!(
-                "{}/admin/push/dead-letters",
-                endpoint.url.trim_end_matches('/')
-            );
-            let result = admin(authed(&endpoint, reqwest::Method::GET, &url)?).await?;
+            let url = format!("{}/admin/push/dead-letters", base(&endpoint));
+            let result = admin(&endpoint, authed(&endpoint, reqwest::Method::GET, &url)?).await?;
             show(&endpoint, &result, print_dead_letters)
         }
         ClientCommand::Replay {
@@ -92,18 +98,60 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             task,
             config,
         } => {
-            let url = format!("{}/admin/push/replay", endpoint.url.trim_end_matches('/'));
+            let url = format!("{}/admin/push/replay", base(&endpoint));
             let request = authed(&endpoint, reqwest::Method::POST, &url)?
                 .json(&json!({"taskId": task, "configId": config}));
-            admin(request).await?;
+            admin(&endpoint, request).await?;
             println!("replaying push config {config} of task {task}");
             Ok(())
         }
     }
 }
 
+/// The server's base URL: `--url` as given, or the JSON-RPC address the agent card
+/// advertises (ending in `/a2a`).
+fn base(endpoint: &Endpoint) -> &str {
+    let url = endpoint.url.trim_end_matches('/');
+    url.strip_suffix("/a2a").unwrap_or(url)
+}
+
 fn rpc_url(endpoint: &Endpoint) -> String {
-    format!("{}/a2a", endpoint.url.trim_end_matches('/'))
+    format!("{}/a2a", base(endpoint))
+}
+
+/// A task that ended failed, rejected or canceled makes the command fail (scripts rely
+/// on the exit status); one that completed, waits for input, or still runs does not.
+fn ended_well(state: &Value) -> anyhow::Result<()> {
+    let state = short_state(state);
+    match state.as_str() {
+        "failed" | "rejected" | "canceled" => bail!("the task ended {state}"),
+        _ => Ok(()),
+    }
+}
+
+/// What to say when the server could not be reached.
+fn unreachable(endpoint: &Endpoint, error: reqwest::Error) -> anyhow::Error {
+    let url = base(endpoint);
+    match error.is_connect() {
+        true => anyhow::anyhow!(
+            "could not connect to {url}: is `fundi serve` running there? (--url or FUNDI_URL \
+             names another server)"
+        ),
+        false => anyhow::Error::new(error).context(format!("reaching {url}")),
+    }
+}
+
+/// A response's JSON body, or an error naming its HTTP status when it has none.
+async fn json_body(response: reqwest::Response) -> anyhow::Result<Value> {
+    let status = response.status();
+    let text = response.text().await.context("reading the answer")?;
+    serde_json::from_str(&text).map_err(|_| {
+        let start: String = text.chars().take(120).collect();
+        anyhow::anyhow!(
+            "the server answered HTTP {status} with something that is not JSON (is --url \
+             a fundi server?): {start}"
+        )
+    })
 }
 
 fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
@@ -199,19 +247,15 @@ async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Resul
         .json(&request(method, params))
         .send()
         .await
-        .with_context(|| format!("reaching {}", endpoint.url))?;
-    let body: Value = response.json().await.context("reading the answer")?;
-    result_of(body)
+        .map_err(|e| unreachable(endpoint, e))?;
+    result_of(json_body(response).await?)
 }
 
 /// An admin request: its JSON answer, or the error it names.
-async fn admin(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-    let response = request.send().await.context("reaching the server")?;
+async fn admin(endpoint: &Endpoint, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    let response = request.send().await.map_err(|e| unreachable(endpoint, e))?;
     let status = response.status();
-    let body: Value = response
-        .json()
-        .await
-        .with_context(|| format!("reading the answer (HTTP {status})"))?;
+    let body = json_body(response).await?;
     if status.is_success() {
         return Ok(body);
     }
@@ -220,51 +264,6 @@ async fn admin(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
         .or_else(|| body["error"].as_str())
         .unwrap_or("error");
     bail!("{message} (HTTP {status})")
-}
-
-fn print_issues(result: &Value) {
-    let issues = result["issues"].as_array().cloned().unwrap_or_default();
-    if issues.is_empty() {
-        println!("no issues");
-    }
-    for issue in issues {
-        println!(
-            "{} [{} {}] {} {}: {} ({}, seen {} times)",
-            issue["fingerprint"]
-                .as_str()
-                .unwrap_or("")
-                .get(..12)
-                .unwrap_or(""),
-            issue["source"].as_str().unwrap_or(""),
-            issue["severity"].as_str().unwrap_or(""),
-            issue["location"].as_str().unwrap_or(""),
-            issue["target"].as_str().unwrap_or(""),
-            issue["title"].as_str().unwrap_or(""),
-            issue["status"].as_str().unwrap_or(""),
-            issue["occurrences"],
-        );
-    }
-}
-
-fn print_dead_letters(result: &Value) {
-    let letters = result["deadLetters"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if letters.is_empty() {
-        println!("no dead letters");
-    }
-    for letter in letters {
-        println!(
-            "task {} config {} -> {}: stuck at event {} after {} attempts: {}",
-            letter["taskId"].as_str().unwrap_or(""),
-            letter["configId"].as_str().unwrap_or(""),
-            letter["url"].as_str().unwrap_or(""),
-            letter["seq"],
-            letter["attempts"],
-            letter["lastError"].as_str().unwrap_or(""),
-        );
-    }
 }
 
 fn result_of(body: Value) -> anyhow::Result<Value> {
@@ -289,13 +288,14 @@ fn show(endpoint: &Endpoint, result: &Value, summary: impl Fn(&Value)) -> anyhow
     Ok(())
 }
 
-async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
+/// Prints the stream's items; the last state it told.
+async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<Value> {
     let response = post(endpoint)?
         .header("Accept", "text/event-stream")
         .json(&request("SendStreamingMessage", params))
         .send()
         .await
-        .with_context(|| format!("reaching {}", endpoint.url))?;
+        .map_err(|e| unreachable(endpoint, e))?;
     let is_stream = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -304,13 +304,10 @@ async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
     if !is_stream {
         // A refusal (401, 403, 429) is a plain JSON-RPC error.
         let status = response.status();
-        let body: Value = response
-            .json()
-            .await
-            .with_context(|| format!("reading the answer (HTTP {status})"))?;
-        result_of(body)?;
+        result_of(json_body(response).await?)?;
         bail!("the server answered HTTP {status} without a stream");
     }
+    let mut last = Value::Null;
     let mut bytes = response.bytes_stream();
     let mut buffer = String::new();
     while let Some(chunk) = bytes.next().await {
@@ -322,6 +319,13 @@ async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
             for line in frame.lines() {
                 if let Some(data) = line.strip_prefix("data: ") {
                     let result = result_of(serde_json::from_str(data)?)?;
+                    let state = match result.get("task") {
+                        Some(task) => &task["status"]["state"],
+                        None => &result["statusUpdate"]["status"]["state"],
+                    };
+                    if !state.is_null() {
+                        last = state.clone();
+                    }
                     if endpoint.json {
                         println!("{result}");
                     } else {
@@ -331,89 +335,5 @@ async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<()> {
             }
         }
     }
-    Ok(())
-}
-
-fn text_of(message: &Value) -> String {
-    message["parts"]
-        .as_array()
-        .map(|parts| {
-            parts
-                .iter()
-                .filter_map(|p| {
-                    p["text"]
-                        .as_str()
-                        .map(str::to_owned)
-                        .or_else(|| p.get("data").map(Value::to_string))
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
-}
-
-fn short_state(state: &Value) -> String {
-    state
-        .as_str()
-        .unwrap_or("?")
-        .trim_start_matches("TASK_STATE_")
-        .to_lowercase()
-        .replace('_', "-")
-}
-
-fn print_task(task: &Value) {
-    println!(
-        "task {} (context {}): {}",
-        task["id"].as_str().unwrap_or("?"),
-        task["contextId"].as_str().unwrap_or("?"),
-        short_state(&task["status"]["state"])
-    );
-    if let Some(message) = task["status"].get("message") {
-        println!("  {}", text_of(message));
-    }
-    for artifact in task["artifacts"].as_array().into_iter().flatten() {
-        let name = artifact["name"]
-            .as_str()
-            .or(artifact["artifactId"].as_str())
-            .unwrap_or("?");
-        println!("  artifact {name}: {}", text_of(artifact));
-    }
-}
-
-fn print_list(page: &Value) {
-    for task in page["tasks"].as_array().into_iter().flatten() {
-        println!(
-            "{}  {:<15} {}",
-            task["id"].as_str().unwrap_or("?"),
-            short_state(&task["status"]["state"]),
-            task["status"]["timestamp"].as_str().unwrap_or("")
-        );
-    }
-    println!("{} of {} tasks", page["pageSize"], page["totalSize"]);
-    if let Some(token) = page["nextPageToken"].as_str().filter(|t| !t.is_empty()) {
-        println!("next page: --page-token {token}");
-    }
-}
-
-fn print_stream_item(item: &Value) {
-    if let Some(task) = item.get("task") {
-        print_task(task);
-    } else if let Some(update) = item.get("statusUpdate") {
-        let status = &update["status"];
-        let note = status.get("message").map(text_of).unwrap_or_default();
-        let progress = status["message"]["metadata"]["progress"]
-            .as_f64()
-            .map(|p| format!(" ({:.0}%)", p * 100.0))
-            .unwrap_or_default();
-        println!("{}{progress}: {note}", short_state(&status["state"]));
-    } else if let Some(update) = item.get("artifactUpdate") {
-        let artifact = &update["artifact"];
-        let name = artifact["name"]
-            .as_str()
-            .or(artifact["artifactId"].as_str())
-            .unwrap_or("?");
-        println!("artifact {name}: {}", text_of(artifact));
-    } else if let Some(message) = item.get("message") {
-        println!("message: {}", text_of(message));
-    }
+    Ok(last)
 }

@@ -99,3 +99,79 @@ fn an_operator_can_drive_tasks_from_the_command_line() {
     let err = String::from_utf8_lossy(&missing.stderr);
     assert!(err.contains("no credentials: pass --token"), "{err}");
 }
+
+/// `fundi` with the server's credentials and `url` as `--url`.
+fn fundi_at(server: &Server, url: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(args)
+        .env("FUNDI_URL", url)
+        .env("FUNDI_CREDENTIALS", &server.credentials)
+        .env_remove("FUNDI_TOKEN")
+        .env_remove("FUNDI_USER_TOKEN")
+        .output()
+        .expect("run fundi");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_says_what_to_do_and_its_exit_status_tells_how_the_task_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+
+    // The JSON-RPC address the card advertises works as --url too.
+    let card_url = format!("{}/a2a", server.url);
+    let (code, out, err) = fundi_at(&server, &card_url, &["send", "via the card's url"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(": completed"), "{out}");
+
+    // A task that ends rejected (or failed, or canceled) fails the command.
+    let bad = ["send", "bad", "--data", r#"{"steps": -1}"#];
+    let (code, out, err) = fundi_at(&server, &server.url, &bad);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(": rejected"), "{out}");
+    assert!(err.contains("the task ended rejected"), "{err}");
+    let streamed = ["stream", "bad", "--data", r#"{"steps": -1}"#];
+    let (code, _, err) = fundi_at(&server, &server.url, &streamed);
+    assert_eq!(code, Some(1), "{err}");
+
+    // An unknown skill: the skills there are.
+    let (code, _, err) = fundi_at(&server, &server.url, &["send", "x", "--skill", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(r#"unknown skill "nope""#), "{err}");
+    assert!(err.contains("a11y-audit") && err.contains("echo"), "{err}");
+
+    // Nobody listening: is the server running?
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (code, _, err) = fundi_at(&server, &nobody, &["list"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("is `fundi serve` running there?"), "{err}");
+
+    // Something else listening (not JSON): its HTTP status.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_url = format!("http://{}", other.local_addr().unwrap());
+    let answering = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut socket, _) = other.accept().unwrap();
+        let mut request = [0u8; 4096];
+        let _ = socket.read(&mut request);
+        let page = "<html>not an agent</html>";
+        let answer = format!(
+            "HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        socket.write_all(answer.as_bytes()).unwrap();
+    });
+    let (code, _, err) = fundi_at(&server, &other_url, &["list"]);
+    answering.join().unwrap();
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("HTTP 404 Not Found with something that is not JSON"),
+        "{err}"
+    );
+}

@@ -274,7 +274,7 @@ impl From<RuntimeError> for ApiError {
             e @ RuntimeError::ContextMismatch { .. } => {
                 ApiError::invalid_params("message.contextId", e.to_string())
             }
-            e @ (RuntimeError::UnknownSkill(_) | RuntimeError::NoSkillSelected { .. }) => {
+            e @ (RuntimeError::UnknownSkill { .. } | RuntimeError::NoSkillSelected { .. }) => {
                 ApiError::invalid_params("message.metadata.skill", e.to_string())
             }
             RuntimeError::Forbidden { skill, scope } => {

@@ -71,8 +71,13 @@ pub enum RuntimeError {
         actual: ContextId,
     },
     /// The message selects a skill that is not registered.
-    #[error("unknown skill {0:?}")]
-    UnknownSkill(String),
+    #[error("unknown skill {id:?}; the skills are {available:?}")]
+    UnknownSkill {
+        /// The skill asked for.
+        id: String,
+        /// The registered skill ids.
+        available: Vec<String>,
+    },
     /// The message selects no skill and there is no default.
     #[error(
         "no skill selected: set message metadata \"skill\" to one of {available:?} (no default is configured)"

@@ -370,13 +370,23 @@ impl RuntimeHandle {
             .or(only);
         match chosen {
             Some(id) if self.inner.skills.contains_key(&id) => Ok(id),
-            Some(id) => Err(RuntimeError::UnknownSkill(id)),
-            None => {
-                let mut available: Vec<String> = self.inner.skills.keys().cloned().collect();
-                available.sort();
-                Err(RuntimeError::NoSkillSelected { available })
-            }
+            Some(id) => Err(RuntimeError::UnknownSkill {
+                id,
+                available: self.skill_ids(),
+            }),
+            None => Err(RuntimeError::NoSkillSelected {
+                available: self.skill_ids(),
+            }),
         }
+    }
+}
+
+impl RuntimeHandle {
+    /// The registered skills' ids, sorted (for errors that list them).
+    fn skill_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.inner.skills.keys().cloned().collect();
+        ids.sort();
+        ids
     }
 }
 

@@ -1,0 +1,143 @@
+//! How the client prints what the server answers: tasks, pages of tasks, stream
+//! items, issues and dead letters, as short lines for a person.
+
+use serde_json::Value;
+
+pub(super) fn print_issues(result: &Value) {
+    let issues = result["issues"].as_array().cloned().unwrap_or_default();
+    if issues.is_empty() {
+        println!("no issues");
+    }
+    for issue in issues {
+        println!(
+            "{} [{} {}] {} {}: {} ({}, seen {} times)",
+            issue["fingerprint"]
+                .as_str()
+                .unwrap_or("")
+                .get(..12)
+                .unwrap_or(""),
+            issue["source"].as_str().unwrap_or(""),
+            issue["severity"].as_str().unwrap_or(""),
+            issue["location"].as_str().unwrap_or(""),
+            issue["target"].as_str().unwrap_or(""),
+            issue["title"].as_str().unwrap_or(""),
+            issue["status"].as_str().unwrap_or(""),
+            issue["occurrences"],
+        );
+    }
+}
+
+pub(super) fn print_dead_letters(result: &Value) {
+    let letters = result["deadLetters"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if letters.is_empty() {
+        println!("no dead letters");
+    }
+    for letter in letters {
+        println!(
+            "task {} config {} -> {}: stuck at event {} after {} attempts: {}",
+            letter["taskId"].as_str().unwrap_or(""),
+            letter["configId"].as_str().unwrap_or(""),
+            letter["url"].as_str().unwrap_or(""),
+            letter["seq"],
+            letter["attempts"],
+            letter["lastError"].as_str().unwrap_or(""),
+        );
+    }
+}
+
+fn text_of(message: &Value) -> String {
+    message["parts"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| {
+                    p["text"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .or_else(|| p.get("data").map(data_text))
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// A data part as text: indented on a terminal (a report reads better), on one line
+/// otherwise (for `grep`).
+fn data_text(data: &Value) -> String {
+    use std::io::IsTerminal;
+    match std::io::stdout().is_terminal() {
+        true => serde_json::to_string_pretty(data).unwrap_or_default(),
+        false => data.to_string(),
+    }
+}
+
+pub(super) fn short_state(state: &Value) -> String {
+    state
+        .as_str()
+        .unwrap_or("?")
+        .trim_start_matches("TASK_STATE_")
+        .to_lowercase()
+        .replace('_', "-")
+}
+
+pub(super) fn print_task(task: &Value) {
+    println!(
+        "task {} (context {}): {}",
+        task["id"].as_str().unwrap_or("?"),
+        task["contextId"].as_str().unwrap_or("?"),
+        short_state(&task["status"]["state"])
+    );
+    if let Some(message) = task["status"].get("message") {
+        println!("  {}", text_of(message));
+    }
+    for artifact in task["artifacts"].as_array().into_iter().flatten() {
+        let name = artifact["name"]
+            .as_str()
+            .or(artifact["artifactId"].as_str())
+            .unwrap_or("?");
+        println!("  artifact {name}: {}", text_of(artifact));
+    }
+}
+
+pub(super) fn print_list(page: &Value) {
+    for task in page["tasks"].as_array().into_iter().flatten() {
+        println!(
+            "{}  {:<15} {}",
+            task["id"].as_str().unwrap_or("?"),
+            short_state(&task["status"]["state"]),
+            task["status"]["timestamp"].as_str().unwrap_or("")
+        );
+    }
+    println!("{} of {} tasks", page["pageSize"], page["totalSize"]);
+    if let Some(token) = page["nextPageToken"].as_str().filter(|t| !t.is_empty()) {
+        println!("next page: --page-token {token}");
+    }
+}
+
+pub(super) fn print_stream_item(item: &Value) {
+    if let Some(task) = item.get("task") {
+        print_task(task);
+    } else if let Some(update) = item.get("statusUpdate") {
+        let status = &update["status"];
+        let note = status.get("message").map(text_of).unwrap_or_default();
+        let progress = status["message"]["metadata"]["progress"]
+            .as_f64()
+            .map(|p| format!(" ({:.0}%)", p * 100.0))
+            .unwrap_or_default();
+        println!("{}{progress}: {note}", short_state(&status["state"]));
+    } else if let Some(update) = item.get("artifactUpdate") {
+        let artifact = &update["artifact"];
+        let name = artifact["name"]
+            .as_str()
+            .or(artifact["artifactId"].as_str())
+            .unwrap_or("?");
+        println!("artifact {name}: {}", text_of(artifact));
+    } else if let Some(message) = item.get("message") {
+        println!("message: {}", text_of(message));
+    }
+}
