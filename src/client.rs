@@ -119,6 +119,25 @@ fn rpc_url(endpoint: &Endpoint) -> String {
     format!("{}/a2a", base(endpoint))
 }
 
+/// `text` with the wire's state names (`TASK_STATE_INPUT_REQUIRED`) spelled as the
+/// client prints states (`input-required`).
+fn spelled_short(text: &str) -> String {
+    const WIRE: &str = "TASK_STATE_";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(WIRE) {
+        out.push_str(&rest[..at]);
+        let name = &rest[at + WIRE.len()..];
+        let end = name
+            .find(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+            .unwrap_or(name.len());
+        out.push_str(&name[..end].to_lowercase().replace('_', "-"));
+        rest = &name[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A task that ended failed, rejected or canceled makes the command fail (scripts rely
 /// on the exit status); one that completed, waits for input, or still runs does not.
 fn ended_well(state: &Value) -> anyhow::Result<()> {
@@ -268,11 +287,8 @@ async fn admin(endpoint: &Endpoint, request: reqwest::RequestBuilder) -> anyhow:
 
 fn result_of(body: Value) -> anyhow::Result<Value> {
     if let Some(error) = body.get("error") {
-        bail!(
-            "{} (code {})",
-            error["message"].as_str().unwrap_or("error"),
-            error["code"]
-        );
+        let message = error["message"].as_str().unwrap_or("error");
+        bail!("{} (code {})", spelled_short(message), error["code"]);
     }
     body.get("result")
         .cloned()

@@ -67,6 +67,10 @@ fn an_operator_can_drive_tasks_from_the_command_line() {
         err.contains("cannot be canceled") && err.contains("-32002"),
         "{err}"
     );
+    assert!(
+        err.contains("canceled") && !err.contains("TASK_STATE_"),
+        "states spelled one way: {err}"
+    );
 
     let (ok, out, _) = fundi(&server, &["list", "--state", "canceled"]);
     assert!(ok);
