@@ -181,8 +181,8 @@ fn provider_and_docs(card: &mut Value, config: &GatewayConfig) {
     }
 }
 
-/// The skill's description, then what a message to a task that works does (clients
-/// learn it here).
+/// The skill's description, then how a client picks it and what a message to a task
+/// that works does (clients learn both here).
 fn skill_description(card: &SkillCard) -> String {
     let description = card.description.trim_end();
     let stop = match description.ends_with(['.', '!', '?']) || description.is_empty() {
@@ -190,7 +190,9 @@ fn skill_description(card: &SkillCard) -> String {
         false => ".",
     };
     let policy = card.while_working.describe();
-    format!("{description}{stop} {policy}")
+    let id = &card.id;
+    let pick = format!("Pick it with the message metadata {{\"skill\": \"{id}\"}}.");
+    format!("{description}{stop} {pick} {policy}")
         .trim_start()
         .to_owned()
 }
