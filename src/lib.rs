@@ -7,6 +7,7 @@
 //! `fundi-runtime` crate.
 
 pub mod config;
+mod limits;
 mod server;
 pub mod telemetry;
 

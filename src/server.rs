@@ -166,7 +166,7 @@ impl ServerBuilder {
         let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
         let mut state = AppState::new(
             runtime.clone(),
-            config.gateway.clone(),
+            crate::limits::fitted_gateway(&config),
             auth,
             &public_url,
             shutdown.clone(),

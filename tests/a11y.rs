@@ -181,3 +181,62 @@ async fn an_audit_needs_the_audit_scope_and_returns_an_axe_style_report() {
         .unwrap();
     assert_eq!(refused.status(), 403);
 }
+
+/// A page of `size` bytes: valid HTML around one long paragraph.
+fn page_of(size: usize) -> String {
+    let (head, tail) = (
+        "<!doctype html><html lang=\"en\"><head><title>big</title></head><body><p>",
+        "</p></body></html>",
+    );
+    let filler = "a \"quoted\" word\n".repeat(size / 16 + 1);
+    let mut page = format!("{head}{filler}");
+    page.truncate(size - tail.len());
+    page + tail
+}
+
+/// The gateway lets through a page as large as the audit takes inline, as text and in
+/// base64, whatever its own limits say; one byte more is refused naming the setting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_page_at_the_audits_limit_gets_through_the_gateway() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 2 * 1024 * 1024;
+    let env = [
+        ("FUNDI__SKILLS__A11Y_AUDIT__MAX_PAGE_BYTES", "2097152"),
+        ("FUNDI__GATEWAY__MAX_BODY_BYTES", "1048576"),
+        ("FUNDI__GATEWAY__MAX_TEXT_BYTES", "262144"),
+    ];
+    let server = Server::start(dir.path(), &env);
+    let audit = |part: Value| {
+        json!({"message": {"messageId": format!("big-{}", part.to_string().len()),
+                           "role": "ROLE_USER", "metadata": {"skill": "a11y-audit"},
+                           "parts": [part]}})
+    };
+    let at_limit = page_of(limit);
+    assert_eq!(at_limit.len(), limit);
+    let text = json!({"text": at_limit, "mediaType": "text/html", "filename": "big.html"});
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&at_limit);
+    let raw = json!({"raw": encoded, "mediaType": "text/html", "filename": "big.html"});
+    for part in [text, raw] {
+        let done = ok(&server, "SendMessage", audit(part)).await["task"].clone();
+        assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{}", done["status"]);
+    }
+    // One byte more: as text, the gateway's refusal; in base64, the audit's (the body
+    // still fits); each names the setting.
+    let over = page_of(limit + 1);
+    let text = json!({"text": over, "mediaType": "text/html", "filename": "o.html"});
+    let refused = rpc(&server, "SendMessage", audit(text)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("gateway.max-text-bytes"), "{message}");
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&over);
+    let raw = json!({"raw": encoded, "mediaType": "text/html", "filename": "o.html"});
+    let refused = ok(&server, "SendMessage", audit(raw)).await["task"].clone();
+    let why = refused["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("skills.a11y-audit.max-page-bytes"),
+        "{refused}"
+    );
+}

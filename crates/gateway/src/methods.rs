@@ -168,7 +168,10 @@ fn check_size(message: &Message, config: &GatewayConfig) -> Result<(), ApiError>
         {
             return Err(ApiError::invalid_params(
                 format!("message.parts[{i}].text"),
-                format!("is {} bytes; at most {limit} are accepted", text.len()),
+                format!(
+                    "is {} bytes; at most {limit} are accepted (gateway.max-text-bytes)",
+                    text.len()
+                ),
             ));
         }
     }
