@@ -149,7 +149,7 @@ fn ended_well(state: &Value) -> anyhow::Result<()> {
 }
 
 /// What to say when the server could not be reached.
-fn unreachable(endpoint: &Endpoint, error: reqwest::Error) -> anyhow::Error {
+fn not_reached(endpoint: &Endpoint, error: reqwest::Error) -> anyhow::Error {
     let url = base(endpoint);
     match error.is_connect() {
         true => anyhow::anyhow!(
@@ -266,13 +266,13 @@ async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Resul
         .json(&request(method, params))
         .send()
         .await
-        .map_err(|e| unreachable(endpoint, e))?;
+        .map_err(|e| not_reached(endpoint, e))?;
     result_of(json_body(response).await?)
 }
 
 /// An admin request: its JSON answer, or the error it names.
 async fn admin(endpoint: &Endpoint, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-    let response = request.send().await.map_err(|e| unreachable(endpoint, e))?;
+    let response = request.send().await.map_err(|e| not_reached(endpoint, e))?;
     let status = response.status();
     let body = json_body(response).await?;
     if status.is_success() {
@@ -311,7 +311,7 @@ async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<Value> {
         .json(&request("SendStreamingMessage", params))
         .send()
         .await
-        .map_err(|e| unreachable(endpoint, e))?;
+        .map_err(|e| not_reached(endpoint, e))?;
     let is_stream = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
