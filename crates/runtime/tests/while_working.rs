@@ -450,6 +450,48 @@ async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_star
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_interrupts_a_run_whose_answer_waits_for_a_slot() {
+    let skill = Listener::new("restart", MessagePolicy::Interrupt);
+    let config = RuntimeConfig {
+        skill_concurrency: [("restart".to_owned(), 1)].into(),
+        cancel_grace_ms: 300,
+        ..RuntimeConfig::default()
+    };
+    let rt = Runtime::builder()
+        .config(config)
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
+    let asking = message("asking", json!({"ask": true, "rounds": 0}));
+    let asking = rt.submit(SubmitRequest::new(asking)).await.unwrap().task;
+    wait_for_state(&rt, &asking.id, TaskState::InputRequired).await;
+    // The asking task's slot goes to another task; its answer then waits for a slot.
+    let holder = rt.submit(SubmitRequest::new(message("holder", json!(null))));
+    let holder = holder.await.unwrap().task;
+    eventually(
+        || "the holder did not start".into(),
+        || skill.started().len() == 2,
+    )
+    .await;
+    let answered = tell(&rt, &asking.id, "answer").await.unwrap();
+    assert_eq!(answered.status.state, TaskState::Working);
+    tell(&rt, &asking.id, "instead").await.unwrap();
+
+    skill.gate.add_permits(1);
+    wait_for_state(&rt, &holder.id, TaskState::Completed).await;
+    // The new run starts from the message (and, as the task's first message says, asks).
+    eventually(
+        || format!("runs: {:?}", skill.started()),
+        || skill.started().len() == 3,
+    )
+    .await;
+    assert_eq!(skill.started()[2].text, "instead");
+    let asked = wait_for_state(&rt, &asking.id, TaskState::InputRequired).await;
+    assert_eq!(user_texts(&asked), ["asking", "answer", "instead"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_deaf_to_the_interrupt_is_aborted_after_the_grace_period_and_the_last_message_starts_the_next()
  {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
