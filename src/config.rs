@@ -97,6 +97,10 @@ pub struct StoreConfig {
     /// sled's page cache, in MiB: the store's memory, whatever the number of stored
     /// tasks. Default: 256.
     pub cache_mb: u64,
+    /// How long an ended task is kept after its last change ("30d", "12h"): older ones
+    /// are removed in the background, whole. Unset (the default): kept for ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<String>,
 }
 
 impl Default for StoreConfig {
@@ -107,7 +111,24 @@ impl Default for StoreConfig {
             durability: DurabilityMode::Sync,
             flush_window_ms: 10,
             cache_mb: 256,
+            retention: None,
         }
+    }
+}
+
+impl StoreConfig {
+    /// `retention` read: how long an ended task is kept; `None`: for ever.
+    pub fn retention(&self) -> anyhow::Result<Option<std::time::Duration>> {
+        let Some(text) = &self.retention else {
+            return Ok(None);
+        };
+        let kept = humantime::parse_duration(text).with_context(|| {
+            format!("store.retention must be a duration like \"30d\" or \"12h\", got {text:?}")
+        })?;
+        if kept.is_zero() {
+            bail!("store.retention must be longer than 0 (leave it unset to keep every task)");
+        }
+        Ok(Some(kept))
     }
 }
 
@@ -218,6 +239,7 @@ impl AppConfig {
                 "skills.enabled: unknown skill {unknown:?} (built-in skills: {BUILT_IN_SKILLS:?})"
             );
         }
+        self.store.retention()?;
         if self.store.durability == DurabilityMode::Batched && self.store.flush_window_ms == 0 {
             bail!("store.flush-window-ms must be at least 1 with durability = \"batched\"");
         }

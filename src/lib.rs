@@ -8,6 +8,7 @@
 
 pub mod config;
 mod limits;
+mod retention;
 mod server;
 pub mod telemetry;
 

@@ -156,6 +156,13 @@ impl ServerBuilder {
             builder = builder.shared_skill(skill);
         }
         let runtime = builder.start().await?;
+        let retention = config
+            .store
+            .retention()
+            .map_err(|e| ServerError::Config(format!("{e:#}")))?;
+        if let Some(kept) = retention {
+            crate::retention::start(runtime.clone(), kept, shutdown.clone());
+        }
 
         let local = listener.local_addr()?;
         let public_url = config

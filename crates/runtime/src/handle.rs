@@ -325,6 +325,26 @@ impl RuntimeHandle {
         }
     }
 
+    /// Removes the ended tasks last updated more than `older_than` ago (retention), in
+    /// batches, yielding between them so that requests and tasks go on; returns how
+    /// many it removed. A removed task is not found.
+    pub async fn remove_ended(&self, older_than: Duration) -> Result<usize, RuntimeError> {
+        const BATCH: usize = 256;
+        let older_than = chrono::Duration::from_std(older_than)
+            .map_err(|_| RuntimeError::InvalidInput("retention is too long".into()))?;
+        let before = chrono::Utc::now() - older_than;
+        let mut removed = 0;
+        loop {
+            let batch = self.inner.store.remove_ended_before(before, BATCH).await?;
+            removed += batch;
+            telemetry::metrics().removed(batch);
+            if batch < BATCH {
+                return Ok(removed);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
     async fn visible_record(
         &self,
         task_id: &TaskId,

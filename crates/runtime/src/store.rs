@@ -19,6 +19,7 @@ mod sled_push;
 mod sled_quarantine;
 mod sled_read;
 mod sled_repair;
+mod sled_retention;
 mod sled_store;
 
 use async_trait::async_trait;
@@ -282,6 +283,16 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks matching the query, newest update first, one page at a time.
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError>;
+
+    /// Removes up to `limit` terminal tasks last updated before `before`, oldest first,
+    /// each whole: its record and events, its listing entries and counts, its first
+    /// message's entry (`created_by`), its push configs and cursors. A removed task is
+    /// not found. Returns how many were removed (fewer than `limit`: none is left).
+    async fn remove_ended_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError>;
 
     /// Every task not in a terminal state (for recovery at start). A task whose stored
     /// data cannot be decoded is not among them: the store sets it aside (ending it

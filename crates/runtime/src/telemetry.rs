@@ -36,6 +36,7 @@ pub(crate) struct Metrics {
     settle_duration: Histogram<f64>,
     chaos_events: Counter<u64>,
     failures: Counter<u64>,
+    removed: Counter<u64>,
 }
 
 /// Histogram buckets for store latencies, in seconds.
@@ -88,6 +89,11 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .with_description("Waits for written task changes to become durable before they are told")
                 .with_unit("s")
                 .with_boundaries(STORE_BOUNDARIES.to_vec())
+                .build(),
+            removed: meter
+                .u64_counter("fundi.tasks.removed")
+                .with_description("Ended tasks removed by retention (store.retention)")
+                .with_unit("{task}")
                 .build(),
             chaos_events: meter
                 .u64_counter("fundi.chaos.events")
@@ -152,6 +158,10 @@ impl Metrics {
     /// A genuine failure: `source` is `skill`, `panic`, `runtime` or `restart`.
     pub(crate) fn failure(&self, source: &'static str) {
         self.failures.add(1, &[KeyValue::new("source", source)]);
+    }
+
+    pub(crate) fn removed(&self, tasks: usize) {
+        self.removed.add(tasks as u64, &[]);
     }
 
     pub(crate) fn chaos_event(&self, skill: &str, fault: &str) {

@@ -49,6 +49,15 @@ impl Counts {
         }
     }
 
+    /// A task's entry left the index (the task was removed).
+    pub(super) fn removed(&self, entry: &IndexEntry) {
+        let mut counts = self.lock();
+        for key in count_keys(entry, true) {
+            let count = counts.entry(key).or_default();
+            *count = count.saturating_sub(1);
+        }
+    }
+
     /// Counts the entries of the listing index.
     pub(super) fn rebuild(
         entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,

@@ -126,6 +126,40 @@ impl TaskStore for MemoryStore {
         })
     }
 
+    async fn remove_ended_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let before_ms = before.timestamp_millis();
+        let removed: Vec<TaskId> = {
+            let mut inner = self.lock();
+            let ended: Vec<(i64, TaskId)> = inner
+                .index
+                .iter()
+                .take_while(|((ts, _), _)| *ts < before_ms)
+                .filter(|(_, entry)| entry.state().is_some_and(|s| s.is_terminal()))
+                .map(|(key, _)| key.clone())
+                .take(limit)
+                .collect();
+            for key in &ended {
+                let id = &key.1;
+                inner.index.remove(key);
+                inner.events.remove(id);
+                if let Some(record) = inner.records.remove(id)
+                    && let Some(first) = record.task.history.first()
+                    && let Some(owners) = inner.created.get_mut(&first.message_id)
+                {
+                    owners.retain(|(_, task, _)| task != id);
+                }
+            }
+            ended.into_iter().map(|(_, id)| id).collect()
+        };
+        let mut push = self.push();
+        push.retain(|(task, _), _| !removed.contains(task));
+        Ok(removed.len())
+    }
+
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(self
             .lock()

@@ -10,6 +10,7 @@
 //! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
 //! | `D` owner (u32 BE length, `u32::MAX`: none, then its bytes) first message id | when the task was created (i64 BE ms), then its id: the task this owner created with this first message (`TaskStore::created_by`); written before the task's commit point, so an entry may name a task a crash kept out |
+//! | `R` task id                            | a removal under way (retention, see `sled_retention`): the task's listing entry, then its `D` key |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |

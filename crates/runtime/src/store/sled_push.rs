@@ -33,6 +33,18 @@ impl SledStore {
         &self.push
     }
 
+    /// Removes the task's push configs, then their cursors and marks (the config first,
+    /// as a delete does).
+    pub(super) fn remove_push_of(&self, task: &TaskId) -> Result<(), StoreError> {
+        for kind in [b'c', b'k', b'u'] {
+            let prefix = key(kind, task, "");
+            for item in self.push_tree().scan_prefix(&prefix).keys() {
+                self.push_tree().remove(item?)?;
+            }
+        }
+        Ok(())
+    }
+
     fn read_cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
         self.push_tree()
             .get(key(b'k', task, id))?

@@ -199,6 +199,15 @@ impl TaskStore for SledStore {
         self.read_task(id)
     }
 
+    async fn remove_ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let _writing = self.begin_write();
+        self.remove_ended(before.timestamp_millis(), limit)
+    }
+
     async fn created_by(
         &self,
         owner: Option<&str>,

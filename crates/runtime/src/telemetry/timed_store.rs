@@ -129,6 +129,14 @@ impl TaskStore for TimedStore {
         self.inner.list(query).await
     }
 
+    async fn remove_ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        self.inner.remove_ended_before(before, limit).await
+    }
+
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.active().await
     }

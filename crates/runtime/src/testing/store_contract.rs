@@ -30,6 +30,69 @@ where
     several_events_commit_together(name, &*fresh().await).await;
     run_inputs_and_checkpoints_read_back(name, &*fresh().await).await;
     first_messages_are_found_by_their_owner(name, &*fresh().await).await;
+    ended_tasks_are_removed_oldest_first_and_whole(name, &*fresh().await).await;
+}
+
+/// `remove_ended_before` removes terminal tasks last updated before the cutoff, oldest
+/// first and at most `limit` at a time, each whole (record, events, listing and counts,
+/// first message, push configs); an unfinished or newer task stays.
+pub async fn ended_tasks_are_removed_oldest_first_and_whole(name: &str, store: &dyn TaskStore) {
+    for (id, ts) in [
+        ("old1", 1_000),
+        ("old2", 2_000),
+        ("new", 5_000),
+        ("open", 500),
+    ] {
+        let r = record(id, "c1", TaskState::Working, ts, "u");
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+        if id != "open" {
+            advance(store, id, TaskState::Completed, ts).await;
+        }
+    }
+    let old = store.get(&TaskId::from("old1")).await.unwrap().unwrap();
+    let old_first = old.task.history[0].message_id.clone();
+    let cutoff = Utc.timestamp_millis_opt(3_000).unwrap();
+    assert_eq!(
+        store.remove_ended_before(cutoff, 1).await.unwrap(),
+        1,
+        "{name}"
+    );
+    assert!(
+        store.get(&TaskId::from("old1")).await.unwrap().is_none(),
+        "{name}: oldest first"
+    );
+    assert!(
+        store.get(&TaskId::from("old2")).await.unwrap().is_some(),
+        "{name}: at most 1"
+    );
+    assert_eq!(
+        store.remove_ended_before(cutoff, 10).await.unwrap(),
+        1,
+        "{name}"
+    );
+    assert_eq!(
+        store.remove_ended_before(cutoff, 10).await.unwrap(),
+        0,
+        "{name}: none left"
+    );
+    for gone in ["old1", "old2"] {
+        let id = TaskId::from(gone);
+        assert!(store.get(&id).await.unwrap().is_none(), "{name}: {gone}");
+        assert!(
+            store.events(&id, 0, 100).await.unwrap().is_empty(),
+            "{name}: {gone}"
+        );
+    }
+    let found = store.created_by(Some("u"), &old_first).await.unwrap();
+    assert_eq!(found, None, "{name}: the first message's entry goes too");
+    for kept in ["new", "open"] {
+        assert!(
+            store.get(&TaskId::from(kept)).await.unwrap().is_some(),
+            "{name}: {kept}"
+        );
+    }
+    let all = list_all(store, &ListQuery::default(), name).await;
+    assert_eq!(all.len(), 2, "{name}: {all:?}");
 }
 
 /// A new task's first message is found by its owner and id (and by nobody else's), with

@@ -246,6 +246,14 @@ macro_rules! store_with_own_writes {
                 self.$inner.list(query).await
             }
 
+            async fn remove_ended_before(
+                &self,
+                before: chrono::DateTime<chrono::Utc>,
+                limit: usize,
+            ) -> Result<usize, fundi_runtime::store::StoreError> {
+                self.$inner.remove_ended_before(before, limit).await
+            }
+
             async fn active(
                 &self,
             ) -> Result<Vec<fundi_runtime::store::TaskRecord>, fundi_runtime::store::StoreError>

@@ -1,0 +1,167 @@
+//! Removing ended tasks from a sled store (`TaskStore::remove_ended_before`), oldest
+//! first as the `U` index orders them. Each removal is announced by an `R` key (the
+//! task's id; its value: the task's listing entry, then its first message's `D` key),
+//! written first and removed last, so that one a crash cut short is finished by the next
+//! sweep:
+//!
+//! 1. `R` id: the removal starts;
+//! 2. the `U` and `C` entries, and the counts: the task is no longer listed;
+//! 3. `T` id: the task is not found;
+//! 4. its `E` values, its `D` entry (if it still names this task), its push keys;
+//! 5. the `R` key.
+//!
+//! Counts live in memory; an unclean close rebuilds them from `U` and `C`, so a removal
+//! cut after step 2 is counted once either way.
+
+use super::StoreError;
+use super::index::IndexEntry;
+use super::sled_layout::{
+    context_key, created_key, decode_created, event_prefix, task_key, updated_key,
+};
+use super::sled_store::SledStore;
+use crate::model::TaskId;
+
+const REMOVING: &[u8] = b"R";
+
+impl SledStore {
+    /// See `TaskStore::remove_ended_before`: finishes removals a crash cut short, then
+    /// removes up to `limit` ended tasks last updated before `before_ms`.
+    pub(super) fn remove_ended(&self, before_ms: i64, limit: usize) -> Result<usize, StoreError> {
+        for item in self.db.scan_prefix(REMOVING) {
+            let (key, value) = item?;
+            let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
+            let (entry, created) = decode_marker(&value)?;
+            self.remove_task(&id, &entry, created.as_deref())?;
+        }
+        let mut ended = Vec::new();
+        for item in self.db.scan_prefix(b"U") {
+            let (_, value) = item?;
+            let entry: IndexEntry = serde_json::from_slice(&value)?;
+            if entry.ts_ms >= before_ms || ended.len() >= limit {
+                break;
+            }
+            if entry.state().is_some_and(|s| s.is_terminal()) {
+                ended.push(entry);
+            }
+        }
+        for entry in &ended {
+            let id = &entry.task_id;
+            let created = self.read_task(id)?.and_then(|record| {
+                let first = record.task.history.first()?;
+                Some(created_key(record.owner.as_deref(), &first.message_id))
+            });
+            let marker = encode_marker(entry, created.as_deref())?;
+            self.db.insert(removing_key(id), marker)?;
+            self.remove_task(id, entry, created.as_deref())?;
+        }
+        Ok(ended.len())
+    }
+
+    /// Steps 2 to 5 (see the module docs); each may have been done already.
+    fn remove_task(
+        &self,
+        id: &TaskId,
+        entry: &IndexEntry,
+        created: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
+        let listed = updated_key(entry);
+        if self.db.contains_key(&listed)? {
+            self.db.remove(&listed)?;
+            self.db.remove(context_key(entry))?;
+            self.counts.removed(entry);
+        }
+        self.db.remove(task_key(id))?;
+        self.positions.forget(id);
+        for key in self.db.scan_prefix(event_prefix(id)).keys() {
+            self.db.remove(key?)?;
+        }
+        if let Some(created) = created
+            && let Some(value) = self.db.get(created)?
+            && decode_created(&value).is_ok_and(|(task, _)| &task == id)
+        {
+            self.db.remove(created)?;
+        }
+        self.remove_push_of(id)?;
+        self.db.remove(removing_key(id))?;
+        Ok(())
+    }
+}
+
+fn removing_key(id: &TaskId) -> Vec<u8> {
+    [REMOVING, id.as_str().as_bytes()].concat()
+}
+
+/// An `R` value: the entry's JSON length (u32 BE), the entry, then the `D` key.
+fn encode_marker(entry: &IndexEntry, created: Option<&[u8]>) -> Result<Vec<u8>, StoreError> {
+    let json = serde_json::to_vec(entry)?;
+    let len = u32::try_from(json.len()).map_err(|_| StoreError::Codec("entry too large".into()))?;
+    Ok([&len.to_be_bytes()[..], &json, created.unwrap_or_default()].concat())
+}
+
+fn decode_marker(bytes: &[u8]) -> Result<(IndexEntry, Option<Vec<u8>>), StoreError> {
+    let damaged = || StoreError::Codec("a removal marker is damaged".into());
+    let (len, rest) = bytes.split_at_checked(4).ok_or_else(damaged)?;
+    let len = u32::from_be_bytes(len.try_into().map_err(|_| damaged())?) as usize;
+    let (json, created) = rest.split_at_checked(len).ok_or_else(damaged)?;
+    let entry = serde_json::from_slice(json)?;
+    Ok((entry, (!created.is_empty()).then(|| created.to_vec())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaskState;
+    use crate::store::TaskStore;
+    use crate::store::{Durability, ListQuery};
+    use crate::testing::store_contract::{advance, created, record};
+
+    /// A removal cut short after its marker (as a crash would) is finished by the next
+    /// sweep, even one with nothing new to remove; and what was removed stays removed
+    /// after the store is opened again.
+    #[tokio::test]
+    async fn a_removal_a_crash_cut_short_is_finished_by_the_next_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        for id in ["cut", "kept"] {
+            let r = record(id, "c", TaskState::Working, 1_000, "u");
+            store.commit(&r, 0, &[created(&r)]).await.unwrap();
+            advance(&store, id, TaskState::Completed, 1_000).await;
+        }
+        let id = TaskId::from("cut");
+        let entry = IndexEntry::of(&store.get(&id).await.unwrap().unwrap());
+        store
+            .db
+            .insert(removing_key(&id), encode_marker(&entry, None).unwrap())
+            .unwrap();
+        assert_eq!(
+            store.remove_ended(0, 10).unwrap(),
+            0,
+            "nothing new to remove"
+        );
+        assert!(
+            store.get(&id).await.unwrap().is_none(),
+            "the cut removal is finished"
+        );
+        assert!(store.db.scan_prefix(REMOVING).next().is_none());
+        let page = store
+            .list(&ListQuery {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(page.total, 1);
+        drop(store);
+
+        let store = crate::testing::open_sled(dir.path()).await;
+        assert!(store.get(&id).await.unwrap().is_none());
+        let page = store
+            .list(&ListQuery {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!((page.total, page.records.len()), (1, 1));
+    }
+}
