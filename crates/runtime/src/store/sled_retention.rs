@@ -16,7 +16,8 @@
 use super::StoreError;
 use super::index::IndexEntry;
 use super::sled_layout::{
-    context_key, created_key, decode_created, event_prefix, task_key, updated_key,
+    active_key, context_key, created_key, decode_created, event_prefix, legacy_head_key, task_key,
+    updated_key,
 };
 use super::sled_store::SledStore;
 use crate::model::TaskId;
@@ -72,6 +73,9 @@ impl SledStore {
         }
         self.db.remove(task_key(id))?;
         self.positions.forget(id);
+        // What older layouts or a lazy active set may have left beside it.
+        self.db.remove(active_key(id))?;
+        self.db.remove(legacy_head_key(id))?;
         for key in self.db.scan_prefix(event_prefix(id)).keys() {
             self.db.remove(key?)?;
         }

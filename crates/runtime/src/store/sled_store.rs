@@ -284,8 +284,9 @@ impl TaskStore for SledStore {
         let plan = plan_page(entries, query, total)?;
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
-            // The index is written after the snapshot, so a listed id has a snapshot; a
-            // task is never deleted. One that cannot be read is left out, not the page.
+            // The index is written after the snapshot, so a listed id has a snapshot,
+            // unless retention removed the task meanwhile (left out, as is one that
+            // cannot be read: not the page).
             match self.get(id).await {
                 Ok(Some(record)) => records.push(record),
                 Ok(None) => {}
