@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -229,4 +230,28 @@ async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_ne
     let one = rt.submit(from("ann", &first)).await.unwrap().task;
     let two = rt.submit(from("ann", &first)).await.unwrap().task;
     assert_ne!(one.id, two.id, "deduplication off");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_of_a_blocking_send_gets_its_task_while_the_first_still_waits() {
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, None).await;
+    let first = message("held", json!({"gate": true}));
+    let waiting = rt.submit(from("ann", &first)).wait().await.unwrap();
+    let id = waiting.accepted().task.id.clone();
+    let is_done = |e: &TaskEvent| e.status().is_some_and(|s| s.state.is_terminal());
+    let outcome = tokio::spawn(waiting.outcome(is_done));
+
+    // The first send still waits for its outcome (the skill holds at its gate).
+    let retry = tokio::time::timeout(DEADLINE, rt.submit(from("ann", &first)).into_future());
+    let retried = retry
+        .await
+        .expect("the retry waited for the first's outcome");
+    assert_eq!(retried.unwrap().task.id, id);
+    assert!(!outcome.is_finished());
+
+    skill.gate.add_permits(1);
+    let done = outcome.await.unwrap().unwrap().unwrap();
+    assert_eq!(done.task.status.state, TaskState::Completed);
+    assert_eq!(skill.started(), ["held"], "one run");
 }

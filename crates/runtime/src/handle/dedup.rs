@@ -110,9 +110,13 @@ impl RuntimeHandle {
                 Ok(id) => id.clone(),
                 Err(_) => None,
             };
+            // Not found: its first commit failed after all; claim it again.
             if let Some(id) = id {
-                let existing = self.snapshot_of(&id, owner).await?;
-                return Ok(Found::Existing(Box::new(existing)));
+                match self.snapshot_of(&id, owner).await {
+                    Ok(existing) => return Ok(Found::Existing(Box::new(existing))),
+                    Err(RuntimeError::TaskNotFound(_)) => {}
+                    Err(error) => return Err(error),
+                }
             }
         }
     }

@@ -92,7 +92,7 @@ impl Submission {
         Ok(Waiting {
             following: Following { accepted, events },
             handle,
-            _claim: claim,
+            claim,
         })
     }
 }
@@ -122,13 +122,27 @@ impl Following {
         self,
         until: impl Fn(&TaskEvent) -> bool,
     ) -> Result<Option<TaskSnapshot>, RuntimeError> {
+        self.outcome_told(until, || {}).await
+    }
+
+    /// [`Following::outcome`], calling `stored` at the first event (the task is stored
+    /// by then, even one whose first commit waited for its skill's first step).
+    async fn outcome_told(
+        self,
+        until: impl Fn(&TaskEvent) -> bool,
+        stored: impl FnOnce(),
+    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
         let Following {
             accepted,
             mut events,
         } = self;
         let mut task = accepted.task;
+        let mut stored = Some(stored);
         while let Some(event) = events.next().await {
             let event = event?;
+            if let Some(stored) = stored.take() {
+                stored();
+            }
             apply(&mut task, &event.kind).map_err(|e| {
                 RuntimeError::Unavailable(format!(
                     "event {} of task {} does not follow the task as followed: {e}",
@@ -150,9 +164,9 @@ impl Following {
 pub struct Waiting {
     following: Following,
     handle: RuntimeHandle,
-    /// Held until the outcome is in (the task is stored by then): duplicates of its
-    /// first message wait for it.
-    _claim: Option<Claim>,
+    /// Held until the task is stored (its first commit may wait for its skill's first
+    /// step): duplicates of its first message wait for it.
+    claim: Option<Claim>,
 }
 
 impl std::fmt::Debug for Waiting {
@@ -176,7 +190,10 @@ impl Waiting {
         until: impl Fn(&TaskEvent) -> bool,
     ) -> Result<Option<TaskSnapshot>, RuntimeError> {
         let id = self.following.accepted.task.id.clone();
-        if let Some(reached) = self.following.outcome(until).await? {
+        // Duplicates of its first message learn of the task once it is stored.
+        let claim = self.claim;
+        let reached = self.following.outcome_told(until, || drop(claim)).await?;
+        if let Some(reached) = reached {
             self.handle.settle().await?;
             return Ok(Some(reached));
         }
