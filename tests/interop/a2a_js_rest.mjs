@@ -204,6 +204,29 @@ async function main(url) {
   check("the answer completes the task", answered.status.state === "TASK_STATE_COMPLETED", answered.status);
   check("the reply echoes the answer", answered.artifacts[0].parts[0].text === "forty-two", answered.artifacts);
 
+  // A message to a working task: echo queues it (the acknowledged task holds it) and
+  // echoes it before its next step, which a subscriber sees; the same message sent
+  // again is a retry that gets the same task, delivered once.
+  const busyRequest = send("busy", { steps: 20, delayMs: 50 }, { returnImmediately: true });
+  const busy = json(await a2a.sendMessage(busyRequest));
+  const watching = collect(a2a.resubscribeTask({ id: busy.id, tenant: "" }));
+  const meanwhile = send("meanwhile", undefined, { taskId: busy.id, returnImmediately: true });
+  const queued = json(await a2a.sendMessage(meanwhile));
+  const userTexts = (task) =>
+    task.history.filter((m) => m.role === "ROLE_USER").map((m) => m.parts[0].text);
+  check("a message to a working task is acknowledged", queued.status.state === "TASK_STATE_WORKING", queued.status);
+  check("it is in the task's history at once", userTexts(queued).includes("meanwhile"), userTexts(queued));
+  const retried = json(await a2a.sendMessage(meanwhile));
+  check("a retried message is delivered once", userTexts(retried).filter((t) => t === "meanwhile").length === 1, userTexts(retried));
+  const again = json(await a2a.sendMessage(busyRequest));
+  check("a retried first message gets its task", again.id === busy.id, again.id);
+  const watched = await watching;
+  const notes = watched
+    .filter((e) => e.payload?.$case === "statusUpdate")
+    .map((e) => TaskStatusUpdateEvent.toJSON(e.payload.value).status.message?.parts?.[0]?.text);
+  check("a subscriber sees the skill take it", notes.includes("echo: meanwhile"), notes);
+  check("the task completes", endState(watched.at(-1)) === "TASK_STATE_COMPLETED", watched.at(-1));
+
   // Push notifications: a config in the send, then the config routes.
   const hook = await receiver();
   const pushed = json(
