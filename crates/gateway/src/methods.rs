@@ -202,12 +202,11 @@ async fn send_message(
             .status()
             .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
     };
-    let (id, already, outcome) = match push.is_empty() {
+    let (id, outcome) = match push.is_empty() {
         // Only the outcome is told.
         true => {
             let waited = runtime.wait(send.request, Box::new(until)).await?;
-            let state = waited.accepted.task.status.state;
-            (waited.accepted.task.id, state, waited.outcome)
+            (waited.accepted.task.id, waited.outcome)
         }
         // A push worker reads the task as soon as its config is attached: the task is
         // followed from a durable submission.
@@ -215,17 +214,9 @@ async fn send_message(
             let following = runtime.follow(send.request).await?;
             push.attach(&following.accepted).await?;
             let id = following.accepted.task.id.clone();
-            let state = following.accepted.task.status.state;
-            (id, state, following.outcome(until).boxed())
+            (id, following.outcome(until).boxed())
         }
     };
-    // A message sent again whose task got there already (a retry): no event will come.
-    if already.is_terminal() || already.is_interrupted() {
-        return Ok(encode::send_result(
-            &runtime.get(&id, history, owner).await?,
-            dialect,
-        ));
-    }
     let task = match tokio::time::timeout(timeout, outcome).await {
         // Durable when it comes back.
         Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),

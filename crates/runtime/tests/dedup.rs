@@ -255,3 +255,23 @@ async fn a_retry_of_a_blocking_send_gets_its_task_while_the_first_still_waits() 
     assert_eq!(done.task.status.state, TaskState::Completed);
     assert_eq!(skill.started(), ["held"], "one run");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_on_a_retry_whose_task_got_there_already_returns_at_once() {
+    let skill = Scripted::new("scripted", false);
+    let rt = start(&skill, None).await;
+    let first = ask("at rest");
+    let task = rt.submit(from("ann", &first)).await.unwrap().task;
+    wait_for_state(&rt, &task.id, TaskState::InputRequired).await;
+    // No event will come: the task waits for a person.
+    let retry = rt.submit(from("ann", &first)).wait().await.unwrap();
+    let at_rest = |e: &TaskEvent| {
+        e.status()
+            .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
+    };
+    let reached = tokio::time::timeout(DEADLINE, retry.outcome(at_rest)).await;
+    let reached = reached.expect("waited for an event that cannot come");
+    let reached = reached.unwrap().expect("the task as it stands");
+    assert_eq!(reached.task.id, task.id);
+    assert_eq!(reached.task.status.state, TaskState::InputRequired);
+}

@@ -14,7 +14,7 @@ use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
 use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
 use crate::error::RuntimeError;
-use crate::model::{ContextId, Role, TaskEvent, TaskId};
+use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId};
 use crate::requests::{SubmitRequest, TaskSnapshot};
 use crate::subscription::{Durable, EventStream};
 use crate::telemetry;
@@ -117,7 +117,9 @@ impl Following {
     /// Follows the task until one of its events matches `until`, and returns the task
     /// as it stood after that event; `None` if its event stream ended first. The task
     /// is rebuilt from the accepted snapshot and the events, the way its journal builds
-    /// it, so the store is not read again.
+    /// it, so the store is not read again. A task accepted at rest (ended, or waiting
+    /// for input: a message sent again, whose task got there already) is matched as it
+    /// stands first, its status as the event: no event may come.
     pub async fn outcome(
         self,
         until: impl Fn(&TaskEvent) -> bool,
@@ -137,6 +139,20 @@ impl Following {
             mut events,
         } = self;
         let mut task = accepted.task;
+        let state = task.status.state;
+        if state.is_terminal() || state.is_interrupted() {
+            let standing = TaskEvent {
+                seq: accepted.seq,
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                kind: TaskEventKind::Status(task.status.clone()),
+            };
+            if until(&standing) {
+                stored();
+                let seq = accepted.seq;
+                return Ok(Some(TaskSnapshot { task, seq }));
+            }
+        }
         let mut stored = Some(stored);
         while let Some(event) = events.next().await {
             let event = event?;
