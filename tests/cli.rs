@@ -7,19 +7,8 @@ use std::process::Command;
 use common::*;
 
 fn fundi(server: &Server, args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
-        .args(args)
-        .env("FUNDI_URL", &server.url)
-        .env("FUNDI_CREDENTIALS", &server.credentials)
-        .env_remove("FUNDI_TOKEN")
-        .env_remove("FUNDI_USER_TOKEN")
-        .output()
-        .expect("run fundi");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let (code, out, err) = fundi_at(server, &server.url, args);
+    (code == Some(0), out, err)
 }
 
 #[test]

@@ -10,27 +10,30 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::*;
-use fundi_runtime::store::{RunInputs, TaskRecord, TaskStore};
+use fundi_runtime::store::TaskStore;
 use fundi_runtime::testing::open_sled;
+use fundi_runtime::testing::store_contract::{created as created_event, record};
 use fundi_runtime::{
-    ContextId, Message, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, Task, TaskEvent,
-    TaskEventKind, TaskId, TaskState, TaskStatus,
+    Message, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEvent, TaskId, TaskState,
 };
 use serde_json::{Value, json};
 
-async fn start(skill: &Scripted, store: Option<SledOrMemory<'_>>) -> RuntimeHandle {
-    let builder = Runtime::builder().skill(skill.clone());
-    let builder = match store {
-        Some(SledOrMemory::Sled(dir)) => builder.store(open_sled(dir).await),
-        Some(SledOrMemory::Config(config)) => builder.config(config),
+/// A runtime with this skill and `config`, on a sled store in `dir` or in memory.
+async fn start_with(
+    skill: &Scripted,
+    dir: Option<&std::path::Path>,
+    config: RuntimeConfig,
+) -> RuntimeHandle {
+    let builder = Runtime::builder().skill(skill.clone()).config(config);
+    let builder = match dir {
+        Some(dir) => builder.store(open_sled(dir).await),
         None => builder,
     };
     builder.start().await.unwrap()
 }
 
-enum SledOrMemory<'a> {
-    Sled(&'a std::path::Path),
-    Config(RuntimeConfig),
+async fn start(skill: &Scripted, dir: Option<&std::path::Path>) -> RuntimeHandle {
+    start_with(skill, dir, RuntimeConfig::default()).await
 }
 
 /// A request for `message` on behalf of `owner`.
@@ -154,7 +157,7 @@ async fn concurrent_copies_of_a_message_to_a_task_are_delivered_once() {
 async fn a_first_message_is_remembered_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let skill = Scripted::new("scripted", false);
-    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let rt = start(&skill, Some(dir.path())).await;
     let first = message("durable", Value::Null);
     let task = rt.submit(from("ann", &first)).await.unwrap().task;
     wait_for_state(&rt, &task.id, TaskState::Completed).await;
@@ -162,7 +165,7 @@ async fn a_first_message_is_remembered_across_a_restart() {
     drop(rt);
 
     let skill = Scripted::new("scripted", false);
-    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let rt = start(&skill, Some(dir.path())).await;
     let again = rt.submit(from("ann", &first)).await.unwrap().task;
     assert_eq!(again.id, task.id);
     assert_eq!(again.status.state, TaskState::Completed);
@@ -177,33 +180,16 @@ async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_ne
         // A task this owner created with that message two days ago.
         let store = open_sled(dir.path()).await;
         let created = Utc::now() - chrono::Duration::days(2);
-        let mut task = Task::new(
-            TaskId::from("old-task"),
-            ContextId::from("c"),
+        let mut record = record(
+            "old-task",
+            "c",
             TaskState::Completed,
+            created.timestamp_millis(),
+            "ann",
         );
-        task.status = TaskStatus {
-            state: TaskState::Completed,
-            message: None,
-            timestamp: created,
-        };
-        task.history = vec![first.clone()];
-        let record = TaskRecord {
-            task: task.clone(),
-            version: 1,
-            last_seq: 1,
-            skill: "scripted".into(),
-            owner: Some("ann".into()),
-            checkpoint: None,
-            trace: None,
-            inputs: RunInputs::default(),
-        };
-        let event = TaskEvent {
-            seq: 1,
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            kind: TaskEventKind::Created(task),
-        };
+        record.skill = "scripted".into();
+        record.task.history = vec![first.clone()];
+        let event = created_event(&record);
         store.commit(&record, 0, &[event]).await.unwrap();
         let found = store
             .created_by(Some("ann"), &first.message_id)
@@ -212,7 +198,7 @@ async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_ne
         assert_eq!(found.map(|(id, _)| id), Some(TaskId::from("old-task")));
     }
     let skill = Scripted::new("scripted", false);
-    let rt = start(&skill, Some(SledOrMemory::Sled(dir.path()))).await;
+    let rt = start(&skill, Some(dir.path())).await;
     let fresh = rt.submit(from("ann", &first)).await.unwrap().task;
     assert_ne!(
         fresh.id,
@@ -225,7 +211,7 @@ async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_ne
         dedup_window_s: 0,
         ..RuntimeConfig::default()
     };
-    let rt = start(&skill, Some(SledOrMemory::Config(config))).await;
+    let rt = start_with(&skill, None, config).await;
     let first = message("twice", Value::Null);
     let one = rt.submit(from("ann", &first)).await.unwrap().task;
     let two = rt.submit(from("ann", &first)).await.unwrap().task;

@@ -119,6 +119,16 @@ mod tests {
     use crate::store::{Durability, ListQuery};
     use crate::testing::store_contract::{advance, created, record};
 
+    /// How many tasks a listing counts, and how many its first page holds.
+    async fn listed(store: &SledStore) -> (usize, usize) {
+        let query = ListQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        let page = store.list(&query).await.unwrap();
+        (page.total, page.records.len())
+    }
+
     /// A removal cut short after its marker (as a crash would) is finished by the next
     /// sweep, even one with nothing new to remove; and what was removed stays removed
     /// after the store is opened again.
@@ -147,25 +157,11 @@ mod tests {
             "the cut removal is finished"
         );
         assert!(store.db.scan_prefix(REMOVING).next().is_none());
-        let page = store
-            .list(&ListQuery {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!(page.total, 1);
+        assert_eq!(listed(&store).await, (1, 1));
         drop(store);
 
         let store = crate::testing::open_sled(dir.path()).await;
         assert!(store.get(&id).await.unwrap().is_none());
-        let page = store
-            .list(&ListQuery {
-                limit: 10,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        assert_eq!((page.total, page.records.len()), (1, 1));
+        assert_eq!(listed(&store).await, (1, 1));
     }
 }
