@@ -349,18 +349,55 @@ impl RuntimeHandle {
         }
         let actor = self.route(&task_id).await?;
         let message = request.message;
+        let message_id = message.message_id.clone();
         let timeout = self.inner.config.call_timeout();
         let delivered = match self
             .call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout)
             .await
         {
             Some(result) => result?,
-            None => return Err(self.unanswered(&task_id).await),
+            None => {
+                // The actor ended meanwhile, perhaps with this very message: a copy sent
+                // at the same time was delivered, and the task ran to its end with it.
+                if let Ok(record) = self.visible_record(&task_id, None).await
+                    && record.task.has_user_message(&message_id)
+                {
+                    let seq = record.last_seq;
+                    return Ok(TaskSnapshot {
+                        task: record.task,
+                        seq,
+                    });
+                }
+                return Err(self.unanswered(&task_id).await);
+            }
         };
         if told != Told::Outcome {
             self.settle().await?;
         }
         Ok(delivered)
+    }
+
+    /// Whether a caller holding `grants` may start `skill`: the error says why not (no
+    /// such skill, or a scope it lacks).
+    pub fn check_skill(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
+        if !self.inner.skills.contains_key(skill) {
+            return Err(RuntimeError::UnknownSkill {
+                id: skill.to_owned(),
+                available: self.skill_ids(),
+            });
+        }
+        self.authorize(skill, grants)
+    }
+
+    /// The task `owner` created with the first message `message_id`, if the store holds
+    /// it (whatever `runtime.dedup-window-s` says).
+    pub async fn task_created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<TaskId>, RuntimeError> {
+        let found = self.inner.store.created_by(owner, message_id).await?;
+        Ok(found.map(|(id, _)| id))
     }
 
     /// Refuses a caller without the scope `skill` requires.
