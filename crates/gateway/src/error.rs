@@ -281,6 +281,7 @@ impl From<RuntimeError> for ApiError {
                 ApiError::insufficient_scope(&skill, &scope)
             }
             RuntimeError::InvalidInput(text) => ApiError::invalid_params("", text),
+            e @ RuntimeError::ScheduleNotFound(_) => ApiError::invalid_params("", e.to_string()),
             RuntimeError::InvalidField(invalid) => {
                 ApiError::invalid_params(invalid.field, invalid.reason)
             }

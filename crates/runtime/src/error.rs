@@ -94,6 +94,9 @@ pub enum RuntimeError {
         /// The scope it requires.
         scope: String,
     },
+    /// No schedule has this id.
+    #[error("schedule {0} not found")]
+    ScheduleNotFound(String),
     /// The request is malformed; the text names what is wrong.
     #[error("invalid request: {0}")]
     InvalidInput(String),

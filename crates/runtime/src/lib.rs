@@ -60,6 +60,7 @@ mod recover;
 mod recovery;
 mod requests;
 mod run_link;
+pub mod schedules;
 mod service;
 mod skill;
 pub mod store;

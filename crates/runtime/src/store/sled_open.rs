@@ -82,6 +82,7 @@ impl SledStore {
         }
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
+        let schedules = db.open_tree("schedules")?;
         let quarantine = db.open_tree(QUARANTINE_TREE)?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
@@ -109,6 +110,7 @@ impl SledStore {
             db,
             push,
             issues,
+            schedules,
             quarantine,
             flusher,
             log,

@@ -102,6 +102,8 @@ pub struct SledStore {
     pub(super) push: sled::Tree,
     /// Issues by fingerprint (see `issues::SledIssueStore`).
     pub(crate) issues: sled::Tree,
+    /// Schedules by id (see `schedules::SledScheduleStore`).
+    pub(crate) schedules: sled::Tree,
     /// What was set aside because it could not be read (see `sled_quarantine`).
     pub(super) quarantine: sled::Tree,
     pub(super) flusher: Option<GroupFlusher>,
