@@ -10,6 +10,7 @@
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
 //! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
+mod admin;
 mod admission;
 mod auth;
 mod card;
@@ -43,8 +44,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{
-    AuthConfig, AuthError, AuthMode, Authenticator, Caller, DEFAULT_USER_HEADER, JwtConfig,
-    StaticClient, StaticTokens,
+    AuthConfig, AuthError, AuthMode, Authenticator, Caller, ConfiguredScopes, DEFAULT_USER_HEADER,
+    JwtConfig, StaticClient, StaticTokens,
 };
 pub use config::GatewayConfig;
 pub use dialect::{Dialect, Method};

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use fundi_runtime::TaskService;
 use fundi_runtime::issues::IssueStore;
+use fundi_runtime::schedules::Scheduler;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authenticator;
@@ -29,6 +30,8 @@ pub struct AppState {
     pub(crate) push: Option<Arc<PushService>>,
     /// Findings of the auditing skills, for operators.
     pub(crate) issues: Option<Arc<dyn IssueStore>>,
+    /// Scheduled runs, for operators.
+    pub(crate) schedules: Option<Scheduler>,
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
@@ -69,12 +72,19 @@ impl AppState {
             auth: Arc::new(auth),
             push: None,
             issues: None,
+            schedules: None,
         }
     }
 
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
     pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
         self.issues = Some(issues);
+        self
+    }
+
+    /// The same state serving `/admin/schedules` (scope `fundi:admin`) from `scheduler`.
+    pub fn with_schedules(mut self, scheduler: Scheduler) -> AppState {
+        self.schedules = Some(scheduler);
         self
     }
 

@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod jwks;
 mod jwt;
+mod scopes_now;
 mod static_tokens;
 
 use axum::http::{HeaderMap, HeaderName, header};
@@ -16,6 +17,7 @@ pub use config::{
     AuthConfig, AuthMode, DEFAULT_USER_HEADER, JwtConfig, StaticClient, StaticTokens,
 };
 pub use error::AuthError;
+pub use scopes_now::ConfiguredScopes;
 
 use jwt::{JwksPool, JwtVerifier, Refusal};
 

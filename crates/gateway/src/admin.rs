@@ -1,0 +1,165 @@
+//! The operators' routes under `/admin` (scope `fundi:admin`): dead letters and their
+//! replay, the recorded issues, and scheduled runs (`admin/schedules.rs`).
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use fundi_runtime::ADMIN_SCOPE;
+use serde_json::{Value, json};
+
+use crate::admission::admit;
+use crate::auth::Caller;
+use crate::dialect::Dialect;
+use crate::error::ApiError;
+use crate::reply::refusal;
+use crate::state::AppState;
+
+mod schedules;
+
+/// The admin routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/push/dead-letters", get(dead_letters))
+        .route("/admin/push/replay", post(replay))
+        .route("/admin/issues", get(list_issues))
+        .merge(schedules::routes())
+}
+
+/// `admit`, then the admin scope.
+async fn admit_admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Response> {
+    let caller = admit(state, headers, uri)
+        .await
+        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
+    if !caller.grants.allows(Some(ADMIN_SCOPE)) {
+        let error = ApiError::insufficient_scope("admin", ADMIN_SCOPE);
+        return Err(refusal(&Value::Null, &error, Dialect::V1));
+    }
+    Ok(caller)
+}
+
+/// Push configs whose delivery was given up (operators; scope `fundi:admin`).
+async fn dead_letters(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
+        return refused;
+    }
+    let Some(push) = &state.push else {
+        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
+    };
+    match push.dead_letters().await {
+        Ok(entries) => {
+            let letters: Vec<Value> = entries
+                .iter()
+                .filter_map(|entry| {
+                    let dead = entry.cursor.dead.as_ref()?;
+                    Some(json!({
+                        "taskId": entry.config.task_id,
+                        "configId": entry.config.id,
+                        "url": entry.config.url,
+                        "seq": dead.seq,
+                        "attempts": dead.attempts,
+                        "lastError": dead.last_error,
+                        "firstFailure": dead.first_failure,
+                        "deadAt": dead.dead_at,
+                    }))
+                })
+                .collect();
+            axum::Json(json!({"deadLetters": letters})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "listing dead letters");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+/// Delivers a dead-lettered config again: `{"taskId": ..., "configId": ...}`.
+async fn replay(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
+        return refused;
+    }
+    let Some(push) = &state.push else {
+        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
+    };
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Target {
+        task_id: String,
+        config_id: String,
+    }
+    let target: Target = match serde_json::from_slice(&body) {
+        Ok(target) => target,
+        Err(e) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{\"taskId\": ..., \"configId\": ...}}: {e}"),
+            );
+        }
+    };
+    let task_id = fundi_runtime::TaskId::from(target.task_id);
+    match push.replay(&task_id, &target.config_id).await {
+        Ok(true) => axum::Json(json!({"replayed": true})).into_response(),
+        Ok(false) => admin_error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "no dead letter for config {:?} of task {task_id}",
+                target.config_id
+            ),
+        ),
+        Err(error) => {
+            tracing::error!(%error, "replaying a dead letter");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+/// The recorded issues (`?source=a11y-audit`, `?status=open`), newest first.
+async fn list_issues(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
+        return refused;
+    }
+    let Some(store) = &state.issues else {
+        return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
+    };
+    let param = |name: &str| query.get(name).map(String::as_str);
+    let status = match param("status") {
+        None => None,
+        Some("open") => Some(fundi_runtime::issues::IssueStatus::Open),
+        Some("resolved") => Some(fundi_runtime::issues::IssueStatus::Resolved),
+        Some(other) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("status must be open or resolved, got {other:?}"),
+            );
+        }
+    };
+    match store.issues(param("source")).await {
+        Ok(mut issues) => {
+            issues.retain(|i| status.is_none_or(|s| i.status == s));
+            issues.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
+            axum::Json(json!({"issues": issues})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "listing issues");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+fn admin_error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"error": message}))).into_response()
+}

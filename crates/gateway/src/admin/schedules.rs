@@ -1,0 +1,169 @@
+//! Scheduled runs for operators: `GET|POST /admin/schedules`, `GET|DELETE
+//! /admin/schedules/{id}`, `POST /admin/schedules/{id}/pause` and `/resume`. A schedule
+//! is created for the caller: its firings are the caller's tasks.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use fundi_runtime::RuntimeError;
+use fundi_runtime::schedules::{Creator, NewSchedule, Scheduler};
+use serde_json::json;
+
+use super::{admin_error, admit_admin};
+use crate::state::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/schedules", get(list).post(create))
+        .route("/admin/schedules/{id}", get(show).delete(delete))
+        .route("/admin/schedules/{id}/pause", post(pause))
+        .route("/admin/schedules/{id}/resume", post(resume))
+}
+
+/// The scheduler, once the caller is admitted as an operator.
+async fn scheduler(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(Scheduler, crate::auth::Caller), Response> {
+    let caller = admit_admin(state, headers, uri).await?;
+    match &state.schedules {
+        Some(scheduler) => Ok((scheduler.clone(), caller)),
+        None => Err(admin_error(
+            StatusCode::NOT_FOUND,
+            "scheduled runs are not available on this server",
+        )),
+    }
+}
+
+async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    answer(
+        StatusCode::OK,
+        scheduler.list().await.map(|s| json!({"schedules": s})),
+    )
+}
+
+async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let new: NewSchedule = match serde_json::from_slice(&body) {
+        Ok(new) => new,
+        Err(e) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "expected {{\"skill\": ..., \"cron\": ..., \"timeZone\"?: ..., \"data\"?: \
+                     ..., \"text\"?: ...}}: {e}"
+                ),
+            );
+        }
+    };
+    let creator = Creator {
+        owner: Some(caller.user),
+        client: Some(caller.client),
+        grants: caller.grants,
+    };
+    answer(
+        StatusCode::CREATED,
+        scheduler.create(new, creator).await.map(|s| json!(s)),
+    )
+}
+
+async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    answer(StatusCode::OK, scheduler.get(&id).await.map(|s| json!(s)))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    answer(
+        StatusCode::OK,
+        scheduler.delete(&id).await.map(|()| json!({"deleted": id})),
+    )
+}
+
+async fn pause(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    set_paused(state, headers, uri, id, true).await
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    set_paused(state, headers, uri, id, false).await
+}
+
+async fn set_paused(
+    state: AppState,
+    headers: HeaderMap,
+    uri: Uri,
+    id: String,
+    paused: bool,
+) -> Response {
+    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    answer(
+        StatusCode::OK,
+        scheduler.set_paused(&id, paused).await.map(|s| json!(s)),
+    )
+}
+
+/// The body on success, or the error with the status that fits it.
+fn answer(status: StatusCode, outcome: Result<serde_json::Value, RuntimeError>) -> Response {
+    let error = match outcome {
+        Ok(body) => return (status, axum::Json(body)).into_response(),
+        Err(error) => error,
+    };
+    let status = match &error {
+        RuntimeError::ScheduleNotFound(_) => StatusCode::NOT_FOUND,
+        RuntimeError::Forbidden { .. } => StatusCode::FORBIDDEN,
+        RuntimeError::InvalidInput(_)
+        | RuntimeError::InvalidField(_)
+        | RuntimeError::UnknownSkill { .. } => StatusCode::BAD_REQUEST,
+        RuntimeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => {
+            tracing::error!(%error, "a schedule operation failed");
+            return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+        }
+    };
+    admin_error(status, &error.to_string())
+}
