@@ -163,6 +163,12 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         status: Option<String>,
     },
+    /// Scheduled runs: recurring tasks owned by whoever creates them; needs scope
+    /// fundi:admin.
+    Schedules {
+        #[command(subcommand)]
+        action: ScheduleCommand,
+    },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {
         #[command(flatten)]
@@ -176,5 +182,64 @@ pub(crate) enum ClientCommand {
         task: String,
         /// The push config id.
         config: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScheduleCommand {
+    /// Create a schedule: at each time of CRON, a task of SKILL is submitted, owned by
+    /// you and authorised by your client's scopes at that time.
+    Create {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The skill each firing runs.
+        #[arg(long)]
+        skill: String,
+        /// When: five fields (minute hour day-of-month month day-of-week, e.g.
+        /// "0 3 * * *" for 03:00 every day), or six with seconds first.
+        #[arg(long)]
+        cron: String,
+        /// The IANA time zone CRON is read in (default: UTC), e.g. Europe/Berlin.
+        #[arg(long)]
+        time_zone: Option<String>,
+        /// The skill's input as JSON, e.g. '{"url": "https://staging.example/"}'.
+        #[arg(long)]
+        data: Option<String>,
+        /// Text sent with each firing.
+        #[arg(long)]
+        text: Option<String>,
+    },
+    /// List the schedules.
+    List {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Show a schedule, with its latest firing.
+    Show {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The schedule id.
+        id: String,
+    },
+    /// Stop a schedule from firing (it is kept).
+    Pause {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The schedule id.
+        id: String,
+    },
+    /// Let a paused schedule fire again, from its next time after now.
+    Resume {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The schedule id.
+        id: String,
+    },
+    /// Delete a schedule (the tasks it submitted stay).
+    Delete {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The schedule id.
+        id: String,
     },
 }

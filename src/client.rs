@@ -5,6 +5,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 mod print;
+mod schedules;
 
 use print::{
     print_dead_letters, print_issues, print_list, print_stream_item, print_task, short_state,
@@ -88,6 +89,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             .await?;
             show(&endpoint, &result, print_issues)
         }
+        ClientCommand::Schedules { action } => schedules::run(action).await,
         ClientCommand::DeadLetters { endpoint } => {
             let url = format!("{}/admin/push/dead-letters", base(&endpoint));
             let result = admin(&endpoint, authed(&endpoint, reqwest::Method::GET, &url)?).await?;

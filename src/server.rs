@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use fundi_gateway::{AppState, Authenticator, PushService};
+use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
 use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
+use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler, SledScheduleStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
@@ -163,6 +164,10 @@ impl ServerBuilder {
         if let Some(kept) = retention {
             crate::retention::start(runtime.clone(), kept, shutdown.clone());
         }
+        // Firings missed while the server was down run now, once per schedule.
+        let scopes = ConfiguredScopes::from_config(&config.auth);
+        let scheduler = Scheduler::new(runtime.clone(), stores.schedules, Arc::new(scopes));
+        scheduler.start(shutdown.clone());
 
         let local = listener.local_addr()?;
         let public_url = config
@@ -178,7 +183,8 @@ impl ServerBuilder {
             &public_url,
             shutdown.clone(),
         )
-        .with_issues(stores.issues.clone());
+        .with_issues(stores.issues.clone())
+        .with_schedules(scheduler);
         if config.push.enabled {
             let push = PushService::new(
                 runtime.clone(),
@@ -253,6 +259,7 @@ struct Stores {
     tasks: Arc<dyn TaskStore>,
     push: Arc<dyn PushStore>,
     issues: Arc<dyn IssueStore>,
+    schedules: Arc<dyn ScheduleStore>,
     sled: Option<Arc<SledStore>>,
 }
 
@@ -265,6 +272,7 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 tasks: memory.clone(),
                 push: memory,
                 issues: Arc::new(MemoryIssueStore::new()),
+                schedules: Arc::new(MemoryScheduleStore::new()),
                 sled: None,
             })
         }
@@ -289,6 +297,7 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 tasks: sled.clone(),
                 push: sled.clone(),
                 issues: Arc::new(SledIssueStore::new(sled.clone())),
+                schedules: Arc::new(SledScheduleStore::new(sled.clone())),
                 sled: Some(sled),
             })
         }
