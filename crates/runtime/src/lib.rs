@@ -49,10 +49,12 @@
 mod access;
 mod actors;
 pub mod addresses;
+pub mod audit;
 mod config;
 mod context;
 pub mod cpu;
 mod error;
+pub mod grants;
 mod handle;
 pub mod issues;
 pub mod model;

@@ -83,6 +83,9 @@ impl SledStore {
         let push = db.open_tree("push")?;
         let issues = db.open_tree("issues")?;
         let schedules = db.open_tree("schedules")?;
+        let grants = db.open_tree("grants")?;
+        let grant_digests = db.open_tree("grant_digests")?;
+        let audit = db.open_tree("audit")?;
         let quarantine = db.open_tree(QUARANTINE_TREE)?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
@@ -111,6 +114,9 @@ impl SledStore {
             push,
             issues,
             schedules,
+            grants,
+            grant_digests,
+            audit,
             quarantine,
             flusher,
             log,

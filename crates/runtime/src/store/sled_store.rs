@@ -97,13 +97,18 @@ pub enum Durability {
 /// A `TaskStore` on sled.
 #[derive(Debug)]
 pub struct SledStore {
-    pub(super) db: sled::Db,
+    pub(crate) db: sled::Db,
     /// Push configs and cursors (see `sled_push`).
     pub(super) push: sled::Tree,
     /// Issues by fingerprint (see `issues::SledIssueStore`).
     pub(crate) issues: sled::Tree,
     /// Schedules by id (see `schedules::SledScheduleStore`).
     pub(crate) schedules: sled::Tree,
+    /// Grants by id, and their ids by token digest (see `grants::SledGrantStore`).
+    pub(crate) grants: sled::Tree,
+    pub(crate) grant_digests: sled::Tree,
+    /// The audit log by sequence number (see `audit::SledAuditLog`).
+    pub(crate) audit: sled::Tree,
     /// What was set aside because it could not be read (see `sled_quarantine`).
     pub(super) quarantine: sled::Tree,
     pub(super) flusher: Option<GroupFlusher>,
