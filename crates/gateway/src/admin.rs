@@ -1,5 +1,7 @@
 //! The operators' routes under `/admin` (scope `fundi:admin`): dead letters and their
-//! replay, the recorded issues, and scheduled runs (`admin/schedules.rs`).
+//! replay, the recorded issues, scheduled runs (`admin/schedules.rs`), grants
+//! (`admin/grants.rs`) and the audit log (`admin/audit.rs`). Every change is recorded
+//! in the audit log.
 
 use std::collections::HashMap;
 
@@ -19,6 +21,8 @@ use crate::error::ApiError;
 use crate::reply::refusal;
 use crate::state::AppState;
 
+pub(crate) mod audit;
+pub(crate) mod grants;
 mod schedules;
 
 /// The admin routes.
@@ -28,6 +32,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/admin/push/replay", post(replay))
         .route("/admin/issues", get(list_issues))
         .merge(schedules::routes())
+        .merge(grants::routes())
+        .merge(audit::routes())
 }
 
 /// `admit`, then the admin scope.
@@ -84,9 +90,10 @@ async fn replay(
     uri: Uri,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
-        return refused;
-    }
+    let caller = match admit_admin(&state, &headers, &uri).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     let Some(push) = &state.push else {
         return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
     };
@@ -107,7 +114,13 @@ async fn replay(
     };
     let task_id = fundi_runtime::TaskId::from(target.task_id);
     match push.replay(&task_id, &target.config_id).await {
-        Ok(true) => axum::Json(json!({"replayed": true})).into_response(),
+        Ok(true) => {
+            let target = format!("{task_id}/{}", target.config_id);
+            match audit::record(&state, &caller, "push.replay", &target, Value::Null).await {
+                Ok(()) => axum::Json(json!({"replayed": true})).into_response(),
+                Err(failed) => failed,
+            }
+        }
         Ok(false) => admin_error(
             StatusCode::NOT_FOUND,
             &format!(

@@ -122,6 +122,10 @@ impl ApiError {
                 tracing::warn!(%detail, "cannot check a token: signing keys unavailable");
                 ApiError::KeysUnavailable
             }
+            AuthError::GrantsUnavailable(detail) => {
+                tracing::error!(%detail, "cannot check a grant token: the store failed");
+                ApiError::internal("the grants cannot be read")
+            }
         }
     }
 

@@ -3,10 +3,13 @@
 use std::sync::Arc;
 
 use fundi_runtime::TaskService;
+use fundi_runtime::audit::AuditLog;
+use fundi_runtime::grants::GrantStore;
 use fundi_runtime::issues::IssueStore;
 use fundi_runtime::schedules::Scheduler;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::grants::GrantDesk;
 use crate::auth::Authenticator;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
@@ -32,6 +35,10 @@ pub struct AppState {
     pub(crate) issues: Option<Arc<dyn IssueStore>>,
     /// Scheduled runs, for operators.
     pub(crate) schedules: Option<Scheduler>,
+    /// Grants, for operators (the authenticator reads the same store).
+    pub(crate) grants: Option<Arc<GrantDesk>>,
+    /// Where admin actions are recorded.
+    pub(crate) audit: Option<Arc<dyn AuditLog>>,
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
@@ -73,6 +80,8 @@ impl AppState {
             push: None,
             issues: None,
             schedules: None,
+            grants: None,
+            audit: None,
         }
     }
 
@@ -85,6 +94,20 @@ impl AppState {
     /// The same state serving `/admin/schedules` (scope `fundi:admin`) from `scheduler`.
     pub fn with_schedules(mut self, scheduler: Scheduler) -> AppState {
         self.schedules = Some(scheduler);
+        self
+    }
+
+    /// The same state serving `/admin/grants` (scope `fundi:admin`) from `grants`; give
+    /// the authenticator the same store ([`Authenticator::with_grants`]) so that the
+    /// grants admit their clients.
+    pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> AppState {
+        self.grants = Some(Arc::new(GrantDesk::new(grants)));
+        self
+    }
+
+    /// The same state recording admin actions in `log` and serving `/admin/audit`.
+    pub fn with_audit(mut self, log: Arc<dyn AuditLog>) -> AppState {
+        self.audit = Some(log);
         self
     }
 

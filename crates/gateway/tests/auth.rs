@@ -12,6 +12,7 @@ use axum::Router;
 use axum::routing::get;
 use base64::Engine as _;
 use fundi_gateway::{AppState, AuthConfig, AuthMode, Authenticator, GatewayConfig, JwtConfig, app};
+use fundi_runtime::grants::MemoryGrantStore;
 use fundi_runtime::store::ListQuery;
 use fundi_runtime::{MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, TaskStore};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -164,13 +165,17 @@ async fn fixture(config: GatewayConfig, min_refresh_ms: u64) -> Fixture {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     let header_timeout = Duration::from_millis(config.header_read_timeout_ms);
+    let grants = Arc::new(MemoryGrantStore::new());
     let state = AppState::new(
         runtime.clone(),
         config,
-        Authenticator::from_config(&auth).unwrap(),
+        Authenticator::from_config(&auth)
+            .unwrap()
+            .with_grants(grants.clone()),
         &url,
         shutdown.clone(),
-    );
+    )
+    .with_grants(grants);
     tokio::spawn(fundi_gateway::serve(
         listener,
         app(state),
@@ -547,6 +552,74 @@ async fn a_skill_needs_its_scope_before_any_task_is_created() {
     let response = fx.post(&narrowed, &request("SendMessage", chaos)).await;
     assert_eq!(response.status(), 403);
     assert_eq!(fx.stored().await, before);
+}
+
+#[tokio::test]
+async fn a_grant_admits_its_client_beside_jwts_until_it_is_revoked() {
+    let fx = fixture(GatewayConfig::default(), 0).await;
+    let operator = fx.creds("fundi:admin", "ops");
+    let admin = |method: reqwest::Method, path: &str| {
+        fx.http
+            .request(method, format!("{}/admin/grants{path}", fx.url))
+            .bearer_auth(operator.bearer.as_deref().unwrap())
+            .header("X-Fundi-User-Token", operator.user.as_deref().unwrap())
+    };
+    let vended = admin(reqwest::Method::POST, "")
+        .json(&json!({"client": "ci-bot", "scopes": ["fundi:audit"], "expires": "1h"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(vended.status(), 201);
+    let vended: Value = vended.json().await.unwrap();
+    let token = vended["token"].as_str().unwrap().to_owned();
+    let id = vended["grant"]["id"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("fundi_grant_"), "{vended}");
+
+    // The grant token stands in for the machine JWT; the user still signs in with theirs.
+    let granted = Creds {
+        bearer: Some(token.clone()),
+        user: fx.creds("", "alice").user,
+    };
+    let audit = json!({"message": {"messageId": "g1", "role": "ROLE_USER",
+                                   "parts": [{"text": "page"}], "metadata": {"skill": "audit"}}});
+    let done = fx.call(&granted, "SendMessage", audit).await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    let chaos = json!({"message": {"messageId": "g2", "role": "ROLE_USER",
+                                   "parts": [{"text": "go"}], "metadata": {"skill": "chaos"}}});
+    let response = fx.post(&granted, &request("SendMessage", chaos)).await;
+    assert_eq!(response.status(), 403, "the grant holds fundi:audit only");
+    let without_user = Creds {
+        bearer: Some(token.clone()),
+        user: None,
+    };
+    let response = fx
+        .post(&without_user, &request("ListTasks", json!({})))
+        .await;
+    assert_eq!(
+        response.status(),
+        401,
+        "a grant does not stand in for the user"
+    );
+
+    let revoked = admin(reqwest::Method::POST, &format!("/{id}/revoke"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    let response = fx.post(&granted, &request("ListTasks", json!({}))).await;
+    assert_eq!(response.status(), 401);
+    let body: Value = response.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("revoked"), "{body}");
+    let forged = Creds {
+        bearer: Some(format!("{token}x")),
+        user: granted.user.clone(),
+    };
+    let response = fx.post(&forged, &request("ListTasks", json!({}))).await;
+    assert_eq!(response.status(), 401);
 }
 
 #[tokio::test]

@@ -106,7 +106,10 @@ pub struct Firing {
 
 impl Schedule {
     /// The scopes a firing acts with, from what `authority` says of the client now.
-    pub(crate) fn grants_now(&self, authority: &dyn ScopeAuthority) -> Result<Grants, String> {
+    pub(crate) async fn grants_now(
+        &self,
+        authority: &dyn ScopeAuthority,
+    ) -> Result<Grants, String> {
         let recorded = || match &self.scopes {
             None => Grants::All,
             Some(scopes) => Grants::scopes(scopes.iter().cloned()),
@@ -114,7 +117,7 @@ impl Schedule {
         let Some(client) = &self.client else {
             return Ok(recorded());
         };
-        match authority.scopes_now(client) {
+        match authority.scopes_now(client).await {
             ScopesNow::Held(grants) => Ok(grants),
             ScopesNow::Unknown => Ok(recorded()),
             ScopesNow::Gone => Err(format!(
@@ -137,17 +140,19 @@ pub enum ScopesNow {
 }
 
 /// Who can say what a client holds at a firing, without a request from it.
+#[async_trait]
 pub trait ScopeAuthority: Send + Sync + 'static {
     /// The scopes `client` holds now.
-    fn scopes_now(&self, client: &str) -> ScopesNow;
+    async fn scopes_now(&self, client: &str) -> ScopesNow;
 }
 
 /// An authority that knows no client: firings act with the scopes recorded at creation.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RecordedScopes;
 
+#[async_trait]
 impl ScopeAuthority for RecordedScopes {
-    fn scopes_now(&self, _client: &str) -> ScopesNow {
+    async fn scopes_now(&self, _client: &str) -> ScopesNow {
         ScopesNow::Unknown
     }
 }

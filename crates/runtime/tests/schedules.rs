@@ -52,8 +52,9 @@ impl Clients {
     }
 }
 
+#[async_trait]
 impl ScopeAuthority for Clients {
-    fn scopes_now(&self, client: &str) -> ScopesNow {
+    async fn scopes_now(&self, client: &str) -> ScopesNow {
         match self.0.lock().unwrap().get(client) {
             Some(scopes) => ScopesNow::Held(Grants::scopes(scopes.iter().copied())),
             None => ScopesNow::Gone,

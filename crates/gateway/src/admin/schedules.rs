@@ -1,6 +1,7 @@
 //! Scheduled runs for operators: `GET|POST /admin/schedules`, `GET|DELETE
 //! /admin/schedules/{id}`, `POST /admin/schedules/{id}/pause` and `/resume`. A schedule
-//! is created for the caller: its firings are the caller's tasks.
+//! is created for the caller: its firings are the caller's tasks. Changes are recorded
+//! in the audit log.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -10,9 +11,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_runtime::RuntimeError;
 use fundi_runtime::schedules::{Creator, NewSchedule, Scheduler};
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::audit::record;
 use super::{admin_error, admit_admin};
+use crate::auth::grant_client;
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -72,15 +75,27 @@ async fn create(
             );
         }
     };
-    let creator = Creator {
-        owner: Some(caller.user),
-        client: Some(caller.client),
-        grants: caller.grants,
+    // A grant's schedules fire while the grant stands; a static client's while the
+    // config lists it.
+    let client = match &caller.grant {
+        Some(id) => grant_client(id),
+        None => caller.client.clone(),
     };
-    answer(
-        StatusCode::CREATED,
-        scheduler.create(new, creator).await.map(|s| json!(s)),
-    )
+    let creator = Creator {
+        owner: Some(caller.user.clone()),
+        client: Some(client),
+        grants: caller.grants.clone(),
+    };
+    let created = scheduler.create(new, creator).await;
+    if let Ok(schedule) = &created {
+        let detail = json!({"skill": schedule.spec.skill, "cron": schedule.spec.cron,
+                            "zone": schedule.zone});
+        let recorded = record(&state, &caller, "schedule.create", &schedule.id, detail);
+        if let Err(failed) = recorded.await {
+            return failed;
+        }
+    }
+    answer(StatusCode::CREATED, created.map(|s| json!(s)))
 }
 
 async fn show(
@@ -102,14 +117,17 @@ async fn delete(
     uri: Uri,
     Path(id): Path<String>,
 ) -> Response {
-    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    answer(
-        StatusCode::OK,
-        scheduler.delete(&id).await.map(|()| json!({"deleted": id})),
-    )
+    let deleted = scheduler.delete(&id).await;
+    if deleted.is_ok()
+        && let Err(failed) = record(&state, &caller, "schedule.delete", &id, Value::Null).await
+    {
+        return failed;
+    }
+    answer(StatusCode::OK, deleted.map(|()| json!({"deleted": id})))
 }
 
 async fn pause(
@@ -137,14 +155,21 @@ async fn set_paused(
     id: String,
     paused: bool,
 ) -> Response {
-    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
+    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    answer(
-        StatusCode::OK,
-        scheduler.set_paused(&id, paused).await.map(|s| json!(s)),
-    )
+    let changed = scheduler.set_paused(&id, paused).await;
+    let action = match paused {
+        true => "schedule.pause",
+        false => "schedule.resume",
+    };
+    if changed.is_ok()
+        && let Err(failed) = record(&state, &caller, action, &id, Value::Null).await
+    {
+        return failed;
+    }
+    answer(StatusCode::OK, changed.map(|s| json!(s)))
 }
 
 /// The body on success, or the error with the status that fits it.

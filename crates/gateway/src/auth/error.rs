@@ -20,4 +20,7 @@ pub enum AuthError {
     /// The key server could not be reached and no cached key fits.
     #[error("the token's signing keys are unavailable: {0}")]
     KeysUnavailable(String),
+    /// The store holding the grants failed.
+    #[error("the grants cannot be read: {0}")]
+    GrantsUnavailable(String),
 }

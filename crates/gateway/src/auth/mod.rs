@@ -10,14 +10,18 @@ mod jwt;
 mod scopes_now;
 mod static_tokens;
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, HeaderName, header};
 use fundi_runtime::Grants;
+use fundi_runtime::grants::{GRANT_TOKEN_PREFIX, GrantStore, token_digest};
 
 pub use config::{
     AuthConfig, AuthMode, DEFAULT_USER_HEADER, JwtConfig, StaticClient, StaticTokens,
 };
 pub use error::AuthError;
 pub use scopes_now::ConfiguredScopes;
+pub(crate) use scopes_now::grant_client;
 
 use jwt::{JwksPool, JwtVerifier, Refusal};
 
@@ -33,10 +37,14 @@ pub struct Caller {
     pub client: String,
     /// The scopes that decide which skills may run.
     pub grants: Grants,
+    /// The grant whose token the client presented (`None`: a static token or a JWT).
+    pub grant: Option<String>,
 }
 
 /// Checks the credentials of a request.
 pub struct Authenticator {
+    /// Grants vended by operators, checked beside the configured credentials.
+    grants: Option<Arc<dyn GrantStore>>,
     user_header: HeaderName,
     /// The header's name as configured (HeaderName is lowercase), for messages and the card.
     user_header_spelling: String,
@@ -83,10 +91,46 @@ impl Authenticator {
             }
         };
         Ok(Authenticator {
+            grants: None,
             user_header,
             user_header_spelling: config.user_header.clone(),
             kind,
         })
+    }
+
+    /// The same authenticator, admitting also clients presenting a grant token of
+    /// `grants` (each request looks its grant up, so a revocation holds at once).
+    pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> Authenticator {
+        self.grants = Some(grants);
+        self
+    }
+
+    /// The client a grant token stands for: `None` if `bearer` is not a grant token (or
+    /// no grants are kept); an error if it is one that admits nothing.
+    async fn granted(&self, bearer: &str, credential: &str) -> Result<Option<Granted>, AuthError> {
+        let Some(store) = &self.grants else {
+            return Ok(None);
+        };
+        if !bearer.starts_with(GRANT_TOKEN_PREFIX) {
+            return Ok(None);
+        }
+        let invalid = |reason: String| AuthError::Invalid {
+            credential: credential.to_owned(),
+            reason,
+        };
+        let grant = store
+            .by_digest(&token_digest(bearer))
+            .await
+            .map_err(|e| AuthError::GrantsUnavailable(e.to_string()))?
+            .ok_or_else(|| invalid("not a known token".into()))?;
+        if let Some(refusal) = grant.refusal(chrono::Utc::now()) {
+            return Err(invalid(refusal));
+        }
+        Ok(Some(Granted {
+            client: grant.client,
+            scopes: grant.scopes,
+            grant: Some(grant.id),
+        }))
     }
 
     /// The header that carries the end user's token, spelled as configured.
@@ -108,43 +152,72 @@ impl Authenticator {
             .ok_or_else(|| AuthError::Missing(user_name.clone()))?;
         match &self.kind {
             Kind::Static(table) => {
-                let (client, scopes) = table.client(bearer).ok_or(AuthError::Invalid {
-                    credential: machine_name,
-                    reason: "not a known token".into(),
-                })?;
+                let granted = match self.granted(bearer, &machine_name).await? {
+                    Some(granted) => granted,
+                    None => {
+                        let (client, scopes) = table.client(bearer).ok_or(AuthError::Invalid {
+                            credential: machine_name,
+                            reason: "not a known token".into(),
+                        })?;
+                        Granted {
+                            client,
+                            scopes,
+                            grant: None,
+                        }
+                    }
+                };
                 let user = table.user(user_token).ok_or(AuthError::Invalid {
                     credential: user_name,
                     reason: "not a known token".into(),
                 })?;
                 Ok(Caller {
                     user,
-                    client,
-                    grants: Grants::scopes(scopes),
+                    client: granted.client,
+                    grants: Grants::scopes(granted.scopes),
+                    grant: granted.grant,
                 })
             }
             Kind::Jwt(pair) => {
                 let JwtPair { machine, user } = pair.as_ref();
-                let client = machine
-                    .verify(bearer)
-                    .await
-                    .map_err(|r| refusal(machine_name, r))?;
+                let granted = match self.granted(bearer, &machine_name).await? {
+                    Some(granted) => granted,
+                    None => {
+                        let client = machine
+                            .verify(bearer)
+                            .await
+                            .map_err(|r| refusal(machine_name, r))?;
+                        Granted {
+                            client: client.subject,
+                            scopes: client.scopes.unwrap_or_default(),
+                            grant: None,
+                        }
+                    }
+                };
                 let person = user
                     .verify(user_token)
                     .await
                     .map_err(|r| refusal(user_name, r))?;
-                let mut scopes = client.scopes.unwrap_or_default();
+                let mut scopes = granted.scopes;
                 // A user token that carries scopes narrows what the client may do for it.
                 if let Some(user_scopes) = &person.scopes {
                     scopes.retain(|s| user_scopes.contains(s));
                 }
                 Ok(Caller {
                     user: person.subject,
-                    client: client.subject,
+                    client: granted.client,
                     grants: Grants::scopes(scopes),
+                    grant: granted.grant,
                 })
             }
         }
     }
+}
+
+/// The client a bearer token stands for, and what it holds.
+struct Granted {
+    client: String,
+    scopes: Vec<String>,
+    grant: Option<String>,
 }
 
 fn refusal(credential: String, refusal: Refusal) -> AuthError {

@@ -61,7 +61,7 @@ pub(super) async fn fire(
     if let Some(id) = runtime.task_created_by(owner, &message.message_id).await? {
         return Ok(record(Ok(id)));
     }
-    let grants = match schedule.grants_now(authority) {
+    let grants = match schedule.grants_now(authority).await {
         Ok(grants) => grants,
         Err(reason) => return Ok(record(Err(reason))),
     };

@@ -1,0 +1,98 @@
+//! The audit log for operators (`GET /admin/audit?after=&limit=`), and the helper every
+//! admin action records itself with.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use fundi_runtime::audit::AuditEntry;
+use serde_json::{Value, json};
+
+use super::{admin_error, admit_admin};
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// Records read at most per request.
+const MAX_LIMIT: usize = 1000;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/admin/audit", get(read))
+}
+
+/// Records what `caller` did, after it was done: in the audit log (when one is kept)
+/// and as an event of the request's span (`fundi::audit`), which OpenTelemetry exports
+/// with the trace. `Err` is the answer to give when the record could not be written.
+pub(crate) async fn record(
+    state: &AppState,
+    caller: &Caller,
+    action: &str,
+    target: &str,
+    detail: Value,
+) -> Result<(), Response> {
+    tracing::info!(
+        target: "fundi::audit",
+        action,
+        audit.target = target,
+        user = %caller.user,
+        client = %caller.client,
+        detail = %detail,
+        "audit"
+    );
+    let Some(log) = &state.audit else {
+        return Ok(());
+    };
+    let entry = AuditEntry {
+        user: caller.user.clone(),
+        client: caller.client.clone(),
+        action: action.to_owned(),
+        target: target.to_owned(),
+        detail,
+    };
+    log.append(entry).await.map(drop).map_err(|error| {
+        tracing::error!(%error, action, target, "writing the audit log");
+        admin_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("{action} of {target} was done, but the audit log could not be written"),
+        )
+    })
+}
+
+async fn read(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
+        return refused;
+    }
+    let Some(log) = &state.audit else {
+        return admin_error(StatusCode::NOT_FOUND, "no audit log is kept on this server");
+    };
+    let number = |name: &str, default: u64| match query.get(name) {
+        None => Ok(default),
+        Some(text) => text
+            .parse::<u64>()
+            .map_err(|_| format!("{name} must be a whole number, got {text:?}")),
+    };
+    let (after, limit) = match (number("after", 0), number("limit", 100)) {
+        (Ok(after), Ok(limit)) => (after, limit),
+        (Err(problem), _) | (_, Err(problem)) => {
+            return admin_error(StatusCode::BAD_REQUEST, &problem);
+        }
+    };
+    let limit = (limit as usize).clamp(1, MAX_LIMIT);
+    match log.read(after, limit).await {
+        Ok(records) => {
+            let next = records.last().map_or(after, |r| r.seq);
+            axum::Json(json!({"records": records, "next": next})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "reading the audit log");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Grants for operators: `POST /admin/grants` vends one (its token is in that answer and
+//! nowhere else), `GET /admin/grants[/{id}]`, `POST /admin/grants/{id}/narrow` and
+//! `/revoke`. A grant admits its client at the next request after it is made, and
+//! refuses it at the next request after it is revoked or narrowed.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::Utc;
+use fundi_runtime::grants::{GRANT_TOKEN_PREFIX, Grant, GrantStore, token_digest};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Mutex;
+
+use super::audit::record;
+use super::{admin_error, admit_admin};
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// The grants, and the lock that keeps their changes one at a time (so that a narrowing
+/// read before a revocation cannot write the grant back unrevoked).
+pub(crate) struct GrantDesk {
+    store: Arc<dyn GrantStore>,
+    changing: Mutex<()>,
+}
+
+impl GrantDesk {
+    pub(crate) fn new(store: Arc<dyn GrantStore>) -> GrantDesk {
+        GrantDesk {
+            store,
+            changing: Mutex::new(()),
+        }
+    }
+}
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/grants", get(list).post(create))
+        .route("/admin/grants/{id}", get(show))
+        .route("/admin/grants/{id}/narrow", post(narrow))
+        .route("/admin/grants/{id}/revoke", post(revoke))
+}
+
+/// The desk, once the caller is admitted as an operator.
+async fn desk(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(Arc<GrantDesk>, Caller), Response> {
+    let caller = admit_admin(state, headers, uri).await?;
+    match &state.grants {
+        Some(desk) => Ok((desk.clone(), caller)),
+        None => Err(admin_error(
+            StatusCode::NOT_FOUND,
+            "grants are not kept on this server",
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NewGrant {
+    client: String,
+    scopes: Vec<String>,
+    /// How long it admits requests ("30d", "12h"); for ever when absent.
+    #[serde(default)]
+    expires: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Narrowing {
+    scopes: Vec<String>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    body: Bytes,
+) -> Response {
+    let (desk, caller) = match desk(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let new: NewGrant = match serde_json::from_slice(&body) {
+        Ok(new) => new,
+        Err(e) => {
+            let expected = "{\"client\": ..., \"scopes\": [...], \"expires\"?: \"30d\"}";
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {expected}: {e}"),
+            );
+        }
+    };
+    if let Err(problem) = check_client(&new.client).and_then(|()| check_scopes(&new.scopes)) {
+        return admin_error(StatusCode::BAD_REQUEST, &problem);
+    }
+    let now = Utc::now();
+    let expires_at = match new
+        .expires
+        .as_deref()
+        .map(|text| expiry(now, text))
+        .transpose()
+    {
+        Ok(at) => at,
+        Err(problem) => return admin_error(StatusCode::BAD_REQUEST, &problem),
+    };
+    let token = format!("{GRANT_TOKEN_PREFIX}{}", random_hex());
+    let grant = Grant {
+        id: format!("gr-{}", uuid::Uuid::now_v7()),
+        client: new.client,
+        scopes: new.scopes,
+        created_by: caller.user.clone(),
+        created_at: now,
+        expires_at,
+        revoked_at: None,
+        token_digest: token_digest(&token),
+    };
+    if let Err(error) = desk.store.put(&grant).await {
+        tracing::error!(%error, "storing a grant");
+        return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+    }
+    let detail =
+        json!({"client": grant.client, "scopes": grant.scopes, "expiresAt": grant.expires_at});
+    if let Err(failed) = record(&state, &caller, "grant.create", &grant.id, detail).await {
+        return failed;
+    }
+    let body = json!({"grant": grant.shown(), "token": token});
+    (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let (desk, _) = match desk(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    match desk.store.list().await {
+        Ok(grants) => {
+            let shown: Vec<Grant> = grants.iter().map(Grant::shown).collect();
+            axum::Json(json!({"grants": shown})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "listing grants");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
+
+async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let (desk, _) = match desk(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    match find(&desk, &id).await {
+        Ok(grant) => axum::Json(grant.shown()).into_response(),
+        Err(refused) => refused,
+    }
+}
+
+async fn narrow(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let (desk, caller) = match desk(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let narrowing: Narrowing = match serde_json::from_slice(&body) {
+        Ok(narrowing) => narrowing,
+        Err(e) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{\"scopes\": [...]}}: {e}"),
+            );
+        }
+    };
+    if let Err(problem) = check_scopes(&narrowing.scopes) {
+        return admin_error(StatusCode::BAD_REQUEST, &problem);
+    }
+    let _changing = desk.changing.lock().await;
+    let mut grant = match find(&desk, &id).await {
+        Ok(grant) => grant,
+        Err(refused) => return refused,
+    };
+    let widened: Vec<&String> = narrowing
+        .scopes
+        .iter()
+        .filter(|s| !grant.scopes.contains(s))
+        .collect();
+    if !widened.is_empty() {
+        return admin_error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "a grant can only be narrowed: it does not hold {widened:?} (it holds {:?}); vend a new grant for more",
+                grant.scopes
+            ),
+        );
+    }
+    let before = std::mem::replace(&mut grant.scopes, narrowing.scopes);
+    if let Err(error) = desk.store.put(&grant).await {
+        tracing::error!(%error, "narrowing a grant");
+        return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+    }
+    let detail = json!({"from": before, "to": grant.scopes});
+    if let Err(failed) = record(&state, &caller, "grant.narrow", &grant.id, detail).await {
+        return failed;
+    }
+    axum::Json(grant.shown()).into_response()
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Response {
+    let (desk, caller) = match desk(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let _changing = desk.changing.lock().await;
+    let mut grant = match find(&desk, &id).await {
+        Ok(grant) => grant,
+        Err(refused) => return refused,
+    };
+    if grant.revoked_at.is_some() {
+        return axum::Json(grant.shown()).into_response();
+    }
+    grant.revoked_at = Some(Utc::now());
+    if let Err(error) = desk.store.put(&grant).await {
+        tracing::error!(%error, "revoking a grant");
+        return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+    }
+    let detail = json!({"client": grant.client});
+    if let Err(failed) = record(&state, &caller, "grant.revoke", &grant.id, detail).await {
+        return failed;
+    }
+    axum::Json(grant.shown()).into_response()
+}
+
+async fn find(desk: &GrantDesk, id: &str) -> Result<Grant, Response> {
+    match desk.store.get(id).await {
+        Ok(Some(grant)) => Ok(grant),
+        Ok(None) => Err(admin_error(
+            StatusCode::NOT_FOUND,
+            &format!("grant {id} not found"),
+        )),
+        Err(error) => {
+            tracing::error!(%error, "reading a grant");
+            Err(admin_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the store failed",
+            ))
+        }
+    }
+}
+
+/// When a grant made at `now` lasting `text` ("30d") expires.
+fn expiry(now: chrono::DateTime<Utc>, text: &str) -> Result<chrono::DateTime<Utc>, String> {
+    let lasts = humantime::parse_duration(text)
+        .map_err(|e| format!("expires must be a duration such as \"30d\" or \"12h\": {e}"))?;
+    chrono::Duration::from_std(lasts)
+        .ok()
+        .filter(|lasts| !lasts.is_zero())
+        .and_then(|lasts| now.checked_add_signed(lasts))
+        .ok_or_else(|| {
+            format!("expires must be more than nothing and less than for ever, got {text:?}")
+        })
+}
+
+fn check_client(client: &str) -> Result<(), String> {
+    let fine = !client.is_empty()
+        && client.len() <= 128
+        && client
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+    match fine {
+        true => Ok(()),
+        false => Err(format!(
+            "client must be 1 to 128 letters, digits or -_.@, got {client:?}"
+        )),
+    }
+}
+
+fn check_scopes(scopes: &[String]) -> Result<(), String> {
+    if scopes.is_empty() {
+        return Err("scopes must name at least one scope (e.g. \"fundi:audit\")".into());
+    }
+    match scopes.iter().find(|s| {
+        s.is_empty() || s.len() > 128 || s.chars().any(|c| c.is_whitespace() || c.is_control())
+    }) {
+        Some(bad) => Err(format!("scopes: {bad:?} is not a scope name")),
+        None => Ok(()),
+    }
+}
+
+/// 256 random bits from the OS's generator, as hex.
+fn random_hex() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
