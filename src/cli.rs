@@ -169,6 +169,24 @@ pub(crate) enum ClientCommand {
         #[command(subcommand)]
         action: ScheduleCommand,
     },
+    /// Client credentials vended by fundi (grants): create, list, narrow, revoke; needs
+    /// scope fundi:admin.
+    Grants {
+        #[command(subcommand)]
+        action: GrantCommand,
+    },
+    /// The audit log: every grant, revocation and admin change, oldest first; needs
+    /// scope fundi:admin.
+    Audit {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Only records after this sequence number (the `next` of the previous page).
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Records per page (1 to 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u64,
+    },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {
         #[command(flatten)]
@@ -240,6 +258,46 @@ pub(crate) enum ScheduleCommand {
         #[command(flatten)]
         endpoint: Endpoint,
         /// The schedule id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GrantCommand {
+    /// Vend a client credential: prints its token once (fundi keeps only a digest).
+    Create {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The client's name, as its requests are attributed.
+        #[arg(long)]
+        client: String,
+        /// The scopes it holds, comma-separated (e.g. fundi:audit,fundi:security).
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+        /// How long it admits requests ("30d", "12h"); for ever when absent.
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// List the grants (never their tokens).
+    List {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Take scopes away from a grant: it keeps only these (effective at its next request).
+    Narrow {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The grant id.
+        id: String,
+        /// The scopes it keeps, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// Revoke a grant: its next request is refused.
+    Revoke {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The grant id.
         id: String,
     },
 }

@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+mod grants;
 mod print;
 mod schedules;
 
@@ -90,6 +91,12 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             show(&endpoint, &result, print_issues)
         }
         ClientCommand::Schedules { action } => schedules::run(action).await,
+        ClientCommand::Grants { action } => grants::run(action).await,
+        ClientCommand::Audit {
+            endpoint,
+            after,
+            limit,
+        } => grants::audit(endpoint, after, limit).await,
         ClientCommand::DeadLetters { endpoint } => {
             let url = format!("{}/admin/push/dead-letters", base(&endpoint));
             let result = admin(&endpoint, authed(&endpoint, reqwest::Method::GET, &url)?).await?;

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
+use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
+use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
 use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
 use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler, SledScheduleStore};
 use fundi_runtime::store::PushStore;
@@ -145,8 +147,8 @@ impl ServerBuilder {
         config
             .validate()
             .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-        let auth = Authenticator::from_config(&config.auth)?;
         let stores = open_store(&config)?;
+        let auth = Authenticator::from_config(&config.auth)?.with_grants(stores.grants.clone());
         let mut builder = Runtime::builder()
             .shared_store(stores.tasks)
             .config(config.runtime.clone());
@@ -165,7 +167,7 @@ impl ServerBuilder {
             crate::retention::start(runtime.clone(), kept, shutdown.clone());
         }
         // Firings missed while the server was down run now, once per schedule.
-        let scopes = ConfiguredScopes::from_config(&config.auth);
+        let scopes = ConfiguredScopes::from_config(&config.auth).with_grants(stores.grants.clone());
         let scheduler = Scheduler::new(runtime.clone(), stores.schedules, Arc::new(scopes));
         scheduler.start(shutdown.clone());
 
@@ -184,7 +186,9 @@ impl ServerBuilder {
             shutdown.clone(),
         )
         .with_issues(stores.issues.clone())
-        .with_schedules(scheduler);
+        .with_schedules(scheduler)
+        .with_grants(stores.grants)
+        .with_audit(stores.audit);
         if config.push.enabled {
             let push = PushService::new(
                 runtime.clone(),
@@ -260,6 +264,8 @@ struct Stores {
     push: Arc<dyn PushStore>,
     issues: Arc<dyn IssueStore>,
     schedules: Arc<dyn ScheduleStore>,
+    grants: Arc<dyn GrantStore>,
+    audit: Arc<dyn AuditLog>,
     sled: Option<Arc<SledStore>>,
 }
 
@@ -273,6 +279,8 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 push: memory,
                 issues: Arc::new(MemoryIssueStore::new()),
                 schedules: Arc::new(MemoryScheduleStore::new()),
+                grants: Arc::new(MemoryGrantStore::new()),
+                audit: Arc::new(MemoryAuditLog::new()),
                 sled: None,
             })
         }
@@ -298,6 +306,8 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 push: sled.clone(),
                 issues: Arc::new(SledIssueStore::new(sled.clone())),
                 schedules: Arc::new(SledScheduleStore::new(sled.clone())),
+                grants: Arc::new(SledGrantStore::new(sled.clone())),
+                audit: Arc::new(SledAuditLog::new(sled.clone())),
                 sled: Some(sled),
             })
         }

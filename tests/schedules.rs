@@ -156,6 +156,28 @@ async fn an_operator_schedules_runs_from_the_command_line_and_they_survive_a_res
         "its tasks stay"
     );
 
+    // Every change is in the audit log, in order, across the restarts.
+    let (ok, out, err) = fundi(&server, &["audit", "--json"]);
+    assert!(ok, "{err}");
+    let log: Value = serde_json::from_str(&out).unwrap();
+    let changes: Vec<&str> = log["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["target"] == id.as_str())
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "schedule.create",
+            "schedule.pause",
+            "schedule.resume",
+            "schedule.pause",
+            "schedule.delete"
+        ]
+    );
+
     // Mistakes are named.
     let (ok, _, err) = fundi(
         &server,
