@@ -271,6 +271,17 @@ impl From<RuntimeError> for ApiError {
                 ),
                 task_id: Some(id.to_string()),
             },
+            RuntimeError::AwaitingApproval { id } => ApiError::Unsupported {
+                detail: format!(
+                    "task {id} waits for an approver and accepts no messages until it is \
+                     approved"
+                ),
+                task_id: Some(id.to_string()),
+            },
+            e @ (RuntimeError::NotAwaitingApproval { .. }
+            | RuntimeError::ApproverIsRequester { .. }) => {
+                ApiError::invalid_params("", e.to_string())
+            }
             RuntimeError::BeingCanceled { id } => ApiError::Unsupported {
                 detail: format!("task {id} is being canceled and accepts no more messages"),
                 task_id: Some(id.to_string()),

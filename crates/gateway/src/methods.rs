@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use fundi_runtime::approval::awaits_approval;
 use fundi_runtime::{
     ListRequest, Message, RuntimeError, SubmitRequest, TaskEvent, TaskId, TaskService, TaskSnapshot,
 };
@@ -112,6 +113,7 @@ impl<'a> Send<'a> {
         Ok(Send {
             request: SubmitRequest {
                 owner: Some(caller.user.clone()),
+                client: Some(caller.client.clone()),
                 grants: caller.grants.clone(),
                 ..SubmitRequest::new(params.message)
             },
@@ -198,9 +200,9 @@ async fn send_message(
     // Blocking: wait for a terminal or interrupted state, but never past the deadline
     // (a skill may park a task in working): then answer with the task as it stands.
     let until = |event: &TaskEvent| {
-        event
-            .status()
-            .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
+        event.status().is_some_and(|s| {
+            s.state.is_terminal() || s.state.is_interrupted() || awaits_approval(s)
+        })
     };
     let (id, outcome) = match push.is_empty() {
         // Only the outcome is told.

@@ -2,6 +2,7 @@
 //! Embedders never see them; `RuntimeHandle` and `SkillContext` talk to them.
 
 mod call;
+mod decide;
 mod fanout;
 mod journal;
 mod phase;

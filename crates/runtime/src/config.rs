@@ -37,6 +37,25 @@ pub struct RuntimeConfig {
     /// sending a message with the same `messageId` within it gets the task that message
     /// created, not a second one. 0: off. Default: 86400 (24 h).
     pub dedup_window_s: u64,
+    /// Approval gates, by skill id: `"required"` (a new task waits for an approver
+    /// before anything runs) or `"none"`. Default: `chaos-run = "required"`.
+    pub approvals: HashMap<String, ApprovalMode>,
+    /// How long a gated task waits for an approver before it is rejected, in seconds.
+    /// Default: 86400 (24 h).
+    pub approval_timeout_s: u64,
+    /// Whether the approver must be someone other than the user who asked. Default:
+    /// false.
+    pub approver_must_differ: bool,
+}
+
+/// Whether a skill's new tasks wait for an approver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// They run at once.
+    None,
+    /// They wait for an approver.
+    Required,
 }
 
 impl Default for RuntimeConfig {
@@ -51,6 +70,9 @@ impl Default for RuntimeConfig {
             cpu_workers: 0,
             cpu_budget_ms: 300_000,
             dedup_window_s: 86_400,
+            approvals: HashMap::from([("chaos-run".to_owned(), ApprovalMode::Required)]),
+            approval_timeout_s: 86_400,
+            approver_must_differ: false,
         }
     }
 }
@@ -77,6 +99,15 @@ impl RuntimeConfig {
         Duration::from_secs(self.dedup_window_s)
     }
 
+    /// Whether new tasks of `skill` wait for an approver.
+    pub fn requires_approval(&self, skill: &str) -> bool {
+        self.approvals.get(skill) == Some(&ApprovalMode::Required)
+    }
+
+    pub(crate) fn approval_timeout(&self) -> Duration {
+        Duration::from_secs(self.approval_timeout_s)
+    }
+
     pub(crate) fn call_timeout(&self) -> Duration {
         Duration::from_millis(self.actor_call_timeout_ms.max(1))
     }
@@ -93,6 +124,9 @@ impl RuntimeConfig {
         }
         if self.cpu_budget_ms == 0 {
             return Err("runtime.cpu-budget-ms must be at least 1".into());
+        }
+        if self.approval_timeout_s == 0 {
+            return Err("runtime.approval-timeout-s must be at least 1".into());
         }
         if self.subscriber_buffer == 0 {
             return Err("runtime.subscriber-buffer must be at least 1".into());

@@ -94,6 +94,29 @@ pub enum RuntimeError {
         /// The scope it requires.
         scope: String,
     },
+    /// A message for a task that waits for an approver: nothing can be added until it
+    /// is approved or rejected.
+    #[error("task {id} waits for an approver and accepts no messages until it is approved")]
+    AwaitingApproval {
+        /// The task.
+        id: TaskId,
+    },
+    /// A decision on a task that does not wait for an approver.
+    #[error("task {id} does not wait for an approver (it is {state})")]
+    NotAwaitingApproval {
+        /// The task.
+        id: TaskId,
+        /// Its state.
+        state: TaskState,
+    },
+    /// The approver is the user who asked, and `runtime.approver-must-differ` is set.
+    #[error("task {id} was asked for by {user}, who may not approve it: another approver must")]
+    ApproverIsRequester {
+        /// The task.
+        id: TaskId,
+        /// The user.
+        user: String,
+    },
     /// No schedule has this id.
     #[error("schedule {0} not found")]
     ScheduleNotFound(String),

@@ -2,6 +2,7 @@
 //! by embedders: submitting (`submit`), reading and listing tasks, canceling,
 //! subscribing, and shutting down. Built by `Runtime::builder()` (`builder`).
 
+mod approvals;
 mod builder;
 mod dedup;
 mod submit;

@@ -49,6 +49,7 @@
 mod access;
 mod actors;
 pub mod addresses;
+pub mod approval;
 pub mod audit;
 mod config;
 mod context;
@@ -74,7 +75,7 @@ mod transition;
 
 pub use access::{ADMIN_SCOPE, Grants};
 pub use actors::MAX_QUEUED_MESSAGES;
-pub use config::RuntimeConfig;
+pub use config::{ApprovalMode, RuntimeConfig};
 pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
 pub use handle::{Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting};

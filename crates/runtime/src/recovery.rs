@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::approval::awaits_approval;
 use crate::model::{TaskId, TaskState};
 use crate::skill::SkillCard;
 use crate::store::TaskRecord;
@@ -59,6 +60,8 @@ pub(crate) fn plan(
                     record.skill
                 ),
             )),
+            // Nothing of it ran: it waits for its approver again, resumable or not.
+            Some(_) if awaits_approval(&record.task.status) => plan.waiting.push(id),
             Some(card) if !card.resumable => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
             Some(_) if record.state().is_interrupted() => plan.waiting.push(id),
             Some(_) => plan.resume.entry(record.skill).or_default().push(id),

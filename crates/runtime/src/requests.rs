@@ -17,6 +17,9 @@ pub struct SubmitRequest {
     pub skill: Option<String>,
     /// The authenticated end user; tasks of other owners are invisible to them.
     pub owner: Option<String>,
+    /// The client application the user acts through (for the record: an approval
+    /// request names it).
+    pub client: Option<String>,
     /// The scopes the caller holds: a skill whose card names a scope the caller lacks is
     /// refused before anything is stored.
     pub grants: Grants,
@@ -29,6 +32,7 @@ impl SubmitRequest {
             message,
             skill: None,
             owner: None,
+            client: None,
             grants: Grants::All,
         }
     }

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use crate::approval::{Decision, PendingApproval};
 use crate::error::RuntimeError;
 use crate::handle::{Following, RuntimeHandle};
 use crate::model::{Task, TaskEvent, TaskId};
@@ -85,6 +86,27 @@ pub trait TaskService: Send + Sync + 'static {
 
     /// The W3C `traceparent` the task was created under.
     async fn traceparent(&self, task_id: &TaskId) -> Option<String>;
+
+    /// The tasks waiting for an approver (`RuntimeHandle::approvals`). A service
+    /// without approval gates has none.
+    async fn approvals(&self) -> Result<Vec<PendingApproval>, RuntimeError> {
+        Ok(Vec::new())
+    }
+
+    /// Decides on a task waiting for an approver (`RuntimeHandle::decide`).
+    async fn decide(&self, task_id: &TaskId, decision: Decision) -> Result<Task, RuntimeError> {
+        let _ = decision;
+        let state = self
+            .snapshot(task_id, Some(0), None)
+            .await?
+            .task
+            .status
+            .state;
+        Err(RuntimeError::NotAwaitingApproval {
+            id: task_id.clone(),
+            state,
+        })
+    }
 }
 
 #[async_trait]
@@ -137,5 +159,13 @@ impl TaskService for RuntimeHandle {
 
     async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
         RuntimeHandle::traceparent(self, task_id).await
+    }
+
+    async fn approvals(&self) -> Result<Vec<PendingApproval>, RuntimeError> {
+        RuntimeHandle::approvals(self).await
+    }
+
+    async fn decide(&self, task_id: &TaskId, decision: Decision) -> Result<Task, RuntimeError> {
+        RuntimeHandle::decide(self, task_id, decision).await
     }
 }

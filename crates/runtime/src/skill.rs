@@ -215,4 +215,15 @@ pub trait Skill: Send + Sync + 'static {
 
     /// Does the work, reporting through `ctx`.
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError>;
+
+    /// Whether `narrowed` asks for no more than `original` (a task's first message) did:
+    /// an approver may approve a gated task on such an input instead (a shorter plan,
+    /// fewer pages). The error says what goes beyond. By default nothing is a narrowing.
+    fn narrow(&self, original: &Message, narrowed: &serde_json::Value) -> Result<(), String> {
+        let _ = (original, narrowed);
+        Err(format!(
+            "skill {} does not take a narrowed input: approve it as asked, or reject it",
+            self.card().id
+        ))
+    }
 }

@@ -79,6 +79,8 @@ pub(crate) struct NewTask {
     pub(crate) trace: Option<String>,
     /// Stored already working: its skill has a slot and runs at once.
     pub(crate) working: bool,
+    /// The status of a task that waits for an approver (`approval::gate_status`).
+    pub(crate) gate: Option<TaskStatus>,
 }
 
 pub(crate) struct TaskJournal {
@@ -124,10 +126,13 @@ impl TaskJournal {
         let mut message = new.message;
         message.task_id = Some(task_id.clone());
         message.context_id = Some(context_id.clone());
-        let task = Task {
+        let mut task = Task {
             history: vec![message],
             ..Task::new(task_id, context_id, TaskState::Submitted)
         };
+        if let Some(gate) = new.gate {
+            task.status = gate;
+        }
         let created = TaskSnapshot {
             task: task.clone(),
             seq: 1,

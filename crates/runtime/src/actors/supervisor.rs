@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::journal::TaskJournal;
 use super::slots::{Slot, Slots};
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
+use crate::approval::awaits_approval;
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
@@ -237,7 +238,7 @@ impl SupervisorState {
         if record.state().is_terminal() {
             return Ok(None);
         }
-        let mode = if record.state().is_interrupted() {
+        let mode = if record.state().is_interrupted() || awaits_approval(&record.task.status) {
             StartMode::Wake
         } else {
             StartMode::Resume
@@ -281,6 +282,11 @@ impl SupervisorState {
         slot: Option<Slot>,
     ) -> Option<ActorRef<TaskMsg>> {
         let started = match self.args.store.get(task_id).await {
+            // Waiting for an approver: followed, never run (a slot, if any, is freed).
+            Ok(Some(record)) if awaits_approval(&record.task.status) => {
+                let spawn = self.stored(record, StartMode::Wake, None);
+                self.spawn(myself, spawn).await
+            }
             Ok(Some(record))
                 if !record.state().is_terminal() && !record.state().is_interrupted() =>
             {

@@ -52,6 +52,11 @@ pub(crate) enum TaskMsg {
     GraceExpired {
         run: u64,
     },
+    /// An approver's decision on a task that waits for one.
+    Decide(
+        crate::approval::Decision,
+        RpcReplyPort<Result<Task, RuntimeError>>,
+    ),
 }
 
 /// Why the actor was started.
@@ -157,6 +162,10 @@ impl Actor for TaskActor {
         };
         // A resumed run finds the messages its task had not taken.
         state.sync_inbox();
+        // A task waiting for an approver only waits (a shutdown need not wait for it).
+        if crate::approval::awaits_approval(&state.journal.task().status) {
+            state.tell_waiting(true);
+        }
         match slot {
             // Not stored yet, or resumed (its first commit says so): the run and that
             // commit happen on this actor's own task, not in the spawn (the supervisor
@@ -201,6 +210,7 @@ impl Actor for TaskActor {
                 state.on_run_finished(&myself, run, outcome).await;
             }
             TaskMsg::GraceExpired { run } => state.on_grace_expired(&myself, run).await,
+            TaskMsg::Decide(decision, reply) => state.on_decide(&myself, decision, reply).await,
         }
         if state.journal.state().is_terminal() {
             state.finish(&myself);

@@ -32,6 +32,10 @@ impl TaskActorState {
             let _ = reply.send(Err(RuntimeError::TaskTerminal { id, state }));
             return;
         }
+        if crate::approval::awaits_approval(&self.journal.task().status) {
+            let _ = reply.send(Err(RuntimeError::AwaitingApproval { id }));
+            return;
+        }
         if self.phase.is_canceling() && !self.phase.is_restarting() {
             let _ = reply.send(Err(RuntimeError::BeingCanceled { id }));
             return;

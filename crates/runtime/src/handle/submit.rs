@@ -13,6 +13,7 @@ use super::dedup::{Claim, Found};
 use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
 use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
+use crate::approval;
 use crate::error::RuntimeError;
 use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId};
 use crate::requests::{SubmitRequest, TaskSnapshot};
@@ -140,7 +141,8 @@ impl Following {
         } = self;
         let mut task = accepted.task;
         let state = task.status.state;
-        if state.is_terminal() || state.is_interrupted() {
+        if state.is_terminal() || state.is_interrupted() || approval::awaits_approval(&task.status)
+        {
             let standing = TaskEvent {
                 seq: accepted.seq,
                 task_id: task.id.clone(),
@@ -281,9 +283,14 @@ impl RuntimeHandle {
     ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
+        // A gated skill's task is stored waiting for an approver, and nothing runs.
+        let gate = self.gate(&skill, &request);
         // With a slot free, the task is stored already working, in the same commit: one
         // write fewer, and its actor runs it at once.
-        let slot = self.inner.slots.try_take(&skill);
+        let slot = match gate {
+            Some(_) => None,
+            None => self.inner.slots.try_take(&skill),
+        };
         let first = match told {
             Told::AtOnce | Told::EachEvent => FirstCommit::Durable,
             // Left to the actor, which adds what the skill does in its first poll.
@@ -300,6 +307,7 @@ impl RuntimeHandle {
             owner: request.owner,
             trace: telemetry::current_traceparent(),
             working: slot.is_some(),
+            gate: gate.as_ref().map(approval::gate_status),
         };
         // Stored (unless left to the actor) before anyone is told: from here on, a
         // crash leaves the task to recovery.
@@ -308,7 +316,11 @@ impl RuntimeHandle {
         let actor = self
             .spawn(Spawn {
                 journal,
-                mode: StartMode::Fresh,
+                // A gated task's actor waits for the decision, as a woken one waits.
+                mode: match gate {
+                    Some(_) => StartMode::Wake,
+                    None => StartMode::Fresh,
+                },
                 slot,
             })
             .await?;
@@ -375,6 +387,33 @@ impl RuntimeHandle {
             self.settle().await?;
         }
         Ok(delivered)
+    }
+
+    /// What an approver is asked, when new tasks of `skill` wait for one.
+    fn gate(&self, skill: &str, request: &SubmitRequest) -> Option<approval::ApprovalRequest> {
+        if !self.inner.config.requires_approval(skill) {
+            return None;
+        }
+        let message = &request.message;
+        let reason = message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("reason"))
+            .and_then(|r| r.as_str())
+            .map(str::to_owned);
+        let timeout = chrono::Duration::from_std(self.inner.config.approval_timeout())
+            .unwrap_or(chrono::Duration::MAX);
+        let now = chrono::Utc::now();
+        Some(approval::ApprovalRequest {
+            requested_by: request.owner.clone(),
+            client: request.client.clone(),
+            skill: skill.to_owned(),
+            target: approval::target_of(message),
+            reason,
+            expires_at: now
+                .checked_add_signed(timeout)
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC),
+        })
     }
 
     /// Whether a caller holding `grants` may start `skill`: the error says why not (no

@@ -69,6 +69,7 @@ pub(super) async fn fire(
         message,
         skill: Some(schedule.spec.skill.clone()),
         owner: schedule.owner.clone(),
+        client: schedule.client.clone(),
         grants,
     };
     match runtime.submit(request).await {
