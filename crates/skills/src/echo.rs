@@ -127,6 +127,31 @@ impl Skill for EchoSkill {
         }
     }
 
+    /// A narrowing asks for no more steps and no longer a delay than the original did,
+    /// and no input question it did not ask.
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+        let reason = |e: SkillError| e.to_string();
+        let asked = self.plan(original.data()).map_err(reason)?;
+        let offered = self.plan(Some(narrowed)).map_err(reason)?;
+        if offered.steps > asked.steps {
+            return Err(format!(
+                "steps {} is more than the {} asked",
+                offered.steps, asked.steps
+            ));
+        }
+        if offered.delay > asked.delay {
+            return Err(format!(
+                "delayMs {} is longer than the {} asked",
+                offered.delay.as_millis(),
+                asked.delay.as_millis()
+            ));
+        }
+        if offered.ask_input && !asked.ask_input {
+            return Err("askInput was not asked".into());
+        }
+        Ok(())
+    }
+
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
         // The plan comes from the message this run starts from, or when that has none
         // (an answer, after a restart) from the one that created the task.

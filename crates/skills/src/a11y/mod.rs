@@ -5,6 +5,7 @@ pub mod audit;
 mod colors;
 mod config;
 mod names;
+mod narrowing;
 mod page;
 mod roles;
 pub mod rules;

@@ -48,7 +48,7 @@ impl std::fmt::Debug for A11yAuditSkill {
 
 /// What a message asks to audit.
 #[derive(Debug)]
-enum Source {
+pub(super) enum Source {
     Inline { name: String, html: String },
     Site { start: Url, max_pages: usize },
 }
@@ -93,7 +93,7 @@ impl A11yAuditSkill {
     }
 
     /// What the message asks for; a clear refusal otherwise.
-    fn source(&self, message: &Message) -> Result<Source, SkillError> {
+    pub(super) fn source(&self, message: &Message) -> Result<Source, SkillError> {
         for part in &message.parts {
             let html_type = part.media_type.as_deref().is_some_and(|t| {
                 t.starts_with("text/html") || t.starts_with("application/xhtml+xml")
@@ -132,7 +132,7 @@ impl A11yAuditSkill {
         ))
     }
 
-    fn site(&self, data: &Value) -> Result<Source, SkillError> {
+    pub(super) fn site(&self, data: &Value) -> Result<Source, SkillError> {
         let raw = data["url"]
             .as_str()
             .ok_or_else(|| SkillError::Rejected("data.url must be a string".into()))?;
@@ -351,6 +351,10 @@ fn page_note(outcome: &PageOutcome) -> String {
 
 #[async_trait]
 impl Skill for A11yAuditSkill {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+        self.narrowing(original, narrowed)
+    }
+
     fn card(&self) -> SkillCard {
         SkillCard {
             id: SKILL_ID.into(),

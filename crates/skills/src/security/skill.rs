@@ -45,10 +45,10 @@ impl std::fmt::Debug for SecurityScanSkill {
     }
 }
 
-struct Plan {
-    base: Url,
-    paths: Vec<Url>,
-    active: bool,
+pub(super) struct Plan {
+    pub(super) base: Url,
+    pub(super) paths: Vec<Url>,
+    pub(super) active: bool,
 }
 
 impl SecurityScanSkill {
@@ -73,7 +73,7 @@ impl SecurityScanSkill {
         self.origins.allows(url)
     }
 
-    fn plan(&self, message: &Message) -> Result<Plan, SkillError> {
+    pub(super) fn plan(&self, message: &Message) -> Result<Plan, SkillError> {
         let data = message
             .parts
             .iter()
@@ -221,6 +221,10 @@ impl SecurityScanSkill {
 
 #[async_trait]
 impl Skill for SecurityScanSkill {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+        self.narrowing(original, narrowed)
+    }
+
     fn card(&self) -> SkillCard {
         SkillCard {
             id: SKILL_ID.into(),
