@@ -1,6 +1,7 @@
 //! The operators' routes under `/admin` (scope `fundi:admin`): dead letters and their
 //! replay, the recorded issues, scheduled runs (`admin/schedules.rs`), grants
-//! (`admin/grants.rs`) and the audit log (`admin/audit.rs`). Every change is recorded
+//! (`admin/grants.rs`) and the audit log (`admin/audit.rs`); and approvals
+//! (`admin/approvals.rs`), for approvers rather than admins. Every change is recorded
 //! in the audit log.
 
 use std::collections::HashMap;
@@ -21,6 +22,7 @@ use crate::error::ApiError;
 use crate::reply::refusal;
 use crate::state::AppState;
 
+mod approvals;
 pub(crate) mod audit;
 pub(crate) mod grants;
 mod schedules;
@@ -34,6 +36,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(schedules::routes())
         .merge(grants::routes())
         .merge(audit::routes())
+        .merge(approvals::routes())
 }
 
 /// `admit`, then the admin scope.

@@ -1,0 +1,217 @@
+//! Approvals for approvers (scope `fundi:approve`, `fundi:approve:<skill>` for one
+//! skill, or `fundi:admin`): `GET /admin/approvals` lists the tasks waiting for one,
+//! `POST /admin/approvals/{task}/approve` (optionally `{"data": ...}`, a narrower input)
+//! and `POST /admin/approvals/{task}/reject` (`{"reason": ...}`) decide. Each decision
+//! is recorded in the audit log.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use fundi_runtime::approval::{APPROVE_SCOPE, Decision, Verdict, may_approve, pending};
+use fundi_runtime::{ADMIN_SCOPE, RuntimeError, TaskId};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::admin_error;
+use super::audit::record;
+use crate::admission::admit;
+use crate::auth::Caller;
+use crate::dialect::Dialect;
+use crate::error::ApiError;
+use crate::reply::refusal;
+use crate::state::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/approvals", get(list))
+        .route("/admin/approvals/{task}/approve", post(approve))
+        .route("/admin/approvals/{task}/reject", post(reject))
+}
+
+/// `admit`, then some approving scope (which skills it covers is checked per task).
+async fn admit_approver(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Caller, Response> {
+    let caller = admit(state, headers, uri)
+        .await
+        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
+    let approves = match caller.grants.list() {
+        None => true,
+        Some(held) => held
+            .iter()
+            .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE)),
+    };
+    if !approves {
+        let error = ApiError::insufficient_scope("approvals", APPROVE_SCOPE);
+        return Err(refusal(&Value::Null, &error, Dialect::V1));
+    }
+    Ok(caller)
+}
+
+async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let caller = match admit_approver(&state, &headers, &uri).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
+    match state.runtime.approvals().await {
+        Ok(mut approvals) => {
+            approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
+            axum::Json(json!({"approvals": approvals})).into_response()
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Approval {
+    /// A narrower input for the skill, instead of the one asked for.
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rejection {
+    reason: String,
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(task): Path<String>,
+    body: Bytes,
+) -> Response {
+    let approval: Approval = match body.is_empty() {
+        true => Approval::default(),
+        false => match serde_json::from_slice(&body) {
+            Ok(approval) => approval,
+            Err(e) => {
+                let expected = "no body, or {\"data\": <a narrower input>}";
+                return admin_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("expected {expected}: {e}"),
+                );
+            }
+        },
+    };
+    let narrowed = approval.data.is_some();
+    let verdict = Verdict::Approve {
+        narrowed: approval.data,
+    };
+    decide(
+        state,
+        headers,
+        uri,
+        task,
+        verdict,
+        json!({"narrowed": narrowed}),
+    )
+    .await
+}
+
+async fn reject(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(task): Path<String>,
+    body: Bytes,
+) -> Response {
+    let rejection: Rejection = match serde_json::from_slice(&body) {
+        Ok(rejection) => rejection,
+        Err(e) => {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{\"reason\": ...}}: {e}"),
+            );
+        }
+    };
+    let reason = rejection.reason.trim().to_owned();
+    if reason.is_empty() {
+        return admin_error(StatusCode::BAD_REQUEST, "a rejection needs a reason");
+    }
+    let detail = json!({"reason": reason});
+    decide(
+        state,
+        headers,
+        uri,
+        task,
+        Verdict::Reject { reason },
+        detail,
+    )
+    .await
+}
+
+async fn decide(
+    state: AppState,
+    headers: HeaderMap,
+    uri: Uri,
+    task: String,
+    verdict: Verdict,
+    mut detail: Value,
+) -> Response {
+    let caller = match admit_approver(&state, &headers, &uri).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
+    let task_id = TaskId::from(task);
+    // The skill decides who may approve: read it before deciding.
+    let waiting = match state.runtime.snapshot(&task_id, Some(0), None).await {
+        Ok(snapshot) => snapshot.task,
+        Err(error) => return failure(&error),
+    };
+    let Some(request) = pending(&waiting) else {
+        let error = RuntimeError::NotAwaitingApproval {
+            id: task_id,
+            state: waiting.status.state,
+        };
+        return failure(&error);
+    };
+    if !may_approve(&caller.grants, &request.skill) {
+        let scope = format!("{APPROVE_SCOPE}:{}", request.skill);
+        let error = ApiError::insufficient_scope(&request.skill, &scope);
+        return refusal(&Value::Null, &error, Dialect::V1);
+    }
+    let action = match verdict {
+        Verdict::Approve { .. } => "approval.approve",
+        _ => "approval.reject",
+    };
+    let decision = Decision {
+        verdict,
+        by: caller.user.clone(),
+        client: Some(caller.client.clone()),
+    };
+    match state.runtime.decide(&task_id, decision).await {
+        Ok(task) => {
+            detail["skill"] = json!(request.skill);
+            detail["requestedBy"] = json!(request.requested_by);
+            if let Err(failed) = record(&state, &caller, action, task_id.as_str(), detail).await {
+                return failed;
+            }
+            axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
+        }
+        Err(error) => failure(&error),
+    }
+}
+
+/// A runtime error as an admin answer.
+fn failure(error: &RuntimeError) -> Response {
+    let status = match error {
+        RuntimeError::TaskNotFound(_) => StatusCode::NOT_FOUND,
+        RuntimeError::NotAwaitingApproval { .. } => StatusCode::CONFLICT,
+        RuntimeError::ApproverIsRequester { .. } => StatusCode::FORBIDDEN,
+        RuntimeError::InvalidInput(_) | RuntimeError::InvalidField(_) => StatusCode::BAD_REQUEST,
+        RuntimeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        _ => {
+            tracing::error!(%error, "an approval failed");
+            return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+        }
+    };
+    admin_error(status, &error.to_string())
+}
