@@ -187,6 +187,32 @@ pub(crate) enum ClientCommand {
         #[arg(long, default_value_t = 100)]
         limit: u64,
     },
+    /// Tasks waiting for an approver (gated skills, runtime.approvals); needs scope
+    /// fundi:approve (or fundi:approve:SKILL, or fundi:admin).
+    Approvals {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Approve a waiting task: it runs, on a narrower input if --data gives one.
+    Approve {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        id: String,
+        /// A narrower input for the skill (JSON), e.g. '{"maxPages": 2}'.
+        #[arg(long)]
+        data: Option<String>,
+    },
+    /// Reject a waiting task: it ends rejected, with the reason.
+    Reject {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        id: String,
+        /// Why (told to the requester and recorded).
+        #[arg(long)]
+        reason: String,
+    },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {
         #[command(flatten)]

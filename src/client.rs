@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+mod approvals;
 mod grants;
 mod print;
 mod schedules;
@@ -92,6 +93,15 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
         }
         ClientCommand::Schedules { action } => schedules::run(action).await,
         ClientCommand::Grants { action } => grants::run(action).await,
+        ClientCommand::Approvals { endpoint } => approvals::list(endpoint).await,
+        ClientCommand::Approve { endpoint, id, data } => {
+            approvals::approve(endpoint, id, data).await
+        }
+        ClientCommand::Reject {
+            endpoint,
+            id,
+            reason,
+        } => approvals::reject(endpoint, id, reason).await,
         ClientCommand::Audit {
             endpoint,
             after,

@@ -6,6 +6,7 @@
 //! serves them on a listener the caller bound. The runtime alone (no HTTP) is the
 //! `fundi-runtime` crate.
 
+mod approvals;
 pub mod config;
 mod limits;
 mod retention;

@@ -166,6 +166,8 @@ impl ServerBuilder {
         if let Some(kept) = retention {
             crate::retention::start(runtime.clone(), kept, shutdown.clone());
         }
+        let approval_timeout = Duration::from_secs(config.runtime.approval_timeout_s);
+        crate::approvals::start(runtime.clone(), approval_timeout, shutdown.clone());
         // Firings missed while the server was down run now, once per schedule.
         let scopes = ConfiguredScopes::from_config(&config.auth).with_grants(stores.grants.clone());
         let scheduler = Scheduler::new(runtime.clone(), stores.schedules, Arc::new(scopes));

@@ -1,0 +1,56 @@
+//! `fundi approvals`, `fundi approve`, `fundi reject`: the approvers' routes.
+
+use anyhow::Context;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::print::print_task;
+use super::{admin, authed, base, show};
+use crate::cli::Endpoint;
+
+pub(super) async fn list(endpoint: Endpoint) -> anyhow::Result<()> {
+    let url = format!("{}/admin/approvals", base(&endpoint));
+    let result = admin(&endpoint, authed(&endpoint, Method::GET, &url)?).await?;
+    show(&endpoint, &result, |r| {
+        let approvals = r["approvals"].as_array().cloned().unwrap_or_default();
+        if approvals.is_empty() {
+            println!("no tasks wait for an approver");
+        }
+        for approval in &approvals {
+            println!(
+                "{} {}",
+                approval["taskId"].as_str().unwrap_or(""),
+                approval["summary"].as_str().unwrap_or("")
+            );
+            if let Some(input) = approval.get("input").filter(|i| !i.is_null()) {
+                println!("  input: {input}");
+            }
+        }
+    })
+}
+
+pub(super) async fn approve(
+    endpoint: Endpoint,
+    id: String,
+    data: Option<String>,
+) -> anyhow::Result<()> {
+    let body = match data {
+        Some(data) => {
+            let data: Value = serde_json::from_str(&data).context("--data is not JSON")?;
+            json!({"data": data})
+        }
+        None => json!({}),
+    };
+    decide(&endpoint, &id, "approve", body).await
+}
+
+pub(super) async fn reject(endpoint: Endpoint, id: String, reason: String) -> anyhow::Result<()> {
+    decide(&endpoint, &id, "reject", json!({"reason": reason})).await
+}
+
+async fn decide(endpoint: &Endpoint, id: &str, verb: &str, body: Value) -> anyhow::Result<()> {
+    let url = format!("{}/admin/approvals/{id}/{verb}", base(endpoint));
+    let request = authed(endpoint, Method::POST, &url)?.json(&body);
+    let result = admin(endpoint, request).await?;
+    show(endpoint, &result, |r| print_task(&r["task"]))
+}
