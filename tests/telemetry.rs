@@ -624,6 +624,38 @@ async fn with_the_collector_down_tasks_run_and_the_server_stops_as_before() {
     assert!(status.success(), "{status:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_change_is_exported_as_an_audit_event_of_its_span() {
+    let (collector, _dir, server) = start_exporting().await;
+    let created = reqwest::Client::new()
+        .post(format!("{}/admin/schedules", server.url))
+        .bearer_auth(&server.token)
+        .header("X-Fundi-User-Token", &server.user_token)
+        .json(&json!({"skill": "echo", "cron": "0 3 * * *", "text": "nightly"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let schedule: Value = created.json().await.unwrap();
+    let id = schedule["id"].as_str().unwrap().to_owned();
+    let audited = |spans: &[Span]| {
+        spans.iter().any(|s| {
+            s.name == "admin.request"
+                && s.events.iter().any(|e| {
+                    let attrs = text_attrs(&e.attributes);
+                    let has = |k: &str, v: &str| attrs.iter().any(|(ak, av)| ak == k && av == v);
+                    e.name == "audit"
+                        && has("action", "schedule.create")
+                        && has("audit.target", &id)
+                        && has("user", "local")
+                })
+        })
+    };
+    collector
+        .wait_for_spans("the schedule's creation as an audit event", audited)
+        .await;
+}
+
 fn rand_u128() -> u128 {
     let a = uuid_like();
     let b = uuid_like();

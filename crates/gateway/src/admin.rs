@@ -37,6 +37,13 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(grants::routes())
         .merge(audit::routes())
         .merge(approvals::routes())
+        .layer(axum::middleware::from_fn(in_admin_span))
+}
+
+/// Runs an admin request in its span (`telemetry::admin_span`).
+async fn in_admin_span(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let span = crate::telemetry::admin_span(request.headers(), request.uri().path());
+    tracing::Instrument::instrument(next.run(request), span).await
 }
 
 /// `admit`, then the admin scope.

@@ -82,17 +82,34 @@ impl Drop for SseGuard {
     }
 }
 
-/// The span of one `/a2a` request: a child of the caller's W3C `traceparent` when it
-/// sends one (ignored unless OpenTelemetry tracing is installed), untraced when it does
-/// not (see `fundi_runtime::context_span!`).
-pub(crate) fn request_span(headers: &HeaderMap) -> tracing::Span {
-    let carrier: HashMap<String, String> = ["traceparent", "tracestate"]
+/// The span of an admin request: always traced (its audit records are span events that
+/// must reach the collector), under the caller's `traceparent` when it sends one.
+pub(crate) fn admin_span(headers: &HeaderMap, path: &str) -> tracing::Span {
+    let span = tracing::info_span!("admin.request", otel.kind = "server", url.path = path,);
+    let carrier = trace_carrier(headers);
+    if !carrier.is_empty() {
+        let context = opentelemetry::global::get_text_map_propagator(|p| p.extract(&carrier));
+        let _ = span.set_parent(context);
+    }
+    span
+}
+
+/// The W3C trace context headers the caller sent.
+fn trace_carrier(headers: &HeaderMap) -> HashMap<String, String> {
+    ["traceparent", "tracestate"]
         .iter()
         .filter_map(|name| {
             let value = headers.get(*name)?.to_str().ok()?;
             Some(((*name).to_owned(), value.to_owned()))
         })
-        .collect();
+        .collect()
+}
+
+/// The span of one `/a2a` request: a child of the caller's W3C `traceparent` when it
+/// sends one (ignored unless OpenTelemetry tracing is installed), untraced when it does
+/// not (see `fundi_runtime::context_span!`).
+pub(crate) fn request_span(headers: &HeaderMap) -> tracing::Span {
+    let carrier = trace_carrier(headers);
     let span = fundi_runtime::context_span!(
         carrier.contains_key("traceparent"),
         "a2a.request",
