@@ -262,3 +262,75 @@ async fn an_approval_that_never_comes_rejects_the_task() {
         .unwrap();
     assert!(text.contains("no approver decided within 1s"), "{text}");
 }
+
+/// A webhook receiver on loopback that keeps the bodies it is sent.
+async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::routing::post;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let record = seen.clone();
+    let router = axum::Router::new().route(
+        "/hook",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push(body);
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_receivers_are_told_each_step_of_a_gated_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = env("3600");
+    env.push(("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"));
+    let mut server = Server::start(dir.path(), &env);
+    as_alice(&mut server);
+    let (hook, seen) = receiver().await;
+    let mut asked = message("with a hook", json!({"steps": 1}));
+    asked["metadata"] = json!({"skill": "echo"});
+    let params = json!({"message": asked,
+                        "configuration": {"taskPushNotificationConfig": {"url": hook}}});
+    let task = ok(&server, "SendMessage", params).await["task"].clone();
+    let id = task["id"].as_str().unwrap().to_owned();
+    let (approved, _, err) = fundi(&server, BOB, &["approve", &id]);
+    assert!(approved, "{err}");
+
+    let deadline = Instant::now() + DEADLINE;
+    let states = loop {
+        let states: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|body| {
+                let status = body
+                    .get("task")
+                    .map(|t| &t["status"])
+                    .or_else(|| body.get("statusUpdate").map(|u| &u["status"]))?;
+                let text = status["message"]["parts"][0]["text"].as_str().unwrap_or("");
+                Some(format!("{} {text}", status["state"].as_str().unwrap_or("")))
+            })
+            .collect();
+        if states
+            .last()
+            .is_some_and(|s| s.starts_with("TASK_STATE_COMPLETED"))
+        {
+            break states;
+        }
+        assert!(Instant::now() < deadline, "deliveries so far: {states:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(
+        states[0].starts_with("TASK_STATE_SUBMITTED waiting for an approver"),
+        "{states:?}"
+    );
+    assert_eq!(
+        states[1], "TASK_STATE_WORKING approved by bob",
+        "{states:?}"
+    );
+}
