@@ -57,6 +57,7 @@ pub mod cpu;
 mod error;
 pub mod grants;
 mod handle;
+pub mod inbox;
 pub mod issues;
 pub mod model;
 mod recover;

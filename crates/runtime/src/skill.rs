@@ -177,6 +177,8 @@ pub struct SkillInput {
     pub checkpoint: Option<Value>,
     /// True when this run resumes a task interrupted by a restart.
     pub resumed: bool,
+    /// The user who owns the task (who asked), when there is one.
+    pub owner: Option<String>,
 }
 
 /// What a finished run produced. Artifacts are stored before the task completes.

@@ -4,6 +4,7 @@
 pub mod a11y;
 mod echo;
 mod findings;
+pub mod inbox;
 mod markup;
 mod origins;
 mod resolver;
@@ -11,4 +12,5 @@ pub mod security;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};
 pub use echo::{EchoConfig, EchoSkill};
+pub use inbox::{InboxConfig, InboxSkill};
 pub use security::{SecurityConfig, SecurityScanSkill};

@@ -96,6 +96,7 @@ impl TaskActorState {
             history: task.history.clone(),
             checkpoint: record.checkpoint.clone(),
             resumed,
+            owner: record.owner.clone(),
         };
         let skill = self.skill.clone();
         let run = async move { skill.run(input, ctx).await }.instrument(span);
