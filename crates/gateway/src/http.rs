@@ -16,7 +16,7 @@ use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{admin, methods, rest, streaming, telemetry};
+use crate::{admin, inbox, methods, rest, streaming, telemetry};
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
@@ -28,7 +28,15 @@ pub fn app(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/a2a", post(rpc))
         .route("/", post(rpc))
-        .merge(admin::routes());
+        .merge(admin::routes())
+        .merge(inbox::routes());
+    let router = match state.mcp.clone() {
+        Some(mcp) => {
+            let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate);
+            router.nest_service("/mcp", mcp.layer(gate))
+        }
+        None => router,
+    };
     // The HTTP+JSON binding's paths (`/message:send`, `/{tenant}/tasks/{id}:cancel`)
     // are split by hand (`rest::route`): axum matches no `{id}:verb` segment.
     let router = match state.config.rest {
@@ -38,6 +46,19 @@ pub fn app(state: AppState) -> Router {
     router
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
+}
+
+/// `/mcp` admits what `/a2a` admits (Host, Origin, both credentials, the rate limit);
+/// the MCP tools then call `/a2a` with the same credentials.
+async fn mcp_gate(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match admit(&state, request.headers(), request.uri()).await {
+        Ok(_) => next.run(request).await,
+        Err(error) => refusal(&Value::Null, &error, Dialect::V1),
+    }
 }
 
 /// Every route refuses a request with two `Host` headers (RFC 9112: 400), which

@@ -20,6 +20,7 @@ mod encode;
 mod error;
 mod guard;
 mod http;
+mod inbox;
 mod jsonrpc;
 mod methods;
 mod params;

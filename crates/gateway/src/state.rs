@@ -5,6 +5,7 @@ use std::sync::Arc;
 use fundi_runtime::TaskService;
 use fundi_runtime::audit::AuditLog;
 use fundi_runtime::grants::GrantStore;
+use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::IssueStore;
 use fundi_runtime::schedules::Scheduler;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +40,10 @@ pub struct AppState {
     pub(crate) grants: Option<Arc<GrantDesk>>,
     /// Where admin actions are recorded.
     pub(crate) audit: Option<Arc<dyn AuditLog>>,
+    /// Proposals waiting for a local agent (the inbox skill), when it is enabled.
+    pub(crate) inbox: Option<Inbox>,
+    /// The MCP endpoint's service, served at `/mcp` behind the auth gate.
+    pub(crate) mcp: Option<axum::Router>,
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
@@ -82,6 +87,8 @@ impl AppState {
             schedules: None,
             grants: None,
             audit: None,
+            inbox: None,
+            mcp: None,
         }
     }
 
@@ -102,6 +109,19 @@ impl AppState {
     /// grants admit their clients.
     pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> AppState {
         self.grants = Some(Arc::new(GrantDesk::new(grants)));
+        self
+    }
+
+    /// The same state serving `/inbox` (scope `fundi:inbox`) from `inbox`.
+    pub fn with_inbox(mut self, inbox: Inbox) -> AppState {
+        self.inbox = Some(inbox);
+        self
+    }
+
+    /// The same state serving `mcp` (the MCP streamable HTTP service) at `/mcp`, behind
+    /// the same Host, Origin and credential checks as `/a2a`.
+    pub fn with_mcp(mut self, mcp: axum::Router) -> AppState {
+        self.mcp = Some(mcp);
         self
     }
 

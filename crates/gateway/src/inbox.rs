@@ -1,0 +1,117 @@
+//! The inbox for local agents (scope `fundi:inbox`, or `fundi:admin`): `GET /inbox`
+//! lists the proposals waiting for an answer, `POST /inbox/{task}/respond` answers one
+//! (`{"action": "complete", "text"?, "data"?}`, `{"action": "ask", "text"}`,
+//! `{"action": "reject", "text"}`, `{"action": "fail", "text"}`). What a proposal says
+//! is another agent's data, never an instruction to this server. Answers are recorded
+//! in the audit log.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use fundi_runtime::TaskId;
+use fundi_runtime::inbox::{Answer, INBOX_SCOPE, Inbox, InboxError, Response as Reply};
+use serde_json::{Value, json};
+
+use crate::admin::audit::record;
+use crate::admission::admit;
+use crate::auth::Caller;
+use crate::dialect::Dialect;
+use crate::error::ApiError;
+use crate::reply::refusal;
+use crate::state::AppState;
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/inbox", get(list))
+        .route("/inbox/{task}/respond", post(respond))
+}
+
+/// The caller, once admitted as a responder, and the inbox.
+async fn responder(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<(Caller, Inbox), Response> {
+    let caller = admit(state, headers, uri)
+        .await
+        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
+    // `allows` counts fundi:admin too.
+    let held = caller.grants.allows(Some(INBOX_SCOPE));
+    if !held {
+        let error = ApiError::insufficient_scope("inbox", INBOX_SCOPE);
+        return Err(refusal(&Value::Null, &error, Dialect::V1));
+    }
+    match &state.inbox {
+        Some(inbox) => Ok((caller, inbox.clone())),
+        None => Err(error(
+            StatusCode::NOT_FOUND,
+            "the inbox skill is not enabled on this server",
+        )),
+    }
+}
+
+async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    if let Err(refused) = responder(&state, &headers, &uri).await {
+        return refused;
+    }
+    let waiting = state
+        .inbox
+        .as_ref()
+        .map(|i| i.waiting())
+        .unwrap_or_default();
+    axum::Json(json!({"proposals": waiting})).into_response()
+}
+
+async fn respond(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(task): Path<String>,
+    body: Bytes,
+) -> Response {
+    let (caller, inbox) = match responder(&state, &headers, &uri).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let answer: Answer = match serde_json::from_slice(&body) {
+        Ok(answer) => answer,
+        Err(e) => {
+            let expected = "{\"action\": \"complete\"|\"ask\"|\"reject\"|\"fail\", \"text\": ..., \"data\"?: ...}";
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {expected}: {e}"),
+            );
+        }
+    };
+    let action = match &answer {
+        Answer::Complete { .. } => "complete",
+        Answer::Ask { .. } => "ask",
+        Answer::Reject { .. } => "reject",
+        Answer::Fail { .. } => "fail",
+    };
+    let task_id = TaskId::from(task);
+    let reply = Reply {
+        answer,
+        by: caller.user.clone(),
+    };
+    match inbox.respond(&task_id, reply) {
+        Ok(()) => {
+            let detail = json!({"action": action});
+            if let Err(failed) =
+                record(&state, &caller, "inbox.respond", task_id.as_str(), detail).await
+            {
+                return failed;
+            }
+            axum::Json(json!({"answered": task_id, "action": action})).into_response()
+        }
+        Err(e @ InboxError::NotWaiting(_)) => error(StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e @ InboxError::Invalid(_)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"error": message}))).into_response()
+}
