@@ -20,6 +20,10 @@ pub(crate) enum Command {
     /// Check the store (while no server runs on it) and list the tasks set aside because
     /// their stored data could not be read.
     Doctor(DoctorArgs),
+    /// Serve fundi's tasks as MCP tools over stdio, for an MCP client (a coding
+    /// assistant, a chat client) to start: the tools talk A2A to the fundi server at
+    /// --url with the CLI's credentials.
+    Mcp(McpArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }
@@ -48,6 +52,19 @@ pub(crate) struct DoctorArgs {
     /// sled directory (overrides store.path).
     #[arg(long)]
     pub(crate) data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    #[command(flatten)]
+    pub(crate) endpoint: Endpoint,
+    /// Config file whose [mcp] section applies (default: config/fundi.toml, when it
+    /// exists; FUNDI__MCP__ALLOW_WRITES and FUNDI__MCP__WAIT_CEILING_S override it).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Offer the tools that change anything (overrides mcp.allow-writes).
+    #[arg(long)]
+    pub(crate) allow_writes: bool,
 }
 
 /// Where the client finds the server.

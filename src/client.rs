@@ -254,12 +254,10 @@ fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
     authed(endpoint, reqwest::Method::POST, &rpc_url(endpoint))
 }
 
-fn authed(
-    endpoint: &Endpoint,
-    method: reqwest::Method,
-    url: &str,
-) -> anyhow::Result<reqwest::RequestBuilder> {
-    let (token, user_token, user_header) = match (&endpoint.token, &endpoint.user_token) {
+/// The bearer token, the user token and its header: from the flags or environment,
+/// field by field, else from the credentials file a local server wrote.
+pub(crate) fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String)> {
+    Ok(match (&endpoint.token, &endpoint.user_token) {
         (Some(token), Some(user)) => (token.clone(), user.clone(), endpoint.user_header.clone()),
         _ => {
             let file = credentials::read(&endpoint.credentials).context(
@@ -272,7 +270,15 @@ fn authed(
                 file.user_header,
             )
         }
-    };
+    })
+}
+
+fn authed(
+    endpoint: &Endpoint,
+    method: reqwest::Method,
+    url: &str,
+) -> anyhow::Result<reqwest::RequestBuilder> {
+    let (token, user_token, user_header) = credentials_of(endpoint)?;
     Ok(reqwest::Client::new()
         .request(method, url)
         .bearer_auth(token)

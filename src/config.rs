@@ -10,7 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
-use fundi_skills::{A11yConfig, EchoConfig, SecurityConfig};
+use fundi_skills::{A11yConfig, EchoConfig, InboxConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{LogFormat, TelemetryConfig};
@@ -40,6 +40,42 @@ pub struct AppConfig {
     pub telemetry: TelemetryConfig,
     /// Logging.
     pub log: LogConfig,
+    /// The MCP tools (`/mcp`, and `fundi mcp`).
+    pub mcp: McpConfig,
+}
+
+/// The MCP tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Serve the tools over streamable HTTP at `/mcp` on `fundi serve`. Default: true.
+    pub enabled: bool,
+    /// Offer the tools that change anything (submit, cancel, respond to a proposal).
+    /// Default: false (read-only).
+    pub allow_writes: bool,
+    /// The longest `fundi_wait_for_task` waits, in seconds (no tool call lasts
+    /// longer). Default: 25.
+    pub wait_ceiling_s: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            enabled: true,
+            allow_writes: false,
+            wait_ceiling_s: 25,
+        }
+    }
+}
+
+impl McpConfig {
+    /// The tools' settings.
+    pub fn settings(&self) -> fundi_mcp::Settings {
+        fundi_mcp::Settings {
+            allow_writes: self.allow_writes,
+            wait_ceiling: std::time::Duration::from_secs(self.wait_ceiling_s),
+        }
+    }
 }
 
 /// Listening and shutdown.
@@ -136,7 +172,8 @@ impl StoreConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct SkillsConfig {
-    /// Ids of the built-in skills to register. Default: all of them.
+    /// Ids of the built-in skills to register. Default: echo, a11y-audit and
+    /// security-scan (`inbox` is enabled by naming it).
     pub enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub echo: EchoConfig,
@@ -144,15 +181,18 @@ pub struct SkillsConfig {
     pub a11y_audit: A11yConfig,
     /// Settings of the `security-scan` skill.
     pub security_scan: SecurityConfig,
+    /// Settings of the `inbox` skill.
+    pub inbox: InboxConfig,
 }
 
 impl Default for SkillsConfig {
     fn default() -> Self {
         SkillsConfig {
-            enabled: BUILT_IN_SKILLS.iter().map(|s| (*s).to_owned()).collect(),
+            enabled: DEFAULT_SKILLS.iter().map(|s| (*s).to_owned()).collect(),
             echo: EchoConfig::default(),
             a11y_audit: A11yConfig::default(),
             security_scan: SecurityConfig::default(),
+            inbox: InboxConfig::default(),
         }
     }
 }
@@ -179,7 +219,10 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub const BUILT_IN_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
+pub const BUILT_IN_SKILLS: [&str; 4] = ["echo", "a11y-audit", "security-scan", "inbox"];
+
+/// The built-in skills enabled unless `skills.enabled` says otherwise.
+pub const DEFAULT_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not

@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod credentials;
 mod doctor;
+mod mcp;
 mod serve;
 
 use std::process::ExitCode;
@@ -25,6 +26,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
         Command::Client(command) => client::run(command).await,
     };
     match result {

@@ -21,6 +21,7 @@ use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
 use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
 use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
+use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
 use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler, SledScheduleStore};
 use fundi_runtime::store::PushStore;
@@ -28,7 +29,7 @@ use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
     TaskStore,
 };
-use fundi_skills::{A11yAuditSkill, EchoSkill, SecurityScanSkill};
+use fundi_skills::{A11yAuditSkill, EchoSkill, InboxSkill, SecurityScanSkill};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -152,7 +153,13 @@ impl ServerBuilder {
         let mut builder = Runtime::builder()
             .shared_store(stores.tasks)
             .config(config.runtime.clone());
-        for skill in built_in_skills(&config, &stores.issues)? {
+        let inbox = config
+            .skills
+            .enabled
+            .iter()
+            .any(|s| s == "inbox")
+            .then(Inbox::new);
+        for skill in built_in_skills(&config, &stores.issues, inbox.as_ref())? {
             builder = builder.shared_skill(skill);
         }
         for skill in self.skills {
@@ -191,6 +198,26 @@ impl ServerBuilder {
         .with_schedules(scheduler)
         .with_grants(stores.grants)
         .with_audit(stores.audit);
+        if let Some(inbox) = inbox {
+            state = state.with_inbox(inbox);
+        }
+        if config.mcp.enabled {
+            // The tools call this server's own /a2a with the MCP request's credentials.
+            let mut own = local;
+            if own.ip().is_unspecified() {
+                own.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            let fundi = fundi_mcp::Fundi::new(
+                &format!("http://{own}"),
+                "the MCP client's bearer token and user token are refused by this server",
+            );
+            let credentials = fundi_mcp::CredentialSource::Forwarded {
+                user_header: config.auth.user_header.clone(),
+            };
+            let tools = fundi_mcp::FundiTools::new(fundi, credentials, config.mcp.settings());
+            let service = fundi_mcp::http_service(tools, shutdown.clone());
+            state = state.with_mcp(Router::new().fallback_service(service));
+        }
         if config.push.enabled {
             let push = PushService::new(
                 runtime.clone(),
@@ -234,6 +261,7 @@ impl ServerBuilder {
 fn built_in_skills(
     config: &AppConfig,
     issues: &Arc<dyn IssueStore>,
+    inbox: Option<&Inbox>,
 ) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
     let skills = &config.skills;
     let mut built = Vec::new();
@@ -246,6 +274,10 @@ fn built_in_skills(
             ),
             "a11y-audit" => Arc::new(
                 A11yAuditSkill::new(skills.a11y_audit.clone(), issues.clone())
+                    .map_err(ServerError::Config)?,
+            ),
+            "inbox" => Arc::new(
+                InboxSkill::new(skills.inbox.clone(), inbox.cloned().unwrap_or_default())
                     .map_err(ServerError::Config)?,
             ),
             other => {

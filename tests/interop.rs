@@ -145,3 +145,56 @@ fn the_official_js_sdk_rest_client_speaks_http_json_with_fundi() {
     command.arg(script);
     run_against_fundi(command, "a2a_js_rest.mjs", &[]);
 }
+
+#[test]
+fn the_official_mcp_python_sdk_drives_fundi_mcp_and_the_mcp_endpoint() {
+    let python = venv("mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let (alice, alice_user) = (
+        "alice-client-token-0123456789",
+        "alice-user-token-0123456789",
+    );
+    let (bob, bob_user) = (
+        "bob-client-token-0123456789ab",
+        "bob-user-token-0123456789ab",
+    );
+    let ceiling = "3";
+    let server = Server::start(
+        dir.path(),
+        &[
+            ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_A__TOKEN", alice),
+            ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_A__SCOPES", "[]"),
+            ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_B__TOKEN", bob),
+            (
+                "FUNDI__AUTH__STATIC__CLIENTS__AGENT_B__SCOPES",
+                "[\"fundi:inbox\"]",
+            ),
+            ("FUNDI__AUTH__STATIC__USERS__ALICE", alice_user),
+            ("FUNDI__AUTH__STATIC__USERS__BOB", bob_user),
+            ("FUNDI__SKILLS__ENABLED", "[\"echo\", \"inbox\"]"),
+            ("FUNDI__MCP__ALLOW_WRITES", "true"),
+            ("FUNDI__MCP__WAIT_CEILING_S", ceiling),
+        ],
+    );
+    let output = Command::new(python)
+        .arg(interop_dir().join("mcp_client.py"))
+        .args([&server.url, env!("CARGO_BIN_EXE_fundi"), ceiling])
+        .env("ALICE_TOKEN", alice)
+        .env("ALICE_USER_TOKEN", alice_user)
+        .env("BOB_TOKEN", bob)
+        .env("BOB_USER_TOKEN", bob_user)
+        // `fundi mcp` reads its [mcp] settings from the environment too.
+        .env("FUNDI__MCP__WAIT_CEILING_S", ceiling)
+        .env_remove("FUNDI__MCP__ALLOW_WRITES")
+        .env_remove("FUNDI_CREDENTIALS")
+        .output()
+        .expect("running the MCP interop script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains(" passed, 0 failed"),
+        "mcp_client.py failed:\n{stdout}\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        std::fs::read_to_string(&server.stderr).unwrap_or_default()
+    );
+}
