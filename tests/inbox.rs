@@ -93,6 +93,12 @@ async fn a_proposal_waits_across_a_restart_for_an_answer_and_a_question_goes_bac
     let proposals = waiting(&server, 1).await;
     assert_eq!(proposals[0]["taskId"], id.as_str());
     assert_eq!(proposals[0]["from"], "alice");
+    let task = ok(&server, "GetTask", json!({"id": id})).await;
+    assert_eq!(
+        state(&task),
+        "TASK_STATE_SUBMITTED",
+        "nobody has picked it up"
+    );
 
     // Only holders of fundi:inbox see or answer proposals.
     let (status, _) = inbox(&server, SENDER, reqwest::Method::GET, "/inbox", None).await;
@@ -107,6 +113,8 @@ async fn a_proposal_waits_across_a_restart_for_an_answer_and_a_question_goes_bac
         id.as_str(),
         "it waits again after the restart"
     );
+    let task = ok(&server, "GetTask", json!({"id": id})).await;
+    assert_eq!(state(&task), "TASK_STATE_SUBMITTED");
 
     // A question back: the sender is asked, and their reply waits for an answer.
     let path = format!("/inbox/{id}/respond");

@@ -218,6 +218,14 @@ pub trait Skill: Send + Sync + 'static {
     /// Does the work, reporting through `ctx`.
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError>;
 
+    /// Whether the skill moves its tasks to `working` itself (with a status or progress
+    /// call) instead of the runtime doing it as each run starts: a task then stays
+    /// `submitted` until the skill says that work has begun (the inbox's proposals wait
+    /// `submitted` until a local agent picks one up). By default the runtime does it.
+    fn sets_working(&self) -> bool {
+        false
+    }
+
     /// Whether `narrowed` asks for no more than `original` (a task's first message) did:
     /// an approver may approve a gated task on such an input instead (a shorter plan,
     /// fewer pages). The error says what goes beyond. By default nothing is a narrowing.

@@ -1,9 +1,9 @@
 //! The `inbox` skill: proposals from other agents, which fundi never executes. A task
-//! sent to it waits (durably: after a restart it waits again) until a local agent with
-//! scope `fundi:inbox` answers it (`fundi_respond_to_task` over MCP, or
+//! sent to it waits `submitted` (durably: after a restart it waits again) until a local
+//! agent with scope `fundi:inbox` answers it (`fundi_respond_to_task` over MCP, or
 //! `POST /inbox/{task}/respond`): done with an answer, a question back to its sender
-//! (the task asks for input, and the sender's reply waits for an answer in turn),
-//! rejected, or failed. One that nobody answers in `skills.inbox.expires-after-s` ends
+//! (the task asks for input, and the sender's reply waits for an answer in turn, the
+//! task `working`), rejected, or failed. One that nobody answers in `skills.inbox.expires-after-s` ends
 //! `rejected`, saying so.
 
 use std::time::Duration;
@@ -72,6 +72,11 @@ impl Skill for InboxSkill {
         .while_working(MessagePolicy::Reject)
     }
 
+    /// A proposal stays `submitted` until a local agent answers it.
+    fn sets_working(&self) -> bool {
+        true
+    }
+
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
         let lasts = Duration::from_secs(self.config.expires_after_s);
         let mut latest = input.message;
@@ -102,8 +107,12 @@ impl Skill for InboxSkill {
                 )));
             };
             match answer {
-                Answer::Complete { text, data } => return Ok(output(text, data, &by)),
+                Answer::Complete { text, data } => {
+                    ctx.status(format!("answered by {by}")).await?;
+                    return Ok(output(text, data, &by));
+                }
                 Answer::Ask { text } => {
+                    ctx.status(format!("{by} asks a question back")).await?;
                     latest = ctx.request_input(format!("{text} (asked by {by})")).await?;
                 }
                 Answer::Reject { text } => {

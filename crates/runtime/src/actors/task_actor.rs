@@ -377,7 +377,9 @@ impl TaskActorState {
         }
         let note = (resumed && self.runs_started == 0 && state == TaskState::Working)
             .then(|| "resumed after a restart".to_owned());
-        if state != TaskState::Working || note.is_some() {
+        // A skill that says when work begins leaves a submitted task submitted.
+        let leave_submitted = state == TaskState::Submitted && self.skill.sets_working();
+        if (state != TaskState::Working && !leave_submitted) || note.is_some() {
             if let Err(error) = self.set_status(TaskState::Working, note).await {
                 return self.fail_after("could not start the task", &error).await;
             }

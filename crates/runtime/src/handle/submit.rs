@@ -300,13 +300,19 @@ impl RuntimeHandle {
         };
         let buffer = self.inner.config.subscriber_buffer;
         let (follower, receiver) = (told != Told::AtOnce).then(|| follower(buffer)).unzip();
+        // Stored working with its slot, unless its skill says when work begins.
+        let sets_working = self
+            .inner
+            .skills
+            .get(&skill)
+            .is_some_and(|s| s.sets_working());
         let new = NewTask {
             context_id: request.message.context_id.clone(),
             message: request.message,
             skill,
             owner: request.owner,
             trace: telemetry::current_traceparent(),
-            working: slot.is_some(),
+            working: slot.is_some() && !sets_working,
             gate: gate.as_ref().map(approval::gate_status),
         };
         // Stored (unless left to the actor) before anyone is told: from here on, a
