@@ -5,6 +5,7 @@
 mod approvals;
 mod builder;
 mod dedup;
+mod intake;
 mod submit;
 
 use std::collections::HashMap;

@@ -177,3 +177,16 @@ impl RuntimeHandle {
         })
     }
 }
+
+impl RuntimeHandle {
+    /// The task `owner` created with the first message `message_id`, if the store holds
+    /// it (whatever `runtime.dedup-window-s` says).
+    pub async fn task_created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<TaskId>, RuntimeError> {
+        let found = self.inner.store.created_by(owner, message_id).await?;
+        Ok(found.map(|(id, _)| id))
+    }
+}
