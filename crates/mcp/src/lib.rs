@@ -79,8 +79,14 @@ impl FundiTools {
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned)
                 };
+                // The scheme's name is case-insensitive (RFC 9110), as the gate reads it.
                 let token = header("authorization")
-                    .and_then(|v| v.strip_prefix("Bearer ").map(str::to_owned))
+                    .and_then(|v| {
+                        let (scheme, token) = v.trim().split_once(' ')?;
+                        scheme
+                            .eq_ignore_ascii_case("bearer")
+                            .then(|| token.trim().to_owned())
+                    })
                     .ok_or("missing the bearer token (Authorization: Bearer)")?;
                 let user_token = header(user_header)
                     .ok_or_else(|| format!("missing the user token ({user_header})"))?;
