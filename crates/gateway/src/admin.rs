@@ -48,14 +48,45 @@ async fn in_admin_span(request: axum::extract::Request, next: axum::middleware::
 
 /// `admit`, then the admin scope.
 async fn admit_admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Response> {
+    admit_holding(state, headers, uri, "admin", ADMIN_SCOPE, |grants| {
+        grants.allows(Some(ADMIN_SCOPE))
+    })
+    .await
+}
+
+/// `admit`, then `holds` on the caller's scopes; refused, the answer names `scope` as
+/// the one `what` needs.
+pub(crate) async fn admit_holding(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    what: &str,
+    scope: &str,
+    holds: impl Fn(&fundi_runtime::Grants) -> bool,
+) -> Result<Caller, Response> {
     let caller = admit(state, headers, uri)
         .await
         .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
-    if !caller.grants.allows(Some(ADMIN_SCOPE)) {
-        let error = ApiError::insufficient_scope("admin", ADMIN_SCOPE);
+    if !holds(&caller.grants) {
+        let error = ApiError::insufficient_scope(what, scope);
         return Err(refusal(&Value::Null, &error, Dialect::V1));
     }
     Ok(caller)
+}
+
+/// A JSON body as `T`; refused, a 400 saying what was `expected` and what is wrong.
+// The refusal is the handler's whole answer, returned once: its size costs nothing.
+#[allow(clippy::result_large_err)]
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    expected: &str,
+) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        admin_error(
+            StatusCode::BAD_REQUEST,
+            &format!("expected {expected}: {e}"),
+        )
+    })
 }
 
 /// Push configs whose delivery was given up (operators; scope `fundi:admin`).
@@ -113,14 +144,9 @@ async fn replay(
         task_id: String,
         config_id: String,
     }
-    let target: Target = match serde_json::from_slice(&body) {
+    let target: Target = match parse(&body, "{\"taskId\": ..., \"configId\": ...}") {
         Ok(target) => target,
-        Err(e) => {
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {{\"taskId\": ..., \"configId\": ...}}: {e}"),
-            );
-        }
+        Err(refused) => return refused,
     };
     let task_id = fundi_runtime::TaskId::from(target.task_id);
     match push.replay(&task_id, &target.config_id).await {
@@ -183,6 +209,6 @@ async fn list_issues(
     }
 }
 
-fn admin_error(status: StatusCode, message: &str) -> Response {
+pub(crate) fn admin_error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({"error": message}))).into_response()
 }

@@ -13,14 +13,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_runtime::TaskId;
 use fundi_runtime::inbox::{Answer, INBOX_SCOPE, Inbox, InboxError, Response as Reply};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::admin::audit::record;
-use crate::admission::admit;
+use crate::admin::{admin_error as error, admit_holding, parse};
 use crate::auth::Caller;
-use crate::dialect::Dialect;
-use crate::error::ApiError;
-use crate::reply::refusal;
 use crate::state::AppState;
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -35,15 +32,11 @@ async fn responder(
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<(Caller, Inbox), Response> {
-    let caller = admit(state, headers, uri)
-        .await
-        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
     // `allows` counts fundi:admin too.
-    let held = caller.grants.allows(Some(INBOX_SCOPE));
-    if !held {
-        let error = ApiError::insufficient_scope("inbox", INBOX_SCOPE);
-        return Err(refusal(&Value::Null, &error, Dialect::V1));
-    }
+    let caller = admit_holding(state, headers, uri, "inbox", INBOX_SCOPE, |grants| {
+        grants.allows(Some(INBOX_SCOPE))
+    })
+    .await?;
     match &state.inbox {
         Some(inbox) => Ok((caller, inbox.clone())),
         None => Err(error(
@@ -76,15 +69,11 @@ async fn respond(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    let answer: Answer = match serde_json::from_slice(&body) {
+    let expected =
+        "{\"action\": \"complete\"|\"ask\"|\"reject\"|\"fail\", \"text\": ..., \"data\"?: ...}";
+    let answer: Answer = match parse(&body, expected) {
         Ok(answer) => answer,
-        Err(e) => {
-            let expected = "{\"action\": \"complete\"|\"ask\"|\"reject\"|\"fail\", \"text\": ..., \"data\"?: ...}";
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {expected}: {e}"),
-            );
-        }
+        Err(refused) => return refused,
     };
     let action = match &answer {
         Answer::Complete { .. } => "complete",
@@ -110,8 +99,4 @@ async fn respond(
         Err(e @ InboxError::NotWaiting(_)) => error(StatusCode::NOT_FOUND, &e.to_string()),
         Err(e @ InboxError::Invalid(_)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
     }
-}
-
-fn error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({"error": message}))).into_response()
 }

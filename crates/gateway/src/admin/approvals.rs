@@ -15,9 +15,8 @@ use fundi_runtime::{ADMIN_SCOPE, RuntimeError, TaskId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::admin_error;
 use super::audit::record;
-use crate::admission::admit;
+use super::{admin_error, admit_holding, parse};
 use crate::auth::Caller;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
@@ -37,20 +36,13 @@ async fn admit_approver(
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<Caller, Response> {
-    let caller = admit(state, headers, uri)
-        .await
-        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
-    let approves = match caller.grants.list() {
-        None => true,
-        Some(held) => held
-            .iter()
-            .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE)),
-    };
-    if !approves {
-        let error = ApiError::insufficient_scope("approvals", APPROVE_SCOPE);
-        return Err(refusal(&Value::Null, &error, Dialect::V1));
-    }
-    Ok(caller)
+    admit_holding(state, headers, uri, "approvals", APPROVE_SCOPE, |grants| {
+        grants.list().is_none_or(|held| {
+            held.iter()
+                .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE))
+        })
+    })
+    .await
 }
 
 async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
@@ -90,15 +82,9 @@ async fn approve(
 ) -> Response {
     let approval: Approval = match body.is_empty() {
         true => Approval::default(),
-        false => match serde_json::from_slice(&body) {
+        false => match parse(&body, "no body, or {\"data\": <a narrower input>}") {
             Ok(approval) => approval,
-            Err(e) => {
-                let expected = "no body, or {\"data\": <a narrower input>}";
-                return admin_error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("expected {expected}: {e}"),
-                );
-            }
+            Err(refused) => return refused,
         },
     };
     let narrowed = approval.data.is_some();
@@ -123,14 +109,9 @@ async fn reject(
     Path(task): Path<String>,
     body: Bytes,
 ) -> Response {
-    let rejection: Rejection = match serde_json::from_slice(&body) {
+    let rejection: Rejection = match parse(&body, "{\"reason\": ...}") {
         Ok(rejection) => rejection,
-        Err(e) => {
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {{\"reason\": ...}}: {e}"),
-            );
-        }
+        Err(refused) => return refused,
     };
     let reason = rejection.reason.trim().to_owned();
     if reason.is_empty() {

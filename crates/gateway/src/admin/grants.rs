@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use super::audit::record;
-use super::{admin_error, admit_admin};
+use super::{admin_error, admit_admin, parse};
 use crate::auth::Caller;
 use crate::state::AppState;
 
@@ -88,15 +88,10 @@ async fn create(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    let new: NewGrant = match serde_json::from_slice(&body) {
+    let expected = "{\"client\": ..., \"scopes\": [...], \"expires\"?: \"30d\"}";
+    let new: NewGrant = match parse(&body, expected) {
         Ok(new) => new,
-        Err(e) => {
-            let expected = "{\"client\": ..., \"scopes\": [...], \"expires\"?: \"30d\"}";
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {expected}: {e}"),
-            );
-        }
+        Err(refused) => return refused,
     };
     if let Err(problem) = check_client(&new.client).and_then(|()| check_scopes(&new.scopes)) {
         return admin_error(StatusCode::BAD_REQUEST, &problem);
@@ -179,14 +174,9 @@ async fn narrow(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    let narrowing: Narrowing = match serde_json::from_slice(&body) {
+    let narrowing: Narrowing = match parse(&body, "{\"scopes\": [...]}") {
         Ok(narrowing) => narrowing,
-        Err(e) => {
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {{\"scopes\": [...]}}: {e}"),
-            );
-        }
+        Err(refused) => return refused,
     };
     if let Err(problem) = check_scopes(&narrowing.scopes) {
         return admin_error(StatusCode::BAD_REQUEST, &problem);

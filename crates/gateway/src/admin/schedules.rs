@@ -14,7 +14,7 @@ use fundi_runtime::schedules::{Creator, NewSchedule, Scheduler};
 use serde_json::{Value, json};
 
 use super::audit::record;
-use super::{admin_error, admit_admin};
+use super::{admin_error, admit_admin, parse};
 use crate::auth::grant_client;
 use crate::state::AppState;
 
@@ -63,17 +63,11 @@ async fn create(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    let new: NewSchedule = match serde_json::from_slice(&body) {
+    let expected = "{\"skill\": ..., \"cron\": ..., \"timeZone\"?: ..., \"data\"?: ..., \
+                    \"text\"?: ...}";
+    let new: NewSchedule = match parse(&body, expected) {
         Ok(new) => new,
-        Err(e) => {
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "expected {{\"skill\": ..., \"cron\": ..., \"timeZone\"?: ..., \"data\"?: \
-                     ..., \"text\"?: ...}}: {e}"
-                ),
-            );
-        }
+        Err(refused) => return refused,
     };
     // A grant's schedules fire while the grant stands; a static client's while the
     // config lists it.
