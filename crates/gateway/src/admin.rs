@@ -181,7 +181,7 @@ async fn list_issues(
     if let Err(refused) = admit_admin(&state, &headers, &uri).await {
         return refused;
     }
-    let Some(store) = &state.issues else {
+    let Some(store) = &state.operators.issues else {
         return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
     };
     let param = |name: &str| query.get(name).map(String::as_str);

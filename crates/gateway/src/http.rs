@@ -30,7 +30,7 @@ pub fn app(state: AppState) -> Router {
         .route("/", post(rpc))
         .merge(admin::routes())
         .merge(inbox::routes());
-    let router = match state.mcp.clone() {
+    let router = match state.operators.mcp.clone() {
         Some(mcp) => {
             let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate);
             router.nest_service("/mcp", mcp.layer(gate))

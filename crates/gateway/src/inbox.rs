@@ -37,7 +37,7 @@ async fn responder(
         grants.allows(Some(INBOX_SCOPE))
     })
     .await?;
-    match &state.inbox {
+    match &state.operators.inbox {
         Some(inbox) => Ok((caller, inbox.clone())),
         None => Err(error(
             StatusCode::NOT_FOUND,
@@ -47,15 +47,10 @@ async fn responder(
 }
 
 async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    if let Err(refused) = responder(&state, &headers, &uri).await {
-        return refused;
+    match responder(&state, &headers, &uri).await {
+        Ok((_, inbox)) => axum::Json(json!({"proposals": inbox.waiting()})).into_response(),
+        Err(refused) => refused,
     }
-    let waiting = state
-        .inbox
-        .as_ref()
-        .map(|i| i.waiting())
-        .unwrap_or_default();
-    axum::Json(json!({"proposals": waiting})).into_response()
 }
 
 async fn respond(

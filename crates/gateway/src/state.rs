@@ -32,6 +32,14 @@ pub struct AppState {
     pub(crate) rate_limit: Arc<UserRateLimit>,
     /// Push notifications, when enabled.
     pub(crate) push: Option<Arc<PushService>>,
+    /// What operators, approvers and local agents use beyond A2A (one pointer, so that
+    /// the per-request clone of the state stays cheap).
+    pub(crate) operators: Arc<Operators>,
+}
+
+/// The services beside A2A, each present when configured.
+#[derive(Clone, Default)]
+pub(crate) struct Operators {
     /// Findings of the auditing skills, for operators.
     pub(crate) issues: Option<Arc<dyn IssueStore>>,
     /// Scheduled runs, for operators.
@@ -83,24 +91,19 @@ impl AppState {
             shutdown,
             auth: Arc::new(auth),
             push: None,
-            issues: None,
-            schedules: None,
-            grants: None,
-            audit: None,
-            inbox: None,
-            mcp: None,
+            operators: Arc::default(),
         }
     }
 
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
     pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
-        self.issues = Some(issues);
+        Arc::make_mut(&mut self.operators).issues = Some(issues);
         self
     }
 
     /// The same state serving `/admin/schedules` (scope `fundi:admin`) from `scheduler`.
     pub fn with_schedules(mut self, scheduler: Scheduler) -> AppState {
-        self.schedules = Some(scheduler);
+        Arc::make_mut(&mut self.operators).schedules = Some(scheduler);
         self
     }
 
@@ -108,26 +111,26 @@ impl AppState {
     /// the authenticator the same store ([`Authenticator::with_grants`]) so that the
     /// grants admit their clients.
     pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> AppState {
-        self.grants = Some(Arc::new(GrantDesk::new(grants)));
+        Arc::make_mut(&mut self.operators).grants = Some(Arc::new(GrantDesk::new(grants)));
         self
     }
 
     /// The same state serving `/inbox` (scope `fundi:inbox`) from `inbox`.
     pub fn with_inbox(mut self, inbox: Inbox) -> AppState {
-        self.inbox = Some(inbox);
+        Arc::make_mut(&mut self.operators).inbox = Some(inbox);
         self
     }
 
     /// The same state serving `mcp` (the MCP streamable HTTP service) at `/mcp`, behind
     /// the same Host, Origin and credential checks as `/a2a`.
     pub fn with_mcp(mut self, mcp: axum::Router) -> AppState {
-        self.mcp = Some(mcp);
+        Arc::make_mut(&mut self.operators).mcp = Some(mcp);
         self
     }
 
     /// The same state recording admin actions in `log` and serving `/admin/audit`.
     pub fn with_audit(mut self, log: Arc<dyn AuditLog>) -> AppState {
-        self.audit = Some(log);
+        Arc::make_mut(&mut self.operators).audit = Some(log);
         self
     }
 

@@ -41,7 +41,7 @@ pub(crate) async fn record(
         detail = %detail,
         "audit"
     );
-    let Some(log) = &state.audit else {
+    let Some(log) = &state.operators.audit else {
         return Ok(());
     };
     let entry = AuditEntry {
@@ -69,7 +69,7 @@ async fn read(
     if let Err(refused) = admit_admin(&state, &headers, &uri).await {
         return refused;
     }
-    let Some(log) = &state.audit else {
+    let Some(log) = &state.operators.audit else {
         return admin_error(StatusCode::NOT_FOUND, "no audit log is kept on this server");
     };
     let number = |name: &str, default: u64| match query.get(name) {

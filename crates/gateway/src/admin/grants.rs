@@ -53,7 +53,7 @@ async fn desk(
     uri: &Uri,
 ) -> Result<(Arc<GrantDesk>, Caller), Response> {
     let caller = admit_admin(state, headers, uri).await?;
-    match &state.grants {
+    match &state.operators.grants {
         Some(desk) => Ok((desk.clone(), caller)),
         None => Err(admin_error(
             StatusCode::NOT_FOUND,

@@ -33,7 +33,7 @@ async fn scheduler(
     uri: &Uri,
 ) -> Result<(Scheduler, crate::auth::Caller), Response> {
     let caller = admit_admin(state, headers, uri).await?;
-    match &state.schedules {
+    match &state.operators.schedules {
         Some(scheduler) => Ok((scheduler.clone(), caller)),
         None => Err(admin_error(
             StatusCode::NOT_FOUND,

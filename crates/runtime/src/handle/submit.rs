@@ -283,12 +283,13 @@ impl RuntimeHandle {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
         // A gated skill's task is stored waiting for an approver, and nothing runs.
-        let gate = self.gate(&skill, &request);
+        let gate = self.gate(&skill, &request).map(|r| approval::gate_status(&r));
+        let gated = gate.is_some();
         // With a slot free, the task is stored already working, in the same commit: one
         // write fewer, and its actor runs it at once.
-        let slot = match gate {
-            Some(_) => None,
-            None => self.inner.slots.try_take(&skill),
+        let slot = match gated {
+            true => None,
+            false => self.inner.slots.try_take(&skill),
         };
         let first = match told {
             Told::AtOnce | Told::EachEvent => FirstCommit::Durable,
@@ -312,7 +313,7 @@ impl RuntimeHandle {
             owner: request.owner,
             trace: telemetry::current_traceparent(),
             working: slot.is_some() && !sets_working,
-            gate: gate.as_ref().map(approval::gate_status),
+            gate,
         };
         // Stored (unless left to the actor) before anyone is told: from here on, a
         // crash leaves the task to recovery.
@@ -322,9 +323,9 @@ impl RuntimeHandle {
             .spawn(Spawn {
                 journal,
                 // A gated task's actor waits for the decision, as a woken one waits.
-                mode: match gate {
-                    Some(_) => StartMode::Wake,
-                    None => StartMode::Fresh,
+                mode: match gated {
+                    true => StartMode::Wake,
+                    false => StartMode::Fresh,
                 },
                 slot,
             })
