@@ -3,7 +3,8 @@
 //! HTTP+JSON) and 0.3.x (A2A v0.3), each in its own virtualenv (made once per target
 //! directory, pinned by `tests/interop/requirements-*.txt`); and the `@a2a-js/sdk` JS
 //! package from npm over HTTP+JSON (installed once per target directory with `npm ci`,
-//! pinned by `tests/interop/package-lock.json`).
+//! pinned by `tests/interop/package-lock.json`); and the official MCP Python SDK (`mcp`)
+//! against `fundi mcp` over stdio and `/mcp` over streamable HTTP.
 
 mod common;
 
