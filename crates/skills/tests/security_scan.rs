@@ -974,6 +974,62 @@ async fn active_checks_only_when_asked_within_their_budget() {
     assert!(active_requests <= 3, "{active_requests}");
 }
 
+/// A site that answers every request with a redirect to the same path on `to`.
+async fn redirecting_site(to: &str) -> String {
+    let to = to.to_owned();
+    let app = Router::new().fallback(any(move |uri: axum::http::Uri| {
+        let target = format!("{to}{}", uri.path_and_query().map_or("/", |p| p.as_str()));
+        async move {
+            Response::builder()
+                .status(StatusCode::MOVED_PERMANENTLY)
+                .header("location", target)
+                .body(Body::empty())
+                .unwrap()
+        }
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn probes_go_to_the_origin_the_scan_landed_on() {
+    let site = http_site(Site {
+        headers: good_headers(),
+        body: GOOD_PAGE.into(),
+        leaky: true,
+        trace_on_404: true,
+        ..Site::default()
+    })
+    .await;
+    let entry = redirecting_site(&site).await;
+    let both = scanner(
+        &[&entry, &site],
+        SecurityConfig {
+            active_requests_per_second: 100,
+            ..SecurityConfig::default()
+        },
+    )
+    .await;
+    let task = both.scan(json!({"url": entry, "active": true})).await;
+    let found = ids(&task);
+    for id in [
+        "exposed-env",
+        "exposed-git",
+        "open-redirect",
+        "stack-trace-disclosure",
+    ] {
+        assert!(found.contains(id), "{id} missing: {found:?}");
+    }
+    let probed = report(&task)["probed"].clone();
+    assert_eq!(
+        probed,
+        json!([format!("{site}/")]),
+        "only the landed origin serves"
+    );
+}
+
 async fn scanner_with_budget(url: &str, requests: usize) -> Scanner {
     scanner(
         &[url],

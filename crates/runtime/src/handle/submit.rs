@@ -283,7 +283,9 @@ impl RuntimeHandle {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
         // A gated skill's task is stored waiting for an approver, and nothing runs.
-        let gate = self.gate(&skill, &request).map(|r| approval::gate_status(&r));
+        let gate = self
+            .gate(&skill, &request)
+            .map(|r| approval::gate_status(&r));
         let gated = gate.is_some();
         // With a slot free, the task is stored already working, in the same commit: one
         // write fewer, and its actor runs it at once.

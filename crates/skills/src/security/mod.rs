@@ -6,6 +6,7 @@ mod checks;
 mod config;
 pub mod finding;
 mod http;
+mod landing;
 mod narrowing;
 mod skill;
 

@@ -20,6 +20,7 @@ use super::checks::{active, content, cookies, cors, headers, transport};
 use super::config::SecurityConfig;
 use super::finding::{Bonus, Finding, grade, score};
 use super::http::{Fetcher, Response};
+use super::landing;
 
 /// The skill's id.
 pub const SKILL_ID: &str = "security-scan";
@@ -316,6 +317,9 @@ impl Skill for SecurityScanSkill {
         cors::check(&fetcher, &first.url, &mut findings).await;
         ctx.progress(3.0 / groups, "CORS checked").await?;
 
+        // Probes go where the scan landed (an http:// entry that redirects to https://
+        // answers every probe with that redirect).
+        let bases = landing::probe_bases(&plan.base, &pages);
         // Parsing a target's pages is CPU work, on the runtime's pool within its budget.
         let found = ctx
             .cpu(move |budget| {
@@ -327,7 +331,9 @@ impl Skill for SecurityScanSkill {
             })
             .await?;
         findings.extend(found);
-        content::error_page(&fetcher, &plan.base, &mut findings).await;
+        for base in &bases {
+            content::error_page(&fetcher, base, &mut findings).await;
+        }
         ctx.progress(
             4.0 / groups,
             "content checked (mixed content, SRI, error pages)",
@@ -341,9 +347,12 @@ impl Skill for SecurityScanSkill {
                 self.config.max_active_requests,
                 self.config.active_requests_per_second,
             );
-            tokio::select! {
-                () = ctx.cancelled() => return Err(SkillError::Canceled),
-                () = active::check(&mut budget, &plan.base, &plan.paths, &mut findings) => {}
+            for base in &bases {
+                let paths = landing::rebased(&plan.paths, base);
+                tokio::select! {
+                    () = ctx.cancelled() => return Err(SkillError::Canceled),
+                    () = active::check(&mut budget, base, &paths, &mut findings) => {}
+                }
             }
             active_budget_left = Some(budget.left());
             ctx.progress(1.0, "active checks done").await?;
@@ -367,6 +376,7 @@ impl Skill for SecurityScanSkill {
             "target": plan.base.as_str(),
             "paths": plan.paths.iter().map(Url::as_str).collect::<Vec<_>>(),
             "active": plan.active,
+            "probed": bases.iter().map(Url::as_str).collect::<Vec<_>>(),
             "score": total,
             "grade": letter,
             "findings": findings,
