@@ -24,11 +24,12 @@ impl Skill for Picky {
     }
 
     async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        let _permit = self
-            .0
+        // Each run takes a permit for good, so that the next run waits for its own.
+        self.0
             .acquire()
             .await
-            .map_err(|e| SkillError::Failed(e.to_string()))?;
+            .map_err(|e| SkillError::Failed(e.to_string()))?
+            .forget();
         ctx.status("picked up").await?;
         Ok(SkillOutput::text("done"))
     }
