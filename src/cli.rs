@@ -54,10 +54,27 @@ pub(crate) struct DoctorArgs {
     pub(crate) data_dir: Option<PathBuf>,
 }
 
+/// Where `fundi mcp` finds the server and its credentials: each field from its flag or
+/// environment variable, else the config file's `[mcp]`, else the credentials file.
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
-    #[command(flatten)]
-    pub(crate) endpoint: Endpoint,
+    /// The server's base URL (default: mcp.url, else http://127.0.0.1:8080).
+    #[arg(long, env = "FUNDI_URL")]
+    pub(crate) url: Option<String>,
+    /// The bearer token (default: mcp.token, else the credentials file).
+    #[arg(long, env = "FUNDI_TOKEN", hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// The end user's token (default: mcp.user-token, else the credentials file).
+    #[arg(long, env = "FUNDI_USER_TOKEN", hide_env_values = true)]
+    pub(crate) user_token: Option<String>,
+    /// The header that carries the user token (default: mcp.user-header, else the
+    /// credentials file's, else X-Fundi-User-Token).
+    #[arg(long, env = "FUNDI_USER_HEADER")]
+    pub(crate) user_header: Option<String>,
+    /// The credentials file a local server wrote (default: mcp.credentials-file, else
+    /// data/credentials.json).
+    #[arg(long, env = "FUNDI_CREDENTIALS")]
+    pub(crate) credentials: Option<PathBuf>,
     /// Config file whose [mcp] section applies (default: config/fundi.toml, when it
     /// exists; FUNDI__MCP__ALLOW_WRITES and FUNDI__MCP__WAIT_CEILING_S override it).
     #[arg(long)]

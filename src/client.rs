@@ -256,7 +256,7 @@ fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
 
 /// The bearer token, the user token and its header: from the flags or environment,
 /// field by field, else from the credentials file a local server wrote.
-pub(crate) fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String)> {
+fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String)> {
     Ok(match (&endpoint.token, &endpoint.user_token) {
         (Some(token), Some(user)) => (token.clone(), user.clone(), endpoint.user_header.clone()),
         _ => {

@@ -56,6 +56,18 @@ pub struct McpConfig {
     /// The longest `fundi_wait_for_task` waits, in seconds (no tool call lasts
     /// longer). Default: 25.
     pub wait_ceiling_s: u64,
+    /// The fundi server `fundi mcp` talks to (`FUNDI_URL` and `--url` win). Default:
+    /// http://127.0.0.1:8080.
+    pub url: Option<String>,
+    /// The bearer token `fundi mcp` sends (`FUNDI_TOKEN` and `--token` win).
+    pub token: Option<String>,
+    /// The user token `fundi mcp` sends (`FUNDI_USER_TOKEN` and `--user-token` win).
+    pub user_token: Option<String>,
+    /// The header carrying it (`FUNDI_USER_HEADER` wins). Default: X-Fundi-User-Token.
+    pub user_header: Option<String>,
+    /// The credentials file a local server wrote, for the fields not set otherwise
+    /// (`FUNDI_CREDENTIALS` and `--credentials` win). Default: data/credentials.json.
+    pub credentials_file: Option<std::path::PathBuf>,
 }
 
 impl Default for McpConfig {
@@ -64,6 +76,11 @@ impl Default for McpConfig {
             enabled: true,
             allow_writes: false,
             wait_ceiling_s: 25,
+            url: None,
+            token: None,
+            user_token: None,
+            user_header: None,
+            credentials_file: None,
         }
     }
 }
