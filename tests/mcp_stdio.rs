@@ -68,7 +68,6 @@ fn fundi_mcp_reads_its_server_and_credentials_from_the_config_file() {
     let result = &listed["result"];
     assert_ne!(result["isError"], json!(true), "{listed}");
     assert_eq!(result["content"][0]["text"], "no tasks", "{listed}");
-    drop(send);
     let _ = mcp.kill();
     let _ = mcp.wait();
 }
