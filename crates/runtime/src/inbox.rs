@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::model::{Message, TaskId};
 
@@ -90,8 +90,6 @@ type Waiting = HashMap<TaskId, (Proposal, oneshot::Sender<Response>)>;
 #[derive(Clone, Default)]
 pub struct Inbox {
     waiting: Arc<Mutex<Waiting>>,
-    /// Bumped whenever a proposal starts waiting (for long-polls).
-    arrivals: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -119,7 +117,6 @@ impl Inbox {
         let (sender, receiver) = oneshot::channel();
         self.lock()
             .insert(proposal.task_id.clone(), (proposal, sender));
-        self.arrivals.send_modify(|n| *n += 1);
         receiver
     }
 
@@ -154,11 +151,6 @@ impl Inbox {
             .send(response)
             .map_err(|_| InboxError::NotWaiting(task_id.clone()))
     }
-
-    /// Resolves once a proposal arrives after `seen` (the value `arrivals` returned).
-    pub fn arrivals(&self) -> watch::Receiver<u64> {
-        self.arrivals.subscribe()
-    }
 }
 
 #[cfg(test)]
@@ -179,10 +171,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_reaches_the_waiting_run_once() {
         let inbox = Inbox::new();
-        let mut arrivals = inbox.arrivals();
         let answered = inbox.offer(proposal("t1"));
-        assert!(arrivals.has_changed().unwrap());
-        arrivals.mark_unchanged();
         assert_eq!(inbox.waiting().len(), 1);
         let done = Answer::Complete {
             text: Some("looks good".into()),
