@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use fundi_runtime::approval::awaits_approval;
+use fundi_runtime::approval::at_rest;
 use fundi_runtime::{
     ListRequest, Message, RuntimeError, SubmitRequest, TaskEvent, TaskId, TaskService, TaskSnapshot,
 };
@@ -197,13 +197,10 @@ async fn send_message(
         let task = accepted.task.with_history_limit(history);
         return Ok(encode::send_result(&task, dialect));
     }
-    // Blocking: wait for a terminal or interrupted state, but never past the deadline
-    // (a skill may park a task in working): then answer with the task as it stands.
-    let until = |event: &TaskEvent| {
-        event.status().is_some_and(|s| {
-            s.state.is_terminal() || s.state.is_interrupted() || awaits_approval(s)
-        })
-    };
+    // Blocking: wait until the task is at rest (ended, or waiting for someone), but never
+    // past the deadline (a skill may park a task in working): then answer with the task
+    // as it stands.
+    let until = |event: &TaskEvent| event.status().is_some_and(at_rest);
     let (id, outcome) = match push.is_empty() {
         // Only the outcome is told.
         true => {

@@ -104,6 +104,13 @@ pub fn awaits_approval(status: &TaskStatus) -> bool {
     pending_in(status).is_some()
 }
 
+/// Whether a task with this status is at rest: ended, or waiting for someone (input,
+/// authorization, an approver). Nothing happens to it until someone acts; a caller
+/// waiting for its outcome has it.
+pub fn at_rest(status: &TaskStatus) -> bool {
+    status.state.is_terminal() || status.state.is_interrupted() || awaits_approval(status)
+}
+
 fn pending_in(status: &TaskStatus) -> Option<ApprovalRequest> {
     if status.state != TaskState::Submitted {
         return None;

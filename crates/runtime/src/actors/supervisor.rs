@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::journal::TaskJournal;
 use super::slots::{Slot, Slots};
 use super::task_actor::{StartMode, TaskActor, TaskArgs, TaskMsg};
-use crate::approval::awaits_approval;
+use crate::approval::{at_rest, awaits_approval};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
@@ -238,7 +238,8 @@ impl SupervisorState {
         if record.state().is_terminal() {
             return Ok(None);
         }
-        let mode = if record.state().is_interrupted() || awaits_approval(&record.task.status) {
+        // Not terminal (above): at rest is waiting for someone, woken without a run.
+        let mode = if at_rest(&record.task.status) {
             StartMode::Wake
         } else {
             StartMode::Resume

@@ -139,9 +139,7 @@ impl Following {
             mut events,
         } = self;
         let mut task = accepted.task;
-        let state = task.status.state;
-        if state.is_terminal() || state.is_interrupted() || approval::awaits_approval(&task.status)
-        {
+        if approval::at_rest(&task.status) {
             let standing = TaskEvent {
                 seq: accepted.seq,
                 task_id: task.id.clone(),
