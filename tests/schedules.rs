@@ -179,56 +179,38 @@ async fn an_operator_schedules_runs_from_the_command_line_and_they_survive_a_res
     );
 
     // Mistakes are named.
-    let (ok, _, err) = fundi(
-        &server,
-        &[
-            "schedules",
-            "create",
-            "--skill",
-            "echo",
-            "--cron",
-            "0 3 * *",
-            "--text",
-            "x",
-        ],
-    );
-    assert!(
-        !ok && err.contains("5 fields") && err.contains("HTTP 400"),
-        "{err}"
-    );
-    let (ok, _, err) = fundi(
-        &server,
-        &[
-            "schedules",
-            "create",
-            "--skill",
-            "nope",
-            "--cron",
-            "0 3 * * *",
-            "--text",
-            "x",
-        ],
-    );
-    assert!(
-        !ok && err.contains("\"nope\"") && err.contains("echo"),
-        "{err}"
-    );
-    let (ok, _, err) = fundi(
-        &server,
-        &[
-            "schedules",
-            "create",
-            "--skill",
-            "echo",
-            "--cron",
-            "0 3 * * *",
-            "--time-zone",
-            "Berlin",
-            "--text",
-            "x",
-        ],
-    );
-    assert!(!ok && err.contains("IANA"), "{err}");
+    let mistakes: [(&[&str], &[&str]); 3] = [
+        (
+            &["--skill", "echo", "--cron", "0 3 * *"],
+            &["5 fields", "HTTP 400"],
+        ),
+        (
+            &["--skill", "nope", "--cron", "0 3 * * *"],
+            &["\"nope\"", "echo"],
+        ),
+        (
+            &[
+                "--skill",
+                "echo",
+                "--cron",
+                "0 3 * * *",
+                "--time-zone",
+                "Berlin",
+            ],
+            &["IANA", "HTTP 400"],
+        ),
+    ];
+    for (flags, said) in mistakes {
+        let args: Vec<&str> = ["schedules", "create", "--text", "x"]
+            .into_iter()
+            .chain(flags.iter().copied())
+            .collect();
+        let (ok, _, err) = fundi(&server, &args);
+        assert!(
+            !ok && said.iter().all(|s| err.contains(s)),
+            "{flags:?}: {err}"
+        );
+    }
     let (ok, _, err) = fundi(&server, &["schedules", "pause", "sch-nope"]);
     assert!(
         !ok && err.contains("schedule sch-nope not found") && err.contains("404"),
