@@ -172,3 +172,45 @@ pub trait ScheduleStore: Send + Sync + 'static {
     /// Removes a schedule; false if there was none.
     async fn delete(&self, id: &str) -> Result<bool, StoreError>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(client: Option<&str>, scopes: Option<Vec<&str>>) -> Schedule {
+        Schedule {
+            id: "sch-1".into(),
+            spec: NewSchedule {
+                skill: "echo".into(),
+                cron: "0 3 * * *".into(),
+                time_zone: None,
+                data: None,
+                text: Some("x".into()),
+            },
+            zone: "UTC".into(),
+            owner: Some("ann".into()),
+            client: client.map(str::to_owned),
+            scopes: scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
+            paused: false,
+            created_at: Utc::now(),
+            next_fire: Utc::now(),
+            fired: 0,
+            skipped: 0,
+            last: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_word_from_the_credentials_the_recorded_scopes_stand() {
+        let recorded = schedule(Some("ci"), Some(vec!["fundi:audit"]));
+        assert_eq!(
+            recorded.grants_now(&RecordedScopes).await,
+            Ok(Grants::scopes(["fundi:audit"]))
+        );
+        let in_process = schedule(None, None);
+        assert_eq!(
+            in_process.grants_now(&RecordedScopes).await,
+            Ok(Grants::All)
+        );
+    }
+}
