@@ -51,6 +51,7 @@ mod actors;
 pub mod addresses;
 pub mod approval;
 pub mod audit;
+pub mod chaos;
 mod config;
 mod context;
 pub mod cpu;

@@ -226,6 +226,15 @@ pub trait Skill: Send + Sync + 'static {
         false
     }
 
+    /// Checks a new task's first message before anything is stored (before an approval
+    /// gate too, so that no approver is asked about input the skill would refuse): the
+    /// error says what is wrong, and the caller gets it as invalid params. A skill checks
+    /// again in `run`, where it reads the input. By default every message passes.
+    fn check(&self, message: &Message) -> Result<(), String> {
+        let _ = message;
+        Ok(())
+    }
+
     /// Whether `narrowed` asks for no more than `original` (a task's first message) did:
     /// an approver may approve a gated task on such an input instead (a shorter plan,
     /// fewer pages). The error says what goes beyond. By default nothing is a narrowing.

@@ -280,6 +280,11 @@ impl RuntimeHandle {
     ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
+        if let Some(chosen) = self.inner.skills.get(&skill) {
+            chosen
+                .check(&request.message)
+                .map_err(RuntimeError::InvalidInput)?;
+        }
         // A gated skill's task is stored waiting for an approver, and nothing runs.
         let gate = self
             .gate(&skill, &request)

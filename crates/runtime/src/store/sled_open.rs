@@ -86,6 +86,7 @@ impl SledStore {
         let grants = db.open_tree("grants")?;
         let grant_digests = db.open_tree("grant_digests")?;
         let audit = db.open_tree("audit")?;
+        let chaos = db.open_tree("chaos")?;
         let quarantine = db.open_tree(QUARANTINE_TREE)?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
@@ -117,6 +118,7 @@ impl SledStore {
             grants,
             grant_digests,
             audit,
+            chaos,
             quarantine,
             flusher,
             log,

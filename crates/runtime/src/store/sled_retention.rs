@@ -7,7 +7,8 @@
 //! 1. `R` id: the removal starts;
 //! 2. the `U` and `C` entries, and the counts: the task is no longer listed;
 //! 3. `T` id: the task is not found;
-//! 4. its `E` values, its `D` entry (if it still names this task), its push keys;
+//! 4. its `E` values, its `D` entry (if it still names this task), its push keys and
+//!    chaos events;
 //! 5. the `R` key.
 //!
 //! Counts live in memory; an unclean close rebuilds them from `U` and `C`, so a removal
@@ -86,7 +87,24 @@ impl SledStore {
             self.db.remove(created)?;
         }
         self.remove_push_of(id)?;
+        self.remove_chaos_of(id)?;
         self.db.remove(removing_key(id))?;
+        Ok(())
+    }
+}
+
+impl SledStore {
+    /// Where a task's chaos events start in the `chaos` tree: its id and a 0 byte, which
+    /// no task id contains (see `chaos::SledChaosLog`).
+    pub(crate) fn chaos_prefix(task: &TaskId) -> Vec<u8> {
+        [task.as_str().as_bytes(), &[0]].concat()
+    }
+
+    /// Removes a task's chaos events.
+    pub(crate) fn remove_chaos_of(&self, task: &TaskId) -> Result<(), StoreError> {
+        for key in self.chaos.scan_prefix(SledStore::chaos_prefix(task)).keys() {
+            self.chaos.remove(key?)?;
+        }
         Ok(())
     }
 }

@@ -109,6 +109,8 @@ pub struct SledStore {
     pub(crate) grant_digests: sled::Tree,
     /// The audit log by sequence number (see `audit::SledAuditLog`).
     pub(crate) audit: sled::Tree,
+    /// Chaos events by task and number (see `chaos::SledChaosLog`).
+    pub(crate) chaos: sled::Tree,
     /// What was set aside because it could not be read (see `sled_quarantine`).
     pub(super) quarantine: sled::Tree,
     pub(super) flusher: Option<GroupFlusher>,
