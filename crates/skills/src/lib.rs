@@ -2,6 +2,7 @@
 //! module and depends on the runtime only.
 
 pub mod a11y;
+pub mod chaos;
 mod echo;
 mod findings;
 pub mod inbox;
@@ -11,6 +12,7 @@ mod resolver;
 pub mod security;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};
+pub use chaos::{ChaosConfig, ChaosRunSkill};
 pub use echo::{EchoConfig, EchoSkill};
 pub use inbox::{InboxConfig, InboxSkill};
 pub use security::{SecurityConfig, SecurityScanSkill};
