@@ -190,7 +190,7 @@ pub(crate) enum ClientCommand {
     Issues {
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Only this skill's (a11y-audit, security-scan).
+        /// Only this skill's (a11y-audit, security-scan, chaos-run).
         #[arg(long)]
         source: Option<String>,
         /// Only open or resolved ones.
@@ -218,6 +218,20 @@ pub(crate) enum ClientCommand {
         #[arg(long, default_value_t = 0)]
         after: u64,
         /// Records per page (1 to 1000).
+        #[arg(long, default_value_t = 100)]
+        limit: u64,
+    },
+    /// The faults a chaos run injected into a task's traffic, in order; needs scope
+    /// fundi:admin.
+    ChaosEvents {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The chaos run's task.
+        task: String,
+        /// Only events after this sequence number (the `next` of the previous page).
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Events per page (1 to 1000).
         #[arg(long, default_value_t = 100)]
         limit: u64,
     },

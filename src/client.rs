@@ -5,6 +5,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 mod approvals;
+mod chaos;
 mod grants;
 mod print;
 mod schedules;
@@ -107,6 +108,12 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             after,
             limit,
         } => grants::audit(endpoint, after, limit).await,
+        ClientCommand::ChaosEvents {
+            endpoint,
+            task,
+            after,
+            limit,
+        } => chaos::events(endpoint, task, after, limit).await,
         ClientCommand::DeadLetters { endpoint } => {
             let url = format!("{}/admin/push/dead-letters", base(&endpoint));
             let result = admin(&endpoint, authed(&endpoint, reqwest::Method::GET, &url)?).await?;

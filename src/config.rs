@@ -10,7 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
-use fundi_skills::{A11yConfig, EchoConfig, InboxConfig, SecurityConfig};
+use fundi_skills::{A11yConfig, ChaosConfig, EchoConfig, InboxConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{LogFormat, TelemetryConfig};
@@ -189,8 +189,8 @@ impl StoreConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct SkillsConfig {
-    /// Ids of the built-in skills to register. Default: echo, a11y-audit and
-    /// security-scan (`inbox` is enabled by naming it).
+    /// Ids of the built-in skills to register. Default: echo, a11y-audit,
+    /// security-scan and chaos-run (`inbox` is enabled by naming it).
     pub enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub echo: EchoConfig,
@@ -198,6 +198,8 @@ pub struct SkillsConfig {
     pub a11y_audit: A11yConfig,
     /// Settings of the `security-scan` skill.
     pub security_scan: SecurityConfig,
+    /// Settings of the `chaos-run` skill.
+    pub chaos_run: ChaosConfig,
     /// Settings of the `inbox` skill.
     pub inbox: InboxConfig,
 }
@@ -209,6 +211,7 @@ impl Default for SkillsConfig {
             echo: EchoConfig::default(),
             a11y_audit: A11yConfig::default(),
             security_scan: SecurityConfig::default(),
+            chaos_run: ChaosConfig::default(),
             inbox: InboxConfig::default(),
         }
     }
@@ -236,10 +239,11 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub const BUILT_IN_SKILLS: [&str; 4] = ["echo", "a11y-audit", "security-scan", "inbox"];
+pub const BUILT_IN_SKILLS: [&str; 5] =
+    ["echo", "a11y-audit", "security-scan", "chaos-run", "inbox"];
 
 /// The built-in skills enabled unless `skills.enabled` says otherwise.
-pub const DEFAULT_SKILLS: [&str; 3] = ["echo", "a11y-audit", "security-scan"];
+pub const DEFAULT_SKILLS: [&str; 4] = ["echo", "a11y-audit", "security-scan", "chaos-run"];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not
@@ -279,6 +283,10 @@ impl AppConfig {
         self.telemetry.validate()?;
         self.skills
             .a11y_audit
+            .validate()
+            .map_err(anyhow::Error::msg)?;
+        self.skills
+            .chaos_run
             .validate()
             .map_err(anyhow::Error::msg)?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {

@@ -20,6 +20,7 @@ use std::time::Duration;
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
 use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
+use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog, SledChaosLog};
 use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
 use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
@@ -29,7 +30,7 @@ use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
     TaskStore,
 };
-use fundi_skills::{A11yAuditSkill, EchoSkill, InboxSkill, SecurityScanSkill};
+use fundi_skills::{A11yAuditSkill, ChaosRunSkill, EchoSkill, InboxSkill, SecurityScanSkill};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -151,7 +152,7 @@ impl ServerBuilder {
         let stores = open_store(&config)?;
         let auth = Authenticator::from_config(&config.auth)?.with_grants(stores.grants.clone());
         let mut builder = Runtime::builder()
-            .shared_store(stores.tasks)
+            .shared_store(stores.tasks.clone())
             .config(config.runtime.clone());
         let inbox = config
             .skills
@@ -159,7 +160,7 @@ impl ServerBuilder {
             .iter()
             .any(|s| s == "inbox")
             .then(Inbox::new);
-        for skill in built_in_skills(&config, &stores.issues, inbox.as_ref())? {
+        for skill in built_in_skills(&config, &stores, inbox.as_ref())? {
             builder = builder.shared_skill(skill);
         }
         for skill in self.skills {
@@ -197,7 +198,8 @@ impl ServerBuilder {
         .with_issues(stores.issues.clone())
         .with_schedules(scheduler)
         .with_grants(stores.grants)
-        .with_audit(stores.audit);
+        .with_audit(stores.audit)
+        .with_chaos_events(stores.chaos);
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
         }
@@ -260,10 +262,11 @@ impl ServerBuilder {
 /// The built-in skills `skills.enabled` names, with their settings.
 fn built_in_skills(
     config: &AppConfig,
-    issues: &Arc<dyn IssueStore>,
+    stores: &Stores,
     inbox: Option<&Inbox>,
 ) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
     let skills = &config.skills;
+    let issues = &stores.issues;
     let mut built = Vec::new();
     for id in &skills.enabled {
         let skill: Arc<dyn Skill> = match id.as_str() {
@@ -275,6 +278,14 @@ fn built_in_skills(
             "a11y-audit" => Arc::new(
                 A11yAuditSkill::new(skills.a11y_audit.clone(), issues.clone())
                     .map_err(ServerError::Config)?,
+            ),
+            "chaos-run" => Arc::new(
+                ChaosRunSkill::new(
+                    skills.chaos_run.clone(),
+                    issues.clone(),
+                    stores.chaos.clone(),
+                )
+                .map_err(ServerError::Config)?,
             ),
             "inbox" => Arc::new(
                 InboxSkill::new(skills.inbox.clone(), inbox.cloned().unwrap_or_default())
@@ -300,6 +311,7 @@ struct Stores {
     schedules: Arc<dyn ScheduleStore>,
     grants: Arc<dyn GrantStore>,
     audit: Arc<dyn AuditLog>,
+    chaos: Arc<dyn ChaosLog>,
     sled: Option<Arc<SledStore>>,
 }
 
@@ -315,6 +327,7 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 schedules: Arc::new(MemoryScheduleStore::new()),
                 grants: Arc::new(MemoryGrantStore::new()),
                 audit: Arc::new(MemoryAuditLog::new()),
+                chaos: Arc::new(MemoryChaosLog::new()),
                 sled: None,
             })
         }
@@ -342,6 +355,7 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 schedules: Arc::new(SledScheduleStore::new(sled.clone())),
                 grants: Arc::new(SledGrantStore::new(sled.clone())),
                 audit: Arc::new(SledAuditLog::new(sled.clone())),
+                chaos: Arc::new(SledChaosLog::new(sled.clone())),
                 sled: Some(sled),
             })
         }

@@ -1,6 +1,7 @@
 //! The operators' routes under `/admin` (scope `fundi:admin`): dead letters and their
 //! replay, the recorded issues, scheduled runs (`admin/schedules.rs`), grants
-//! (`admin/grants.rs`) and the audit log (`admin/audit.rs`); and approvals
+//! (`admin/grants.rs`), the audit log (`admin/audit.rs`) and the chaos-event log
+//! (`admin/chaos.rs`); and approvals
 //! (`admin/approvals.rs`), for approvers rather than admins. Every change is recorded
 //! in the audit log.
 
@@ -24,6 +25,7 @@ use crate::state::AppState;
 
 mod approvals;
 pub(crate) mod audit;
+mod chaos;
 pub(crate) mod grants;
 mod schedules;
 
@@ -36,6 +38,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(schedules::routes())
         .merge(grants::routes())
         .merge(audit::routes())
+        .merge(chaos::routes())
         .merge(approvals::routes())
         .layer(axum::middleware::from_fn(in_admin_span))
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use fundi_runtime::TaskService;
 use fundi_runtime::audit::AuditLog;
+use fundi_runtime::chaos::ChaosLog;
 use fundi_runtime::grants::GrantStore;
 use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::IssueStore;
@@ -48,6 +49,8 @@ pub(crate) struct Operators {
     pub(crate) grants: Option<Arc<GrantDesk>>,
     /// Where admin actions are recorded.
     pub(crate) audit: Option<Arc<dyn AuditLog>>,
+    /// The faults chaos runs injected, for operators.
+    pub(crate) chaos: Option<Arc<dyn ChaosLog>>,
     /// Proposals waiting for a local agent (the inbox skill), when it is enabled.
     pub(crate) inbox: Option<Inbox>,
     /// The MCP endpoint's service, served at `/mcp` behind the auth gate.
@@ -125,6 +128,12 @@ impl AppState {
     /// the same Host, Origin and credential checks as `/a2a`.
     pub fn with_mcp(mut self, mcp: axum::Router) -> AppState {
         Arc::make_mut(&mut self.operators).mcp = Some(mcp);
+        self
+    }
+
+    /// The same state serving `GET /admin/chaos-events` (scope `fundi:admin`) from `log`.
+    pub fn with_chaos_events(mut self, log: Arc<dyn ChaosLog>) -> AppState {
+        Arc::make_mut(&mut self.operators).chaos = Some(log);
         self
     }
 

@@ -1,0 +1,69 @@
+//! The chaos-event log for operators: `GET /admin/chaos-events?task=&after=&limit=`, every
+//! fault a chaos run injected into a task's traffic, in the order it was injected.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use fundi_runtime::TaskId;
+use serde_json::json;
+
+use super::{admin_error, admit_admin};
+use crate::state::AppState;
+
+/// Records read at most per request.
+const MAX_LIMIT: usize = 1000;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/admin/chaos-events", get(read))
+}
+
+async fn read(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
+        return refused;
+    }
+    let Some(log) = &state.operators.chaos else {
+        return admin_error(
+            StatusCode::NOT_FOUND,
+            "no chaos-event log is kept on this server",
+        );
+    };
+    let Some(task) = query.get("task").filter(|t| !t.is_empty()) else {
+        return admin_error(
+            StatusCode::BAD_REQUEST,
+            "task is missing: GET /admin/chaos-events?task=<task id>",
+        );
+    };
+    let number = |name: &str, default: u64| match query.get(name) {
+        None => Ok(default),
+        Some(text) => text
+            .parse::<u64>()
+            .map_err(|_| format!("{name} must be a whole number, got {text:?}")),
+    };
+    let (after, limit) = match (number("after", 0), number("limit", 100)) {
+        (Ok(after), Ok(limit)) => (after, limit),
+        (Err(problem), _) | (_, Err(problem)) => {
+            return admin_error(StatusCode::BAD_REQUEST, &problem);
+        }
+    };
+    let limit = (limit as usize).clamp(1, MAX_LIMIT);
+    let task = TaskId::from(task.as_str());
+    match log.read(&task, after, limit).await {
+        Ok(records) => {
+            let next = records.last().map_or(after, |r| r.seq);
+            axum::Json(json!({"taskId": task, "events": records, "next": next})).into_response()
+        }
+        Err(error) => {
+            tracing::error!(%error, "reading the chaos-event log");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
+    }
+}
