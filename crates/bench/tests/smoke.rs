@@ -240,3 +240,32 @@ fn the_bench_counts_instructions_per_operation_under_valgrind() {
         assert!(row["ratioToCompare"].is_null(), "{row}");
     }
 }
+
+#[test]
+fn the_proxy_bench_measures_chaos_runs_proxy_against_direct_traffic() {
+    let output = Command::new(env!("CARGO_BIN_EXE_fundi-proxy"))
+        .args([
+            "--mb",
+            "2",
+            "--transfers",
+            "1",
+            "--requests",
+            "20",
+            "--rounds",
+            "1",
+        ])
+        .output()
+        .expect("run fundi-proxy");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(positive(&results["bulk"]["ratio"]), "{results}");
+    for path in ["keptAlive", "newConnections"] {
+        assert!(positive(&results[path]["proxyP99Ms"]), "{results}");
+        assert!(positive(&results[path]["directP99Ms"]), "{results}");
+    }
+}

@@ -642,3 +642,59 @@ async fn a_target_that_is_down_for_real_is_a_genuine_error_never_a_chaos_event()
     assert_eq!(probe["succeeded"], 0, "{probe}");
     assert!(h.events(&id).await.is_empty());
 }
+
+#[test]
+fn an_approver_may_narrow_a_plan_but_not_widen_it() {
+    use fundi_runtime::Skill;
+    let config = ChaosConfig {
+        allowed_targets: vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()],
+        ..ChaosConfig::default()
+    };
+    let skill = ChaosRunSkill::new(
+        config,
+        Arc::new(MemoryIssueStore::new()),
+        Arc::new(MemoryChaosLog::new()),
+    )
+    .unwrap();
+    let latency = json!({"type": "latency", "toxicity": 0.5, "attributes": {"latency": 100}});
+    let asked = json!({"target": "127.0.0.1:9", "probe": {"ratePerSecond": 10},
+        "plan": [{"name": "base", "durationMs": 5000},
+                 {"name": "slow", "durationMs": 10000, "faults": [latency]}]});
+    let original = Message::user(vec![Part::data(asked)]);
+    let narrower = json!({"target": "127.0.0.1:9", "probe": {"ratePerSecond": 2},
+        "plan": [{"name": "slow", "durationMs": 3000, "faults": [
+            {"type": "latency", "toxicity": 0.1, "attributes": {"latency": 100}}]}]});
+    assert_eq!(skill.narrow(&original, &narrower), Ok(()));
+    for (wider, says) in [
+        (
+            json!({"target": "127.0.0.1:10", "plan": [{"name": "base", "durationMs": 100}]}),
+            "target",
+        ),
+        (
+            json!({"target": "127.0.0.1:9", "plan": [{"name": "base", "durationMs": 6000}]}),
+            "longer",
+        ),
+        (
+            json!({"target": "127.0.0.1:9", "plan": [{"name": "other", "durationMs": 100}]}),
+            "not in the plan",
+        ),
+        (
+            json!({"target": "127.0.0.1:9", "plan": [{"name": "slow", "durationMs": 100,
+                   "faults": [{"type": "latency", "attributes": {"latency": 100}}]}]}),
+            "toxicity no higher",
+        ),
+        (
+            json!({"target": "127.0.0.1:9", "plan": [{"name": "slow", "durationMs": 100,
+                   "faults": [{"type": "latency", "toxicity": 0.5, "attributes": {"latency": 900}}]}]}),
+            "not one asked for",
+        ),
+        (
+            json!({"target": "127.0.0.1:9", "probe": {"ratePerSecond": 20},
+                   "plan": [{"name": "base", "durationMs": 100}]}),
+            "probe",
+        ),
+    ] {
+        let error = skill.narrow(&original, &wider).unwrap_err();
+        assert!(error.contains(says), "{wider}: {error}");
+    }
+}

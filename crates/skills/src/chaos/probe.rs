@@ -68,13 +68,22 @@ impl Figures {
             None => "no probes yet".into(),
             Some(rate) => {
                 let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
-                format!(
+                let mut line = format!(
                     "{} probes, {:.1}% ok, p50 {}, p99 {}",
                     self.sent,
                     rate * 100.0,
                     ms(self.percentile(50.0)),
                     ms(self.percentile(99.0))
-                )
+                );
+                let errors: Vec<String> = self
+                    .errors
+                    .iter()
+                    .map(|(kind, n)| format!("{kind} {n}"))
+                    .collect();
+                if !errors.is_empty() {
+                    line.push_str(&format!(" (errors: {})", errors.join(", ")));
+                }
+                line
             }
         }
     }
@@ -281,5 +290,9 @@ mod tests {
         assert_eq!((figures.sent, figures.succeeded), (101, 100));
         assert_eq!(figures.errors["reset"], 1);
         assert!(Figures::default().percentile(50.0).is_none());
+        assert_eq!(
+            figures.line(),
+            "101 probes, 99.0% ok, p50 50 ms, p99 99 ms (errors: reset 1)"
+        );
     }
 }
