@@ -372,5 +372,11 @@ mod tests {
         config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("runtime.max-concurrent-runs"), "{err}");
+        config = parse("[skills.chaos-run]\nallowed-targets = [\"db.internal\"]").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("skills.chaos-run.allowed-targets") && err.contains("host:port"),
+            "{err}"
+        );
     }
 }

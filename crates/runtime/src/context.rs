@@ -127,9 +127,10 @@ impl SkillContext {
 
     /// Records a fault the skill injected on purpose (a chaos experiment's latency,
     /// reset, error...): counted in `fundi.chaos.events`, never as a failure, and noted
-    /// on the run's span.
+    /// on the run's span (an event with `chaos = true`; debug, with the progress notes,
+    /// so that a console at `info` shows no line per fault).
     pub fn chaos_event(&self, fault: &str, detail: &str) {
-        tracing::info!(parent: &self.span, fault, detail, "chaos event");
+        tracing::debug!(target: telemetry::PROGRESS_TARGET, parent: &self.span, chaos = true, fault, detail, "chaos event");
         telemetry::metrics().chaos_event(&self.skill, fault);
     }
 

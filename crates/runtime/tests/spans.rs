@@ -1,5 +1,6 @@
 //! Each task runs inside a `task` span (task id, context id, skill) and each run inside a
-//! `skill_run` span, its child; events a skill logs belong to its run.
+//! `skill_run` span, its child; events a skill logs belong to its run, an injected fault
+//! among them, marked as chaos.
 
 mod common;
 
@@ -17,7 +18,7 @@ use tracing_subscriber::registry::LookupSpan;
 type SeenSpan = (String, Option<String>, String);
 
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<SeenSpan>>>);
+struct Spans(Arc<Mutex<Vec<SeenSpan>>>, Arc<Mutex<Vec<SeenSpan>>>);
 
 struct Fields(String);
 
@@ -40,6 +41,14 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
             .unwrap()
             .push((attrs.metadata().name().to_owned(), parent, fields.0));
     }
+
+    /// Events, as (their message and fields, the span they belong to, "").
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        let span = ctx.event_span(event).map(|s| s.name().to_owned());
+        self.1.lock().unwrap().push((fields.0, span, String::new()));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,9 +64,10 @@ async fn tasks_and_runs_have_spans_with_their_ids() {
         .start()
         .await
         .unwrap();
-    let task = submit(&rt, "traced", json!({"steps": 1})).await;
+    let task = submit(&rt, "traced", json!({"steps": 1, "chaos": ["latency"]})).await;
     wait_for_state(&rt, &task.id, TaskState::Completed).await;
 
+    let events = spans.1.lock().unwrap().clone();
     let spans = spans.0.lock().unwrap().clone();
     let task_span = spans
         .iter()
@@ -76,4 +86,11 @@ async fn tasks_and_runs_have_spans_with_their_ids() {
             .any(|(name, parent, _)| name == "skill_run" && parent.as_deref() == Some("task")),
         "{spans:?}"
     );
+    let chaos = events
+        .iter()
+        .find(|(fields, _, _)| fields.contains("chaos event"))
+        .unwrap_or_else(|| panic!("no chaos event in {events:?}"));
+    assert!(chaos.0.contains("chaos=true"), "{chaos:?}");
+    assert!(chaos.0.contains("fault=\"latency\""), "{chaos:?}");
+    assert_eq!(chaos.1.as_deref(), Some("skill_run"), "{chaos:?}");
 }
