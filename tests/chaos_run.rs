@@ -145,6 +145,18 @@ async fn an_approved_run_proxies_with_its_faults_and_a_kill_leaves_it_failed_and
     let (status, body) = admin_get(&server, "/admin/chaos-events").await;
     assert_eq!(status, 400, "{body}");
     assert!(body["error"].as_str().unwrap().contains("task"), "{body}");
+    let (status, body) =
+        admin_get(&server, &format!("/admin/chaos-events?task={id}&limit=all")).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("limit must be a whole number"),
+        "{body}"
+    );
+    let (_, body) = admin_get(&server, &format!("/admin/chaos-events?task={id}&after=1")).await;
+    assert_eq!(body["events"][0]["seq"], 2, "paged: {body}");
     let (listed, out) = fundi(&server, &["chaos-events", &id]);
     assert!(listed, "{out}");
     assert!(

@@ -212,6 +212,27 @@ async fn list_issues(
     }
 }
 
+/// Records read at most per request of a log (`limit`).
+const MAX_PAGE: usize = 1000;
+
+/// A log's page as asked (`?after=SEQ&limit=N`, defaults 0 and 100, the limit held to
+/// 1 to 1000); refused, a 400 naming the parameter.
+#[allow(clippy::result_large_err)] // the refusal is the handler's whole answer
+fn page(query: &HashMap<String, String>) -> Result<(u64, usize), Response> {
+    let number = |name: &str, default: u64| match query.get(name) {
+        None => Ok(default),
+        Some(text) => text.parse::<u64>().map_err(|_| {
+            admin_error(
+                StatusCode::BAD_REQUEST,
+                &format!("{name} must be a whole number, got {text:?}"),
+            )
+        }),
+    };
+    let after = number("after", 0)?;
+    let limit = number("limit", 100)?;
+    Ok((after, (limit as usize).clamp(1, MAX_PAGE)))
+}
+
 pub(crate) fn admin_error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({"error": message}))).into_response()
 }

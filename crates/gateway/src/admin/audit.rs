@@ -11,12 +11,9 @@ use axum::routing::get;
 use fundi_runtime::audit::AuditEntry;
 use serde_json::{Value, json};
 
-use super::{admin_error, admit_admin};
+use super::{admin_error, admit_admin, page};
 use crate::auth::Caller;
 use crate::state::AppState;
-
-/// Records read at most per request.
-const MAX_LIMIT: usize = 1000;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/admin/audit", get(read))
@@ -72,19 +69,10 @@ async fn read(
     let Some(log) = &state.operators.audit else {
         return admin_error(StatusCode::NOT_FOUND, "no audit log is kept on this server");
     };
-    let number = |name: &str, default: u64| match query.get(name) {
-        None => Ok(default),
-        Some(text) => text
-            .parse::<u64>()
-            .map_err(|_| format!("{name} must be a whole number, got {text:?}")),
+    let (after, limit) = match page(&query) {
+        Ok(page) => page,
+        Err(refused) => return refused,
     };
-    let (after, limit) = match (number("after", 0), number("limit", 100)) {
-        (Ok(after), Ok(limit)) => (after, limit),
-        (Err(problem), _) | (_, Err(problem)) => {
-            return admin_error(StatusCode::BAD_REQUEST, &problem);
-        }
-    };
-    let limit = (limit as usize).clamp(1, MAX_LIMIT);
     match log.read(after, limit).await {
         Ok(records) => {
             let next = records.last().map_or(after, |r| r.seq);

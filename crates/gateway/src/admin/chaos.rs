@@ -11,11 +11,8 @@ use axum::routing::get;
 use fundi_runtime::TaskId;
 use serde_json::json;
 
-use super::{admin_error, admit_admin};
+use super::{admin_error, admit_admin, page};
 use crate::state::AppState;
-
-/// Records read at most per request.
-const MAX_LIMIT: usize = 1000;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/admin/chaos-events", get(read))
@@ -42,19 +39,10 @@ async fn read(
             "task is missing: GET /admin/chaos-events?task=<task id>",
         );
     };
-    let number = |name: &str, default: u64| match query.get(name) {
-        None => Ok(default),
-        Some(text) => text
-            .parse::<u64>()
-            .map_err(|_| format!("{name} must be a whole number, got {text:?}")),
+    let (after, limit) = match page(&query) {
+        Ok(page) => page,
+        Err(refused) => return refused,
     };
-    let (after, limit) = match (number("after", 0), number("limit", 100)) {
-        (Ok(after), Ok(limit)) => (after, limit),
-        (Err(problem), _) | (_, Err(problem)) => {
-            return admin_error(StatusCode::BAD_REQUEST, &problem);
-        }
-    };
-    let limit = (limit as usize).clamp(1, MAX_LIMIT);
     let task = TaskId::from(task.as_str());
     match log.read(&task, after, limit).await {
         Ok(records) => {
