@@ -26,6 +26,9 @@ const MAX_IN_FLIGHT: usize = 512;
 pub(crate) struct Figures {
     pub(crate) sent: u64,
     pub(crate) succeeded: u64,
+    /// Probes that started in this phase and ended in the next: counted apart, as the
+    /// faults they met were partly the next phase's.
+    pub(crate) straddled: u64,
     /// Latency of each successful probe, in ms.
     latencies: Vec<f64>,
     pub(crate) errors: BTreeMap<String, u64>,
@@ -54,6 +57,7 @@ impl Figures {
         json!({
             "sent": self.sent,
             "succeeded": self.succeeded,
+            "straddled": self.straddled,
             "successRate": round(self.success_rate().map(|r| r * 100.0)).map(|r| r / 100.0),
             "p50Ms": round(self.percentile(50.0)),
             "p99Ms": round(self.percentile(99.0)),
@@ -180,9 +184,13 @@ impl Sending {
             let (kind, proxy, client) = (self.probe.kind.clone(), self.proxy, self.client.clone());
             let timeout = self.probe.timeout;
             let figures = self.figures.clone();
+            let stages = self.stages.clone();
             flying.spawn(async move {
                 let outcome = once(&kind, proxy, client.as_ref(), timeout).await;
-                add(&figures, phase, outcome);
+                match stages.borrow().index == phase {
+                    true => add(&figures, phase, outcome),
+                    false => straddled(&figures, phase),
+                }
             });
         }
         while flying.join_next().await.is_some() {}
@@ -190,6 +198,13 @@ impl Sending {
 
     fn count(&self, phase: usize, outcome: Result<f64, String>) {
         add(&self.figures, phase, outcome);
+    }
+}
+
+fn straddled(figures: &Mutex<Vec<Figures>>, phase: usize) {
+    let mut figures = figures.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(figures) = figures.get_mut(phase) {
+        figures.straddled += 1;
     }
 }
 

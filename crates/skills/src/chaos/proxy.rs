@@ -175,7 +175,7 @@ impl Accept {
             .iter()
             .find(|f| f.kind == FaultKind::Down && f.toxicity >= 1.0);
         match (down, listener.is_some()) {
-            (Some(fault), true) => {
+            (Some(fault), _) => {
                 *listener = None;
                 let detail = json!({"listener": "closed", "name": fault.name});
                 self.shared
