@@ -139,6 +139,21 @@ fn malformed_markup_is_parsed_as_a_browser_would() {
     assert_eq!(report.title.as_deref(), Some("Broken markup"));
 }
 
+/// As axe-core reports them: on the table; a `headers` naming a data cell is a
+/// violation, an empty one needs review; a header named by a cell's `headers` has its
+/// data; a presentational table is not checked.
+#[test]
+fn table_rules_judge_the_table_as_axe_core_does() {
+    let (source, report) = run("tables-as-axe.html");
+    for (rule, incomplete, expected) in expectations(&source) {
+        assert_eq!(
+            targets(&report, &rule, incomplete),
+            expected,
+            "{rule} {incomplete}"
+        );
+    }
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

@@ -41,22 +41,58 @@ fn has_content(check: &Check<'_, '_>, cell: usize) -> bool {
     !check.page.text(cell).is_empty()
 }
 
+/// Whether `table` is a table to check: a `<table>` shown to assistive technology and
+/// not made presentational.
+fn is_checked_table(check: &Check<'_, '_>, table: usize) -> bool {
+    let page = check.page;
+    page.name(table) == "table"
+        && !page.hidden[table]
+        && !page
+            .attr_text(table, "role")
+            .is_some_and(|r| matches!(r, "none" | "presentation"))
+}
+
+/// Whether a cell heads others: a `<th>`, or a cell whose role says so (axe-core's
+/// `rowheader`/`columnheader`).
+fn is_header(check: &Check<'_, '_>, cell: usize) -> bool {
+    let page = check.page;
+    match page.attr_text(cell, "role").map(str::to_ascii_lowercase) {
+        Some(role) => matches!(role.as_str(), "rowheader" | "columnheader"),
+        None => page.name(cell) == "th",
+    }
+}
+
+/// axe-core's `th-has-data-cells`, on the table: each header with text must head a data
+/// cell of its column or row (or be named by a cell's `headers` or `aria-labelledby`).
+/// A header that heads none makes the table "needs review", never a violation, as
+/// axe-core reports it.
 pub(super) fn th_has_data_cells(check: &mut Check<'_, '_>) {
     let page = check.page;
     for table in 0..page.elements.len() {
-        if page.name(table) != "table" || page.hidden[table] {
-            continue;
-        }
-        let presentational = page
-            .attr_text(table, "role")
-            .is_some_and(|r| matches!(r, "none" | "presentation"));
-        if presentational {
+        if !is_checked_table(check, table) {
             continue;
         }
         let rows = grid(check, table);
+        let referenced: Vec<&str> = rows
+            .iter()
+            .flatten()
+            .flat_map(|&(cell, _)| {
+                ["headers", "aria-labelledby"]
+                    .into_iter()
+                    .filter_map(move |name| page.attr(cell, name))
+                    .flat_map(str::split_whitespace)
+            })
+            .collect();
+        let mut lonely = Vec::new();
         for (r, row) in rows.iter().enumerate() {
             for &(cell, column) in row {
-                if page.name(cell) != "th" || !has_content(check, cell) {
+                if !is_header(check, cell) || !has_content(check, cell) {
+                    continue;
+                }
+                if page
+                    .attr(cell, "id")
+                    .is_some_and(|id| referenced.contains(&id))
+                {
                     continue;
                 }
                 let scope = page.attr(cell, "scope").map(str::to_ascii_lowercase);
@@ -65,60 +101,98 @@ pub(super) fn th_has_data_cells(check: &mut Check<'_, '_>) {
                         && column == 0
                         && r > 0
                         && row.len() > 1
-                        && row.iter().skip(1).all(|&(c, _)| page.name(c) == "td"));
+                        && row.iter().skip(1).all(|&(c, _)| !is_header(check, c)));
                 let has_data = if row_header {
-                    row.iter()
-                        .any(|&(c, _)| page.name(c) == "td" && has_content(check, c))
+                    row.iter().any(|&(c, _)| c != cell && !is_header(check, c))
                 } else {
                     rows.iter().skip(r + 1).any(|other| {
-                        other.iter().any(|&(c, col)| {
-                            col == column && page.name(c) == "td" && has_content(check, c)
-                        })
+                        other
+                            .iter()
+                            .any(|&(c, col)| col == column && !is_header(check, c))
                     })
                 };
-                check.expect(cell, has_data, || {
-                    "this header cell heads no data cell: add data to its column (or row), or \
-                     make the cell a <td>"
-                        .into()
-                });
+                if !has_data {
+                    lonely.push(page.selector(cell));
+                }
             }
+        }
+        if lonely.is_empty() {
+            check.pass();
+        } else {
+            check.review(
+                table,
+                format!(
+                    "header cells that head no data cell: {} (add data to their column or \
+                     row, or make them <td>)",
+                    lonely.join(", ")
+                ),
+            );
         }
     }
 }
 
+/// axe-core's `td-headers-attr`, on the table: every cell's `headers` must name header
+/// cells of the same table, and never the cell itself. An empty `headers` makes the
+/// table "needs review" when nothing else is wrong.
 pub(super) fn td_headers_attr(check: &mut Check<'_, '_>) {
     let page = check.page;
-    for cell in 0..page.elements.len() {
-        if !matches!(page.name(cell), "td" | "th") {
+    for table in 0..page.elements.len() {
+        if !is_checked_table(check, table) {
             continue;
         }
-        let Some(headers) = page.attr_text(cell, "headers") else {
-            continue;
+        let cells: Vec<usize> = grid(check, table)
+            .into_iter()
+            .flatten()
+            .map(|(c, _)| c)
+            .collect();
+        let header_by_id = |id: &str| {
+            cells
+                .iter()
+                .find(|&&c| page.attr(c, "id") == Some(id))
+                .map(|&c| is_header(check, c))
         };
-        let table = page.ancestors(cell).find(|&a| page.name(a) == "table");
-        let own_id = page.attr(cell, "id");
-        let mut problems = Vec::new();
-        for id in headers.split_whitespace() {
-            if Some(id) == own_id {
-                problems.push(format!("\"{id}\" is the cell itself"));
+        // In axe-core's order: only the first kind of problem found is reported.
+        let (mut outside, mut not_header, mut itself, mut empty) = (vec![], vec![], vec![], vec![]);
+        for &cell in &cells {
+            let Some(headers) = page.attr(cell, "headers") else {
+                continue;
+            };
+            if page.hidden[cell] {
                 continue;
             }
-            let target = page.by_id(id);
-            let same_table = target.is_some_and(|t| {
-                matches!(page.name(t), "td" | "th")
-                    && page.ancestors(t).find(|&a| page.name(a) == "table") == table
-            });
-            if !same_table {
-                problems.push(format!("\"{id}\" is not a cell of the same table"));
+            if headers.trim().is_empty() {
+                empty.push(page.selector(cell));
+                continue;
+            }
+            let own_id = page.attr(cell, "id");
+            for id in headers.split_whitespace() {
+                let problems = match (Some(id) == own_id, header_by_id(id)) {
+                    (true, _) => &mut itself,
+                    (false, None) => &mut outside,
+                    (false, Some(false)) => &mut not_header,
+                    (false, Some(true)) => continue,
+                };
+                problems.push(format!("{} (\"{id}\")", page.selector(cell)));
             }
         }
-        let ok = problems.is_empty();
-        check.expect(cell, ok, || {
-            format!(
-                "headers refers to cells it may not: {}",
-                problems.join(", ")
-            )
-        });
+        let found = [
+            (outside, "name cells that are not in this table"),
+            (not_header, "name cells that are not header cells"),
+            (itself, "name the cell itself"),
+        ]
+        .into_iter()
+        .find(|(cells, _)| !cells.is_empty());
+        match found {
+            Some((cells, what)) => check.fail(
+                table,
+                format!("headers attributes that {what}: {}", cells.join(", ")),
+            ),
+            None if !empty.is_empty() => check.review(
+                table,
+                format!("empty headers attributes: {}", empty.join(", ")),
+            ),
+            None => check.pass(),
+        }
     }
 }
 
