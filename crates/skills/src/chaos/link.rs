@@ -153,7 +153,7 @@ impl Link {
         &self.close
     }
 
-    /// Waits `duration`; false when the connection closed meanwhile.
+    /// Waits until `until`; false when the connection closed meanwhile.
     pub(crate) async fn pause_until(&self, until: Instant) -> bool {
         tokio::select! {
             () = self.close.cancelled() => false,
