@@ -154,6 +154,46 @@ fn table_rules_judge_the_table_as_axe_core_does() {
     }
 }
 
+/// The page-level rules count what axe-core counts: a level-one heading by its
+/// selector (an `<h1>` given another level does not count, an `<h2 aria-level="1">`
+/// does), and an open dialog passes them, as it may hide the rest of the page.
+#[test]
+fn page_level_rules_count_as_axe_core_does() {
+    let page = |body: &str| {
+        format!(
+            "<!doctype html><html lang=\"en\"><head><title>t</title></head><body>{body}</body></html>"
+        )
+    };
+    for (body, heading_one, main) in [
+        ("<main><h1>Title</h1></main>", true, true),
+        ("<main><h1 aria-level=\"2\">Title</h1></main>", false, true),
+        ("<main><h2 aria-level=\"1\">Title</h2></main>", true, true),
+        (
+            "<div role=\"heading\" aria-level=\"1\">Title</div>",
+            true,
+            false,
+        ),
+        ("<h1 role=\"heading\">Title</h1>", false, false),
+        (
+            "<h1 hidden>Title</h1><div role=\"main\">x</div>",
+            false,
+            true,
+        ),
+        ("<div role=\"dialog\"><p>Sign in</p></div>", true, true),
+        ("<dialog><p>closed</p></dialog>", false, false),
+    ] {
+        let html = page(body);
+        let (report, _) = audit(&html, "inline:page", LIMITS, &budget(TIME)).unwrap();
+        for (rule, expected) in [
+            ("page-has-heading-one", heading_one),
+            ("landmark-one-main", main),
+        ] {
+            let failed = report.violations.iter().any(|r| r.id == rule);
+            assert_eq!(!failed, expected, "{rule} on {body}");
+        }
+    }
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

@@ -156,13 +156,45 @@ pub(super) fn empty_heading(check: &mut Check<'_, '_>) {
     }
 }
 
+/// axe-core's level-one heading: `h1:not([role], [aria-level])`,
+/// `:is(h1, ..., h6):not([role])[aria-level=1]`, or `[role=heading][aria-level=1]`.
+fn is_level_one_heading(page: &Page<'_>, i: usize) -> bool {
+    let name = page.name(i);
+    let native =
+        name.len() == 2 && name.starts_with('h') && (b'1'..=b'6').contains(&name.as_bytes()[1]);
+    let level = page.attr(i, "aria-level").map(str::trim);
+    match page.attr(i, "role") {
+        None => match level {
+            None => name == "h1",
+            Some(level) => native && level == "1",
+        },
+        Some(role) => role.trim().eq_ignore_ascii_case("heading") && level == Some("1"),
+    }
+}
+
+/// Whether a dialog is open (a visible `dialog[open]`, `[role=dialog]` or
+/// `[aria-modal=true]`): axe-core's page-level rules pass while one is, since it may
+/// hide the rest of the page.
+fn modal_open(page: &Page<'_>) -> bool {
+    (0..page.elements.len()).any(|i| {
+        !page.hidden[i]
+            && ((page.name(i) == "dialog" && page.attr(i, "open").is_some())
+                || page
+                    .attr(i, "role")
+                    .is_some_and(|r| r.trim().eq_ignore_ascii_case("dialog"))
+                || page
+                    .attr(i, "aria-modal")
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("true")))
+    })
+}
+
 pub(super) fn page_has_heading_one(check: &mut Check<'_, '_>) {
     let page = check.page;
     let Some(html) = html_element(page) else {
         return;
     };
-    let has =
-        (0..page.elements.len()).any(|i| !page.hidden[i] && heading_level(page, i) == Some(1));
+    let has = modal_open(page)
+        || (0..page.elements.len()).any(|i| !page.hidden[i] && is_level_one_heading(page, i));
     check.expect(html, has, || {
         "the page has no level-one heading (<h1>, or role=\"heading\" with aria-level=\"1\")".into()
     });
@@ -181,7 +213,7 @@ pub(super) fn landmark_one_main(check: &mut Check<'_, '_>) {
     let mains = (0..page.elements.len())
         .filter(|&i| !page.hidden[i] && page.role(i).as_deref() == Some("main"))
         .count();
-    check.expect(html, mains >= 1, || {
+    check.expect(html, mains >= 1 || modal_open(page), || {
         "the page has no main landmark: wrap its main content in <main>".into()
     });
 }
