@@ -5,6 +5,7 @@
 mod aria;
 mod color;
 mod forms;
+mod outline;
 mod structure;
 mod tables;
 mod text_alternatives;
@@ -324,35 +325,35 @@ pub(crate) static RULES: &[(RuleInfo, RuleFn)] = &[
         Moderate,
         ["cat.semantics", "best-practice"],
         "Heading levels should only increase by one",
-        structure::heading_order
+        outline::heading_order
     ),
     rule!(
         "empty-heading",
         Minor,
         ["cat.name-role-value", "best-practice"],
         "Headings should not be empty",
-        structure::empty_heading
+        outline::empty_heading
     ),
     rule!(
         "page-has-heading-one",
         Moderate,
         ["cat.semantics", "best-practice"],
         "Page should contain a level-one heading",
-        structure::page_has_heading_one
+        outline::page_has_heading_one
     ),
     rule!(
         "landmark-one-main",
         Moderate,
         ["cat.semantics", "best-practice"],
         "Document should have one main landmark",
-        structure::landmark_one_main
+        outline::landmark_one_main
     ),
     rule!(
         "region",
         Moderate,
         ["cat.keyboard", "best-practice"],
         "All page content should be contained by landmarks",
-        structure::region
+        outline::region
     ),
     rule!(
         "bypass",
@@ -365,7 +366,7 @@ pub(crate) static RULES: &[(RuleInfo, RuleFn)] = &[
             "section508.22.o"
         ],
         "Page must have means to bypass repeated blocks",
-        structure::bypass
+        outline::bypass
     ),
     rule!(
         "list",
