@@ -412,7 +412,10 @@ async fn down_refuses_connections_for_its_phase_and_the_proxy_comes_back() {
     let (_, status, _) = timed_get(&format!("http://{proxy}/")).await;
     assert_eq!(status.as_u16(), 200, "direct traffic again");
     h.runtime.cancel(&id, None).await.unwrap();
+    // The plan starts down: the listener is closed before its address is published,
+    // so the one chaos event is the proxy's.
     let events = h.events(&id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].event.fault, "down");
     assert_eq!(
         events[0].event.connection, None,

@@ -63,6 +63,9 @@ impl Proxy {
             broken: broken.clone(),
             why: why.clone(),
         };
+        // A plan that starts with the proxy down refuses connections from the start.
+        let mut listener = Some(listener);
+        accept.listen_for(0, &mut listener).await;
         let accepting = AbortOnDropHandle::new(tokio::spawn(accept.run(listener)));
         Ok(Proxy {
             local,
@@ -90,7 +93,7 @@ impl Proxy {
         self.local
     }
 
-    /// Moves every connection to phase `index`.
+    /// Moves every connection to phase `index` (the proxy starts in phase 0).
     pub(crate) fn enter(&self, index: usize) {
         self.stage.send_replace(Stage {
             index,
@@ -122,8 +125,7 @@ struct Accept {
 }
 
 impl Accept {
-    async fn run(self, listener: TcpListener) {
-        let mut listener = Some(listener);
+    async fn run(self, mut listener: Option<TcpListener>) {
         let mut links = JoinSet::new();
         let mut stages = self.shared.stage.clone();
         let mut next_id = 1;

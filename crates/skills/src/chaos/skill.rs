@@ -76,7 +76,9 @@ impl ChaosRunSkill {
         let fraction = || (started.elapsed().as_secs_f64() / total).min(1.0);
         let count = plan.phases.len();
         for (i, phase) in plan.phases.iter().enumerate() {
-            proxy.enter(i);
+            if i > 0 {
+                proxy.enter(i);
+            }
             let faults: Vec<&str> = phase.faults.iter().map(|f| f.name.as_str()).collect();
             let faults = match faults.is_empty() {
                 true => "no faults".to_owned(),
