@@ -288,18 +288,16 @@ pub(super) fn duplicate_id_aria(check: &mut Check<'_, '_>) {
         match all.as_slice() {
             [] => {}
             [_] => check.pass(),
-            [_, rest @ ..] => {
-                for &dup in rest {
-                    check.fail(
-                        dup,
-                        format!(
-                            "id \"{id}\" is used by {} elements and referenced by ARIA or a \
-                             label: only the first one is found",
-                            all.len()
-                        ),
-                    );
-                }
-            }
+            // axe-core reports the first element of each duplicated id (its other
+            // elements as related nodes).
+            [first, ..] => check.fail(
+                *first,
+                format!(
+                    "id \"{id}\" is used by {} elements and referenced by ARIA or a label: \
+                     only this one is found, the others never are",
+                    all.len()
+                ),
+            ),
         }
     }
 }
