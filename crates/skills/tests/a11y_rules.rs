@@ -194,6 +194,67 @@ fn page_level_rules_count_as_axe_core_does() {
     }
 }
 
+/// aria-required-attr as axe-core judges it: what a role requires (a combobox its
+/// expanded state and what it controls, unless closed), what an element supplies
+/// itself, the exemptions, empty values, and hidden elements left out.
+#[test]
+fn required_aria_attributes_are_judged_as_axe_core_does() {
+    let cases = [
+        ("<input id=\"c1\" role=\"combobox\" aria-label=\"a\">", true),
+        (
+            "<input id=\"c2\" role=\"combobox\" aria-expanded=\"false\" aria-label=\"a\">",
+            false,
+        ),
+        (
+            "<div id=\"c3\" role=\"combobox\" aria-expanded=\"true\" aria-controls=\"l\">x</div>",
+            false,
+        ),
+        (
+            "<div id=\"c4\" role=\"combobox\" aria-expanded=\"true\">x</div>",
+            true,
+        ),
+        ("<h2 id=\"h1\" role=\"heading\">Title</h2>", false),
+        ("<div id=\"h2\" role=\"heading\">Title</div>", true),
+        ("<div id=\"s1\" role=\"separator\"></div>", false),
+        (
+            "<div id=\"s2\" role=\"separator\" tabindex=\"0\"></div>",
+            true,
+        ),
+        (
+            "<div id=\"s3\" role=\"slider\" aria-valuetext=\"loud\" tabindex=\"0\"></div>",
+            false,
+        ),
+        (
+            "<div id=\"x1\" role=\"checkbox\" aria-checked=\"\" tabindex=\"0\">x</div>",
+            true,
+        ),
+        ("<div id=\"x2\" role=\"checkbox\" hidden>x</div>", false),
+        (
+            "<div id=\"x3\" role=\"scrollbar\" aria-valuenow=\"3\"></div>",
+            false,
+        ),
+        (
+            "<input id=\"x4\" type=\"checkbox\" role=\"switch\" aria-label=\"w\">",
+            false,
+        ),
+    ];
+    let body: String = cases.iter().map(|(html, _)| *html).collect();
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main><h1>t</h1>\
+         {body}<ul id=\"l\"></ul></main></body></html>"
+    );
+    let (report, _) = audit(&html, "inline:aria", LIMITS, &budget(TIME)).unwrap();
+    let failed = targets(&report, "aria-required-attr", false);
+    for (case, fails) in cases {
+        let id = case.split('"').nth(1).unwrap();
+        assert_eq!(
+            failed.contains(&format!("#{id}")),
+            fails,
+            "{case}: {failed:?}"
+        );
+    }
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

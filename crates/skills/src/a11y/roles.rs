@@ -384,15 +384,30 @@ pub(crate) fn supported_attrs(role: &str) -> &'static [&'static str] {
     }
 }
 
-/// Attributes a role requires (WAI-ARIA 1.2).
+/// Attributes a role requires (WAI-ARIA 1.2, as axe-core's standards list them).
 pub(crate) fn required_attrs(role: &str) -> &'static [&'static str] {
     match role {
         "checkbox" | "menuitemcheckbox" | "menuitemradio" | "radio" | "switch" => &["aria-checked"],
-        "combobox" => &["aria-expanded"],
+        "combobox" => &["aria-expanded", "aria-controls"],
         "heading" => &["aria-level"],
-        "scrollbar" => &["aria-controls", "aria-valuenow"],
-        "slider" | "meter" => &["aria-valuenow"],
+        "scrollbar" | "separator" | "slider" | "meter" => &["aria-valuenow"],
         _ => &[],
+    }
+}
+
+/// Whether an element carries `attr` by its own semantics (axe-core's `implicitAttrs`):
+/// a heading its level, a native checkbox or radio its checked state, other inputs,
+/// selects and text areas a value, an option its selection, a progress bar its range.
+pub(crate) fn implicit_attr(element: &str, input_type: Option<&str>, attr: &str) -> bool {
+    match (element, attr) {
+        ("h1" | "h2" | "h3" | "h4" | "h5" | "h6", "aria-level") => true,
+        ("input", "aria-checked") => matches!(input_type, Some("checkbox" | "radio")),
+        ("input", "aria-valuenow") => !matches!(input_type, Some("checkbox" | "radio")),
+        ("select" | "textarea", "aria-valuenow") => true,
+        ("textarea", "aria-multiline") => true,
+        ("option", "aria-selected") => true,
+        ("progress", "aria-valuemax" | "aria-valuemin" | "aria-valuenow") => true,
+        _ => false,
     }
 }
 

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use super::Check;
 use crate::a11y::page::Page;
 use crate::a11y::roles::{
-    CHILDREN_PRESENTATIONAL, GLOBAL_ATTRS, ROLES, ValueType, attribute, required_attrs,
-    supported_attrs,
+    CHILDREN_PRESENTATIONAL, GLOBAL_ATTRS, ROLES, ValueType, attribute, implicit_attr,
+    required_attrs, supported_attrs,
 };
 
 const ABSTRACT_ROLES: &[&str] = &[
@@ -143,11 +143,15 @@ pub(super) fn allowed_attr(check: &mut Check<'_, '_>) {
     }
 }
 
+/// axe-core's `aria-required-attr`: an element shown to assistive technology, with an
+/// explicit role, must carry that role's required attributes (an empty value counts as
+/// missing), unless its own semantics supply them (`implicit_attr`); a separator that
+/// cannot take focus, a closed combobox (`aria-expanded="false"`) and a slider with an
+/// `aria-valuetext` need none.
 pub(super) fn required_attr(check: &mut Check<'_, '_>) {
     let page = check.page;
     for i in 0..page.elements.len() {
-        // Native controls carry their states themselves.
-        if matches!(page.name(i), "input" | "select" | "textarea") {
+        if page.hidden[i] {
             continue;
         }
         let Some(role) = page
@@ -161,10 +165,25 @@ pub(super) fn required_attr(check: &mut Check<'_, '_>) {
         if required.is_empty() {
             continue;
         }
+        let value = |name: &str| page.attr(i, name).map(str::trim).filter(|v| !v.is_empty());
+        let exempt = match role.as_str() {
+            "separator" => !page.is_focusable(i),
+            "combobox" => page.attr(i, "aria-expanded") == Some("false"),
+            "slider" => value("aria-valuetext").is_some(),
+            _ => false,
+        };
+        if exempt {
+            check.pass();
+            continue;
+        }
+        let input_type = page.attr(i, "type").map(|t| t.trim().to_ascii_lowercase());
         let missing: Vec<&str> = required
             .iter()
             .copied()
-            .filter(|name| page.attr(i, name).is_none())
+            .filter(|name| {
+                page.attr(i, name).is_none_or(str::is_empty)
+                    && !implicit_attr(page.name(i), input_type.as_deref(), name)
+            })
             .collect();
         check.expect(i, missing.is_empty(), || {
             format!("role {role} requires {}", missing.join(", "))
