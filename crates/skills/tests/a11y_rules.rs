@@ -255,6 +255,47 @@ fn required_aria_attributes_are_judged_as_axe_core_does() {
     }
 }
 
+/// valid-lang as axe-core judges it: the base of the tag only, `lang` and `xml:lang`,
+/// an empty value ignored but a blank one not, and only on elements with text of their
+/// own.
+#[test]
+fn language_tags_are_judged_as_axe_core_does() {
+    let cases = [
+        ("<p id=\"l1\" lang=\"x-klingon\">Qapla</p>", true),
+        ("<p id=\"l2\" lang=\"en-US_POSIX\">Hello</p>", false),
+        ("<p id=\"l3\" lang=\"\">Hello</p>", false),
+        ("<p id=\"l4\" lang=\" \">Hello</p>", true),
+        ("<span id=\"l5\" lang=\"xx\"></span>", false),
+        (
+            "<div id=\"l6\" lang=\"xx\"><p lang=\"en\">Hello</p></div>",
+            false,
+        ),
+        ("<div id=\"l7\" lang=\"xx\"><p>Hello</p></div>", true),
+        ("<p id=\"l8\" xml:lang=\"zz\">Hello</p>", true),
+        ("<img id=\"l9\" lang=\"xx\" alt=\"\" src=\"a.png\">", false),
+        (
+            "<img id=\"l10\" lang=\"xx\" alt=\"A cat\" src=\"a.png\">",
+            true,
+        ),
+        ("<p id=\"l11\" lang=\"fr-CA\">Bonjour</p>", false),
+    ];
+    let body: String = cases.iter().map(|(html, _)| *html).collect();
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main><h1>t</h1>\
+         {body}</main></body></html>"
+    );
+    let (report, _) = audit(&html, "inline:lang", LIMITS, &budget(TIME)).unwrap();
+    let failed = targets(&report, "valid-lang", false);
+    for (case, fails) in cases {
+        let id = case.split('"').nth(1).unwrap();
+        assert_eq!(
+            failed.contains(&format!("#{id}")),
+            fails,
+            "{case}: {failed:?}"
+        );
+    }
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

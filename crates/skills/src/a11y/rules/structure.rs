@@ -68,17 +68,73 @@ pub(super) fn html_lang_valid(check: &mut Check<'_, '_>) {
     });
 }
 
+/// Whether a language tag's base (what comes before its first `-`) is a language, as
+/// axe-core's `valid-lang` judges it (the rest of the tag is not looked at).
+fn valid_base_language(tag: &str) -> bool {
+    let base = tag
+        .trim()
+        .split('-')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match base.len() {
+        2 => ISO_639_1.contains(&base.as_str()),
+        3 => base.bytes().all(|b| b.is_ascii_lowercase()),
+        _ => false,
+    }
+}
+
+/// Elements whose content is what they show (axe-core's visual content): their text is
+/// their accessible name.
+const VISUAL_CONTENT: &[&str] = &[
+    "img", "iframe", "object", "video", "audio", "canvas", "svg", "math", "button", "select",
+    "textarea", "input", "progress", "meter",
+];
+
+/// axe-core's `hasLangText`: text of the element's own (a text child, a visual
+/// element's name, or a child's without a `lang` of its own), which its `lang` is about.
+fn has_lang_text(page: &Page<'_>, i: usize) -> bool {
+    let own_text = page.elements[i]
+        .children()
+        .any(|c| c.value().as_text().is_some_and(|t| !t.trim().is_empty()));
+    if own_text {
+        return true;
+    }
+    if VISUAL_CONTENT.contains(&page.name(i)) {
+        return !accessible_name(page, i).is_empty();
+    }
+    page.children(i)
+        .any(|c| page.attr_text(c, "lang").is_none() && !page.hidden[c] && has_lang_text(page, c))
+}
+
+/// axe-core's `valid-lang`: a `lang` or `xml:lang` (on anything but `<html>`) whose base
+/// is no language, or that is only white space, on an element with text of its own.
+/// An empty value is ignored.
 pub(super) fn valid_lang(check: &mut Check<'_, '_>) {
     let page = check.page;
     for i in 0..page.elements.len() {
         if page.name(i) == "html" || page.hidden[i] {
             continue;
         }
-        let Some(lang) = page.attr_text(i, "lang") else {
+        let mut invalid = Vec::new();
+        let mut present = false;
+        for name in ["lang", "xml:lang"] {
+            let Some(value) = page.attr(i, name) else {
+                continue;
+            };
+            present = true;
+            let blank = !value.is_empty() && value.trim().is_empty();
+            let base_given = !value.trim().is_empty();
+            if blank || (base_given && !valid_base_language(value)) {
+                invalid.push(format!("{name}=\"{value}\""));
+            }
+        }
+        if !present {
             continue;
-        };
-        check.expect(i, valid_language(lang), || {
-            format!("lang=\"{lang}\" is not a valid language tag")
+        }
+        let ok = invalid.is_empty() || !has_lang_text(page, i);
+        check.expect(i, ok, || {
+            format!("{} is not a valid language", invalid.join(" and "))
         });
     }
 }
