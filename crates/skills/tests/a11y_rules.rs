@@ -296,6 +296,31 @@ fn language_tags_are_judged_as_axe_core_does() {
     }
 }
 
+/// aria-hidden-focus as axe-core judges it: the outermost `aria-hidden="true"` only,
+/// what is reachable by keyboard inside it, and an `onfocus` handler on all of that
+/// making it a question rather than a violation.
+#[test]
+fn hidden_focus_is_judged_as_axe_core_does() {
+    let html = "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main>\
+        <h1>t</h1>\
+        <div id=\"outer\" aria-hidden=\"true\"><div id=\"inner\" aria-hidden=\"true\">\
+        <a href=\"/x\">x</a></div></div>\
+        <div id=\"handled\" aria-hidden=\"true\"><a href=\"/y\" onfocus=\"next()\">y</a></div>\
+        <div id=\"quiet\" aria-hidden=\"true\"><a href=\"/z\" tabindex=\"-1\">z</a>\
+        <button disabled>b</button></div>\
+        <div id=\"upper\" aria-hidden=\"TRUE\"><a href=\"/w\">w</a></div>\
+        </main></body></html>";
+    let (report, _) = audit(html, "inline:hidden", LIMITS, &budget(TIME)).unwrap();
+    let failed = targets(&report, "aria-hidden-focus", false);
+    let review = targets(&report, "aria-hidden-focus", true);
+    assert_eq!(failed, BTreeSet::from(["#outer".to_owned()]), "{failed:?}");
+    assert_eq!(
+        review,
+        BTreeSet::from(["#handled".to_owned()]),
+        "{review:?}"
+    );
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

@@ -83,7 +83,7 @@ fn is_level_one_heading(page: &Page<'_>, i: usize) -> bool {
 /// Whether a dialog is open (a visible `dialog[open]`, `[role=dialog]` or
 /// `[aria-modal=true]`): axe-core's page-level rules pass while one is, since it may
 /// hide the rest of the page.
-fn modal_open(page: &Page<'_>) -> bool {
+pub(super) fn modal_open(page: &Page<'_>) -> bool {
     (0..page.elements.len()).any(|i| {
         !page.hidden[i]
             && ((page.name(i) == "dialog" && page.attr(i, "open").is_some())
