@@ -321,6 +321,25 @@ fn hidden_focus_is_judged_as_axe_core_does() {
     );
 }
 
+/// region as axe-core judges it: the outermost element holding content outside every
+/// landmark, where a button, a live region, a skip link or a frame stops the search
+/// (frames are reported themselves), and no report for text directly in `<body>`.
+#[test]
+fn content_outside_landmarks_is_reported_as_axe_core_does() {
+    let html = "<!doctype html><html lang=\"en\"><head><title>t</title></head><body>\
+        <a href=\"#content\">Skip to content</a>Loose text\
+        <div id=\"d1\"><button>Menu</button><p id=\"p1\">Beside a button</p></div>\
+        <div id=\"d2\"><p>Nested</p><p>paragraphs</p></div>\
+        <div aria-live=\"polite\"><p>News</p></div><div role=\"alert\">Saved</div>\
+        <img id=\"i1\" src=\"a.png\" alt=\"A cat\">\
+        <iframe id=\"f1\" title=\"Map\" src=\"map.html\"></iframe>\
+        <main id=\"content\"><h1>t</h1><p>Inside</p></main></body></html>";
+    let (report, _) = audit(html, "inline:region", LIMITS, &budget(TIME)).unwrap();
+    let failed = targets(&report, "region", false);
+    let expected: BTreeSet<String> = ["#p1", "#d2", "#i1", "#f1"].map(String::from).into();
+    assert_eq!(failed, expected);
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

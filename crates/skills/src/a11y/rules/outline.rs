@@ -134,49 +134,133 @@ fn is_skip_link(page: &Page<'_>, i: usize) -> bool {
             .is_some_and(|h| h.starts_with('#') && h.len() > 1)
 }
 
+/// Elements whose text is never shown (axe-core's `hiddenTextElms`).
+const TEXT_NEVER_SHOWN: &[&str] = &[
+    "head", "title", "template", "script", "style", "iframe", "object", "video", "audio",
+    "noscript",
+];
+
+/// Roles whose element is content by itself (axe-core's visual content).
+const VISUAL_ROLES: &[&str] = &[
+    "checkbox",
+    "img",
+    "meter",
+    "progressbar",
+    "scrollbar",
+    "radio",
+    "slider",
+    "spinbutton",
+    "textbox",
+];
+
+/// Whether the element has content of its own (axe-core's `hasContent` without
+/// recursion): a text child, a graphic or control, or an ARIA label.
+fn has_own_content(page: &Page<'_>, i: usize) -> bool {
+    let name = page.name(i);
+    let text = !TEXT_NEVER_SHOWN.contains(&name) && !page.own_text(i).trim().is_empty();
+    let visual = match page.attr_text(i, "role") {
+        Some(role) => VISUAL_ROLES.contains(&role.to_ascii_lowercase().as_str()),
+        None => match name {
+            "img" | "iframe" | "object" | "video" | "audio" | "canvas" | "svg" | "math"
+            | "button" | "select" | "textarea" | "keygen" | "progress" | "meter" => true,
+            "input" => page
+                .attr(i, "type")
+                .is_none_or(|t| !t.eq_ignore_ascii_case("hidden")),
+            _ => false,
+        },
+    };
+    let labelled = page.attr_text(i, "aria-label").is_some()
+        || page.attr_text(i, "aria-labelledby").is_some_and(|ids| {
+            ids.split_whitespace()
+                .filter_map(|id| page.by_id(id))
+                .any(|t| !page.text(t).is_empty())
+        });
+    text || visual || labelled
+}
+
+/// Where content may stand outside landmarks without being reported (axe-core's
+/// region check stops there): a landmark, a live region, a button, a frame (itself
+/// reported), a skip link to an element that exists, or what assistive technology
+/// does not see.
+fn stops_region_search(page: &Page<'_>, i: usize, first_page_link: Option<usize>) -> bool {
+    let role = page.role(i);
+    let live = page
+        .attr_text(i, "aria-live")
+        .is_some_and(|l| matches!(l.to_ascii_lowercase().as_str(), "assertive" | "polite"));
+    let skip = is_skip_link(page, i)
+        && first_page_link.is_none_or(|first| i < first)
+        && page
+            .attr(i, "href")
+            .and_then(|h| h.strip_prefix('#'))
+            .is_some_and(|target| page.by_id(target).is_some());
+    page.hidden[i]
+        || live
+        || matches!(role.as_deref(), Some("button" | "alert" | "log" | "status"))
+        || is_landmark(page, i)
+        || matches!(page.name(i), "iframe" | "frame")
+        || skip
+}
+
+/// axe-core's `region`: content outside every landmark is reported at the outermost
+/// element that holds it and nothing that stops the search (text directly in `<body>`
+/// is not reported).
 pub(super) fn region(check: &mut Check<'_, '_>) {
     let page = check.page;
     let Some(body) = (0..page.elements.len()).find(|&i| page.name(i) == "body") else {
         return;
     };
+    // The first link that leaves the page: skip links come before it.
+    let first_page_link = (0..page.elements.len()).find(|&i| {
+        page.name(i) == "a"
+            && page.attr(i, "href").is_some_and(|h| {
+                !h.starts_with('#') && !h.starts_with("/#") && !h.starts_with("javascript:")
+            })
+    });
+    let mut holds_stop = vec![false; page.elements.len()];
+    let mut regionless = Vec::new();
     let mut stack = vec![body];
     while let Some(at) = stack.pop() {
-        for child in page.children(at).collect::<Vec<_>>().into_iter().rev() {
-            if page.hidden[child] || is_skip_link(page, child) {
-                continue;
+        if stops_region_search(page, at, first_page_link) {
+            for a in std::iter::once(at).chain(page.ancestors(at)) {
+                holds_stop[a] = true;
             }
-            if is_landmark(page, child) {
-                check.pass();
-                continue;
+            if matches!(page.name(at), "iframe" | "frame") {
+                regionless.push(at);
             }
-            let contains_landmark = page
-                .descendants(child)
-                .any(|d| !page.hidden[d] && is_landmark(page, d));
-            if contains_landmark {
-                if !page.own_text(child).trim().is_empty() {
-                    check.fail(child, "this text is outside any landmark");
-                }
-                stack.push(child);
-            } else if visible_text(page, child) {
-                check.fail(
-                    child,
-                    "this content is outside any landmark (main, nav, header, footer, aside, \
-                     or a named section/form)",
-                );
-            }
+            continue;
         }
-        if at == body && !page.own_text(body).trim().is_empty() {
-            check.fail(body, "text directly in <body> is outside any landmark");
+        let shallowly_hidden = page
+            .attr_text(at, "role")
+            .is_some_and(|r| matches!(r, "none" | "presentation"))
+            && page.own_text(at).trim().is_empty();
+        if at != body && has_own_content(page, at) && !shallowly_hidden {
+            regionless.push(at);
+            continue;
+        }
+        stack.extend(page.children(at).collect::<Vec<_>>().into_iter().rev());
+    }
+    let mut reported: Vec<usize> = Vec::new();
+    for mut node in regionless {
+        while let Some(parent) = page.parent[node]
+            && !holds_stop[parent]
+            && parent != body
+        {
+            node = parent;
+        }
+        if !reported.contains(&node) {
+            reported.push(node);
         }
     }
-}
-
-fn visible_text(page: &Page<'_>, i: usize) -> bool {
-    if !page.own_text(i).trim().is_empty() {
-        return true;
+    if reported.is_empty() {
+        check.pass();
     }
-    page.descendants(i)
-        .any(|d| !page.hidden[d] && (!page.own_text(d).trim().is_empty() || page.name(d) == "img"))
+    for node in reported {
+        check.fail(
+            node,
+            "this content is outside any landmark (main, nav, header, footer, aside, or a \
+             named section/form)",
+        );
+    }
 }
 
 pub(super) fn bypass(check: &mut Check<'_, '_>) {
