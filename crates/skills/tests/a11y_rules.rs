@@ -340,6 +340,42 @@ fn content_outside_landmarks_is_reported_as_axe_core_does() {
     assert_eq!(failed, expected);
 }
 
+/// bypass as axe-core judges it: only pages with a link; a same-page link (not a `#/`
+/// route), a heading or a main landmark (another landmark is not enough); and a page
+/// with none needs review, never fails.
+#[test]
+fn bypass_is_judged_as_axe_core_does() {
+    for (body, outcome) in [
+        (
+            "<nav><a href=\"/a\">A</a></nav><div>Content</div>",
+            Some(true),
+        ),
+        ("<a href=\"#/route\">A</a><div>Content</div>", Some(true)),
+        ("<a href=\"#top\">Top</a><div>Content</div>", Some(false)),
+        ("<a href=\"/a\">A</a><h3>Section</h3>", Some(false)),
+        (
+            "<a href=\"/a\">A</a><div role=\"main\">x</div>",
+            Some(false),
+        ),
+        ("<button>Only a button</button>", None),
+    ] {
+        let html = format!(
+            "<!doctype html><html lang=\"en\"><head><title>t</title></head><body>{body}</body></html>"
+        );
+        let (report, _) = audit(&html, "inline:bypass", LIMITS, &budget(TIME)).unwrap();
+        let review = !targets(&report, "bypass", true).is_empty();
+        let failed = !targets(&report, "bypass", false).is_empty();
+        let passed = report.passes.iter().any(|p| p.id == "bypass");
+        assert!(!failed, "never a violation: {body}");
+        match outcome {
+            Some(needs_review) => {
+                assert_eq!((review, passed), (needs_review, !needs_review), "{body}")
+            }
+            None => assert!(!review && !passed, "not applicable: {body}"),
+        }
+    }
+}
+
 #[test]
 fn other_charsets_are_decoded() {
     let (source, report) = run("latin1.html");

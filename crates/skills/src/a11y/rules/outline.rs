@@ -263,28 +263,48 @@ pub(super) fn region(check: &mut Check<'_, '_>) {
     }
 }
 
+/// axe-core's `bypass`, on pages with a link: a same-page link (`href` of `#` and a
+/// name), a heading, or a main landmark lets users skip repeated blocks. Like axe-core
+/// (`reviewOnFail`), a page with none needs review rather than fails.
 pub(super) fn bypass(check: &mut Check<'_, '_>) {
     let page = check.page;
     let Some(html) = html_element(page) else {
         return;
     };
-    let interactive = (0..page.elements.len()).any(|i| !page.hidden[i] && page.is_focusable(i));
-    if !interactive {
+    let links = (0..page.elements.len()).filter(|&i| page.name(i) == "a");
+    let hrefs: Vec<&str> = links.filter_map(|i| page.attr(i, "href")).collect();
+    if hrefs.is_empty() {
         return;
     }
-    let has_landmark = (0..page.elements.len()).any(|i| !page.hidden[i] && is_landmark(page, i));
-    let has_heading =
-        (0..page.elements.len()).any(|i| !page.hidden[i] && heading_level(page, i).is_some());
-    let has_skip = (0..page.elements.len()).any(|i| {
-        is_skip_link(page, i)
-            && page
-                .attr(i, "href")
-                .and_then(|h| h.strip_prefix('#'))
-                .is_some_and(|target| page.by_id(target).is_some())
+    let same_page = hrefs.iter().any(|h| {
+        h.strip_prefix('#')
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(|c| c != '/' && c != '!')
     });
-    check.expect(html, has_landmark || has_heading || has_skip, || {
-        "the page offers no way to skip repeated content: add a skip link, headings, or \
-         landmarks"
-            .into()
+    let shown = |i: usize| !page.hidden[i];
+    let heading = (0..page.elements.len()).any(|i| {
+        let name = page.name(i);
+        let native =
+            name.len() == 2 && name.starts_with('h') && (b'1'..=b'6').contains(&name.as_bytes()[1]);
+        let role = page.attr(i, "role");
+        shown(i)
+            && ((native && role.is_none())
+                || role.is_some_and(|r| r.trim().eq_ignore_ascii_case("heading")))
     });
+    let main = (0..page.elements.len()).any(|i| {
+        shown(i)
+            && (page.name(i) == "main"
+                || page
+                    .attr(i, "role")
+                    .is_some_and(|r| r.trim().eq_ignore_ascii_case("main")))
+    });
+    if same_page || heading || main {
+        check.pass();
+    } else {
+        check.review(
+            html,
+            "the page offers no way to skip repeated content: add a skip link, headings, or \
+             a main landmark",
+        );
+    }
 }
