@@ -194,6 +194,26 @@ fn page_level_rules_count_as_axe_core_does() {
     }
 }
 
+/// Audits one page holding every case (each an element whose first attribute is its
+/// `id`) and checks which of them `rule` fails.
+fn judge_cases(rule: &str, cases: &[(&str, bool)], extra: &str) {
+    let body: String = cases.iter().map(|(html, _)| *html).collect();
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main><h1>t</h1>\
+         {body}{extra}</main></body></html>"
+    );
+    let (report, _) = audit(&html, "inline:cases", LIMITS, &budget(TIME)).unwrap();
+    let failed = targets(&report, rule, false);
+    for (case, fails) in cases {
+        let id = case.split('"').nth(1).unwrap();
+        assert_eq!(
+            failed.contains(&format!("#{id}")),
+            *fails,
+            "{rule}: {case}: {failed:?}"
+        );
+    }
+}
+
 /// aria-required-attr as axe-core judges it: what a role requires (a combobox its
 /// expanded state and what it controls, unless closed), what an element supplies
 /// itself, the exemptions, empty values, and hidden elements left out.
@@ -238,21 +258,7 @@ fn required_aria_attributes_are_judged_as_axe_core_does() {
             false,
         ),
     ];
-    let body: String = cases.iter().map(|(html, _)| *html).collect();
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main><h1>t</h1>\
-         {body}<ul id=\"l\"></ul></main></body></html>"
-    );
-    let (report, _) = audit(&html, "inline:aria", LIMITS, &budget(TIME)).unwrap();
-    let failed = targets(&report, "aria-required-attr", false);
-    for (case, fails) in cases {
-        let id = case.split('"').nth(1).unwrap();
-        assert_eq!(
-            failed.contains(&format!("#{id}")),
-            fails,
-            "{case}: {failed:?}"
-        );
-    }
+    judge_cases("aria-required-attr", &cases, "<ul id=\"l\"></ul>");
 }
 
 /// valid-lang as axe-core judges it: the base of the tag only, `lang` and `xml:lang`,
@@ -279,21 +285,7 @@ fn language_tags_are_judged_as_axe_core_does() {
         ),
         ("<p id=\"l11\" lang=\"fr-CA\">Bonjour</p>", false),
     ];
-    let body: String = cases.iter().map(|(html, _)| *html).collect();
-    let html = format!(
-        "<!doctype html><html lang=\"en\"><head><title>t</title></head><body><main><h1>t</h1>\
-         {body}</main></body></html>"
-    );
-    let (report, _) = audit(&html, "inline:lang", LIMITS, &budget(TIME)).unwrap();
-    let failed = targets(&report, "valid-lang", false);
-    for (case, fails) in cases {
-        let id = case.split('"').nth(1).unwrap();
-        assert_eq!(
-            failed.contains(&format!("#{id}")),
-            fails,
-            "{case}: {failed:?}"
-        );
-    }
+    judge_cases("valid-lang", &cases, "");
 }
 
 /// aria-hidden-focus as axe-core judges it: the outermost `aria-hidden="true"` only,
