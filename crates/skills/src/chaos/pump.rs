@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::future::pending;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -72,17 +73,22 @@ struct Flow<'a> {
     reset_at: Option<Instant>,
     /// Bytes passed in this phase (for limit_data).
     passed: u64,
+    /// The faults of the phase that act on this connection and direction, found once
+    /// per phase rather than per chunk.
+    faults: Arc<[(usize, &'a Fault)]>,
 }
 
 impl<'a> Flow<'a> {
     fn new(dir: Direction, link: &'a Link) -> Self {
+        let stage = link.stage();
         Flow {
             dir,
             link,
-            stage: link.stage(),
+            stage,
             recorded: HashSet::new(),
             reset_at: None,
             passed: 0,
+            faults: link.active(stage.index, dir).collect(),
         }
     }
 
@@ -108,6 +114,7 @@ impl<'a> Flow<'a> {
                         return;
                     }
                     self.stage = *stages.borrow_and_update();
+                    self.faults = self.link.active(self.stage.index, self.dir).collect();
                     self.reset_at = None;
                     self.passed = 0;
                 }
@@ -139,8 +146,10 @@ impl<'a> Flow<'a> {
         &self.link.shared.phases[self.stage.index].faults[j]
     }
 
-    fn active(&self) -> Vec<(usize, &'a Fault)> {
-        self.link.active(self.stage.index, self.dir).collect()
+    /// The phase's faults for this direction (shared: the caller may record through
+    /// `self` while it goes through them).
+    fn active(&self) -> Arc<[(usize, &'a Fault)]> {
+        self.faults.clone()
     }
 
     /// Records `fault` once per phase for this connection and direction.
@@ -154,7 +163,7 @@ impl<'a> Flow<'a> {
     /// When a timeout fault closes the connection (from the later of the phase's start
     /// and the connection's).
     fn timeout_at(&mut self) -> Option<Instant> {
-        let (j, fault, ms) = self.active().into_iter().find_map(|(j, f)| match f.kind {
+        let (j, fault, ms) = self.faults.iter().find_map(|&(j, f)| match f.kind {
             FaultKind::Timeout { timeout } if timeout > 0 => Some((j, f, timeout)),
             _ => None,
         })?;
@@ -171,7 +180,7 @@ impl<'a> Flow<'a> {
         mut data: Vec<u8>,
     ) -> bool {
         let active = self.active();
-        for &(j, fault) in &active {
+        for &(j, fault) in active.iter() {
             match fault.kind {
                 FaultKind::Timeout { timeout } => {
                     self.once(j, fault, json!({"closesAfterMs": timeout}));
@@ -189,7 +198,7 @@ impl<'a> Flow<'a> {
         }
         let mut close_after = false;
         let (mut slicer, mut bandwidth) = (None, None);
-        for &(j, fault) in &active {
+        for &(j, fault) in active.iter() {
             match fault.kind {
                 FaultKind::LimitData { bytes } => {
                     let left = bytes.saturating_sub(self.passed);
@@ -321,7 +330,7 @@ impl<'a> Flow<'a> {
 
     /// The source ended: the close passes on (after a slow_close's delay).
     async fn end<W: AsyncWrite + Unpin>(&mut self, writer: &mut W) {
-        let slow = self.active().into_iter().find_map(|(j, f)| match f.kind {
+        let slow = self.faults.iter().find_map(|&(j, f)| match f.kind {
             FaultKind::SlowClose { delay } => Some((j, f, delay)),
             _ => None,
         });
