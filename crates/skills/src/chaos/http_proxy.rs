@@ -62,34 +62,18 @@ async fn answer(request: Request<Incoming>, link: &Link) -> Response<Body> {
         if link.draw() >= fault.toxicity {
             continue;
         }
+        let detail = match fault.kind {
+            FaultKind::HttpError { status } => json!({"status": status, "path": path}),
+            FaultKind::HeaderDelay { delay } | FaultKind::BodyDelay { delay } => {
+                json!({"delayMs": delay, "path": path})
+            }
+            _ => continue,
+        };
+        link.chaos(stage.index, fault, None, detail);
         match fault.kind {
-            FaultKind::HttpError { status } => {
-                link.chaos(
-                    stage.index,
-                    fault,
-                    None,
-                    json!({"status": status, "path": path}),
-                );
-                return injected(status);
-            }
-            FaultKind::HeaderDelay { delay } => {
-                link.chaos(
-                    stage.index,
-                    fault,
-                    None,
-                    json!({"delayMs": delay, "path": path}),
-                );
-                head_delay += delay;
-            }
-            FaultKind::BodyDelay { delay } => {
-                link.chaos(
-                    stage.index,
-                    fault,
-                    None,
-                    json!({"delayMs": delay, "path": path}),
-                );
-                body_delay += delay;
-            }
+            FaultKind::HttpError { status } => return injected(status),
+            FaultKind::HeaderDelay { delay } => head_delay += delay,
+            FaultKind::BodyDelay { delay } => body_delay += delay,
             _ => {}
         }
     }

@@ -53,15 +53,19 @@ impl Figures {
 
     /// The figures as the report shows them.
     pub(crate) fn to_json(&self) -> Value {
-        let round = |v: Option<f64>| v.map(|v| (v * 100.0).round() / 100.0);
+        // Two decimals for milliseconds, four for the rate (a share).
+        let round = |v: Option<f64>, places: i32| {
+            let scale = 10f64.powi(places);
+            v.map(|v| (v * scale).round() / scale)
+        };
         json!({
             "sent": self.sent,
             "succeeded": self.succeeded,
             "straddled": self.straddled,
-            "successRate": round(self.success_rate().map(|r| r * 100.0)).map(|r| r / 100.0),
-            "p50Ms": round(self.percentile(50.0)),
-            "p99Ms": round(self.percentile(99.0)),
-            "maxMs": round(self.percentile(100.0)),
+            "successRate": round(self.success_rate(), 4),
+            "p50Ms": round(self.percentile(50.0), 2),
+            "p99Ms": round(self.percentile(99.0), 2),
+            "maxMs": round(self.percentile(100.0), 2),
             "errors": self.errors,
         })
     }

@@ -17,7 +17,6 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::fault::FaultKind;
 use super::link::{self, Shared, Stage};
-use super::plan::Phase;
 
 /// A listening proxy.
 pub(crate) struct Proxy {
@@ -211,9 +210,4 @@ async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, S
         Some(listener) => listener.accept().await,
         None => pending().await,
     }
-}
-
-/// The phases a run shares with its connections.
-pub(crate) fn phases(phases: &[Phase]) -> Arc<[Phase]> {
-    phases.to_vec().into()
 }

@@ -19,7 +19,7 @@ use super::ledger::Ledger;
 use super::link::Shared;
 use super::plan::Plan;
 use super::probe::{Figures, Prober};
-use super::proxy::{self, Proxy};
+use super::proxy::Proxy;
 use super::report;
 use crate::findings;
 
@@ -216,7 +216,7 @@ impl Skill for ChaosRunSkill {
             names,
             self.config.max_events,
         );
-        let phases = proxy::phases(&plan.phases);
+        let phases = plan.phases.clone().into();
         let proxy = Proxy::start(plan.listen, self.config.max_connections, |stage| Shared {
             phases,
             target: plan.target.clone(),
