@@ -190,14 +190,15 @@ async fn list_issues(
     let param = |name: &str| query.get(name).map(String::as_str);
     let status = match param("status") {
         None => None,
-        Some("open") => Some(fundi_runtime::issues::IssueStatus::Open),
-        Some("resolved") => Some(fundi_runtime::issues::IssueStatus::Resolved),
-        Some(other) => {
-            return admin_error(
-                StatusCode::BAD_REQUEST,
-                &format!("status must be open or resolved, got {other:?}"),
-            );
-        }
+        Some(name) => match fundi_runtime::issues::IssueStatus::parse(name) {
+            Some(status) => Some(status),
+            None => {
+                return admin_error(
+                    StatusCode::BAD_REQUEST,
+                    &format!("status must be open, fix-proposed, fixed or resolved, got {name:?}"),
+                );
+            }
+        },
     };
     match store.issues(param("source")).await {
         Ok(mut issues) => {

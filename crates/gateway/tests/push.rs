@@ -187,6 +187,7 @@ impl Skill for Peek {
             required_scope: None,
             resumable: false,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

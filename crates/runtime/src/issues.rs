@@ -51,8 +51,60 @@ pub struct NewIssue {
 pub enum IssueStatus {
     /// Found and not fixed.
     Open,
-    /// Marked fixed (by heal-issue or an operator).
+    /// A fix waits on a branch for a person's approval (heal-issue).
+    FixProposed,
+    /// A fix was approved and published on a branch (heal-issue); merging it is a
+    /// person's job.
+    Fixed,
+    /// Closed by an operator.
     Resolved,
+}
+
+impl IssueStatus {
+    /// The status as written on the wire and in the store (`fix-proposed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueStatus::Open => "open",
+            IssueStatus::FixProposed => "fix-proposed",
+            IssueStatus::Fixed => "fixed",
+            IssueStatus::Resolved => "resolved",
+        }
+    }
+
+    /// The status named `name`, if any.
+    pub fn parse(name: &str) -> Option<IssueStatus> {
+        [
+            IssueStatus::Open,
+            IssueStatus::FixProposed,
+            IssueStatus::Fixed,
+            IssueStatus::Resolved,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+}
+
+/// The heal task that holds an issue: one at a time, so that two heals of one issue
+/// do not both propose a fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealLink {
+    /// The task.
+    pub task_id: TaskId,
+    /// The branch it made, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// What a claim of an issue by a heal task came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HealClaim {
+    /// The task holds the issue now (or held it already).
+    Claimed(Box<Issue>),
+    /// Another task holds it.
+    HeldBy(TaskId),
+    /// There is no such issue.
+    NoSuchIssue,
 }
 
 /// A stored issue.
@@ -70,6 +122,9 @@ pub struct Issue {
     pub last_seen: DateTime<Utc>,
     /// How many runs found it.
     pub occurrences: u64,
+    /// The heal task that holds it, if one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heal: Option<HealLink>,
 }
 
 impl Issue {
@@ -109,8 +164,78 @@ pub trait IssueStore: Send + Sync + 'static {
     /// Every issue, optionally only those of one source, by id.
     async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError>;
 
+    /// Changes one issue atomically: `change` gets the stored issue and returns the
+    /// new one, or `None` to leave it as it is (it may be called more than once when
+    /// writers race). Returns the issue as it stands after, `None` if there is none.
+    async fn modify(
+        &self,
+        id: &str,
+        change: &(dyn for<'i> Fn(&'i Issue) -> Option<Issue> + Send + Sync),
+    ) -> Result<Option<Issue>, StoreError>;
+
     /// Sets an issue's status; false if there is no such issue.
-    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError>;
+    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
+        let changed = self
+            .modify(id, &|issue| {
+                let mut issue = issue.clone();
+                issue.status = status;
+                Some(issue)
+            })
+            .await?;
+        Ok(changed.is_some())
+    }
+
+    /// Lets `task` hold the issue, unless another task does and `taken_over` (asked
+    /// with the holder) says it may not be taken from it.
+    async fn claim_heal(
+        &self,
+        id: &str,
+        task: &TaskId,
+        taken_over: &(dyn for<'t> Fn(&'t TaskId) -> bool + Send + Sync),
+    ) -> Result<HealClaim, StoreError> {
+        let after = self
+            .modify(id, &|issue| match &issue.heal {
+                Some(link) if &link.task_id == task => None,
+                Some(link) if !taken_over(&link.task_id) => None,
+                _ => {
+                    let mut issue = issue.clone();
+                    issue.heal = Some(HealLink {
+                        task_id: task.clone(),
+                        branch: None,
+                    });
+                    Some(issue)
+                }
+            })
+            .await?;
+        Ok(match after {
+            None => HealClaim::NoSuchIssue,
+            Some(issue) => match &issue.heal {
+                Some(link) if &link.task_id == task => HealClaim::Claimed(Box::new(issue)),
+                Some(link) => HealClaim::HeldBy(link.task_id.clone()),
+                None => HealClaim::NoSuchIssue,
+            },
+        })
+    }
+
+    /// Lets go of the issue if `task` holds it, setting its status back to `status`.
+    async fn release_heal(
+        &self,
+        id: &str,
+        task: &TaskId,
+        status: IssueStatus,
+    ) -> Result<(), StoreError> {
+        self.modify(id, &|issue| {
+            let held = issue.heal.as_ref().is_some_and(|l| &l.task_id == task);
+            held.then(|| {
+                let mut issue = issue.clone();
+                issue.heal = None;
+                issue.status = status;
+                issue
+            })
+        })
+        .await?;
+        Ok(())
+    }
 }
 
 /// The record that `finding` makes of `existing`.
@@ -121,7 +246,11 @@ pub(crate) fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool)
             issue.finding = finding;
             issue.last_seen = now;
             issue.occurrences += 1;
-            issue.status = IssueStatus::Open;
+            // A fix in someone's hands (proposed, or published and not yet deployed)
+            // keeps its status; one an operator closed is a problem again.
+            if issue.status == IssueStatus::Resolved {
+                issue.status = IssueStatus::Open;
+            }
             (issue, false)
         }
         None => (
@@ -131,6 +260,7 @@ pub(crate) fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool)
                 first_seen: now,
                 last_seen: now,
                 occurrences: 1,
+                heal: None,
             },
             true,
         ),
@@ -205,6 +335,54 @@ mod tests {
                     .await
                     .unwrap()
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn one_heal_task_holds_an_issue_until_it_lets_go_or_is_taken_over() {
+        let sled = SledStore::temporary(Durability::Sync).unwrap();
+        let stores: Vec<(&str, Arc<dyn IssueStore>)> = vec![
+            ("memory", Arc::new(MemoryIssueStore::new())),
+            ("sled", Arc::new(SledIssueStore::new(Arc::new(sled)))),
+        ];
+        let (first, second) = (TaskId::from("heal-1"), TaskId::from("heal-2"));
+        for (name, store) in stores {
+            let (issue, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
+            let id = issue.id().to_owned();
+            let keep = |_: &TaskId| false;
+            let claim = store.claim_heal(&id, &first, &keep).await.unwrap();
+            assert!(matches!(claim, HealClaim::Claimed(_)), "{name}");
+            let again = store.claim_heal(&id, &first, &keep).await.unwrap();
+            assert!(
+                matches!(again, HealClaim::Claimed(_)),
+                "{name}: held already"
+            );
+            let refused = store.claim_heal(&id, &second, &keep).await.unwrap();
+            assert_eq!(refused, HealClaim::HeldBy(first.clone()), "{name}");
+            let ended = |holder: &TaskId| holder == &TaskId::from("heal-1");
+            let taken = store.claim_heal(&id, &second, &ended).await.unwrap();
+            assert!(matches!(taken, HealClaim::Claimed(_)), "{name}: taken over");
+            // The first task no longer holds it: its release changes nothing.
+            store
+                .release_heal(&id, &first, IssueStatus::Open)
+                .await
+                .unwrap();
+            let held = store.issue(&id).await.unwrap().unwrap();
+            assert_eq!(held.heal.unwrap().task_id, second, "{name}");
+            store
+                .release_heal(&id, &second, IssueStatus::Open)
+                .await
+                .unwrap();
+            assert_eq!(store.issue(&id).await.unwrap().unwrap().heal, None);
+            let none = store.claim_heal("nope", &first, &keep).await.unwrap();
+            assert_eq!(none, HealClaim::NoSuchIssue, "{name}");
+            // A proposed fix keeps its status when the issue is seen again.
+            store
+                .set_status(&id, IssueStatus::FixProposed)
+                .await
+                .unwrap();
+            let (seen, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
+            assert_eq!(seen.status, IssueStatus::FixProposed, "{name}");
         }
     }
 }

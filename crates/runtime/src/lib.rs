@@ -82,8 +82,9 @@ pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
 pub use handle::{Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting};
 pub use model::{
-    Artifact, ContextId, Message, Part, PartContent, Role, Task, TaskArtifactUpdateEvent,
-    TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStatusUpdateEvent, TaskUpdate,
+    Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Task,
+    TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, TaskUpdate,
 };
 pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};

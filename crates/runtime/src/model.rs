@@ -7,12 +7,14 @@ mod event;
 mod ids;
 pub mod limits;
 mod part;
+mod sender;
 mod task;
 
 pub use enums::{Role, TaskState};
 pub use event::{TaskEvent, TaskEventKind, TaskUpdate};
 pub use ids::{ContextId, TaskId};
 pub use part::{Part, PartContent};
+pub use sender::SENDER_KEY;
 pub use task::{
     Artifact, Message, Metadata, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
     timestamp,

@@ -35,6 +35,12 @@ pub struct SkillCard {
     /// while the task asks for input is its answer, whatever the policy).
     #[serde(default)]
     pub while_working: MessagePolicy,
+    /// Whether a task of this skill that waits for input may be answered by any caller
+    /// holding the skill's scope, not only by its owner: work that someone other than
+    /// the asker approves (heal-issue's fixes). The answer's sender is recorded in it
+    /// (see [`Message::sender`]); reading the task stays its owner's.
+    #[serde(default)]
+    pub answered_by_scope: bool,
 }
 
 /// What a user's message does when it arrives while a task's run works (the "double
@@ -102,6 +108,7 @@ impl SkillCard {
             required_scope: None,
             resumable: false,
             while_working: MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 
@@ -148,6 +155,13 @@ impl SkillCard {
     /// from its last checkpoint instead of ending `failed`.
     pub fn resumable(mut self) -> SkillCard {
         self.resumable = true;
+        self
+    }
+
+    /// Lets any caller holding the skill's scope answer a task's request for input,
+    /// not only the task's owner (see [`SkillCard::answered_by_scope`]).
+    pub fn answered_by_scope(mut self) -> SkillCard {
+        self.answered_by_scope = true;
         self
     }
 

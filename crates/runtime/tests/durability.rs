@@ -100,6 +100,7 @@ impl Skill for SettlingSkill {
             required_scope: None,
             resumable: false,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

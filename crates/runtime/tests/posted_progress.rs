@@ -43,6 +43,7 @@ impl Skill for Poster {
             required_scope: None,
             resumable: false,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

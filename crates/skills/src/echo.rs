@@ -124,6 +124,7 @@ impl Skill for EchoSkill {
             required_scope: None,
             resumable: true,
             while_working: MessagePolicy::Enqueue,
+            answered_by_scope: false,
         }
     }
 

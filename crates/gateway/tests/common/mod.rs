@@ -42,6 +42,7 @@ impl Skill for Steps {
             required_scope: None,
             resumable: true,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 
@@ -149,6 +150,7 @@ impl Skill for Scoped {
             required_scope: Some(self.1.into()),
             resumable: false,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

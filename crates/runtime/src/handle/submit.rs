@@ -11,11 +11,13 @@ use futures::StreamExt;
 
 use super::dedup::{Claim, Found};
 use super::{Attached, RuntimeHandle};
+use crate::access::Grants;
 use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
 use crate::approval;
 use crate::error::RuntimeError;
-use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId};
+use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId, TaskState};
 use crate::requests::{SubmitRequest, TaskSnapshot};
+use crate::store::TaskRecord;
 use crate::subscription::{Durable, EventStream};
 use crate::telemetry;
 use crate::transition::apply;
@@ -238,7 +240,7 @@ impl RuntimeHandle {
     /// is at once), whose end comes back with the snapshot.
     async fn accept(
         &self,
-        request: SubmitRequest,
+        mut request: SubmitRequest,
         told: Told,
     ) -> Result<(TaskSnapshot, Option<Attached>, Option<Claim>), RuntimeError> {
         if !self.is_accepting() {
@@ -246,6 +248,8 @@ impl RuntimeHandle {
                 "the runtime is shutting down".into(),
             ));
         }
+        let sender = request.owner.clone();
+        request.message.stamp_sender(sender.as_deref());
         let message = &request.message;
         message.validate()?;
         if message.role != Role::User {
@@ -346,9 +350,15 @@ impl RuntimeHandle {
         request: SubmitRequest,
         told: Told,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        let record = self
+        let record = match self
             .visible_record(&task_id, request.owner.as_deref())
-            .await?;
+            .await
+        {
+            Err(RuntimeError::TaskNotFound(_)) => {
+                self.answerable_record(&task_id, &request.grants).await?
+            }
+            found => found?,
+        };
         if let Some(given) = &request.message.context_id
             && given != &record.task.context_id
         {
@@ -398,6 +408,28 @@ impl RuntimeHandle {
             self.settle().await?;
         }
         Ok(delivered)
+    }
+}
+
+impl RuntimeHandle {
+    /// Another owner's task that this caller may answer all the same: one that waits
+    /// for input, of a skill whose card lets holders of its scope answer, held by the
+    /// caller. Any other is "not found", as the owner check says.
+    async fn answerable_record(
+        &self,
+        task_id: &TaskId,
+        grants: &Grants,
+    ) -> Result<TaskRecord, RuntimeError> {
+        let not_found = || RuntimeError::TaskNotFound(task_id.clone());
+        let record = self.visible_record(task_id, None).await?;
+        let card = self.skill_card(&record.skill).ok_or_else(not_found)?;
+        let holds_scope = card.required_scope.is_some()
+            && grants.list().is_some()
+            && grants.allows(card.required_scope.as_deref());
+        match card.answered_by_scope && holds_scope && record.state() == TaskState::InputRequired {
+            true => Ok(record),
+            false => Err(not_found()),
+        }
     }
 }
 

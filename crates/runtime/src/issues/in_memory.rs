@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{Issue, IssueStatus, IssueStore, NewIssue, merge};
+use super::{Issue, IssueStore, NewIssue, merge};
 use crate::store::StoreError;
 
 /// Issues kept in memory, lost at exit.
@@ -45,8 +45,18 @@ impl IssueStore for MemoryIssueStore {
             .collect())
     }
 
-    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
+    async fn modify(
+        &self,
+        id: &str,
+        change: &(dyn for<'i> Fn(&'i Issue) -> Option<Issue> + Send + Sync),
+    ) -> Result<Option<Issue>, StoreError> {
         let mut issues = self.issues.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(issues.get_mut(id).map(|i| i.status = status).is_some())
+        let Some(issue) = issues.get_mut(id) else {
+            return Ok(None);
+        };
+        if let Some(changed) = change(issue) {
+            *issue = changed;
+        }
+        Ok(Some(issue.clone()))
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Issue, IssueStatus, IssueStore, NewIssue, merge};
+use super::{Issue, IssueStore, NewIssue, merge};
 use crate::store::{SledStore, StoreError};
 
 /// Issues kept in a [`SledStore`], beside its tasks (durable as the store's mode says).
@@ -65,15 +65,30 @@ impl IssueStore for SledIssueStore {
         Ok(all)
     }
 
-    async fn set_status(&self, id: &str, status: IssueStatus) -> Result<bool, StoreError> {
-        let Some(mut issue) = self.issue(id).await? else {
-            return Ok(false);
-        };
-        issue.status = status;
-        self.store
-            .issues
-            .insert(id.as_bytes(), serde_json::to_vec(&issue)?)?;
-        self.store.flush_if_sync().await?;
-        Ok(true)
+    async fn modify(
+        &self,
+        id: &str,
+        change: &(dyn for<'i> Fn(&'i Issue) -> Option<Issue> + Send + Sync),
+    ) -> Result<Option<Issue>, StoreError> {
+        // Compare-and-swap: a change races a run recording the issue, or another change.
+        loop {
+            let Some(old) = self.store.issues.get(id.as_bytes())? else {
+                return Ok(None);
+            };
+            let issue: Issue = serde_json::from_slice(&old)?;
+            let Some(changed) = change(&issue) else {
+                return Ok(Some(issue));
+            };
+            let bytes = serde_json::to_vec(&changed)?;
+            if self
+                .store
+                .issues
+                .compare_and_swap(id.as_bytes(), Some(old), Some(bytes))?
+                .is_ok()
+            {
+                self.store.flush_if_sync().await?;
+                return Ok(Some(changed));
+            }
+        }
     }
 }

@@ -58,6 +58,7 @@ impl Skill for Scripted {
             required_scope: None,
             resumable: self.resumable,
             while_working: fundi_runtime::MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

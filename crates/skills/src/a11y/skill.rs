@@ -380,6 +380,7 @@ impl Skill for A11yAuditSkill {
             // A re-run is a fresh audit, and issues are deduplicated: safe to run again.
             resumable: true,
             while_working: MessagePolicy::Interrupt,
+            answered_by_scope: false,
         }
     }
 

@@ -183,6 +183,7 @@ impl Skill for ChaosRunSkill {
             // A fault injected before a crash is not injected again after it.
             resumable: false,
             while_working: MessagePolicy::Reject,
+            answered_by_scope: false,
         }
     }
 

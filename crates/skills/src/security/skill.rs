@@ -250,6 +250,7 @@ impl Skill for SecurityScanSkill {
             required_scope: Some(SCOPE.into()),
             resumable: true,
             while_working: MessagePolicy::Interrupt,
+            answered_by_scope: false,
         }
     }
 
