@@ -12,3 +12,30 @@ mod skill;
 
 pub use config::SecurityConfig;
 pub use skill::{SCOPE, SKILL_ID, SecurityScanSkill};
+
+/// The header and cookie findings (rule id and target) that a response at `url` with
+/// these headers gets: heal-issue's re-check of a fix in a server's configuration.
+pub(crate) fn header_findings(
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<Vec<(&'static str, String)>, String> {
+    let url = reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("header {name:?}: {e}"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|e| format!("header value {value:?}: {e}"))?;
+        map.append(name, value);
+    }
+    let response = http::Response {
+        url,
+        status: 200,
+        headers: map,
+        body: Vec::new(),
+    };
+    let (mut findings, mut bonuses) = (Vec::new(), Vec::new());
+    checks::headers::check(&response, &mut findings, &mut bonuses);
+    checks::cookies::check(&response, &mut findings);
+    Ok(findings.into_iter().map(|f| (f.id, f.target)).collect())
+}

@@ -1,0 +1,200 @@
+//! Waiting for the approver of a proposed fix and carrying out the decision: approval
+//! pushes exactly the fix's branch to the configured remote, rejection (or a cancel)
+//! deletes it; either way the issue's status says what came of it.
+
+use chrono::Utc;
+use fundi_runtime::issues::IssueStatus;
+use fundi_runtime::{Artifact, Message, Part, SkillContext, SkillError, SkillOutput, TaskId};
+use serde_json::json;
+
+use super::decision::{self, Decision};
+use super::git::Git;
+use super::proposal::{Proposed, branch_of};
+use super::skill::HealIssueSkill;
+
+impl Proposed {
+    /// The diff, as the `heal-diff` artifact.
+    pub(crate) fn diff_artifact(&self) -> Artifact {
+        Artifact::new(
+            "heal-diff",
+            "heal-diff",
+            vec![Part::text(self.diff.clone()).with_media_type("text/x-diff")],
+        )
+    }
+
+    /// What is proposed, as the `heal-proposal` artifact.
+    pub(crate) fn summary_artifact(&self) -> Artifact {
+        let value = json!({
+            "issue": self.finding.fingerprint,
+            "source": self.finding.source,
+            "rule": self.finding.rule,
+            "location": self.finding.location,
+            "repository": self.root,
+            "branch": self.branch,
+            "commit": self.commit,
+            "base": self.base,
+            "files": self.files,
+            "linesAdded": self.added,
+            "linesRemoved": self.removed,
+            "requestedBy": self.requested_by,
+            "summary": self.summary,
+            "notes": self.notes,
+        });
+        Artifact::new("heal-proposal", "heal-proposal", vec![Part::data(value)])
+    }
+
+    /// The request for approval, in words.
+    fn prompt(&self, remote: &str) -> String {
+        let who = self
+            .requested_by
+            .as_deref()
+            .unwrap_or("an in-process caller");
+        let notes = match self.notes.is_empty() {
+            true => String::new(),
+            false => format!(" Check before approving: {}.", self.notes.join("; ")),
+        };
+        format!(
+            "Proposed fix of issue {} ({} {} on {}), asked by {who}: {}. Branch {} (commit {}) \
+             changes {} (+{} -{}).{notes} Answer \"approve\" to push the branch to {remote}, \
+             or \"reject <reason>\" to delete it; nothing is merged.",
+            self.finding.fingerprint,
+            self.finding.source,
+            self.finding.rule,
+            self.finding.location,
+            self.summary,
+            self.branch,
+            &self.commit[..self.commit.len().min(12)],
+            self.files.join(", "),
+            self.added,
+            self.removed,
+        )
+    }
+}
+
+impl HealIssueSkill {
+    /// Asks for approval until an answer decides (an answer may already be given),
+    /// then publishes or deletes the branch.
+    pub(crate) async fn decide(
+        &self,
+        proposed: Proposed,
+        mut answer: Option<Message>,
+        ctx: &SkillContext,
+    ) -> Result<SkillOutput, SkillError> {
+        let mut prompt = proposed.prompt(&self.config.remote);
+        loop {
+            let message = match answer.take() {
+                Some(message) => message,
+                None => match ctx.request_input(prompt.clone()).await {
+                    Ok(message) => message,
+                    Err(error) => {
+                        self.withdraw(&proposed, ctx.task_id()).await;
+                        return Err(error);
+                    }
+                },
+            };
+            let by = message.sender().map(str::to_owned);
+            let approver = by.as_deref().unwrap_or("an in-process caller");
+            if self.config.require_distinct_approver && by == proposed.requested_by {
+                prompt = format!(
+                    "{approver} asked for this fix and cannot approve or reject it too: another \
+                     person holding fundi:heal must. {}",
+                    proposed.prompt(&self.config.remote)
+                );
+                continue;
+            }
+            match decision::read(&message) {
+                Err(why) => prompt = format!("{why}. {}", proposed.prompt(&self.config.remote)),
+                Ok(Decision::Approve) => return self.publish(&proposed, approver, ctx).await,
+                Ok(Decision::Reject(reason)) => {
+                    self.withdraw(&proposed, ctx.task_id()).await;
+                    return Err(SkillError::Rejected(format!(
+                        "rejected by {approver} at {}: {reason}; branch {} was deleted",
+                        Utc::now().to_rfc3339(),
+                        proposed.branch
+                    )));
+                }
+            }
+        }
+    }
+
+    async fn publish(
+        &self,
+        proposed: &Proposed,
+        approver: &str,
+        ctx: &SkillContext,
+    ) -> Result<SkillOutput, SkillError> {
+        let git = Git {
+            root: proposed.root.clone(),
+        };
+        // Only the branch this task made, still where it made it, is ever pushed.
+        let expected = branch_of(&proposed.finding.fingerprint);
+        let at = git
+            .branch_commit(&proposed.branch)
+            .await
+            .map_err(|e| SkillError::Failed(format!("git: {e}")))?;
+        if proposed.branch != expected || at.as_deref() != Some(proposed.commit.as_str()) {
+            self.withdraw(proposed, ctx.task_id()).await;
+            return Err(SkillError::Failed(format!(
+                "branch {} is no longer at the proposed commit {}: nothing was pushed",
+                proposed.branch, proposed.commit
+            )));
+        }
+        let current = git.current_branch().await.ok().flatten();
+        if current.as_deref() == Some(proposed.branch.as_str()) {
+            return Err(SkillError::Failed(format!(
+                "branch {} is checked out: nothing was pushed",
+                proposed.branch
+            )));
+        }
+        ctx.status(format!(
+            "approved by {approver}: pushing {}",
+            proposed.branch
+        ))
+        .await?;
+        if let Err(error) = git.push_branch(&self.config.remote, &proposed.branch).await {
+            self.withdraw(proposed, ctx.task_id()).await;
+            return Err(SkillError::Failed(format!(
+                "approved by {approver}, but {} refused branch {}: {}; the branch was deleted and \
+                 the issue is open again",
+                self.config.remote, proposed.branch, error.message
+            )));
+        }
+        if proposed.stored {
+            self.set_status(&proposed.finding.fingerprint, IssueStatus::Fixed)
+                .await?;
+        }
+        let decided = json!({
+            "decision": "approved",
+            "by": approver,
+            "at": Utc::now(),
+            "branch": proposed.branch,
+            "commit": proposed.commit,
+            "remote": self.config.remote,
+        });
+        Ok(SkillOutput::text(format!(
+            "approved by {approver}: branch {} (commit {}) is pushed to {}; merging it is a \
+             person's call, fundi never merges",
+            proposed.branch,
+            &proposed.commit[..proposed.commit.len().min(12)],
+            self.config.remote
+        ))
+        .with_artifact(Artifact::new(
+            "heal-decision",
+            "heal-decision",
+            vec![Part::data(decided)],
+        )))
+    }
+
+    /// Takes the proposal back: its branch deleted, the issue let go and open again.
+    pub(crate) async fn withdraw(&self, proposed: &Proposed, task: &TaskId) {
+        let git = Git {
+            root: proposed.root.clone(),
+        };
+        if let Err(error) = git.delete_branch(&proposed.branch, &proposed.commit).await {
+            tracing::warn!(%error, branch = %proposed.branch, "deleting a heal's branch");
+        }
+        if proposed.stored {
+            self.release(&proposed.finding.fingerprint, task).await;
+        }
+    }
+}
