@@ -41,6 +41,29 @@ pub struct RuntimeHandle {
     inner: Arc<Inner>,
 }
 
+/// A handle that does not keep the runtime alive: for a skill that calls its own
+/// runtime (a handle it held would be a cycle, and the runtime would never be freed).
+#[derive(Clone)]
+pub struct WeakRuntimeHandle {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakRuntimeHandle {
+    /// The runtime, while it is alive.
+    pub fn upgrade(&self) -> Option<RuntimeHandle> {
+        self.inner.upgrade().map(|inner| RuntimeHandle { inner })
+    }
+}
+
+impl RuntimeHandle {
+    /// A handle that does not keep the runtime alive.
+    pub fn downgrade(&self) -> WeakRuntimeHandle {
+        WeakRuntimeHandle {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+}
+
 struct Inner {
     store: Arc<dyn TaskStore>,
     supervisor: ActorRef<SupervisorMsg>,

@@ -80,7 +80,9 @@ pub use actors::MAX_QUEUED_MESSAGES;
 pub use config::{ApprovalMode, RuntimeConfig};
 pub use context::{MAX_POSTED, SkillContext};
 pub use error::RuntimeError;
-pub use handle::{Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting};
+pub use handle::{
+    Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting, WeakRuntimeHandle,
+};
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Task,
     TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,

@@ -22,7 +22,9 @@ pub(crate) fn read(answer: &Message) -> Result<Decision, String> {
         None => {
             let text = answer.text();
             let text = text.trim();
-            let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+            let (word, rest) = text
+                .split_once(|c: char| c.is_whitespace() || c == ':' || c == ',')
+                .unwrap_or((text, ""));
             let rest = rest.trim().trim_start_matches([':', '-', ',']).trim();
             (word.to_owned(), (!rest.is_empty()).then(|| rest.to_owned()))
         }

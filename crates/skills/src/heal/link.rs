@@ -3,12 +3,12 @@
 
 use std::sync::{Arc, OnceLock};
 
-use fundi_runtime::{RuntimeError, RuntimeHandle, TaskId};
+use fundi_runtime::{RuntimeError, RuntimeHandle, TaskId, WeakRuntimeHandle};
 
 /// A handle to the runtime, set after the runtime starts (the skills are registered
-/// before it exists).
+/// before it exists). It does not keep the runtime alive.
 #[derive(Clone, Default)]
-pub struct RuntimeLink(Arc<OnceLock<RuntimeHandle>>);
+pub struct RuntimeLink(Arc<OnceLock<WeakRuntimeHandle>>);
 
 impl std::fmt::Debug for RuntimeLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -25,13 +25,13 @@ impl RuntimeLink {
     }
 
     /// Sets the runtime (once; later calls change nothing).
-    pub fn set(&self, handle: RuntimeHandle) {
-        let _ = self.0.set(handle);
+    pub fn set(&self, handle: &RuntimeHandle) {
+        let _ = self.0.set(handle.downgrade());
     }
 
-    /// The runtime, once set.
-    pub(crate) fn handle(&self) -> Option<&RuntimeHandle> {
-        self.0.get()
+    /// The runtime, once set and while it runs.
+    pub(crate) fn handle(&self) -> Option<RuntimeHandle> {
+        self.0.get()?.upgrade()
     }
 
     /// Whether a task has ended, or is gone. Without a runtime, or when it cannot

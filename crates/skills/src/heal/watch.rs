@@ -60,7 +60,7 @@ impl HealingLoop {
     }
 
     fn submit(&self, issue: &Issue, rule: &LoopRule) {
-        let Some(runtime) = self.link.handle().cloned() else {
+        let Some(runtime) = self.link.handle() else {
             tracing::warn!(issue = issue.id(), "the heal loop has no runtime yet");
             return;
         };
