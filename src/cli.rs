@@ -186,14 +186,15 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         page_token: Option<String>,
     },
-    /// Issues the auditing skills recorded; needs scope fundi:admin.
+    /// Issues the auditing skills recorded, each with the heal task that holds it and
+    /// its state; needs scope fundi:admin.
     Issues {
         #[command(flatten)]
         endpoint: Endpoint,
         /// Only this skill's (a11y-audit, security-scan, chaos-run).
         #[arg(long)]
         source: Option<String>,
-        /// Only open or resolved ones.
+        /// Only those with this status: open, fix-proposed, fixed or resolved.
         #[arg(long)]
         status: Option<String>,
     },

@@ -10,7 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
 use fundi_runtime::RuntimeConfig;
-use fundi_skills::{A11yConfig, ChaosConfig, EchoConfig, InboxConfig, SecurityConfig};
+use fundi_skills::{A11yConfig, ChaosConfig, EchoConfig, HealConfig, InboxConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{LogFormat, TelemetryConfig};
@@ -190,7 +190,7 @@ impl StoreConfig {
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct SkillsConfig {
     /// Ids of the built-in skills to register. Default: echo, a11y-audit,
-    /// security-scan and chaos-run (`inbox` is enabled by naming it).
+    /// security-scan, chaos-run and heal-issue (`inbox` is enabled by naming it).
     pub enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub echo: EchoConfig,
@@ -200,6 +200,8 @@ pub struct SkillsConfig {
     pub security_scan: SecurityConfig,
     /// Settings of the `chaos-run` skill.
     pub chaos_run: ChaosConfig,
+    /// Settings of the `heal-issue` skill (and the self-healing loop).
+    pub heal_issue: HealConfig,
     /// Settings of the `inbox` skill.
     pub inbox: InboxConfig,
 }
@@ -212,6 +214,7 @@ impl Default for SkillsConfig {
             a11y_audit: A11yConfig::default(),
             security_scan: SecurityConfig::default(),
             chaos_run: ChaosConfig::default(),
+            heal_issue: HealConfig::default(),
             inbox: InboxConfig::default(),
         }
     }
@@ -239,11 +242,23 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub const BUILT_IN_SKILLS: [&str; 5] =
-    ["echo", "a11y-audit", "security-scan", "chaos-run", "inbox"];
+pub const BUILT_IN_SKILLS: [&str; 6] = [
+    "echo",
+    "a11y-audit",
+    "security-scan",
+    "chaos-run",
+    "heal-issue",
+    "inbox",
+];
 
 /// The built-in skills enabled unless `skills.enabled` says otherwise.
-pub const DEFAULT_SKILLS: [&str; 4] = ["echo", "a11y-audit", "security-scan", "chaos-run"];
+pub const DEFAULT_SKILLS: [&str; 5] = [
+    "echo",
+    "a11y-audit",
+    "security-scan",
+    "chaos-run",
+    "heal-issue",
+];
 
 impl AppConfig {
     /// Reads defaults < file < environment. `path` given: the file must exist. Not
@@ -287,6 +302,10 @@ impl AppConfig {
             .map_err(anyhow::Error::msg)?;
         self.skills
             .chaos_run
+            .validate()
+            .map_err(anyhow::Error::msg)?;
+        self.skills
+            .heal_issue
             .validate()
             .map_err(anyhow::Error::msg)?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
@@ -378,5 +397,26 @@ mod tests {
             err.contains("skills.chaos-run.allowed-targets") && err.contains("host:port"),
             "{err}"
         );
+        for (toml, field) in [
+            (
+                "workspaces = [\"srv\"]",
+                "workspaces[0] must be an absolute path",
+            ),
+            ("cookie-flags = [\"Partitioned\"]", "cookie-flags"),
+            (
+                "[[skills.heal-issue.loop]]\nsource = \"chaos-run\"\nsite = \"http://x/\"\n\
+                 repository = \"/srv\"",
+                "loop[0].source",
+            ),
+            (
+                "[[skills.heal-issue.loop]]\nsource = \"a11y-audit\"\nmin-severity = \"high\"\n\
+                 site = \"http://x/\"\nrepository = \"/srv\"",
+                "loop[0].min-severity",
+            ),
+        ] {
+            config = parse(&format!("[skills.heal-issue]\n{toml}")).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{toml}: {err}");
+        }
     }
 }

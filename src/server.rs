@@ -30,7 +30,10 @@ use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
     TaskStore,
 };
-use fundi_skills::{A11yAuditSkill, ChaosRunSkill, EchoSkill, InboxSkill, SecurityScanSkill};
+use fundi_skills::heal::{HealingLoop, RuntimeLink};
+use fundi_skills::{
+    A11yAuditSkill, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill, SecurityScanSkill,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -160,13 +163,16 @@ impl ServerBuilder {
             .iter()
             .any(|s| s == "inbox")
             .then(Inbox::new);
-        for skill in built_in_skills(&config, &stores, inbox.as_ref())? {
+        // The heal skill and loop call the runtime once it runs.
+        let heal_link = RuntimeLink::new();
+        for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link)? {
             builder = builder.shared_skill(skill);
         }
         for skill in self.skills {
             builder = builder.shared_skill(skill);
         }
         let runtime = builder.start().await?;
+        heal_link.set(&runtime);
         let retention = config
             .store
             .retention()
@@ -264,9 +270,20 @@ fn built_in_skills(
     config: &AppConfig,
     stores: &Stores,
     inbox: Option<&Inbox>,
+    heal_link: &RuntimeLink,
 ) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
     let skills = &config.skills;
-    let issues = &stores.issues;
+    let heals = skills.enabled.iter().any(|s| s == "heal-issue");
+    // With the loop on, the auditing skills record through it: a new issue it covers
+    // gets a heal task.
+    let issues: &Arc<dyn IssueStore> = &match heals && !skills.heal_issue.watch.is_empty() {
+        true => Arc::new(HealingLoop::new(
+            stores.issues.clone(),
+            &skills.heal_issue,
+            heal_link.clone(),
+        )),
+        false => stores.issues.clone(),
+    };
     let mut built = Vec::new();
     for id in &skills.enabled {
         let skill: Arc<dyn Skill> = match id.as_str() {
@@ -284,6 +301,14 @@ fn built_in_skills(
                     skills.chaos_run.clone(),
                     issues.clone(),
                     stores.chaos.clone(),
+                )
+                .map_err(ServerError::Config)?,
+            ),
+            "heal-issue" => Arc::new(
+                HealIssueSkill::new(
+                    skills.heal_issue.clone(),
+                    stores.issues.clone(),
+                    heal_link.clone(),
                 )
                 .map_err(ServerError::Config)?,
             ),

@@ -9,13 +9,15 @@ pub(super) fn print_issues(result: &Value) {
         println!("no issues");
     }
     for issue in issues {
+        // The whole id: it is what `heal-issue` takes.
+        let heal = match issue["heal"]["taskId"].as_str() {
+            Some(task) if issue["heal"]["state"].is_null() => format!("; heal {task}: gone"),
+            Some(task) => format!("; heal {task}: {}", short_state(&issue["heal"]["state"])),
+            None => String::new(),
+        };
         println!(
-            "{} [{} {}] {} {}: {} ({}, seen {} times)",
-            issue["fingerprint"]
-                .as_str()
-                .unwrap_or("")
-                .get(..12)
-                .unwrap_or(""),
+            "{} [{} {}] {} {}: {} ({}, seen {} times{heal})",
+            issue["fingerprint"].as_str().unwrap_or(""),
             issue["source"].as_str().unwrap_or(""),
             issue["severity"].as_str().unwrap_or(""),
             issue["location"].as_str().unwrap_or(""),

@@ -204,13 +204,32 @@ async fn list_issues(
         Ok(mut issues) => {
             issues.retain(|i| status.is_none_or(|s| i.status == s));
             issues.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
-            axum::Json(json!({"issues": issues})).into_response()
+            let mut listed = Vec::with_capacity(issues.len());
+            for issue in issues {
+                listed.push(with_heal_state(&state, issue).await);
+            }
+            axum::Json(json!({"issues": listed})).into_response()
         }
         Err(error) => {
             tracing::error!(%error, "listing issues");
             admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
         }
     }
+}
+
+/// An issue as listed: with the state of the heal task that holds it, if one does
+/// (`heal.state`; `null` once the task is gone).
+async fn with_heal_state(state: &AppState, issue: fundi_runtime::issues::Issue) -> Value {
+    let task = issue.heal.as_ref().map(|link| link.task_id.clone());
+    let mut listed = serde_json::to_value(issue).unwrap_or_default();
+    if let Some(task) = task {
+        let task_state = match state.runtime.get(&task, Some(0), None).await {
+            Ok(task) => json!(task.status.state.wire_name()),
+            Err(_) => Value::Null,
+        };
+        listed["heal"]["state"] = task_state;
+    }
+    listed
 }
 
 /// Records read at most per request of a log (`limit`).

@@ -136,6 +136,13 @@ impl RuntimeHandle {
         Ok(self.snapshot(task_id, history_length, owner).await?.task)
     }
 
+    /// The user who owns a task (`None`: it has none), for trusted in-process callers
+    /// acting on a task's behalf (the heal loop submits a fix for the user whose audit
+    /// found the issue).
+    pub async fn owner_of(&self, task_id: &TaskId) -> Result<Option<String>, RuntimeError> {
+        Ok(self.visible_record(task_id, None).await?.owner)
+    }
+
     /// A page of tasks.
     pub async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError> {
         if request.page_size == 0 {

@@ -2,7 +2,8 @@
 //! records a new issue that a loop rule covers and a remediator handles, submits a
 //! heal task for it. The task waits at the approval gate like any other; one heal is
 //! submitted per issue (when it is first recorded), and the issue's claim keeps two
-//! heals of it from both proposing a fix.
+//! heals of it from both proposing a fix. A heal belongs to the user whose task found
+//! the issue.
 
 use std::sync::Arc;
 
@@ -77,8 +78,12 @@ impl HealingLoop {
         request.skill = Some(SKILL_ID.into());
         request.client = Some(LOOP_CLIENT.into());
         let id = issue.id().to_owned();
+        let finder = issue.finding.task_id.clone();
         // Not awaited: the audit that recorded the issue goes on.
         tokio::spawn(async move {
+            // The heal is the user's whose audit found the issue: they see it and are
+            // asked about it (a task that has no owner is seen by in-process callers only).
+            request.owner = runtime.owner_of(&finder).await.ok().flatten();
             match runtime.submit(request).await {
                 Ok(accepted) => {
                     tracing::info!(issue = %id, task_id = %accepted.task.id, "heal submitted")

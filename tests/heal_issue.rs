@@ -1,0 +1,174 @@
+//! heal-issue and its loop through the real binary: an audit of a page served from a
+//! git repository records an issue, the loop submits a heal that waits for approval,
+//! `fundi issues` shows the issue with its heal task and state, an approval over
+//! JSON-RPC pushes the fix's branch to the remote (and nothing else), and the issue is
+//! `fixed`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use common::*;
+use serde_json::json;
+
+const PAGE: &str = "<!doctype html>\n<html>\n<head><title>Home</title></head>\n<body><main>\
+                    <h1>Home</h1></main></body>\n</html>\n";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@localhost")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@localhost")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+async fn serve(dir: PathBuf) -> String {
+    async fn file(State(dir): State<PathBuf>, UrlPath(path): UrlPath<String>) -> impl IntoResponse {
+        match std::fs::read_to_string(dir.join(path)) {
+            Ok(page) => Html(page).into_response(),
+            Err(_) => axum::http::StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+    let router = Router::new().route("/{*path}", get(file)).with_state(dir);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
+fn fundi(server: &Server, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(args)
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_TOKEN", &server.token)
+        .env("FUNDI_USER_TOKEN", &server.user_token)
+        .output()
+        .expect("run fundi");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "fundi {args:?}: {text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_finding_is_healed_on_approval_and_fundi_issues_follows_it() {
+    let temp = tempfile::tempdir().unwrap();
+    let workspace = temp.path().join("workspace");
+    let work = workspace.join("site");
+    let remote = temp.path().join("remote.git");
+    std::fs::create_dir_all(work.join("public")).unwrap();
+    std::fs::write(work.join("public/index.html"), PAGE).unwrap();
+    git(
+        temp.path(),
+        &["init", "-q", "--bare", "-b", "main", "remote.git"],
+    );
+    git(&work, &["init", "-q", "-b", "main"]);
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "the site"]);
+    git(
+        &work,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&work, &["push", "-q", "origin", "main"]);
+    let site = serve(work.join("public")).await;
+
+    let origins = format!("[\"{}\"]", site.trim_end_matches('/'));
+    let workspaces = format!("[\"{}\"]", workspace.display());
+    let rule = format!(
+        "[{{source = \"a11y-audit\", site = \"{site}\", repository = \"{}\", root = \"public\"}}]",
+        work.display()
+    );
+    let env = [
+        (
+            "FUNDI__SKILLS__A11Y_AUDIT__ALLOWED_ORIGINS",
+            origins.as_str(),
+        ),
+        ("FUNDI__SKILLS__HEAL_ISSUE__WORKSPACES", workspaces.as_str()),
+        ("FUNDI__SKILLS__HEAL_ISSUE__LOOP", rule.as_str()),
+    ];
+    let server = Server::start(temp.path(), &env);
+    assert!(
+        card_skill(&agent_card(&server).await, "heal-issue")["description"]
+            .as_str()
+            .unwrap()
+            .contains("Nothing is ever merged")
+    );
+
+    let mut audit = message("audit", json!({"url": format!("{site}index.html")}));
+    audit["metadata"] = json!({"skill": "a11y-audit"});
+    let audit = ok(&server, "SendMessage", json!({"message": audit})).await;
+    let audit_id = audit["task"]["id"].as_str().unwrap().to_owned();
+    poll_task(&server, &audit_id, |t| state(t) == "TASK_STATE_COMPLETED").await;
+
+    // The loop's heal waits for approval; `fundi issues` names it and its state.
+    let deadline = Instant::now() + DEADLINE;
+    let (issue, heal) = loop {
+        let listed = fundi(&server, &["issues", "--status", "fix-proposed"]);
+        if let Some(line) = listed.lines().find(|l| l.contains("input-required")) {
+            let issue = line.split_whitespace().next().unwrap().to_owned();
+            let heal = line
+                .split("; heal ")
+                .nth(1)
+                .and_then(|rest| rest.split(':').next())
+                .unwrap()
+                .to_owned();
+            break (issue, heal);
+        }
+        assert!(Instant::now() < deadline, "no heal waits: {listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let waiting = poll_task(&server, &heal, |t| state(t) == "TASK_STATE_INPUT_REQUIRED").await;
+    let diff = waiting["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["artifactId"] == "heal-diff")
+        .unwrap()["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(diff.contains("+<html lang=\"en\">"), "{diff}");
+
+    let mut approve = message("approve", serde_json::Value::Null);
+    approve["taskId"] = json!(heal);
+    ok(&server, "SendMessage", json!({"message": approve})).await;
+    let done = poll_task(&server, &heal, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    let reply = done["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(reply.contains("is pushed to origin"), "{reply}");
+    let branch = format!("fundi/heal-{issue}");
+    let pushed = git(&remote, &["branch", "--list"]);
+    assert!(
+        pushed.contains(&branch) && pushed.contains("main"),
+        "{pushed}"
+    );
+    assert_eq!(
+        pushed.lines().count(),
+        2,
+        "only the fix's branch is new: {pushed}"
+    );
+    let fixed = fundi(&server, &["issues", "--status", "fixed"]);
+    assert!(
+        fixed.contains(&issue) && fixed.contains("completed"),
+        "{fixed}"
+    );
+}
