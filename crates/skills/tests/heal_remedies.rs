@@ -47,7 +47,10 @@ fn a11y_issue(page: &str, rule: &str) -> NewIssue {
 }
 
 fn security_issue(rule: &str, target: &str, evidence: &str) -> NewIssue {
-    let url = "https://site.test/";
+    security_issue_at("https://site.test/", rule, target, evidence)
+}
+
+fn security_issue_at(url: &str, rule: &str, target: &str, evidence: &str) -> NewIssue {
     NewIssue {
         fingerprint: fingerprint(&["security-scan", rule, url, target]),
         source: "security-scan".into(),
@@ -67,9 +70,9 @@ fn security_issue(rule: &str, target: &str, evidence: &str) -> NewIssue {
 /// the finding's rule finds it before the fix and not after.
 fn fixes(r: &dyn Remediator, issue: &NewIssue, path: &str, before: &str, expected: &str) {
     // A page's file from its URL under the site; a server's configuration found alone.
-    let place = match issue.source.as_str() {
-        "a11y-audit" => site(),
-        _ => Place::default(),
+    let place = match issue.location.starts_with("http://127.0.0.1:8080/") {
+        true => site(),
+        false => Place::default(),
     };
     let tree = Tree::new(vec![path.into()]).with_file(path, before);
     assert!(r.handles(issue), "{} handles {}", r.name(), issue.rule);
@@ -302,4 +305,31 @@ fn several_server_blocks_are_told_apart_by_name_and_several_configs_by_the_input
         ..Place::default()
     };
     assert!(headers(&[]).remediate(&issue, &place, &tree).is_ok());
+}
+
+#[test]
+fn links_to_another_site_in_a_new_window_get_noopener() {
+    let page = "<!doctype html>\n<html lang=\"en\"><head><title>T</title></head><body>\n\
+                <a href=\"https://docs.example/\" target=\"_blank\">Docs</a>\n\
+                <a class=x href=\"https://blog.example/\" target=_blank rel=\"nofollow\">Blog</a>\n\
+                <a href=\"/about\" target=\"_blank\">About</a>\n</body></html>\n";
+    let docs = security_issue_at(
+        PAGE_URL,
+        "target-blank-no-noopener",
+        "https://docs.example/",
+        "<a href=\"https://docs.example/\" target=\"_blank\">Docs</a>",
+    );
+    let expected = page.replace(
+        "target=\"_blank\">Docs",
+        "target=\"_blank\" rel=\"noopener\">Docs",
+    );
+    fixes(&html(), &docs, "index.html", page, &expected);
+    let blog = security_issue_at(
+        PAGE_URL,
+        "target-blank-no-noopener",
+        "https://blog.example/",
+        "<a class=\"x\" href=\"https://blog.example/\" target=\"_blank\" rel=\"nofollow\">Blog</a>",
+    );
+    let expected = page.replace("rel=\"nofollow\"", "rel=\"nofollow noopener\"");
+    fixes(&html(), &blog, "index.html", page, &expected);
 }

@@ -768,6 +768,29 @@ async fn every_check_fires_on_a_bad_site_and_not_on_a_good_one() {
             check: "sri-missing",
             expect: false,
         },
+        Case {
+            name: "a link to another site in a new window",
+            site: Site {
+                headers: good_headers(),
+                body: body("<a href=\"https://elsewhere.example/\" target=\"_blank\">x</a>"),
+                ..Site::default()
+            },
+            check: "target-blank-no-noopener",
+            expect: true,
+        },
+        Case {
+            name: "a guarded link, and one to the same site",
+            site: Site {
+                headers: good_headers(),
+                body: body(
+                    "<a href=\"https://elsewhere.example/\" target=\"_blank\" rel=\"noreferrer\">x</a>\
+                     <a href=\"/about\" target=\"_blank\">y</a>",
+                ),
+                ..Site::default()
+            },
+            check: "target-blank-no-noopener",
+            expect: false,
+        },
     ];
     let mut wrong = Vec::new();
     for case in cases {

@@ -1,7 +1,9 @@
-//! Fixes of a11y-audit's findings in a page's HTML source: `lang` on `<html>`, a
+//! Fixes of findings in a page's HTML source: a11y-audit's `lang` on `<html>`, a
 //! `<title>`, `alt=""` on images marked decorative, and a label's `for` where a visible
-//! label stands next to its input. Each edit adds or changes one attribute or element
-//! and leaves the rest of the file byte for byte. Re-checked with a11y-audit's rules.
+//! label stands next to its input; security-scan's `rel="noopener"` on links that open
+//! another site in a new window. Each edit adds or changes one attribute or element and
+//! leaves the rest of the file byte for byte. Re-checked with the rules of the skill
+//! that found it.
 
 use fundi_runtime::cpu::Budget;
 use fundi_runtime::issues::NewIssue;
@@ -12,9 +14,12 @@ use super::remedy::{Place, Remediator, Remedy, RemedyError, Tree};
 use super::tags::{self, StartTag, start_tags};
 use crate::a11y::Limits;
 use crate::a11y::audit::audit;
+use crate::security::page_findings;
 
-/// The rules fixed here.
+/// The a11y-audit rules fixed here.
 const RULES: [&str; 4] = ["html-has-lang", "document-title", "image-alt", "label"];
+/// The security-scan rule fixed here.
+const NOOPENER: &str = "target-blank-no-noopener";
 
 /// The remediator of a11y-audit's page findings.
 pub struct HtmlRemediator {
@@ -34,7 +39,8 @@ impl Remediator for HtmlRemediator {
     }
 
     fn handles(&self, issue: &NewIssue) -> bool {
-        issue.source == "a11y-audit" && RULES.contains(&issue.rule.as_str())
+        (issue.source == "a11y-audit" && RULES.contains(&issue.rule.as_str()))
+            || (issue.source == "security-scan" && issue.rule == NOOPENER)
     }
 
     fn files(
@@ -61,6 +67,7 @@ impl Remediator for HtmlRemediator {
             "document-title" => title(source, &path)?,
             "image-alt" => decorative_alt(source, issue, &path)?,
             "label" => label_for(source, issue, &path)?,
+            NOOPENER => noopener(source, issue, &path)?,
             other => return Err(RemedyError::NotHandled(format!("rule {other}"))),
         };
         Ok(Remedy {
@@ -80,6 +87,12 @@ impl Remediator for HtmlRemediator {
         let source = tree
             .read(&path)
             .ok_or_else(|| RemedyError::NoFile(format!("{path} is not a text file")))?;
+        if issue.source == "security-scan" {
+            let found = page_findings(&issue.location, source).map_err(RemedyError::NotHandled)?;
+            return Ok(found.iter().any(|(rule, target)| {
+                *rule == issue.rule && issue.target.as_ref().is_none_or(|t| t == target)
+            }));
+        }
         let limits = Limits {
             max_bytes: 5 * 1024 * 1024,
             max_elements: 100_000,
@@ -268,6 +281,43 @@ fn label_for(source: &str, issue: &NewIssue, path: &str) -> Result<Edit, RemedyE
     Ok((
         content,
         format!("Tie the label {text:?} to the field #{id} in {path}"),
+        Vec::new(),
+    ))
+}
+
+/// `noopener` in the `rel` of every link like the finding's (the same link written
+/// twice is the same risk twice).
+fn noopener(source: &str, issue: &NewIssue, path: &str) -> Result<Edit, RemedyError> {
+    let links = matching(source, &issue.evidence);
+    if links.is_empty() {
+        return Err(RemedyError::NoFile(format!(
+            "{path} has no element like {}: the page may have changed since it was scanned",
+            issue.evidence
+        )));
+    }
+    // From the last, so that the earlier offsets hold.
+    let mut content = source.to_owned();
+    for link in links.iter().rev() {
+        content = match link.attrs.iter().find(|a| a.name == "rel") {
+            Some(rel) => match rel.value_span {
+                Some((_, end)) if rel.value.as_deref().is_some_and(|v| !v.trim().is_empty()) => {
+                    tags::insert(&content, end, " noopener")
+                }
+                Some(span) => tags::replace(&content, span, "noopener"),
+                None => {
+                    return Err(RemedyError::NeedsPerson(format!(
+                        "a link like {} in {path} has a rel without a value",
+                        issue.evidence
+                    )));
+                }
+            },
+            None => tags::insert(&content, link.insert_at, " rel=\"noopener\""),
+        };
+    }
+    let href = links[0].attr("href").unwrap_or("?");
+    Ok((
+        content,
+        format!("Open {href} with rel=\"noopener\" in {path}"),
         Vec::new(),
     ))
 }

@@ -199,8 +199,8 @@ impl HealIssueSkill {
             .ok_or_else(|| {
                 reject(format!(
                     "no remediator handles {} issues of rule {} (built in: security headers, \
-                     cookie flags when configured, and a11y html-has-lang, document-title, \
-                     image-alt on decorative images, label)",
+                     cookie flags when configured, rel=noopener, and a11y html-has-lang, \
+                     document-title, image-alt on decorative images, label)",
                     finding.source, finding.rule
                 ))
             })

@@ -327,6 +327,13 @@ pub static CHECKS: &[CheckInfo] = &[
         "Add integrity (and crossorigin) attributes to scripts loaded from other origins."
     ),
     check!(
+        "target-blank-no-noopener",
+        Low,
+        Some(1022),
+        0,
+        "Add rel=\"noopener\" to links that open another site in a new window."
+    ),
+    check!(
         "exposed-git",
         High,
         Some(538),

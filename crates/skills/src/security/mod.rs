@@ -39,3 +39,24 @@ pub(crate) fn header_findings(
     checks::cookies::check(&response, &mut findings);
     Ok(findings.into_iter().map(|f| (f.id, f.target)).collect())
 }
+
+/// The page findings (rule id and target) that an HTML page at `url` gets:
+/// heal-issue's re-check of a fixed page.
+pub(crate) fn page_findings(url: &str, page: &str) -> Result<Vec<(&'static str, String)>, String> {
+    let url = reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    let response = http::Response {
+        url,
+        status: 200,
+        headers,
+        body: page.as_bytes().to_vec(),
+    };
+    let mut findings = Vec::new();
+    let budget = fundi_runtime::cpu::Budget::unlimited();
+    checks::content::check_page(&response, &mut findings, &budget);
+    Ok(findings.into_iter().map(|f| (f.id, f.target)).collect())
+}

@@ -1,5 +1,6 @@
 //! What the pages contain: mixed content and Subresource Integrity on HTTPS pages,
-//! stack traces in error pages.
+//! links that open another site in a new window with a handle on this one, stack
+//! traces in error pages.
 
 use std::collections::BTreeSet;
 
@@ -35,21 +36,58 @@ const STACK_TRACE_MARKERS: &[&str] = &[
 /// Checks one page; its HTML is parsed within `MarkupLimits::DEFAULT` and `budget` (a
 /// page over them, or a budget that runs out, is not checked for mixed content).
 pub(crate) fn check_page(response: &Response, findings: &mut Vec<Finding>, budget: &Budget) {
-    if response.is_html() && response.url.scheme() == "https" {
-        mixed_content_and_sri(response, findings, budget);
+    if response.is_html() {
+        let text = response.text();
+        if markup::check(&text, MarkupLimits::DEFAULT).is_err() {
+            tracing::info!(url = %response.url, "page too large to check its markup");
+        } else if let Ok(html) = markup::parse(&text, budget) {
+            if response.url.scheme() == "https" {
+                mixed_content_and_sri(response, &html, findings);
+            }
+            new_window_links(response, &html, findings);
+        }
     }
     stack_trace(response, findings);
 }
 
-fn mixed_content_and_sri(response: &Response, findings: &mut Vec<Finding>, budget: &Budget) {
-    let text = response.text();
-    if markup::check(&text, MarkupLimits::DEFAULT).is_err() {
-        tracing::info!(url = %response.url, "page too large to check for mixed content");
-        return;
-    }
-    let Ok(html) = markup::parse(&text, budget) else {
+/// Links to another origin opened in a new window (`target=_blank`) without
+/// `noopener` or `noreferrer`: the opened page gets `window.opener` in browsers that do
+/// not imply `noopener` (reverse tabnabbing).
+fn new_window_links(response: &Response, html: &scraper::Html, findings: &mut Vec<Finding>) {
+    let Ok(selector) = Selector::parse("a[href][target], area[href][target]") else {
         return;
     };
+    let mut seen = BTreeSet::new();
+    for element in html.select(&selector) {
+        let attrs = element.value();
+        if !attrs
+            .attr("target")
+            .is_some_and(|t| t.eq_ignore_ascii_case("_blank"))
+        {
+            continue;
+        }
+        let guarded = attrs.attr("rel").is_some_and(|rel| {
+            rel.split_ascii_whitespace()
+                .any(|r| r.eq_ignore_ascii_case("noopener") || r.eq_ignore_ascii_case("noreferrer"))
+        });
+        let Some(link) = attrs.attr("href").and_then(|h| response.url.join(h).ok()) else {
+            continue;
+        };
+        let elsewhere =
+            link.origin() != response.url.origin() && matches!(link.scheme(), "http" | "https");
+        if !guarded && elsewhere && seen.insert(link.to_string()) {
+            findings.push(found(
+                "target-blank-no-noopener",
+                "a link opens another site in a new window that can reach back to this page",
+                element.html(),
+                response.url.as_str(),
+                link.to_string(),
+            ));
+        }
+    }
+}
+
+fn mixed_content_and_sri(response: &Response, html: &scraper::Html, findings: &mut Vec<Finding>) {
     let url = response.url.as_str();
     let page_origin = response.url.origin();
     let mut seen = BTreeSet::new();
