@@ -6,53 +6,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use axum::Router;
-use axum::extract::{Path as UrlPath, State};
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
 use common::*;
+use fundi_skills::testing::{TestRepo, git, serve_dir};
 use serde_json::json;
 
 const PAGE: &str = "<!doctype html>\n<html>\n<head><title>Home</title></head>\n<body><main>\
                     <h1>Home</h1></main></body>\n</html>\n";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@localhost")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@localhost")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-async fn serve(dir: PathBuf) -> String {
-    async fn file(State(dir): State<PathBuf>, UrlPath(path): UrlPath<String>) -> impl IntoResponse {
-        match std::fs::read_to_string(dir.join(path)) {
-            Ok(page) => Html(page).into_response(),
-            Err(_) => axum::http::StatusCode::NOT_FOUND.into_response(),
-        }
-    }
-    let router = Router::new().route("/{*path}", get(file)).with_state(dir);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    url
-}
 
 fn fundi(server: &Server, args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
@@ -70,25 +32,9 @@ fn fundi(server: &Server, args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_audit_finding_is_healed_on_approval_and_fundi_issues_follows_it() {
-    let temp = tempfile::tempdir().unwrap();
-    let workspace = temp.path().join("workspace");
-    let work = workspace.join("site");
-    let remote = temp.path().join("remote.git");
-    std::fs::create_dir_all(work.join("public")).unwrap();
-    std::fs::write(work.join("public/index.html"), PAGE).unwrap();
-    git(
-        temp.path(),
-        &["init", "-q", "--bare", "-b", "main", "remote.git"],
-    );
-    git(&work, &["init", "-q", "-b", "main"]);
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-q", "-m", "the site"]);
-    git(
-        &work,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
-    git(&work, &["push", "-q", "origin", "main"]);
-    let site = serve(work.join("public")).await;
+    let repo = TestRepo::new(&[("public/index.html", PAGE)]);
+    let (temp, workspace, work, remote) = (&repo.temp, &repo.workspace, &repo.work, &repo.remote);
+    let site = serve_dir(work.join("public")).await;
 
     let origins = format!("[\"{}\"]", site.trim_end_matches('/'));
     let workspaces = format!("[\"{}\"]", workspace.display());
@@ -156,7 +102,7 @@ async fn an_audit_finding_is_healed_on_approval_and_fundi_issues_follows_it() {
         .unwrap();
     assert!(reply.contains("is pushed to origin"), "{reply}");
     let branch = format!("fundi/heal-{issue}");
-    let pushed = git(&remote, &["branch", "--list"]);
+    let pushed = git(remote, &["branch", "--list"]);
     assert!(
         pushed.contains(&branch) && pushed.contains("main"),
         "{pushed}"

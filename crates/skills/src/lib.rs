@@ -11,6 +11,8 @@ mod markup;
 mod origins;
 mod resolver;
 pub mod security;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
 pub use a11y::{A11yAuditSkill, A11yConfig};
 pub use chaos::{ChaosConfig, ChaosRunSkill};

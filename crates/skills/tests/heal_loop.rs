@@ -5,34 +5,14 @@
 
 mod heal;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Path as UrlPath, State};
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
 use fundi_runtime::issues::{IssueStatus, IssueStore, MemoryIssueStore};
 use fundi_runtime::{ListRequest, Message, Part, Runtime, SubmitRequest, Task, TaskState};
 use fundi_skills::heal::{HealConfig, HealIssueSkill, HealingLoop, LoopRule, RuntimeLink};
 use fundi_skills::{A11yAuditSkill, A11yConfig};
 use heal::*;
 use serde_json::{Value, json};
-
-/// Serves the files of `dir` on 127.0.0.1; returns the site's URL (ending in `/`).
-async fn serve(dir: PathBuf) -> String {
-    async fn file(State(dir): State<PathBuf>, UrlPath(path): UrlPath<String>) -> impl IntoResponse {
-        match std::fs::read_to_string(dir.join(path)) {
-            Ok(page) => Html(page).into_response(),
-            Err(_) => axum::http::StatusCode::NOT_FOUND.into_response(),
-        }
-    }
-    let router = Router::new().route("/{*path}", get(file)).with_state(dir);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    url
-}
 
 fn audit_of(url: &str) -> SubmitRequest {
     let mut request = SubmitRequest::new(Message::user(vec![Part::data(json!({"url": url}))]));
@@ -53,7 +33,7 @@ fn violations(audit: &Task) -> Vec<String> {
 #[tokio::test]
 async fn an_audited_issue_is_healed_on_approval_and_the_branch_passes_the_audit() {
     let repo = Repo::new(&[("public/index.html", PAGE)]);
-    let site = serve(repo.work.join("public")).await;
+    let site = serve_dir(repo.work.join("public")).await;
     let config = HealConfig {
         workspaces: vec![repo.workspace.clone()],
         watch: vec![LoopRule {
@@ -176,7 +156,7 @@ async fn an_audited_issue_is_healed_on_approval_and_the_branch_passes_the_audit(
             checkout.to_str().unwrap(),
         ],
     );
-    let fixed_site = serve(checkout.join("public")).await;
+    let fixed_site = serve_dir(checkout.join("public")).await;
     let runtime_fixed = Runtime::builder()
         .skill(
             A11yAuditSkill::new(

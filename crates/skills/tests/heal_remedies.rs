@@ -2,48 +2,19 @@
 //! edit (the rest of the file byte for byte), the rule that found the issue finds it
 //! before and no longer after, and what needs a person is refused, not guessed.
 
+mod heal;
+
 use fundi_runtime::TaskId;
-use fundi_runtime::cpu::Budget;
 use fundi_runtime::issues::{NewIssue, fingerprint};
-use fundi_skills::a11y::Limits;
-use fundi_skills::a11y::audit::audit;
 use fundi_skills::heal::{
     HeaderValues, HeadersRemediator, HtmlRemediator, Place, Remediator, RemedyError, Tree,
 };
 
 const PAGE_URL: &str = "http://127.0.0.1:8080/index.html";
 
-fn limits() -> Limits {
-    Limits {
-        max_bytes: 1 << 20,
-        max_elements: 10_000,
-        max_depth: 256,
-        max_attributes: 100,
-    }
-}
-
 /// The issue a11y-audit records for `rule` on this page (its first failing element).
 fn a11y_issue(page: &str, rule: &str) -> NewIssue {
-    let (report, _) = audit(page, PAGE_URL, limits(), &Budget::unlimited()).unwrap();
-    let failing = report
-        .violations
-        .iter()
-        .find(|r| r.id == rule)
-        .unwrap_or_else(|| panic!("a11y-audit finds no {rule} in {page}"));
-    let node = &failing.nodes[0];
-    NewIssue {
-        fingerprint: fingerprint(&["a11y-audit", rule, PAGE_URL, &node.target]),
-        source: "a11y-audit".into(),
-        rule: rule.into(),
-        severity: failing.impact.as_str().into(),
-        title: failing.help.into(),
-        location: PAGE_URL.into(),
-        target: Some(node.target.clone()),
-        evidence: node.html.clone(),
-        remediation: String::new(),
-        tags: Vec::new(),
-        task_id: TaskId::from("audit"),
-    }
+    heal::a11y_issue(page, PAGE_URL, rule)
 }
 
 fn security_issue(rule: &str, target: &str, evidence: &str) -> NewIssue {

@@ -8,7 +8,7 @@ use fundi_runtime::issues::NewIssue;
 use super::config::HeaderValues;
 use super::git::FileWrite;
 use super::place::{ConfigKind, config_file};
-use super::remedy::{Place, Remediator, Remedy, RemedyError, Tree};
+use super::remedy::{Place, Remediator, Remedy, RemedyError, Tree, includes};
 use super::server_config::{Scope, cookie_line, header_line, lines, put_line, scope};
 use crate::security::header_findings;
 
@@ -87,10 +87,7 @@ fn site_scope(
     tree: &Tree,
 ) -> Result<(String, ConfigKind, String, Scope), RemedyError> {
     let (path, kind) = config_file(place, tree)?;
-    let source = tree
-        .read(&path)
-        .ok_or_else(|| RemedyError::NoFile(format!("{path} is not a text file")))?
-        .to_owned();
+    let source = tree.text(&path)?.to_owned();
     let scope = scope(kind, &source, &host_of(issue))
         .map_err(|e| RemedyError::NotHandled(format!("{path}: {e}")))?;
     Ok((path, kind, source, scope))
@@ -218,8 +215,6 @@ impl Remediator for HeadersRemediator {
             headers.push(("set-cookie".into(), cookie));
         }
         let found = header_findings(&issue.location, &headers).map_err(RemedyError::NotHandled)?;
-        Ok(found.iter().any(|(rule, target)| {
-            *rule == issue.rule && issue.target.as_ref().is_none_or(|t| t == target)
-        }))
+        Ok(includes(issue, &found))
     }
 }

@@ -10,7 +10,7 @@ use fundi_runtime::issues::NewIssue;
 
 use super::git::FileWrite;
 use super::place::page_file;
-use super::remedy::{Place, Remediator, Remedy, RemedyError, Tree};
+use super::remedy::{Place, Remediator, Remedy, RemedyError, Tree, includes};
 use super::tags::{self, StartTag, start_tags};
 use crate::a11y::Limits;
 use crate::a11y::audit::audit;
@@ -59,9 +59,7 @@ impl Remediator for HtmlRemediator {
         tree: &Tree,
     ) -> Result<Remedy, RemedyError> {
         let path = page_file(issue, place, tree)?;
-        let source = tree
-            .read(&path)
-            .ok_or_else(|| RemedyError::NoFile(format!("{path} is not a text file")))?;
+        let source = tree.text(&path)?;
         let (content, summary, notes) = match issue.rule.as_str() {
             "html-has-lang" => self.lang(source, &path)?,
             "document-title" => title(source, &path)?,
@@ -84,14 +82,10 @@ impl Remediator for HtmlRemediator {
         tree: &Tree,
     ) -> Result<bool, RemedyError> {
         let path = page_file(issue, place, tree)?;
-        let source = tree
-            .read(&path)
-            .ok_or_else(|| RemedyError::NoFile(format!("{path} is not a text file")))?;
+        let source = tree.text(&path)?;
         if issue.source == "security-scan" {
             let found = page_findings(&issue.location, source).map_err(RemedyError::NotHandled)?;
-            return Ok(found.iter().any(|(rule, target)| {
-                *rule == issue.rule && issue.target.as_ref().is_none_or(|t| t == target)
-            }));
+            return Ok(includes(issue, &found));
         }
         let limits = Limits {
             max_bytes: 5 * 1024 * 1024,

@@ -21,6 +21,6 @@ pub use config::{HeaderValues, HealConfig, LoopRule};
 pub use headers::HeadersRemediator;
 pub use html::HtmlRemediator;
 pub use link::RuntimeLink;
-pub use remedy::{Place, Remediator, Remedy, RemedyError, Tree};
+pub use remedy::{Place, Remediator, Remedy, RemedyError, Tree, includes};
 pub use skill::{HealIssueSkill, SCOPE, SKILL_ID};
 pub use watch::{HealingLoop, LOOP_CLIENT};

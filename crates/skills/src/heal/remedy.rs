@@ -37,6 +37,12 @@ impl Tree {
         self
     }
 
+    /// A file's content, or why there is none to edit.
+    pub fn text(&self, path: &str) -> Result<&str, RemedyError> {
+        self.read(path)
+            .ok_or_else(|| RemedyError::NoFile(format!("{path} is not a text file")))
+    }
+
     /// Every tracked path.
     pub fn paths(&self) -> &[String] {
         &self.paths
@@ -76,6 +82,13 @@ pub struct Remedy {
     pub summary: String,
     /// What a person should look at before approving (a starter policy to tighten).
     pub notes: Vec<String>,
+}
+
+/// Whether the findings of a re-check (rule id and target) include `issue`.
+pub fn includes(issue: &NewIssue, found: &[(&str, String)]) -> bool {
+    found.iter().any(|(rule, target)| {
+        *rule == issue.rule && issue.target.as_ref().is_none_or(|t| t == target)
+    })
 }
 
 /// Why a remediator proposes no fix.

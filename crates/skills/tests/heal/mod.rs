@@ -3,8 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test file uses its own part
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,99 +17,8 @@ use serde_json::{Value, json};
 pub const DEADLINE: Duration = Duration::from_secs(30);
 pub const SITE: &str = "http://127.0.0.1:8080/";
 
-/// Runs git in `dir` with a fixed identity and no system configuration.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@localhost")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@localhost")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// A repository with one commit on `main` of these files, pushed to a bare remote
-/// `origin`, inside a workspace directory.
-pub struct Repo {
-    pub temp: tempfile::TempDir,
-    pub workspace: PathBuf,
-    pub work: PathBuf,
-    pub remote: PathBuf,
-}
-
-impl Repo {
-    pub fn new(files: &[(&str, &str)]) -> Repo {
-        let temp = tempfile::tempdir().unwrap();
-        let workspace = temp.path().join("workspace");
-        let work = workspace.join("site");
-        let remote = temp.path().join("remote.git");
-        std::fs::create_dir_all(&work).unwrap();
-        git(
-            temp.path(),
-            &["init", "-q", "--bare", "-b", "main", "remote.git"],
-        );
-        git(&work, &["init", "-q", "-b", "main"]);
-        for (path, content) in files {
-            let file = work.join(path);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, content).unwrap();
-        }
-        git(&work, &["add", "."]);
-        git(&work, &["commit", "-q", "-m", "the site"]);
-        git(
-            &work,
-            &["remote", "add", "origin", remote.to_str().unwrap()],
-        );
-        git(&work, &["push", "-q", "origin", "main"]);
-        Repo {
-            temp,
-            workspace,
-            work,
-            remote,
-        }
-    }
-
-    pub fn head(&self) -> String {
-        git(&self.work, &["rev-parse", "HEAD"])
-    }
-
-    /// The commit of a branch in the working repository (`None`: no such branch).
-    pub fn local_branch(&self, branch: &str) -> Option<String> {
-        branch_in(&self.work, branch)
-    }
-
-    /// The commit of a branch on the remote.
-    pub fn remote_branch(&self, branch: &str) -> Option<String> {
-        branch_in(&self.remote, branch)
-    }
-}
-
-fn branch_in(dir: &Path, branch: &str) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "rev-parse",
-            "--verify",
-            "-q",
-            &format!("refs/heads/{branch}"),
-        ])
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
+#[allow(unused_imports)] // each test file uses its own part
+pub use fundi_skills::testing::{TestRepo as Repo, git, serve_dir};
 
 /// The issue a11y-audit records for `rule` on the page at `url` (its first failing
 /// element).
