@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -21,19 +20,6 @@ async fn upstream() -> std::net::SocketAddr {
     let app = Router::new().route("/", get(|| async { "ok" }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
-}
-
-fn fundi(server: &Server, args: &[&str]) -> (bool, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
-        .args(args)
-        .env("FUNDI_URL", &server.url)
-        .env("FUNDI_TOKEN", &server.token)
-        .env("FUNDI_USER_TOKEN", &server.user_token)
-        .output()
-        .expect("run fundi");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    (output.status.success(), text)
 }
 
 async fn admin_get(server: &Server, path: &str) -> (u16, Value) {
@@ -102,7 +88,7 @@ async fn an_approved_run_proxies_with_its_faults_and_a_kill_leaves_it_failed_and
         proxy_of(&answer["task"]).is_none(),
         "nothing listens before approval"
     );
-    let (approved, out) = fundi(&server, &["approve", &id]);
+    let (approved, out) = cli(&server, &["approve", &id]);
     assert!(approved, "{out}");
 
     let task = poll_task(&server, &id, |t| proxy_of(t).is_some()).await;
@@ -157,7 +143,7 @@ async fn an_approved_run_proxies_with_its_faults_and_a_kill_leaves_it_failed_and
     );
     let (_, body) = admin_get(&server, &format!("/admin/chaos-events?task={id}&after=1")).await;
     assert_eq!(body["events"][0]["seq"], 2, "paged: {body}");
-    let (listed, out) = fundi(&server, &["chaos-events", &id]);
+    let (listed, out) = cli(&server, &["chaos-events", &id]);
     assert!(listed, "{out}");
     assert!(
         out.contains("slow: latency downstream on connection 1"),

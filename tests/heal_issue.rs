@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Instant;
 
 use common::*;
@@ -17,16 +16,8 @@ const PAGE: &str = "<!doctype html>\n<html>\n<head><title>Home</title></head>\n<
                     <h1>Home</h1></main></body>\n</html>\n";
 
 fn fundi(server: &Server, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
-        .args(args)
-        .env("FUNDI_URL", &server.url)
-        .env("FUNDI_TOKEN", &server.token)
-        .env("FUNDI_USER_TOKEN", &server.user_token)
-        .output()
-        .expect("run fundi");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "fundi {args:?}: {text}");
+    let (ok, text) = cli(server, args);
+    assert!(ok, "fundi {args:?}: {text}");
     text
 }
 

@@ -169,6 +169,21 @@ fn unique() -> u128 {
         .unwrap_or_default()
 }
 
+/// Runs the CLI against `server` with its own credentials: whether it succeeded, and
+/// its standard output followed by its standard error.
+pub fn cli(server: &Server, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(args)
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_TOKEN", &server.token)
+        .env("FUNDI_USER_TOKEN", &server.user_token)
+        .output()
+        .expect("run fundi");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
 /// A JSON-RPC request body.
 pub fn request(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": "req-1", "method": method, "params": params})
