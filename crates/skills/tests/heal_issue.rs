@@ -215,6 +215,36 @@ async fn a_fix_waiting_for_approval_survives_a_restart() {
 }
 
 #[tokio::test]
+async fn a_heal_canceled_after_a_restart_leaves_its_issue_and_branch_to_the_next() {
+    let repo = Repo::new(&[("index.html", PAGE)]);
+    let dir = tempfile::tempdir().unwrap();
+    let (first, id) = {
+        let store = Arc::new(open_sled(dir.path()).await);
+        let issues = shared(SledIssueStore::new(store.clone()));
+        let runtime = node_on(&repo, HealConfig::default(), issues.clone(), store).await;
+        let id = record_missing_lang(issues.as_ref()).await;
+        let first = proposed(&runtime, &repo, &id).await.id;
+        runtime.shutdown(Duration::ZERO).await;
+        (first, id)
+    };
+    let store = Arc::new(open_sled(dir.path()).await);
+    let issues = shared(SledIssueStore::new(store.clone()));
+    let runtime = node_on(&repo, HealConfig::default(), issues.clone(), store).await;
+    // Canceled while no run is under way: nothing of the heal runs to clean up.
+    runtime.cancel(&first, None).await.unwrap();
+    assert!(repo.local_branch(&branch(&id)).is_some(), "left behind");
+    let next = proposed(&runtime, &repo, &id).await;
+    let held = issues.issue(&id).await.unwrap().unwrap().heal.unwrap();
+    assert_eq!(held.task_id, next.id, "taken over from the ended heal");
+    let commit = repo.local_branch(&branch(&id)).unwrap();
+    let made_by = git(&repo.work, &["log", "-1", "--format=%B", &commit]);
+    assert!(
+        made_by.contains(&format!("Fundi-Task: {}", next.id)),
+        "{made_by}"
+    );
+}
+
+#[tokio::test]
 async fn only_holders_of_the_scope_approve_and_the_config_can_ask_for_someone_else() {
     let repo = Repo::new(&[("index.html", PAGE)]);
     let issues = shared(MemoryIssueStore::new());

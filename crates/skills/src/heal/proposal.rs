@@ -91,6 +91,17 @@ impl HealIssueSkill {
                 dirty.join(", ")
             )));
         }
+        let id = &finding.fingerprint;
+        let name_safe = !id.is_empty()
+            && id.len() <= 128
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !name_safe {
+            return Err(reject(format!(
+                "issue id {id:?} cannot name a branch: heal needs ids of letters, digits, - and _"
+            )));
+        }
         let remediator = self.remediator_for(&finding)?;
         let base = git
             .head()
@@ -315,20 +326,26 @@ impl HealIssueSkill {
             )));
         }
         let task = &input.task_id;
-        // A branch this very task made before a restart is made again.
+        // A branch this very task made before a restart is made again, and so is one
+        // a heal that has ended left behind (canceled while it waited, say).
         if let Some(existing) = git
             .branch_commit(branch)
             .await
             .map_err(|e| failed("git", e))?
         {
-            let ours = git
-                .message_of(&existing)
-                .await
-                .is_ok_and(|m| m.contains(&format!("Fundi-Task: {task}")));
-            if !ours {
+            let message = git.message_of(&existing).await.unwrap_or_default();
+            let maker = message
+                .lines()
+                .find_map(|l| l.strip_prefix("Fundi-Task: "))
+                .map(|id| TaskId::from(id.trim()));
+            let stale = match &maker {
+                Some(maker) => maker == task || self.tasks.ended(maker).await,
+                None => false,
+            };
+            if !stale {
                 return Err(reject(format!(
-                    "branch {branch} exists already and was not made by this task: delete it \
-                     or publish it before healing this issue again"
+                    "branch {branch} exists already and was not made by a heal that has ended: \
+                     delete it, or let its heal finish, before healing this issue again"
                 )));
             }
             git.delete_branch(branch, &existing)
