@@ -143,6 +143,40 @@ async fn an_approved_fix_is_pushed_on_its_branch_and_nothing_else_moves() {
 }
 
 #[tokio::test]
+async fn a_merged_fix_that_regresses_is_healed_again() {
+    let repo = Repo::new(&[("index.html", PAGE)]);
+    let issues = shared(MemoryIssueStore::new());
+    let runtime = node(&repo, HealConfig::default(), issues.clone()).await;
+    let id = record_missing_lang(issues.as_ref()).await;
+    let waiting = proposed(&runtime, &repo, &id).await;
+    runtime
+        .submit(from(ALICE, HEAL, answer(&waiting.id, "approve")))
+        .await
+        .unwrap();
+    reach(&runtime, &waiting.id, TaskState::Completed).await;
+    // A person merges the fix, and a later change loses it again.
+    git(&repo.work, &["merge", "-q", "--ff-only", &branch(&id)]);
+    std::fs::write(repo.work.join("index.html"), PAGE).unwrap();
+    git(&repo.work, &["commit", "-q", "-am", "a new page"]);
+    let again = proposed(&runtime, &repo, &id).await;
+    assert!(text(&again).contains("Set lang=\"en\""), "{}", text(&again));
+    runtime
+        .submit(from(ALICE, HEAL, answer(&again.id, "approve")))
+        .await
+        .unwrap();
+    let done = reach(&runtime, &again.id, TaskState::Completed).await;
+    assert!(
+        text(&done).contains("is pushed to origin"),
+        "{}",
+        text(&done)
+    );
+    assert_eq!(
+        repo.remote_branch(&branch(&id)),
+        repo.local_branch(&branch(&id))
+    );
+}
+
+#[tokio::test]
 async fn a_rejected_fix_loses_its_branch_and_the_issue_is_open_again() {
     let repo = Repo::new(&[("index.html", PAGE)]);
     let issues = shared(MemoryIssueStore::new());

@@ -174,6 +174,13 @@ impl Git {
         Ok(commit)
     }
 
+    /// Whether `commit` is in the history of `of` (merged into it).
+    pub async fn is_ancestor(&self, commit: &str, of: &str) -> bool {
+        self.run(&["merge-base", "--is-ancestor", commit, of], None, &[])
+            .await
+            .is_ok()
+    }
+
     /// A commit's message.
     pub async fn message_of(&self, commit: &str) -> Result<String, GitError> {
         self.text(&["log", "-1", "--format=%B", commit]).await

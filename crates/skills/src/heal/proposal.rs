@@ -112,7 +112,8 @@ impl HealIssueSkill {
             .await?;
         let place = &request.place;
         // Fixed by an approved heal: its branch is re-checked, not HEAD (where the fix
-        // is not merged yet).
+        // may not be merged yet). A fix merged into HEAD that HEAD no longer has is a
+        // regression, healed again below.
         let healed = record
             .filter(|issue| issue.status == IssueStatus::Fixed)
             .and_then(|issue| issue.heal)
@@ -122,6 +123,7 @@ impl HealIssueSkill {
                 .branch_commit(&healed)
                 .await
                 .map_err(|e| failed("git", e))?
+            && !git.is_ancestor(&commit, &base).await
         {
             let on_branch = self
                 .tree(&git, &commit, remediator.as_ref(), &finding, request)
@@ -131,7 +133,8 @@ impl HealIssueSkill {
                 .map_err(|e| reject(e.to_string()))?;
             if !still {
                 return Ok(Proposal::AlreadyFixed(format!(
-                    "{} no longer finds {} at {} on branch {healed} (commit {}): the issue is                      fixed there, and merging the branch is a person's call",
+                    "{} no longer finds {} at {} on branch {healed} (commit {}): the issue is \
+                     fixed there, and merging the branch is a person's call",
                     finding.source,
                     finding.rule,
                     finding.location,
