@@ -335,8 +335,8 @@ pub(super) fn duplicate_id_aria(check: &mut Check<'_, '_>) {
             [] => {}
             [_] => check.pass(),
             // axe-core reports the first element of each duplicated id (its other
-            // elements as related nodes).
-            [first, ..] => check.fail(
+            // elements as related nodes), as needing review (its `reviewOnFail`).
+            [first, ..] => check.review(
                 *first,
                 format!(
                     "id \"{id}\" is used by {} elements and referenced by ARIA or a label: \

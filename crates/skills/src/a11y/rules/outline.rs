@@ -179,8 +179,9 @@ fn has_own_content(page: &Page<'_>, i: usize) -> bool {
 }
 
 /// Where content may stand outside landmarks without being reported (axe-core's
-/// region check stops there): a landmark, a live region, a button, a frame (itself
-/// reported), a skip link to an element that exists, or what assistive technology
+/// region check stops there): a landmark, a dialog or an SVG graphic (axe-core's
+/// `regionMatcher`), a live region, a button, a frame (judged by its own content, so
+/// it passes), a skip link to an element that exists, or what assistive technology
 /// does not see.
 fn stops_region_search(page: &Page<'_>, i: usize, first_page_link: Option<usize>) -> bool {
     let role = page.role(i);
@@ -193,10 +194,14 @@ fn stops_region_search(page: &Page<'_>, i: usize, first_page_link: Option<usize>
             .attr(i, "href")
             .and_then(|h| h.strip_prefix('#'))
             .is_some_and(|target| page.by_id(target).is_some());
+    // axe-core's regionMatcher: dialogs and SVG graphics count as regions.
+    let region_like = matches!(page.name(i), "dialog" | "svg")
+        || matches!(role.as_deref(), Some("dialog" | "alertdialog"));
     page.hidden[i]
         || live
         || matches!(role.as_deref(), Some("button" | "alert" | "log" | "status"))
         || is_landmark(page, i)
+        || region_like
         || matches!(page.name(i), "iframe" | "frame")
         || skip
 }
@@ -224,14 +229,21 @@ pub(super) fn region(check: &mut Check<'_, '_>) {
             for a in std::iter::once(at).chain(page.ancestors(at)) {
                 holds_stop[a] = true;
             }
-            if matches!(page.name(at), "iframe" | "frame") {
-                regionless.push(at);
-            }
+            // A frame is judged by its own content, which is not fetched here: like
+            // axe-core's, the frame element itself always passes.
             continue;
         }
-        let shallowly_hidden = page
+        // Presentational (by role, or an image with alt=""): not content of its own.
+        let unnamed =
+            page.attr(at, "aria-label").is_none() && page.attr(at, "aria-labelledby").is_none();
+        let decorative_img = page.name(at) == "img"
+            && page.attr(at, "alt") == Some("")
+            && page.attr(at, "role").is_none()
+            && unnamed;
+        let shallowly_hidden = (page
             .attr_text(at, "role")
             .is_some_and(|r| matches!(r, "none" | "presentation"))
+            || decorative_img)
             && page.own_text(at).trim().is_empty();
         if at != body && has_own_content(page, at) && !shallowly_hidden {
             regionless.push(at);
