@@ -173,6 +173,56 @@ const parts = {
     ]),
 };
 
+// Parts that take a browser's view of the page to judge: CSS that hides or shows,
+// names from elsewhere, inherited and composited colours, large text.
+parts.tricky = () => {
+  const id = `t-${Math.floor(r() * 100000)}`;
+  return pick([
+    `<div class="hide"><img src="/h.png"><a href="/h"></a></div>`,
+    `<div hidden><button></button></div>`,
+    `<div style="visibility:hidden"><input type="text"></div>`,
+    `<div style="display:none"><a href="/x"></a></div>`,
+    `<a href="/${word()}"><span class="sr-only">${title()}</span><span class="icon"></span></a>`,
+    `<button><span class="sr-only">${title()}</span></button>`,
+    `<span id="${id}" hidden>${title()}</span><button aria-labelledby="${id}"></button>`,
+    `<span id="${id}">${title()}</span><a href="/x" aria-labelledby="${id}"></a>`,
+    `<input type="text" aria-labelledby="${id}-missing">`,
+    `<input type="text" title="${title()}">`,
+    `<input type="text" placeholder="${title()}" id="${id}">`,
+    `<p style="color:#767676;background:#fff">${title()} just enough</p>`,
+    `<p style="color:#777;background:#fff;font-size:24px">${title()} large</p>`,
+    `<p style="color:#888;background:#fff;font-size:19px;font-weight:bold">${title()} large bold</p>`,
+    `<p style="color:#888;background:#fff;font-size:18px">${title()} not quite large</p>`,
+    `<div style="color:#999"><p>${title()} inherited</p></div>`,
+    `<div style="background:#333"><p style="color:#555">${title()} dark on dark</p></div>`,
+    `<div style="opacity:0.5"><p style="color:#000;background:#fff">${title()} faded</p></div>`,
+    `<p style="color:rgba(0,0,0,0.4);background:#fff">${title()} translucent</p>`,
+    `<p style="color:#fff;background-image:url(/bg.png)">${title()} on an image</p>`,
+    `<p style="color:#000;background:#fff"><span style="color:#bbb">${word()}</span> mixed</p>`,
+    `<my-card><p>${title()}</p><img src="/c.png"></my-card>`,
+    `<details><summary>${title()}</summary><p>${word()}</p></details>`,
+    `<details><summary></summary><p>${word()}</p></details>`,
+    `<table role="presentation"><tr><td>${word()}</td><td>${word()}</td></tr></table>`,
+    `<section aria-label="${title()}"><h2>${title()}</h2><p>${word()}</p></section>`,
+    `<section><h2>${title()}</h2><p>${word()}</p></section>`,
+    `<div role="region" aria-label="${title()}"><p>${word()}</p></div>`,
+    `<form aria-label="${title()}"><input type="search" aria-label="Search"></form>`,
+    `<label>${title()}<select><option>${word()}</option></select></label>`,
+    `<input type="submit" value="">`,
+    `<button value="x" style="color:#fff;background:#fff">${word()}</button>`,
+    `<a href="/x" style="color:#ccc">${word()}</a>`,
+    `<div role="button" tabindex="0"></div>`,
+    `<div role="link" tabindex="0">${word()}</div>`,
+    `<span role="img" aria-label="${title()}">★</span>`,
+    `<img src="/x.png" alt="   ">`,
+    `<img src="/x.png" alt="${word()}.png">`,
+    `<ul><li>${word()}</li><template><div>${word()}</div></template><script>void 0</script></ul>`,
+    `<ul><li>${word()}</li><li hidden>${word()}</li></ul>`,
+    `<h3 style="display:none"></h3>`,
+    `<h4 aria-hidden="true"></h4>`,
+  ]);
+};
+
 function head(meta) {
   const lang = pick([' lang="en"', ' lang="en"', ' lang="en-GB"', "", ' lang=""', ' lang="english"']);
   const docTitle = chance(0.85) ? `<title>${title()}</title>` : "";
@@ -183,7 +233,8 @@ function head(meta) {
     "",
   ]);
   const refresh = chance(0.06) ? `<meta http-equiv="refresh" content="5">` : "";
-  return `<!doctype html><html${lang}><head><meta charset="utf-8">${docTitle}${viewport}${refresh}${meta ?? ""}</head>`;
+  const style = `<style>.hide{display:none}.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}body{font-size:16px}</style>`;
+  return `<!doctype html><html${lang}><head><meta charset="utf-8">${docTitle}${viewport}${refresh}${style}${meta ?? ""}</head>`;
 }
 
 function section(kinds, n) {
@@ -209,6 +260,8 @@ const shapes = {
     `${chance(0.5) ? `<header>${parts.nav()}</header>` : parts.nav()}<article>${parts.heading(chance(0.8) ? 1 : 2)}${section(["text", "image", "link"], 8)}</article>${chance(0.5) ? `<footer>${parts.text()}</footer>` : parts.text()}`,
   mixed: () =>
     `${parts.nav()}<main>${parts.heading(1)}${section(Object.keys(parts).filter((k) => k !== "nav" && k !== "heading"), 14)}</main>`,
+  tricky: () =>
+    `<header>${parts.nav()}</header><main>${parts.heading(1)}${section(["tricky"], 14)}</main>${chance(0.5) ? section(["tricky"], 3) : ""}`,
   large: () => {
     const rows = Array.from({ length: 400 + Math.floor(r() * 400) }, () =>
       `<div class="row">${parts.image()}${parts.link()}${parts.text()}${chance(0.3) ? parts.button() : ""}</div>`
@@ -232,6 +285,7 @@ const plan = [
   ...Array(6).fill("article"),
   ...Array(10).fill("mixed"),
   ...Array(4).fill("large"),
+  ...Array(20).fill("tricky"),
 ];
 plan.forEach((shape, i) => {
   r = rng(1000 + i);

@@ -1,4 +1,4 @@
-//! a11y-audit against axe-core on a differential corpus: 62 generated pages in the
+//! a11y-audit against axe-core on a differential corpus: 82 generated pages in the
 //! shapes of real sites (tools/axe-corpus), whose axe-core verdicts (in headless
 //! Chromium) are checked in. Every element carries a `data-k` attribute, by which the
 //! two audits' failing nodes are matched. The per-rule agreement is the table in

@@ -145,8 +145,11 @@ pub(crate) struct Page<'a> {
     pub(crate) ids: HashMap<&'a str, Vec<usize>>,
     /// `<label>` indexes by their `for` attribute.
     pub(crate) labels_for: HashMap<&'a str, Vec<usize>>,
-    /// Hidden from assistive technology (`hidden`, `aria-hidden`, display/visibility).
+    /// Hidden from assistive technology (`aria-hidden`, or not rendered).
     pub(crate) hidden: Vec<bool>,
+    /// Not rendered: `hidden`, display/visibility, the closed part of a `<details>`
+    /// (what a sighted user cannot see; `aria-hidden` content is still seen).
+    pub(crate) unseen: Vec<bool>,
     /// The author styles (`<style>` and `style=""`).
     pub(crate) styles: Styles,
 }
@@ -224,19 +227,28 @@ impl<'a> Page<'a> {
             ids,
             labels_for,
             hidden: Vec::new(),
+            unseen: Vec::new(),
             styles,
         };
-        page.hidden = page.compute_hidden();
+        (page.unseen, page.hidden) = page.compute_hidden();
         Ok(page)
     }
 
-    fn compute_hidden(&self) -> Vec<bool> {
+    /// What is not rendered, and what assistive technology does not get.
+    fn compute_hidden(&self) -> (Vec<bool>, Vec<bool>) {
+        let mut unseen = vec![false; self.elements.len()];
         let mut hidden = vec![false; self.elements.len()];
         for i in 0..self.elements.len() {
-            let inherited = self.parent[i].is_some_and(|p| hidden[p]);
+            let parent = self.parent[i];
             let element = self.elements[i];
-            let own = element.value().attr("hidden").is_some()
-                || attr_is(element, "aria-hidden", "true")
+            // A closed <details> shows only its first <summary>.
+            let folded = parent.is_some_and(|p| {
+                self.name(p) == "details"
+                    && element_attr(self.elements[p], "open").is_none()
+                    && self.children(p).find(|&c| self.name(c) == "summary") != Some(i)
+            });
+            let not_rendered = element.value().attr("hidden").is_some()
+                || folded
                 || matches!(
                     self.name(i),
                     "script" | "style" | "template" | "noscript" | "head"
@@ -246,9 +258,12 @@ impl<'a> Page<'a> {
                     .styles
                     .value(i, "visibility")
                     .is_some_and(|v| v == "hidden" || v == "collapse");
-            hidden[i] = inherited || own;
+            unseen[i] = parent.is_some_and(|p| unseen[p]) || not_rendered;
+            hidden[i] = parent.is_some_and(|p| hidden[p])
+                || unseen[i]
+                || attr_is(element, "aria-hidden", "true");
         }
-        hidden
+        (unseen, hidden)
     }
 
     /// The element's tag name (lowercase, as html5ever gives it).
@@ -376,6 +391,10 @@ impl<'a> Page<'a> {
         let html = self.elements[i].html();
         truncate(&html, 250)
     }
+}
+
+fn element_attr<'e>(element: ElementRef<'e>, name: &str) -> Option<&'e str> {
+    element.value().attr(name)
 }
 
 /// Whether an attribute has a value (ASCII case-insensitive).

@@ -1,6 +1,8 @@
 //! color-contrast: text against its background, from `style=""` and `<style>` rules.
 //! Whatever cannot be determined (external stylesheets, `@media` rules, background
-//! images, opacity, unknown colour values) is reported as needing review, never passed.
+//! images, unknown colour values) is reported as needing review, never passed; so are
+//! text the colour of its background and text of symbols only, as axe-core does.
+//! Opacity is composited. What is seen counts: `aria-hidden` text is checked too.
 
 use super::Check;
 use crate::a11y::colors::{Rgba, contrast, parse_color};
@@ -14,7 +16,8 @@ const LINK_BLUE: Rgba = Rgba::rgb(0.0, 0.0, 238.0);
 pub(super) fn color_contrast(check: &mut Check<'_, '_>) {
     let page = check.page;
     for i in 0..page.elements.len() {
-        if page.hidden[i] || page.own_text(i).trim().is_empty() {
+        let text = page.own_text(i);
+        if page.unseen[i] || text.trim().is_empty() {
             continue;
         }
         if matches!(page.name(i), "textarea" | "option" | "select" | "noscript") {
@@ -28,8 +31,25 @@ pub(super) fn color_contrast(check: &mut Check<'_, '_>) {
             );
             continue;
         }
+        // Icons drawn with characters (★, ☰): their contrast is for a person to judge.
+        if text.chars().all(|c| c.is_whitespace() || symbol(c)) {
+            check.review(
+                i,
+                "the text is only symbols or punctuation (an icon?): check its contrast by eye",
+            );
+            continue;
+        }
         match measure(page, i) {
             Err(why) => check.review(i, why),
+            Ok(m) if contrast(m.fg, m.bg) < 1.0 + 1e-9 => check.review(
+                i,
+                format!(
+                    "the text has its background's colour ({} on {}): hidden on purpose, or \
+                     invisible?",
+                    m.fg.hex(),
+                    m.bg.hex()
+                ),
+            ),
             Ok(m) => {
                 let large = m.size_px >= 24.0 || (m.bold && m.size_px >= 18.66);
                 let minimum = if large { 3.0 } else { 4.5 };
@@ -47,6 +67,20 @@ pub(super) fn color_contrast(check: &mut Check<'_, '_>) {
             }
         }
     }
+}
+
+/// What axe-core leaves out of text before judging its contrast: punctuation, the
+/// symbol blocks it calls non-BMP (arrows, maths, box drawing, dingbats, U+2600 to
+/// U+27BF, the private use area), and what is beyond the basic plane (emoji).
+fn symbol(c: char) -> bool {
+    let code = c as u32;
+    "\\'!\"#$%&£¢¥§€()*+,-./:;<=>?@[]^_`{|}~±".contains(c)
+        || (0x2000..=0x206F).contains(&code)
+        || (0x2E00..=0x2E7F).contains(&code)
+        || (0x1D00..=0x1DFF).contains(&code)
+        || (0x20A0..=0x27BF).contains(&code)
+        || (0xE000..=0xF8FF).contains(&code)
+        || code > 0xFFFF
 }
 
 struct Measured {
@@ -70,21 +104,35 @@ fn certain(page: &Page<'_>, i: usize, property: &str) -> Result<Option<String>, 
     Ok(specified.value)
 }
 
+/// The element's own `opacity` (1 when unset).
+fn opacity(page: &Page<'_>, a: usize) -> Result<f64, String> {
+    let Some(opacity) = certain(page, a, "opacity")? else {
+        return Ok(1.0);
+    };
+    let value = opacity
+        .trim()
+        .strip_suffix('%')
+        .map(|p| p.parse::<f64>().map(|v| v / 100.0))
+        .unwrap_or_else(|| opacity.trim().parse::<f64>());
+    match value {
+        Ok(v) if v.is_finite() => Ok(v.clamp(0.0, 1.0)),
+        _ => Err(format!("opacity {opacity} cannot be evaluated")),
+    }
+}
+
 fn measure(page: &Page<'_>, i: usize) -> Result<Measured, String> {
+    // The text fades with every element around it; composited over its background
+    // (which fades with the elements above it).
+    let mut faded = 1.0;
     for a in chain(page, i) {
-        if let Some(opacity) = certain(page, a, "opacity")? {
-            let value = opacity
-                .trim()
-                .strip_suffix('%')
-                .map(|p| p.parse::<f64>().map(|v| v / 100.0))
-                .unwrap_or_else(|| opacity.trim().parse::<f64>());
-            if value.map_or(true, |v| v < 1.0) {
-                return Err(format!("opacity {opacity} makes the colours uncertain"));
-            }
-        }
+        faded *= opacity(page, a)?;
     }
     let fg = foreground(page, i)?;
     let bg = background(page, i)?;
+    let fg = Rgba {
+        a: fg.a * faded,
+        ..fg
+    };
     let fg = if fg.a < 1.0 { fg.over(bg) } else { fg };
     Ok(Measured {
         fg,
@@ -143,6 +191,14 @@ fn background(page: &Page<'_>, i: usize) -> Result<Rgba, String> {
         if let Some(color) = color
             && color.a > 0.0
         {
+            let mut faded = 1.0;
+            for up in chain(page, a) {
+                faded *= opacity(page, up)?;
+            }
+            let color = Rgba {
+                a: color.a * faded,
+                ..color
+            };
             layers.push(color);
             if color.a >= 1.0 {
                 break;

@@ -12,7 +12,22 @@ fn presentational(check: &Check<'_, '_>, i: usize) -> bool {
 pub(super) fn image_alt(check: &mut Check<'_, '_>) {
     let page = check.page;
     for i in 0..page.elements.len() {
-        if page.name(i) != "img" || page.hidden[i] || presentational(check, i) {
+        if page.name(i) != "img" || page.hidden[i] {
+            continue;
+        }
+        // An alt of spaces is neither text nor the empty alt of a decorative image
+        // (axe-core's alt-space-value fails it whatever else names the image).
+        if page
+            .attr(i, "alt")
+            .is_some_and(|alt| !alt.is_empty() && alt.trim().is_empty())
+        {
+            check.fail(
+                i,
+                "the image's alt is only spaces: write its text, or alt=\"\" if it is decorative",
+            );
+            continue;
+        }
+        if presentational(check, i) {
             continue;
         }
         // alt="" marks a decorative image: fine.
