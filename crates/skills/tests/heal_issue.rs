@@ -465,3 +465,37 @@ async fn a_remote_that_refuses_the_push_fails_the_task_and_the_issue_is_open_aga
     let issue = issues.issue(&id).await.unwrap().unwrap();
     assert_eq!((issue.status, issue.heal), (IssueStatus::Open, None));
 }
+
+#[tokio::test]
+async fn a_symbolic_link_is_never_edited() {
+    let repo = Repo::new(&[("real_headers", "/*\n  X-Frame-Options: DENY\n")]);
+    std::os::unix::fs::symlink("real_headers", repo.work.join("_headers")).unwrap();
+    git(&repo.work, &["add", "_headers"]);
+    git(&repo.work, &["commit", "-q", "-m", "a link"]);
+    let issues = shared(MemoryIssueStore::new());
+    let runtime = node(&repo, HealConfig::default(), issues.clone()).await;
+    let mut finding = a11y_issue(PAGE, &format!("{SITE}index.html"), "html-has-lang");
+    finding.source = "security-scan".into();
+    finding.rule = "x-content-type-options-missing".into();
+    finding.target = Some("x-content-type-options".into());
+    finding.location = "https://site.test/".into();
+    finding.fingerprint = "nosniff".into();
+    issues.record(finding).await.unwrap();
+    let mut message = heal_message("nosniff", &repo.work);
+    message.parts = vec![fundi_runtime::Part::data(serde_json::json!({
+        "issue": "nosniff", "repository": repo.work, "file": "_headers"}))];
+    let task = runtime
+        .submit(from(ALICE, HEAL, message))
+        .await
+        .unwrap()
+        .task;
+    let failed = reach(&runtime, &task.id, TaskState::Failed).await;
+    assert!(
+        text(&failed).contains("_headers is not a regular file"),
+        "{}",
+        text(&failed)
+    );
+    assert_eq!(repo.local_branch("fundi/heal-nosniff"), None);
+    let issue = issues.issue("nosniff").await.unwrap().unwrap();
+    assert_eq!((issue.status, issue.heal), (IssueStatus::Open, None));
+}

@@ -134,6 +134,13 @@ impl Git {
                 .next()
                 .unwrap_or("100644")
                 .to_owned();
+            // Only regular files are edited: a symbolic link's blob is where it points.
+            if mode != "100644" && mode != "100755" {
+                return Err(GitError {
+                    command: "commit".into(),
+                    message: format!("{} is not a regular file (mode {mode})", write.path),
+                });
+            }
             let blob = self
                 .run(
                     &["hash-object", "-w", "--stdin"],
