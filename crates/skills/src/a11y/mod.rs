@@ -4,6 +4,7 @@
 pub mod audit;
 mod colors;
 mod config;
+mod implicit;
 mod names;
 mod narrowing;
 mod page;

@@ -2,6 +2,7 @@
 //! ever merged. See docs/skills/heal-issue.md.
 
 mod approval;
+mod commit;
 mod config;
 mod decision;
 pub mod git;
