@@ -2,7 +2,8 @@
 //! git repository records an issue, the loop submits a heal that waits for approval,
 //! `fundi issues` shows the issue with its heal task and state, an approval over
 //! JSON-RPC pushes the fix's branch to the remote (and nothing else), and the issue is
-//! `fixed`.
+//! `fixed`; and with a distinct approver required, another user reads the heal and
+//! approves it.
 
 mod common;
 
@@ -108,4 +109,142 @@ async fn an_audit_finding_is_healed_on_approval_and_fundi_issues_follows_it() {
         fixed.contains(&issue) && fixed.contains("completed"),
         "{fixed}"
     );
+}
+
+const OPS: &str = "ops-token-0123456789abcdef";
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789abc";
+
+/// A JSON-RPC call with these credentials.
+async fn rpc_as(
+    server: &Server,
+    user: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    reqwest::Client::new()
+        .post(server.rpc_url())
+        .bearer_auth(OPS)
+        .header("X-Fundi-User-Token", user)
+        .header("A2A-Version", "1.0")
+        .json(&request(method, params))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_user_reads_and_approves_a_heal_when_the_asker_may_not() {
+    let repo = TestRepo::new(&[("public/index.html", PAGE)]);
+    let site = "http://127.0.0.1:9/";
+    let workspaces = format!("[\"{}\"]", repo.workspace.display());
+    let env = [
+        ("FUNDI__AUTH__STATIC__CLIENTS__OPS__TOKEN", OPS),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__OPS__SCOPES",
+            "[\"fundi:heal\"]",
+        ),
+        ("FUNDI__AUTH__STATIC__USERS__ALICE", ALICE),
+        ("FUNDI__AUTH__STATIC__USERS__BOB", BOB),
+        ("FUNDI__SKILLS__HEAL_ISSUE__WORKSPACES", workspaces.as_str()),
+        (
+            "FUNDI__SKILLS__HEAL_ISSUE__REQUIRE_DISTINCT_APPROVER",
+            "true",
+        ),
+    ];
+    let server = Server::start(repo.temp.path(), &env);
+    let issue = json!({"source": "a11y-audit", "rule": "html-has-lang",
+        "location": format!("{site}index.html"), "target": "html", "evidence": "<html>"});
+    let mut ask = message(
+        "heal",
+        json!({"issue": issue, "repository": repo.work,
+        "site": site, "root": "public"}),
+    );
+    ask["metadata"] = json!({"skill": "heal-issue"});
+    let sent = rpc_as(
+        &server,
+        ALICE,
+        "SendMessage",
+        json!({"message": ask, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let id = sent["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"))
+        .to_owned();
+    let deadline = Instant::now() + DEADLINE;
+    let waiting = loop {
+        let got = rpc_as(&server, BOB, "GetTask", json!({"id": id})).await;
+        if got["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" {
+            break got["result"].clone();
+        }
+        assert!(Instant::now() < deadline, "bob never saw it waiting: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // Bob reads what he is asked to approve.
+    let diff = waiting["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["artifactId"] == "heal-diff")
+        .unwrap()["parts"][0]["text"]
+        .clone();
+    assert!(
+        diff.as_str().unwrap().contains("+<html lang=\"en\">"),
+        "{diff}"
+    );
+    // Alice may not approve her own heal: it asks again.
+    let mut approve = message("approve", serde_json::Value::Null);
+    approve["taskId"] = json!(id);
+    rpc_as(
+        &server,
+        ALICE,
+        "SendMessage",
+        json!({"message": approve, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let got = rpc_as(&server, ALICE, "GetTask", json!({"id": id})).await;
+        let says = got["result"]["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        if says.contains("alice asked for this fix and cannot approve") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut approve = message("approve", serde_json::Value::Null);
+    approve["taskId"] = json!(id);
+    rpc_as(
+        &server,
+        BOB,
+        "SendMessage",
+        json!({"message": approve, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let got = rpc_as(&server, ALICE, "GetTask", json!({"id": id})).await;
+        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            let says = got["result"]["status"]["message"]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(says.contains("approved by bob"), "{says}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Done, the task is alice's alone again.
+    let gone = rpc_as(&server, BOB, "GetTask", json!({"id": id})).await;
+    assert_eq!(gone["error"]["code"], -32001, "{gone}");
+    let pushed = git(&repo.remote, &["branch", "--list"]);
+    assert!(pushed.contains("fundi/heal-"), "{pushed}");
 }

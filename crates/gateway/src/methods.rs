@@ -41,7 +41,7 @@ pub(crate) async fn call(
     let work = async move {
         match request.method {
             Method::SendMessage => send_message(state, caller, params, dialect, timeout).await,
-            Method::GetTask => get_task(runtime, owner, params, dialect).await,
+            Method::GetTask => get_task(runtime, caller, params, dialect).await,
             Method::ListTasks => list_tasks(runtime, owner, params).await,
             Method::CancelTask => cancel_task(runtime, owner, params, dialect).await,
             method @ (Method::CreatePushConfig
@@ -226,16 +226,18 @@ async fn send_message(
     Ok(encode::send_result(&task, dialect))
 }
 
+/// The caller's task, or another user's that the caller may answer (and so read).
 async fn get_task(
     runtime: &dyn TaskService,
-    owner: &str,
+    caller: &Caller,
     params: Value,
     dialect: Dialect,
 ) -> Result<Encoded, ApiError> {
     let params: GetTaskParams = decode(params)?;
     let history = history_length("historyLength", params.history_length)?;
+    let id = TaskId::from(params.id);
     let task = runtime
-        .get(&TaskId::from(params.id), history, Some(owner))
+        .get_as(&id, history, Some(caller.user.as_str()), &caller.grants)
         .await?;
     Ok(encode::task_result(&task, dialect))
 }

@@ -126,6 +126,25 @@ impl RuntimeHandle {
         })
     }
 
+    /// The task as `get` reads it for `owner`, or, when it is another owner's task that
+    /// waits for input and whose skill's card lets holders of its scope answer it, for a
+    /// caller holding that scope in `grants` (the approver of another user's change must
+    /// read what they approve). Any other is "not found".
+    pub async fn get_as(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+        grants: &crate::access::Grants,
+    ) -> Result<Task, RuntimeError> {
+        let record = match self.visible_record(task_id, owner).await {
+            Err(RuntimeError::TaskNotFound(_)) => self.answerable_record(task_id, grants).await?,
+            found => found?,
+        };
+        self.settle().await?;
+        Ok(record.task.with_history_limit(history_length))
+    }
+
     /// The task, with at most `history_length` recent history messages.
     pub async fn get(
         &self,

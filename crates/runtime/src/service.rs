@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use crate::access::Grants;
 use crate::approval::{Decision, PendingApproval};
 use crate::error::RuntimeError;
 use crate::handle::{Following, RuntimeHandle};
@@ -70,6 +71,20 @@ pub trait TaskService: Send + Sync + 'static {
         Ok(self.snapshot(task_id, history_length, owner).await?.task)
     }
 
+    /// The task as `get` reads it for `owner`, or for a holder of the scope of a skill
+    /// whose waiting tasks holders may answer (`RuntimeHandle::get_as`). By default,
+    /// only as `get` reads it.
+    async fn get_as(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+        grants: &Grants,
+    ) -> Result<Task, RuntimeError> {
+        let _ = grants;
+        self.get(task_id, history_length, owner).await
+    }
+
     /// A page of tasks.
     async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError>;
 
@@ -129,6 +144,16 @@ impl TaskService for RuntimeHandle {
             accepted: waiting.accepted().clone(),
             outcome: waiting.outcome(until).boxed(),
         })
+    }
+
+    async fn get_as(
+        &self,
+        task_id: &TaskId,
+        history_length: Option<usize>,
+        owner: Option<&str>,
+        grants: &Grants,
+    ) -> Result<Task, RuntimeError> {
+        RuntimeHandle::get_as(self, task_id, history_length, owner, grants).await
     }
 
     async fn snapshot(

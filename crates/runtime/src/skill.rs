@@ -38,7 +38,8 @@ pub struct SkillCard {
     /// Whether a task of this skill that waits for input may be answered by any caller
     /// holding the skill's scope, not only by its owner: work that someone other than
     /// the asker approves (heal-issue's fixes). The answer's sender is recorded in it
-    /// (see [`Message::sender`]); reading the task stays its owner's.
+    /// (see [`Message::sender`]). While the task waits, such a caller may read it too
+    /// (`RuntimeHandle::get_as`); listing, subscribing and cancelling stay the owner's.
     #[serde(default)]
     pub answered_by_scope: bool,
 }

@@ -96,6 +96,19 @@ async fn a_holder_of_the_scope_answers_another_owners_task_when_the_card_allows_
         matches!(refused, RuntimeError::TaskNotFound(_)),
         "{refused:?}"
     );
+    // Holding it, bob reads the task he is asked about; without it, he does not.
+    let grants = |scopes: &[&str]| Grants::scopes(scopes.iter().copied());
+    let read = rt
+        .get_as(&id, None, Some("bob"), &grants(&["demo:review"]))
+        .await;
+    assert_eq!(read.unwrap().status.state, TaskState::InputRequired);
+    let refused = rt
+        .get_as(&id, None, Some("bob"), &grants(&["demo:other"]))
+        .await;
+    assert!(
+        matches!(refused, Err(RuntimeError::TaskNotFound(_))),
+        "{refused:?}"
+    );
     // With it, bob answers, and his claim to be alice is replaced by who he is.
     rt.submit(from("bob", &["demo:review"], answer(&id, true), None))
         .await
@@ -125,6 +138,10 @@ async fn another_owners_task_stays_unanswerable_when_the_card_does_not_allow_it(
         matches!(refused, RuntimeError::TaskNotFound(_)),
         "{refused:?}"
     );
+    let unreadable = rt
+        .get_as(&id, None, Some("bob"), &Grants::scopes(["demo:review"]))
+        .await;
+    assert!(matches!(unreadable, Err(RuntimeError::TaskNotFound(_))));
     rt.submit(from("alice", &["demo:review"], answer(&id, false), None))
         .await
         .unwrap();

@@ -415,7 +415,7 @@ impl RuntimeHandle {
     /// Another owner's task that this caller may answer all the same: one that waits
     /// for input, of a skill whose card lets holders of its scope answer, held by the
     /// caller. Any other is "not found", as the owner check says.
-    async fn answerable_record(
+    pub(super) async fn answerable_record(
         &self,
         task_id: &TaskId,
         grants: &Grants,
