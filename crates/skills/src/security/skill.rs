@@ -233,8 +233,9 @@ impl Skill for SecurityScanSkill {
             description: "Checks an allowed web target's HTTP security: TLS, HSTS, CSP, \
                           framing, cookies, CORS, disclosure, HTTPS redirection, mixed content \
                           and SRI; with \"active\": true also exposed files, directory \
-                          listings, TRACE and open redirects. Scores it like Mozilla's HTTP \
-                          Observatory and records findings as issues."
+                          listings, TRACE and open redirects. Scores it on a scale modelled on \
+                          Mozilla's HTTP Observatory's (not Observatory's own number) and \
+                          records findings as issues."
                 .into(),
             tags: vec![
                 "security".into(),
