@@ -70,6 +70,9 @@ pub enum StoreError {
         /// The newest format this build reads.
         supported: u64,
     },
+    /// A database server the store talks to failed or refused (PostgreSQL).
+    #[error("database error: {0}")]
+    Database(String),
     /// Another writer changed the task first (optimistic concurrency).
     #[error("task {task_id} changed concurrently: expected version {expected}, found {found}")]
     Conflict {
@@ -105,11 +108,7 @@ impl StoreError {
     }
 
     /// The optimistic-concurrency check every store makes before a write.
-    pub(crate) fn check_version(
-        task_id: &TaskId,
-        expected: u64,
-        found: u64,
-    ) -> Result<(), StoreError> {
+    pub fn check_version(task_id: &TaskId, expected: u64, found: u64) -> Result<(), StoreError> {
         if found == expected {
             Ok(())
         } else {
@@ -131,7 +130,7 @@ impl From<serde_json::Error> for StoreError {
 /// A new task's first message, as the stores index it (see [`TaskStore::created_by`]):
 /// its owner and message id, and when the task was created; `None` for a write that does
 /// not create a task.
-pub(crate) fn first_message<'a>(
+pub fn first_message<'a>(
     record: &'a TaskRecord,
     events: &'a [TaskEvent],
 ) -> Option<(Option<&'a str>, &'a str, DateTime<Utc>)> {

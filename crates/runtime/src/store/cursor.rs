@@ -27,6 +27,21 @@ struct Token {
 }
 
 impl Cursor {
+    /// The position of a task updated at `ts_ms` (milliseconds since the epoch).
+    pub fn new(ts_ms: i64, task_id: TaskId) -> Cursor {
+        Cursor { ts_ms, task_id }
+    }
+
+    /// The update time of the position, in milliseconds since the epoch.
+    pub fn ts_ms(&self) -> i64 {
+        self.ts_ms
+    }
+
+    /// The task id that breaks ties at that time.
+    pub fn task_id(&self) -> &TaskId {
+        &self.task_id
+    }
+
     /// The opaque token a client sends back.
     pub fn encode(&self) -> String {
         let token = Token {

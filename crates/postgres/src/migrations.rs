@@ -1,0 +1,89 @@
+//! The store's tables, as numbered migrations applied once each, in order, under an
+//! advisory lock (nodes starting together do not race).
+
+use fundi_runtime::store::StoreError;
+use tokio_postgres::Client;
+
+use crate::store::db;
+
+/// Each migration's statements; `{s}` stands for the schema.
+const MIGRATIONS: &[&str] = &[
+    // 1: tasks, their events, and new tasks' first messages by owner.
+    r#"
+    CREATE TABLE {s}.tasks (
+        id text COLLATE "C" PRIMARY KEY,
+        version bigint NOT NULL,
+        record jsonb NOT NULL,
+        context_id text NOT NULL,
+        state text NOT NULL,
+        terminal boolean NOT NULL,
+        owner text,
+        updated_ms bigint NOT NULL
+    );
+    CREATE INDEX tasks_by_update ON {s}.tasks (updated_ms DESC, id DESC);
+    CREATE INDEX tasks_unfinished ON {s}.tasks (id) WHERE NOT terminal;
+    CREATE TABLE {s}.events (
+        task_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        event jsonb NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    );
+    CREATE TABLE {s}.first_messages (
+        owner_key text NOT NULL,
+        message_id text NOT NULL,
+        task_id text COLLATE "C" NOT NULL,
+        created_ms bigint NOT NULL,
+        PRIMARY KEY (owner_key, message_id)
+    );
+    CREATE INDEX first_messages_by_task ON {s}.first_messages (task_id);
+    "#,
+];
+
+/// The newest schema version this build knows.
+pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Brings `schema` to the latest version; refuses one newer than this build.
+pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(db)?;
+    // One node migrates at a time; the others find the work done.
+    tx.execute("SELECT pg_advisory_xact_lock(7405142961)", &[])
+        .await
+        .map_err(db)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.fundi_migrations (
+             version bigint PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );"
+    ))
+    .await
+    .map_err(db)?;
+    let row = tx
+        .query_one(
+            &format!("SELECT coalesce(max(version), 0) FROM {schema}.fundi_migrations"),
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    let current: i64 = row.get(0);
+    if current > LATEST {
+        return Err(StoreError::NewerFormat {
+            found: current as u64,
+            supported: LATEST as u64,
+        });
+    }
+    for (at, statements) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = at as i64 + 1;
+        tx.batch_execute(&statements.replace("{s}", schema))
+            .await
+            .map_err(db)?;
+        tx.execute(
+            &format!("INSERT INTO {schema}.fundi_migrations (version) VALUES ($1)"),
+            &[&version],
+        )
+        .await
+        .map_err(db)?;
+        tracing::info!(schema, version, "store migration applied");
+    }
+    tx.commit().await.map_err(db)
+}

@@ -1,0 +1,410 @@
+//! `TaskStore` on PostgreSQL: a task's row (its record as JSON, and the columns that
+//! listing filters and orders by), its events, and new tasks' first messages. A write
+//! is one transaction that checks the version the writer read.
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeZone, Utc};
+use deadpool_postgres::{Pool, Runtime};
+use fundi_runtime::store::{
+    Cursor, ListPage, ListQuery, StoreError, TaskRecord, TaskStore, first_message,
+};
+use fundi_runtime::{TaskEvent, TaskId};
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use crate::migrations::migrate;
+
+/// Where the store is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostgresConfig {
+    /// A `postgres://` URL (or key=value connection string).
+    pub url: String,
+    /// The schema its tables live in (created if missing): letters, digits and `_`.
+    pub schema: String,
+    /// Most connections open at once.
+    pub pool_size: usize,
+}
+
+/// Tasks and their events in PostgreSQL.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    schema: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A PostgreSQL error as the store's, with the server's own words when it gave some.
+pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
+    match error.as_db_error() {
+        Some(server) => {
+            StoreError::Database(format!("{} ({})", server.message(), server.code().code()))
+        }
+        None => StoreError::Database(error.to_string()),
+    }
+}
+
+fn pool_error(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Database(format!("no connection to PostgreSQL: {error}"))
+}
+
+fn valid_schema(schema: &str) -> bool {
+    let mut chars = schema.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && schema.len() <= 63
+}
+
+impl PostgresStore {
+    /// Connects, and brings the schema to this build's version (refusing a newer one).
+    pub async fn open(config: &PostgresConfig) -> Result<PostgresStore, StoreError> {
+        if !valid_schema(&config.schema) {
+            return Err(StoreError::Database(format!(
+                "store.postgres.schema {:?} must be lower-case letters, digits and _, at most 63",
+                config.schema
+            )));
+        }
+        let mut settings = deadpool_postgres::Config::new();
+        settings.url = Some(config.url.clone());
+        settings.pool = Some(deadpool_postgres::PoolConfig::new(config.pool_size.max(1)));
+        let pool = settings
+            .create_pool(Some(Runtime::Tokio1), NoTls)
+            .map_err(pool_error)?;
+        let mut client = pool.get().await.map_err(pool_error)?;
+        migrate(&mut client, &config.schema).await?;
+        Ok(PostgresStore {
+            pool,
+            schema: config.schema.clone(),
+        })
+    }
+
+    fn table(&self, name: &str) -> String {
+        format!("{}.{name}", self.schema)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, StoreError> {
+    serde_json::from_value(value).map_err(|e| StoreError::Codec(e.to_string()))
+}
+
+fn owner_key(owner: Option<&str>) -> String {
+    match owner {
+        Some(user) => format!("u:{user}"),
+        None => "-".into(),
+    }
+}
+
+fn millis(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let id = record.id().as_str();
+        let body = serde_json::to_value(record)?;
+        let version = record.version as i64;
+        let state = record.state().wire_name();
+        let terminal = record.state().is_terminal();
+        let updated = millis(record.task.status.timestamp);
+        let written = if expected_version == 0 {
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (id, version, record, context_id, state, terminal, owner, \
+                     updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    self.table("tasks")
+                ),
+                &[
+                    &id,
+                    &version,
+                    &body,
+                    &record.task.context_id.as_str(),
+                    &state,
+                    &terminal,
+                    &record.owner,
+                    &updated,
+                ],
+            )
+            .await
+            .map_err(db)?
+        } else {
+            tx.execute(
+                &format!(
+                    "UPDATE {} SET version = $2, record = $3, state = $4, terminal = $5, \
+                     updated_ms = $6 WHERE id = $1 AND version = $7",
+                    self.table("tasks")
+                ),
+                &[
+                    &id,
+                    &version,
+                    &body,
+                    &state,
+                    &terminal,
+                    &updated,
+                    &(expected_version as i64),
+                ],
+            )
+            .await
+            .map_err(db)?
+        };
+        if written == 0 {
+            let found = tx
+                .query_opt(
+                    &format!("SELECT version FROM {} WHERE id = $1", self.table("tasks")),
+                    &[&id],
+                )
+                .await
+                .map_err(db)?
+                .map_or(0, |row| row.get::<_, i64>(0) as u64);
+            return Err(StoreError::Conflict {
+                task_id: record.id().clone(),
+                expected: expected_version,
+                found,
+            });
+        }
+        let insert_event = format!(
+            "INSERT INTO {} (task_id, seq, event) VALUES ($1, $2, $3)",
+            self.table("events")
+        );
+        for event in events {
+            let value = serde_json::to_value(event)?;
+            tx.execute(&insert_event, &[&id, &(event.seq as i64), &value])
+                .await
+                .map_err(db)?;
+        }
+        if let Some((owner, message_id, at)) = first_message(record, events) {
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (owner_key, message_id, task_id, created_ms) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    self.table("first_messages")
+                ),
+                &[&owner_key(owner), &message_id, &id, &millis(at)],
+            )
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!("SELECT record FROM {} WHERE id = $1", self.table("tasks")),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        row.map(|row| decode(row.get(0))).transpose()
+    }
+
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT task_id, created_ms FROM {} WHERE owner_key = $1 AND message_id = $2",
+                    self.table("first_messages")
+                ),
+                &[&owner_key(owner), &message_id],
+            )
+            .await
+            .map_err(db)?;
+        Ok(row.and_then(|row| {
+            let at = Utc.timestamp_millis_opt(row.get::<_, i64>(1)).single()?;
+            Some((TaskId::from(row.get::<_, String>(0)), at))
+        }))
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT event FROM {} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                    self.table("events")
+                ),
+                &[&id.as_str(), &(after_seq as i64), &(limit as i64)],
+            )
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(|row| decode(row.get(0))).collect()
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
+        let mut conditions: Vec<String> = Vec::new();
+        let mut bind = |value: Box<dyn ToSql + Sync + Send>, column: &str, op: &str| {
+            params.push(value);
+            conditions.push(format!("{column} {op} ${}", params.len()));
+        };
+        if let Some(context) = &query.context_id {
+            bind(Box::new(context.as_str().to_owned()), "context_id", "=");
+        }
+        if let Some(state) = query.state {
+            bind(Box::new(state.wire_name().to_owned()), "state", "=");
+        }
+        if let Some(after) = query.updated_after {
+            bind(Box::new(millis(after)), "updated_ms", ">=");
+        }
+        if let Some(owner) = &query.owner {
+            bind(Box::new(owner.clone()), "owner", "=");
+        }
+        let filter = match conditions.is_empty() {
+            true => "TRUE".to_owned(),
+            false => conditions.join(" AND "),
+        };
+        let refs: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        let client = self.client().await?;
+        let total: i64 = client
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {} WHERE {filter}",
+                    self.table("tasks")
+                ),
+                &refs,
+            )
+            .await
+            .map_err(db)?
+            .get(0);
+        // Newest first; a page continues strictly after its cursor.
+        let cursor = query
+            .cursor
+            .as_ref()
+            .map(|c| (c.ts_ms(), c.task_id().as_str().to_owned()));
+        let mut page_refs = refs.clone();
+        let position = match &cursor {
+            Some((ts, id)) => {
+                page_refs.push(ts);
+                page_refs.push(id);
+                let n = page_refs.len();
+                format!("AND (updated_ms, id) < (${}, ${n})", n - 1)
+            }
+            None => String::new(),
+        };
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT record FROM {} WHERE {filter} {position} \
+                     ORDER BY updated_ms DESC, id DESC LIMIT {}",
+                    self.table("tasks"),
+                    query.limit + 1
+                ),
+                &page_refs,
+            )
+            .await
+            .map_err(db)?;
+        let mut records: Vec<TaskRecord> = rows
+            .into_iter()
+            .map(|row| decode(row.get(0)))
+            .collect::<Result<_, _>>()?;
+        let more = records.len() > query.limit;
+        records.truncate(query.limit);
+        let next = match more {
+            true => records
+                .last()
+                .map(|last| Cursor::new(millis(last.task.status.timestamp), last.id().clone())),
+            false => None,
+        };
+        Ok(ListPage {
+            records,
+            next,
+            total: total as usize,
+        })
+    }
+
+    async fn remove_ended_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT id FROM {} WHERE terminal AND updated_ms < $1 \
+                     ORDER BY updated_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED",
+                    self.table("tasks")
+                ),
+                &[&millis(before), &(limit as i64)],
+            )
+            .await
+            .map_err(db)?;
+        let ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        for table in ["events", "first_messages"] {
+            tx.execute(
+                &format!("DELETE FROM {} WHERE task_id = ANY($1)", self.table(table)),
+                &[&ids],
+            )
+            .await
+            .map_err(db)?;
+        }
+        tx.execute(
+            &format!("DELETE FROM {} WHERE id = ANY($1)", self.table("tasks")),
+            &[&ids],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(ids.len())
+    }
+
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT id, record FROM {} WHERE NOT terminal ORDER BY id",
+                    self.table("tasks")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        let mut active = Vec::with_capacity(rows.len());
+        for row in rows {
+            match decode::<TaskRecord>(row.get(1)) {
+                Ok(record) => active.push(record),
+                // Never a reason not to start: the others are recovered.
+                Err(error) => {
+                    let id: String = row.get(0);
+                    tracing::error!(task_id = %id, %error, "a stored task cannot be read; left as it is");
+                }
+            }
+        }
+        Ok(active)
+    }
+}
