@@ -37,6 +37,18 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX first_messages_by_task ON {s}.first_messages (task_id);
     "#,
+    // 2: push configs and their delivery cursors.
+    r#"
+    CREATE TABLE {s}.push_configs (
+        task_id text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        config jsonb NOT NULL,
+        cursor jsonb NOT NULL,
+        finished boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (task_id, id)
+    );
+    CREATE INDEX push_configs_unfinished ON {s}.push_configs (task_id) WHERE NOT finished;
+    "#,
 ];
 
 /// The newest schema version this build knows.

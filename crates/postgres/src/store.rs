@@ -86,16 +86,18 @@ impl PostgresStore {
         })
     }
 
-    fn table(&self, name: &str) -> String {
+    pub(crate) fn table(&self, name: &str) -> String {
         format!("{}.{name}", self.schema)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, StoreError> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+) -> Result<T, StoreError> {
     serde_json::from_value(value).map_err(|e| StoreError::Codec(e.to_string()))
 }
 
@@ -364,7 +366,7 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?;
         let ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
-        for table in ["events", "first_messages"] {
+        for table in ["events", "first_messages", "push_configs"] {
             tx.execute(
                 &format!("DELETE FROM {} WHERE task_id = ANY($1)", self.table(table)),
                 &[&ids],

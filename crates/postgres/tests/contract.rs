@@ -4,9 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use chrono::{TimeZone, Utc};
 use fundi_postgres::{PostgresConfig, PostgresStore};
-use fundi_runtime::store::{StoreError, TaskStore};
-use fundi_runtime::testing::store_contract::check_task_store;
+use fundi_runtime::store::{PushStore, StoreError, TaskStore};
+use fundi_runtime::testing::store_contract::{
+    advance, check_task_store, created, push_config, push_configs_are_kept_per_task, record,
+};
+use fundi_runtime::{TaskId, TaskState};
 
 fn url() -> String {
     std::env::var("FUNDI_TEST_POSTGRES_URL")
@@ -83,5 +87,29 @@ async fn a_schema_from_a_newer_fundi_is_refused_and_bad_schema_names_too() {
         .await
         .unwrap_err();
     assert!(bad.to_string().contains("store.postgres.schema"), "{bad}");
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn push_configs_keep_their_contract_and_leave_with_their_task() {
+    let schema = fresh_schema();
+    let store = PostgresStore::open(&config(&schema)).await.unwrap();
+    push_configs_are_kept_per_task("postgres", &store).await;
+
+    let ended = record("ended", "c1", TaskState::Working, 1_000, "u");
+    store.commit(&ended, 0, &[created(&ended)]).await.unwrap();
+    advance(&store, "ended", TaskState::Completed, 1_000).await;
+    store
+        .put_config(&push_config("ended", "hook", "https://x/h"), 0)
+        .await
+        .unwrap();
+    let cutoff = Utc.timestamp_millis_opt(3_000).unwrap();
+    assert_eq!(store.remove_ended_before(cutoff, 10).await.unwrap(), 1);
+    let gone = TaskId::from("ended");
+    assert!(
+        store.configs(&gone).await.unwrap().is_empty(),
+        "removed with its task"
+    );
+    assert!(store.cursor(&gone, "hook").await.unwrap().is_none());
     drop_schemas(&[schema]).await;
 }
