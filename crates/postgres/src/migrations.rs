@@ -49,6 +49,34 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX push_configs_unfinished ON {s}.push_configs (task_id) WHERE NOT finished;
     "#,
+    // 3: the issue store, schedules, grants, the audit log and the chaos-event log.
+    r#"
+    CREATE TABLE {s}.issues (
+        id text COLLATE "C" PRIMARY KEY,
+        source text NOT NULL,
+        issue jsonb NOT NULL
+    );
+    CREATE TABLE {s}.schedules (
+        id text COLLATE "C" PRIMARY KEY,
+        schedule jsonb NOT NULL
+    );
+    CREATE TABLE {s}.grants (
+        id text COLLATE "C" PRIMARY KEY,
+        digest text NOT NULL UNIQUE,
+        grant_record jsonb NOT NULL
+    );
+    CREATE TABLE {s}.audit (
+        seq bigserial PRIMARY KEY,
+        at timestamptz NOT NULL,
+        entry jsonb NOT NULL
+    );
+    CREATE TABLE {s}.chaos_events (
+        task_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        record jsonb NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

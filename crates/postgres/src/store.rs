@@ -366,7 +366,7 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?;
         let ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
-        for table in ["events", "first_messages", "push_configs"] {
+        for table in ["events", "first_messages", "push_configs", "chaos_events"] {
             tx.execute(
                 &format!("DELETE FROM {} WHERE task_id = ANY($1)", self.table(table)),
                 &[&ids],

@@ -238,8 +238,9 @@ pub trait IssueStore: Send + Sync + 'static {
     }
 }
 
-/// The record that `finding` makes of `existing`.
-pub(crate) fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool) {
+/// The record that `finding` makes of `existing` (for every store: the same rules of
+/// what a re-sighting changes), and whether it is new.
+pub fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool) {
     let now = Utc::now();
     match existing {
         Some(mut issue) => {

@@ -1,0 +1,134 @@
+//! Schedules and grants on PostgreSQL: a document per row by id (a grant found by its
+//! token's digest too).
+
+use async_trait::async_trait;
+use fundi_runtime::grants::{Grant, GrantStore};
+use fundi_runtime::schedules::{Schedule, ScheduleStore};
+use fundi_runtime::store::StoreError;
+
+use crate::store::{PostgresStore, db, decode};
+
+#[async_trait]
+impl ScheduleStore for PostgresStore {
+    async fn put(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (id, schedule) VALUES ($1, $2) \
+                     ON CONFLICT (id) DO UPDATE SET schedule = EXCLUDED.schedule",
+                    self.table("schedules")
+                ),
+                &[&schedule.id, &serde_json::to_value(schedule)?],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Schedule>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT schedule FROM {} WHERE id = $1",
+                    self.table("schedules")
+                ),
+                &[&id],
+            )
+            .await
+            .map_err(db)?;
+        row.map(|row| decode(row.get(0))).transpose()
+    }
+
+    async fn list(&self) -> Result<Vec<Schedule>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT schedule FROM {} ORDER BY id",
+                    self.table("schedules")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(|row| decode(row.get(0))).collect()
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let deleted = client
+            .execute(
+                &format!("DELETE FROM {} WHERE id = $1", self.table("schedules")),
+                &[&id],
+            )
+            .await
+            .map_err(db)?;
+        Ok(deleted > 0)
+    }
+}
+
+#[async_trait]
+impl GrantStore for PostgresStore {
+    async fn put(&self, grant: &Grant) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (id, digest, grant_record) VALUES ($1, $2, $3) ON CONFLICT (id) \
+                     DO UPDATE SET digest = EXCLUDED.digest, grant_record = EXCLUDED.grant_record",
+                    self.table("grants")
+                ),
+                &[&grant.id, &grant.token_digest, &serde_json::to_value(grant)?],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<Grant>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT grant_record FROM {} WHERE id = $1",
+                    self.table("grants")
+                ),
+                &[&id],
+            )
+            .await
+            .map_err(db)?;
+        row.map(|row| decode(row.get(0))).transpose()
+    }
+
+    async fn by_digest(&self, digest: &str) -> Result<Option<Grant>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT grant_record FROM {} WHERE digest = $1",
+                    self.table("grants")
+                ),
+                &[&digest],
+            )
+            .await
+            .map_err(db)?;
+        row.map(|row| decode(row.get(0))).transpose()
+    }
+
+    async fn list(&self) -> Result<Vec<Grant>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT grant_record FROM {} ORDER BY id",
+                    self.table("grants")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        rows.into_iter().map(|row| decode(row.get(0))).collect()
+    }
+}

@@ -1,0 +1,254 @@
+//! The other stores on a real PostgreSQL server (issues, schedules, grants, the audit
+//! and chaos-event logs): what they keep reads back, concurrent writers all count, and
+//! retention takes a task's chaos events with it.
+
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use fundi_postgres::{PostgresConfig, PostgresStore};
+use fundi_runtime::audit::{AuditEntry, AuditLog};
+use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
+use fundi_runtime::grants::{Grant, GrantStore};
+use fundi_runtime::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
+use fundi_runtime::schedules::{NewSchedule, Schedule, ScheduleStore};
+use fundi_runtime::store::TaskStore;
+use fundi_runtime::testing::store_contract::{advance, created, record};
+use fundi_runtime::{TaskId, TaskState};
+use serde_json::json;
+
+fn url() -> String {
+    std::env::var("FUNDI_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+struct Fresh {
+    store: PostgresStore,
+    schema: String,
+}
+
+impl Fresh {
+    async fn new() -> Fresh {
+        let schema = format!("fundi_test_{}", uuid::Uuid::now_v7().simple());
+        let config = PostgresConfig {
+            url: url(),
+            schema: schema.clone(),
+            pool_size: 8,
+        };
+        let store = PostgresStore::open(&config)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", url()));
+        Fresh { store, schema }
+    }
+
+    async fn drop(self) {
+        let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema))
+            .await
+            .unwrap();
+    }
+}
+
+fn finding(place: &str) -> NewIssue {
+    NewIssue {
+        fingerprint: fingerprint(&["a11y-audit", "image-alt", place]),
+        source: "a11y-audit".into(),
+        rule: "image-alt".into(),
+        severity: "critical".into(),
+        title: "Images must have alternative text".into(),
+        location: "https://site.test/".into(),
+        target: Some(place.into()),
+        evidence: "<img src=x>".into(),
+        remediation: "Add alt".into(),
+        tags: vec![],
+        task_id: TaskId::from("audit"),
+    }
+}
+
+#[tokio::test]
+async fn issues_merge_count_every_concurrent_sighting_and_hold_one_heal() {
+    let fresh = Fresh::new().await;
+    let store = Arc::new(fresh.store.clone());
+    let (first, new) = store.record(finding("#logo")).await.unwrap();
+    assert!(new);
+    let writers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.record(finding("#logo")).await.unwrap() })
+        })
+        .collect();
+    for writer in writers {
+        assert!(!writer.await.unwrap().1, "seen before");
+    }
+    let again = store.issue(first.id()).await.unwrap().unwrap();
+    assert_eq!(again.occurrences, 9, "every sighting counts");
+    store.record(finding("#hero")).await.unwrap();
+    assert_eq!(store.issues(Some("a11y-audit")).await.unwrap().len(), 2);
+    assert!(
+        store
+            .issues(Some("security-scan"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.issues(None).await.unwrap().len(), 2);
+    let keep = |_: &TaskId| false;
+    let heal = TaskId::from("heal-1");
+    let claim = store.claim_heal(first.id(), &heal, &keep).await.unwrap();
+    assert!(matches!(claim, HealClaim::Claimed(_)));
+    let other = store
+        .claim_heal(first.id(), &TaskId::from("heal-2"), &keep)
+        .await
+        .unwrap();
+    assert_eq!(other, HealClaim::HeldBy(heal.clone()));
+    assert!(
+        store
+            .set_status(first.id(), IssueStatus::Fixed)
+            .await
+            .unwrap()
+    );
+    assert!(!store.set_status("nope", IssueStatus::Fixed).await.unwrap());
+    assert_eq!(store.issue("nope").await.unwrap(), None);
+    fresh.drop().await;
+}
+
+#[tokio::test]
+async fn schedules_grants_and_the_audit_log_read_back() {
+    let fresh = Fresh::new().await;
+    let store = &fresh.store;
+    let schedule = Schedule {
+        id: "sch-1".into(),
+        spec: NewSchedule {
+            skill: "echo".into(),
+            cron: "0 3 * * *".into(),
+            time_zone: None,
+            data: None,
+            text: Some("x".into()),
+        },
+        zone: "UTC".into(),
+        owner: Some("ann".into()),
+        client: None,
+        scopes: None,
+        paused: false,
+        created_at: Utc::now(),
+        next_fire: Utc::now(),
+        fired: 0,
+        skipped: 0,
+        last: None,
+    };
+    ScheduleStore::put(store, &schedule).await.unwrap();
+    let paused = Schedule {
+        paused: true,
+        ..schedule.clone()
+    };
+    ScheduleStore::put(store, &paused).await.unwrap();
+    assert_eq!(
+        ScheduleStore::get(store, "sch-1").await.unwrap(),
+        Some(paused)
+    );
+    assert_eq!(ScheduleStore::list(store).await.unwrap().len(), 1);
+    assert!(ScheduleStore::delete(store, "sch-1").await.unwrap());
+    assert!(!ScheduleStore::delete(store, "sch-1").await.unwrap());
+
+    let grant = Grant {
+        id: "g-1".into(),
+        client: "ci".into(),
+        scopes: vec!["fundi:audit".into()],
+        created_by: "ops".into(),
+        created_at: Utc::now(),
+        expires_at: None,
+        revoked_at: None,
+        token_digest: "digest-1".into(),
+    };
+    GrantStore::put(store, &grant).await.unwrap();
+    assert_eq!(
+        store.by_digest("digest-1").await.unwrap(),
+        Some(grant.clone())
+    );
+    assert_eq!(store.by_digest("other").await.unwrap(), None);
+    assert_eq!(GrantStore::list(store).await.unwrap(), vec![grant]);
+
+    for action in ["grant.create", "grant.revoke", "schedule.pause"] {
+        AuditLog::append(
+            store,
+            AuditEntry {
+                user: "ops".into(),
+                client: "console".into(),
+                action: action.into(),
+                target: "g-1".into(),
+                detail: json!({}),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let all = AuditLog::read(store, 0, 10).await.unwrap();
+    let actions: Vec<&str> = all.iter().map(|r| r.entry.action.as_str()).collect();
+    assert_eq!(actions, ["grant.create", "grant.revoke", "schedule.pause"]);
+    let rest = AuditLog::read(store, all[0].seq, 10).await.unwrap();
+    assert_eq!(rest.len(), 2, "after the first");
+    fresh.drop().await;
+}
+
+fn chaos(fault: &str, connection: u64) -> ChaosEvent {
+    ChaosEvent {
+        at: Utc::now(),
+        phase: "fault".into(),
+        connection: Some(connection),
+        fault: fault.into(),
+        direction: Some("downstream".into()),
+        detail: json!({"delayMs": 120}),
+    }
+}
+
+#[tokio::test]
+async fn chaos_events_keep_their_order_per_task_and_leave_with_it() {
+    let fresh = Fresh::new().await;
+    let store = &fresh.store;
+    let task = TaskId::from("run");
+    assert_eq!(
+        ChaosLog::append(store, &task, vec![chaos("latency", 1), chaos("latency", 2)])
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        ChaosLog::append(store, &task, vec![chaos("reset_peer", 3)])
+            .await
+            .unwrap(),
+        3
+    );
+    let other = TaskId::from("other");
+    ChaosLog::append(store, &other, vec![chaos("latency", 1)])
+        .await
+        .unwrap();
+    let read = ChaosLog::read(store, &task, 1, 10).await.unwrap();
+    let seqs: Vec<u64> = read.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [2, 3]);
+    assert_eq!(read[1].event.fault, "reset_peer");
+
+    // Retention takes the task's chaos events with it.
+    let ended = record("run", "c1", TaskState::Working, 1_000, "u");
+    store.commit(&ended, 0, &[created(&ended)]).await.unwrap();
+    advance(store, "run", TaskState::Failed, 1_000).await;
+    let cutoff = Utc.timestamp_millis_opt(3_000).unwrap();
+    assert_eq!(store.remove_ended_before(cutoff, 10).await.unwrap(), 1);
+    assert!(
+        ChaosLog::read(store, &task, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(ChaosLog::read(store, &other, 0, 10).await.unwrap().len(), 1);
+    ChaosLog::remove(store, &other).await.unwrap();
+    assert!(
+        ChaosLog::read(store, &other, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    fresh.drop().await;
+}
