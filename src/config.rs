@@ -123,6 +123,9 @@ pub enum StoreKind {
     Sled,
     /// In memory: everything is lost at exit (demos, tests).
     Memory,
+    /// PostgreSQL, at `store.postgres.url` (one node; several nodes sharing one
+    /// database is not supported yet).
+    Postgres,
 }
 
 /// When a change is on disk.
@@ -139,7 +142,7 @@ pub enum DurabilityMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// `sled` or `memory`. Default: sled.
+    /// `sled`, `memory` or `postgres`. Default: sled.
     pub kind: StoreKind,
     /// The sled directory. Default: `data`.
     pub path: PathBuf,
@@ -154,6 +157,31 @@ pub struct StoreConfig {
     /// are removed in the background, whole. Unset (the default): kept for ever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<String>,
+    /// With `kind = "postgres"`: where the database is.
+    pub postgres: PostgresStoreConfig,
+}
+
+/// `[store.postgres]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct PostgresStoreConfig {
+    /// A `postgres://user@host:port/database` URL. Required with `kind = "postgres"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The schema fundi's tables live in (created if missing). Default: `public`.
+    pub schema: String,
+    /// Most connections open at once. Default: 16.
+    pub pool_size: usize,
+}
+
+impl Default for PostgresStoreConfig {
+    fn default() -> Self {
+        PostgresStoreConfig {
+            url: None,
+            schema: "public".into(),
+            pool_size: 16,
+        }
+    }
 }
 
 impl Default for StoreConfig {
@@ -165,6 +193,7 @@ impl Default for StoreConfig {
             flush_window_ms: 10,
             cache_mb: 256,
             retention: None,
+            postgres: PostgresStoreConfig::default(),
         }
     }
 }

@@ -16,6 +16,13 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         println!("store.kind is memory: nothing is stored, nothing to check");
         return Ok(());
     }
+    if config.store.kind == StoreKind::Postgres {
+        println!(
+            "store.kind is postgres: PostgreSQL checks its own data; fundi doctor checks sled \
+             stores"
+        );
+        return Ok(());
+    }
     let path = &config.store.path;
     // Opening repairs and sets aside what it cannot read; reading the unfinished tasks
     // sets aside those whose records cannot be decoded, as a start of the server would.

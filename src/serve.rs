@@ -73,6 +73,10 @@ fn describe_store(store: &fundi::config::StoreConfig) -> String {
     use fundi::config::{DurabilityMode, StoreKind};
     match (store.kind, store.durability) {
         (StoreKind::Memory, _) => "memory (nothing is kept after the process ends)".into(),
+        (StoreKind::Postgres, _) => format!(
+            "PostgreSQL, schema {} (each change committed before anyone is told)",
+            store.postgres.schema
+        ),
         (StoreKind::Sled, DurabilityMode::Sync) => {
             format!(
                 "sled in {} (sync: on disk before anyone is told)",

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
+use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
 use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog, SledChaosLog};
 use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
@@ -63,6 +64,14 @@ pub enum ServerError {
     OpenStore {
         /// Where it is.
         path: std::path::PathBuf,
+        /// Why.
+        source: StoreError,
+    },
+    /// The PostgreSQL store could not be opened (reached, or migrated).
+    #[error("opening the store in PostgreSQL (schema {schema}): {source}")]
+    OpenDatabase {
+        /// The schema.
+        schema: String,
         /// Why.
         source: StoreError,
     },
@@ -152,7 +161,7 @@ impl ServerBuilder {
         config
             .validate()
             .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-        let stores = open_store(&config)?;
+        let stores = open_store(&config).await?;
         let auth = Authenticator::from_config(&config.auth)?.with_grants(stores.grants.clone());
         let mut builder = Runtime::builder()
             .shared_store(stores.tasks.clone())
@@ -340,7 +349,7 @@ struct Stores {
     sled: Option<Arc<SledStore>>,
 }
 
-fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
+async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
     let store = &config.store;
     match store.kind {
         StoreKind::Memory => {
@@ -382,6 +391,33 @@ fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 audit: Arc::new(SledAuditLog::new(sled.clone())),
                 chaos: Arc::new(SledChaosLog::new(sled.clone())),
                 sled: Some(sled),
+            })
+        }
+        StoreKind::Postgres => {
+            let settings = &store.postgres;
+            let url = settings.url.clone().ok_or_else(|| {
+                ServerError::Config("store.kind = \"postgres\" needs store.postgres.url".into())
+            })?;
+            let postgres = PostgresStore::open(&PostgresConfig {
+                url,
+                schema: settings.schema.clone(),
+                pool_size: settings.pool_size,
+            })
+            .await
+            .map_err(|source| ServerError::OpenDatabase {
+                schema: settings.schema.clone(),
+                source,
+            })?;
+            let postgres = Arc::new(postgres);
+            Ok(Stores {
+                tasks: postgres.clone(),
+                push: postgres.clone(),
+                issues: postgres.clone(),
+                schedules: postgres.clone(),
+                grants: postgres.clone(),
+                audit: postgres.clone(),
+                chaos: postgres,
+                sled: None,
             })
         }
     }

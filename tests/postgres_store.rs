@@ -1,0 +1,94 @@
+//! `fundi serve` on PostgreSQL (`store.kind = "postgres"`, a schema of its own on the
+//! machine's server or `FUNDI_TEST_POSTGRES_URL`): tasks answered, a SIGKILL mid-run,
+//! and after the restart every acknowledged task is there, the interrupted one resumed
+//! to its end, and the one waiting for input still waiting. Fails, never skips, when
+//! PostgreSQL is missing.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn url() -> String {
+    std::env::var("FUNDI_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = format!("fundi_test_{}", uuid::Uuid::now_v7().simple());
+    let url = url();
+    let env = [
+        ("FUNDI__STORE__KIND", "postgres"),
+        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
+        ("FUNDI__STORE__POSTGRES__SCHEMA", schema.as_str()),
+    ];
+    let server = Server::start(dir.path(), &env);
+    assert!(
+        server
+            .banner
+            .iter()
+            .any(|l| l.contains("PostgreSQL, schema")),
+        "{:?}",
+        server.banner
+    );
+    let quick = ok(
+        &server,
+        "SendMessage",
+        json!({"message": message("quick", Value::Null)}),
+    )
+    .await["task"]
+        .clone();
+    assert_eq!(state(&quick), "TASK_STATE_COMPLETED");
+    let slow = ok(
+        &server,
+        "SendMessage",
+        json!({"message": message("slow", json!({"steps": 40, "delayMs": 50})),
+               "configuration": {"returnImmediately": true}}),
+    )
+    .await["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let asking = ok(
+        &server,
+        "SendMessage",
+        json!({"message": message("ask me", json!({"askInput": true}))}),
+    )
+    .await["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Mid-run, the process dies.
+    poll_task(&server, &slow, |t| {
+        t["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("step "))
+    })
+    .await;
+    let (token, user_token) = (server.token.clone(), server.user_token.clone());
+    server.kill();
+
+    let mut server = Server::start(dir.path(), &env);
+    (server.token, server.user_token) = (token, user_token);
+    let quick_id = quick["id"].as_str().unwrap();
+    let kept = ok(&server, "GetTask", json!({"id": quick_id})).await;
+    assert_eq!(state(&kept), "TASK_STATE_COMPLETED");
+    let resumed = poll_task(&server, &slow, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    assert_eq!(resumed["status"]["message"]["parts"][0]["text"], "slow");
+    let waiting = ok(&server, "GetTask", json!({"id": asking})).await;
+    assert_eq!(state(&waiting), "TASK_STATE_INPUT_REQUIRED");
+    let listed = ok(&server, "ListTasks", json!({})).await;
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 3, "{listed}");
+    drop(server);
+
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}
