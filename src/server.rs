@@ -402,6 +402,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 url,
                 schema: settings.schema.clone(),
                 pool_size: settings.pool_size,
+                exclusive: true,
             })
             .await
             .map_err(|source| ServerError::OpenDatabase {

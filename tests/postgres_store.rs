@@ -1,8 +1,8 @@
 //! `fundi serve` on PostgreSQL (`store.kind = "postgres"`, a schema of its own on the
 //! machine's server or `FUNDI_TEST_POSTGRES_URL`): tasks answered, a SIGKILL mid-run,
 //! and after the restart every acknowledged task is there, the interrupted one resumed
-//! to its end, and the one waiting for input still waiting. Fails, never skips, when
-//! PostgreSQL is missing.
+//! to its end, and the one waiting for input still waiting; a second node on the same
+//! schema is refused. Fails, never skips, when PostgreSQL is missing.
 
 mod common;
 
@@ -32,6 +32,14 @@ async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
             .any(|l| l.contains("PostgreSQL, schema")),
         "{:?}",
         server.banner
+    );
+    // A second node on the same schema is refused: it would run the same tasks.
+    let other = tempfile::tempdir().unwrap();
+    let (status, stderr) = start_failing(other.path(), &["--bind", "127.0.0.1:0"], &env);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("another fundi node is using schema"),
+        "{stderr}"
     );
     let quick = ok(
         &server,

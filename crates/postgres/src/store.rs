@@ -23,6 +23,10 @@ pub struct PostgresConfig {
     pub schema: String,
     /// Most connections open at once.
     pub pool_size: usize,
+    /// Whether this store must be the only one open on the schema (a server node: two
+    /// nodes on one schema would both recover and run the same tasks). The lock is a
+    /// session advisory lock, let go when the store is dropped or its process dies.
+    pub exclusive: bool,
 }
 
 /// Tasks and their events in PostgreSQL.
@@ -30,6 +34,8 @@ pub struct PostgresConfig {
 pub struct PostgresStore {
     pool: Pool,
     schema: String,
+    /// The session holding the schema's lock, when exclusive.
+    _holder: Option<std::sync::Arc<tokio_postgres::Client>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -52,6 +58,33 @@ pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
 
 fn pool_error(error: impl std::fmt::Display) -> StoreError {
     StoreError::Database(format!("no connection to PostgreSQL: {error}"))
+}
+
+/// A session of its own that holds the schema's advisory lock, or why not.
+async fn lock(config: &PostgresConfig) -> Result<tokio_postgres::Client, StoreError> {
+    let (client, connection) = tokio_postgres::connect(&config.url, NoTls)
+        .await
+        .map_err(db)?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::error!(%error, "the PostgreSQL session holding the store's lock ended");
+        }
+    });
+    let key = format!("fundi store {}", config.schema);
+    let held: bool = client
+        .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
+        .await
+        .map_err(db)?
+        .get(0);
+    match held {
+        true => Ok(client),
+        false => Err(StoreError::Database(format!(
+            "another fundi node is using schema {} of this database (several nodes on one \
+             database are not supported yet): stop that one, or give this one another \
+             store.postgres.schema",
+            config.schema
+        ))),
+    }
 }
 
 fn valid_schema(schema: &str) -> bool {
@@ -78,11 +111,16 @@ impl PostgresStore {
         let pool = settings
             .create_pool(Some(Runtime::Tokio1), NoTls)
             .map_err(pool_error)?;
+        let holder = match config.exclusive {
+            true => Some(std::sync::Arc::new(lock(config).await?)),
+            false => None,
+        };
         let mut client = pool.get().await.map_err(pool_error)?;
         migrate(&mut client, &config.schema).await?;
         Ok(PostgresStore {
             pool,
             schema: config.schema.clone(),
+            _holder: holder,
         })
     }
 

@@ -22,6 +22,7 @@ fn config(schema: &str) -> PostgresConfig {
         url: url(),
         schema: schema.into(),
         pool_size: 4,
+        exclusive: false,
     }
 }
 
@@ -111,5 +112,37 @@ async fn push_configs_keep_their_contract_and_leave_with_their_task() {
         "removed with its task"
     );
     assert!(store.cursor(&gone, "hook").await.unwrap().is_none());
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn one_exclusive_store_at_a_time_holds_a_schema() {
+    let schema = fresh_schema();
+    let exclusive = PostgresConfig {
+        exclusive: true,
+        ..config(&schema)
+    };
+    let first = PostgresStore::open(&exclusive).await.unwrap();
+    let refused = PostgresStore::open(&exclusive).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("another fundi node is using schema"),
+        "{refused}"
+    );
+    // Not exclusive (a tool reading the store): allowed beside it.
+    PostgresStore::open(&config(&schema)).await.unwrap();
+    drop(first);
+    // Let go once its session ends (the server sees the connection close).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match PostgresStore::open(&exclusive).await {
+            Ok(_) => break,
+            Err(error) => {
+                assert!(std::time::Instant::now() < deadline, "still held: {error}");
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    }
     drop_schemas(&[schema]).await;
 }

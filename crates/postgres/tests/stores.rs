@@ -33,6 +33,7 @@ impl Fresh {
             url: url(),
             schema: schema.clone(),
             pool_size: 8,
+            exclusive: false,
         };
         let store = PostgresStore::open(&config)
             .await
