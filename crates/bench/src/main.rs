@@ -42,6 +42,10 @@ struct Args {
     /// fan-out and W4 run on `--fundi` only.)
     #[arg(long)]
     compare: Option<PathBuf>,
+    /// Also measure W1 and W3 on a fundi storing in PostgreSQL at this URL (in a schema
+    /// of its own, dropped after), beside sled in the same run.
+    #[arg(long)]
+    postgres_url: Option<String>,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -124,6 +128,8 @@ enum Target {
     FundiSync,
     FundiBatched,
     FundiMemory,
+    /// fundi on PostgreSQL (`--postgres-url`).
+    FundiPostgres,
     /// The official A2A Rust SDK's server, in memory (`rust_sdk`).
     RustSdk,
 }
@@ -171,6 +177,7 @@ fn cases() -> Vec<Case> {
         ("W1 send, sync", FundiSync),
         ("W1 send, batched", FundiBatched),
         ("W1 send, memory store", FundiMemory),
+        ("W1 send, postgres", FundiPostgres),
         ("W1 send, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 16, 64] {
@@ -194,6 +201,7 @@ fn cases() -> Vec<Case> {
         ("W3 stream, sync", FundiSync),
         ("W3 stream, batched", FundiBatched),
         ("W3 stream, memory store", FundiMemory),
+        ("W3 stream, postgres", FundiPostgres),
         ("W3 stream, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 50] {
@@ -236,6 +244,7 @@ struct FundiUrls {
     sync: String,
     batched: String,
     memory: String,
+    postgres: Option<String>,
     existing_task: String,
 }
 
@@ -244,6 +253,7 @@ struct FundiServers {
     sync: Server,
     batched: Server,
     memory: Server,
+    postgres: Option<Server>,
 }
 
 impl FundiServers {
@@ -251,6 +261,7 @@ impl FundiServers {
         binary: &std::path::Path,
         dir: &std::path::Path,
         credentials: &Credentials,
+        postgres: Option<(&str, &str)>,
     ) -> anyhow::Result<FundiServers> {
         let start = |name: &str, store: &str, durability: &str| {
             Server::start(binary, &dir.join(name), store, durability, credentials)
@@ -259,6 +270,16 @@ impl FundiServers {
             sync: start("sync", "sled", "sync")?,
             batched: start("batched", "sled", "batched")?,
             memory: start("memory", "memory", "sync")?,
+            postgres: match postgres {
+                Some((url, schema)) => Some(Server::start_postgres(
+                    binary,
+                    &dir.join("postgres"),
+                    url,
+                    schema,
+                    credentials,
+                )?),
+                None => None,
+            },
         })
     }
 
@@ -268,6 +289,7 @@ impl FundiServers {
             sync: self.sync.url.clone(),
             batched: self.batched.url.clone(),
             memory: self.memory.url.clone(),
+            postgres: self.postgres.as_ref().map(|p| p.url.clone()),
         })
     }
 }
@@ -289,6 +311,10 @@ async fn measure(
         Target::FundiSync => fundi.sync.clone(),
         Target::FundiBatched => fundi.batched.clone(),
         Target::FundiMemory => fundi.memory.clone(),
+        Target::FundiPostgres => fundi
+            .postgres
+            .clone()
+            .context("no --postgres-url server")?,
     };
     let client = client.clone();
     match case.workload {
@@ -451,12 +477,15 @@ async fn main() -> anyhow::Result<()> {
     let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
     let rust_sdk = Server::baseline(Baseline::RustSdk, &dir.path().join("rust-sdk"))?;
-    let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials)?;
+    let schema = format!("fundi_bench_{}", std::process::id());
+    let postgres = args.postgres_url.as_deref().map(|url| (url, schema.as_str()));
+    let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials, postgres)?;
     let compare = match &args.compare {
         Some(binary) => Some(FundiServers::start(
             binary,
             &dir.path().join("compare"),
             &credentials,
+            None,
         )?),
         None => None,
     };
@@ -478,6 +507,7 @@ async fn main() -> anyhow::Result<()> {
 
     let cases: Vec<Case> = cases()
         .into_iter()
+        .filter(|c| c.target != Target::FundiPostgres || args.postgres_url.is_some())
         .filter(|c| {
             c.is_baseline()
                 || args
@@ -636,6 +666,12 @@ async fn main() -> anyhow::Result<()> {
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((fundi, compare, bare, sled_flush, rust_sdk));
+    if let Some(url) = &args.postgres_url {
+        let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        tokio::spawn(connection);
+        db.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .await?;
+    }
     Ok(())
 }
 

@@ -66,34 +66,25 @@ impl Server {
         durability: &str,
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
-        let mut command = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = Command::new(program);
-                command.args(args).arg(binary);
-                command
-            }
-            None => Command::new(binary),
-        };
-        command
-            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-            .arg(data)
-            .env("FUNDI__STORE__KIND", store)
-            .env("FUNDI__STORE__DURABILITY", durability)
-            .env("FUNDI__LOG__FILTER", "warn")
-            .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
-            // One user sends everything: no per-user rate limit.
-            .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
-            .env(
-                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
-                &credentials.token,
-            )
-            .env(
-                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
-                "[\"fundi:admin\"]",
-            )
-            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
+        let command = fundi_command(wrapper, binary, data, store, durability, credentials);
         Server::spawn(command, "fundi listening on ")
             .with_context(|| format!("starting {}", binary.display()))
+    }
+
+    /// [`Server::start`] on PostgreSQL at `url`, in `schema`.
+    pub(crate) fn start_postgres(
+        binary: &Path,
+        data: &Path,
+        url: &str,
+        schema: &str,
+        credentials: &Credentials,
+    ) -> anyhow::Result<Server> {
+        let mut command = fundi_command(&[], binary, data, "postgres", "sync", credentials);
+        command
+            .env("FUNDI__STORE__POSTGRES__URL", url)
+            .env("FUNDI__STORE__POSTGRES__SCHEMA", schema);
+        Server::spawn(command, "fundi listening on ")
+            .with_context(|| format!("starting {} on PostgreSQL", binary.display()))
     }
 
     /// Starts this binary serving `baseline` (sled's files in `data`).
@@ -177,4 +168,43 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `fundi serve` on 127.0.0.1:0 with a fresh data directory, the given store and
+/// durability, and the bench's credentials; run by `wrapper` when it is not empty.
+fn fundi_command(
+    wrapper: &[String],
+    binary: &Path,
+    data: &Path,
+    store: &str,
+    durability: &str,
+    credentials: &Credentials,
+) -> Command {
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+            None => Command::new(binary),
+        };
+        command
+            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .env("FUNDI__STORE__KIND", store)
+            .env("FUNDI__STORE__DURABILITY", durability)
+            .env("FUNDI__LOG__FILTER", "warn")
+            .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
+            // One user sends everything: no per-user rate limit.
+            .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
+            .env(
+                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
+                &credentials.token,
+            )
+            .env(
+                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
+                "[\"fundi:admin\"]",
+            )
+            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
+        command
 }
