@@ -311,10 +311,7 @@ async fn measure(
         Target::FundiSync => fundi.sync.clone(),
         Target::FundiBatched => fundi.batched.clone(),
         Target::FundiMemory => fundi.memory.clone(),
-        Target::FundiPostgres => fundi
-            .postgres
-            .clone()
-            .context("no --postgres-url server")?,
+        Target::FundiPostgres => fundi.postgres.clone().context("no --postgres-url server")?,
     };
     let client = client.clone();
     match case.workload {
@@ -478,7 +475,10 @@ async fn main() -> anyhow::Result<()> {
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
     let rust_sdk = Server::baseline(Baseline::RustSdk, &dir.path().join("rust-sdk"))?;
     let schema = format!("fundi_bench_{}", std::process::id());
-    let postgres = args.postgres_url.as_deref().map(|url| (url, schema.as_str()));
+    let postgres = args
+        .postgres_url
+        .as_deref()
+        .map(|url| (url, schema.as_str()));
     let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials, postgres)?;
     let compare = match &args.compare {
         Some(binary) => Some(FundiServers::start(

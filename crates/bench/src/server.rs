@@ -180,31 +180,31 @@ fn fundi_command(
     durability: &str,
     credentials: &Credentials,
 ) -> Command {
-        let mut command = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut command = Command::new(program);
-                command.args(args).arg(binary);
-                command
-            }
-            None => Command::new(binary),
-        };
-        command
-            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-            .arg(data)
-            .env("FUNDI__STORE__KIND", store)
-            .env("FUNDI__STORE__DURABILITY", durability)
-            .env("FUNDI__LOG__FILTER", "warn")
-            .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
-            // One user sends everything: no per-user rate limit.
-            .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
-            .env(
-                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
-                &credentials.token,
-            )
-            .env(
-                "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
-                "[\"fundi:admin\"]",
-            )
-            .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
-        command
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(binary);
+            command
+        }
+        None => Command::new(binary),
+    };
+    command
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .env("FUNDI__STORE__KIND", store)
+        .env("FUNDI__STORE__DURABILITY", durability)
+        .env("FUNDI__LOG__FILTER", "warn")
+        .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
+        // One user sends everything: no per-user rate limit.
+        .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
+        .env(
+            "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
+            &credentials.token,
+        )
+        .env(
+            "FUNDI__AUTH__STATIC__CLIENTS__BENCH__SCOPES",
+            "[\"fundi:admin\"]",
+        )
+        .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
+    command
 }

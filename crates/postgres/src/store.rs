@@ -167,12 +167,16 @@ impl TaskStore for PostgresStore {
         let terminal = record.state().is_terminal();
         let updated = millis(record.task.status.timestamp);
         let written = if expected_version == 0 {
-            tx.execute(
-                &format!(
+            let insert = tx
+                .prepare_cached(&format!(
                     "INSERT INTO {} (id, version, record, context_id, state, terminal, owner, \
                      updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
                     self.table("tasks")
-                ),
+                ))
+                .await
+                .map_err(db)?;
+            tx.execute(
+                &insert,
                 &[
                     &id,
                     &version,
@@ -187,12 +191,16 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?
         } else {
-            tx.execute(
-                &format!(
+            let update = tx
+                .prepare_cached(&format!(
                     "UPDATE {} SET version = $2, record = $3, state = $4, terminal = $5, \
                      updated_ms = $6 WHERE id = $1 AND version = $7",
                     self.table("tasks")
-                ),
+                ))
+                .await
+                .map_err(db)?;
+            tx.execute(
+                &update,
                 &[
                     &id,
                     &version,
@@ -221,10 +229,13 @@ impl TaskStore for PostgresStore {
                 found,
             });
         }
-        let insert_event = format!(
-            "INSERT INTO {} (task_id, seq, event) VALUES ($1, $2, $3)",
-            self.table("events")
-        );
+        let insert_event = tx
+            .prepare_cached(&format!(
+                "INSERT INTO {} (task_id, seq, event) VALUES ($1, $2, $3)",
+                self.table("events")
+            ))
+            .await
+            .map_err(db)?;
         for event in events {
             let value = serde_json::to_value(event)?;
             tx.execute(&insert_event, &[&id, &(event.seq as i64), &value])
@@ -232,12 +243,16 @@ impl TaskStore for PostgresStore {
                 .map_err(db)?;
         }
         if let Some((owner, message_id, at)) = first_message(record, events) {
-            tx.execute(
-                &format!(
+            let remember = tx
+                .prepare_cached(&format!(
                     "INSERT INTO {} (owner_key, message_id, task_id, created_ms) \
                      VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                     self.table("first_messages")
-                ),
+                ))
+                .await
+                .map_err(db)?;
+            tx.execute(
+                &remember,
                 &[&owner_key(owner), &message_id, &id, &millis(at)],
             )
             .await
@@ -248,13 +263,14 @@ impl TaskStore for PostgresStore {
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let client = self.client().await?;
-        let row = client
-            .query_opt(
-                &format!("SELECT record FROM {} WHERE id = $1", self.table("tasks")),
-                &[&id.as_str()],
-            )
+        let read = client
+            .prepare_cached(&format!(
+                "SELECT record FROM {} WHERE id = $1",
+                self.table("tasks")
+            ))
             .await
             .map_err(db)?;
+        let row = client.query_opt(&read, &[&id.as_str()]).await.map_err(db)?;
         row.map(|row| decode(row.get(0))).transpose()
     }
 
