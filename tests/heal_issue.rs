@@ -136,6 +136,47 @@ async fn rpc_as(
         .unwrap()
 }
 
+fn status_text(task: &serde_json::Value) -> &str {
+    task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+}
+
+/// GetTask as `user` until `done` holds for the task (or the deadline passes).
+async fn poll_as(
+    server: &Server,
+    user: &str,
+    id: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let got = rpc_as(server, user, "GetTask", json!({"id": id})).await;
+        if done(&got["result"]) {
+            return got["result"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {id} never got there: {got}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// `user` answers the task with `text`.
+async fn answer_as(server: &Server, user: &str, id: &str, text: &str) {
+    let mut answer = message(text, serde_json::Value::Null);
+    answer["taskId"] = json!(id);
+    let sent = rpc_as(
+        server,
+        user,
+        "SendMessage",
+        json!({"message": answer, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    assert!(sent.get("result").is_some(), "{sent}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_user_reads_and_approves_a_heal_when_the_asker_may_not() {
     let repo = TestRepo::new(&[("public/index.html", PAGE)]);
@@ -175,15 +216,10 @@ async fn another_user_reads_and_approves_a_heal_when_the_asker_may_not() {
         .as_str()
         .unwrap_or_else(|| panic!("{sent}"))
         .to_owned();
-    let deadline = Instant::now() + DEADLINE;
-    let waiting = loop {
-        let got = rpc_as(&server, BOB, "GetTask", json!({"id": id})).await;
-        if got["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" {
-            break got["result"].clone();
-        }
-        assert!(Instant::now() < deadline, "bob never saw it waiting: {got}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let waiting = poll_as(&server, BOB, &id, |t| {
+        t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    })
+    .await;
     // Bob reads what he is asked to approve.
     let diff = waiting["artifacts"]
         .as_array()
@@ -197,51 +233,17 @@ async fn another_user_reads_and_approves_a_heal_when_the_asker_may_not() {
         "{diff}"
     );
     // Alice may not approve her own heal: it asks again.
-    let mut approve = message("approve", serde_json::Value::Null);
-    approve["taskId"] = json!(id);
-    rpc_as(
-        &server,
-        ALICE,
-        "SendMessage",
-        json!({"message": approve, "configuration": {"returnImmediately": true}}),
-    )
+    answer_as(&server, ALICE, &id, "approve").await;
+    poll_as(&server, ALICE, &id, |t| {
+        status_text(t).contains("alice asked for this fix and cannot approve")
+    })
     .await;
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let got = rpc_as(&server, ALICE, "GetTask", json!({"id": id})).await;
-        let says = got["result"]["status"]["message"]["parts"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned();
-        if says.contains("alice asked for this fix and cannot approve") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{got}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let mut approve = message("approve", serde_json::Value::Null);
-    approve["taskId"] = json!(id);
-    rpc_as(
-        &server,
-        BOB,
-        "SendMessage",
-        json!({"message": approve, "configuration": {"returnImmediately": true}}),
-    )
+    answer_as(&server, BOB, &id, "approve").await;
+    let done = poll_as(&server, ALICE, &id, |t| {
+        t["status"]["state"] == "TASK_STATE_COMPLETED"
+    })
     .await;
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let got = rpc_as(&server, ALICE, "GetTask", json!({"id": id})).await;
-        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
-            let says = got["result"]["status"]["message"]["parts"][0]["text"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-            assert!(says.contains("approved by bob"), "{says}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "{got}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    assert!(status_text(&done).contains("approved by bob"), "{done}");
     // Done, the task is alice's alone again.
     let gone = rpc_as(&server, BOB, "GetTask", json!({"id": id})).await;
     assert_eq!(gone["error"]["code"], -32001, "{gone}");

@@ -63,6 +63,15 @@ fn branch(issue: &str) -> String {
     format!("fundi/heal-{issue}")
 }
 
+/// Nothing is left of a heal of `issue`: no branch here or on the remote, and the
+/// issue open and held by no heal.
+async fn withdrawn(repo: &Repo, issues: &dyn IssueStore, issue: &str) {
+    assert_eq!(repo.local_branch(&branch(issue)), None, "local branch");
+    assert_eq!(repo.remote_branch(&branch(issue)), None, "remote branch");
+    let stored = issues.issue(issue).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.heal), (IssueStatus::Open, None));
+}
+
 #[tokio::test]
 async fn an_approved_fix_is_pushed_on_its_branch_and_nothing_else_moves() {
     let repo = Repo::new(&[("index.html", PAGE), ("README", "site\n")]);
@@ -210,10 +219,7 @@ async fn a_rejected_fix_loses_its_branch_and_the_issue_is_open_again() {
         "{}",
         text(&done)
     );
-    assert_eq!(repo.local_branch(&branch(&id)), None);
-    assert_eq!(repo.remote_branch(&branch(&id)), None);
-    let issue = issues.issue(&id).await.unwrap().unwrap();
-    assert_eq!((issue.status, issue.heal), (IssueStatus::Open, None));
+    withdrawn(&repo, issues.as_ref(), &id).await;
 }
 
 #[tokio::test]
@@ -460,10 +466,7 @@ async fn a_remote_that_refuses_the_push_fails_the_task_and_the_issue_is_open_aga
         "{}",
         text(&failed)
     );
-    assert_eq!(repo.remote_branch(&branch(&id)), None);
-    assert_eq!(repo.local_branch(&branch(&id)), None);
-    let issue = issues.issue(&id).await.unwrap().unwrap();
-    assert_eq!((issue.status, issue.heal), (IssueStatus::Open, None));
+    withdrawn(&repo, issues.as_ref(), &id).await;
 }
 
 #[tokio::test]
@@ -495,7 +498,5 @@ async fn a_symbolic_link_is_never_edited() {
         "{}",
         text(&failed)
     );
-    assert_eq!(repo.local_branch("fundi/heal-nosniff"), None);
-    let issue = issues.issue("nosniff").await.unwrap().unwrap();
-    assert_eq!((issue.status, issue.heal), (IssueStatus::Open, None));
+    withdrawn(&repo, issues.as_ref(), "nosniff").await;
 }
