@@ -36,6 +36,42 @@ pub struct PostgresStore {
     schema: String,
     /// The session holding the schema's lock, when exclusive.
     _holder: Option<std::sync::Arc<tokio_postgres::Client>>,
+    /// The statements of every commit and read, written once for the schema.
+    hot: std::sync::Arc<HotStatements>,
+}
+
+/// The statements a commit and a read of a task run, for one schema (cached per
+/// pooled connection once prepared).
+struct HotStatements {
+    insert_task: String,
+    update_task: String,
+    insert_event: String,
+    insert_first_message: String,
+    get_task: String,
+}
+
+impl HotStatements {
+    fn new(schema: &str) -> HotStatements {
+        HotStatements {
+            insert_task: format!(
+                "INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal, \
+                 owner, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (id) DO NOTHING"
+            ),
+            update_task: format!(
+                "UPDATE {schema}.tasks SET version = $2, record = $3, state = $4, terminal = $5, \
+                 updated_ms = $6 WHERE id = $1 AND version = $7"
+            ),
+            insert_event: format!(
+                "INSERT INTO {schema}.events (task_id, seq, event) VALUES ($1, $2, $3)"
+            ),
+            insert_first_message: format!(
+                "INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, \
+                 created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
+            ),
+            get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
+        }
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -121,6 +157,7 @@ impl PostgresStore {
             pool,
             schema: config.schema.clone(),
             _holder: holder,
+            hot: std::sync::Arc::new(HotStatements::new(&config.schema)),
         })
     }
 
@@ -167,14 +204,7 @@ impl TaskStore for PostgresStore {
         let terminal = record.state().is_terminal();
         let updated = millis(record.task.status.timestamp);
         let written = if expected_version == 0 {
-            let insert = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO {} (id, version, record, context_id, state, terminal, owner, \
-                     updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-                    self.table("tasks")
-                ))
-                .await
-                .map_err(db)?;
+            let insert = tx.prepare_cached(&self.hot.insert_task).await.map_err(db)?;
             tx.execute(
                 &insert,
                 &[
@@ -191,14 +221,7 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?
         } else {
-            let update = tx
-                .prepare_cached(&format!(
-                    "UPDATE {} SET version = $2, record = $3, state = $4, terminal = $5, \
-                     updated_ms = $6 WHERE id = $1 AND version = $7",
-                    self.table("tasks")
-                ))
-                .await
-                .map_err(db)?;
+            let update = tx.prepare_cached(&self.hot.update_task).await.map_err(db)?;
             tx.execute(
                 &update,
                 &[
@@ -230,10 +253,7 @@ impl TaskStore for PostgresStore {
             });
         }
         let insert_event = tx
-            .prepare_cached(&format!(
-                "INSERT INTO {} (task_id, seq, event) VALUES ($1, $2, $3)",
-                self.table("events")
-            ))
+            .prepare_cached(&self.hot.insert_event)
             .await
             .map_err(db)?;
         for event in events {
@@ -244,11 +264,7 @@ impl TaskStore for PostgresStore {
         }
         if let Some((owner, message_id, at)) = first_message(record, events) {
             let remember = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO {} (owner_key, message_id, task_id, created_ms) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    self.table("first_messages")
-                ))
+                .prepare_cached(&self.hot.insert_first_message)
                 .await
                 .map_err(db)?;
             tx.execute(
@@ -264,10 +280,7 @@ impl TaskStore for PostgresStore {
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         let client = self.client().await?;
         let read = client
-            .prepare_cached(&format!(
-                "SELECT record FROM {} WHERE id = $1",
-                self.table("tasks")
-            ))
+            .prepare_cached(&self.hot.get_task)
             .await
             .map_err(db)?;
         let row = client.query_opt(&read, &[&id.as_str()]).await.map_err(db)?;
