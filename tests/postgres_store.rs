@@ -7,18 +7,14 @@
 mod common;
 
 use common::*;
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
 use serde_json::{Value, json};
-
-fn url() -> String {
-    std::env::var("FUNDI_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let schema = format!("fundi_test_{}", uuid::Uuid::now_v7().simple());
-    let url = url();
+    let schema = fresh_schema();
+    let url = test_url();
     let env = [
         ("FUNDI__STORE__KIND", "postgres"),
         ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
@@ -91,12 +87,5 @@ async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 3, "{listed}");
     drop(server);
 
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .await
-        .unwrap();
+    drop_schemas(&[schema]).await;
 }

@@ -11,5 +11,7 @@ mod migrations;
 mod push;
 mod records;
 mod store;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
 pub use store::{PostgresConfig, PostgresStore};

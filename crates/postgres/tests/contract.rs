@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::{TimeZone, Utc};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::{PushStore, StoreError, TaskStore};
 use fundi_runtime::testing::store_contract::{
@@ -13,8 +14,7 @@ use fundi_runtime::testing::store_contract::{
 use fundi_runtime::{TaskId, TaskState};
 
 fn url() -> String {
-    std::env::var("FUNDI_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    test_url()
 }
 
 fn config(schema: &str) -> PostgresConfig {
@@ -23,23 +23,6 @@ fn config(schema: &str) -> PostgresConfig {
         schema: schema.into(),
         pool_size: 4,
         exclusive: false,
-    }
-}
-
-fn fresh_schema() -> String {
-    format!("fundi_test_{}", uuid::Uuid::now_v7().simple())
-}
-
-async fn drop_schemas(schemas: &[String]) {
-    let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
-        .await
-        .expect("PostgreSQL at FUNDI_TEST_POSTGRES_URL (or 127.0.0.1:5432/test)");
-    tokio::spawn(connection);
-    for schema in schemas {
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            .await
-            .unwrap();
     }
 }
 

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::audit::{AuditEntry, AuditLog};
 use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
@@ -16,11 +17,6 @@ use fundi_runtime::testing::store_contract::{advance, created, record};
 use fundi_runtime::{TaskId, TaskState};
 use serde_json::json;
 
-fn url() -> String {
-    std::env::var("FUNDI_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
-}
-
 struct Fresh {
     store: PostgresStore,
     schema: String,
@@ -28,28 +24,21 @@ struct Fresh {
 
 impl Fresh {
     async fn new() -> Fresh {
-        let schema = format!("fundi_test_{}", uuid::Uuid::now_v7().simple());
+        let schema = fresh_schema();
         let config = PostgresConfig {
-            url: url(),
+            url: test_url(),
             schema: schema.clone(),
             pool_size: 8,
             exclusive: false,
         };
         let store = PostgresStore::open(&config)
             .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", url()));
+            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
         Fresh { store, schema }
     }
 
     async fn drop(self) {
-        let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        client
-            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema))
-            .await
-            .unwrap();
+        drop_schemas(&[self.schema]).await;
     }
 }
 

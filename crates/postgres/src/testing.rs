@@ -1,0 +1,28 @@
+//! For tests on a real PostgreSQL server (feature `test-util`): where it is, a fresh
+//! schema for each test, and dropping it after.
+
+/// The test server: `FUNDI_TEST_POSTGRES_URL`, else the machine's
+/// (127.0.0.1:5432, database `test`).
+pub fn test_url() -> String {
+    std::env::var("FUNDI_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+}
+
+/// A schema name no other test uses.
+pub fn fresh_schema() -> String {
+    format!("fundi_test_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Drops these schemas and what they hold; panics if the server cannot be reached.
+pub async fn drop_schemas(schemas: &[String]) {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    tokio::spawn(connection);
+    for schema in schemas {
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .await
+            .unwrap_or_else(|e| panic!("dropping {schema}: {e}"));
+    }
+}
