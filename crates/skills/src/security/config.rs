@@ -28,6 +28,9 @@ pub struct SecurityConfig {
     pub request_timeout_ms: u64,
     /// Bytes of a response body read (the rest is dropped). Default: 1048576 (1 MiB).
     pub max_body_bytes: usize,
+    /// Chromium's HSTS preload list (`transport_security_state_static.json`), which the
+    /// Observatory grade consults; without it no site counts as preloaded. Default: none.
+    pub hsts_preload_list: Option<PathBuf>,
 }
 
 impl Default for SecurityConfig {
@@ -41,6 +44,7 @@ impl Default for SecurityConfig {
             active_requests_per_second: 5,
             request_timeout_ms: 10_000,
             max_body_bytes: 1024 * 1024,
+            hsts_preload_list: None,
         }
     }
 }

@@ -73,7 +73,7 @@ pub fn score(findings: &[Finding], bonuses: &[Bonus]) -> i32 {
     (base + bonus).max(0)
 }
 
-/// The Observatory's grade for a score.
+/// The grade for a score, on the HTTP Observatory's chart (both grades use it).
 pub fn grade(score: i32) -> &'static str {
     match score {
         s if s >= 100 => "A+",

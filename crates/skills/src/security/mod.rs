@@ -5,9 +5,11 @@ pub mod catalogue;
 mod checks;
 mod config;
 pub mod finding;
+mod grades;
 mod http;
 mod landing;
 mod narrowing;
+mod observatory;
 mod skill;
 
 pub use config::SecurityConfig;

@@ -19,8 +19,10 @@ use crate::origins::Origins;
 use super::checks::{active, content, cookies, cors, headers, transport};
 use super::config::SecurityConfig;
 use super::finding::{Bonus, Finding, grade, score};
+use super::grades::{observatory_grade, observatory_ports};
 use super::http::{Fetcher, Response};
 use super::landing;
+use super::observatory::{Ports, PreloadList};
 
 /// The skill's id.
 pub const SKILL_ID: &str = "security-scan";
@@ -36,6 +38,7 @@ pub struct SecurityScanSkill {
     roots: Vec<reqwest::Certificate>,
     origins: Origins,
     issues: Arc<dyn IssueStore>,
+    preload: Arc<PreloadList>,
 }
 
 impl std::fmt::Debug for SecurityScanSkill {
@@ -50,6 +53,8 @@ pub(super) struct Plan {
     pub(super) base: Url,
     pub(super) paths: Vec<Url>,
     pub(super) active: bool,
+    /// Where the Observatory grade's other-scheme session starts.
+    pub(super) ports: Ports,
 }
 
 impl SecurityScanSkill {
@@ -62,11 +67,17 @@ impl SecurityScanSkill {
         // Fail at start, not at the first scan, if a CA file is unreadable.
         let roots = Fetcher::load_roots(&config)?;
         let origins = Origins::new(&config.allowed_origins);
+        let preload = match &config.hsts_preload_list {
+            Some(path) => PreloadList::read(path)
+                .map_err(|e| format!("skills.security-scan.hsts-preload-list: {e}"))?,
+            None => PreloadList::default(),
+        };
         Ok(SecurityScanSkill {
             config,
             roots,
             origins,
             issues,
+            preload: Arc::new(preload),
         })
     }
 
@@ -149,10 +160,12 @@ impl SecurityScanSkill {
                 )));
             }
         };
+        let ports = observatory_ports(&data)?;
         Ok(Plan {
             base,
             paths: urls,
             active,
+            ports,
         })
     }
 
@@ -233,8 +246,8 @@ impl Skill for SecurityScanSkill {
             description: "Checks an allowed web target's HTTP security: TLS, HSTS, CSP, \
                           framing, cookies, CORS, disclosure, HTTPS redirection, mixed content \
                           and SRI; with \"active\": true also exposed files, directory \
-                          listings, TRACE and open redirects. Scores it on a scale modelled on \
-                          Mozilla's HTTP Observatory's (not Observatory's own number) and \
+                          listings, TRACE and open redirects. Gives the HTTP Observatory's grade, \
+                          computed by its published method, and fundi's own risk grade, and \
                           records findings as issues."
                 .into(),
             tags: vec![
@@ -368,12 +381,33 @@ impl Skill for SecurityScanSkill {
         bonuses.retain(|b| bonus_seen.insert(b.id));
         let total = score(&findings, &bonuses);
         let letter = grade(total);
+        let make_fetcher = || Fetcher::new(&self.config, &self.roots);
+        let observatory = observatory_grade(
+            &make_fetcher,
+            &plan.base,
+            plan.ports,
+            &|u: &Url| self.allowed(u),
+            self.preload.clone(),
+            &ctx,
+        )
+        .await?;
         let (new, updated) = self.record(&input.task_id, &plan.base, &findings).await?;
         let mut by_severity: BTreeMap<&str, usize> = BTreeMap::new();
         for finding in &findings {
             *by_severity.entry(finding.severity.as_str()).or_default() += 1;
         }
-        let text = summary(&plan, total, letter, &findings, &by_severity, new, updated);
+        let mut text = summary(&plan, total, letter, &findings, &by_severity, new, updated);
+        match (observatory["grade"].as_str(), observatory["score"].as_i64()) {
+            (Some(grade), Some(score)) => text.push_str(&format!(
+                " Observatory grade {grade} ({score}){}.",
+                if observatory["exact"] == true {
+                    ""
+                } else {
+                    ", not exact: some of the site was not fetched"
+                }
+            )),
+            _ => text.push_str(" No Observatory grade."),
+        }
         let report = json!({
             "target": plan.base.as_str(),
             "paths": plan.paths.iter().map(Url::as_str).collect::<Vec<_>>(),
@@ -381,6 +415,8 @@ impl Skill for SecurityScanSkill {
             "probed": bases.iter().map(Url::as_str).collect::<Vec<_>>(),
             "score": total,
             "grade": letter,
+            "risk": {"score": total, "grade": letter},
+            "observatory": observatory,
             "findings": findings,
             "bonuses": bonuses,
             "bySeverity": by_severity,
