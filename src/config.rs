@@ -172,6 +172,9 @@ pub struct PostgresStoreConfig {
     pub schema: String,
     /// Most connections open at once. Default: 16.
     pub pool_size: usize,
+    /// Longest one statement may run before PostgreSQL cancels it (and the write or read
+    /// fails), like "30s"; "0s" leaves the server's own `statement_timeout`. Default: 30s.
+    pub statement_timeout: String,
 }
 
 impl Default for PostgresStoreConfig {
@@ -180,6 +183,7 @@ impl Default for PostgresStoreConfig {
             url: None,
             schema: "public".into(),
             pool_size: 16,
+            statement_timeout: "30s".into(),
         }
     }
 }
@@ -199,6 +203,17 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// `postgres.statement-timeout` read; `None` for "0s" (the server's own).
+    pub fn postgres_statement_timeout(&self) -> anyhow::Result<Option<std::time::Duration>> {
+        let text = &self.postgres.statement_timeout;
+        let timeout = humantime::parse_duration(text).with_context(|| {
+            format!(
+                "store.postgres.statement-timeout must be a duration like \"30s\", got {text:?}"
+            )
+        })?;
+        Ok((!timeout.is_zero()).then_some(timeout))
+    }
+
     /// `retention` read: how long an ended task is kept; `None`: for ever.
     pub fn retention(&self) -> anyhow::Result<Option<std::time::Duration>> {
         let Some(text) = &self.retention else {
@@ -356,6 +371,7 @@ impl AppConfig {
             );
         }
         self.store.retention()?;
+        self.store.postgres_statement_timeout()?;
         if self.store.durability == DurabilityMode::Batched && self.store.flush_window_ms == 0 {
             bail!("store.flush-window-ms must be at least 1 with durability = \"batched\"");
         }
@@ -416,6 +432,15 @@ mod tests {
         assert!(
             err.contains("skills.enabled") && err.contains("nope"),
             "{err}"
+        );
+        config = parse("[store.postgres]\nstatement-timeout = \"a while\"").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("store.postgres.statement-timeout"), "{err}");
+        config = parse("[store.postgres]\nstatement-timeout = \"0s\"").unwrap();
+        assert_eq!(config.store.postgres_statement_timeout().unwrap(), None);
+        assert_eq!(
+            AppConfig::default().store.postgres_statement_timeout().unwrap(),
+            Some(std::time::Duration::from_secs(30))
         );
         config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();
         let err = config.validate().unwrap_err().to_string();

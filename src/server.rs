@@ -402,6 +402,9 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 url,
                 schema: settings.schema.clone(),
                 pool_size: settings.pool_size,
+                statement_timeout: store
+                    .postgres_statement_timeout()
+                    .map_err(|e| ServerError::Config(format!("{e:#}")))?,
                 exclusive: true,
             })
             .await

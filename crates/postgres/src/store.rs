@@ -23,6 +23,9 @@ pub struct PostgresConfig {
     pub schema: String,
     /// Most connections open at once.
     pub pool_size: usize,
+    /// Longest one statement may run before the server cancels it (PostgreSQL's
+    /// `statement_timeout`, set on every connection); `None` leaves the server's own.
+    pub statement_timeout: Option<std::time::Duration>,
     /// Whether this store must be the only one open on the schema (a server node: two
     /// nodes on one schema would both recover and run the same tasks). The lock is a
     /// session advisory lock, let go when the store is dropped or its process dies.
@@ -141,11 +144,27 @@ impl PostgresStore {
                 config.schema
             )));
         }
-        let mut settings = deadpool_postgres::Config::new();
-        settings.url = Some(config.url.clone());
-        settings.pool = Some(deadpool_postgres::PoolConfig::new(config.pool_size.max(1)));
-        let pool = settings
-            .create_pool(Some(Runtime::Tokio1), NoTls)
+        let mut connect: tokio_postgres::Config = config
+            .url
+            .parse()
+            .map_err(|e| StoreError::Database(format!("store.postgres.url: {e}")))?;
+        if let Some(timeout) = config.statement_timeout {
+            // A startup option, so it holds on every pooled connection from its start.
+            let options = connect.get_options().unwrap_or_default().to_owned();
+            connect.options(format!(
+                "{options} -c statement_timeout={}",
+                timeout.as_millis()
+            ));
+        }
+        let manager = deadpool_postgres::Manager::from_config(
+            connect,
+            NoTls,
+            deadpool_postgres::ManagerConfig::default(),
+        );
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .build()
             .map_err(pool_error)?;
         let holder = match config.exclusive {
             true => Some(std::sync::Arc::new(lock(config).await?)),

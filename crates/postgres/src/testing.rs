@@ -26,3 +26,12 @@ pub async fn drop_schemas(schemas: &[String]) {
             .unwrap_or_else(|e| panic!("dropping {schema}: {e}"));
     }
 }
+
+impl crate::PostgresStore {
+    /// A connection from the store's own pool, to look at what its sessions see.
+    pub async fn testing_client(&self) -> deadpool_postgres::Object {
+        self.client()
+            .await
+            .unwrap_or_else(|e| panic!("a pooled connection: {e}"))
+    }
+}

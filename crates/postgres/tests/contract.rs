@@ -22,6 +22,7 @@ fn config(schema: &str) -> PostgresConfig {
         url: url(),
         schema: schema.into(),
         pool_size: 4,
+        statement_timeout: None,
         exclusive: false,
     }
 }
@@ -127,5 +128,47 @@ async fn one_exclusive_store_at_a_time_holds_a_schema() {
             }
         }
     }
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn the_statement_timeout_holds_on_every_pooled_connection() {
+    let schema = fresh_schema();
+    let timed = PostgresConfig {
+        statement_timeout: Some(std::time::Duration::from_millis(1500)),
+        pool_size: 2,
+        ..config(&schema)
+    };
+    let store = PostgresStore::open(&timed).await.unwrap();
+    // Two connections at once: each says the timeout, and a slower statement is cut.
+    let (a, b) = (store.testing_client().await, store.testing_client().await);
+    for client in [&a, &b] {
+        let shown: String = client
+            .query_one("SHOW statement_timeout", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(shown, "1500ms");
+    }
+    let cut = a.query_one("SELECT pg_sleep(3)", &[]).await.unwrap_err();
+    let said = cut.as_db_error().map(|e| e.message().to_owned());
+    assert!(
+        said.as_deref()
+            .is_some_and(|m| m.contains("statement timeout")),
+        "{cut:?}"
+    );
+    drop((a, b));
+    let default = PostgresStore::open(&config(&schema)).await.unwrap();
+    let shown: String = default
+        .testing_client()
+        .await
+        .query_one("SHOW statement_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_ne!(
+        shown, "1500ms",
+        "without a setting the server's own default holds"
+    );
     drop_schemas(&[schema]).await;
 }

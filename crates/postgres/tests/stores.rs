@@ -29,6 +29,7 @@ impl Fresh {
             url: test_url(),
             schema: schema.clone(),
             pool_size: 8,
+            statement_timeout: None,
             exclusive: false,
         };
         let store = PostgresStore::open(&config)

@@ -273,7 +273,10 @@ fn the_score_counts_extra_credit_only_from_an_uncurved_90() {
     // frame-ancestors and Referrer-Policy does not count.
     let no_hsts = site(
         &[
-            ("content-security-policy", "default-src 'none'; frame-ancestors 'none'"),
+            (
+                "content-security-policy",
+                "default-src 'none'; frame-ancestors 'none'",
+            ),
             ("x-content-type-options", "nosniff"),
             ("referrer-policy", "no-referrer"),
         ],
