@@ -439,7 +439,10 @@ mod tests {
         config = parse("[store.postgres]\nstatement-timeout = \"0s\"").unwrap();
         assert_eq!(config.store.postgres_statement_timeout().unwrap(), None);
         assert_eq!(
-            AppConfig::default().store.postgres_statement_timeout().unwrap(),
+            AppConfig::default()
+                .store
+                .postgres_statement_timeout()
+                .unwrap(),
             Some(std::time::Duration::from_secs(30))
         );
         config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();

@@ -4,9 +4,8 @@
 use async_trait::async_trait;
 use fundi_runtime::issues::{Issue, IssueStore, NewIssue, merge};
 use fundi_runtime::store::StoreError;
-use serde_json::Value;
 
-use crate::store::{PostgresStore, db, decode};
+use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
 impl IssueStore for PostgresStore {
@@ -21,18 +20,15 @@ impl IssueStore for PostgresStore {
         )
         .await
         .map_err(db)?;
-        let stored: Value = tx
+        let row = tx
             .query_one(
                 &format!("SELECT issue FROM {table} WHERE id = $1 FOR UPDATE"),
                 &[&finding.fingerprint],
             )
             .await
-            .map_err(db)?
-            .get(0);
-        let existing: Option<Issue> = match stored {
-            Value::Null => None,
-            value => Some(decode(value)?),
-        };
+            .map_err(db)?;
+        // 'null' until the first sighting is stored.
+        let existing: Option<Issue> = decode_column(&row, 0)?;
         let id = finding.fingerprint.clone();
         let (issue, new) = merge(existing, finding);
         tx.execute(
@@ -57,7 +53,7 @@ impl IssueStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
@@ -72,7 +68,7 @@ impl IssueStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 
     async fn modify(
@@ -93,7 +89,7 @@ impl IssueStore for PostgresStore {
         else {
             return Ok(None);
         };
-        let issue: Issue = decode(row.get(0))?;
+        let issue: Issue = decode_column(&row, 0)?;
         let Some(changed) = change(&issue) else {
             return Ok(Some(issue));
         };

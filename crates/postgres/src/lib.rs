@@ -9,6 +9,7 @@ mod issues;
 mod logs;
 mod migrations;
 mod push;
+mod quarantine;
 mod records;
 mod store;
 #[cfg(feature = "test-util")]

@@ -7,7 +7,7 @@ use fundi_runtime::audit::{AuditEntry, AuditLog, AuditRecord};
 use fundi_runtime::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
 use fundi_runtime::store::StoreError;
 
-use crate::store::{PostgresStore, db, decode};
+use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
 impl AuditLog for PostgresStore {
@@ -48,7 +48,7 @@ impl AuditLog for PostgresStore {
                 Ok(AuditRecord {
                     seq: row.get::<_, i64>(0) as u64,
                     at: row.get(1),
-                    entry: decode(row.get(2))?,
+                    entry: decode_column(&row, 2)?,
                 })
             })
             .collect()
@@ -111,7 +111,7 @@ impl ChaosLog for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 
     async fn remove(&self, task: &TaskId) -> Result<(), StoreError> {

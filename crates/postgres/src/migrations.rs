@@ -77,6 +77,23 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (task_id, seq)
     );
     "#,
+    // 4: tasks set aside because their stored data could not be decoded: the raw
+    // record and events, kept for an operator.
+    r#"
+    CREATE TABLE {s}.quarantine (
+        task_id text COLLATE "C" PRIMARY KEY,
+        reason text NOT NULL,
+        at timestamptz NOT NULL,
+        failed boolean NOT NULL,
+        record jsonb NOT NULL
+    );
+    CREATE TABLE {s}.quarantined_events (
+        task_id text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        event jsonb NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

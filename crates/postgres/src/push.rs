@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore, StoreError};
 
-use crate::store::{PostgresStore, db, decode};
+use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
 impl PushStore for PostgresStore {
@@ -47,7 +47,7 @@ impl PushStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
@@ -62,7 +62,7 @@ impl PushStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 
     async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
@@ -92,7 +92,7 @@ impl PushStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn set_cursor(
@@ -136,8 +136,8 @@ impl PushStore for PostgresStore {
         rows.into_iter()
             .map(|row| {
                 Ok(PushEntry {
-                    config: decode(row.get(0))?,
-                    cursor: decode(row.get(1))?,
+                    config: decode_column(&row, 0)?,
+                    cursor: decode_column(&row, 1)?,
                 })
             })
             .collect()

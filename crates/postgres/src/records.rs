@@ -6,7 +6,7 @@ use fundi_runtime::grants::{Grant, GrantStore};
 use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::StoreError;
 
-use crate::store::{PostgresStore, db, decode};
+use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
 impl ScheduleStore for PostgresStore {
@@ -38,7 +38,7 @@ impl ScheduleStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn list(&self) -> Result<Vec<Schedule>, StoreError> {
@@ -53,7 +53,7 @@ impl ScheduleStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -99,7 +99,7 @@ impl GrantStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn by_digest(&self, digest: &str) -> Result<Option<Grant>, StoreError> {
@@ -114,7 +114,7 @@ impl GrantStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn list(&self) -> Result<Vec<Grant>, StoreError> {
@@ -129,6 +129,6 @@ impl GrantStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use deadpool_postgres::{Pool, Runtime};
 use fundi_runtime::store::{
-    Cursor, ListPage, ListQuery, StoreError, TaskRecord, TaskStore, first_message,
+    Cursor, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore, first_message,
 };
 use fundi_runtime::{TaskEvent, TaskId};
 use tokio_postgres::NoTls;
@@ -189,10 +189,19 @@ impl PostgresStore {
     }
 }
 
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    value: serde_json::Value,
+/// A JSON column of `row` decoded straight into `T`: a value that cannot be read (too
+/// deep for serde_json, say, or of an older shape) is an error, never a panic.
+pub(crate) fn decode_column<T: serde::de::DeserializeOwned>(
+    row: &tokio_postgres::Row,
+    index: usize,
 ) -> Result<T, StoreError> {
-    serde_json::from_value(value).map_err(|e| StoreError::Codec(e.to_string()))
+    use std::error::Error as _;
+    row.try_get::<_, tokio_postgres::types::Json<T>>(index)
+        .map(|tokio_postgres::types::Json(value)| value)
+        .map_err(|error| {
+            let cause = error.source().map(|c| format!(": {c}")).unwrap_or_default();
+            StoreError::Codec(format!("{error}{cause}"))
+        })
 }
 
 fn owner_key(owner: Option<&str>) -> String {
@@ -303,7 +312,7 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?;
         let row = client.query_opt(&read, &[&id.as_str()]).await.map_err(db)?;
-        row.map(|row| decode(row.get(0))).transpose()
+        row.map(|row| decode_column(&row, 0)).transpose()
     }
 
     async fn created_by(
@@ -345,7 +354,7 @@ impl TaskStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter().map(|row| decode(row.get(0))).collect()
+        rows.into_iter().map(|row| decode_column(&row, 0)).collect()
     }
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
@@ -405,7 +414,7 @@ impl TaskStore for PostgresStore {
         let rows = client
             .query(
                 &format!(
-                    "SELECT record FROM {} WHERE {filter} {position} \
+                    "SELECT record, updated_ms, id FROM {} WHERE {filter} {position} \
                      ORDER BY updated_ms DESC, id DESC LIMIT {}",
                     self.table("tasks"),
                     query.limit + 1
@@ -414,18 +423,30 @@ impl TaskStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        let mut records: Vec<TaskRecord> = rows
-            .into_iter()
-            .map(|row| decode(row.get(0)))
-            .collect::<Result<_, _>>()?;
-        let more = records.len() > query.limit;
-        records.truncate(query.limit);
+        let more = rows.len() > query.limit;
+        // The page ends where its rows end, read or not.
         let next = match more {
-            true => records
-                .last()
-                .map(|last| Cursor::new(millis(last.task.status.timestamp), last.id().clone())),
+            true => query
+                .limit
+                .checked_sub(1)
+                .and_then(|at| rows.get(at))
+                .map(|last| Cursor::new(last.get(1), TaskId::from(last.get::<_, String>(2)))),
             false => None,
         };
+        let records = rows
+            .iter()
+            .take(query.limit)
+            .filter_map(|row| match decode_column::<TaskRecord>(row, 0) {
+                Ok(record) => Some(record),
+                // Left out of listings, as the sled store does; reading it by id says
+                // why, and recovery sets it aside if it is unfinished.
+                Err(error) => {
+                    let id: String = row.get(2);
+                    tracing::warn!(task_id = %id, %error, "a stored task cannot be read; left out of a listing");
+                    None
+                }
+            })
+            .collect();
         Ok(ListPage {
             records,
             next,
@@ -482,17 +503,22 @@ impl TaskStore for PostgresStore {
             )
             .await
             .map_err(db)?;
+        drop(client);
         let mut active = Vec::with_capacity(rows.len());
         for row in rows {
-            match decode::<TaskRecord>(row.get(1)) {
+            match decode_column::<TaskRecord>(&row, 1) {
                 Ok(record) => active.push(record),
-                // Never a reason not to start: the others are recovered.
+                // Never a reason not to start: it is set aside, the others recovered.
                 Err(error) => {
-                    let id: String = row.get(0);
-                    tracing::error!(task_id = %id, %error, "a stored task cannot be read; left as it is");
+                    self.set_aside(&TaskId::from(row.get::<_, String>(0)), &error)
+                        .await?;
                 }
             }
         }
         Ok(active)
+    }
+
+    async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        self.quarantined_tasks().await
     }
 }

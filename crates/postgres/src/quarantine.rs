@@ -1,0 +1,190 @@
+//! Tasks whose stored data cannot be decoded are set aside, so that one damaged record
+//! never stops recovery from serving every other task (as the sled store does).
+//!
+//! Setting a task aside copies its record and events, as stored, into `quarantine` and
+//! `quarantined_events`, then gives the task a fresh record that ends it `failed` with
+//! the reason (its id, context and owner are columns of their own, outside the JSON),
+//! so that its owner sees what happened; its event log then holds that one failure
+//! event. All of it is one transaction: a crash part way through leaves the task as it
+//! was, to be set aside at the next start.
+
+use chrono::{DateTime, Utc};
+use fundi_runtime::store::{QuarantinedTask, RunInputs, StoreError, TaskRecord};
+use fundi_runtime::{
+    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+};
+
+use crate::store::{PostgresStore, db};
+
+/// The skill named by a replacement record whose own could not be read.
+const UNKNOWN_SKILL: &str = "unknown";
+
+impl PostgresStore {
+    /// Sets the task aside because reading it failed with `error` (see the module docs).
+    pub(crate) async fn set_aside(
+        &self,
+        id: &TaskId,
+        error: &StoreError,
+    ) -> Result<(), StoreError> {
+        let reason = error.to_string();
+        tracing::error!(task_id = %id, %reason, "a stored task cannot be read: setting it aside");
+        let (tasks, events) = (self.table("tasks"), self.table("events"));
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        // The parts of the record read without decoding it whole.
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT version, context_id, owner, record->>'skill', \
+                     greatest(coalesce((record->>'lastSeq')::bigint, 0), \
+                              coalesce((SELECT max(seq) FROM {events} WHERE task_id = $1), 0)) \
+                     FROM {tasks} WHERE id = $1 AND NOT terminal FOR UPDATE"
+                ),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(db)?;
+        // Ended or gone meanwhile: nothing to set aside.
+        let Some(row) = row else {
+            return Ok(());
+        };
+        let at = Utc::now();
+        tx.execute(
+            &format!(
+                "INSERT INTO {} (task_id, reason, at, failed, record) \
+                 SELECT id, $2, $3, true, record FROM {tasks} WHERE id = $1 \
+                 ON CONFLICT (task_id) DO NOTHING",
+                self.table("quarantine")
+            ),
+            &[&id.as_str(), &reason, &at],
+        )
+        .await
+        .map_err(db)?;
+        tx.execute(
+            &format!(
+                "INSERT INTO {} (task_id, seq, event) SELECT task_id, seq, event FROM {events} \
+                 WHERE task_id = $1 ON CONFLICT DO NOTHING",
+                self.table("quarantined_events")
+            ),
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+        tx.execute(
+            &format!("DELETE FROM {events} WHERE task_id = $1"),
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+        let version: i64 = row.get(0);
+        let last_seq: i64 = row.get(4);
+        let (record, event) = failure(
+            id,
+            ContextId::from(row.get::<_, String>(1)),
+            row.get(2),
+            row.get::<_, Option<String>>(3)
+                .unwrap_or_else(|| UNKNOWN_SKILL.into()),
+            version as u64 + 1,
+            last_seq as u64 + 1,
+            &reason,
+            at,
+        );
+        tx.execute(
+            &format!(
+                "UPDATE {tasks} SET version = $2, record = $3, state = $4, terminal = true, \
+                 updated_ms = $5 WHERE id = $1"
+            ),
+            &[
+                &id.as_str(),
+                &(record.version as i64),
+                &serde_json::to_value(&record)?,
+                &record.state().wire_name(),
+                &at.timestamp_millis(),
+            ],
+        )
+        .await
+        .map_err(db)?;
+        tx.execute(
+            &format!("INSERT INTO {events} (task_id, seq, event) VALUES ($1, $2, $3)"),
+            &[
+                &id.as_str(),
+                &(event.seq as i64),
+                &serde_json::to_value(&event)?,
+            ],
+        )
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    /// Every task set aside so far, oldest first.
+    pub(crate) async fn quarantined_tasks(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT task_id, reason, at, failed FROM {} ORDER BY at, task_id",
+                    self.table("quarantine")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|row| QuarantinedTask {
+                task_id: TaskId::from(row.get::<_, String>(0)),
+                reason: row.get(1),
+                at: row.get(2),
+                failed: row.get(3),
+            })
+            .collect())
+    }
+}
+
+/// The record and event that end a set-aside task `failed`, saying why.
+#[allow(clippy::too_many_arguments)]
+fn failure(
+    id: &TaskId,
+    context_id: ContextId,
+    owner: Option<String>,
+    skill: String,
+    version: u64,
+    seq: u64,
+    reason: &str,
+    at: DateTime<Utc>,
+) -> (TaskRecord, TaskEvent) {
+    let text = format!(
+        "the stored task could not be read and was set aside ({reason}); its history and \
+         artifacts are kept for an operator"
+    );
+    let status = TaskStatus {
+        state: TaskState::Failed,
+        message: Some(Message::agent(vec![Part::text(text)])),
+        timestamp: at,
+    };
+    let record = TaskRecord {
+        task: Task {
+            id: id.clone(),
+            context_id: context_id.clone(),
+            status: status.clone(),
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: None,
+        },
+        version,
+        last_seq: seq,
+        skill,
+        owner,
+        checkpoint: None,
+        trace: None,
+        inputs: RunInputs::default(),
+    };
+    let event = TaskEvent {
+        seq,
+        task_id: id.clone(),
+        context_id,
+        kind: TaskEventKind::Status(status),
+    };
+    (record, event)
+}
