@@ -45,32 +45,56 @@ pub struct PostgresStore {
 
 /// The statements a commit and a read of a task run, for one schema (cached per
 /// pooled connection once prepared).
+///
+/// A commit is one statement: the task's row, its new events and (for a new task) its
+/// first message, in data-modifying CTEs that succeed or fail together, so that a
+/// commit costs one round trip and one server-side transaction. Its answer says whether
+/// the row was written and, from the statement's snapshot, the version it found.
 struct HotStatements {
-    insert_task: String,
-    update_task: String,
-    insert_event: String,
-    insert_first_message: String,
+    create: String,
+    update: String,
     get_task: String,
 }
 
 impl HotStatements {
     fn new(schema: &str) -> HotStatements {
+        // $1 the task's id; the events' seqs and bodies; the first message's owner key,
+        // message id and creation time (NULL when the commit creates no task).
+        let rest = |events: usize| {
+            let (seqs, bodies, owner, message, created) =
+                (events, events + 1, events + 2, events + 3, events + 4);
+            format!(
+                "new_events AS (
+                    INSERT INTO {schema}.events (task_id, seq, event)
+                    SELECT written.id, e.seq, e.event FROM written,
+                        unnest(${seqs}::bigint[], ${bodies}::jsonb[]) AS e(seq, event)
+                 ), first_message AS (
+                    INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
+                    SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
+                    FROM written WHERE ${message}::text IS NOT NULL
+                    ON CONFLICT DO NOTHING
+                 )
+                 SELECT (SELECT count(*) FROM written),
+                        (SELECT version FROM {schema}.tasks WHERE id = $1)"
+            )
+        };
         HotStatements {
-            insert_task: format!(
-                "INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal, \
-                 owner, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (id) DO NOTHING"
+            create: format!(
+                "WITH written AS (
+                    INSERT INTO {schema}.tasks (id, version, record, context_id, state,
+                        terminal, owner, updated_ms)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    ON CONFLICT (id) DO NOTHING RETURNING id
+                 ), {}",
+                rest(9)
             ),
-            update_task: format!(
-                "UPDATE {schema}.tasks SET version = $2, record = $3, state = $4, terminal = $5, \
-                 updated_ms = $6 WHERE id = $1 AND version = $7"
-            ),
-            insert_event: format!(
-                "INSERT INTO {schema}.events (task_id, seq, event) VALUES ($1, $2, $3)"
-            ),
-            insert_first_message: format!(
-                "INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, \
-                 created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING"
+            update: format!(
+                "WITH written AS (
+                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
+                        terminal = $5, updated_ms = $6
+                    WHERE id = $1 AND version = $7 RETURNING id
+                 ), {}",
+                rest(8)
             ),
             get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
         }
@@ -223,86 +247,71 @@ impl TaskStore for PostgresStore {
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db)?;
         let id = record.id().as_str();
         let body = serde_json::to_value(record)?;
         let version = record.version as i64;
         let state = record.state().wire_name();
         let terminal = record.state().is_terminal();
         let updated = millis(record.task.status.timestamp);
-        let written = if expected_version == 0 {
-            let insert = tx.prepare_cached(&self.hot.insert_task).await.map_err(db)?;
-            tx.execute(
-                &insert,
-                &[
-                    &id,
-                    &version,
-                    &body,
-                    &record.task.context_id.as_str(),
-                    &state,
-                    &terminal,
-                    &record.owner,
-                    &updated,
-                ],
-            )
-            .await
-            .map_err(db)?
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
+        let bodies = events
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = first_message(record, events);
+        let owner = first.map(|(owner, _, _)| owner_key(owner));
+        let message_id = first.map(|(_, message_id, _)| message_id);
+        let created = first.map(|(_, _, at)| millis(at));
+        let expected = expected_version as i64;
+        let client = self.client().await?;
+        let row = if expected_version == 0 {
+            let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
+            let context_id = record.task.context_id.as_str();
+            let params: [&(dyn ToSql + Sync); 13] = [
+                &id,
+                &version,
+                &body,
+                &context_id,
+                &state,
+                &terminal,
+                &record.owner,
+                &updated,
+                &seqs,
+                &bodies,
+                &owner,
+                &message_id,
+                &created,
+            ];
+            client.query_one(&create, &params).await
         } else {
-            let update = tx.prepare_cached(&self.hot.update_task).await.map_err(db)?;
-            tx.execute(
-                &update,
-                &[
-                    &id,
-                    &version,
-                    &body,
-                    &state,
-                    &terminal,
-                    &updated,
-                    &(expected_version as i64),
-                ],
-            )
-            .await
-            .map_err(db)?
-        };
+            let update = client.prepare_cached(&self.hot.update).await.map_err(db)?;
+            let params: [&(dyn ToSql + Sync); 12] = [
+                &id,
+                &version,
+                &body,
+                &state,
+                &terminal,
+                &updated,
+                &expected,
+                &seqs,
+                &bodies,
+                &owner,
+                &message_id,
+                &created,
+            ];
+            client.query_one(&update, &params).await
+        }
+        .map_err(db)?;
+        let written: i64 = row.get(0);
         if written == 0 {
-            let found = tx
-                .query_opt(
-                    &format!("SELECT version FROM {} WHERE id = $1", self.table("tasks")),
-                    &[&id],
-                )
-                .await
-                .map_err(db)?
-                .map_or(0, |row| row.get::<_, i64>(0) as u64);
+            let found: Option<i64> = row.get(1);
             return Err(StoreError::Conflict {
                 task_id: record.id().clone(),
                 expected: expected_version,
-                found,
+                found: found.map_or(0, |v| v as u64),
             });
         }
-        let insert_event = tx
-            .prepare_cached(&self.hot.insert_event)
-            .await
-            .map_err(db)?;
-        for event in events {
-            let value = serde_json::to_value(event)?;
-            tx.execute(&insert_event, &[&id, &(event.seq as i64), &value])
-                .await
-                .map_err(db)?;
-        }
-        if let Some((owner, message_id, at)) = first_message(record, events) {
-            let remember = tx
-                .prepare_cached(&self.hot.insert_first_message)
-                .await
-                .map_err(db)?;
-            tx.execute(
-                &remember,
-                &[&owner_key(owner), &message_id, &id, &millis(at)],
-            )
-            .await
-            .map_err(db)?;
-        }
-        tx.commit().await.map_err(db)
+        Ok(())
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
