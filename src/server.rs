@@ -406,6 +406,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                     .postgres_statement_timeout()
                     .map_err(|e| ServerError::Config(format!("{e:#}")))?,
                 exclusive: true,
+                lease: None,
             })
             .await
             .map_err(|source| ServerError::OpenDatabase {

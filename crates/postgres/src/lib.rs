@@ -5,14 +5,18 @@
 //! refused. A commit is one transaction, durable when it returns (PostgreSQL's
 //! `synchronous_commit`), so `settle` has nothing to wait for.
 
+mod commit;
 mod issues;
+mod lease;
 mod logs;
 mod migrations;
 mod push;
 mod quarantine;
 mod records;
+mod statements;
 mod store;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use lease::LeaseConfig;
 pub use store::{PostgresConfig, PostgresStore};

@@ -94,6 +94,14 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (task_id, seq)
     );
     "#,
+    // 5: leases, for several nodes on one schema: the node holding an unfinished task,
+    // the epoch that fences its writes, and when the lease runs out.
+    r#"
+    ALTER TABLE {s}.tasks ADD COLUMN lease_node text,
+        ADD COLUMN lease_epoch bigint NOT NULL DEFAULT 0,
+        ADD COLUMN lease_expires timestamptz;
+    CREATE INDEX tasks_lease_expiry ON {s}.tasks (lease_expires) WHERE NOT terminal;
+    "#,
 ];
 
 /// The newest schema version this build knows.

@@ -6,13 +6,15 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use deadpool_postgres::{Pool, Runtime};
 use fundi_runtime::store::{
-    Cursor, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore, first_message,
+    Cursor, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
 };
 use fundi_runtime::{TaskEvent, TaskId};
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
+use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
+use crate::statements::HotStatements;
 
 /// Where the store is.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +31,11 @@ pub struct PostgresConfig {
     /// Whether this store must be the only one open on the schema (a server node: two
     /// nodes on one schema would both recover and run the same tasks). The lock is a
     /// session advisory lock, let go when the store is dropped or its process dies.
+    /// With `lease`, the lock is the node id's instead: one process per node id.
     pub exclusive: bool,
+    /// Leases, for several nodes on one schema (see `LeaseConfig`); `None`: this store's
+    /// node is the schema's only one.
+    pub lease: Option<LeaseConfig>,
 }
 
 /// Tasks and their events in PostgreSQL.
@@ -40,65 +46,9 @@ pub struct PostgresStore {
     /// The session holding the schema's lock, when exclusive.
     _holder: Option<std::sync::Arc<tokio_postgres::Client>>,
     /// The statements of every commit and read, written once for the schema.
-    hot: std::sync::Arc<HotStatements>,
-}
-
-/// The statements a commit and a read of a task run, for one schema (cached per
-/// pooled connection once prepared).
-///
-/// A commit is one statement: the task's row, its new events and (for a new task) its
-/// first message, in data-modifying CTEs that succeed or fail together, so that a
-/// commit costs one round trip and one server-side transaction. Its answer says whether
-/// the row was written and, from the statement's snapshot, the version it found.
-struct HotStatements {
-    create: String,
-    update: String,
-    get_task: String,
-}
-
-impl HotStatements {
-    fn new(schema: &str) -> HotStatements {
-        // $1 the task's id; the events' seqs and bodies; the first message's owner key,
-        // message id and creation time (NULL when the commit creates no task).
-        let rest = |events: usize| {
-            let (seqs, bodies, owner, message, created) =
-                (events, events + 1, events + 2, events + 3, events + 4);
-            format!(
-                "new_events AS (
-                    INSERT INTO {schema}.events (task_id, seq, event)
-                    SELECT written.id, e.seq, e.event FROM written,
-                        unnest(${seqs}::bigint[], ${bodies}::jsonb[]) AS e(seq, event)
-                 ), first_message AS (
-                    INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
-                    SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
-                    FROM written WHERE ${message}::text IS NOT NULL
-                    ON CONFLICT DO NOTHING
-                 )
-                 SELECT (SELECT count(*) FROM written),
-                        (SELECT version FROM {schema}.tasks WHERE id = $1)"
-            )
-        };
-        HotStatements {
-            create: format!(
-                "WITH written AS (
-                    INSERT INTO {schema}.tasks (id, version, record, context_id, state,
-                        terminal, owner, updated_ms)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                    ON CONFLICT (id) DO NOTHING RETURNING id
-                 ), {}",
-                rest(9)
-            ),
-            update: format!(
-                "WITH written AS (
-                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
-                        terminal = $5, updated_ms = $6
-                    WHERE id = $1 AND version = $7 RETURNING id
-                 ), {}",
-                rest(8)
-            ),
-            get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
-        }
-    }
+    pub(crate) hot: std::sync::Arc<HotStatements>,
+    /// The leases this node holds, with several nodes on the schema.
+    pub(crate) leases: Option<std::sync::Arc<Leases>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -133,7 +83,10 @@ async fn lock(config: &PostgresConfig) -> Result<tokio_postgres::Client, StoreEr
             tracing::error!(%error, "the PostgreSQL session holding the store's lock ended");
         }
     });
-    let key = format!("fundi store {}", config.schema);
+    let key = match &config.lease {
+        Some(lease) => format!("fundi store {} node {}", config.schema, lease.node),
+        None => format!("fundi store {}", config.schema),
+    };
     let held: bool = client
         .query_one("SELECT pg_try_advisory_lock(hashtext($1))", &[&key])
         .await
@@ -141,12 +94,18 @@ async fn lock(config: &PostgresConfig) -> Result<tokio_postgres::Client, StoreEr
         .get(0);
     match held {
         true => Ok(client),
-        false => Err(StoreError::Database(format!(
-            "another fundi node is using schema {} of this database (several nodes on one \
-             database are not supported yet): stop that one, or give this one another \
-             store.postgres.schema",
-            config.schema
-        ))),
+        false => Err(StoreError::Database(match &config.lease {
+            Some(lease) => format!(
+                "another fundi process is node {:?} on schema {}: give each node an id of its own",
+                lease.node, config.schema
+            ),
+            None => format!(
+                "another fundi node is using schema {} of this database (several nodes on \
+                 one database are not supported yet): stop that one, or give this one \
+                 another store.postgres.schema",
+                config.schema
+            ),
+        })),
     }
 }
 
@@ -190,17 +149,23 @@ impl PostgresStore {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(pool_error)?;
+        let leases = config.lease.clone().map(Leases::new).transpose()?;
         let holder = match config.exclusive {
             true => Some(std::sync::Arc::new(lock(config).await?)),
             false => None,
         };
         let mut client = pool.get().await.map_err(pool_error)?;
         migrate(&mut client, &config.schema).await?;
+        drop(client);
+        if let Some(leases) = &leases {
+            Leases::renew_in_background(leases, pool.clone(), format!("{}.tasks", config.schema));
+        }
         Ok(PostgresStore {
             pool,
             schema: config.schema.clone(),
             _holder: holder,
-            hot: std::sync::Arc::new(HotStatements::new(&config.schema)),
+            hot: std::sync::Arc::new(HotStatements::new(&config.schema, leases.is_some())),
+            leases,
         })
     }
 
@@ -228,14 +193,14 @@ pub(crate) fn decode_column<T: serde::de::DeserializeOwned>(
         })
 }
 
-fn owner_key(owner: Option<&str>) -> String {
+pub(crate) fn owner_key(owner: Option<&str>) -> String {
     match owner {
         Some(user) => format!("u:{user}"),
         None => "-".into(),
     }
 }
 
-fn millis(at: DateTime<Utc>) -> i64 {
+pub(crate) fn millis(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis()
 }
 
@@ -247,71 +212,7 @@ impl TaskStore for PostgresStore {
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
-        let id = record.id().as_str();
-        let body = serde_json::to_value(record)?;
-        let version = record.version as i64;
-        let state = record.state().wire_name();
-        let terminal = record.state().is_terminal();
-        let updated = millis(record.task.status.timestamp);
-        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
-        let bodies = events
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<_>, _>>()?;
-        let first = first_message(record, events);
-        let owner = first.map(|(owner, _, _)| owner_key(owner));
-        let message_id = first.map(|(_, message_id, _)| message_id);
-        let created = first.map(|(_, _, at)| millis(at));
-        let expected = expected_version as i64;
-        let client = self.client().await?;
-        let row = if expected_version == 0 {
-            let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
-            let context_id = record.task.context_id.as_str();
-            let params: [&(dyn ToSql + Sync); 13] = [
-                &id,
-                &version,
-                &body,
-                &context_id,
-                &state,
-                &terminal,
-                &record.owner,
-                &updated,
-                &seqs,
-                &bodies,
-                &owner,
-                &message_id,
-                &created,
-            ];
-            client.query_one(&create, &params).await
-        } else {
-            let update = client.prepare_cached(&self.hot.update).await.map_err(db)?;
-            let params: [&(dyn ToSql + Sync); 12] = [
-                &id,
-                &version,
-                &body,
-                &state,
-                &terminal,
-                &updated,
-                &expected,
-                &seqs,
-                &bodies,
-                &owner,
-                &message_id,
-                &created,
-            ];
-            client.query_one(&update, &params).await
-        }
-        .map_err(db)?;
-        let written: i64 = row.get(0);
-        if written == 0 {
-            let found: Option<i64> = row.get(1);
-            return Err(StoreError::Conflict {
-                task_id: record.id().clone(),
-                expected: expected_version,
-                found: found.map_or(0, |v| v as u64),
-            });
-        }
-        Ok(())
+        self.write_record(record, expected_version, events).await
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
@@ -501,6 +402,9 @@ impl TaskStore for PostgresStore {
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        if let Some(leases) = &self.leases {
+            return self.claim_at_start(leases).await;
+        }
         let client = self.client().await?;
         let rows = client
             .query(
@@ -529,5 +433,17 @@ impl TaskStore for PostgresStore {
 
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.quarantined_tasks().await
+    }
+
+    async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        match &self.leases {
+            Some(leases) => self.claim_expired(leases).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn takeover_interval(&self) -> Option<std::time::Duration> {
+        // A dead node's tasks wait at most half a lease more than the lease itself.
+        self.leases.as_ref().map(|l| l.config.ttl / 2)
     }
 }

@@ -28,6 +28,14 @@ pub async fn drop_schemas(schemas: &[String]) {
 }
 
 impl crate::PostgresStore {
+    /// Stops renewing this node's leases, as a node cut off from the database would:
+    /// other nodes take its tasks over once the leases run out.
+    pub fn pause_lease_renewal(&self) {
+        if let Some(leases) = &self.leases {
+            leases.pause();
+        }
+    }
+
     /// A connection from the store's own pool, to look at what its sessions see.
     pub async fn testing_client(&self) -> deadpool_postgres::Object {
         self.client()

@@ -24,6 +24,7 @@ fn config(schema: &str) -> PostgresConfig {
         pool_size: 4,
         statement_timeout: None,
         exclusive: false,
+        lease: None,
     }
 }
 
@@ -104,6 +105,7 @@ async fn one_exclusive_store_at_a_time_holds_a_schema() {
     let schema = fresh_schema();
     let exclusive = PostgresConfig {
         exclusive: true,
+        lease: None,
         ..config(&schema)
     };
     let first = PostgresStore::open(&exclusive).await.unwrap();

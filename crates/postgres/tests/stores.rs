@@ -31,6 +31,7 @@ impl Fresh {
             pool_size: 8,
             statement_timeout: None,
             exclusive: false,
+            lease: None,
         };
         let store = PostgresStore::open(&config)
             .await

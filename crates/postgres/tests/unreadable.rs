@@ -31,6 +31,7 @@ async fn an_unreadable_task_is_an_error_set_aside_and_failed_and_the_rest_is_ser
         pool_size: 4,
         statement_timeout: None,
         exclusive: false,
+        lease: None,
     };
     let store = PostgresStore::open(&config)
         .await

@@ -1,6 +1,7 @@
-//! Carrying out recovery's plan at start (see `recovery`): counting what was found,
-//! queueing resumes for their slots, failing what cannot resume, reporting what the
-//! store set aside.
+//! Carrying out recovery's plan (see `recovery`) at start, and for tasks taken over from
+//! a node that stopped renewing their leases (a store several nodes share): counting
+//! what was found, queueing resumes for their slots, failing what cannot resume,
+//! reporting what the store set aside.
 
 use futures::{StreamExt, TryStreamExt};
 
@@ -8,6 +9,7 @@ use crate::actors::TaskJournal;
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::recovery::{RecoveryReport, plan};
+use crate::store::TaskRecord;
 use crate::telemetry;
 
 /// Failure commits in flight at once, so that they share flushes.
@@ -17,6 +19,35 @@ impl RuntimeHandle {
     /// Recovers the tasks a previous run left unfinished (before new work is taken).
     pub(crate) async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
         let records = self.store().active().await?;
+        let mut report = self.carry_out(records).await?;
+        // Set aside by the store while it opened or read the active tasks just now.
+        let quarantined = self.store().quarantined().await?;
+        if !quarantined.is_empty() {
+            report.quarantined = quarantined.len();
+            telemetry::metrics().recovered_n("quarantined", quarantined.len());
+            tracing::warn!(
+                tasks = quarantined.len(),
+                "stored tasks that cannot be read are set aside; `fundi doctor` lists them"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Takes over the tasks of nodes that stopped renewing their leases, as a start
+    /// recovers a node's own (see `TaskStore::take_over`).
+    pub(crate) async fn take_over(&self) -> Result<RecoveryReport, RuntimeError> {
+        let records = self.store().take_over().await?;
+        if records.is_empty() {
+            return Ok(RecoveryReport::default());
+        }
+        for record in &records {
+            tracing::info!(task_id = %record.id(), "taking over a task whose node stopped renewing its lease");
+        }
+        self.carry_out(records).await
+    }
+
+    /// Resumes, re-waits or fails each of `records` as `plan` decides.
+    async fn carry_out(&self, records: Vec<TaskRecord>) -> Result<RecoveryReport, RuntimeError> {
         let plan = plan(records, |skill| self.skill_card(skill));
         let metrics = telemetry::metrics();
         for (skill, id, state) in &plan.found {
@@ -29,16 +60,6 @@ impl RuntimeHandle {
         };
         metrics.recovered_n("waiting", report.waiting_for_input);
         metrics.recovered_n("resumed", report.resumed);
-        // Set aside by the store while it opened or read the active tasks just now.
-        let quarantined = self.store().quarantined().await?;
-        if !quarantined.is_empty() {
-            report.quarantined = quarantined.len();
-            metrics.recovered_n("quarantined", quarantined.len());
-            tracing::warn!(
-                tasks = quarantined.len(),
-                "stored tasks that cannot be read are set aside; `fundi doctor` lists them"
-            );
-        }
         // No actor yet: each starts once its task has a slot, in the order read.
         for (skill, ids) in plan.resume {
             for id in &ids {

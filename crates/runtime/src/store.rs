@@ -73,6 +73,17 @@ pub enum StoreError {
     /// A database server the store talks to failed or refused (PostgreSQL).
     #[error("database error: {0}")]
     Database(String),
+    /// The task is leased to another node now (its lease expired and was taken over):
+    /// this one may no longer write it, and stops its run (shared stores only).
+    #[error(
+        "task {task_id} is now leased to another node ({holder}); this node may no longer write it"
+    )]
+    Fenced {
+        /// The task.
+        task_id: TaskId,
+        /// The node holding it, as far as the store could tell.
+        holder: String,
+    },
     /// Another writer changed the task first (optimistic concurrency).
     #[error("task {task_id} changed concurrently: expected version {expected}, found {found}")]
     Conflict {
@@ -297,6 +308,18 @@ pub trait TaskStore: Send + Sync + 'static {
     /// data cannot be decoded is not among them: the store sets it aside (ending it
     /// `failed` where it can) and lists it in [`TaskStore::quarantined`].
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Unfinished tasks whose holder stopped renewing its lease, now leased to this
+    /// store's node (a store several nodes share): the runtime resumes, re-waits or
+    /// fails them as at a start. A store only one node uses has none.
+    async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// How often the runtime asks [`TaskStore::take_over`]; `None` (the default): never.
+    fn takeover_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
 
     /// The tasks set aside because their stored data could not be decoded, oldest
     /// first. A store whose data is never decoded (the memory store) has none.

@@ -93,6 +93,9 @@ pub(crate) struct TaskJournal {
     subscribers: Fanout,
     /// The task's span, parent of the store's spans for its writes.
     span: tracing::Span,
+    /// A write was refused because another node holds the task now: nothing more may
+    /// be written from here.
+    fenced: bool,
 }
 
 impl TaskJournal {
@@ -108,6 +111,7 @@ impl TaskJournal {
             unwritten: Vec::new(),
             subscribers: Fanout::new(subscriber_buffer),
             span: tracing::Span::none(),
+            fenced: false,
         }
     }
 
@@ -206,6 +210,11 @@ impl TaskJournal {
         }
     }
 
+    /// Whether a write was refused because another node holds the task now.
+    pub(crate) fn is_fenced(&self) -> bool {
+        self.fenced
+    }
+
     /// Whether the task's first commit is made (see `FirstCommit::WithFirstStep`).
     pub(crate) fn is_stored(&self) -> bool {
         self.unwritten.is_empty()
@@ -299,6 +308,7 @@ impl TaskJournal {
         let write = self.store.write(&next, expected_version, &events);
         let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
+            self.fenced |= matches!(error, StoreError::Fenced { .. });
             events.truncate(held);
             self.unwritten = events;
             return Err(error.into());
@@ -322,7 +332,10 @@ impl TaskJournal {
         next.checkpoint = Some(value);
         next.version += 1;
         let write = self.store.write(&next, self.record.version, &[]);
-        telemetry::under(&self.span, write).await?;
+        if let Err(error) = telemetry::under(&self.span, write).await {
+            self.fenced |= matches!(error, StoreError::Fenced { .. });
+            return Err(error.into());
+        }
         self.record = next;
         Ok(())
     }

@@ -212,7 +212,12 @@ impl Actor for TaskActor {
             TaskMsg::GraceExpired { run } => state.on_grace_expired(&myself, run).await,
             TaskMsg::Decide(decision, reply) => state.on_decide(&myself, decision, reply).await,
         }
-        if state.journal.state().is_terminal() {
+        if state.journal.is_fenced() {
+            // Another node took the task over (this one's lease expired): its run stops
+            // here (`post_stop`), without another write; the new holder carries it on.
+            tracing::warn!(parent: &state.span, "the task's lease is held by another node now; its run here stops");
+            myself.stop(Some("the task is leased to another node".into()));
+        } else if state.journal.state().is_terminal() {
             state.finish(&myself);
         } else if !state.journal.is_stored() && state.runs_started > 0 {
             // A new task whose first commit the store refused (the error is logged):

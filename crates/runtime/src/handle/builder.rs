@@ -13,6 +13,7 @@ use crate::actors::{LiveCount, Slots, Supervisor, SupervisorArgs};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
+use crate::recovery::RecoveryReport;
 use crate::skill::Skill;
 use crate::store::{MemoryStore, TaskStore};
 use crate::telemetry;
@@ -152,6 +153,41 @@ impl RuntimeBuilder {
             "recovery finished"
         );
         let _ = handle.inner.recovery.set(report);
+        if let Some(every) = handle.store().takeover_interval() {
+            take_over_every(&handle, every);
+        }
         Ok(handle)
     }
+}
+
+/// Asks the store for tasks to take over every `every`, until shutdown.
+fn take_over_every(handle: &RuntimeHandle, every: std::time::Duration) {
+    let inner = std::sync::Arc::downgrade(&handle.inner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            let handle = RuntimeHandle { inner };
+            if !handle.is_accepting() {
+                return;
+            }
+            match handle.take_over().await {
+                Ok(report) if report != RecoveryReport::default() => tracing::info!(
+                    resumed = report.resumed,
+                    failed = report.failed,
+                    waiting = report.waiting_for_input,
+                    "took over tasks of a node that stopped renewing their leases"
+                ),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "could not take over tasks; trying again")
+                }
+            }
+        }
+    });
 }

@@ -144,4 +144,12 @@ impl TaskStore for TimedStore {
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.inner.quarantined().await
     }
+
+    async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.take_over().await
+    }
+
+    fn takeover_interval(&self) -> Option<std::time::Duration> {
+        self.inner.takeover_interval()
+    }
 }

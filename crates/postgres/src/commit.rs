@@ -1,0 +1,115 @@
+//! A task's commit: one statement (see `statements`), then what its answer means: a
+//! conflict (another writer changed the task first), a fence (another node holds the
+//! task's lease), or the lease this node now holds or let go.
+
+use fundi_runtime::TaskEvent;
+use fundi_runtime::store::{StoreError, TaskRecord, first_message};
+use tokio_postgres::types::ToSql;
+
+use crate::store::{PostgresStore, db, millis, owner_key};
+
+impl PostgresStore {
+    pub(crate) async fn write_record(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        let id = record.id().as_str();
+        let body = serde_json::to_value(record)?;
+        let version = record.version as i64;
+        let state = record.state().wire_name();
+        let terminal = record.state().is_terminal();
+        let updated = millis(record.task.status.timestamp);
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
+        let bodies = events
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        let first = first_message(record, events);
+        let owner = first.map(|(owner, _, _)| owner_key(owner));
+        let message_id = first.map(|(_, message_id, _)| message_id);
+        let created = first.map(|(_, _, at)| millis(at));
+        let expected = expected_version as i64;
+        let client = self.client().await?;
+        let node = self.leases.as_ref().map(|l| l.config.node.clone());
+        let row = if expected_version == 0 {
+            let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
+            let context_id = record.task.context_id.as_str();
+            let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                &id,
+                &version,
+                &body,
+                &context_id,
+                &state,
+                &terminal,
+                &record.owner,
+                &updated,
+                &seqs,
+                &bodies,
+                &owner,
+                &message_id,
+                &created,
+            ];
+            if self.leases.is_some() {
+                params.extend([&node as &(dyn ToSql + Sync), &ttl]);
+            }
+            client.query_one(&create, &params).await
+        } else {
+            let update = client.prepare_cached(&self.hot.update).await.map_err(db)?;
+            let epoch = self.leases.as_ref().map(|l| l.epoch(id));
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                &id,
+                &version,
+                &body,
+                &state,
+                &terminal,
+                &updated,
+                &expected,
+                &seqs,
+                &bodies,
+                &owner,
+                &message_id,
+                &created,
+            ];
+            if self.leases.is_some() {
+                params.extend([&node as &(dyn ToSql + Sync), &epoch]);
+            }
+            client.query_one(&update, &params).await
+        }
+        .map_err(db)?;
+        let written: i64 = row.get(0);
+        if written == 0 {
+            let found: Option<i64> = row.get(1);
+            let found = found.map_or(0, |v| v as u64);
+            // Another node holds the task (whatever the version), or this node's former
+            // self's epoch was named: either way this node may no longer write it.
+            let holder: Option<String> = row.get(2);
+            if let Some(leases) = &self.leases
+                && expected_version != 0
+                && (holder.as_deref() != Some(leases.config.node.as_str())
+                    || found == expected_version)
+            {
+                leases.release(id);
+                return Err(StoreError::Fenced {
+                    task_id: record.id().clone(),
+                    holder: holder.unwrap_or_else(|| "none".into()),
+                });
+            }
+            return Err(StoreError::Conflict {
+                task_id: record.id().clone(),
+                expected: expected_version,
+                found,
+            });
+        }
+        if let Some(leases) = &self.leases {
+            match (terminal, expected_version) {
+                (true, _) => leases.release(id),
+                (false, 0) => leases.hold(id, 1),
+                (false, _) => {}
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,195 @@
+//! Leases, for several nodes on one schema: each unfinished task is leased to one node
+//! (node id, epoch, expiry). The node renews the leases it holds every third of their
+//! time; its commits are fenced by the epoch it holds, so a node that lost a lease
+//! cannot write the task. A task whose lease expired (its node died, or lost the
+//! database) is claimed by another node, `FOR UPDATE SKIP LOCKED`, with the epoch one
+//! higher, and recovered there as after a restart. The database's clock is the only
+//! clock: nodes' own clocks never decide who holds what.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use fundi_runtime::TaskId;
+use fundi_runtime::store::{StoreError, TaskRecord};
+
+use crate::store::{PostgresStore, db, decode_column};
+
+/// Whose leases a store takes, and for how long.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseConfig {
+    /// This node's id: unique among the nodes on the schema, and the same across its
+    /// restarts (a restarted node takes its own tasks back at once, fencing a former
+    /// self that may still run).
+    pub node: String,
+    /// How long a lease lasts unless renewed: how long a dead node's tasks wait before
+    /// another node takes them over.
+    pub ttl: Duration,
+}
+
+/// The leases this node holds, by task, with their epochs.
+pub(crate) struct Leases {
+    pub(crate) config: LeaseConfig,
+    held: Mutex<HashMap<String, i64>>,
+    /// Renewal stopped (a test's stand-in for a node that lost the database).
+    paused: AtomicBool,
+}
+
+/// Most tasks one takeover claims (the rest are claimed at the next).
+const CLAIM_BATCH: i64 = 256;
+
+impl Leases {
+    pub(crate) fn new(config: LeaseConfig) -> Result<Arc<Leases>, StoreError> {
+        if config.node.trim().is_empty() {
+            return Err(StoreError::Database(
+                "a lease needs a node id that is not empty".into(),
+            ));
+        }
+        if config.ttl < Duration::from_millis(100) {
+            return Err(StoreError::Database(format!(
+                "a lease must last at least 100 ms, not {:?}",
+                config.ttl
+            )));
+        }
+        Ok(Arc::new(Leases {
+            config,
+            held: Mutex::default(),
+            paused: AtomicBool::new(false),
+        }))
+    }
+
+    pub(crate) fn ttl_ms(&self) -> i64 {
+        self.config.ttl.as_millis() as i64
+    }
+
+    /// The epoch held for `id`; -1 (no epoch matches) when none is.
+    pub(crate) fn epoch(&self, id: &str) -> i64 {
+        self.lock().get(id).copied().unwrap_or(-1)
+    }
+
+    pub(crate) fn hold(&self, id: &str, epoch: i64) {
+        self.lock().insert(id.to_owned(), epoch);
+    }
+
+    pub(crate) fn release(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    #[cfg(feature = "test-util")]
+    pub(crate) fn pause(&self) {
+        self.paused.store(true, Ordering::Release);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Renews this node's leases every third of their time, while the store lives.
+    pub(crate) fn renew_in_background(leases: &Arc<Leases>, pool: Pool, tasks: String) {
+        let leases: Weak<Leases> = Arc::downgrade(leases);
+        tokio::spawn(async move {
+            loop {
+                let Some(current) = leases.upgrade() else {
+                    return;
+                };
+                let every = current.config.ttl / 3;
+                if !current.paused.load(Ordering::Acquire)
+                    && let Err(error) = renew(&pool, &tasks, &current).await
+                {
+                    tracing::warn!(%error, "could not renew this node's task leases");
+                }
+                drop(current);
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+}
+
+async fn renew(pool: &Pool, tasks: &str, leases: &Leases) -> Result<(), StoreError> {
+    let client = pool
+        .get()
+        .await
+        .map_err(|e| StoreError::Database(e.to_string()))?;
+    client
+        .execute(
+            &format!(
+                "UPDATE {tasks} SET lease_expires = clock_timestamp() + $2::bigint * \
+                 interval '1 millisecond' WHERE lease_node = $1 AND NOT terminal"
+            ),
+            &[&leases.config.node, &leases.ttl_ms()],
+        )
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+impl PostgresStore {
+    /// Claims the unfinished tasks `which` selects (a condition on `tasks`, `$1` this
+    /// node), each with its epoch one higher; those it can decode are held and returned,
+    /// the others set aside.
+    async fn claim(&self, leases: &Leases, which: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        let tasks = self.table("tasks");
+        let rows = self
+            .client()
+            .await?
+            .query(
+                &format!(
+                    "UPDATE {tasks} SET lease_node = $1, lease_epoch = lease_epoch + 1, \
+                     lease_expires = clock_timestamp() + $2::bigint * interval '1 millisecond' \
+                     WHERE {which} RETURNING id, lease_epoch, record"
+                ),
+                &[&leases.config.node, &leases.ttl_ms()],
+            )
+            .await
+            .map_err(db)?;
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.get(0);
+            match decode_column::<TaskRecord>(&row, 2) {
+                Ok(record) => {
+                    leases.hold(&id, row.get(1));
+                    claimed.push(record);
+                }
+                Err(error) => self.set_aside(&TaskId::from(id), &error).await?,
+            }
+        }
+        claimed.sort_by(|a, b| a.id().as_str().cmp(b.id().as_str()));
+        Ok(claimed)
+    }
+
+    /// At start: every unfinished task that is this node's (a former self's, fenced by
+    /// the new epoch), or nobody's, or whose lease expired. A node starting beside it
+    /// waits for the rows it locks, then finds them held and passes over them.
+    pub(crate) async fn claim_at_start(
+        &self,
+        leases: &Leases,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.claim(
+            leases,
+            "NOT terminal AND (lease_node IS NULL OR lease_node = $1 \
+             OR lease_expires < clock_timestamp())",
+        )
+        .await
+    }
+
+    /// Unfinished tasks whose lease another node let expire, a batch at a time; rows
+    /// another node is claiming are skipped, not waited for.
+    pub(crate) async fn claim_expired(
+        &self,
+        leases: &Leases,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let tasks = self.table("tasks");
+        self.claim(
+            leases,
+            &format!(
+                "id IN (SELECT id FROM {tasks} WHERE NOT terminal \
+                 AND lease_node IS DISTINCT FROM $1 \
+                 AND (lease_expires IS NULL OR lease_expires < clock_timestamp()) \
+                 ORDER BY id LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED)"
+            ),
+        )
+        .await
+    }
+}

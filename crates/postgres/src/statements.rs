@@ -1,0 +1,78 @@
+//! The statements a commit and a read of a task run, for one schema (cached per pooled
+//! connection once prepared).
+//!
+//! A commit is one statement: the task's row, its new events and (for a new task) its
+//! first message, in data-modifying CTEs that succeed or fail together, so that a
+//! commit costs one round trip and one server-side transaction. Its answer says whether
+//! the row was written and, from the statement's snapshot, the version and lease holder
+//! it found.
+//!
+//! With leases (several nodes on one schema), a new task is leased to the node that
+//! creates it (epoch 1), a change is written only by the holder of the epoch it names
+//! (fencing), and a terminal task holds no lease.
+
+pub(crate) struct HotStatements {
+    /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms.
+    pub(crate) create: String,
+    /// $1..$7 the row and expected version, $8..$12 the rest; leased: $13 node, $14 epoch.
+    pub(crate) update: String,
+    pub(crate) get_task: String,
+}
+
+impl HotStatements {
+    pub(crate) fn new(schema: &str, leased: bool) -> HotStatements {
+        // The events' seqs and bodies, then the first message's owner key, message id
+        // and creation time (NULL when the commit creates no task).
+        let rest = |events: usize| {
+            let (seqs, bodies, owner, message, created) =
+                (events, events + 1, events + 2, events + 3, events + 4);
+            format!(
+                "new_events AS (
+                    INSERT INTO {schema}.events (task_id, seq, event)
+                    SELECT written.id, e.seq, e.event FROM written,
+                        unnest(${seqs}::bigint[], ${bodies}::jsonb[]) AS e(seq, event)
+                 ), first_message AS (
+                    INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
+                    SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
+                    FROM written WHERE ${message}::text IS NOT NULL
+                    ON CONFLICT DO NOTHING
+                 )
+                 SELECT (SELECT count(*) FROM written),
+                        (SELECT version FROM {schema}.tasks WHERE id = $1),
+                        (SELECT lease_node FROM {schema}.tasks WHERE id = $1)"
+            )
+        };
+        let (lease_columns, lease_values, lease_update, fence) = if leased {
+            (
+                ", lease_node, lease_epoch, lease_expires",
+                ", CASE WHEN $6 THEN NULL ELSE $14::text END, CASE WHEN $6 THEN 0 ELSE 1 END, \
+                 CASE WHEN $6 THEN NULL ELSE clock_timestamp() + $15::bigint * interval '1 millisecond' END",
+                ", lease_node = CASE WHEN $5 THEN NULL ELSE lease_node END, \
+                 lease_expires = CASE WHEN $5 THEN NULL ELSE lease_expires END",
+                " AND lease_node = $13::text AND lease_epoch = $14::bigint",
+            )
+        } else {
+            ("", "", "", "")
+        };
+        HotStatements {
+            create: format!(
+                "WITH written AS (
+                    INSERT INTO {schema}.tasks (id, version, record, context_id, state,
+                        terminal, owner, updated_ms{lease_columns})
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8{lease_values})
+                    ON CONFLICT (id) DO NOTHING RETURNING id
+                 ), {}",
+                rest(9)
+            ),
+            update: format!(
+                "WITH written AS (
+                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
+                        terminal = $5, updated_ms = $6{lease_update}
+                    WHERE id = $1 AND version = $7{fence} RETURNING id
+                 ), {}",
+                rest(8)
+            ),
+            get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
+        }
+    }
+}
