@@ -166,8 +166,14 @@ pub struct StoreConfig {
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct PostgresStoreConfig {
     /// A `postgres://user@host:port/database` URL. Required with `kind = "postgres"`.
+    /// With `?sslmode=require` the connection is TLS and the server's certificate is
+    /// verified (public roots, or `ca-file`); otherwise it is plain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A PEM file of CA certificates trusted for the database's certificate, beside the
+    /// public roots (a private CA, a cloud provider's). Only with `sslmode=require`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
     /// The schema fundi's tables live in (created if missing). Default: `public`.
     pub schema: String,
     /// Most connections open at once. Default: 16.
@@ -181,6 +187,7 @@ impl Default for PostgresStoreConfig {
     fn default() -> Self {
         PostgresStoreConfig {
             url: None,
+            ca_file: None,
             schema: "public".into(),
             pool_size: 16,
             statement_timeout: "30s".into(),

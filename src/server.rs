@@ -400,6 +400,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             })?;
             let postgres = PostgresStore::open(&PostgresConfig {
                 url,
+                ca_file: settings.ca_file.clone(),
                 schema: settings.schema.clone(),
                 pool_size: settings.pool_size,
                 statement_timeout: store

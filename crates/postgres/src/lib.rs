@@ -17,6 +17,7 @@ mod statements;
 mod store;
 #[cfg(feature = "test-util")]
 pub mod testing;
+mod tls;
 
 pub use lease::LeaseConfig;
 pub use store::{PostgresConfig, PostgresStore};

@@ -15,12 +15,18 @@ use tokio_postgres::types::ToSql;
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
 use crate::statements::HotStatements;
+use crate::tls::connector;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Where the store is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostgresConfig {
-    /// A `postgres://` URL (or key=value connection string).
+    /// A `postgres://` URL (or key=value connection string). With `sslmode=require`
+    /// the connection is TLS, its certificate verified (see `ca_file`); otherwise plain.
     pub url: String,
+    /// A PEM file of CA certificates trusted for the server's certificate, beside the
+    /// public roots (a private CA, a cloud provider's); only with `sslmode=require`.
+    pub ca_file: Option<std::path::PathBuf>,
     /// The schema its tables live in (created if missing): letters, digits and `_`.
     pub schema: String,
     /// Most connections open at once.
@@ -69,20 +75,40 @@ pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
     }
 }
 
-fn pool_error(error: impl std::fmt::Display) -> StoreError {
-    StoreError::Database(format!("no connection to PostgreSQL: {error}"))
+fn pool_error(error: impl std::error::Error) -> StoreError {
+    // With its causes: "error performing TLS handshake" alone does not say that the
+    // certificate was not valid for the host, say.
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    StoreError::Database(format!("no connection to PostgreSQL: {text}"))
 }
 
 /// A session of its own that holds the schema's advisory lock, or why not.
-async fn lock(config: &PostgresConfig) -> Result<tokio_postgres::Client, StoreError> {
-    let (client, connection) = tokio_postgres::connect(&config.url, NoTls)
-        .await
-        .map_err(db)?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::error!(%error, "the PostgreSQL session holding the store's lock ended");
+async fn lock(
+    config: &PostgresConfig,
+    connect: &tokio_postgres::Config,
+    tls: Option<&MakeRustlsConnect>,
+) -> Result<tokio_postgres::Client, StoreError> {
+    let client = match tls {
+        Some(tls) => {
+            let (client, connection) = connect.connect(tls.clone()).await.map_err(db)?;
+            tokio::spawn(holding(connection));
+            client
         }
-    });
+        None => {
+            let (client, connection) = connect.connect(NoTls).await.map_err(db)?;
+            tokio::spawn(holding(connection));
+            client
+        }
+    };
     let key = match &config.lease {
         Some(lease) => format!("fundi store {} node {}", config.schema, lease.node),
         None => format!("fundi store {}", config.schema),
@@ -106,6 +132,16 @@ async fn lock(config: &PostgresConfig) -> Result<tokio_postgres::Client, StoreEr
                 config.schema
             ),
         })),
+    }
+}
+
+/// Drives the session holding the store's lock until it ends.
+async fn holding<C>(connection: C)
+where
+    C: std::future::Future<Output = Result<(), tokio_postgres::Error>>,
+{
+    if let Err(error) = connection.await {
+        tracing::error!(%error, "the PostgreSQL session holding the store's lock ended");
     }
 }
 
@@ -139,11 +175,14 @@ impl PostgresStore {
                 timeout.as_millis()
             ));
         }
-        let manager = deadpool_postgres::Manager::from_config(
-            connect,
-            NoTls,
-            deadpool_postgres::ManagerConfig::default(),
-        );
+        let tls = connector(&connect, config.ca_file.as_deref())?;
+        let settings = deadpool_postgres::ManagerConfig::default();
+        let manager = match &tls {
+            Some(tls) => {
+                deadpool_postgres::Manager::from_config(connect.clone(), tls.clone(), settings)
+            }
+            None => deadpool_postgres::Manager::from_config(connect.clone(), NoTls, settings),
+        };
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
             .runtime(Runtime::Tokio1)
@@ -151,7 +190,9 @@ impl PostgresStore {
             .map_err(pool_error)?;
         let leases = config.lease.clone().map(Leases::new).transpose()?;
         let holder = match config.exclusive {
-            true => Some(std::sync::Arc::new(lock(config).await?)),
+            true => Some(std::sync::Arc::new(
+                lock(config, &connect, tls.as_ref()).await?,
+            )),
             false => None,
         };
         let mut client = pool.get().await.map_err(pool_error)?;

@@ -20,6 +20,7 @@ fn url() -> String {
 fn config(schema: &str) -> PostgresConfig {
     PostgresConfig {
         url: url(),
+        ca_file: None,
         schema: schema.into(),
         pool_size: 4,
         statement_timeout: None,

@@ -23,6 +23,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 fn config(schema: &str, node: &str, ttl_ms: u64) -> PostgresConfig {
     PostgresConfig {
         url: test_url(),
+        ca_file: None,
         schema: schema.into(),
         pool_size: 4,
         statement_timeout: None,

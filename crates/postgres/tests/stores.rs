@@ -27,6 +27,7 @@ impl Fresh {
         let schema = fresh_schema();
         let config = PostgresConfig {
             url: test_url(),
+            ca_file: None,
             schema: schema.clone(),
             pool_size: 8,
             statement_timeout: None,

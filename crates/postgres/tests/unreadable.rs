@@ -27,6 +27,7 @@ async fn an_unreadable_task_is_an_error_set_aside_and_failed_and_the_rest_is_ser
     let schema = fresh_schema();
     let config = PostgresConfig {
         url: test_url(),
+        ca_file: None,
         schema: schema.clone(),
         pool_size: 4,
         statement_timeout: None,
