@@ -8,6 +8,21 @@ pub fn test_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
+/// A store's settings on the test server in `schema`: a small pool, the server's own
+/// statement timeout, plain connections, no lock, no leases (tests change what they
+/// need with `..test_config(schema)`).
+pub fn test_config(schema: &str) -> crate::PostgresConfig {
+    crate::PostgresConfig {
+        url: test_url(),
+        ca_file: None,
+        schema: schema.into(),
+        pool_size: 4,
+        statement_timeout: None,
+        exclusive: false,
+        lease: None,
+    }
+}
+
 /// A schema name no other test uses.
 pub fn fresh_schema() -> String {
     format!("fundi_test_{}", uuid::Uuid::now_v7().simple())

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use chrono::{TimeZone, Utc};
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::{PushStore, StoreError, TaskStore};
 use fundi_runtime::testing::store_contract::{
@@ -18,15 +18,7 @@ fn url() -> String {
 }
 
 fn config(schema: &str) -> PostgresConfig {
-    PostgresConfig {
-        url: url(),
-        ca_file: None,
-        schema: schema.into(),
-        pool_size: 4,
-        statement_timeout: None,
-        exclusive: false,
-        lease: None,
-    }
+    test_config(schema)
 }
 
 #[tokio::test]
@@ -106,7 +98,6 @@ async fn one_exclusive_store_at_a_time_holds_a_schema() {
     let schema = fresh_schema();
     let exclusive = PostgresConfig {
         exclusive: true,
-        lease: None,
         ..config(&schema)
     };
     let first = PostgresStore::open(&exclusive).await.unwrap();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chrono::Utc;
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresConfig, PostgresStore};
 use fundi_runtime::store::{StoreError, TaskRecord, TaskStore};
 use fundi_runtime::testing::store_contract::{created, record};
@@ -22,16 +22,11 @@ const DEADLINE: Duration = Duration::from_secs(30);
 
 fn config(schema: &str, node: &str, ttl_ms: u64) -> PostgresConfig {
     PostgresConfig {
-        url: test_url(),
-        ca_file: None,
-        schema: schema.into(),
-        pool_size: 4,
-        statement_timeout: None,
-        exclusive: false,
         lease: Some(LeaseConfig {
             node: node.into(),
             ttl: Duration::from_millis(ttl_ms),
         }),
+        ..test_config(schema)
     }
 }
 
@@ -345,14 +340,43 @@ fn handed_over_once(log: &Log, steps: u64) -> (Vec<u64>, Vec<u64>) {
     (a, b)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_nodes_task_is_taken_over_and_finished_from_its_checkpoint() {
+/// Two nodes on a fresh schema, node a five steps into a counting task.
+struct TwoNodes {
+    schema: String,
+    log: Log,
+    a: RuntimeHandle,
+    store_a: Arc<PostgresStore>,
+    b: RuntimeHandle,
+    id: TaskId,
+}
+
+async fn two_nodes_a_counting() -> TwoNodes {
     let schema = fresh_schema();
     let log: Log = Arc::default();
     let (a, store_a) = node(&schema, "node-a", &log).await;
-    let (b, _store_b) = node(&schema, "node-b", &log).await;
+    let (b, _) = node(&schema, "node-b", &log).await;
     let id = submit(&a).await;
     steps_of(&log, "node-a", 5).await;
+    TwoNodes {
+        schema,
+        log,
+        a,
+        store_a,
+        b,
+        id,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_nodes_task_is_taken_over_and_finished_from_its_checkpoint() {
+    let TwoNodes {
+        schema,
+        log,
+        a,
+        store_a,
+        b,
+        id,
+    } = two_nodes_a_counting().await;
     // Node a dies: its run stops, nothing more is written, its leases run out.
     store_a.pause_lease_renewal();
     a.shutdown(Duration::ZERO).await;
@@ -363,12 +387,14 @@ async fn a_dead_nodes_task_is_taken_over_and_finished_from_its_checkpoint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_lost_its_lease_is_fenced_and_its_run_stops() {
-    let schema = fresh_schema();
-    let log: Log = Arc::default();
-    let (a, store_a) = node(&schema, "node-a", &log).await;
-    let (b, _store_b) = node(&schema, "node-b", &log).await;
-    let id = submit(&a).await;
-    steps_of(&log, "node-a", 5).await;
+    let TwoNodes {
+        schema,
+        log,
+        a,
+        store_a,
+        b,
+        id,
+    } = two_nodes_a_counting().await;
     // Node a is cut off from renewing but keeps running: b takes the task over, and
     // a's next commit is refused, which stops its run there.
     store_a.pause_lease_renewal();

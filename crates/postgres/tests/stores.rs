@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::audit::{AuditEntry, AuditLog};
 use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
@@ -26,13 +26,8 @@ impl Fresh {
     async fn new() -> Fresh {
         let schema = fresh_schema();
         let config = PostgresConfig {
-            url: test_url(),
-            ca_file: None,
-            schema: schema.clone(),
             pool_size: 8,
-            statement_timeout: None,
-            exclusive: false,
-            lease: None,
+            ..test_config(&schema)
         };
         let store = PostgresStore::open(&config)
             .await

@@ -3,7 +3,7 @@
 //! the store connects over TLS only when the certificate is trusted (the CA file named)
 //! and names the host it was asked for; without it, the connection is plain.
 
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 
 /// The server's certificate file, as the server says (readable on this machine).
@@ -31,11 +31,8 @@ fn config(url: String, ca_file: Option<std::path::PathBuf>, schema: &str) -> Pos
     PostgresConfig {
         url,
         ca_file,
-        schema: schema.into(),
         pool_size: 2,
-        statement_timeout: None,
-        exclusive: false,
-        lease: None,
+        ..test_config(schema)
     }
 }
 

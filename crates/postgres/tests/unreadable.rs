@@ -3,8 +3,8 @@
 //! `failed` with the reason and serves every other task, and `quarantined` lists it.
 
 use chrono::Utc;
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
-use fundi_postgres::{PostgresConfig, PostgresStore};
+use fundi_postgres::PostgresStore;
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_runtime::store::{ListQuery, TaskRecord, TaskStore};
 use fundi_runtime::testing::store_contract::{created, record};
 use fundi_runtime::{TaskId, TaskState};
@@ -25,15 +25,7 @@ fn ann(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
 #[tokio::test]
 async fn an_unreadable_task_is_an_error_set_aside_and_failed_and_the_rest_is_served() {
     let schema = fresh_schema();
-    let config = PostgresConfig {
-        url: test_url(),
-        ca_file: None,
-        schema: schema.clone(),
-        pool_size: 4,
-        statement_timeout: None,
-        exclusive: false,
-        lease: None,
-    };
+    let config = test_config(&schema);
     let store = PostgresStore::open(&config)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
