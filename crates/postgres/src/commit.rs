@@ -32,7 +32,7 @@ impl PostgresStore {
         let created = first.map(|(_, _, at)| millis(at));
         let expected = expected_version as i64;
         let client = self.client().await?;
-        let node = self.leases.as_ref().map(|l| l.config.node.clone());
+        let node = self.leases.as_ref().map(|l| l.config.node.as_str());
         let row = if expected_version == 0 {
             let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
             let context_id = record.task.context_id.as_str();

@@ -12,10 +12,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use fundi_runtime::TaskId;
 use fundi_runtime::store::{StoreError, TaskRecord};
 
-use crate::store::{PostgresStore, db, decode_column};
+use crate::store::{PostgresStore, db, pool_error};
 
 /// Whose leases a store takes, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,10 +107,7 @@ impl Leases {
 }
 
 async fn renew(pool: &Pool, tasks: &str, leases: &Leases) -> Result<(), StoreError> {
-    let client = pool
-        .get()
-        .await
-        .map_err(|e| StoreError::Database(e.to_string()))?;
+    let client = pool.get().await.map_err(pool_error)?;
     client
         .execute(
             &format!(
@@ -145,14 +141,10 @@ impl PostgresStore {
             .await
             .map_err(db)?;
         let mut claimed = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id: String = row.get(0);
-            match decode_column::<TaskRecord>(&row, 2) {
-                Ok(record) => {
-                    leases.hold(&id, row.get(1));
-                    claimed.push(record);
-                }
-                Err(error) => self.set_aside(&TaskId::from(id), &error).await?,
+        for row in &rows {
+            if let Some(record) = self.record_or_set_aside(row, 0, 2).await? {
+                leases.hold(record.id().as_str(), row.get(1));
+                claimed.push(record);
             }
         }
         claimed.sort_by(|a, b| a.id().as_str().cmp(b.id().as_str()));

@@ -71,13 +71,20 @@ pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
         Some(server) => {
             StoreError::Database(format!("{} ({})", server.message(), server.code().code()))
         }
-        None => StoreError::Database(error.to_string()),
+        None => StoreError::Database(with_causes(&error)),
     }
 }
 
-fn pool_error(error: impl std::error::Error) -> StoreError {
-    // With its causes: "error performing TLS handshake" alone does not say that the
-    // certificate was not valid for the host, say.
+pub(crate) fn pool_error(error: impl std::error::Error) -> StoreError {
+    StoreError::Database(format!(
+        "no connection to PostgreSQL: {}",
+        with_causes(&error)
+    ))
+}
+
+/// An error's text with its causes': "error performing TLS handshake" alone does not say
+/// that the certificate was not valid for the host, say.
+fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(inner) = cause {
@@ -88,7 +95,7 @@ fn pool_error(error: impl std::error::Error) -> StoreError {
         }
         cause = inner.source();
     }
-    StoreError::Database(format!("no connection to PostgreSQL: {text}"))
+    text
 }
 
 /// A session of its own that holds the schema's advisory lock, or why not.
@@ -210,6 +217,25 @@ impl PostgresStore {
         })
     }
 
+    /// The task record in column `record_at` of `row`, or `None` when it cannot be
+    /// decoded: then the task (its id in column `id_at`) is set aside, never a reason not
+    /// to start; the others are recovered.
+    pub(crate) async fn record_or_set_aside(
+        &self,
+        row: &tokio_postgres::Row,
+        id_at: usize,
+        record_at: usize,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        match decode_column::<TaskRecord>(row, record_at) {
+            Ok(record) => Ok(Some(record)),
+            Err(error) => {
+                let id = TaskId::from(row.get::<_, String>(id_at));
+                self.set_aside(&id, &error).await?;
+                Ok(None)
+            }
+        }
+    }
+
     pub(crate) fn table(&self, name: &str) -> String {
         format!("{}.{name}", self.schema)
     }
@@ -225,13 +251,9 @@ pub(crate) fn decode_column<T: serde::de::DeserializeOwned>(
     row: &tokio_postgres::Row,
     index: usize,
 ) -> Result<T, StoreError> {
-    use std::error::Error as _;
     row.try_get::<_, tokio_postgres::types::Json<T>>(index)
         .map(|tokio_postgres::types::Json(value)| value)
-        .map_err(|error| {
-            let cause = error.source().map(|c| format!(": {c}")).unwrap_or_default();
-            StoreError::Codec(format!("{error}{cause}"))
-        })
+        .map_err(|error| StoreError::Codec(with_causes(&error)))
 }
 
 pub(crate) fn owner_key(owner: Option<&str>) -> String {
@@ -459,15 +481,8 @@ impl TaskStore for PostgresStore {
             .map_err(db)?;
         drop(client);
         let mut active = Vec::with_capacity(rows.len());
-        for row in rows {
-            match decode_column::<TaskRecord>(&row, 1) {
-                Ok(record) => active.push(record),
-                // Never a reason not to start: it is set aside, the others recovered.
-                Err(error) => {
-                    self.set_aside(&TaskId::from(row.get::<_, String>(0)), &error)
-                        .await?;
-                }
-            }
+        for row in &rows {
+            active.extend(self.record_or_set_aside(row, 0, 1).await?);
         }
         Ok(active)
     }
