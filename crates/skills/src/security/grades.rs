@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use fundi_runtime::{SkillContext, SkillError};
 use reqwest::Url;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::markup::{self, MarkupLimits};
 
-use super::http::Fetcher;
-use super::observatory::{self, Page, Ports, PreloadList};
+use super::http::{Fetcher, Logged};
+use super::observatory::headers::{Mime, mime};
+use super::observatory::{self, Outcome, Page, Ports, PreloadList, Retrieved};
 
 /// `data.observatory`: `{"httpPort": N, "httpsPort": N}`, where the session of the
 /// scheme the URL does not name starts (default: that scheme's default port).
@@ -53,7 +55,41 @@ pub(super) fn observatory_ports(data: &Value) -> Result<Ports, SkillError> {
     })
 }
 
-/// Retrieves the site as Observatory does and grades it; the report's `observatory`.
+/// The report's `observatory`: the grade (or why there is none), and what kept it from
+/// being exact.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ObservatoryReport {
+    #[serde(flatten)]
+    outcome: Option<Outcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    exact: bool,
+    not_exact: Vec<String>,
+    hsts_preload_list: bool,
+    requests: Vec<Logged>,
+}
+
+impl ObservatoryReport {
+    /// The sentence the scan's summary ends with.
+    pub(super) fn summary(&self) -> String {
+        match &self.outcome {
+            Some(outcome) => format!(
+                " Observatory grade {} ({}){}.",
+                outcome.grade,
+                outcome.score,
+                if self.exact {
+                    ""
+                } else {
+                    ", not exact: some of the site was not fetched"
+                }
+            ),
+            None => " No Observatory grade.".into(),
+        }
+    }
+}
+
+/// Retrieves the site as Observatory does and grades it.
 pub(super) async fn observatory_grade(
     make_fetcher: &(dyn Fn() -> Result<Fetcher, String> + Sync),
     entry: &Url,
@@ -61,23 +97,23 @@ pub(super) async fn observatory_grade(
     allowed: &(dyn Fn(&Url) -> bool + Sync),
     preload: Arc<PreloadList>,
     ctx: &SkillContext,
-) -> Result<Value, SkillError> {
-    let retrieved = tokio::select! {
+) -> Result<ObservatoryReport, SkillError> {
+    let Retrieved {
+        retrieval,
+        mut not_fetched,
+        requests,
+    } = tokio::select! {
         () = ctx.cancelled() => return Err(SkillError::Canceled),
         retrieved = observatory::retrieve(make_fetcher, entry, ports, allowed) => {
             retrieved.map_err(SkillError::Failed)?
         }
     };
-    let retrieval = retrieved.retrieval.clone();
-    let preload_loaded = preload.is_loaded();
+    let hsts_preload_list = preload.is_loaded();
     // Parsing the page is CPU work, on the runtime's pool within its budget.
     let (graded, parsed) = ctx
         .cpu(move |budget| {
             let page = retrieval.auto().and_then(|auto| {
-                let mime = observatory::headers::header(&auto.response, "content-type")
-                    .unwrap_or_default();
-                let mime = mime.split(';').next().unwrap_or_default().to_owned();
-                if !mime.is_empty() && mime != "text/html" && mime != "application/xhtml+xml" {
+                if mime(&auto.response) == Mime::Other {
                     return Some(Page::default());
                 }
                 let text = auto.response.text();
@@ -93,19 +129,19 @@ pub(super) async fn observatory_grade(
             )
         })
         .await?;
-    let mut not_exact = retrieved.not_fetched.clone();
     if !parsed {
-        not_exact.push("the page is over the markup limits and was not parsed".into());
+        not_fetched.push("the page is over the markup limits and was not parsed".into());
     }
-    let mut report = match graded {
-        Ok(outcome) => serde_json::to_value(outcome).unwrap_or(Value::Null),
-        Err(no_grade) => json!({"error": no_grade.to_string()}),
+    let (outcome, error) = match graded {
+        Ok(outcome) => (Some(outcome), None),
+        Err(no_grade) => (None, Some(no_grade.to_string())),
     };
-    if let Some(fields) = report.as_object_mut() {
-        fields.insert("exact".into(), json!(not_exact.is_empty()));
-        fields.insert("notExact".into(), json!(not_exact));
-        fields.insert("hstsPreloadList".into(), json!(preload_loaded));
-        fields.insert("requests".into(), json!(retrieved.requests));
-    }
-    Ok(report)
+    Ok(ObservatoryReport {
+        outcome,
+        error,
+        exact: not_fetched.is_empty(),
+        not_exact: not_fetched,
+        hsts_preload_list,
+        requests,
+    })
 }

@@ -397,17 +397,7 @@ impl Skill for SecurityScanSkill {
             *by_severity.entry(finding.severity.as_str()).or_default() += 1;
         }
         let mut text = summary(&plan, total, letter, &findings, &by_severity, new, updated);
-        match (observatory["grade"].as_str(), observatory["score"].as_i64()) {
-            (Some(grade), Some(score)) => text.push_str(&format!(
-                " Observatory grade {grade} ({score}){}.",
-                if observatory["exact"] == true {
-                    ""
-                } else {
-                    ", not exact: some of the site was not fetched"
-                }
-            )),
-            _ => text.push_str(" No Observatory grade."),
-        }
+        text.push_str(&observatory.summary());
         let report = json!({
             "target": plan.base.as_str(),
             "paths": plan.paths.iter().map(Url::as_str).collect::<Vec<_>>(),

@@ -50,6 +50,24 @@ pub(crate) fn first_chars(text: &str, n: usize) -> &str {
     }
 }
 
+/// What a response says it is, as Observatory reads it: the first Content-Type, up to
+/// its `;`, exactly as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mime {
+    Html,
+    Other,
+    Missing,
+}
+
+pub(crate) fn mime(response: &Response) -> Mime {
+    let value = header(response, "content-type").unwrap_or_default();
+    match value.split(';').next().unwrap_or_default() {
+        "" => Mime::Missing,
+        "text/html" | "application/xhtml+xml" => Mime::Html,
+        _ => Mime::Other,
+    }
+}
+
 /// Policies a page states in `<meta>` tags: `http-equiv="Content-Security-Policy"` and
 /// `name="referrer"`.
 #[derive(Debug, Clone, Default)]
@@ -62,9 +80,7 @@ impl Equiv {
     /// Read only when the response says it is HTML and has a body.
     pub(crate) fn of(response: &Response, page: Option<&Page>) -> Equiv {
         let mut equiv = Equiv::default();
-        let mime = header(response, "content-type").unwrap_or_default();
-        let mime = mime.split(';').next().unwrap_or_default();
-        let is_html = mime == "text/html" || mime == "application/xhtml+xml";
+        let is_html = mime(response) == Mime::Html;
         let (true, false, Some(page)) = (is_html, response.body.is_empty(), page) else {
             return equiv;
         };

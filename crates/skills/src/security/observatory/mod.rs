@@ -22,24 +22,18 @@ use super::http::Response;
 
 pub(crate) use expectation::Expectation;
 pub(crate) use preload::PreloadList;
-pub(crate) use retrieve::{Ports, retrieve};
+pub(crate) use retrieve::{Ports, Retrieved, retrieve};
 
 /// The Origin header of the CORS preflight (Observatory's default `corsOrigin`).
 pub(crate) const CORS_ORIGIN: &str = "https://http-observatory.security.mozilla.org";
-
-/// One response of a session's redirect chain.
-#[derive(Debug, Clone)]
-pub(crate) struct Hop {
-    pub(crate) url: Url,
-}
 
 /// One client session: a GET of the start URL, following redirects by itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Session {
     /// Where the session started.
     pub(crate) url: Url,
-    /// Every response of the chain, the first included.
-    pub(crate) route: Vec<Hop>,
+    /// The URL of every response of the chain, the first included.
+    pub(crate) route: Vec<Url>,
     /// The last response of the chain.
     pub(crate) response: Response,
     /// Whether every certificate on the way was valid (else the chain was fetched again

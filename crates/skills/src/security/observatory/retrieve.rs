@@ -5,7 +5,7 @@
 
 use reqwest::{Method, Url};
 
-use super::{CORS_ORIGIN, Hop, Retrieval, Session};
+use super::{CORS_ORIGIN, Retrieval, Session};
 use crate::security::http::{Fetcher, Logged, Response};
 
 /// Redirects a session follows (Observatory's `MAX_REDIRECTS`).
@@ -98,7 +98,7 @@ async fn session(
                 .map(|c| (r.url.clone(), c))
         })
         .collect();
-    let route = chain.iter().map(|r| Hop { url: r.url.clone() }).collect();
+    let route = chain.iter().map(|r| r.url.clone()).collect();
     let response = chain.pop()?;
     Some(Session {
         url,
@@ -175,15 +175,10 @@ pub(crate) async fn retrieve(
                         .into_iter()
                         .map(|c| (response.url.clone(), c)),
                 );
-                auto.route.push(Hop {
-                    url: response.url.clone(),
-                });
+                auto.route.push(response.url.clone());
             }
         }
-        let cors_url = auto
-            .route
-            .last()
-            .map_or_else(|| auto.url.clone(), |hop| hop.url.clone());
+        let cors_url = auto.route.last().unwrap_or(&auto.url).clone();
         let preflight = [
             ("access-control-request-method", "GET"),
             ("origin", CORS_ORIGIN),

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use reqwest::Url;
 
 use super::expectation::{Expectation::*, only_if_worse};
-use super::headers::header;
+use super::headers::{Mime, mime};
 use super::{Input, Verdict, attr};
 
 /// The registrable domain of a host (its public suffix, by the ICANN section of the
@@ -43,9 +43,7 @@ pub(crate) fn test(input: &Input<'_>) -> Verdict {
         SriNotImplementedAndExternalScriptsNotLoadedSecurely,
         SriNotImplementedResponseNotHtml,
     ];
-    let mime = header(&input.auto.response, "content-type").unwrap_or_default();
-    let mime = mime.split(';').next().unwrap_or_default();
-    let result = if !mime.is_empty() && mime != "text/html" && mime != "application/xhtml+xml" {
+    let result = if mime(&input.auto.response) == Mime::Other {
         SriNotImplementedResponseNotHtml
     } else {
         let Some(page) = input.page else {

@@ -73,16 +73,16 @@ pub(crate) fn redirection(input: &Input<'_>) -> Verdict {
         Some(session) if !session.verified => RedirectionInvalidCert,
         Some(session) => {
             let route = &session.route;
-            let scheme = |i: usize| route.get(i).map(|hop| hop.url.scheme());
-            let host = |i: usize| route.get(i).and_then(|hop| hop.url.host_str());
+            let scheme = |i: usize| route.get(i).map(|url| url.scheme());
+            let host = |i: usize| route.get(i).and_then(|url| url.host_str());
             if route
                 .iter()
-                .all(|hop| input.preload.covers(hop.url.host_str().unwrap_or_default()))
+                .all(|url| input.preload.covers(url.host_str().unwrap_or_default()))
             {
                 RedirectionAllRedirectsPreloaded
             } else if route.len() == 1 {
                 RedirectionMissing
-            } else if route.last().map(|hop| hop.url.scheme()) != Some("https") {
+            } else if route.last().map(|url| url.scheme()) != Some("https") {
                 RedirectionNotToHttps
             } else if scheme(1) == Some("http") {
                 RedirectionNotToHttpsOnInitialRedirection

@@ -41,12 +41,7 @@ pub(super) fn session(start: &str, route: &[&str], response: Response) -> Sessio
         .collect();
     Session {
         url: Url::parse(start).unwrap(),
-        route: route
-            .iter()
-            .map(|u| Hop {
-                url: Url::parse(u).unwrap(),
-            })
-            .collect(),
+        route: route.iter().map(|u| Url::parse(u).unwrap()).collect(),
         response,
         verified: true,
         set_cookies,

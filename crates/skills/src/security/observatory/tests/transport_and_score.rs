@@ -57,12 +57,7 @@ fn strict_transport_security() {
 
 fn redirect(route: &[&str]) -> Verdict {
     let mut retrieval = site(&[], "");
-    retrieval.http.as_mut().unwrap().route = route
-        .iter()
-        .map(|u| Hop {
-            url: Url::parse(u).unwrap(),
-        })
-        .collect();
+    retrieval.http.as_mut().unwrap().route = route.iter().map(|u| Url::parse(u).unwrap()).collect();
     run(&retrieval, transport::redirection)
 }
 
