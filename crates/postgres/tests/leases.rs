@@ -369,37 +369,23 @@ async fn two_nodes_a_counting() -> TwoNodes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_nodes_task_is_taken_over_and_finished_from_its_checkpoint() {
-    let TwoNodes {
-        schema,
-        log,
-        a,
-        store_a,
-        b,
-        id,
-    } = two_nodes_a_counting().await;
+    let nodes = two_nodes_a_counting().await;
     // Node a dies: its run stops, nothing more is written, its leases run out.
-    store_a.pause_lease_renewal();
-    a.shutdown(Duration::ZERO).await;
-    completed(&b, &id).await;
-    handed_over_once(&log, STEPS);
-    drop_schemas(&[schema]).await;
+    nodes.store_a.pause_lease_renewal();
+    nodes.a.shutdown(Duration::ZERO).await;
+    completed(&nodes.b, &nodes.id).await;
+    handed_over_once(&nodes.log, STEPS);
+    drop_schemas(&[nodes.schema]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_lost_its_lease_is_fenced_and_its_run_stops() {
-    let TwoNodes {
-        schema,
-        log,
-        a,
-        store_a,
-        b,
-        id,
-    } = two_nodes_a_counting().await;
+    let nodes = two_nodes_a_counting().await;
     // Node a is cut off from renewing but keeps running: b takes the task over, and
     // a's next commit is refused, which stops its run there.
-    store_a.pause_lease_renewal();
-    completed(&b, &id).await;
-    let log_now = log.lock().unwrap().clone();
+    nodes.store_a.pause_lease_renewal();
+    completed(&nodes.b, &nodes.id).await;
+    let log_now = nodes.log.lock().unwrap().clone();
     let first_b = log_now.iter().position(|(n, _)| *n == "node-b").unwrap();
     // At most the step a had in flight when b took over is a's after that.
     let a_after = log_now[first_b..]
@@ -411,8 +397,8 @@ async fn a_node_that_lost_its_lease_is_fenced_and_its_run_stops() {
         log_now.iter().filter(|(n, _)| *n == "node-b").count() > 1,
         "{log_now:?}"
     );
-    let stored = b.get(&id, None, None).await.unwrap();
+    let stored = nodes.b.get(&nodes.id, None, None).await.unwrap();
     assert_eq!(stored.status.state, TaskState::Completed);
-    a.shutdown(Duration::ZERO).await;
-    drop_schemas(&[schema]).await;
+    nodes.a.shutdown(Duration::ZERO).await;
+    drop_schemas(&[nodes.schema]).await;
 }

@@ -106,7 +106,7 @@ impl RuntimeHandle {
         Ok(self.inner.store.settle().await?)
     }
 
-    pub(crate) fn is_accepting(&self) -> bool {
+    fn is_accepting(&self) -> bool {
         self.inner.accepting.load(Ordering::Acquire)
     }
 
