@@ -85,8 +85,9 @@ impl Leases {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Renews this node's leases every third of their time, while the store lives.
-    pub(crate) fn renew_in_background(leases: &Arc<Leases>, pool: Pool, tasks: String) {
+    /// Renews this node's leases (tasks and push deliveries) every third of their time,
+    /// while the store lives.
+    pub(crate) fn renew_in_background(leases: &Arc<Leases>, pool: Pool, schema: String) {
         let leases: Weak<Leases> = Arc::downgrade(leases);
         tokio::spawn(async move {
             loop {
@@ -95,7 +96,7 @@ impl Leases {
                 };
                 let every = current.config.ttl / 3;
                 if !current.paused.load(Ordering::Acquire)
-                    && let Err(error) = renew(&pool, &tasks, &current).await
+                    && let Err(error) = renew(&pool, &schema, &current).await
                 {
                     tracing::warn!(%error, "could not renew this node's task leases");
                 }
@@ -106,13 +107,18 @@ impl Leases {
     }
 }
 
-async fn renew(pool: &Pool, tasks: &str, leases: &Leases) -> Result<(), StoreError> {
+async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreError> {
     let client = pool.get().await.map_err(pool_error)?;
+    // The tasks this node runs and the push deliveries it makes, in one statement.
     client
         .execute(
             &format!(
-                "UPDATE {tasks} SET lease_expires = clock_timestamp() + $2::bigint * \
-                 interval '1 millisecond' WHERE lease_node = $1 AND NOT terminal"
+                "WITH tasks AS (
+                    UPDATE {schema}.tasks SET lease_expires = clock_timestamp() + $2::bigint * \
+                    interval '1 millisecond' WHERE lease_node = $1 AND NOT terminal
+                 )
+                 UPDATE {schema}.push_configs SET lease_expires = clock_timestamp() + \
+                    $2::bigint * interval '1 millisecond' WHERE lease_node = $1 AND NOT finished"
             ),
             &[&leases.config.node, &leases.ttl_ms()],
         )

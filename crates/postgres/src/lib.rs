@@ -1,13 +1,15 @@
 //! fundi-postgres: fundi's stores (tasks, events, push configs and cursors, issues,
 //! schedules, grants, the audit and chaos-event logs) on PostgreSQL, for several nodes sharing one
-//! database. Each deployment (or test) keeps its tables in a schema of its own;
+//! database (leases, requests handed between nodes, and notifications of their events). Each deployment (or test) keeps its tables in a schema of its own;
 //! versioned migrations run at start, and a database written by a newer fundi is
 //! refused. A commit is one transaction, durable when it returns (PostgreSQL's
 //! `synchronous_commit`), so `settle` has nothing to wait for.
 
+mod cluster;
 mod commit;
 mod issues;
 mod lease;
+mod listener;
 mod logs;
 mod migrations;
 mod push;

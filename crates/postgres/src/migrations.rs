@@ -102,6 +102,24 @@ const MIGRATIONS: &[&str] = &[
         ADD COLUMN lease_expires timestamptz;
     CREATE INDEX tasks_lease_expiry ON {s}.tasks (lease_expires) WHERE NOT terminal;
     "#,
+    // 6: what several nodes need beside task leases: requests handed to the node that
+    // runs a task (and their answers), push deliveries leased to one node at a time,
+    // and schedule firings claimed by one node.
+    r#"
+    CREATE TABLE {s}.requests (
+        id bigserial PRIMARY KEY,
+        task_id text COLLATE "C" NOT NULL,
+        body jsonb NOT NULL,
+        taken boolean NOT NULL DEFAULT false,
+        answer jsonb,
+        created timestamptz NOT NULL DEFAULT clock_timestamp()
+    );
+    CREATE INDEX requests_waiting ON {s}.requests (task_id) WHERE NOT taken;
+    ALTER TABLE {s}.push_configs ADD COLUMN lease_node text,
+        ADD COLUMN lease_expires timestamptz;
+    ALTER TABLE {s}.schedules ADD COLUMN claimed_by text,
+        ADD COLUMN claimed_until timestamptz;
+    "#,
 ];
 
 /// The newest schema version this build knows.

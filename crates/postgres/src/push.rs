@@ -102,22 +102,45 @@ impl PushStore for PostgresStore {
         cursor: &PushCursor,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
-        // A config deleted meanwhile stays deleted: no row, nothing updated.
-        client
-            .execute(
+        let node = self.leases.as_ref().map(|l| l.config.node.as_str());
+        // A config deleted meanwhile stays deleted: no row, nothing updated. With
+        // several nodes, only the node holding the delivery moves its cursor.
+        let row = client
+            .query_one(
                 &format!(
-                    "UPDATE {} SET cursor = $3, finished = $4 WHERE task_id = $1 AND id = $2",
-                    self.table("push_configs")
+                    "WITH moved AS (
+                        UPDATE {configs} SET cursor = $3, finished = $4
+                        WHERE task_id = $1 AND id = $2 AND ($5::text IS NULL OR lease_node = $5)
+                        RETURNING 1
+                     )
+                     SELECT (SELECT count(*) FROM moved),
+                            (SELECT coalesce(lease_node, '') FROM {configs}
+                             WHERE task_id = $1 AND id = $2)",
+                    configs = self.table("push_configs")
                 ),
                 &[
                     &task.as_str(),
                     &id,
                     &serde_json::to_value(cursor)?,
                     &cursor.finished,
+                    &node,
                 ],
             )
             .await
             .map_err(db)?;
+        let (moved, holder): (i64, Option<String>) = (row.get(0), row.get(1));
+        if moved == 0
+            && node.is_some()
+            && let Some(holder) = holder
+        {
+            return Err(StoreError::Fenced {
+                task_id: task.clone(),
+                holder: match holder.is_empty() {
+                    true => "none".into(),
+                    false => holder,
+                },
+            });
+        }
         Ok(())
     }
 
@@ -141,5 +164,77 @@ impl PushStore for PostgresStore {
                 })
             })
             .collect()
+    }
+
+    async fn claim_delivery(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
+        let Some(leases) = &self.leases else {
+            return Ok(true);
+        };
+        let client = self.client().await?;
+        let claimed = client
+            .execute(
+                &format!(
+                    "UPDATE {} SET lease_node = $3,
+                        lease_expires = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                     WHERE task_id = $1 AND id = $2 AND (lease_node IS NULL OR lease_node = $3
+                        OR lease_expires < clock_timestamp())",
+                    self.table("push_configs")
+                ),
+                &[&task.as_str(), &id, &leases.config.node, &leases.ttl_ms()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(claimed > 0)
+    }
+
+    async fn release_delivery(&self, task: &TaskId, id: &str) -> Result<(), StoreError> {
+        let Some(leases) = &self.leases else {
+            return Ok(());
+        };
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "UPDATE {} SET lease_node = NULL, lease_expires = NULL
+                     WHERE task_id = $1 AND id = $2 AND lease_node = $3",
+                    self.table("push_configs")
+                ),
+                &[&task.as_str(), &id, &leases.config.node],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn orphaned(&self) -> Result<Vec<PushEntry>, StoreError> {
+        if self.leases.is_none() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT config, cursor FROM {} WHERE NOT finished
+                        AND coalesce(cursor -> 'dead', 'null'::jsonb) = 'null'::jsonb
+                        AND (lease_node IS NULL OR lease_expires < clock_timestamp())
+                     ORDER BY task_id, id",
+                    self.table("push_configs")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(PushEntry {
+                    config: decode_column(&row, 0)?,
+                    cursor: decode_column(&row, 1)?,
+                })
+            })
+            .collect()
+    }
+
+    fn orphan_interval(&self) -> Option<std::time::Duration> {
+        self.leases.as_ref().map(|l| l.config.ttl / 2)
     }
 }

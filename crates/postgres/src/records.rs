@@ -16,7 +16,8 @@ impl ScheduleStore for PostgresStore {
             .execute(
                 &format!(
                     "INSERT INTO {} (id, schedule) VALUES ($1, $2) \
-                     ON CONFLICT (id) DO UPDATE SET schedule = EXCLUDED.schedule",
+                     ON CONFLICT (id) DO UPDATE SET schedule = EXCLUDED.schedule, \
+                     claimed_by = NULL, claimed_until = NULL",
                     self.table("schedules")
                 ),
                 &[&schedule.id, &serde_json::to_value(schedule)?],
@@ -66,6 +67,35 @@ impl ScheduleStore for PostgresStore {
             .await
             .map_err(db)?;
         Ok(deleted > 0)
+    }
+
+    async fn claim_firing(&self, schedule: &Schedule) -> Result<bool, StoreError> {
+        let Some(leases) = &self.leases else {
+            return Ok(true);
+        };
+        let client = self.client().await?;
+        // Only while the stored schedule is still due at the same time: a node that read
+        // it before another recorded the firing finds it moved on.
+        let claimed = client
+            .execute(
+                &format!(
+                    "UPDATE {} SET claimed_by = $3,
+                        claimed_until = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                     WHERE id = $1
+                        AND floor(extract(epoch FROM (schedule ->> 'nextFire')::timestamptz))::bigint = $2
+                        AND (claimed_until IS NULL OR claimed_until < clock_timestamp() OR claimed_by = $3)",
+                    self.table("schedules")
+                ),
+                &[
+                    &schedule.id,
+                    &schedule.next_fire.timestamp(),
+                    &leases.config.node,
+                    &leases.ttl_ms(),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        Ok(claimed > 0)
     }
 }
 

@@ -21,11 +21,26 @@ pub(crate) struct HotStatements {
 
 impl HotStatements {
     pub(crate) fn new(schema: &str, leased: bool) -> HotStatements {
+        let channel = crate::listener::channel(schema);
         // The events' seqs and bodies, then the first message's owner key, message id
         // and creation time (NULL when the commit creates no task).
         let rest = |events: usize| {
             let (seqs, bodies, owner, message, created) =
                 (events, events + 1, events + 2, events + 3, events + 4);
+            // With several nodes, a commit with events tells the others (followers of
+            // the task there read them), as the transaction commits.
+            let (signal, signalled) = match leased {
+                true => (
+                    format!(
+                        ", signal AS (
+                        SELECT pg_notify('{channel}', 'e:' || written.id) FROM written
+                        WHERE cardinality(${seqs}::bigint[]) > 0
+                     )"
+                    ),
+                    ", (SELECT count(*) FROM signal)",
+                ),
+                false => (String::new(), ""),
+            };
             format!(
                 "new_events AS (
                     INSERT INTO {schema}.events (task_id, seq, event)
@@ -36,10 +51,10 @@ impl HotStatements {
                     SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
                     FROM written WHERE ${message}::text IS NOT NULL
                     ON CONFLICT DO NOTHING
-                 )
+                 ){signal}
                  SELECT (SELECT count(*) FROM written),
                         (SELECT version FROM {schema}.tasks WHERE id = $1),
-                        (SELECT lease_node FROM {schema}.tasks WHERE id = $1)"
+                        (SELECT lease_node FROM {schema}.tasks WHERE id = $1){signalled}"
             )
         };
         let (lease_columns, lease_values, lease_update, fence) = if leased {

@@ -12,6 +12,7 @@ use fundi_runtime::{TaskEvent, TaskId};
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
+use crate::cluster::Nodes;
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
 use crate::statements::HotStatements;
@@ -55,6 +56,8 @@ pub struct PostgresStore {
     pub(crate) hot: std::sync::Arc<HotStatements>,
     /// The leases this node holds, with several nodes on the schema.
     pub(crate) leases: Option<std::sync::Arc<Leases>>,
+    /// This node among the others, with several nodes on the schema.
+    nodes: Option<std::sync::Arc<Nodes>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -205,15 +208,17 @@ impl PostgresStore {
         let mut client = pool.get().await.map_err(pool_error)?;
         migrate(&mut client, &config.schema).await?;
         drop(client);
-        if let Some(leases) = &leases {
-            Leases::renew_in_background(leases, pool.clone(), format!("{}.tasks", config.schema));
-        }
+        let nodes = leases.as_ref().map(|leases| {
+            Leases::renew_in_background(leases, pool.clone(), config.schema.clone());
+            Nodes::start(pool.clone(), &config.schema, leases.clone(), connect, tls)
+        });
         Ok(PostgresStore {
             pool,
             schema: config.schema.clone(),
             _holder: holder,
             hot: std::sync::Arc::new(HotStatements::new(&config.schema, leases.is_some())),
             leases,
+            nodes,
         })
     }
 
@@ -501,5 +506,11 @@ impl TaskStore for PostgresStore {
     fn takeover_interval(&self) -> Option<std::time::Duration> {
         // A dead node's tasks wait at most half a lease more than the lease itself.
         self.leases.as_ref().map(|l| l.config.ttl / 2)
+    }
+
+    fn cluster(&self) -> Option<std::sync::Arc<dyn fundi_runtime::store::Cluster>> {
+        self.nodes
+            .clone()
+            .map(|nodes| nodes as std::sync::Arc<dyn fundi_runtime::store::Cluster>)
     }
 }

@@ -17,6 +17,6 @@ pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
 pub(crate) use journal::{FirstCommit, NewTask, TaskJournal};
 pub(crate) use slots::Slots;
-pub(crate) use supervisor::{LiveCount, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};
+pub(crate) use supervisor::{LiveCount, Routed, Spawn, Supervisor, SupervisorArgs, SupervisorMsg};
 pub(crate) use task_actor::{StartMode, TaskMsg};
 pub use while_working::MAX_QUEUED_MESSAGES;

@@ -55,7 +55,8 @@ pub struct PendingApproval {
 }
 
 /// An approver's decision.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "verdict", rename_all = "camelCase")]
 pub enum Verdict {
     /// Run it; with `narrowed`, on that input instead (which the skill must accept as a
     /// narrowing of the original: see `Skill::narrow`).
@@ -73,7 +74,7 @@ pub enum Verdict {
 }
 
 /// A decision and who made it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Decision {
     /// What was decided.
     pub verdict: Verdict,

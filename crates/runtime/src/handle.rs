@@ -5,6 +5,7 @@
 mod approvals;
 mod builder;
 mod dedup;
+mod forward;
 mod intake;
 mod submit;
 
@@ -20,7 +21,9 @@ use tokio::sync::watch;
 pub use builder::{Runtime, RuntimeBuilder};
 pub use submit::{Following, Submission, Waiting};
 
-use crate::actors::{LiveCount, LiveEvents, Slots, Spawn, SupervisorMsg, TaskMsg, call_actor};
+use crate::actors::{
+    LiveCount, LiveEvents, Routed, Slots, Spawn, SupervisorMsg, TaskMsg, call_actor,
+};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
@@ -31,6 +34,7 @@ use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, TaskRecord, TaskStore};
 use crate::subscription::{Durable, EventStream, event_stream};
 use crate::telemetry;
+use forward::TaskRequest;
 
 /// A task's actor and the subscriber queue it adopted as it started.
 type Attached = (ActorRef<TaskMsg>, LiveEvents);
@@ -219,10 +223,9 @@ impl RuntimeHandle {
                 state,
             });
         }
-        let actor = self.route(task_id).await?;
         let timeout = self.inner.config.cancel_grace() + self.inner.config.call_timeout();
-        let canceled = match self.call(actor.as_ref(), TaskMsg::Cancel, timeout).await {
-            Some(result) => result?,
+        let canceled = match self.ask(task_id, TaskRequest::Cancel, timeout).await {
+            Some(result) => result?.task()?,
             None => {
                 return Err(match self.unanswered(task_id).await {
                     RuntimeError::TaskTerminal { id, state } => {
@@ -408,7 +411,9 @@ impl RuntimeHandle {
         }
     }
 
-    async fn route(&self, task_id: &TaskId) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+    /// Where the task's calls go: its actor here (started if need be), or the node that
+    /// holds it.
+    async fn route(&self, task_id: &TaskId) -> Result<Routed, RuntimeError> {
         let timeout = self.inner.config.call_timeout();
         let task_id = task_id.clone();
         let route = |reply| SupervisorMsg::Route { task_id, reply };

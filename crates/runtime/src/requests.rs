@@ -60,7 +60,7 @@ pub struct ListRequest {
 }
 
 /// A task as it stood after a given event.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskSnapshot {
     /// The task.
     pub task: Task,

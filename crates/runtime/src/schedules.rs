@@ -171,6 +171,14 @@ pub trait ScheduleStore: Send + Sync + 'static {
 
     /// Removes a schedule; false if there was none.
     async fn delete(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Takes the schedule's firing due at its `next_fire` for this node (a store several
+    /// nodes share: one node fires each firing); false when another node has taken it,
+    /// or the schedule moved on. A claim lapses if its node dies before it records the
+    /// firing (`put`). A store with one node always takes it.
+    async fn claim_firing(&self, _schedule: &Schedule) -> Result<bool, StoreError> {
+        Ok(true)
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! and the listing query they share.
 
 mod active_set;
+mod cluster;
 mod counts;
 mod cursor;
 mod flusher;
@@ -30,6 +31,7 @@ use thiserror::Error;
 
 use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
 
+pub use cluster::{Cluster, Holder, Incoming};
 pub use cursor::Cursor;
 pub use memory::MemoryStore;
 pub use push::{
@@ -83,6 +85,19 @@ pub enum StoreError {
         task_id: TaskId,
         /// The node holding it, as far as the store could tell.
         holder: String,
+    },
+    /// A request handed to the node running the task got no answer in time (that node
+    /// is busy, or died and its task waits to be taken over).
+    #[error(
+        "task {task_id} runs on node {holder}, which did not answer within {waited:?}; try again"
+    )]
+    Unanswered {
+        /// The task.
+        task_id: TaskId,
+        /// The node it was handed to, as far as the store could tell.
+        holder: String,
+        /// How long the caller waited.
+        waited: std::time::Duration,
     },
     /// Another writer changed the task first (optimistic concurrency).
     #[error("task {task_id} changed concurrently: expected version {expected}, found {found}")]
@@ -318,6 +333,13 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// How often the runtime asks [`TaskStore::take_over`]; `None` (the default): never.
     fn takeover_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The other nodes sharing this store, to hand them requests and hear of their
+    /// tasks' events (see [`Cluster`]); `None` (the default): this node is the store's
+    /// only one.
+    fn cluster(&self) -> Option<std::sync::Arc<dyn Cluster>> {
         None
     }
 

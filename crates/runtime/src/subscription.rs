@@ -16,7 +16,7 @@ use futures::Stream;
 use ractor::ActorRef;
 use tokio::sync::mpsc::error::TryRecvError;
 
-use crate::actors::{LiveEvents, NoAnswer, SupervisorMsg, TaskMsg, call_actor};
+use crate::actors::{LiveEvents, NoAnswer, Routed, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::TaskStore;
@@ -28,6 +28,10 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, RuntimeError>
 
 /// Events read from the store per round trip while replaying.
 const REPLAY_BATCH: usize = 256;
+
+/// How long a stream of a task another node runs waits for a signal before it asks
+/// again where the task runs.
+const REMOTE_RECHECK: Duration = Duration::from_secs(1);
 
 /// Whether a stream waits for its events to be durable before yielding them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +66,35 @@ pub(crate) fn event_stream(
                 // Subscribe to live events before replaying, so that nothing published
                 // between the replay and the subscription is missed; duplicates are
                 // dropped by sequence number.
-                None => (live_receiver(&supervisor, &task_id, call_timeout).await, true),
+                None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await {
+                    Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
+                    Source::NotLive => (None, true),
+                    Source::Elsewhere(mut changes) => {
+                        // Another node runs the task: its events are read from the
+                        // store as that node's commits signal them.
+                        loop {
+                            let batch = store.events(&task_id, next - 1, REPLAY_BATCH).await?;
+                            let full = batch.len() == REPLAY_BATCH;
+                            for event in batch {
+                                next = event.seq + 1;
+                                let terminal = event.is_terminal();
+                                yield event;
+                                if terminal {
+                                    break 'subscription;
+                                }
+                            }
+                            if full {
+                                continue;
+                            }
+                            // Asked again now and then: the task may have come to this
+                            // node (a takeover), or a signal may have been missed.
+                            match tokio::time::timeout(REMOTE_RECHECK, changes.changed()).await {
+                                Ok(Ok(())) => {}
+                                Ok(Err(_)) | Err(_) => continue 'subscription,
+                            }
+                        }
+                    }
+                },
             };
             let mut live = live.map(|(actor, receiver)| Live { actor, receiver: Some(receiver) });
             if replay {
@@ -150,27 +182,48 @@ impl Drop for Live {
     }
 }
 
+/// Where a stream's live events come from.
+enum Source {
+    /// The task's actor on this node.
+    Actor(ActorRef<TaskMsg>, LiveEvents),
+    /// Nowhere: the task is not live (ended, unknown, waiting for input after a
+    /// restart), or this node could not tell.
+    NotLive,
+    /// Another node runs the task; this signal changes as it stores events.
+    Elsewhere(tokio::sync::watch::Receiver<()>),
+}
+
 async fn live_receiver(
+    store: &Arc<dyn TaskStore>,
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Option<(ActorRef<TaskMsg>, LiveEvents)> {
+) -> Source {
     let asked = task_id.clone();
     let live = |reply| SupervisorMsg::Live {
         task_id: asked,
         reply,
     };
     let actor = match call_actor(supervisor, live, timeout).await {
-        Ok(actor) => actor?,
+        Ok(Routed::Here(Some(actor))) => actor,
+        Ok(Routed::Here(None)) | Err(NoAnswer::Gone) => return Source::NotLive,
+        Ok(Routed::Elsewhere) => {
+            return match store.cluster() {
+                // Watched before the store is read, so that no signal is missed.
+                Some(cluster) => Source::Elsewhere(cluster.watch(task_id)),
+                None => Source::NotLive,
+            };
+        }
         Err(NoAnswer::TimedOut) => {
             // Served from the store instead, but a subscriber waited the whole timeout.
             tracing::warn!(%task_id, ?timeout, "the supervisor did not answer a subscription in time");
-            return None;
+            return Source::NotLive;
         }
-        Err(NoAnswer::Gone) => return None,
     };
-    let receiver = subscribe_to(&actor, task_id, timeout).await?;
-    Some((actor, receiver))
+    match subscribe_to(&actor, task_id, timeout).await {
+        Some(receiver) => Source::Actor(actor, receiver),
+        None => Source::NotLive,
+    }
 }
 
 async fn subscribe_to(

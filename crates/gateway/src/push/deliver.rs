@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use fundi_runtime::store::{DeadLetter, PushConfig, PushCursor, PushFormat};
-use fundi_runtime::{RuntimeError, TaskEvent};
+use fundi_runtime::{RuntimeError, StoreError, TaskEvent};
 use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
@@ -41,17 +41,45 @@ enum Outcome {
 
 /// Runs the worker of `config` until its task has ended and everything is delivered,
 /// delivery is given up, or `stop` is cancelled (config deleted or replaced, shutdown).
+/// With several nodes on one store, it first takes the config's delivery; another
+/// node's delivery is left to it, and one taken from this node stops here.
 pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: CancellationToken) {
+    let (task_id, id) = (&config.task_id, config.id.as_str());
+    match shared.store.claim_delivery(task_id, id).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(error) => {
+            tracing::warn!(%error, task_id = %task_id, config = id, "push delivery not taken; another node may take it");
+            return;
+        }
+    }
+    if follow(&shared, &config, &stop).await == Ended::Done
+        && let Err(error) = shared.store.release_delivery(task_id, id).await
+    {
+        tracing::warn!(%error, task_id = %task_id, config = id, "push delivery not let go; it runs out");
+    }
+}
+
+/// Why a worker stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// Nothing more to do: all delivered, given up, or the task is gone.
+    Done,
+    /// Told to stop, or the delivery was taken by another node.
+    Stopped,
+}
+
+async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) -> Ended {
     let (task_id, id) = (&config.task_id, config.id.as_str());
     let mut cursor = match shared.store.cursor(task_id, id).await {
         Ok(cursor) => cursor.unwrap_or_default(),
         Err(error) => {
             tracing::error!(%error, task_id = %task_id, config = id, "push cursor unreadable");
-            return;
+            return Ended::Stopped;
         }
     };
     if cursor.finished || cursor.dead.is_some() {
-        return;
+        return Ended::Done;
     }
     // Deliveries join the task's trace (read once: it never changes).
     let task_trace = shared.runtime.traceparent(task_id).await;
@@ -63,18 +91,18 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
             .await
         {
             Ok(events) => events,
-            Err(RuntimeError::TaskNotFound(_)) => return,
+            Err(RuntimeError::TaskNotFound(_)) => return Ended::Done,
             Err(error) => {
                 tracing::warn!(%error, task_id = %task_id, "push: cannot read the task's events");
-                if sleep_or_stop(IDLE_POLL_MAX, &stop).await {
-                    return;
+                if sleep_or_stop(IDLE_POLL_MAX, stop).await {
+                    return Ended::Stopped;
                 }
                 continue;
             }
         };
         loop {
             let next = tokio::select! {
-                () = stop.cancelled() => return,
+                () = stop.cancelled() => return Ended::Stopped,
                 next = events.next() => next,
             };
             let event = match next {
@@ -86,25 +114,24 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
             }
             idle = IDLE_POLL_MIN;
             if event.is_told() {
-                match deliver(&shared, &config, task_trace.as_deref(), &event, &stop).await {
+                match deliver(shared, config, task_trace.as_deref(), &event, stop).await {
                     Outcome::Delivered => {}
-                    Outcome::Stopped => return,
+                    Outcome::Stopped => return Ended::Stopped,
                     Outcome::Dead(dead) => {
                         tracing::warn!(
                             task_id = %task_id, config = id, seq = dead.seq,
                             error = %dead.last_error, "push delivery given up: dead letter"
                         );
                         cursor.dead = Some(dead);
-                        save(&shared, &config, &cursor).await;
-                        return;
+                        return save(shared, config, &cursor).await;
                     }
                 }
             }
             cursor.delivered_seq = event.seq;
             cursor.finished = event.is_terminal();
-            save(&shared, &config, &cursor).await;
-            if cursor.finished {
-                return;
+            let saved = save(shared, config, &cursor).await;
+            if cursor.finished || saved == Ended::Stopped {
+                return saved;
             }
         }
         // The stream ended without a terminal event: the task is not live (it waits for
@@ -115,29 +142,38 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
                     && snapshot.seq <= cursor.delivered_seq =>
             {
                 cursor.finished = true;
-                save(&shared, &config, &cursor).await;
-                return;
+                return save(shared, config, &cursor).await;
             }
             Ok(snapshot) if snapshot.seq > cursor.delivered_seq => continue,
             Ok(_) => {}
-            Err(RuntimeError::TaskNotFound(_)) => return,
+            Err(RuntimeError::TaskNotFound(_)) => return Ended::Done,
             Err(_) => {}
         }
-        if sleep_or_stop(idle, &stop).await {
-            return;
+        if sleep_or_stop(idle, stop).await {
+            return Ended::Stopped;
         }
         idle = (idle * 2).min(IDLE_POLL_MAX);
     }
 }
 
-async fn save(shared: &Shared, config: &PushConfig, cursor: &PushCursor) {
-    if let Err(error) = shared
+/// Moves the cursor; `Stopped` when another node took the delivery meanwhile (its
+/// cursor counts, and this worker goes no further).
+async fn save(shared: &Shared, config: &PushConfig, cursor: &PushCursor) -> Ended {
+    match shared
         .store
         .set_cursor(&config.task_id, &config.id, cursor)
         .await
     {
-        // The event is delivered; a cursor left behind only means a duplicate later.
-        tracing::warn!(%error, task_id = %config.task_id, "push cursor not saved");
+        Ok(()) => Ended::Done,
+        Err(StoreError::Fenced { holder, .. }) => {
+            tracing::warn!(task_id = %config.task_id, config = %config.id, %holder, "push delivery taken over by another node; stopping here");
+            Ended::Stopped
+        }
+        Err(error) => {
+            // The event is delivered; a cursor left behind only means a duplicate later.
+            tracing::warn!(%error, task_id = %config.task_id, "push cursor not saved");
+            Ended::Done
+        }
     }
 }
 

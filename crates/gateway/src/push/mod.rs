@@ -39,8 +39,14 @@ type WorkerKey = (TaskId, String);
 /// Push notifications for one runtime: config methods and delivery.
 pub struct PushService {
     shared: Arc<Shared>,
-    workers: Arc<Mutex<HashMap<WorkerKey, (u64, CancellationToken)>>>,
-    generation: AtomicU64,
+    workers: Workers,
+}
+
+/// The running delivery workers, one per config at most.
+#[derive(Clone)]
+struct Workers {
+    running: Arc<Mutex<HashMap<WorkerKey, (u64, CancellationToken)>>>,
+    generation: Arc<AtomicU64>,
     shutdown: CancellationToken,
 }
 
@@ -88,14 +94,17 @@ impl PushService {
                 policy,
                 client,
             }),
-            workers: Arc::default(),
-            generation: AtomicU64::new(0),
-            shutdown,
+            workers: Workers {
+                running: Arc::default(),
+                generation: Arc::default(),
+                shutdown,
+            },
         })
     }
 
     /// Starts a worker for every config whose delivery a previous run left unfinished
-    /// (dead letters stay parked). Returns how many.
+    /// (dead letters stay parked), and with several nodes on the store, looks now and
+    /// then for deliveries a dead node left. Returns how many it started now.
     pub async fn resume(&self) -> Result<usize, StoreError> {
         let mut started = 0;
         for entry in self.shared.store.unfinished().await? {
@@ -103,6 +112,9 @@ impl PushService {
                 self.start(entry.config);
                 started += 1;
             }
+        }
+        if let Some(every) = self.shared.store.orphan_interval() {
+            adopt_every(self.shared.clone(), self.workers.clone(), every);
         }
         Ok(started)
     }
@@ -132,43 +144,21 @@ impl PushService {
         if cursor.dead.take().is_none() {
             return Ok(false);
         }
+        // Taken first: with several nodes, only the delivering node moves the cursor.
+        if !store.claim_delivery(task_id, id).await? {
+            return Ok(false);
+        }
         store.set_cursor(task_id, id, &cursor).await?;
         self.start(config);
         Ok(true)
     }
 
     fn start(&self, config: PushConfig) {
-        let key = (config.task_id.clone(), config.id.clone());
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let stop = self.shutdown.child_token();
-        let replaced = self
-            .workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), (generation, stop.clone()));
-        if let Some((_, old)) = replaced {
-            old.cancel();
-        }
-        let (shared, workers) = (self.shared.clone(), self.workers.clone());
-        tokio::spawn(async move {
-            deliver::run(shared, config, stop).await;
-            let mut workers = workers.lock().unwrap_or_else(|e| e.into_inner());
-            if workers.get(&key).is_some_and(|(g, _)| *g == generation) {
-                workers.remove(&key);
-            }
-        });
+        self.workers.start(&self.shared, config);
     }
 
     fn stop(&self, task_id: &TaskId, id: &str) {
-        let key = (task_id.clone(), id.to_owned());
-        let removed = self
-            .workers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
-        if let Some((_, stop)) = removed {
-            stop.cancel();
-        }
+        self.workers.stop(task_id, id);
     }
 
     /// Checks a config given with a message (`configuration.taskPushNotificationConfig`)
@@ -329,4 +319,69 @@ impl PushService {
             _ => Err(ApiError::internal("not a push method")),
         }
     }
+}
+
+impl Workers {
+    fn start(&self, shared: &Arc<Shared>, config: PushConfig) {
+        let key = (config.task_id.clone(), config.id.clone());
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let stop = self.shutdown.child_token();
+        let replaced = self.lock().insert(key.clone(), (generation, stop.clone()));
+        if let Some((_, old)) = replaced {
+            old.cancel();
+        }
+        let (shared, workers) = (shared.clone(), self.clone());
+        tokio::spawn(async move {
+            deliver::run(shared, config, stop).await;
+            let mut running = workers.lock();
+            if running.get(&key).is_some_and(|(g, _)| *g == generation) {
+                running.remove(&key);
+            }
+        });
+    }
+
+    fn stop(&self, task_id: &TaskId, id: &str) {
+        let key = (task_id.clone(), id.to_owned());
+        let removed = self.lock().remove(&key);
+        if let Some((_, stop)) = removed {
+            stop.cancel();
+        }
+    }
+
+    fn is_running(&self, task_id: &TaskId, id: &str) -> bool {
+        self.lock().contains_key(&(task_id.clone(), id.to_owned()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerKey, (u64, CancellationToken)>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Every `every`, starts workers for the deliveries no node holds (their node died),
+/// until shutdown; each worker takes its delivery before it sends anything.
+fn adopt_every(shared: Arc<Shared>, workers: Workers, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = workers.shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            match shared.store.orphaned().await {
+                Ok(orphaned) => {
+                    for entry in orphaned {
+                        let config = entry.config;
+                        if !workers.is_running(&config.task_id, &config.id) {
+                            tracing::info!(task_id = %config.task_id, config = %config.id, "taking over a push delivery another node left");
+                            workers.start(&shared, config);
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "could not look for push deliveries other nodes left")
+                }
+            }
+        }
+    });
 }

@@ -18,7 +18,7 @@ use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::TaskId;
 use crate::skill::{MessagePolicy, Skill};
-use crate::store::{TaskRecord, TaskStore};
+use crate::store::{Holder, TaskRecord, TaskStore};
 
 pub(crate) enum SupervisorMsg {
     /// Start an actor for a stored task. Answers with the task's actor (one already
@@ -28,17 +28,17 @@ pub(crate) enum SupervisorMsg {
         reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
     /// The live actor of a task, starting one for a non-terminal task that has none
-    /// (an interrupted task after a restart). `None`: the task is terminal or unknown.
+    /// (an interrupted task after a restart) if this node runs it.
     Route {
         task_id: TaskId,
-        reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
+        reply: RpcReplyPort<Result<Routed, RuntimeError>>,
     },
     /// The live actor of a task, for a subscriber. A submitted or working task without
     /// one (queued for a slot after a restart) gets one, which waits for its slot; a
     /// task waiting for input is not woken (its stream ends there anyway).
     Live {
         task_id: TaskId,
-        reply: RpcReplyPort<Option<ActorRef<TaskMsg>>>,
+        reply: RpcReplyPort<Routed>,
     },
     /// Start the actor of a task recovery queued for a slot, with this slot. Nothing
     /// happens (and the slot is freed) if the task has an actor already (woken by a
@@ -49,6 +49,15 @@ pub(crate) enum SupervisorMsg {
     ShuttingDown,
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
+}
+
+/// Where a task's calls go.
+pub(crate) enum Routed {
+    /// To its actor on this node; `None`: it has none (it ended, is unknown, or, for a
+    /// subscriber, waits for input).
+    Here(Option<ActorRef<TaskMsg>>),
+    /// To another node, which holds the task's lease (a store several nodes share).
+    Elsewhere,
 }
 
 /// What a new task actor starts with.
@@ -228,15 +237,18 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         task_id: TaskId,
-    ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+    ) -> Result<Routed, RuntimeError> {
         if let Some(actor) = self.live.get(&task_id) {
-            return Ok(Some(actor.clone()));
+            return Ok(Routed::Here(Some(actor.clone())));
         }
         let Some(record) = self.args.store.get(&task_id).await? else {
-            return Ok(None);
+            return Ok(Routed::Here(None));
         };
         if record.state().is_terminal() {
-            return Ok(None);
+            return Ok(Routed::Here(None));
+        }
+        if self.held_elsewhere(&task_id).await? {
+            return Ok(Routed::Elsewhere);
         }
         // Not terminal (above): at rest is waiting for someone, woken without a run.
         let mode = if at_rest(&record.task.status) {
@@ -245,28 +257,42 @@ impl SupervisorState {
             StartMode::Resume
         };
         let spawn = self.stored(record, mode, None);
-        self.spawn(myself, spawn).await
+        self.spawn(myself, spawn).await.map(Routed::Here)
+    }
+
+    /// Whether another node holds the task's lease (a store several nodes share), so
+    /// that no actor may start for it here.
+    async fn held_elsewhere(&self, task_id: &TaskId) -> Result<bool, RuntimeError> {
+        let Some(cluster) = self.args.store.cluster() else {
+            return Ok(false);
+        };
+        Ok(cluster.holder(task_id).await? != Holder::Here)
     }
 
     /// The live actor of a task; one started for a submitted or working task that has
     /// none (see `SupervisorMsg::Live`).
-    async fn follow(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        task_id: TaskId,
-    ) -> Option<ActorRef<TaskMsg>> {
+    async fn follow(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId) -> Routed {
         if let Some(actor) = self.live.get(&task_id) {
-            return Some(actor.clone());
+            return Routed::Here(Some(actor.clone()));
         }
         if self.shutting_down {
-            return None;
+            return Routed::Here(None);
         }
-        // On an error the subscriber reads the store instead, and learns of it there.
-        self.start_unfinished(myself, &task_id, None).await
+        match self.held_elsewhere(&task_id).await {
+            Ok(true) => return Routed::Elsewhere,
+            Ok(false) => {}
+            // The subscriber reads the store instead, and learns of the error there.
+            Err(_) => return Routed::Here(None),
+        }
+        Routed::Here(self.start_unfinished(myself, &task_id, None).await)
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
         if self.shutting_down || self.live.contains_key(&task_id) {
+            return;
+        }
+        // Taken over by another node while it waited for its slot.
+        if !matches!(self.held_elsewhere(&task_id).await, Ok(false)) {
             return;
         }
         // On an error the task is left stored as it is: the next start recovers it.

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use super::RuntimeHandle;
-use crate::actors::TaskMsg;
+use super::forward::TaskRequest;
 use crate::approval::{self, Decision, PendingApproval, Verdict};
 use crate::error::RuntimeError;
 use crate::model::{Task, TaskId, TaskState};
@@ -57,13 +57,12 @@ impl RuntimeHandle {
                 state: record.state(),
             });
         }
-        let actor = self.route(task_id).await?;
         let timeout = self.inner.config.call_timeout();
         let decided = match self
-            .call(actor.as_ref(), |r| TaskMsg::Decide(decision, r), timeout)
+            .ask(task_id, TaskRequest::Decide { decision }, timeout)
             .await
         {
-            Some(result) => result?,
+            Some(result) => result?.task()?,
             None => return Err(self.unanswered(task_id).await),
         };
         self.settle().await?;

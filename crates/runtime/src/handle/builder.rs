@@ -153,6 +153,9 @@ impl RuntimeBuilder {
             "recovery finished"
         );
         let _ = handle.inner.recovery.set(report);
+        if let Some(incoming) = handle.store().cluster().and_then(|c| c.incoming()) {
+            super::forward::serve_incoming(handle.downgrade(), incoming);
+        }
         if let Some(every) = handle.store().takeover_interval() {
             take_over_every(&handle, every);
         }

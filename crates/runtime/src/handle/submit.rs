@@ -10,9 +10,10 @@ use std::pin::Pin;
 use futures::StreamExt;
 
 use super::dedup::{Claim, Found};
+use super::forward::TaskRequest;
 use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
-use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, TaskMsg, follower};
+use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, follower};
 use crate::approval;
 use crate::error::RuntimeError;
 use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId, TaskState};
@@ -380,15 +381,14 @@ impl RuntimeHandle {
         if state.is_terminal() {
             return Err(RuntimeError::TaskTerminal { id: task_id, state });
         }
-        let actor = self.route(&task_id).await?;
         let message = request.message;
         let message_id = message.message_id.clone();
         let timeout = self.inner.config.call_timeout();
         let delivered = match self
-            .call(actor.as_ref(), |r| TaskMsg::Deliver(message, r), timeout)
+            .ask(&task_id, TaskRequest::Deliver { message }, timeout)
             .await
         {
-            Some(result) => result?,
+            Some(result) => result?.snapshot()?,
             None => {
                 // The actor ended meanwhile, perhaps with this very message: a copy sent
                 // at the same time was delivered, and the task ran to its end with it.

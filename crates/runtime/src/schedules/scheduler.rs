@@ -169,11 +169,13 @@ impl Scheduler {
             }
             let _writing = self.inner.writing.lock().await;
             // Read again under the lock: it may have been paused or deleted meanwhile.
-            match self.inner.store.get(&listed.id).await? {
-                Some(schedule) if !schedule.paused && schedule.next_fire <= now => {
-                    firings.push(self.fire(schedule, now).await?);
-                }
-                _ => {}
+            let schedule = match self.inner.store.get(&listed.id).await? {
+                Some(schedule) if !schedule.paused && schedule.next_fire <= now => schedule,
+                _ => continue,
+            };
+            // Another node sharing the store may be firing it.
+            if self.inner.store.claim_firing(&schedule).await? {
+                firings.push(self.fire(schedule, now).await?);
             }
         }
         Ok(firings)

@@ -121,4 +121,27 @@ pub trait PushStore: Send + Sync + 'static {
 
     /// Every config whose delivery is not finished (dead ones included).
     async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError>;
+
+    /// Takes the config's delivery for this node (a store several nodes share: one node
+    /// delivers a config at a time, and only its cursor moves count); false when another
+    /// node holds it. A store with one node always takes it.
+    async fn claim_delivery(&self, _task: &TaskId, _id: &str) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
+    /// Lets go of the config's delivery (its worker here ended).
+    async fn release_delivery(&self, _task: &TaskId, _id: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Unfinished, undead configs whose delivery no node holds (its node died): to be
+    /// claimed and delivered here. A store with one node has none.
+    async fn orphaned(&self) -> Result<Vec<PushEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// How often to look for orphaned deliveries; `None` (the default): never.
+    fn orphan_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
 }

@@ -152,4 +152,8 @@ impl TaskStore for TimedStore {
     fn takeover_interval(&self) -> Option<std::time::Duration> {
         self.inner.takeover_interval()
     }
+
+    fn cluster(&self) -> Option<Arc<dyn crate::store::Cluster>> {
+        self.inner.cluster()
+    }
 }

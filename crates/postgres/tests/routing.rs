@@ -1,0 +1,290 @@
+//! Any node answers for any task, on a real PostgreSQL server: a message or a cancel
+//! sent to one node reaches the task's run on the node holding it, a subscriber on one
+//! node follows a task running on another (same sequence numbers, no gap, no
+//! duplicate, resumable), and a request for a dead node's task is answered by the node
+//! that takes it over.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
+use fundi_postgres::{LeaseConfig, PostgresStore};
+use fundi_runtime::store::TaskStore;
+use fundi_runtime::{
+    Message, Part, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput, SubmitRequest, TaskEvent, TaskId, TaskState,
+};
+use futures::StreamExt;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// What each node's skills saw: (node, what).
+type Log = Arc<Mutex<Vec<(&'static str, String)>>>;
+
+/// Asks for input, then answers with what it got.
+struct Asker {
+    node: &'static str,
+    log: Log,
+}
+
+#[async_trait]
+impl Skill for Asker {
+    fn card(&self) -> SkillCard {
+        SkillCard::new("asker", "Asks a question and repeats the answer").resumable()
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        // Resumed by its answer (after a restart or a takeover), the run starts from it.
+        let answer = match input.resumed && input.history.len() > 2 {
+            true => input.message,
+            false => ctx.request_input("what is the word?").await?,
+        };
+        let word = answer.text();
+        self.log
+            .lock()
+            .unwrap()
+            .push((self.node, format!("answered {word}")));
+        ctx.progress(0.5, format!("heard {word}")).await?;
+        Ok(SkillOutput {
+            message: Some(Message::agent(vec![Part::text(format!(
+                "the word is {word}"
+            ))])),
+            artifacts: Vec::new(),
+        })
+    }
+}
+
+/// Works until it is canceled, a progress note at a time.
+struct Looper {
+    node: &'static str,
+    log: Log,
+}
+
+#[async_trait]
+impl Skill for Looper {
+    fn card(&self) -> SkillCard {
+        SkillCard::new("looper", "Works until canceled")
+    }
+
+    async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let mut turn = 0_u32;
+        loop {
+            tokio::select! {
+                () = ctx.cancelled() => {
+                    self.log.lock().unwrap().push((self.node, "canceled".into()));
+                    return Err(SkillError::Canceled);
+                }
+                () = tokio::time::sleep(Duration::from_millis(30)) => {}
+            }
+            turn += 1;
+            ctx.progress(0.0, format!("turn {turn}")).await?;
+        }
+    }
+}
+
+async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Arc<PostgresStore>) {
+    let config = fundi_postgres::PostgresConfig {
+        lease: Some(LeaseConfig {
+            node: name.into(),
+            ttl: Duration::from_millis(2_000),
+        }),
+        ..test_config(schema)
+    };
+    let store = Arc::new(
+        PostgresStore::open(&config)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url())),
+    );
+    let runtime = Runtime::builder()
+        .shared_store(store.clone())
+        .skill(Asker {
+            node: name,
+            log: log.clone(),
+        })
+        .skill(Looper {
+            node: name,
+            log: log.clone(),
+        })
+        .start()
+        .await
+        .unwrap();
+    (runtime, store)
+}
+
+fn message(skill: &str, text: &str) -> Message {
+    let mut message = Message::user(vec![Part::text(text)]);
+    message.metadata = Some(
+        serde_json::json!({ "skill": skill })
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    message
+}
+
+async fn start(runtime: &RuntimeHandle, skill: &str) -> TaskId {
+    runtime
+        .submit(SubmitRequest::new(message(skill, "go")))
+        .await
+        .unwrap()
+        .task
+        .id
+}
+
+fn answer(task: &TaskId, text: &str) -> SubmitRequest {
+    let mut message = Message::user(vec![Part::text(text)]);
+    message.task_id = Some(task.clone());
+    SubmitRequest::new(message)
+}
+
+/// Polls the task (through `runtime`) until it is in `state`, within the deadline.
+async fn reaches(runtime: &RuntimeHandle, id: &TaskId, state: TaskState) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let task = runtime.get(id, Some(0), None).await.unwrap();
+        if task.status.state == state {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {id} never got {state:?} (it is {:?})",
+            task.status.state
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every event of the stream until it ends, within the deadline.
+async fn drain(mut events: fundi_runtime::EventStream) -> Vec<TaskEvent> {
+    let mut seen = Vec::new();
+    let collect = async {
+        while let Some(event) = events.next().await {
+            seen.push(event.unwrap());
+        }
+    };
+    tokio::time::timeout(DEADLINE, collect)
+        .await
+        .expect("the stream never ended");
+    seen
+}
+
+fn seqs(events: &[TaskEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+#[tokio::test]
+async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_stream_to_both() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, a_store) = node(&schema, "node-a", &log).await;
+    let (b, _b_store) = node(&schema, "node-b", &log).await;
+
+    let id = start(&a, "asker").await;
+    reaches(&b, &id, TaskState::InputRequired).await;
+    // A subscriber on b, to a task whose run is on a, from its creation.
+    let following = b.subscribe(&id, 0, None).await.unwrap();
+    let following = tokio::spawn(drain(following));
+
+    let delivered = b.submit(answer(&id, "kiwi")).await.unwrap();
+    assert_eq!(delivered.task.id, id);
+    reaches(&b, &id, TaskState::Completed).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("node-a", "answered kiwi".to_owned())],
+        "the answer reached the run on node a, once"
+    );
+
+    // b's subscriber saw every stored event, in order, each once, to the end.
+    let stored = a_store.events(&id, 0, 1_000).await.unwrap();
+    let followed = following.await.unwrap();
+    assert_eq!(seqs(&followed), seqs(&stored));
+    assert_eq!(seqs(&stored), (1..=stored.len() as u64).collect::<Vec<_>>());
+    assert!(followed.last().unwrap().is_terminal());
+    // Resumed after an event (Last-Event-ID), on either node: the rest only.
+    for runtime in [&a, &b] {
+        let rest = drain(runtime.subscribe(&id, 2, None).await.unwrap()).await;
+        assert_eq!(seqs(&rest), seqs(&stored[2..]));
+    }
+    a.shutdown(Duration::from_secs(1)).await;
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stops_it() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, a_store) = node(&schema, "node-a", &log).await;
+    let (b, _b_store) = node(&schema, "node-b", &log).await;
+
+    let id = start(&a, "looper").await;
+    reaches(&a, &id, TaskState::Working).await;
+    let mut live = b.subscribe(&id, 0, None).await.unwrap();
+    // Live: notes the run writes on a after the subscription began arrive on b.
+    let mut seen = Vec::new();
+    let seen_live = async {
+        while let Some(event) = live.next().await {
+            seen.push(event.unwrap());
+            if seen.len() >= 8 {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, seen_live)
+        .await
+        .expect("no live events reached node b");
+
+    let canceled = b.cancel(&id, None).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("node-a", "canceled".to_owned())],
+        "the run on node a was told to stop"
+    );
+    seen.extend(drain(live).await);
+    let stored = a_store.events(&id, 0, 10_000).await.unwrap();
+    assert_eq!(seqs(&seen), seqs(&stored), "no gap, no duplicate");
+    assert!(seen.last().unwrap().is_terminal());
+
+    // An ended task's errors come back as the holder's would.
+    let again = b.cancel(&id, None).await.unwrap_err();
+    assert!(
+        matches!(again, fundi_runtime::RuntimeError::NotCancelable { .. }),
+        "{again}"
+    );
+    a.shutdown(Duration::from_secs(1)).await;
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_message_for_a_dead_nodes_task_is_answered_by_the_node_that_takes_it_over() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, a_store) = node(&schema, "node-a", &log).await;
+    let (b, _b_store) = node(&schema, "node-b", &log).await;
+
+    let id = start(&a, "asker").await;
+    reaches(&a, &id, TaskState::InputRequired).await;
+    // Node a dies: nothing of it runs, answers or renews any more.
+    a.shutdown(Duration::from_secs(1)).await;
+    drop(a);
+    drop(a_store);
+
+    // Sent while the task is still leased to the dead node: it waits in the store
+    // until node b takes the task over, and is answered there.
+    let delivered = b.submit(answer(&id, "fig")).await.unwrap();
+    assert_eq!(delivered.task.id, id);
+    reaches(&b, &id, TaskState::Completed).await;
+    assert!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .all(|(node, _)| *node == "node-b"),
+        "only node b ran the task after a died: {:?}",
+        log.lock().unwrap()
+    );
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}

@@ -1,0 +1,147 @@
+//! Work beside tasks that several nodes on one schema share, on a real PostgreSQL
+//! server: a push config is delivered by one node at a time (its delivery leased, its
+//! cursor fenced, a dead node's delivery adopted), and a schedule's firing is taken by
+//! one node.
+
+use std::time::{Duration, Instant};
+
+use chrono::{TimeZone, Utc};
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
+use fundi_postgres::{LeaseConfig, PostgresStore};
+use fundi_runtime::schedules::{NewSchedule, Schedule, ScheduleStore};
+use fundi_runtime::store::{PushCursor, PushStore, StoreError, TaskStore};
+use fundi_runtime::testing::store_contract::{created, push_config, record};
+use fundi_runtime::{TaskId, TaskState};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn open(schema: &str, node: &str) -> PostgresStore {
+    let config = fundi_postgres::PostgresConfig {
+        lease: Some(LeaseConfig {
+            node: node.into(),
+            ttl: Duration::from_millis(1_000),
+        }),
+        ..test_config(schema)
+    };
+    PostgresStore::open(&config)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
+}
+
+fn cursor(seq: u64) -> PushCursor {
+    PushCursor {
+        delivered_seq: seq,
+        ..PushCursor::default()
+    }
+}
+
+#[tokio::test]
+async fn a_push_delivery_is_leased_to_one_node_and_adopted_when_its_node_dies() {
+    let schema = fresh_schema();
+    let a = open(&schema, "node-a").await;
+    let b = open(&schema, "node-b").await;
+    let task = record("t", "ctx", TaskState::Working, 1, "ann");
+    a.commit(&task, 0, &[created(&task)]).await.unwrap();
+    a.put_config(&push_config("t", "hook", "https://example.com/h"), 0)
+        .await
+        .unwrap();
+    let t = TaskId::from("t");
+
+    assert!(a.claim_delivery(&t, "hook").await.unwrap());
+    assert!(!b.claim_delivery(&t, "hook").await.unwrap(), "held by a");
+    assert!(b.orphaned().await.unwrap().is_empty(), "a renews it");
+    a.set_cursor(&t, "hook", &cursor(1)).await.unwrap();
+    let fenced = b.set_cursor(&t, "hook", &cursor(5)).await.unwrap_err();
+    assert!(
+        matches!(&fenced, StoreError::Fenced { holder, .. } if holder == "node-a"),
+        "{fenced}"
+    );
+    assert_eq!(b.cursor(&t, "hook").await.unwrap(), Some(cursor(1)));
+
+    // a stops renewing (it died): once the lease runs out, b finds the delivery
+    // orphaned, takes it from where a's cursor stands, and a's cursor moves no more.
+    a.pause_lease_renewal();
+    let deadline = Instant::now() + DEADLINE;
+    let orphaned = loop {
+        let orphaned = b.orphaned().await.unwrap();
+        if !orphaned.is_empty() {
+            break orphaned;
+        }
+        assert!(Instant::now() < deadline, "a's delivery was never orphaned");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(orphaned.len(), 1);
+    assert_eq!(orphaned[0].cursor, cursor(1));
+    assert!(b.claim_delivery(&t, "hook").await.unwrap());
+    assert!(matches!(
+        a.set_cursor(&t, "hook", &cursor(2)).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    b.set_cursor(&t, "hook", &cursor(2)).await.unwrap();
+
+    // Let go once delivered, it is anybody's again; a finished one is nobody's work.
+    b.release_delivery(&t, "hook").await.unwrap();
+    assert!(a.claim_delivery(&t, "hook").await.unwrap());
+    let done = PushCursor {
+        finished: true,
+        ..cursor(3)
+    };
+    a.set_cursor(&t, "hook", &done).await.unwrap();
+    a.release_delivery(&t, "hook").await.unwrap();
+    assert!(b.orphaned().await.unwrap().is_empty());
+    drop_schemas(&[schema]).await;
+}
+
+fn nightly(next_fire: chrono::DateTime<Utc>) -> Schedule {
+    Schedule {
+        id: "nightly".into(),
+        spec: NewSchedule {
+            skill: "echo".into(),
+            cron: "0 3 * * *".into(),
+            time_zone: None,
+            data: None,
+            text: Some("x".into()),
+        },
+        zone: "UTC".into(),
+        owner: Some("ann".into()),
+        client: None,
+        scopes: None,
+        paused: false,
+        created_at: Utc::now(),
+        next_fire,
+        fired: 0,
+        skipped: 0,
+        last: None,
+    }
+}
+
+#[tokio::test]
+async fn a_schedules_firing_is_taken_by_one_node() {
+    let schema = fresh_schema();
+    let a = open(&schema, "node-a").await;
+    let b = open(&schema, "node-b").await;
+    let due = Utc.with_ymd_and_hms(2026, 12, 3, 3, 0, 0).unwrap();
+    let schedule = nightly(due);
+    ScheduleStore::put(&a, &schedule).await.unwrap();
+
+    assert!(a.claim_firing(&schedule).await.unwrap());
+    assert!(!b.claim_firing(&schedule).await.unwrap(), "a is firing it");
+    // a records the firing: the schedule moves on, and the old firing is nobody's.
+    let moved = Schedule {
+        next_fire: due + chrono::Duration::days(1),
+        fired: 1,
+        ..schedule.clone()
+    };
+    ScheduleStore::put(&a, &moved).await.unwrap();
+    assert!(!b.claim_firing(&schedule).await.unwrap(), "fired already");
+
+    // A claim whose node died before recording the firing lapses with its lease time.
+    assert!(b.claim_firing(&moved).await.unwrap());
+    assert!(!a.claim_firing(&moved).await.unwrap());
+    let deadline = Instant::now() + DEADLINE;
+    while !a.claim_firing(&moved).await.unwrap() {
+        assert!(Instant::now() < deadline, "b's claim never lapsed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop_schemas(&[schema]).await;
+}

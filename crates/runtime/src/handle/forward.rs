@@ -1,0 +1,292 @@
+//! Calls on a task's actor, wherever the task runs. On this node, the call goes to the
+//! actor; when another node holds the task's lease (a store several nodes share, see
+//! `store::Cluster`), it is handed to that node through the store, asked of the actor
+//! there, settled there, and its answer carried back. Either way the caller gets the
+//! same answers and the same errors.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{RuntimeHandle, WeakRuntimeHandle};
+use crate::actors::{Routed, TaskMsg};
+use crate::approval::Decision;
+use crate::error::RuntimeError;
+use crate::model::{Message, Task, TaskId, TaskState};
+use crate::requests::TaskSnapshot;
+use crate::store::Incoming;
+
+/// What a caller asks of a task's actor.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub(crate) enum TaskRequest {
+    /// A user's follow-up message.
+    Deliver { message: Message },
+    /// Cancel the task.
+    Cancel,
+    /// An approver's decision.
+    Decide { decision: Decision },
+}
+
+/// An actor's answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Answer {
+    /// The task as it stands (a cancel, a decision).
+    Task(Task),
+    /// The task after the message was accepted.
+    Snapshot(TaskSnapshot),
+}
+
+impl Answer {
+    pub(crate) fn task(self) -> Result<Task, RuntimeError> {
+        match self {
+            Answer::Task(task) => Ok(task),
+            Answer::Snapshot(snapshot) => Ok(snapshot.task),
+        }
+    }
+
+    pub(crate) fn snapshot(self) -> Result<TaskSnapshot, RuntimeError> {
+        match self {
+            Answer::Snapshot(snapshot) => Ok(snapshot),
+            Answer::Task(_) => Err(RuntimeError::Unavailable(
+                "a task's node answered a message with no snapshot".into(),
+            )),
+        }
+    }
+}
+
+/// What travels back from the node that runs the task.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Reply {
+    Answered(Box<Answer>),
+    Refused(Refusal),
+    /// The actor stopped before it answered (the caller reads the store, as it does
+    /// when an actor of its own stops).
+    Unanswered,
+}
+
+/// A `RuntimeError` an actor answers with, carried between nodes.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "camelCase")]
+enum Refusal {
+    TaskNotFound {
+        id: TaskId,
+    },
+    NotCancelable {
+        id: TaskId,
+        state: TaskState,
+    },
+    TaskTerminal {
+        id: TaskId,
+        state: TaskState,
+    },
+    NotAcceptingInput {
+        id: TaskId,
+        state: TaskState,
+    },
+    QueueFull {
+        id: TaskId,
+        waiting: usize,
+    },
+    BeingCanceled {
+        id: TaskId,
+    },
+    AwaitingApproval {
+        id: TaskId,
+    },
+    NotAwaitingApproval {
+        id: TaskId,
+        state: TaskState,
+    },
+    InvalidInput {
+        message: String,
+    },
+    /// Anything else, as its text (store failures, a runtime shutting down).
+    Unavailable {
+        message: String,
+    },
+}
+
+impl From<RuntimeError> for Refusal {
+    fn from(error: RuntimeError) -> Refusal {
+        match error {
+            RuntimeError::TaskNotFound(id) => Refusal::TaskNotFound { id },
+            RuntimeError::NotCancelable { id, state } => Refusal::NotCancelable { id, state },
+            RuntimeError::TaskTerminal { id, state } => Refusal::TaskTerminal { id, state },
+            RuntimeError::NotAcceptingInput { id, state } => {
+                Refusal::NotAcceptingInput { id, state }
+            }
+            RuntimeError::QueueFull { id, waiting } => Refusal::QueueFull { id, waiting },
+            RuntimeError::BeingCanceled { id } => Refusal::BeingCanceled { id },
+            RuntimeError::AwaitingApproval { id } => Refusal::AwaitingApproval { id },
+            RuntimeError::NotAwaitingApproval { id, state } => {
+                Refusal::NotAwaitingApproval { id, state }
+            }
+            RuntimeError::InvalidInput(message) => Refusal::InvalidInput { message },
+            RuntimeError::InvalidField(field) => Refusal::InvalidInput {
+                message: field.to_string(),
+            },
+            other => Refusal::Unavailable {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<Refusal> for RuntimeError {
+    fn from(refusal: Refusal) -> RuntimeError {
+        match refusal {
+            Refusal::TaskNotFound { id } => RuntimeError::TaskNotFound(id),
+            Refusal::NotCancelable { id, state } => RuntimeError::NotCancelable { id, state },
+            Refusal::TaskTerminal { id, state } => RuntimeError::TaskTerminal { id, state },
+            Refusal::NotAcceptingInput { id, state } => {
+                RuntimeError::NotAcceptingInput { id, state }
+            }
+            Refusal::QueueFull { id, waiting } => RuntimeError::QueueFull { id, waiting },
+            Refusal::BeingCanceled { id } => RuntimeError::BeingCanceled { id },
+            Refusal::AwaitingApproval { id } => RuntimeError::AwaitingApproval { id },
+            Refusal::NotAwaitingApproval { id, state } => {
+                RuntimeError::NotAwaitingApproval { id, state }
+            }
+            Refusal::InvalidInput { message } => RuntimeError::InvalidInput(message),
+            Refusal::Unavailable { message } => RuntimeError::Unavailable(message),
+        }
+    }
+}
+
+impl RuntimeHandle {
+    /// Asks the task's actor, here or on the node that runs the task; `None` when the
+    /// actor stopped (or there was none) before it answered.
+    pub(crate) async fn ask(
+        &self,
+        task_id: &TaskId,
+        request: TaskRequest,
+        timeout: Duration,
+    ) -> Option<Result<Answer, RuntimeError>> {
+        match self.route(task_id).await {
+            Err(error) => Some(Err(error)),
+            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, timeout).await,
+            Ok(Routed::Elsewhere) => self.forward(task_id, request, timeout).await,
+        }
+    }
+
+    async fn ask_actor(
+        &self,
+        actor: Option<ractor::ActorRef<TaskMsg>>,
+        request: TaskRequest,
+        timeout: Duration,
+    ) -> Option<Result<Answer, RuntimeError>> {
+        let actor = actor.as_ref();
+        Some(match request {
+            TaskRequest::Deliver { message } => self
+                .call(actor, |r| TaskMsg::Deliver(message, r), timeout)
+                .await?
+                .map(Answer::Snapshot),
+            TaskRequest::Cancel => self
+                .call(actor, TaskMsg::Cancel, timeout)
+                .await?
+                .map(Answer::Task),
+            TaskRequest::Decide { decision } => self
+                .call(actor, |r| TaskMsg::Decide(decision, r), timeout)
+                .await?
+                .map(Answer::Task),
+        })
+    }
+
+    /// Hands the request to the node holding the task, through the store.
+    async fn forward(
+        &self,
+        task_id: &TaskId,
+        request: TaskRequest,
+        timeout: Duration,
+    ) -> Option<Result<Answer, RuntimeError>> {
+        let Some(cluster) = self.store().cluster() else {
+            return Some(Err(RuntimeError::Unavailable(format!(
+                "task {task_id} is held by another node, and this store has no other"
+            ))));
+        };
+        let reply = async {
+            let request = serde_json::to_value(&request).map_err(crate::StoreError::from)?;
+            let reply = cluster.forward(task_id, request, timeout).await?;
+            serde_json::from_value::<Reply>(reply).map_err(|e| {
+                RuntimeError::Unavailable(format!(
+                    "task {task_id}'s node answered in a form this node cannot read \
+                     (are the nodes on different versions?): {e}"
+                ))
+            })
+        };
+        match reply.await {
+            Ok(Reply::Answered(answer)) => Some(Ok(*answer)),
+            Ok(Reply::Refused(refusal)) => Some(Err(refusal.into())),
+            Ok(Reply::Unanswered) => None,
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// Answers a request another node handed to this one: asked of the task's actor
+    /// here (never handed on again), settled before the answer leaves.
+    async fn serve(&self, task_id: &TaskId, request: Value) -> Reply {
+        let request: TaskRequest = match serde_json::from_value(request) {
+            Ok(request) => request,
+            Err(e) => {
+                return Reply::Refused(Refusal::Unavailable {
+                    message: format!(
+                        "task {task_id}'s node could not read the request \
+                         (are the nodes on different versions?): {e}"
+                    ),
+                });
+            }
+        };
+        let timeout = self.inner.config.call_timeout() + self.inner.config.cancel_grace();
+        let asked = match self.route(task_id).await {
+            Err(error) => Some(Err(error)),
+            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, timeout).await,
+            Ok(Routed::Elsewhere) => Some(Err(RuntimeError::Unavailable(format!(
+                "task {task_id} moved to another node as the request reached it; send it again"
+            )))),
+        };
+        let asked = match asked {
+            Some(Ok(answer)) => self.settle().await.map(|()| answer),
+            Some(Err(error)) => Err(error),
+            None => return Reply::Unanswered,
+        };
+        match asked {
+            Ok(answer) => Reply::Answered(Box::new(answer)),
+            Err(error) => Reply::Refused(error.into()),
+        }
+    }
+}
+
+/// Serves the requests other nodes hand to this one, each on its own, while the runtime
+/// lives.
+pub(super) fn serve_incoming(
+    handle: WeakRuntimeHandle,
+    mut incoming: tokio::sync::mpsc::Receiver<Incoming>,
+) {
+    tokio::spawn(async move {
+        while let Some(Incoming {
+            task_id,
+            request,
+            answer,
+        }) = incoming.recv().await
+        {
+            let Some(runtime) = handle.upgrade() else {
+                return;
+            };
+            tokio::spawn(async move {
+                let reply = runtime.serve(&task_id, request).await;
+                match serde_json::to_value(&reply) {
+                    Ok(reply) => {
+                        let _ = answer.send(reply);
+                    }
+                    Err(error) => {
+                        tracing::error!(%task_id, %error, "could not encode an answer for another node")
+                    }
+                }
+            });
+        }
+    });
+}
