@@ -181,6 +181,16 @@ pub struct PostgresStoreConfig {
     /// Longest one statement may run before PostgreSQL cancels it (and the write or read
     /// fails), like "30s"; "0s" leaves the server's own `statement_timeout`. Default: 30s.
     pub statement_timeout: String,
+    /// This node's id, for several nodes on one schema (unique among them, the same
+    /// across its restarts): tasks are leased to nodes, and any node answers for any
+    /// task. Unset (the default): this node is the schema's only one, and a second is
+    /// refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// With `node-id`: how long a lease lasts unless renewed, like "10s": how long a dead
+    /// node's tasks, push deliveries and schedule firings wait before another node takes
+    /// them over. Default: 10s.
+    pub lease_time: String,
 }
 
 impl Default for PostgresStoreConfig {
@@ -191,6 +201,8 @@ impl Default for PostgresStoreConfig {
             schema: "public".into(),
             pool_size: 16,
             statement_timeout: "30s".into(),
+            node_id: None,
+            lease_time: "10s".into(),
         }
     }
 }
@@ -219,6 +231,28 @@ impl StoreConfig {
             )
         })?;
         Ok((!timeout.is_zero()).then_some(timeout))
+    }
+
+    /// `postgres.node-id` and `lease-time` read: this node's lease settings, or `None`
+    /// for the schema's only node.
+    pub fn postgres_lease(&self) -> anyhow::Result<Option<fundi_postgres::LeaseConfig>> {
+        let Some(node) = &self.postgres.node_id else {
+            return Ok(None);
+        };
+        if node.trim().is_empty() || node.len() > 128 || node.chars().any(char::is_control) {
+            bail!("store.postgres.node-id must be 1 to 128 characters without control characters");
+        }
+        let text = &self.postgres.lease_time;
+        let ttl = humantime::parse_duration(text).with_context(|| {
+            format!("store.postgres.lease-time must be a duration like \"10s\", got {text:?}")
+        })?;
+        if ttl < std::time::Duration::from_secs(1) {
+            bail!("store.postgres.lease-time must be at least 1s, got {text:?}");
+        }
+        Ok(Some(fundi_postgres::LeaseConfig {
+            node: node.clone(),
+            ttl,
+        }))
     }
 
     /// `retention` read: how long an ended task is kept; `None`: for ever.
@@ -379,6 +413,7 @@ impl AppConfig {
         }
         self.store.retention()?;
         self.store.postgres_statement_timeout()?;
+        self.store.postgres_lease()?;
         if self.store.durability == DurabilityMode::Batched && self.store.flush_window_ms == 0 {
             bail!("store.flush-window-ms must be at least 1 with durability = \"batched\"");
         }
@@ -452,6 +487,25 @@ mod tests {
                 .unwrap(),
             Some(std::time::Duration::from_secs(30))
         );
+        for (toml, field) in [
+            ("node-id = \"\"", "store.postgres.node-id"),
+            (
+                "node-id = \"n1\"\nlease-time = \"soon\"",
+                "store.postgres.lease-time",
+            ),
+            ("node-id = \"n1\"\nlease-time = \"100ms\"", "at least 1s"),
+        ] {
+            config = parse(&format!("[store.postgres]\n{toml}")).unwrap();
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{toml}: {err}");
+        }
+        config = parse("[store.postgres]\nnode-id = \"n1\"").unwrap();
+        let lease = config.store.postgres_lease().unwrap().unwrap();
+        assert_eq!(
+            (lease.node.as_str(), lease.ttl),
+            ("n1", std::time::Duration::from_secs(10))
+        );
+        assert_eq!(AppConfig::default().store.postgres_lease().unwrap(), None);
         config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("runtime.max-concurrent-runs"), "{err}");

@@ -73,10 +73,17 @@ fn describe_store(store: &fundi::config::StoreConfig) -> String {
     use fundi::config::{DurabilityMode, StoreKind};
     match (store.kind, store.durability) {
         (StoreKind::Memory, _) => "memory (nothing is kept after the process ends)".into(),
-        (StoreKind::Postgres, _) => format!(
-            "PostgreSQL, schema {} (each change committed before anyone is told)",
-            store.postgres.schema
-        ),
+        (StoreKind::Postgres, _) => match &store.postgres.node_id {
+            None => format!(
+                "PostgreSQL, schema {} (each change committed before anyone is told)",
+                store.postgres.schema
+            ),
+            Some(node) => format!(
+                "PostgreSQL, schema {}, as node {node} of several (each change committed \
+                 before anyone is told; leases of {})",
+                store.postgres.schema, store.postgres.lease_time
+            ),
+        },
         (StoreKind::Sled, DurabilityMode::Sync) => {
             format!(
                 "sled in {} (sync: on disk before anyone is told)",

@@ -406,8 +406,11 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 statement_timeout: store
                     .postgres_statement_timeout()
                     .map_err(|e| ServerError::Config(format!("{e:#}")))?,
+                // One process per schema, or with a node id, per node id.
                 exclusive: true,
-                lease: None,
+                lease: store
+                    .postgres_lease()
+                    .map_err(|e| ServerError::Config(format!("{e:#}")))?,
             })
             .await
             .map_err(|source| ServerError::OpenDatabase {
