@@ -130,6 +130,10 @@ enum Target {
     FundiMemory,
     /// fundi on PostgreSQL (`--postgres-url`).
     FundiPostgres,
+    /// One fundi node of several on a PostgreSQL schema (`store.postgres.node-id`).
+    FundiPostgresOneNode,
+    /// Two fundi nodes on one PostgreSQL schema, each worker's requests to one of them.
+    FundiPostgresTwoNodes,
     /// The official A2A Rust SDK's server, in memory (`rust_sdk`).
     RustSdk,
 }
@@ -178,6 +182,8 @@ fn cases() -> Vec<Case> {
         ("W1 send, batched", FundiBatched),
         ("W1 send, memory store", FundiMemory),
         ("W1 send, postgres", FundiPostgres),
+        ("W1 send, postgres, 1 node of several", FundiPostgresOneNode),
+        ("W1 send, postgres, 2 nodes", FundiPostgresTwoNodes),
         ("W1 send, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 16, 64] {
@@ -202,6 +208,11 @@ fn cases() -> Vec<Case> {
         ("W3 stream, batched", FundiBatched),
         ("W3 stream, memory store", FundiMemory),
         ("W3 stream, postgres", FundiPostgres),
+        (
+            "W3 stream, postgres, 1 node of several",
+            FundiPostgresOneNode,
+        ),
+        ("W3 stream, postgres, 2 nodes", FundiPostgresTwoNodes),
         ("W3 stream, Rust SDK in memory", RustSdk),
     ] {
         for c in [1, 50] {
@@ -245,6 +256,8 @@ struct FundiUrls {
     batched: String,
     memory: String,
     postgres: Option<String>,
+    /// Two nodes on one schema of their own.
+    nodes: Vec<String>,
     existing_task: String,
 }
 
@@ -254,6 +267,8 @@ struct FundiServers {
     batched: Server,
     memory: Server,
     postgres: Option<Server>,
+    /// Two nodes on one schema (`{schema}_nodes`), with `--postgres-url`.
+    nodes: Vec<Server>,
 }
 
 impl FundiServers {
@@ -276,9 +291,26 @@ impl FundiServers {
                     &dir.join("postgres"),
                     url,
                     schema,
+                    None,
                     credentials,
                 )?),
                 None => None,
+            },
+            nodes: match postgres {
+                Some((url, schema)) => ["a", "b"]
+                    .into_iter()
+                    .map(|node| {
+                        Server::start_postgres(
+                            binary,
+                            &dir.join(format!("node-{node}")),
+                            url,
+                            &format!("{schema}_nodes"),
+                            Some(node),
+                            credentials,
+                        )
+                    })
+                    .collect::<anyhow::Result<_>>()?,
+                None => Vec::new(),
             },
         })
     }
@@ -290,6 +322,7 @@ impl FundiServers {
             batched: self.batched.url.clone(),
             memory: self.memory.url.clone(),
             postgres: self.postgres.as_ref().map(|p| p.url.clone()),
+            nodes: self.nodes.iter().map(|n| n.url.clone()).collect(),
         })
     }
 }
@@ -304,20 +337,32 @@ async fn measure(
         true => urls.compare.as_ref().context("no --compare servers")?,
         false => &urls.main,
     };
-    let url = match case.target {
-        Target::BareAxum => urls.bare.clone(),
-        Target::SledFlushPerRequest => urls.sled.clone(),
-        Target::RustSdk => urls.rust_sdk.clone(),
-        Target::FundiSync => fundi.sync.clone(),
-        Target::FundiBatched => fundi.batched.clone(),
-        Target::FundiMemory => fundi.memory.clone(),
-        Target::FundiPostgres => fundi.postgres.clone().context("no --postgres-url server")?,
-    };
+    // Worker `w` sends to `servers[w % servers.len()]`.
+    let servers: Arc<Vec<String>> = Arc::new(match case.target {
+        Target::BareAxum => vec![urls.bare.clone()],
+        Target::SledFlushPerRequest => vec![urls.sled.clone()],
+        Target::RustSdk => vec![urls.rust_sdk.clone()],
+        Target::FundiSync => vec![fundi.sync.clone()],
+        Target::FundiBatched => vec![fundi.batched.clone()],
+        Target::FundiMemory => vec![fundi.memory.clone()],
+        Target::FundiPostgres => vec![fundi.postgres.clone().context("no --postgres-url server")?],
+        Target::FundiPostgresOneNode => {
+            vec![
+                fundi
+                    .nodes
+                    .first()
+                    .cloned()
+                    .context("no --postgres-url nodes")?,
+            ]
+        }
+        Target::FundiPostgresTwoNodes => fundi.nodes.clone(),
+    });
+    let url = servers[0].clone();
     let client = client.clone();
     match case.workload {
         Workload::SendBlocking => {
             load::run(case.concurrency, duration, move |w, i| {
-                let (client, url) = (client.clone(), url.clone());
+                let (client, url) = (client.clone(), servers[w % servers.len()].clone());
                 async move { workloads::send_blocking(&client, &url, w, i).await }
             })
             .await
@@ -333,7 +378,7 @@ async fn measure(
         Workload::Stream | Workload::StreamEachStepStored => {
             let each_step_stored = case.workload == Workload::StreamEachStepStored;
             load::run(case.concurrency, duration, move |w, i| {
-                let (client, url) = (client.clone(), url.clone());
+                let (client, url) = (client.clone(), servers[w % servers.len()].clone());
                 async move { workloads::stream(&client, &url, w, i, each_step_stored).await }
             })
             .await
@@ -507,7 +552,14 @@ async fn main() -> anyhow::Result<()> {
 
     let cases: Vec<Case> = cases()
         .into_iter()
-        .filter(|c| c.target != Target::FundiPostgres || args.postgres_url.is_some())
+        .filter(|c| {
+            !matches!(
+                c.target,
+                Target::FundiPostgres
+                    | Target::FundiPostgresOneNode
+                    | Target::FundiPostgresTwoNodes
+            ) || args.postgres_url.is_some()
+        })
         .filter(|c| {
             c.is_baseline()
                 || args
@@ -669,8 +721,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(url) = &args.postgres_url {
         let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
         tokio::spawn(connection);
-        db.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-            .await?;
+        db.batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS {schema}_nodes CASCADE"
+        ))
+        .await?;
     }
     Ok(())
 }

@@ -71,18 +71,23 @@ impl Server {
             .with_context(|| format!("starting {}", binary.display()))
     }
 
-    /// [`Server::start`] on PostgreSQL at `url`, in `schema`.
+    /// [`Server::start`] on PostgreSQL at `url`, in `schema`; with `node`, as that node
+    /// of several on the schema.
     pub(crate) fn start_postgres(
         binary: &Path,
         data: &Path,
         url: &str,
         schema: &str,
+        node: Option<&str>,
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
         let mut command = fundi_command(&[], binary, data, "postgres", "sync", credentials);
         command
             .env("FUNDI__STORE__POSTGRES__URL", url)
             .env("FUNDI__STORE__POSTGRES__SCHEMA", schema);
+        if let Some(node) = node {
+            command.env("FUNDI__STORE__POSTGRES__NODE_ID", node);
+        }
         Server::spawn(command, "fundi listening on ")
             .with_context(|| format!("starting {} on PostgreSQL", binary.display()))
     }

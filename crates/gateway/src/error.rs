@@ -301,6 +301,10 @@ impl From<RuntimeError> for ApiError {
                 ApiError::invalid_params(invalid.field, invalid.reason)
             }
             RuntimeError::Unavailable(text) => ApiError::internal(text),
+            // The node running the task did not answer in time: the caller may send again.
+            RuntimeError::Store(fundi_runtime::StoreError::Unanswered { waited, .. }) => {
+                ApiError::timed_out(waited)
+            }
             e @ (RuntimeError::Store(_) | RuntimeError::Worker(_)) => ApiError::internal(e),
         }
     }

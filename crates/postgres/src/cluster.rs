@@ -13,21 +13,14 @@ use deadpool_postgres::Pool;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::{Cluster, Holder, Incoming, StoreError};
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::lease::Leases;
 use crate::listener::{channel, listen_in_background};
-use crate::store::{db, decode_column, pool_error};
 
-/// Requests one round takes at most (the rest at the next).
-const TAKE_BATCH: i64 = 256;
-
-/// Longest a caller waits between reads of its request's answer when no signal comes.
-const ANSWER_POLL: Duration = Duration::from_millis(500);
-
-/// A request nobody answered or collected is removed after this long.
-const REQUEST_KEPT: &str = "1 hour";
+mod requests;
+use crate::store::{db, pool_error};
 
 /// This node among the nodes sharing the schema.
 pub(crate) struct Nodes {
@@ -36,6 +29,7 @@ pub(crate) struct Nodes {
     pub(crate) channel: String,
     tasks: String,
     requests: String,
+    watchers_table: String,
     leases: Arc<Leases>,
     pub(crate) connect: tokio_postgres::Config,
     pub(crate) tls: Option<MakeRustlsConnect>,
@@ -68,6 +62,7 @@ impl Nodes {
             channel: channel(schema),
             tasks: format!("{schema}.tasks"),
             requests: format!("{schema}.requests"),
+            watchers_table: format!("{schema}.watchers"),
             leases,
             connect,
             tls,
@@ -78,7 +73,59 @@ impl Nodes {
             handing,
         });
         listen_in_background(&nodes);
+        Nodes::keep_watching(&nodes);
         nodes
+    }
+
+    /// Every third of a lease: the tasks still followed here stay registered, the others
+    /// are let go, and registrations of dead nodes are removed.
+    fn keep_watching(nodes: &Arc<Nodes>) {
+        let nodes: Weak<Nodes> = Arc::downgrade(nodes);
+        tokio::spawn(async move {
+            loop {
+                let Some(current) = nodes.upgrade() else {
+                    return;
+                };
+                let every = current.leases.config.ttl / 3;
+                if let Err(error) = current.renew_watchers().await {
+                    tracing::warn!(%error, "could not renew this node's followed tasks");
+                }
+                drop(current);
+                tokio::time::sleep(every).await;
+            }
+        });
+    }
+
+    async fn renew_watchers(&self) -> Result<(), StoreError> {
+        let gone: Vec<String> = {
+            let mut watchers = lock(&self.watchers);
+            let gone = watchers
+                .iter()
+                .filter(|(_, watcher)| watcher.receiver_count() == 0)
+                .map(|(task, _)| task.clone())
+                .collect::<Vec<_>>();
+            for task in &gone {
+                watchers.remove(task);
+            }
+            gone
+        };
+        let client = self.pool.get().await.map_err(pool_error)?;
+        client
+            .execute(
+                &format!(
+                    "WITH gone AS (
+                        DELETE FROM {w} WHERE (node = $1 AND task_id = ANY($2))
+                            OR (node <> $1 AND expires < clock_timestamp())
+                     )
+                     UPDATE {w} SET expires = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                     WHERE node = $1 AND NOT task_id = ANY($2)",
+                    w = self.watchers_table
+                ),
+                &[&self.leases.config.node, &gone, &self.leases.ttl_ms()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 
     /// What the listening session heard.
@@ -106,132 +153,6 @@ impl Nodes {
             waiter.notify_one();
         }
         self.requests_waiting.notify_one();
-    }
-
-    /// Takes the requests for tasks this node holds (or that ended: any node answers
-    /// for those) and hands them to the runtime, each answer written back as it comes.
-    fn take_in_background(nodes: &Arc<Nodes>, every: Duration) {
-        let nodes: Weak<Nodes> = Arc::downgrade(nodes);
-        tokio::spawn(async move {
-            loop {
-                let Some(current) = nodes.upgrade() else {
-                    return;
-                };
-                if let Err(error) = current.take().await {
-                    tracing::warn!(%error, "could not take the requests other nodes sent");
-                }
-                let waiting = async { current.requests_waiting.notified().await };
-                let _ = tokio::time::timeout(every, waiting).await;
-            }
-        });
-    }
-
-    async fn take(self: &Arc<Self>) -> Result<(), StoreError> {
-        if self.handing.is_closed() {
-            // The runtime stopped: what waits is left to the node that takes over.
-            return Ok(());
-        }
-        let requests = &self.requests;
-        let client = self.pool.get().await.map_err(pool_error)?;
-        client
-            .execute(
-                &format!(
-                    "DELETE FROM {requests} WHERE created < clock_timestamp() - interval '{REQUEST_KEPT}'"
-                ),
-                &[],
-            )
-            .await
-            .map_err(db)?;
-        let rows = client
-            .query(
-                &format!(
-                    "UPDATE {requests} SET taken = true WHERE id IN (
-                        SELECT r.id FROM {requests} r JOIN {tasks} t ON t.id = r.task_id
-                        WHERE NOT r.taken AND (t.lease_node = $1 OR t.terminal)
-                        ORDER BY r.id LIMIT {TAKE_BATCH} FOR UPDATE OF r SKIP LOCKED)
-                     RETURNING id, task_id, body",
-                    tasks = self.tasks
-                ),
-                &[&self.leases.config.node],
-            )
-            .await
-            .map_err(db)?;
-        drop(client);
-        for row in &rows {
-            let id: i64 = row.get(0);
-            let task_id = TaskId::from(row.get::<_, String>(1));
-            let request: Value = match decode_column(row, 2) {
-                Ok(request) => request,
-                Err(error) => {
-                    tracing::warn!(request = id, %error, "a request from another node cannot be read");
-                    continue;
-                }
-            };
-            let (answer, answered) = oneshot::channel();
-            let incoming = Incoming {
-                task_id,
-                request,
-                answer,
-            };
-            if self.handing.send(incoming).await.is_err() {
-                return Ok(());
-            }
-            let nodes = self.clone();
-            tokio::spawn(async move {
-                // Dropped unanswered (the runtime stopped): the caller's wait runs out.
-                let Ok(answer) = answered.await else {
-                    return;
-                };
-                if let Err(error) = nodes.answer(id, answer).await {
-                    tracing::warn!(request = id, %error, "could not answer another node's request");
-                }
-            });
-        }
-        Ok(())
-    }
-
-    async fn answer(&self, id: i64, answer: Value) -> Result<(), StoreError> {
-        let client = self.pool.get().await.map_err(pool_error)?;
-        client
-            .execute(
-                &format!(
-                    "WITH answered AS (UPDATE {} SET answer = $2 WHERE id = $1 RETURNING id)
-                     SELECT pg_notify($3, 'a:' || id) FROM answered",
-                    self.requests
-                ),
-                &[&id, &answer, &self.channel],
-            )
-            .await
-            .map_err(db)?;
-        Ok(())
-    }
-
-    /// The answer to request `id`, removed as it is read; `None` while there is none.
-    async fn collect(&self, id: i64) -> Result<Option<Value>, StoreError> {
-        let client = self.pool.get().await.map_err(pool_error)?;
-        let row = client
-            .query_opt(
-                &format!(
-                    "DELETE FROM {} WHERE id = $1 AND answer IS NOT NULL RETURNING answer",
-                    self.requests
-                ),
-                &[&id],
-            )
-            .await
-            .map_err(db)?;
-        row.map(|row| decode_column(&row, 0)).transpose()
-    }
-
-    async fn withdraw(&self, id: i64) -> Result<(), StoreError> {
-        let client = self.pool.get().await.map_err(pool_error)?;
-        client
-            .execute(
-                &format!("DELETE FROM {} WHERE id = $1", self.requests),
-                &[&id],
-            )
-            .await
-            .map_err(db)?;
-        Ok(())
     }
 }
 
@@ -273,49 +194,7 @@ impl Cluster for Nodes {
         request: Value,
         timeout: Duration,
     ) -> Result<Value, StoreError> {
-        let client = self.pool.get().await.map_err(pool_error)?;
-        let row = client
-            .query_one(
-                &format!(
-                    "WITH sent AS (INSERT INTO {requests} (task_id, body) VALUES ($1, $2) RETURNING id),
-                          holder AS (SELECT coalesce((SELECT lease_node FROM {tasks} WHERE id = $1), '') AS node)
-                     SELECT sent.id, holder.node, pg_notify($3, 'r:' || holder.node)::text
-                     FROM sent, holder",
-                    requests = self.requests,
-                    tasks = self.tasks
-                ),
-                &[&id.as_str(), &request, &self.channel],
-            )
-            .await
-            .map_err(db)?;
-        drop(client);
-        let (request_id, node): (i64, String) = (row.get(0), row.get(1));
-        let signal = Arc::new(Notify::new());
-        lock(&self.waiters).insert(request_id, signal.clone());
-        // A dead holder's task is served by the node that takes it over: the wait
-        // covers the rest of its lease too.
-        let waited = timeout + self.leases.config.ttl;
-        let deadline = tokio::time::Instant::now() + waited;
-        let answer = loop {
-            match self.collect(request_id).await {
-                Ok(Some(answer)) => break Ok(answer),
-                Ok(None) => {}
-                Err(error) => break Err(error),
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                let _ = self.withdraw(request_id).await;
-                break Err(StoreError::Unanswered {
-                    task_id: id.clone(),
-                    holder: node,
-                    waited,
-                });
-            }
-            let wait = ANSWER_POLL.min(deadline - now);
-            let _ = tokio::time::timeout(wait, signal.notified()).await;
-        };
-        lock(&self.waiters).remove(&request_id);
-        answer
+        self.hand_over(id, request, timeout).await
     }
 
     fn incoming(&self) -> Option<mpsc::Receiver<Incoming>> {
@@ -329,12 +208,32 @@ impl Cluster for Nodes {
         taken
     }
 
-    fn watch(&self, id: &TaskId) -> watch::Receiver<()> {
-        let mut watchers = lock(&self.watchers);
-        watchers.retain(|_, watcher| watcher.receiver_count() > 0);
-        watchers
+    async fn watch(&self, id: &TaskId) -> Result<watch::Receiver<()>, StoreError> {
+        if let Some(watcher) = lock(&self.watchers).get(id.as_str()) {
+            return Ok(watcher.subscribe());
+        }
+        // Registered before the caller reads the events: every commit after this one
+        // notifies (one already under way may not; the caller looks again in a while).
+        let client = self.pool.get().await.map_err(pool_error)?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (task_id, node, expires) VALUES ($1, $2, \
+                     clock_timestamp() + $3::bigint * interval '1 millisecond') \
+                     ON CONFLICT (task_id, node) DO UPDATE SET expires = EXCLUDED.expires",
+                    self.watchers_table
+                ),
+                &[
+                    &id.as_str(),
+                    &self.leases.config.node,
+                    &self.leases.ttl_ms(),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        Ok(lock(&self.watchers)
             .entry(id.as_str().to_owned())
             .or_insert_with(|| watch::channel(()).0)
-            .subscribe()
+            .subscribe())
     }
 }

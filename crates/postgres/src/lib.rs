@@ -10,6 +10,7 @@ mod commit;
 mod issues;
 mod lease;
 mod listener;
+mod listing;
 mod logs;
 mod migrations;
 mod push;

@@ -103,8 +103,9 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_lease_expiry ON {s}.tasks (lease_expires) WHERE NOT terminal;
     "#,
     // 6: what several nodes need beside task leases: requests handed to the node that
-    // runs a task (and their answers), push deliveries leased to one node at a time,
-    // and schedule firings claimed by one node.
+    // runs a task (and their answers), the nodes following a task run elsewhere (its
+    // commits notify only then), push deliveries leased to one node at a time, and
+    // schedule firings claimed by one node.
     r#"
     CREATE TABLE {s}.requests (
         id bigserial PRIMARY KEY,
@@ -115,6 +116,12 @@ const MIGRATIONS: &[&str] = &[
         created timestamptz NOT NULL DEFAULT clock_timestamp()
     );
     CREATE INDEX requests_waiting ON {s}.requests (task_id) WHERE NOT taken;
+    CREATE TABLE {s}.watchers (
+        task_id text COLLATE "C" NOT NULL,
+        node text NOT NULL,
+        expires timestamptz NOT NULL,
+        PRIMARY KEY (task_id, node)
+    );
     ALTER TABLE {s}.push_configs ADD COLUMN lease_node text,
         ADD COLUMN lease_expires timestamptz;
     ALTER TABLE {s}.schedules ADD COLUMN claimed_by text,

@@ -27,14 +27,16 @@ impl HotStatements {
         let rest = |events: usize| {
             let (seqs, bodies, owner, message, created) =
                 (events, events + 1, events + 2, events + 3, events + 4);
-            // With several nodes, a commit with events tells the others (followers of
-            // the task there read them), as the transaction commits.
+            // With several nodes, a commit with events tells the nodes following the task
+            // (they read the events), as the transaction commits. Only when one does: a
+            // NOTIFY serializes the commits that send one.
             let (signal, signalled) = match leased {
                 true => (
                     format!(
                         ", signal AS (
                         SELECT pg_notify('{channel}', 'e:' || written.id) FROM written
-                        WHERE cardinality(${seqs}::bigint[]) > 0
+                        WHERE cardinality(${seqs}::bigint[]) > 0 AND EXISTS (
+                            SELECT 1 FROM {schema}.watchers w WHERE w.task_id = written.id)
                      )"
                     ),
                     ", (SELECT count(*) FROM signal)",

@@ -1,16 +1,15 @@
 //! `TaskStore` on PostgreSQL: a task's row (its record as JSON, and the columns that
 //! listing filters and orders by), its events, and new tasks' first messages. A write
-//! is one transaction that checks the version the writer read.
+//! is one statement that checks the version the writer read (see `statements`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use deadpool_postgres::{Pool, Runtime};
 use fundi_runtime::store::{
-    Cursor, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
+    ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
 };
 use fundi_runtime::{TaskEvent, TaskId};
 use tokio_postgres::NoTls;
-use tokio_postgres::types::ToSql;
 
 use crate::cluster::Nodes;
 use crate::lease::{LeaseConfig, Leases};
@@ -336,100 +335,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
-        let mut conditions: Vec<String> = Vec::new();
-        let mut bind = |value: Box<dyn ToSql + Sync + Send>, column: &str, op: &str| {
-            params.push(value);
-            conditions.push(format!("{column} {op} ${}", params.len()));
-        };
-        if let Some(context) = &query.context_id {
-            bind(Box::new(context.as_str().to_owned()), "context_id", "=");
-        }
-        if let Some(state) = query.state {
-            bind(Box::new(state.wire_name().to_owned()), "state", "=");
-        }
-        if let Some(after) = query.updated_after {
-            bind(Box::new(millis(after)), "updated_ms", ">=");
-        }
-        if let Some(owner) = &query.owner {
-            bind(Box::new(owner.clone()), "owner", "=");
-        }
-        let filter = match conditions.is_empty() {
-            true => "TRUE".to_owned(),
-            false => conditions.join(" AND "),
-        };
-        let refs: Vec<&(dyn ToSql + Sync)> = params
-            .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        let client = self.client().await?;
-        let total: i64 = client
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM {} WHERE {filter}",
-                    self.table("tasks")
-                ),
-                &refs,
-            )
-            .await
-            .map_err(db)?
-            .get(0);
-        // Newest first; a page continues strictly after its cursor.
-        let cursor = query
-            .cursor
-            .as_ref()
-            .map(|c| (c.ts_ms(), c.task_id().as_str().to_owned()));
-        let mut page_refs = refs.clone();
-        let position = match &cursor {
-            Some((ts, id)) => {
-                page_refs.push(ts);
-                page_refs.push(id);
-                let n = page_refs.len();
-                format!("AND (updated_ms, id) < (${}, ${n})", n - 1)
-            }
-            None => String::new(),
-        };
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT record, updated_ms, id FROM {} WHERE {filter} {position} \
-                     ORDER BY updated_ms DESC, id DESC LIMIT {}",
-                    self.table("tasks"),
-                    query.limit + 1
-                ),
-                &page_refs,
-            )
-            .await
-            .map_err(db)?;
-        let more = rows.len() > query.limit;
-        // The page ends where its rows end, read or not.
-        let next = match more {
-            true => query
-                .limit
-                .checked_sub(1)
-                .and_then(|at| rows.get(at))
-                .map(|last| Cursor::new(last.get(1), TaskId::from(last.get::<_, String>(2)))),
-            false => None,
-        };
-        let records = rows
-            .iter()
-            .take(query.limit)
-            .filter_map(|row| match decode_column::<TaskRecord>(row, 0) {
-                Ok(record) => Some(record),
-                // Left out of listings, as the sled store does; reading it by id says
-                // why, and recovery sets it aside if it is unfinished.
-                Err(error) => {
-                    let id: String = row.get(2);
-                    tracing::warn!(task_id = %id, %error, "a stored task cannot be read; left out of a listing");
-                    None
-                }
-            })
-            .collect();
-        Ok(ListPage {
-            records,
-            next,
-            total: total as usize,
-        })
+        self.list_tasks(query).await
     }
 
     async fn remove_ended_before(
@@ -437,36 +343,7 @@ impl TaskStore for PostgresStore {
         before: DateTime<Utc>,
         limit: usize,
     ) -> Result<usize, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db)?;
-        let rows = tx
-            .query(
-                &format!(
-                    "SELECT id FROM {} WHERE terminal AND updated_ms < $1 \
-                     ORDER BY updated_ms, id LIMIT $2 FOR UPDATE SKIP LOCKED",
-                    self.table("tasks")
-                ),
-                &[&millis(before), &(limit as i64)],
-            )
-            .await
-            .map_err(db)?;
-        let ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
-        for table in ["events", "first_messages", "push_configs", "chaos_events"] {
-            tx.execute(
-                &format!("DELETE FROM {} WHERE task_id = ANY($1)", self.table(table)),
-                &[&ids],
-            )
-            .await
-            .map_err(db)?;
-        }
-        tx.execute(
-            &format!("DELETE FROM {} WHERE id = ANY($1)", self.table("tasks")),
-            &[&ids],
-        )
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        Ok(ids.len())
+        self.remove_ended(before, limit).await
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {

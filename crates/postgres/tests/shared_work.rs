@@ -145,3 +145,104 @@ async fn a_schedules_firing_is_taken_by_one_node() {
     }
     drop_schemas(&[schema]).await;
 }
+
+/// Notifications on the schema's channel, as another node's listening session hears them.
+struct Listener {
+    client: tokio_postgres::Client,
+    channel: String,
+    heard: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+async fn listen(schema: &str) -> Listener {
+    use futures::StreamExt;
+    let (client, mut connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    let (sender, heard) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                let _ = sender.send(n.payload().to_owned());
+            }
+        }
+    });
+    let channel = format!("fundi_{schema}");
+    client
+        .batch_execute(&format!("LISTEN {channel}"))
+        .await
+        .unwrap();
+    Listener {
+        client,
+        channel,
+        heard,
+    }
+}
+
+/// Commits an event of `record`, and says whether the commit notified: a marker sent
+/// after it arrives after its notification, if there was one (notifications arrive in
+/// commit order), so nobody waits for a notification that may not come.
+async fn commit_notifies(
+    store: &PostgresStore,
+    record: &mut fundi_runtime::store::TaskRecord,
+    listener: &mut Listener,
+) -> bool {
+    let mut next = record.clone();
+    next.version += 1;
+    next.last_seq += 1;
+    let event = fundi_runtime::TaskEvent {
+        seq: next.last_seq,
+        task_id: next.task.id.clone(),
+        context_id: next.task.context_id.clone(),
+        kind: fundi_runtime::TaskEventKind::Status(next.task.status.clone()),
+    };
+    store.commit(&next, record.version, &[event]).await.unwrap();
+    *record = next;
+    let marker = format!("marker {}", record.version);
+    listener
+        .client
+        .execute("SELECT pg_notify($1, $2)", &[&listener.channel, &marker])
+        .await
+        .unwrap();
+    let mut notified = false;
+    loop {
+        let heard = tokio::time::timeout(DEADLINE, listener.heard.recv())
+            .await
+            .expect("the marker never came")
+            .unwrap();
+        if heard == marker {
+            return notified;
+        }
+        notified |= heard == "e:t";
+    }
+}
+
+#[tokio::test]
+async fn a_commit_notifies_only_while_another_node_follows_the_task() {
+    let schema = fresh_schema();
+    let a = open(&schema, "node-a").await;
+    let b = open(&schema, "node-b").await;
+    let mut listener = listen(&schema).await;
+    let mut task = record("t", "ctx", TaskState::Working, 1, "ann");
+    a.commit(&task, 0, &[created(&task)]).await.unwrap();
+
+    assert!(
+        !commit_notifies(&a, &mut task, &mut listener).await,
+        "nobody follows it"
+    );
+    let cluster = b.cluster().expect("leased stores are a cluster");
+    let following = cluster.watch(&TaskId::from("t")).await.unwrap();
+    assert!(
+        commit_notifies(&a, &mut task, &mut listener).await,
+        "b follows it"
+    );
+
+    // Followed no more: b lets the registration go at its next renewal.
+    drop(following);
+    let deadline = Instant::now() + DEADLINE;
+    while commit_notifies(&a, &mut task, &mut listener).await {
+        assert!(Instant::now() < deadline, "b never stopped following");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop_schemas(&[schema]).await;
+}

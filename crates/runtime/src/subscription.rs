@@ -66,7 +66,7 @@ pub(crate) fn event_stream(
                 // Subscribe to live events before replaying, so that nothing published
                 // between the replay and the subscription is missed; duplicates are
                 // dropped by sequence number.
-                None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await {
+                None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await? {
                     Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
                     Source::NotLive => (None, true),
                     Source::Elsewhere(mut changes) => {
@@ -198,7 +198,7 @@ async fn live_receiver(
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
-) -> Source {
+) -> Result<Source, RuntimeError> {
     let asked = task_id.clone();
     let live = |reply| SupervisorMsg::Live {
         task_id: asked,
@@ -206,24 +206,24 @@ async fn live_receiver(
     };
     let actor = match call_actor(supervisor, live, timeout).await {
         Ok(Routed::Here(Some(actor))) => actor,
-        Ok(Routed::Here(None)) | Err(NoAnswer::Gone) => return Source::NotLive,
+        Ok(Routed::Here(None)) | Err(NoAnswer::Gone) => return Ok(Source::NotLive),
         Ok(Routed::Elsewhere) => {
-            return match store.cluster() {
+            return Ok(match store.cluster() {
                 // Watched before the store is read, so that no signal is missed.
-                Some(cluster) => Source::Elsewhere(cluster.watch(task_id)),
+                Some(cluster) => Source::Elsewhere(cluster.watch(task_id).await?),
                 None => Source::NotLive,
-            };
+            });
         }
         Err(NoAnswer::TimedOut) => {
             // Served from the store instead, but a subscriber waited the whole timeout.
             tracing::warn!(%task_id, ?timeout, "the supervisor did not answer a subscription in time");
-            return Source::NotLive;
+            return Ok(Source::NotLive);
         }
     };
-    match subscribe_to(&actor, task_id, timeout).await {
+    Ok(match subscribe_to(&actor, task_id, timeout).await {
         Some(receiver) => Source::Actor(actor, receiver),
         None => Source::NotLive,
-    }
+    })
 }
 
 async fn subscribe_to(

@@ -59,6 +59,7 @@ pub trait Cluster: Send + Sync + 'static {
     fn incoming(&self) -> Option<mpsc::Receiver<Incoming>>;
 
     /// A signal that changes whenever any node stores new events of the task (it may
-    /// also change without new events: the reader checks the store).
-    fn watch(&self, id: &TaskId) -> watch::Receiver<()>;
+    /// also change without new events, and a change may come late: the reader checks
+    /// the store, and looks again now and then).
+    async fn watch(&self, id: &TaskId) -> Result<watch::Receiver<()>, StoreError>;
 }
