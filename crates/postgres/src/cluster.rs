@@ -20,6 +20,7 @@ use crate::lease::Leases;
 use crate::listener::{channel, listen_in_background};
 
 mod requests;
+mod run_slots;
 use crate::store::{db, pool_error};
 
 /// This node among the nodes sharing the schema.
@@ -30,6 +31,9 @@ pub(crate) struct Nodes {
     tasks: String,
     requests: String,
     watchers_table: String,
+    run_slots: String,
+    /// Skills whose slot rows this process has made sure of.
+    slots_ready: Mutex<std::collections::HashSet<(String, usize)>>,
     leases: Arc<Leases>,
     pub(crate) connect: tokio_postgres::Config,
     pub(crate) tls: Option<MakeRustlsConnect>,
@@ -63,6 +67,8 @@ impl Nodes {
             tasks: format!("{schema}.tasks"),
             requests: format!("{schema}.requests"),
             watchers_table: format!("{schema}.watchers"),
+            run_slots: format!("{schema}.run_slots"),
+            slots_ready: Mutex::default(),
             leases,
             connect,
             tls,
@@ -195,6 +201,14 @@ impl Cluster for Nodes {
         timeout: Duration,
     ) -> Result<Value, StoreError> {
         self.hand_over(id, request, timeout).await
+    }
+
+    async fn claim_run_slot(&self, skill: &str, limit: usize) -> Result<Option<u32>, StoreError> {
+        self.claim_slot(skill, limit).await
+    }
+
+    async fn release_run_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError> {
+        self.release_slot(skill, slot).await
     }
 
     fn incoming(&self) -> Option<mpsc::Receiver<Incoming>> {

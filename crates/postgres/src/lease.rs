@@ -109,13 +109,17 @@ impl Leases {
 
 async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreError> {
     let client = pool.get().await.map_err(pool_error)?;
-    // The tasks this node runs and the push deliveries it makes, in one statement.
+    // The tasks this node runs, the push deliveries it makes and the run slots it
+    // holds, in one statement.
     client
         .execute(
             &format!(
                 "WITH tasks AS (
                     UPDATE {schema}.tasks SET lease_expires = clock_timestamp() + $2::bigint * \
                     interval '1 millisecond' WHERE lease_node = $1 AND NOT terminal
+                 ), slots AS (
+                    UPDATE {schema}.run_slots SET expires = clock_timestamp() + $2::bigint * \
+                    interval '1 millisecond' WHERE node = $1
                  )
                  UPDATE {schema}.push_configs SET lease_expires = clock_timestamp() + \
                     $2::bigint * interval '1 millisecond' WHERE lease_node = $1 AND NOT finished"
@@ -164,6 +168,18 @@ impl PostgresStore {
         &self,
         leases: &Leases,
     ) -> Result<Vec<TaskRecord>, StoreError> {
+        // The run slots a former self held belong to runs that ended with it.
+        self.client()
+            .await?
+            .execute(
+                &format!(
+                    "UPDATE {} SET node = NULL, expires = NULL WHERE node = $1",
+                    self.table("run_slots")
+                ),
+                &[&leases.config.node],
+            )
+            .await
+            .map_err(db)?;
         self.claim(
             leases,
             "NOT terminal AND (lease_node IS NULL OR lease_node = $1 \

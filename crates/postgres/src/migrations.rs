@@ -104,8 +104,9 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 6: what several nodes need beside task leases: requests handed to the node that
     // runs a task (and their answers), the nodes following a task run elsewhere (its
-    // commits notify only then), push deliveries leased to one node at a time, and
-    // schedule firings claimed by one node.
+    // commits notify only then), each skill's run slots (its concurrency limit held
+    // across the nodes), push deliveries leased to one node at a time, and schedule
+    // firings claimed by one node.
     r#"
     CREATE TABLE {s}.requests (
         id bigserial PRIMARY KEY,
@@ -121,6 +122,13 @@ const MIGRATIONS: &[&str] = &[
         node text NOT NULL,
         expires timestamptz NOT NULL,
         PRIMARY KEY (task_id, node)
+    );
+    CREATE TABLE {s}.run_slots (
+        skill text COLLATE "C" NOT NULL,
+        slot integer NOT NULL,
+        node text,
+        expires timestamptz,
+        PRIMARY KEY (skill, slot)
     );
     ALTER TABLE {s}.push_configs ADD COLUMN lease_node text,
         ADD COLUMN lease_expires timestamptz;

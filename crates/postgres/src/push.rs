@@ -156,14 +156,7 @@ impl PushStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(PushEntry {
-                    config: decode_column(&row, 0)?,
-                    cursor: decode_column(&row, 1)?,
-                })
-            })
-            .collect()
+        entries(rows)
     }
 
     async fn claim_delivery(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
@@ -224,17 +217,22 @@ impl PushStore for PostgresStore {
             )
             .await
             .map_err(db)?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(PushEntry {
-                    config: decode_column(&row, 0)?,
-                    cursor: decode_column(&row, 1)?,
-                })
-            })
-            .collect()
+        entries(rows)
     }
 
     fn orphan_interval(&self) -> Option<std::time::Duration> {
         self.leases.as_ref().map(|l| l.config.ttl / 2)
     }
+}
+
+/// Rows of (config, cursor) as entries.
+fn entries(rows: Vec<tokio_postgres::Row>) -> Result<Vec<PushEntry>, StoreError> {
+    rows.into_iter()
+        .map(|row| {
+            Ok(PushEntry {
+                config: decode_column(&row, 0)?,
+                cursor: decode_column(&row, 1)?,
+            })
+        })
+        .collect()
 }

@@ -288,3 +288,81 @@ async fn a_message_for_a_dead_nodes_task_is_answered_by_the_node_that_takes_it_o
     b.shutdown(Duration::from_secs(1)).await;
     drop_schemas(&[schema]).await;
 }
+
+/// Counts the runs going on at once across every node (the skill's side of a limit).
+struct Exclusive {
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait]
+impl Skill for Exclusive {
+    fn card(&self) -> SkillCard {
+        SkillCard::new("exclusive", "One run at a time, whatever the node")
+    }
+
+    async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        use std::sync::atomic::Ordering;
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        ctx.progress(1.0, "done").await?;
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        Ok(SkillOutput {
+            message: Some(Message::agent(vec![Part::text("ran")])),
+            artifacts: Vec::new(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_skills_concurrency_limit_holds_across_the_nodes() {
+    let schema = fresh_schema();
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut nodes = Vec::new();
+    for name in ["node-a", "node-b"] {
+        let config = fundi_postgres::PostgresConfig {
+            lease: Some(LeaseConfig {
+                node: name.into(),
+                ttl: Duration::from_millis(2_000),
+            }),
+            ..test_config(&schema)
+        };
+        let store = PostgresStore::open(&config)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+        let runtime = Runtime::builder()
+            .store(store)
+            .config(fundi_runtime::RuntimeConfig {
+                max_concurrent_runs: 1,
+                ..fundi_runtime::RuntimeConfig::default()
+            })
+            .skill(Exclusive {
+                running: running.clone(),
+                most: most.clone(),
+            })
+            .start()
+            .await
+            .unwrap();
+        nodes.push(runtime);
+    }
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        for runtime in &nodes {
+            ids.push(start(runtime, "exclusive").await);
+        }
+    }
+    for id in &ids {
+        reaches(&nodes[0], id, TaskState::Completed).await;
+    }
+    assert_eq!(
+        most.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "two nodes ran the skill at once"
+    );
+    for runtime in &nodes {
+        runtime.shutdown(Duration::from_secs(1)).await;
+    }
+    drop_schemas(&[schema]).await;
+}

@@ -3,25 +3,73 @@
 //! Taking a free slot asks no one (no actor round trip); a task that has to wait queues
 //! on the semaphore, first come first served (a free permit goes to the longest waiter
 //! before anyone can take it).
+//!
+//! With several nodes on one store (`Cluster`), the limit holds across them: a run also
+//! takes one of the skill's slots in the store, after its permit here (so only the
+//! head of this node's queue asks the store). A slot freed here wakes it at once; one
+//! freed on another node is found at its next look (`CLUSTER_POLL`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::RuntimeConfig;
+use crate::store::Cluster;
+
+/// How often the head of a node's queue looks for a slot another node freed.
+const CLUSTER_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// A held slot; dropping it frees it for the next waiting task.
 #[derive(Debug)]
 pub(crate) struct Slot {
     _permit: OwnedSemaphorePermit,
+    _shared: Option<SharedSlot>,
+}
+
+/// One of a skill's slots in a store several nodes share, given back when dropped.
+struct SharedSlot {
+    cluster: Arc<dyn Cluster>,
+    skill: String,
+    number: u32,
+    freed: Arc<Notify>,
+}
+
+impl std::fmt::Debug for SharedSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedSlot")
+            .field("skill", &self.skill)
+            .field("number", &self.number)
+            .finish()
+    }
+}
+
+impl Drop for SharedSlot {
+    fn drop(&mut self) {
+        // Outside a runtime (the process is ending) the slot runs out with the lease.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (cluster, skill, number) = (self.cluster.clone(), self.skill.clone(), self.number);
+        let freed = self.freed.clone();
+        runtime.spawn(async move {
+            if let Err(error) = cluster.release_run_slot(&skill, number).await {
+                tracing::warn!(%skill, number, %error, "a run slot was not given back; it runs out with the lease");
+            }
+            freed.notify_waiters();
+        });
+    }
 }
 
 pub(crate) struct Slots {
-    by_skill: HashMap<String, Arc<Semaphore>>,
+    by_skill: HashMap<String, (Arc<Semaphore>, usize)>,
     /// Tasks queued for a slot, all skills.
     waiting: AtomicUsize,
+    /// The other nodes, whose runs count against the same limits.
+    cluster: Option<Arc<dyn Cluster>>,
+    /// A shared slot was given back by this node.
+    freed: Arc<Notify>,
 }
 
 impl Slots {
@@ -29,40 +77,103 @@ impl Slots {
     pub(crate) fn new<'a>(
         config: &RuntimeConfig,
         skills: impl IntoIterator<Item = &'a String>,
+        cluster: Option<Arc<dyn Cluster>>,
     ) -> Slots {
         let by_skill = skills
             .into_iter()
             .map(|skill| {
                 let limit = config.concurrency_of(skill).min(Semaphore::MAX_PERMITS);
-                (skill.clone(), Arc::new(Semaphore::new(limit)))
+                (skill.clone(), (Arc::new(Semaphore::new(limit)), limit))
             })
             .collect();
         Slots {
             by_skill,
             waiting: AtomicUsize::new(0),
+            cluster,
+            freed: Arc::default(),
         }
     }
 
-    fn semaphore(&self, skill: &str) -> Option<Arc<Semaphore>> {
+    fn semaphore(&self, skill: &str) -> Option<(Arc<Semaphore>, usize)> {
         self.by_skill.get(skill).cloned()
     }
 
-    /// A free slot of `skill` now, if there is one and nobody waits for it. `None` also
-    /// for a skill that is not registered (its tasks never run).
+    /// A free slot of `skill` now, if there is one and nobody waits for it, asking no
+    /// one (with several nodes, never: the store must be asked, see `try_claim`). `None`
+    /// also for a skill that is not registered (its tasks never run).
     pub(crate) fn try_take(&self, skill: &str) -> Option<Slot> {
-        let permit = self.semaphore(skill)?.try_acquire_owned().ok()?;
-        Some(Slot { _permit: permit })
+        if self.cluster.is_some() {
+            return None;
+        }
+        let (semaphore, _) = self.semaphore(skill)?;
+        let permit = semaphore.try_acquire_owned().ok()?;
+        Some(Slot {
+            _permit: permit,
+            _shared: None,
+        })
+    }
+
+    /// Like `try_take`, asking the store once with several nodes.
+    pub(crate) async fn try_claim(&self, skill: &str) -> Option<Slot> {
+        let Some(cluster) = &self.cluster else {
+            return self.try_take(skill);
+        };
+        let (semaphore, limit) = self.semaphore(skill)?;
+        let permit = semaphore.try_acquire_owned().ok()?;
+        let shared = self.claim(cluster, skill, limit).await?;
+        Some(Slot {
+            _permit: permit,
+            _shared: Some(shared),
+        })
     }
 
     /// Waits for a slot of `skill`, behind the tasks already waiting. `None` for a
     /// skill that is not registered.
     pub(crate) async fn take(&self, skill: &str) -> Option<Slot> {
-        let semaphore = self.semaphore(skill)?;
+        let (semaphore, limit) = self.semaphore(skill)?;
         self.waiting.fetch_add(1, Ordering::Relaxed);
         // Counted out however the wait ends (taken, or the waiter dropped).
         let _queued = Queued(&self.waiting);
         let permit = semaphore.acquire_owned().await.ok()?;
-        Some(Slot { _permit: permit })
+        let shared = match &self.cluster {
+            None => None,
+            Some(cluster) => loop {
+                // Listening before asking: a slot freed meanwhile is not missed.
+                let freed = self.freed.notified();
+                tokio::pin!(freed);
+                freed.as_mut().enable();
+                if let Some(shared) = self.claim(cluster, skill, limit).await {
+                    break Some(shared);
+                }
+                let _ = tokio::time::timeout(CLUSTER_POLL, freed).await;
+            },
+        };
+        Some(Slot {
+            _permit: permit,
+            _shared: shared,
+        })
+    }
+
+    /// One of the skill's slots in the store, if one is free.
+    async fn claim(
+        &self,
+        cluster: &Arc<dyn Cluster>,
+        skill: &str,
+        limit: usize,
+    ) -> Option<SharedSlot> {
+        match cluster.claim_run_slot(skill, limit).await {
+            Ok(Some(number)) => Some(SharedSlot {
+                cluster: cluster.clone(),
+                skill: skill.to_owned(),
+                number,
+                freed: self.freed.clone(),
+            }),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%skill, %error, "could not ask the store for a run slot; asking again");
+                None
+            }
+        }
     }
 
     /// Tasks queued for a slot now.
@@ -121,7 +232,7 @@ mod tests {
             max_concurrent_runs: limit,
             ..RuntimeConfig::default()
         };
-        Arc::new(Slots::new(&config, [&"s".to_owned()]))
+        Arc::new(Slots::new(&config, [&"s".to_owned()], None))
     }
 
     #[tokio::test]

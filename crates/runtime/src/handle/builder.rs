@@ -105,7 +105,7 @@ impl RuntimeBuilder {
         let config = Arc::new(self.config);
         let skills = Arc::new(skills);
         let (live_count, live_watch) = watch::channel(LiveCount::default());
-        let slots = Arc::new(Slots::new(&config, skills.keys()));
+        let slots = Arc::new(Slots::new(&config, skills.keys(), store.cluster()));
         let cpu = Arc::new(CpuPool::new(config.cpu_workers));
         let args = SupervisorArgs {
             store: store.clone(),

@@ -299,7 +299,7 @@ impl RuntimeHandle {
         // write fewer, and its actor runs it at once.
         let slot = match gated {
             true => None,
-            false => self.inner.slots.try_take(&skill),
+            false => self.inner.slots.try_claim(&skill).await,
         };
         let first = match told {
             Told::AtOnce | Told::EachEvent => FirstCommit::Durable,

@@ -58,6 +58,14 @@ pub trait Cluster: Send + Sync + 'static {
     /// starts (later calls: `None`).
     fn incoming(&self) -> Option<mpsc::Receiver<Incoming>>;
 
+    /// Takes one of the `limit` run slots of `skill` shared by the nodes (per-skill
+    /// concurrency limits hold across them); `None` when all are taken. A slot is held
+    /// with this node's leases: a dead node's slots are free again once they run out.
+    async fn claim_run_slot(&self, skill: &str, limit: usize) -> Result<Option<u32>, StoreError>;
+
+    /// Gives back a run slot this node took.
+    async fn release_run_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError>;
+
     /// A signal that changes whenever any node stores new events of the task (it may
     /// also change without new events, and a change may come late: the reader checks
     /// the store, and looks again now and then).

@@ -1,0 +1,75 @@
+//! Each skill's run slots, shared by the nodes: a row per slot (as many as the skill's
+//! limit), held by a node with its leases (renewed with them, free again once they run
+//! out), so that a skill's concurrency limit holds across the nodes.
+
+use fundi_runtime::store::StoreError;
+
+use super::{Nodes, lock};
+use crate::store::{db, pool_error};
+
+impl Nodes {
+    pub(super) async fn claim_slot(
+        &self,
+        skill: &str,
+        limit: usize,
+    ) -> Result<Option<u32>, StoreError> {
+        let limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let client = self.pool.get().await.map_err(pool_error)?;
+        let ready = (skill.to_owned(), limit as usize);
+        if !lock(&self.slots_ready).contains(&ready) {
+            client
+                .execute(
+                    &format!(
+                        "INSERT INTO {} (skill, slot) SELECT $1, generate_series(0, $2 - 1) \
+                         ON CONFLICT DO NOTHING",
+                        self.run_slots
+                    ),
+                    &[&skill, &limit],
+                )
+                .await
+                .map_err(db)?;
+            lock(&self.slots_ready).insert(ready);
+        }
+        // Any free slot below the limit (slots of a larger limit another node was given
+        // are left alone), skipping the rows another node is claiming.
+        let row = client
+            .query_opt(
+                &format!(
+                    "UPDATE {slots} SET node = $3,
+                        expires = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                     WHERE (skill, slot) = (
+                        SELECT skill, slot FROM {slots}
+                        WHERE skill = $1 AND slot < $2
+                            AND (node IS NULL OR expires < clock_timestamp())
+                        ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
+                     RETURNING slot",
+                    slots = self.run_slots
+                ),
+                &[
+                    &skill,
+                    &limit,
+                    &self.leases.config.node,
+                    &self.leases.ttl_ms(),
+                ],
+            )
+            .await
+            .map_err(db)?;
+        Ok(row.map(|row| row.get::<_, i32>(0) as u32))
+    }
+
+    pub(super) async fn release_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError> {
+        let client = self.pool.get().await.map_err(pool_error)?;
+        client
+            .execute(
+                &format!(
+                    "UPDATE {} SET node = NULL, expires = NULL \
+                     WHERE skill = $1 AND slot = $2 AND node = $3",
+                    self.run_slots
+                ),
+                &[&skill, &(slot as i32), &self.leases.config.node],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+}
