@@ -1,5 +1,6 @@
-//! `fundi doctor`: checks a store while no server holds it, and lists the tasks set
-//! aside because their stored data could not be decoded.
+//! `fundi doctor`: checks a store and lists the tasks set aside because their stored
+//! data could not be decoded: a sled store while no server holds it, a PostgreSQL one
+//! while its nodes run (read only), with who holds the unfinished tasks.
 
 use anyhow::Context;
 use fundi_runtime::{Durability, SledStore, TaskStore};
@@ -17,11 +18,7 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if config.store.kind == StoreKind::Postgres {
-        println!(
-            "store.kind is postgres: PostgreSQL checks its own data; fundi doctor checks sled \
-             stores"
-        );
-        return Ok(());
+        return postgres(&config).await;
     }
     let path = &config.store.path;
     // Opening repairs and sets aside what it cannot read; reading the unfinished tasks
@@ -43,6 +40,62 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         "{} tasks set aside (their raw data is kept in the store's quarantine tree):",
         quarantined.len()
     );
+    list_set_aside(quarantined);
+    Ok(())
+}
+
+/// A PostgreSQL store, looked at while its nodes run (nothing is changed): who holds
+/// the unfinished tasks, and the tasks set aside.
+async fn postgres(config: &AppConfig) -> anyhow::Result<()> {
+    let settings = &config.store.postgres;
+    let url = settings
+        .url
+        .clone()
+        .context("store.kind = \"postgres\" needs store.postgres.url")?;
+    let store = fundi_postgres::PostgresStore::inspect(&fundi_postgres::PostgresConfig {
+        url,
+        ca_file: settings.ca_file.clone(),
+        schema: settings.schema.clone(),
+        pool_size: 1,
+        statement_timeout: config.store.postgres_statement_timeout()?,
+        exclusive: false,
+        lease: None,
+    })
+    .await
+    .with_context(|| format!("reading PostgreSQL schema {}", settings.schema))?;
+    let holders = store.node_leases().await?;
+    let unfinished: u64 = holders.iter().map(|h| h.tasks).sum();
+    println!("schema {}: {unfinished} unfinished tasks", settings.schema);
+    for holder in holders {
+        let node = holder.node.as_deref().unwrap_or("(no node)");
+        let expires = holder
+            .expires
+            .map(|at| at.to_rfc3339())
+            .unwrap_or_else(|| "-".into());
+        let state = match (holder.node.is_some(), holder.expired) {
+            (false, _) => "held by nobody: the next node to start or take over claims them",
+            (true, true) => "its leases ran out: another node takes them over",
+            (true, false) => "renewing",
+        };
+        println!(
+            "  {node}: {} tasks, leases until {expires} ({state})",
+            holder.tasks
+        );
+    }
+    let quarantined = store.quarantined().await?;
+    if quarantined.is_empty() {
+        println!("no task is set aside: every stored task can be read");
+        return Ok(());
+    }
+    println!(
+        "{} tasks set aside (their raw data is kept in the quarantine tables):",
+        quarantined.len()
+    );
+    list_set_aside(quarantined);
+    Ok(())
+}
+
+fn list_set_aside(quarantined: Vec<fundi_runtime::store::QuarantinedTask>) {
     for task in quarantined {
         let outcome = match task.failed {
             true => "ended failed",
@@ -55,5 +108,4 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
             task.reason
         );
     }
-    Ok(())
 }

@@ -3,7 +3,8 @@
 //! none run on two nodes at once, and its push deliveries completed by another node.
 //! Any node answers for any task: a cancel sent to one node stops the run on another,
 //! and a subscriber on one node follows a task running on another, resuming with
-//! `Last-Event-ID` on a third. Fails, never skips, when PostgreSQL is missing.
+//! `Last-Event-ID` on a third. `fundi doctor` reads who holds what while they run.
+//! Fails, never skips, when PostgreSQL is missing.
 
 mod common;
 
@@ -160,6 +161,24 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
         .await;
     }
     n1.kill();
+
+    // The doctor, reading the schema while the nodes run, says who holds what.
+    let url = test_url();
+    let doctor = std::process::Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .arg("doctor")
+        .arg("--config")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fundi.toml"))
+        .env("FUNDI__STORE__KIND", "postgres")
+        .env("FUNDI__STORE__POSTGRES__URL", &url)
+        .env("FUNDI__STORE__POSTGRES__SCHEMA", &schema)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(doctor.status.success(), "{said}");
+    assert!(said.contains(" unfinished tasks"), "{said}");
+    // n1's leases last until they run out; n2 holds a long task.
+    assert!(said.contains("  n1: ") && said.contains("  n2: "), "{said}");
+    assert!(said.contains("no task is set aside"), "{said}");
 
     // A subscriber on node 3 follows a task running on node 2, to its end.
     let on_n3 = follow(&n3, &followed, 0).await;

@@ -28,6 +28,20 @@ pub struct LeaseConfig {
     pub ttl: Duration,
 }
 
+/// The unfinished tasks one node holds (for an operator: `fundi doctor`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeLeases {
+    /// The node; `None`: tasks nobody holds (written without leases, or waiting to be
+    /// claimed).
+    pub node: Option<String>,
+    /// How many unfinished tasks it holds.
+    pub tasks: u64,
+    /// When the last of those leases runs out, by the database's clock.
+    pub expires: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether every one of them has run out (the node stopped renewing them).
+    pub expired: bool,
+}
+
 /// The leases this node holds, by task, with their epochs.
 pub(crate) struct Leases {
     pub(crate) config: LeaseConfig,
@@ -132,6 +146,33 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
 }
 
 impl PostgresStore {
+    /// Who holds the unfinished tasks, by node.
+    pub async fn node_leases(&self) -> Result<Vec<NodeLeases>, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .query(
+                &format!(
+                    "SELECT lease_node, count(*), max(lease_expires),
+                        coalesce(bool_and(lease_expires < clock_timestamp()), false)
+                     FROM {} WHERE NOT terminal GROUP BY lease_node ORDER BY lease_node NULLS FIRST",
+                    self.table("tasks")
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|row| NodeLeases {
+                node: row.get(0),
+                tasks: row.get::<_, i64>(1) as u64,
+                expires: row.get(2),
+                expired: row.get(3),
+            })
+            .collect())
+    }
+
     /// Claims the unfinished tasks `which` selects (a condition on `tasks`, `$1` this
     /// node), each with its epoch one higher; those it can decode are held and returned,
     /// the others set aside.

@@ -22,5 +22,5 @@ mod store;
 pub mod testing;
 mod tls;
 
-pub use lease::LeaseConfig;
+pub use lease::{LeaseConfig, NodeLeases};
 pub use store::{PostgresConfig, PostgresStore};

@@ -185,3 +185,27 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Sto
     }
     tx.commit().await.map_err(db)
 }
+
+/// Refuses a schema not at this build's version (one to migrate, or a newer one),
+/// changing nothing.
+pub(crate) async fn check_current(client: &Client, schema: &str) -> Result<(), StoreError> {
+    let row = client
+        .query_one(
+            &format!("SELECT coalesce(max(version), 0) FROM {schema}.fundi_migrations"),
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    let current: i64 = row.get(0);
+    match current {
+        LATEST => Ok(()),
+        newer if newer > LATEST => Err(StoreError::NewerFormat {
+            found: newer as u64,
+            supported: LATEST as u64,
+        }),
+        older => Err(StoreError::Database(format!(
+            "schema {schema} is at version {older}, this fundi's is {LATEST}: start a node of \
+             this version to migrate it first"
+        ))),
+    }
+}

@@ -154,6 +154,44 @@ where
     }
 }
 
+/// The pool of connections `config` asks for, with what opens another one.
+fn connect(
+    config: &PostgresConfig,
+) -> Result<(Pool, tokio_postgres::Config, Option<MakeRustlsConnect>), StoreError> {
+    if !valid_schema(&config.schema) {
+        return Err(StoreError::Database(format!(
+            "store.postgres.schema {:?} must be lower-case letters, digits and _, at most 63",
+            config.schema
+        )));
+    }
+    let mut connect: tokio_postgres::Config = config
+        .url
+        .parse()
+        .map_err(|e| StoreError::Database(format!("store.postgres.url: {e}")))?;
+    if let Some(timeout) = config.statement_timeout {
+        // A startup option, so it holds on every pooled connection from its start.
+        let options = connect.get_options().unwrap_or_default().to_owned();
+        connect.options(format!(
+            "{options} -c statement_timeout={}",
+            timeout.as_millis()
+        ));
+    }
+    let tls = connector(&connect, config.ca_file.as_deref())?;
+    let settings = deadpool_postgres::ManagerConfig::default();
+    let manager = match &tls {
+        Some(tls) => {
+            deadpool_postgres::Manager::from_config(connect.clone(), tls.clone(), settings)
+        }
+        None => deadpool_postgres::Manager::from_config(connect.clone(), NoTls, settings),
+    };
+    let pool = Pool::builder(manager)
+        .max_size(config.pool_size.max(1))
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(pool_error)?;
+    Ok((pool, connect, tls))
+}
+
 fn valid_schema(schema: &str) -> bool {
     let mut chars = schema.chars();
     chars
@@ -166,37 +204,7 @@ fn valid_schema(schema: &str) -> bool {
 impl PostgresStore {
     /// Connects, and brings the schema to this build's version (refusing a newer one).
     pub async fn open(config: &PostgresConfig) -> Result<PostgresStore, StoreError> {
-        if !valid_schema(&config.schema) {
-            return Err(StoreError::Database(format!(
-                "store.postgres.schema {:?} must be lower-case letters, digits and _, at most 63",
-                config.schema
-            )));
-        }
-        let mut connect: tokio_postgres::Config = config
-            .url
-            .parse()
-            .map_err(|e| StoreError::Database(format!("store.postgres.url: {e}")))?;
-        if let Some(timeout) = config.statement_timeout {
-            // A startup option, so it holds on every pooled connection from its start.
-            let options = connect.get_options().unwrap_or_default().to_owned();
-            connect.options(format!(
-                "{options} -c statement_timeout={}",
-                timeout.as_millis()
-            ));
-        }
-        let tls = connector(&connect, config.ca_file.as_deref())?;
-        let settings = deadpool_postgres::ManagerConfig::default();
-        let manager = match &tls {
-            Some(tls) => {
-                deadpool_postgres::Manager::from_config(connect.clone(), tls.clone(), settings)
-            }
-            None => deadpool_postgres::Manager::from_config(connect.clone(), NoTls, settings),
-        };
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size.max(1))
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(pool_error)?;
+        let (pool, connect, tls) = connect(config)?;
         let leases = config.lease.clone().map(Leases::new).transpose()?;
         let holder = match config.exclusive {
             true => Some(std::sync::Arc::new(
@@ -218,6 +226,23 @@ impl PostgresStore {
             hot: std::sync::Arc::new(HotStatements::new(&config.schema, leases.is_some())),
             leases,
             nodes,
+        })
+    }
+
+    /// Opens the store to look at it, changing nothing (no migration, no lock, no
+    /// lease), while nodes may run on it: the schema must be at this build's version.
+    pub async fn inspect(config: &PostgresConfig) -> Result<PostgresStore, StoreError> {
+        let (pool, _, _) = connect(config)?;
+        let client = pool.get().await.map_err(pool_error)?;
+        crate::migrations::check_current(&client, &config.schema).await?;
+        drop(client);
+        Ok(PostgresStore {
+            pool,
+            schema: config.schema.clone(),
+            _holder: None,
+            hot: std::sync::Arc::new(HotStatements::new(&config.schema, false)),
+            leases: None,
+            nodes: None,
         })
     }
 

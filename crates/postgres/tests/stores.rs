@@ -240,3 +240,55 @@ async fn chaos_events_keep_their_order_per_task_and_leave_with_it() {
     );
     fresh.drop().await;
 }
+
+#[tokio::test]
+async fn an_inspection_reads_who_holds_what_and_changes_nothing() {
+    let fresh = Fresh::new().await;
+    let task = record("t", "ctx", TaskState::Working, 1, "ann");
+    fresh
+        .store
+        .commit(&task, 0, &[created(&task)])
+        .await
+        .unwrap();
+    let config = test_config(&fresh.schema);
+    let inspected = PostgresStore::inspect(&config).await.unwrap();
+    let holders = inspected.node_leases().await.unwrap();
+    assert_eq!(holders.len(), 1);
+    assert_eq!((holders[0].node.as_deref(), holders[0].tasks), (None, 1));
+
+    // A schema an older fundi wrote is not migrated by a look at it, nor is one from a
+    // newer fundi read.
+    let client = fresh.store.testing_client().await;
+    let migrations = format!("{}.fundi_migrations", fresh.schema);
+    let latest: i64 = client
+        .query_one(&format!("SELECT max(version) FROM {migrations}"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    client
+        .execute(
+            &format!("DELETE FROM {migrations} WHERE version = $1"),
+            &[&latest],
+        )
+        .await
+        .unwrap();
+    let older = PostgresStore::inspect(&config)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(older.contains("start a node of this version"), "{older}");
+    client
+        .execute(
+            &format!("INSERT INTO {migrations} (version) VALUES ($1), ($2)"),
+            &[&latest, &(latest + 1)],
+        )
+        .await
+        .unwrap();
+    let newer = PostgresStore::inspect(&config).await.unwrap_err();
+    assert!(
+        matches!(newer, fundi_runtime::StoreError::NewerFormat { .. }),
+        "{newer}"
+    );
+    drop(client);
+    fresh.drop().await;
+}
