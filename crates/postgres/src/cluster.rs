@@ -169,14 +169,14 @@ impl Cluster for Nodes {
     }
 
     async fn holder(&self, id: &TaskId) -> Result<Holder, StoreError> {
-        if self.leases.epoch(id.as_str()) >= 0 {
-            return Ok(Holder::Here);
-        }
+        // Asked of the database, not of the leases this node remembers: a lease taken
+        // over while its task rested here (waiting for input) is not written here again,
+        // so this node cannot know it lost it.
         let client = self.pool.get().await.map_err(pool_error)?;
         let row = client
             .query_opt(
                 &format!(
-                    "SELECT lease_node, terminal FROM {} WHERE id = $1",
+                    "SELECT lease_node, terminal, lease_epoch FROM {} WHERE id = $1",
                     self.tasks
                 ),
                 &[&id.as_str()],
@@ -187,8 +187,15 @@ impl Cluster for Nodes {
             None => Holder::Here,
             Some(row) if row.get::<_, bool>(1) => Holder::Here,
             Some(row) => match row.get::<_, Option<String>>(0) {
-                Some(node) if node == self.leases.config.node => Holder::Here,
-                Some(node) => Holder::Elsewhere(node),
+                Some(node) if node == self.leases.config.node => {
+                    // One process per node id: the epoch stored is this process's.
+                    self.leases.hold(id.as_str(), row.get(2));
+                    Holder::Here
+                }
+                Some(node) => {
+                    self.leases.release(id.as_str());
+                    Holder::Elsewhere(node)
+                }
                 None => Holder::Elsewhere("none".into()),
             },
         })
