@@ -366,3 +366,73 @@ async fn a_skills_concurrency_limit_holds_across_the_nodes() {
     }
     drop_schemas(&[schema]).await;
 }
+
+/// Counts to 40, a checkpoint per step: resumable on another node.
+struct Steps;
+
+#[async_trait]
+impl Skill for Steps {
+    fn card(&self) -> SkillCard {
+        SkillCard::new("steps", "Counts, a checkpoint per step").resumable()
+    }
+
+    async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        let from = ctx.last_checkpoint().and_then(|c| c.as_u64()).unwrap_or(0);
+        for step in from + 1..=40 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            ctx.progress_with_checkpoint(step as f64 / 40.0, format!("step {step}"), step.into())
+                .await?;
+        }
+        Ok(SkillOutput {
+            message: Some(Message::agent(vec![Part::text("counted")])),
+            artifacts: Vec::new(),
+        })
+    }
+}
+
+async fn steps_node(schema: &str, name: &str) -> (RuntimeHandle, Arc<PostgresStore>) {
+    let config = fundi_postgres::PostgresConfig {
+        lease: Some(LeaseConfig {
+            node: name.into(),
+            ttl: Duration::from_millis(2_000),
+        }),
+        ..test_config(schema)
+    };
+    let store = Arc::new(
+        PostgresStore::open(&config)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url())),
+    );
+    let runtime = Runtime::builder()
+        .shared_store(store.clone())
+        .skill(Steps)
+        .start()
+        .await
+        .unwrap();
+    (runtime, store)
+}
+
+#[tokio::test]
+async fn a_subscriber_follows_a_task_on_to_the_node_that_takes_it_over() {
+    let schema = fresh_schema();
+    let (a, a_store) = steps_node(&schema, "node-a").await;
+    let (b, b_store) = steps_node(&schema, "node-b").await;
+    let id = start(&a, "steps").await;
+    let following = tokio::spawn(drain(b.subscribe(&id, 0, None).await.unwrap()));
+    // Some steps in, node a dies; b takes the task over and finishes it.
+    let deadline = Instant::now() + DEADLINE;
+    while a_store.events(&id, 0, 100).await.unwrap().len() < 5 {
+        assert!(Instant::now() < deadline, "the task never got going");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    a.shutdown(Duration::ZERO).await;
+    drop((a, a_store));
+    let followed = following.await.unwrap();
+    let stored = b_store.events(&id, 0, 1_000).await.unwrap();
+    assert_eq!(seqs(&followed), seqs(&stored), "no gap, no duplicate");
+    assert!(followed.last().unwrap().is_terminal());
+    let task = b.get(&id, Some(0), None).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Completed);
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}

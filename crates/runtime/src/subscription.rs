@@ -19,7 +19,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use crate::actors::{LiveEvents, NoAnswer, Routed, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
-use crate::store::TaskStore;
+use crate::store::{Cluster, Holder, TaskStore};
 
 /// A task's events in order; ends after the terminal event, or once the task is no
 /// longer live (an interrupted task after a restart has no live events until it is
@@ -69,7 +69,7 @@ pub(crate) fn event_stream(
                 None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await? {
                     Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
                     Source::NotLive => (None, true),
-                    Source::Elsewhere(mut changes) => {
+                    Source::Elsewhere(cluster, mut changes) => {
                         // Another node runs the task: its events are read from the
                         // store as that node's commits signal them.
                         loop {
@@ -86,11 +86,17 @@ pub(crate) fn event_stream(
                             if full {
                                 continue;
                             }
-                            // Asked again now and then: the task may have come to this
-                            // node (a takeover), or a signal may have been missed.
+                            // Without a signal for a while, the store is read again (a
+                            // signal may have been missed), and where the task runs asked
+                            // again (a takeover may have brought it to this node).
                             match tokio::time::timeout(REMOTE_RECHECK, changes.changed()).await {
                                 Ok(Ok(())) => {}
-                                Ok(Err(_)) | Err(_) => continue 'subscription,
+                                Ok(Err(_)) => continue 'subscription,
+                                Err(_) => {
+                                    if cluster.holder(&task_id).await? == Holder::Here {
+                                        continue 'subscription;
+                                    }
+                                }
                             }
                         }
                     }
@@ -189,8 +195,8 @@ enum Source {
     /// Nowhere: the task is not live (ended, unknown, waiting for input after a
     /// restart), or this node could not tell.
     NotLive,
-    /// Another node runs the task; this signal changes as it stores events.
-    Elsewhere(tokio::sync::watch::Receiver<()>),
+    /// Another node runs the task; the signal changes as it stores events.
+    Elsewhere(Arc<dyn Cluster>, tokio::sync::watch::Receiver<()>),
 }
 
 async fn live_receiver(
@@ -210,7 +216,10 @@ async fn live_receiver(
         Ok(Routed::Elsewhere) => {
             return Ok(match store.cluster() {
                 // Watched before the store is read, so that no signal is missed.
-                Some(cluster) => Source::Elsewhere(cluster.watch(task_id).await?),
+                Some(cluster) => {
+                    let changes = cluster.watch(task_id).await?;
+                    Source::Elsewhere(cluster, changes)
+                }
                 None => Source::NotLive,
             });
         }
