@@ -309,3 +309,23 @@ impl From<RuntimeError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_that_did_not_answer_is_a_timeout_the_caller_may_retry_not_an_internal_error() {
+        let unanswered = RuntimeError::Store(fundi_runtime::StoreError::Unanswered {
+            task_id: fundi_runtime::TaskId::from("t"),
+            holder: "node-a".into(),
+            waited: Duration::from_millis(1_500),
+        });
+        assert!(matches!(
+            ApiError::from(unanswered),
+            ApiError::TimedOut(waited) if waited == Duration::from_millis(1_500)
+        ));
+        let broken = RuntimeError::Store(fundi_runtime::StoreError::Database("down".into()));
+        assert!(matches!(ApiError::from(broken), ApiError::Internal));
+    }
+}

@@ -436,3 +436,60 @@ async fn a_subscriber_follows_a_task_on_to_the_node_that_takes_it_over() {
     b.shutdown(Duration::from_secs(1)).await;
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error() {
+    let schema = fresh_schema();
+    // Node a holds a task and renews its lease, but runs no runtime: it takes no
+    // requests, as a node stuck elsewhere would not.
+    let a = PostgresStore::open(&fundi_postgres::PostgresConfig {
+        lease: Some(LeaseConfig {
+            node: "node-a".into(),
+            ttl: Duration::from_millis(1_000),
+        }),
+        ..test_config(&schema)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    let task =
+        fundi_runtime::testing::store_contract::record("t", "ctx", TaskState::Working, 1, "ann");
+    a.commit(
+        &task,
+        0,
+        &[fundi_runtime::testing::store_contract::created(&task)],
+    )
+    .await
+    .unwrap();
+    let b = PostgresStore::open(&fundi_postgres::PostgresConfig {
+        lease: Some(LeaseConfig {
+            node: "node-b".into(),
+            ttl: Duration::from_millis(1_000),
+        }),
+        ..test_config(&schema)
+    })
+    .await
+    .unwrap();
+    let b = Runtime::builder()
+        .store(b)
+        .config(fundi_runtime::RuntimeConfig {
+            actor_call_timeout_ms: 200,
+            cancel_grace_ms: 100,
+            ..fundi_runtime::RuntimeConfig::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let refused = b.cancel(&TaskId::from("t"), None).await.unwrap_err();
+    assert!(
+        matches!(
+            &refused,
+            fundi_runtime::RuntimeError::Store(fundi_runtime::StoreError::Unanswered { holder, .. })
+                if holder == "node-a"
+        ),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("try again"), "{refused}");
+    b.shutdown(Duration::from_secs(1)).await;
+    drop(a);
+    drop_schemas(&[schema]).await;
+}

@@ -190,6 +190,7 @@ impl Nodes {
             let now = tokio::time::Instant::now();
             if now >= deadline {
                 let _ = self.withdraw(request_id).await;
+                tracing::warn!(task_id = %id, holder = %node, ?waited, "a request handed to the node running a task got no answer in time");
                 break Err(StoreError::Unanswered {
                     task_id: id.clone(),
                     holder: node,
