@@ -239,6 +239,12 @@ impl StoreConfig {
         let Some(node) = &self.postgres.node_id else {
             return Ok(None);
         };
+        if self.kind != StoreKind::Postgres {
+            bail!(
+                "store.postgres.node-id is for several nodes on one PostgreSQL schema; it needs \
+                 store.kind = \"postgres\" (a sled store belongs to one process)"
+            );
+        }
         if node.trim().is_empty() || node.len() > 128 || node.chars().any(char::is_control) {
             bail!("store.postgres.node-id must be 1 to 128 characters without control characters");
         }
@@ -495,11 +501,17 @@ mod tests {
             ),
             ("node-id = \"n1\"\nlease-time = \"100ms\"", "at least 1s"),
         ] {
-            config = parse(&format!("[store.postgres]\n{toml}")).unwrap();
+            config = parse(&format!(
+                "[store]\nkind = \"postgres\"\n[store.postgres]\n{toml}"
+            ))
+            .unwrap();
             let err = config.validate().unwrap_err().to_string();
             assert!(err.contains(field), "{toml}: {err}");
         }
         config = parse("[store.postgres]\nnode-id = \"n1\"").unwrap();
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("needs store.kind = \"postgres\""), "{err}");
+        config = parse("[store]\nkind = \"postgres\"\n[store.postgres]\nnode-id = \"n1\"").unwrap();
         let lease = config.store.postgres_lease().unwrap().unwrap();
         assert_eq!(
             (lease.node.as_str(), lease.ttl),
