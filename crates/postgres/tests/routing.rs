@@ -83,19 +83,22 @@ impl Skill for Looper {
     }
 }
 
-async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Arc<PostgresStore>) {
+/// Node `name`'s store on `schema`, its leases lasting `ttl_ms`.
+async fn leased(schema: &str, name: &str, ttl_ms: u64) -> PostgresStore {
     let config = fundi_postgres::PostgresConfig {
         lease: Some(LeaseConfig {
             node: name.into(),
-            ttl: Duration::from_millis(2_000),
+            ttl: Duration::from_millis(ttl_ms),
         }),
         ..test_config(schema)
     };
-    let store = Arc::new(
-        PostgresStore::open(&config)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url())),
-    );
+    PostgresStore::open(&config)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
+}
+
+async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Arc<PostgresStore>) {
+    let store = Arc::new(leased(schema, name, 2_000).await);
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(Asker {
@@ -322,16 +325,7 @@ async fn a_skills_concurrency_limit_holds_across_the_nodes() {
     let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut nodes = Vec::new();
     for name in ["node-a", "node-b"] {
-        let config = fundi_postgres::PostgresConfig {
-            lease: Some(LeaseConfig {
-                node: name.into(),
-                ttl: Duration::from_millis(2_000),
-            }),
-            ..test_config(&schema)
-        };
-        let store = PostgresStore::open(&config)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+        let store = leased(&schema, name, 2_000).await;
         let runtime = Runtime::builder()
             .store(store)
             .config(fundi_runtime::RuntimeConfig {
@@ -391,18 +385,7 @@ impl Skill for Steps {
 }
 
 async fn steps_node(schema: &str, name: &str) -> (RuntimeHandle, Arc<PostgresStore>) {
-    let config = fundi_postgres::PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: name.into(),
-            ttl: Duration::from_millis(2_000),
-        }),
-        ..test_config(schema)
-    };
-    let store = Arc::new(
-        PostgresStore::open(&config)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url())),
-    );
+    let store = Arc::new(leased(schema, name, 2_000).await);
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(Steps)
@@ -442,15 +425,7 @@ async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error()
     let schema = fresh_schema();
     // Node a holds a task and renews its lease, but runs no runtime: it takes no
     // requests, as a node stuck elsewhere would not.
-    let a = PostgresStore::open(&fundi_postgres::PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: "node-a".into(),
-            ttl: Duration::from_millis(1_000),
-        }),
-        ..test_config(&schema)
-    })
-    .await
-    .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    let a = leased(&schema, "node-a", 1_000).await;
     let task =
         fundi_runtime::testing::store_contract::record("t", "ctx", TaskState::Working, 1, "ann");
     a.commit(
@@ -460,15 +435,7 @@ async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error()
     )
     .await
     .unwrap();
-    let b = PostgresStore::open(&fundi_postgres::PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: "node-b".into(),
-            ttl: Duration::from_millis(1_000),
-        }),
-        ..test_config(&schema)
-    })
-    .await
-    .unwrap();
+    let b = leased(&schema, "node-b", 1_000).await;
     let b = Runtime::builder()
         .store(b)
         .config(fundi_runtime::RuntimeConfig {
