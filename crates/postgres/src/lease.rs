@@ -46,7 +46,8 @@ pub struct NodeLeases {
 pub(crate) struct Leases {
     pub(crate) config: LeaseConfig,
     held: Mutex<HashMap<String, i64>>,
-    /// Renewal stopped (a test's stand-in for a node that lost the database).
+    /// Renewal stopped: the node handed its work back (or, in tests, stands in for a
+    /// node that lost the database).
     paused: AtomicBool,
 }
 
@@ -90,8 +91,9 @@ impl Leases {
         self.lock().remove(id);
     }
 
-    #[cfg(feature = "test-util")]
-    pub(crate) fn pause(&self) {
+    /// Stops renewing (this node hands its work back, or, in tests, stands in for a
+    /// node cut off from the database).
+    pub(crate) fn stop_renewing(&self) {
         self.paused.store(true, Ordering::Release);
     }
 
@@ -146,6 +148,39 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
 }
 
 impl PostgresStore {
+    /// `TaskStore::hand_back`: renewal stops, and every lease this node holds runs out
+    /// now (tasks, push deliveries), its run slots and followings let go, in one
+    /// statement.
+    pub(crate) async fn hand_back_leases(&self, leases: &Leases) -> Result<(), StoreError> {
+        leases.stop_renewing();
+        let (tasks, slots, watchers, configs) = (
+            self.table("tasks"),
+            self.table("run_slots"),
+            self.table("watchers"),
+            self.table("push_configs"),
+        );
+        self.client()
+            .await?
+            .execute(
+                &format!(
+                    "WITH tasks AS (
+                        UPDATE {tasks} SET lease_expires = clock_timestamp() - interval '1 millisecond'
+                        WHERE lease_node = $1 AND NOT terminal
+                     ), slots AS (
+                        UPDATE {slots} SET node = NULL, expires = NULL WHERE node = $1
+                     ), watching AS (
+                        DELETE FROM {watchers} WHERE node = $1
+                     )
+                     UPDATE {configs} SET lease_expires = clock_timestamp() - interval '1 millisecond'
+                     WHERE lease_node = $1 AND NOT finished"
+                ),
+                &[&leases.config.node],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
     /// Who holds the unfinished tasks, by node.
     pub async fn node_leases(&self) -> Result<Vec<NodeLeases>, StoreError> {
         let rows = self

@@ -410,6 +410,13 @@ impl TaskStore for PostgresStore {
         self.leases.as_ref().map(|l| l.config.ttl / 2)
     }
 
+    async fn hand_back(&self) -> Result<(), StoreError> {
+        match &self.leases {
+            Some(leases) => self.hand_back_leases(leases).await,
+            None => Ok(()),
+        }
+    }
+
     fn cluster(&self) -> Option<std::sync::Arc<dyn fundi_runtime::store::Cluster>> {
         self.nodes
             .clone()

@@ -47,7 +47,7 @@ impl crate::PostgresStore {
     /// other nodes take its tasks over once the leases run out.
     pub fn pause_lease_renewal(&self) {
         if let Some(leases) = &self.leases {
-            leases.pause();
+            leases.stop_renewing();
         }
     }
 

@@ -460,3 +460,30 @@ async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error()
     drop(a);
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn a_node_that_stops_hands_its_unfinished_tasks_to_the_others_at_once() {
+    let schema = fresh_schema();
+    // Leases long enough that only a hand-back lets another node take the task now.
+    let a_store = Arc::new(leased(&schema, "node-a", 60_000).await);
+    let a = Runtime::builder()
+        .shared_store(a_store.clone())
+        .skill(Steps)
+        .start()
+        .await
+        .unwrap();
+    let b = leased(&schema, "node-b", 60_000).await;
+    let id = start(&a, "steps").await;
+    reaches(&a, &id, TaskState::Working).await;
+    assert!(b.take_over().await.unwrap().is_empty(), "a holds it");
+
+    a.shutdown(Duration::ZERO).await;
+    let taken = b.take_over().await.unwrap();
+    assert_eq!(
+        taken.iter().map(|r| r.id().clone()).collect::<Vec<_>>(),
+        [id],
+        "handed back as a stopped"
+    );
+    drop((a, a_store));
+    drop_schemas(&[schema]).await;
+}

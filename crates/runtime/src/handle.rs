@@ -316,6 +316,10 @@ impl RuntimeHandle {
         let supervisor = &self.inner.supervisor;
         supervisor.stop_children_and_wait(None, timeout).await;
         let _ = supervisor.stop_and_wait(None, timeout).await;
+        // Nothing runs here any more: with several nodes, the others carry on at once.
+        if let Err(error) = self.inner.store.hand_back().await {
+            tracing::warn!(%error, "could not hand this node's work back; the other nodes take it over once its leases run out");
+        }
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {

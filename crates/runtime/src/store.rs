@@ -336,6 +336,14 @@ pub trait TaskStore: Send + Sync + 'static {
         None
     }
 
+    /// Called once as the runtime stops, after its task actors stopped: a store several
+    /// nodes share lets go of what this node holds (its task leases, push deliveries,
+    /// run slots), so that the other nodes take its unfinished work over at once
+    /// instead of after the lease time. A store with one node has nothing to do.
+    async fn hand_back(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// The other nodes sharing this store, to hand them requests and hear of their
     /// tasks' events (see [`Cluster`]); `None` (the default): this node is the store's
     /// only one.

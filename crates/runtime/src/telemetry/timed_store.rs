@@ -153,6 +153,10 @@ impl TaskStore for TimedStore {
         self.inner.takeover_interval()
     }
 
+    async fn hand_back(&self) -> Result<(), StoreError> {
+        self.inner.hand_back().await
+    }
+
     fn cluster(&self) -> Option<Arc<dyn crate::store::Cluster>> {
         self.inner.cluster()
     }
