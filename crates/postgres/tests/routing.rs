@@ -487,3 +487,35 @@ async fn a_node_that_stops_hands_its_unfinished_tasks_to_the_others_at_once() {
     drop((a, a_store));
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn a_task_resting_on_a_node_that_lost_its_lease_is_answered_by_the_new_holder() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, a_store) = node(&schema, "node-a", &log).await;
+    let (b, b_store) = node(&schema, "node-b", &log).await;
+    let id = start(&a, "asker").await;
+    reaches(&a, &id, TaskState::InputRequired).await;
+    // Node a loses the database for longer than a lease (its actor still waits for the
+    // answer there); b takes the task over.
+    a_store.pause_lease_renewal();
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let holders = b_store.node_leases().await.unwrap();
+        if holders.iter().any(|h| h.node.as_deref() == Some("node-b")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b never took the task over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The answer sent to a reaches the task on b, not a's stale actor.
+    a.submit(answer(&id, "plum")).await.unwrap();
+    reaches(&b, &id, TaskState::Completed).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        [("node-b", "answered plum".to_owned())]
+    );
+    a.shutdown(Duration::from_secs(1)).await;
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}

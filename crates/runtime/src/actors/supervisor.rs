@@ -239,6 +239,13 @@ impl SupervisorState {
         task_id: TaskId,
     ) -> Result<Routed, RuntimeError> {
         if let Some(actor) = self.live.get(&task_id) {
+            // A task resting here (waiting for a user) writes nothing while it rests, so
+            // it cannot learn that another node took its lease over: the store is asked,
+            // and an actor that no longer holds it stops (nothing runs; nothing is written).
+            if self.waiting_for_input.contains(&task_id) && self.held_elsewhere(&task_id).await? {
+                actor.stop(Some("its task is held by another node now".into()));
+                return Ok(Routed::Elsewhere);
+            }
             return Ok(Routed::Here(Some(actor.clone())));
         }
         let Some(record) = self.args.store.get(&task_id).await? else {
