@@ -239,14 +239,10 @@ impl SupervisorState {
         task_id: TaskId,
     ) -> Result<Routed, RuntimeError> {
         if let Some(actor) = self.live.get(&task_id) {
-            // A task resting here (waiting for a user) writes nothing while it rests, so
-            // it cannot learn that another node took its lease over: the store is asked,
-            // and an actor that no longer holds it stops (nothing runs; nothing is written).
-            if self.waiting_for_input.contains(&task_id) && self.held_elsewhere(&task_id).await? {
-                actor.stop(Some("its task is held by another node now".into()));
-                return Ok(Routed::Elsewhere);
-            }
-            return Ok(Routed::Here(Some(actor.clone())));
+            return Ok(match self.lost_while_resting(&task_id, actor).await? {
+                true => Routed::Elsewhere,
+                false => Routed::Here(Some(actor.clone())),
+            });
         }
         let Some(record) = self.args.store.get(&task_id).await? else {
             return Ok(Routed::Here(None));
@@ -267,6 +263,21 @@ impl SupervisorState {
         self.spawn(myself, spawn).await.map(Routed::Here)
     }
 
+    /// Whether the task's actor here rests (waits for a user) on a lease another node
+    /// has taken over; such an actor is stopped. A resting task writes nothing, so its
+    /// actor cannot learn of the takeover itself; stopping it runs and writes nothing.
+    async fn lost_while_resting(
+        &self,
+        task_id: &TaskId,
+        actor: &ActorRef<TaskMsg>,
+    ) -> Result<bool, RuntimeError> {
+        if !self.waiting_for_input.contains(task_id) || !self.held_elsewhere(task_id).await? {
+            return Ok(false);
+        }
+        actor.stop(Some("its task is held by another node now".into()));
+        Ok(true)
+    }
+
     /// Whether another node holds the task's lease (a store several nodes share), so
     /// that no actor may start for it here.
     async fn held_elsewhere(&self, task_id: &TaskId) -> Result<bool, RuntimeError> {
@@ -280,7 +291,10 @@ impl SupervisorState {
     /// none (see `SupervisorMsg::Live`).
     async fn follow(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId) -> Routed {
         if let Some(actor) = self.live.get(&task_id) {
-            return Routed::Here(Some(actor.clone()));
+            return match self.lost_while_resting(&task_id, actor).await {
+                Ok(true) => Routed::Elsewhere,
+                Ok(false) | Err(_) => Routed::Here(Some(actor.clone())),
+            };
         }
         if self.shutting_down {
             return Routed::Here(None);
