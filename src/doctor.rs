@@ -32,15 +32,7 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<()> {
     let unfinished = store.active().await?.len();
     let quarantined = store.quarantined().await?;
     println!("store {}: {unfinished} unfinished tasks", path.display());
-    if quarantined.is_empty() {
-        println!("no task is set aside: every stored task can be read");
-        return Ok(());
-    }
-    println!(
-        "{} tasks set aside (their raw data is kept in the store's quarantine tree):",
-        quarantined.len()
-    );
-    list_set_aside(quarantined);
+    report_set_aside(quarantined, "the store's quarantine tree");
     Ok(())
 }
 
@@ -82,20 +74,20 @@ async fn postgres(config: &AppConfig) -> anyhow::Result<()> {
             holder.tasks
         );
     }
-    let quarantined = store.quarantined().await?;
-    if quarantined.is_empty() {
-        println!("no task is set aside: every stored task can be read");
-        return Ok(());
-    }
-    println!(
-        "{} tasks set aside (their raw data is kept in the quarantine tables):",
-        quarantined.len()
-    );
-    list_set_aside(quarantined);
+    report_set_aside(store.quarantined().await?, "the quarantine tables");
     Ok(())
 }
 
-fn list_set_aside(quarantined: Vec<fundi_runtime::store::QuarantinedTask>) {
+/// The tasks set aside, each with when and why; their raw data is kept in `kept_in`.
+fn report_set_aside(quarantined: Vec<fundi_runtime::store::QuarantinedTask>, kept_in: &str) {
+    if quarantined.is_empty() {
+        println!("no task is set aside: every stored task can be read");
+        return;
+    }
+    println!(
+        "{} tasks set aside (their raw data is kept in {kept_in}):",
+        quarantined.len()
+    );
     for task in quarantined {
         let outcome = match task.failed {
             true => "ended failed",

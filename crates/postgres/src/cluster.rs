@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::lease::Leases;
+use crate::lease::{Leases, lease_end};
 use crate::listener::{channel, listen_in_background};
 
 mod requests;
@@ -84,7 +84,8 @@ impl Nodes {
     }
 
     /// Every third of a lease: the tasks still followed here stay registered, the others
-    /// are let go, and registrations of dead nodes are removed.
+    /// are let go, registrations of dead nodes are removed, and so are requests nobody
+    /// collected.
     fn keep_watching(nodes: &Arc<Nodes>) {
         let nodes: Weak<Nodes> = Arc::downgrade(nodes);
         tokio::spawn(async move {
@@ -95,6 +96,9 @@ impl Nodes {
                 let every = current.leases.config.ttl / 3;
                 if let Err(error) = current.renew_watchers().await {
                     tracing::warn!(%error, "could not renew this node's followed tasks");
+                }
+                if let Err(error) = current.forget_stale_requests().await {
+                    tracing::warn!(%error, "could not remove requests nobody collected");
                 }
                 drop(current);
                 tokio::time::sleep(every).await;
@@ -123,9 +127,9 @@ impl Nodes {
                         DELETE FROM {w} WHERE (node = $1 AND task_id = ANY($2))
                             OR (node <> $1 AND expires < clock_timestamp())
                      )
-                     UPDATE {w} SET expires = clock_timestamp() + $3::bigint * interval '1 millisecond'
-                     WHERE node = $1 AND NOT task_id = ANY($2)",
-                    w = self.watchers_table
+                     UPDATE {w} SET expires = {until} WHERE node = $1 AND NOT task_id = ANY($2)",
+                    w = self.watchers_table,
+                    until = lease_end(3)
                 ),
                 &[&self.leases.config.node, &gone, &self.leases.ttl_ms()],
             )
@@ -239,10 +243,10 @@ impl Cluster for Nodes {
         client
             .execute(
                 &format!(
-                    "INSERT INTO {} (task_id, node, expires) VALUES ($1, $2, \
-                     clock_timestamp() + $3::bigint * interval '1 millisecond') \
+                    "INSERT INTO {} (task_id, node, expires) VALUES ($1, $2, {until}) \
                      ON CONFLICT (task_id, node) DO UPDATE SET expires = EXCLUDED.expires",
-                    self.watchers_table
+                    self.watchers_table,
+                    until = lease_end(3)
                 ),
                 &[
                     &id.as_str(),

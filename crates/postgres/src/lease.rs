@@ -51,6 +51,12 @@ pub(crate) struct Leases {
     paused: AtomicBool,
 }
 
+/// SQL for when a lease taken now runs out, its length in milliseconds being parameter
+/// `$n`: the database's clock decides, never a node's.
+pub(crate) fn lease_end(n: usize) -> String {
+    format!("clock_timestamp() + ${n}::bigint * interval '1 millisecond'")
+}
+
 /// Most tasks one takeover claims (the rest are claimed at the next).
 const CLAIM_BATCH: i64 = 256;
 
@@ -131,14 +137,14 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
         .execute(
             &format!(
                 "WITH tasks AS (
-                    UPDATE {schema}.tasks SET lease_expires = clock_timestamp() + $2::bigint * \
-                    interval '1 millisecond' WHERE lease_node = $1 AND NOT terminal
+                    UPDATE {schema}.tasks SET lease_expires = {until}
+                    WHERE lease_node = $1 AND NOT terminal
                  ), slots AS (
-                    UPDATE {schema}.run_slots SET expires = clock_timestamp() + $2::bigint * \
-                    interval '1 millisecond' WHERE node = $1
+                    UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1
                  )
-                 UPDATE {schema}.push_configs SET lease_expires = clock_timestamp() + \
-                    $2::bigint * interval '1 millisecond' WHERE lease_node = $1 AND NOT finished"
+                 UPDATE {schema}.push_configs SET lease_expires = {until}
+                 WHERE lease_node = $1 AND NOT finished",
+                until = lease_end(2)
             ),
             &[&leases.config.node, &leases.ttl_ms()],
         )
@@ -219,8 +225,8 @@ impl PostgresStore {
             .query(
                 &format!(
                     "UPDATE {tasks} SET lease_node = $1, lease_epoch = lease_epoch + 1, \
-                     lease_expires = clock_timestamp() + $2::bigint * interval '1 millisecond' \
-                     WHERE {which} RETURNING id, lease_epoch, record"
+                     lease_expires = {until} WHERE {which} RETURNING id, lease_epoch, record",
+                    until = lease_end(2)
                 ),
                 &[&leases.config.node, &leases.ttl_ms()],
             )

@@ -22,7 +22,8 @@ pub(crate) fn channel(schema: &str) -> String {
     match name.len() <= 63 {
         true => name,
         false => {
-            // Long schema names keep a prefix and a digest, so two stay apart.
+            // Long schema names keep a prefix and a digest, so two stay apart; FNV-1a
+            // written out, because every node (of every build) must name it alike.
             let digest = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
                 (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
             });

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore, StoreError};
 
+use crate::lease::lease_end;
 use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
@@ -168,10 +169,11 @@ impl PushStore for PostgresStore {
             .execute(
                 &format!(
                     "UPDATE {} SET lease_node = $3,
-                        lease_expires = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                        lease_expires = {until}
                      WHERE task_id = $1 AND id = $2 AND (lease_node IS NULL OR lease_node = $3
                         OR lease_expires < clock_timestamp())",
-                    self.table("push_configs")
+                    self.table("push_configs"),
+                    until = lease_end(4)
                 ),
                 &[&task.as_str(), &id, &leases.config.node, &leases.ttl_ms()],
             )

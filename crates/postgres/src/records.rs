@@ -6,6 +6,7 @@ use fundi_runtime::grants::{Grant, GrantStore};
 use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::StoreError;
 
+use crate::lease::lease_end;
 use crate::store::{PostgresStore, db, decode_column};
 
 #[async_trait]
@@ -80,11 +81,12 @@ impl ScheduleStore for PostgresStore {
             .execute(
                 &format!(
                     "UPDATE {} SET claimed_by = $3,
-                        claimed_until = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                        claimed_until = {until}
                      WHERE id = $1
                         AND floor(extract(epoch FROM (schedule ->> 'nextFire')::timestamptz))::bigint = $2
                         AND (claimed_until IS NULL OR claimed_until < clock_timestamp() OR claimed_by = $3)",
-                    self.table("schedules")
+                    self.table("schedules"),
+                    until = lease_end(4)
                 ),
                 &[
                     &schedule.id,

@@ -62,14 +62,17 @@ impl HotStatements {
         let (lease_columns, lease_values, lease_update, fence) = if leased {
             (
                 ", lease_node, lease_epoch, lease_expires",
-                ", CASE WHEN $6 THEN NULL ELSE $14::text END, CASE WHEN $6 THEN 0 ELSE 1 END, \
-                 CASE WHEN $6 THEN NULL ELSE clock_timestamp() + $15::bigint * interval '1 millisecond' END",
+                format!(
+                    ", CASE WHEN $6 THEN NULL ELSE $14::text END, CASE WHEN $6 THEN 0 ELSE 1 END, \
+                     CASE WHEN $6 THEN NULL ELSE {} END",
+                    crate::lease::lease_end(15)
+                ),
                 ", lease_node = CASE WHEN $5 THEN NULL ELSE lease_node END, \
                  lease_expires = CASE WHEN $5 THEN NULL ELSE lease_expires END",
                 " AND lease_node = $13::text AND lease_epoch = $14::bigint",
             )
         } else {
-            ("", "", "", "")
+            ("", String::new(), "", "")
         };
         HotStatements {
             create: format!(

@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::Stream;
 use ractor::ActorRef;
 use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::watch;
 
 use crate::actors::{LiveEvents, NoAnswer, Routed, SupervisorMsg, TaskMsg, call_actor};
 use crate::error::RuntimeError;
@@ -58,47 +59,24 @@ pub(crate) fn event_stream(
     Box::pin(async_stream::try_stream! {
         let mut next = after_seq + 1;
         let mut attached = attached;
+        // While another node runs the task: the signal its commits raise.
+        let mut remote: Option<(Arc<dyn Cluster>, watch::Receiver<()>)> = None;
         'subscription: loop {
             let (live, replay) = match attached.take() {
                 // Attached as the actor started, after event `after_seq` was stored: it
                 // receives every later event, so there is nothing to replay.
                 Some(live) => (Some(live), false),
+                // Another node's events are read from the store.
+                None if remote.is_some() => (None, true),
                 // Subscribe to live events before replaying, so that nothing published
                 // between the replay and the subscription is missed; duplicates are
                 // dropped by sequence number.
                 None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await? {
                     Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
                     Source::NotLive => (None, true),
-                    Source::Elsewhere(cluster, mut changes) => {
-                        // Another node runs the task: its events are read from the
-                        // store as that node's commits signal them.
-                        loop {
-                            let batch = store.events(&task_id, next - 1, REPLAY_BATCH).await?;
-                            let full = batch.len() == REPLAY_BATCH;
-                            for event in batch {
-                                next = event.seq + 1;
-                                let terminal = event.is_terminal();
-                                yield event;
-                                if terminal {
-                                    break 'subscription;
-                                }
-                            }
-                            if full {
-                                continue;
-                            }
-                            // Without a signal for a while, the store is read again (a
-                            // signal may have been missed), and where the task runs asked
-                            // again (a takeover may have brought it to this node).
-                            match tokio::time::timeout(REMOTE_RECHECK, changes.changed()).await {
-                                Ok(Ok(())) => {}
-                                Ok(Err(_)) => continue 'subscription,
-                                Err(_) => {
-                                    if cluster.holder(&task_id).await? == Holder::Here {
-                                        continue 'subscription;
-                                    }
-                                }
-                            }
-                        }
+                    Source::Elsewhere(cluster, changes) => {
+                        remote = Some((cluster, changes));
+                        (None, true)
                     }
                 },
             };
@@ -125,7 +103,22 @@ pub(crate) fn event_stream(
                 }
             }
             let Some(live) = live.as_mut() else {
-                break 'subscription;
+                let Some((cluster, changes)) = remote.as_mut() else {
+                    break 'subscription;
+                };
+                // Read again at the other node's next commit; without a signal for a
+                // while, read again all the same (a signal may have been missed) and ask
+                // where the task runs (a takeover may have brought it to this node).
+                match tokio::time::timeout(REMOTE_RECHECK, changes.changed()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => remote = None,
+                    Err(_) => {
+                        if cluster.holder(&task_id).await? == Holder::Here {
+                            remote = None;
+                        }
+                    }
+                }
+                continue 'subscription;
             };
             while let Some(receiver) = live.receiver.as_mut() {
                 let (batch, intact) = receive_burst(receiver).await;
@@ -196,7 +189,7 @@ enum Source {
     /// restart), or this node could not tell.
     NotLive,
     /// Another node runs the task; the signal changes as it stores events.
-    Elsewhere(Arc<dyn Cluster>, tokio::sync::watch::Receiver<()>),
+    Elsewhere(Arc<dyn Cluster>, watch::Receiver<()>),
 }
 
 async fn live_receiver(

@@ -49,15 +49,6 @@ impl Nodes {
         }
         let requests = &self.requests;
         let client = self.pool.get().await.map_err(pool_error)?;
-        client
-            .execute(
-                &format!(
-                    "DELETE FROM {requests} WHERE created < clock_timestamp() - interval '{REQUEST_KEPT}'"
-                ),
-                &[],
-            )
-            .await
-            .map_err(db)?;
         let rows = client
             .query(
                 &format!(
@@ -103,6 +94,22 @@ impl Nodes {
                 }
             });
         }
+        Ok(())
+    }
+
+    /// Removes the requests nobody answered or collected (their callers gave up).
+    pub(super) async fn forget_stale_requests(&self) -> Result<(), StoreError> {
+        let client = self.pool.get().await.map_err(pool_error)?;
+        client
+            .execute(
+                &format!(
+                    "DELETE FROM {} WHERE created < clock_timestamp() - interval '{REQUEST_KEPT}'",
+                    self.requests
+                ),
+                &[],
+            )
+            .await
+            .map_err(db)?;
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 use fundi_runtime::store::StoreError;
 
 use super::{Nodes, lock};
+use crate::lease::lease_end;
 use crate::store::{db, pool_error};
 
 impl Nodes {
@@ -36,14 +37,15 @@ impl Nodes {
             .query_opt(
                 &format!(
                     "UPDATE {slots} SET node = $3,
-                        expires = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                        expires = {until}
                      WHERE (skill, slot) = (
                         SELECT skill, slot FROM {slots}
                         WHERE skill = $1 AND slot < $2
                             AND (node IS NULL OR expires < clock_timestamp())
                         ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
                      RETURNING slot",
-                    slots = self.run_slots
+                    slots = self.run_slots,
+                    until = lease_end(4)
                 ),
                 &[
                     &skill,
