@@ -9,12 +9,8 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::http::HeaderMap;
-use axum::routing::post;
 use common::*;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
 use serde_json::{Value, json};
@@ -22,38 +18,12 @@ use serde_json::{Value, json};
 const AGENT_TOKEN: &str = "cluster-agent-token-0123456789";
 const USER_TOKEN: &str = "cluster-alice-token-0123456789";
 
-/// Every push delivery: (task, seq).
-type Deliveries = Arc<Mutex<Vec<(String, u64)>>>;
-
-async fn receiver() -> (String, Deliveries) {
-    let hits = Deliveries::default();
-    let router = Router::new().route(
-        "/hook",
-        post({
-            let hits = hits.clone();
-            move |headers: HeaderMap, body: String| {
-                let hits = hits.clone();
-                async move {
-                    let seq = headers["x-fundi-event-seq"].to_str().unwrap().parse();
-                    let body: Value = serde_json::from_str(&body).unwrap();
-                    let task = ["statusUpdate", "artifactUpdate", "task"]
-                        .iter()
-                        .find_map(|k| {
-                            let part = &body[*k];
-                            part["taskId"].as_str().or(part["id"].as_str())
-                        })
-                        .unwrap_or_default()
-                        .to_owned();
-                    hits.lock().unwrap().push((task, seq.unwrap()));
-                    "ok"
-                }
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (url, hits)
+/// The task a push is about.
+fn pushed_task(body: &Value) -> &str {
+    ["statusUpdate", "artifactUpdate", "task"]
+        .iter()
+        .find_map(|k| body[*k]["taskId"].as_str().or(body[*k]["id"].as_str()))
+        .unwrap_or_default()
 }
 
 fn node(dir: &std::path::Path, schema: &str, id: &str) -> Server {
@@ -91,22 +61,6 @@ async fn start(server: &Server, steps: u64, hook: Option<&str>) -> String {
     sent["task"]["id"].as_str().unwrap().to_owned()
 }
 
-/// Every event of a task through SubscribeToTask from `after`: (SSE id, event).
-async fn follow(server: &Server, id: &str, after: u64) -> Vec<(u64, Value)> {
-    let response = server
-        .post()
-        .header("Last-Event-ID", after.to_string())
-        .json(&request("SubscribeToTask", json!({"id": id})))
-        .send()
-        .await
-        .unwrap();
-    read_sse(response)
-        .await
-        .into_iter()
-        .map(|(seq, data)| (seq.expect("every event has an id"), data))
-        .collect()
-}
-
 /// The step numbers of a task's "step k" notes, in order.
 fn steps(events: &[(u64, Value)]) -> Vec<u64> {
     events
@@ -141,7 +95,7 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
         "{:?}",
         n1.banner
     );
-    let (hook, deliveries) = receiver().await;
+    let (hook, deliveries) = webhook(Duration::ZERO).await;
 
     // Load spread across the nodes, each task pushed to the webhook.
     let mut tasks = Vec::new();
@@ -181,8 +135,8 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
     assert!(said.contains("no task is set aside"), "{said}");
 
     // A subscriber on node 3 follows a task running on node 2, to its end.
-    let on_n3 = follow(&n3, &followed, 0).await;
-    let on_n2 = follow(&n2, &followed, 0).await;
+    let on_n3 = task_events(&n3, &followed, 0).await;
+    let on_n2 = task_events(&n2, &followed, 0).await;
     assert_eq!(ids(&on_n3), ids(&on_n2), "the same events, by the same ids");
     assert_eq!(
         ids(&on_n3),
@@ -191,13 +145,13 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
     );
     assert_eq!(steps(&on_n3), (1..=40).collect::<Vec<_>>());
     // Resumed on node 2 after the fifth event seen on node 3.
-    let resumed = follow(&n2, &followed, on_n3[4].0).await;
+    let resumed = task_events(&n2, &followed, on_n3[4].0).await;
     assert_eq!(ids(&resumed), ids(&on_n3[5..]));
 
     // A cancel sent to node 3 stops the run on node 2.
     let canceled = ok(&n3, "CancelTask", json!({"id": long})).await;
     assert_eq!(state(&canceled), "TASK_STATE_CANCELED", "{canceled}");
-    let long_steps = steps(&follow(&n2, &long, 0).await);
+    let long_steps = steps(&task_events(&n2, &long, 0).await);
     assert!(long_steps.len() < 1_000, "the run stopped when canceled");
 
     // Every acknowledged task ends completed, node 1's taken over by the others; each
@@ -206,7 +160,7 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
         let reader = if at % 2 == 0 { &n2 } else { &n3 };
         let done = poll_task(reader, id, |t| state(t) == "TASK_STATE_COMPLETED").await;
         assert_eq!(done["status"]["message"]["parts"][0]["text"], "counted");
-        let events = follow(reader, id, 0).await;
+        let events = task_events(reader, id, 0).await;
         let seen = steps(&events);
         let repeats = seen.windows(2).filter(|w| w[1] == w[0]).count();
         assert!(
@@ -222,15 +176,15 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
     // Every told event of every task reached the webhook, node 1's deliveries finished
     // by the node that took them over (at least once: a repeat is allowed).
     for id in &tasks {
-        let told: BTreeSet<u64> = ids(&follow(&n2, id, 0).await).into_iter().collect();
+        let told: BTreeSet<u64> = ids(&task_events(&n2, id, 0).await).into_iter().collect();
         let deadline = Instant::now() + DEADLINE;
         loop {
             let delivered: BTreeSet<u64> = deliveries
                 .lock()
                 .unwrap()
                 .iter()
-                .filter(|(task, _)| task == id)
-                .map(|(_, seq)| *seq)
+                .filter(|(_, body)| pushed_task(body) == id)
+                .map(|(seq, _)| *seq)
                 .collect();
             if told.is_subset(&delivered) {
                 break;

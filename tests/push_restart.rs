@@ -4,44 +4,11 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::http::HeaderMap;
-use axum::routing::post;
 use common::*;
 use serde_json::{Value, json};
-
-/// Records the `X-Fundi-Event-Seq` and body of every request, answering after `delay`.
-async fn slow_receiver(delay: Duration) -> (String, Arc<Mutex<Vec<(u64, Value)>>>) {
-    let hits: Arc<Mutex<Vec<(u64, Value)>>> = Arc::default();
-    let router = Router::new().route(
-        "/hook",
-        post({
-            let hits = hits.clone();
-            move |headers: HeaderMap, body: String| {
-                let hits = hits.clone();
-                async move {
-                    let seq = headers["x-fundi-event-seq"]
-                        .to_str()
-                        .unwrap()
-                        .parse()
-                        .unwrap();
-                    hits.lock()
-                        .unwrap()
-                        .push((seq, serde_json::from_str(&body).unwrap()));
-                    tokio::time::sleep(delay).await;
-                    "ok"
-                }
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (url, hits)
-}
 
 async fn wait_for(
     hits: &Mutex<Vec<(u64, Value)>>,
@@ -57,7 +24,7 @@ async fn wait_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_delivery_loses_no_push_event() {
-    let (url, hits) = slow_receiver(Duration::from_millis(50)).await;
+    let (url, hits) = webhook(Duration::from_millis(50)).await;
     let dir = tempfile::tempdir().unwrap();
     let env = [
         ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
@@ -86,17 +53,10 @@ async fn sigkill_mid_delivery_loses_no_push_event() {
     wait_for(&hits, "the terminal event", terminal).await;
 
     // Every event the task has, as SubscribeToTask replays them from the start.
-    let response = server
-        .post()
-        .header("Last-Event-ID", "0")
-        .json(&request("SubscribeToTask", json!({"id": id})))
-        .send()
-        .await
-        .unwrap();
-    let expected: Vec<u64> = read_sse(response)
+    let expected: Vec<u64> = task_events(&server, &id, 0)
         .await
         .into_iter()
-        .filter_map(|(seq, _)| seq)
+        .map(|(seq, _)| seq)
         .collect();
     let received: Vec<u64> = hits.lock().unwrap().iter().map(|(seq, _)| *seq).collect();
     let mut first_arrivals = Vec::new();

@@ -108,14 +108,7 @@ async fn sigkill_mid_run_loses_no_acknowledged_task() {
 /// Every stored event of a task, through SubscribeToTask with `Last-Event-ID: 0`; each
 /// JSON-RPC response gets its SSE id under `_seq`.
 async fn replay(server: &Server, id: &str) -> Vec<Value> {
-    let response = server
-        .post()
-        .header("Last-Event-ID", "0")
-        .json(&request("SubscribeToTask", json!({"id": id})))
-        .send()
-        .await
-        .unwrap();
-    read_sse(response)
+    task_events(server, id, 0)
         .await
         .into_iter()
         .map(|(seq, mut data)| {

@@ -283,3 +283,54 @@ pub fn parse_sse(text: &str) -> Vec<(Option<u64>, Value)> {
         })
         .collect()
 }
+
+/// Every stored event of a task after event `after`, through SubscribeToTask with
+/// `Last-Event-ID`: each SSE id with its JSON-RPC response.
+pub async fn task_events(server: &Server, id: &str, after: u64) -> Vec<(u64, Value)> {
+    let response = server
+        .post()
+        .header("Last-Event-ID", after.to_string())
+        .json(&request("SubscribeToTask", json!({"id": id})))
+        .send()
+        .await
+        .unwrap();
+    read_sse(response)
+        .await
+        .into_iter()
+        .map(|(seq, data)| (seq.expect("every event has an id"), data))
+        .collect()
+}
+
+/// What a webhook received: the `X-Fundi-Event-Seq` and body of every request.
+pub type Hits = std::sync::Arc<std::sync::Mutex<Vec<(u64, Value)>>>;
+
+/// A webhook on 127.0.0.1 (its URL) that records every push, answering after `delay`.
+pub async fn webhook(delay: Duration) -> (String, Hits) {
+    use axum::http::HeaderMap;
+    let hits = Hits::default();
+    let router = axum::Router::new().route(
+        "/hook",
+        axum::routing::post({
+            let hits = hits.clone();
+            move |headers: HeaderMap, body: String| {
+                let hits = hits.clone();
+                async move {
+                    let seq = headers["x-fundi-event-seq"]
+                        .to_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    hits.lock()
+                        .unwrap()
+                        .push((seq, serde_json::from_str(&body).unwrap()));
+                    tokio::time::sleep(delay).await;
+                    "ok"
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (url, hits)
+}

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use chrono::{TimeZone, Utc};
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresStore};
-use fundi_runtime::schedules::{NewSchedule, Schedule, ScheduleStore};
+use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::{PushCursor, PushStore, StoreError, TaskStore};
-use fundi_runtime::testing::store_contract::{created, push_config, record};
+use fundi_runtime::testing::store_contract::{created, push_config, record, schedule};
 use fundi_runtime::{TaskId, TaskState};
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -93,26 +93,7 @@ async fn a_push_delivery_is_leased_to_one_node_and_adopted_when_its_node_dies() 
 }
 
 fn nightly(next_fire: chrono::DateTime<Utc>) -> Schedule {
-    Schedule {
-        id: "nightly".into(),
-        spec: NewSchedule {
-            skill: "echo".into(),
-            cron: "0 3 * * *".into(),
-            time_zone: None,
-            data: None,
-            text: Some("x".into()),
-        },
-        zone: "UTC".into(),
-        owner: Some("ann".into()),
-        client: None,
-        scopes: None,
-        paused: false,
-        created_at: Utc::now(),
-        next_fire,
-        fired: 0,
-        skipped: 0,
-        last: None,
-    }
+    schedule("nightly", next_fire)
 }
 
 #[tokio::test]

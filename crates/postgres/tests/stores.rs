@@ -11,9 +11,9 @@ use fundi_runtime::audit::{AuditEntry, AuditLog};
 use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
 use fundi_runtime::grants::{Grant, GrantStore};
 use fundi_runtime::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
-use fundi_runtime::schedules::{NewSchedule, Schedule, ScheduleStore};
+use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::TaskStore;
-use fundi_runtime::testing::store_contract::{advance, created, record};
+use fundi_runtime::testing::store_contract::{self, advance, created, record};
 use fundi_runtime::{TaskId, TaskState};
 use serde_json::json;
 
@@ -107,26 +107,7 @@ async fn issues_merge_count_every_concurrent_sighting_and_hold_one_heal() {
 async fn schedules_grants_and_the_audit_log_read_back() {
     let fresh = Fresh::new().await;
     let store = &fresh.store;
-    let schedule = Schedule {
-        id: "sch-1".into(),
-        spec: NewSchedule {
-            skill: "echo".into(),
-            cron: "0 3 * * *".into(),
-            time_zone: None,
-            data: None,
-            text: Some("x".into()),
-        },
-        zone: "UTC".into(),
-        owner: Some("ann".into()),
-        client: None,
-        scopes: None,
-        paused: false,
-        created_at: Utc::now(),
-        next_fire: Utc::now(),
-        fired: 0,
-        skipped: 0,
-        last: None,
-    };
+    let schedule = store_contract::schedule("sch-1", Utc::now());
     ScheduleStore::put(store, &schedule).await.unwrap();
     let paused = Schedule {
         paused: true,

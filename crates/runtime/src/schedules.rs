@@ -187,24 +187,9 @@ mod tests {
 
     fn schedule(client: Option<&str>, scopes: Option<Vec<&str>>) -> Schedule {
         Schedule {
-            id: "sch-1".into(),
-            spec: NewSchedule {
-                skill: "echo".into(),
-                cron: "0 3 * * *".into(),
-                time_zone: None,
-                data: None,
-                text: Some("x".into()),
-            },
-            zone: "UTC".into(),
-            owner: Some("ann".into()),
             client: client.map(str::to_owned),
             scopes: scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
-            paused: false,
-            created_at: Utc::now(),
-            next_fire: Utc::now(),
-            fired: 0,
-            skipped: 0,
-            last: None,
+            ..crate::testing::store_contract::schedule("sch-1", Utc::now())
         }
     }
 
