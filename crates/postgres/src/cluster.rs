@@ -168,10 +168,6 @@ impl Nodes {
 
 #[async_trait]
 impl Cluster for Nodes {
-    fn node(&self) -> &str {
-        &self.leases.config.node
-    }
-
     async fn holder(&self, id: &TaskId) -> Result<Holder, StoreError> {
         // Asked of the database, not of the leases this node remembers: a lease taken
         // over while its task rested here (waiting for input) is not written here again,
@@ -196,11 +192,11 @@ impl Cluster for Nodes {
                     self.leases.hold(id.as_str(), row.get(2));
                     Holder::Here
                 }
-                Some(node) => {
+                Some(_) => {
                     self.leases.release(id.as_str());
-                    Holder::Elsewhere(node)
+                    Holder::Elsewhere
                 }
-                None => Holder::Elsewhere("none".into()),
+                None => Holder::Elsewhere,
             },
         })
     }

@@ -20,9 +20,9 @@ pub enum Holder {
     /// This node: it holds the task's lease, or the task has ended (no node runs an
     /// ended task, and any node answers for it).
     Here,
-    /// Another node holds the lease (named, as far as the store knows; `none` while a
-    /// dead node's task waits to be taken over).
-    Elsewhere(String),
+    /// Another node holds the lease (or nobody does yet: a dead node's task waiting to
+    /// be taken over).
+    Elsewhere,
 }
 
 /// A request another node handed to this one, for a task this node runs.
@@ -39,9 +39,6 @@ pub struct Incoming {
 /// Nodes sharing a store (see the module's documentation).
 #[async_trait]
 pub trait Cluster: Send + Sync + 'static {
-    /// This node's id.
-    fn node(&self) -> &str;
-
     /// Which node runs the task (an unknown task is `Here`: the caller finds it missing).
     async fn holder(&self, id: &TaskId) -> Result<Holder, StoreError>;
 
