@@ -236,6 +236,12 @@ pub(crate) enum ClientCommand {
         #[arg(long, default_value_t = 100)]
         limit: u64,
     },
+    /// A one-time link that signs you in to the web console (as the user of these
+    /// credentials, with their scopes); it works once, for ten minutes.
+    Console {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
     /// Tasks waiting for an approver (gated skills, runtime.approvals); needs scope
     /// fundi:approve (or fundi:approve:SKILL, or fundi:admin).
     Approvals {

@@ -94,6 +94,18 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
         }
         ClientCommand::Schedules { action } => schedules::run(action).await,
         ClientCommand::Grants { action } => grants::run(action).await,
+        ClientCommand::Console { endpoint } => {
+            let url = format!("{}/console/sign-in-links", base(&endpoint));
+            let result = admin(&endpoint, authed(&endpoint, reqwest::Method::POST, &url)?).await?;
+            show(&endpoint, &result, |r| {
+                println!("{}", r["url"].as_str().unwrap_or_default());
+                eprintln!(
+                    "(signs in {} once, until {})",
+                    r["user"].as_str().unwrap_or_default(),
+                    r["expiresAt"].as_str().unwrap_or_default()
+                );
+            })
+        }
         ClientCommand::Approvals { endpoint } => approvals::list(endpoint).await,
         ClientCommand::Approve { endpoint, id, data } => {
             approvals::approve(endpoint, id, data).await

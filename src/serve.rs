@@ -31,10 +31,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let telemetry = telemetry::init(config.telemetry.clone(), filter, format).await?;
 
     let bind = config.server.bind;
+    let mut local_credentials = None;
     if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
         let path = credentials::install_local(&mut config.auth, &config.store.path)?;
         println!("fundi credentials in {}", path.display());
+        local_credentials = Some(path);
     }
+    let console = config.gateway.console;
     let listener = TcpListener::bind(bind)
         .await
         .with_context(|| format!("binding {bind}"))?;
@@ -52,6 +55,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             println!("fundi skills: {}", skills.join(", "));
             // Tests and scripts read this line to find the port when binding port 0.
             println!("fundi listening on http://{local}");
+            if let (true, Some(path)) = (console, local_credentials) {
+                tokio::spawn(print_sign_in_link(local, path));
+            }
         })
         .serve(listener, shutdown.clone());
     tokio::pin!(server);
@@ -95,6 +101,38 @@ fn describe_store(store: &fundi::config::StoreConfig) -> String {
             store.path.display(),
             store.flush_window_ms
         ),
+    }
+}
+
+/// Prints a one-time link to the web console for the local user, as notebook servers
+/// do: the server makes it as it makes one for `fundi console`, asked over loopback
+/// with the local credentials.
+async fn print_sign_in_link(local: std::net::SocketAddr, credentials: std::path::PathBuf) {
+    let made = async {
+        let pair = credentials::read(&credentials)?;
+        let loopback = std::net::SocketAddr::new(
+            match local.ip().is_unspecified() {
+                true => std::net::Ipv4Addr::LOCALHOST.into(),
+                false => local.ip(),
+            },
+            local.port(),
+        );
+        let answer: serde_json::Value = reqwest::Client::new()
+            .post(format!("http://{loopback}/console/sign-in-links"))
+            .bearer_auth(pair.token)
+            .header(pair.user_header, pair.user_token)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        anyhow::Ok(answer["url"].as_str().unwrap_or_default().to_owned())
+    };
+    match made.await {
+        Ok(url) => println!(
+            "fundi console: {url} (signs in once, within ten minutes; `fundi console` makes another)"
+        ),
+        Err(error) => tracing::warn!(%error, "no console sign-in link could be made"),
     }
 }
 

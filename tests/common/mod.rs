@@ -24,6 +24,8 @@ pub struct Server {
     pub credentials: PathBuf,
     /// What the server printed on stdout up to and with its "listening" line.
     pub banner: Vec<String>,
+    /// The lines it prints after that.
+    later: mpsc::Receiver<String>,
 }
 
 impl Server {
@@ -52,6 +54,7 @@ impl Server {
                             user_token: file["userToken"].as_str().unwrap_or_default().to_owned(),
                             credentials,
                             banner,
+                            later: lines,
                         };
                     }
                 }
@@ -87,6 +90,20 @@ impl Server {
                 "fundi did not exit after SIGTERM"
             );
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The next line the server prints on stdout that starts with `prefix` (within the
+    /// deadline).
+    pub fn printed(&self, prefix: &str) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.later.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("fundi printed no line starting with {prefix:?}"),
+            }
         }
     }
 

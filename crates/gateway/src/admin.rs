@@ -23,7 +23,7 @@ use crate::error::ApiError;
 use crate::reply::refusal;
 use crate::state::AppState;
 
-mod approvals;
+pub(crate) mod approvals;
 pub(crate) mod audit;
 mod chaos;
 pub(crate) mod grants;

@@ -53,6 +53,8 @@ pub struct GatewayConfig {
     pub rate_limit_per_minute: u32,
     /// Requests a user may make at once above that rate. Default: 100.
     pub rate_limit_burst: u32,
+    /// Serve the web console at `/console` (docs/console.md). Default: true.
+    pub console: bool,
 }
 
 impl Default for GatewayConfig {
@@ -79,6 +81,7 @@ impl Default for GatewayConfig {
             max_text_bytes: 256 * 1024,
             rate_limit_per_minute: 1200,
             rate_limit_burst: 100,
+            console: true,
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{admin, inbox, methods, rest, streaming, telemetry};
+use crate::{admin, console, inbox, methods, rest, streaming, telemetry};
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
@@ -30,6 +30,10 @@ pub fn app(state: AppState) -> Router {
         .route("/", post(rpc))
         .merge(admin::routes())
         .merge(inbox::routes());
+    let router = match state.config.console {
+        true => router.merge(console::routes()),
+        false => router,
+    };
     let router = match state.operators.mcp.clone() {
         Some(mcp) => {
             let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate);

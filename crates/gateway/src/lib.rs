@@ -7,6 +7,8 @@
 //! - The HTTP+JSON binding (v1.0): `POST /message:send`, `GET /tasks/{id}`, ... with or
 //!   without a `/{tenant}` prefix (`gateway.rest`).
 //!
+//! - `/console`: the web console for people (`gateway.console`).
+//!
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
 //! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
@@ -15,6 +17,7 @@ mod admission;
 mod auth;
 mod card;
 mod config;
+mod console;
 mod dialect;
 mod encode;
 mod error;

@@ -15,6 +15,7 @@ use crate::admin::grants::GrantDesk;
 use crate::auth::Authenticator;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
+use crate::console::Sessions;
 use crate::guard::RequestGuard;
 use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
@@ -36,6 +37,8 @@ pub struct AppState {
     /// What operators, approvers and local agents use beyond A2A (one pointer, so that
     /// the per-request clone of the state stays cheap).
     pub(crate) operators: Arc<Operators>,
+    /// The web console's sign-in links and sessions.
+    pub(crate) console: Arc<Sessions>,
 }
 
 /// The services beside A2A, each present when configured.
@@ -95,7 +98,13 @@ impl AppState {
             auth: Arc::new(auth),
             push: None,
             operators: Arc::default(),
+            console: Arc::new(Sessions::new(public_url)),
         }
+    }
+
+    /// The base URL clients reach this server at.
+    pub(crate) fn public_url(&self) -> &str {
+        &self.facts.public_url
     }
 
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.

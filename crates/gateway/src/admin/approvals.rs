@@ -135,29 +135,61 @@ async fn decide(
     uri: Uri,
     task: String,
     verdict: Verdict,
-    mut detail: Value,
+    detail: Value,
 ) -> Response {
     let caller = match admit_approver(&state, &headers, &uri).await {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    let task_id = TaskId::from(task);
+    match decide_as(&state, &caller, TaskId::from(task), verdict, detail).await {
+        Ok(task) => {
+            axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
+        }
+        Err(Undecided::Runtime(error)) => failure(&error),
+        Err(Undecided::Scope(error)) => refusal(&Value::Null, &error, Dialect::V1),
+        Err(Undecided::NotRecorded(failed)) => failed,
+    }
+}
+
+/// Why a decision was not made, or not recorded.
+pub(crate) enum Undecided {
+    /// The runtime refused it (no such task, not waiting, the approver is the asker).
+    Runtime(RuntimeError),
+    /// The caller may not approve this skill's tasks.
+    Scope(ApiError),
+    /// Made, but the audit log could not be written (the answer says so).
+    NotRecorded(Response),
+}
+
+/// Decides on a waiting task as `caller` (who must hold an approving scope for its
+/// skill) and records the decision in the audit log; the web console decides through
+/// this too.
+pub(crate) async fn decide_as(
+    state: &AppState,
+    caller: &Caller,
+    task_id: TaskId,
+    verdict: Verdict,
+    mut detail: Value,
+) -> Result<fundi_runtime::Task, Undecided> {
     // The skill decides who may approve: read it before deciding.
-    let waiting = match state.runtime.snapshot(&task_id, Some(0), None).await {
-        Ok(snapshot) => snapshot.task,
-        Err(error) => return failure(&error),
-    };
+    let waiting = state
+        .runtime
+        .snapshot(&task_id, Some(0), None)
+        .await
+        .map_err(Undecided::Runtime)?
+        .task;
     let Some(request) = pending(&waiting) else {
-        let error = RuntimeError::NotAwaitingApproval {
+        return Err(Undecided::Runtime(RuntimeError::NotAwaitingApproval {
             id: task_id,
             state: waiting.status.state,
-        };
-        return failure(&error);
+        }));
     };
     if !may_approve(&caller.grants, &request.skill) {
         let scope = format!("{APPROVE_SCOPE}:{}", request.skill);
-        let error = ApiError::insufficient_scope(&request.skill, &scope);
-        return refusal(&Value::Null, &error, Dialect::V1);
+        return Err(Undecided::Scope(ApiError::insufficient_scope(
+            &request.skill,
+            &scope,
+        )));
     }
     let action = match verdict {
         Verdict::Approve { .. } => "approval.approve",
@@ -168,17 +200,17 @@ async fn decide(
         by: caller.user.clone(),
         client: Some(caller.client.clone()),
     };
-    match state.runtime.decide(&task_id, decision).await {
-        Ok(task) => {
-            detail["skill"] = json!(request.skill);
-            detail["requestedBy"] = json!(request.requested_by);
-            if let Err(failed) = record(&state, &caller, action, task_id.as_str(), detail).await {
-                return failed;
-            }
-            axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
-        }
-        Err(error) => failure(&error),
-    }
+    let task = state
+        .runtime
+        .decide(&task_id, decision)
+        .await
+        .map_err(Undecided::Runtime)?;
+    detail["skill"] = json!(request.skill);
+    detail["requestedBy"] = json!(request.requested_by);
+    record(state, caller, action, task_id.as_str(), detail)
+        .await
+        .map_err(Undecided::NotRecorded)?;
+    Ok(task)
 }
 
 /// A runtime error as an admin answer.

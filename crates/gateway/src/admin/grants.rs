@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
+use fundi_runtime::StoreError;
 use fundi_runtime::grants::{GRANT_TOKEN_PREFIX, Grant, GrantStore, token_digest};
 use serde::Deserialize;
 use serde_json::json;
@@ -222,24 +223,54 @@ async fn revoke(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    let _changing = desk.changing.lock().await;
-    let mut grant = match find(&desk, &id).await {
-        Ok(grant) => grant,
-        Err(refused) => return refused,
-    };
-    if grant.revoked_at.is_some() {
-        return axum::Json(grant.shown()).into_response();
+    match desk.revoke(&id).await {
+        Ok(Revoked::Now(grant)) => {
+            let detail = json!({"client": grant.client});
+            if let Err(failed) = record(&state, &caller, "grant.revoke", &grant.id, detail).await {
+                return failed;
+            }
+            axum::Json(grant.shown()).into_response()
+        }
+        Ok(Revoked::Already(grant)) => axum::Json(grant.shown()).into_response(),
+        Ok(Revoked::NoSuchGrant) => {
+            admin_error(StatusCode::NOT_FOUND, &format!("grant {id} not found"))
+        }
+        Err(error) => {
+            tracing::error!(%error, "revoking a grant");
+            admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
+        }
     }
-    grant.revoked_at = Some(Utc::now());
-    if let Err(error) = desk.store.put(&grant).await {
-        tracing::error!(%error, "revoking a grant");
-        return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
+}
+
+/// What a revocation came to.
+pub(crate) enum Revoked {
+    /// Revoked now (to be recorded in the audit log).
+    Now(Grant),
+    /// It was revoked before.
+    Already(Grant),
+    /// There is no such grant.
+    NoSuchGrant,
+}
+
+impl GrantDesk {
+    /// Revokes a grant, one change at a time.
+    pub(crate) async fn revoke(&self, id: &str) -> Result<Revoked, StoreError> {
+        let _changing = self.changing.lock().await;
+        let Some(mut grant) = self.store.get(id).await? else {
+            return Ok(Revoked::NoSuchGrant);
+        };
+        if grant.revoked_at.is_some() {
+            return Ok(Revoked::Already(grant));
+        }
+        grant.revoked_at = Some(Utc::now());
+        self.store.put(&grant).await?;
+        Ok(Revoked::Now(grant))
     }
-    let detail = json!({"client": grant.client});
-    if let Err(failed) = record(&state, &caller, "grant.revoke", &grant.id, detail).await {
-        return failed;
+
+    /// Every grant, as shown to operators.
+    pub(crate) async fn list(&self) -> Result<Vec<Grant>, StoreError> {
+        Ok(self.store.list().await?.iter().map(Grant::shown).collect())
     }
-    axum::Json(grant.shown()).into_response()
 }
 
 async fn find(desk: &GrantDesk, id: &str) -> Result<Grant, Response> {

@@ -1,0 +1,60 @@
+//! The approvals page: the tasks waiting for an approver whose skills the viewer's
+//! scopes cover, each with what was asked in words, the input it would run on, and the
+//! forms to approve it (perhaps on a narrower input) or reject it with a reason.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use fundi_runtime::approval::may_approve;
+use maud::html;
+
+use super::actions::approval_forms;
+use super::artifacts::pretty;
+use super::gate::viewer;
+use super::page::{Problem, Section, page, respond};
+use super::words::when;
+use crate::state::AppState;
+
+pub(super) async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, Problem> {
+    let viewer = viewer(&state, &headers, &uri)?;
+    if !viewer.may_approve_some() {
+        return Err(Problem::forbidden(
+            "this page is for approvers: it needs the scope fundi:approve (or fundi:approve:<skill>)",
+        ));
+    }
+    let mut waiting = state.runtime.approvals().await?;
+    waiting.retain(|p| may_approve(viewer.grants(), &p.request.skill));
+    let body = html! {
+        @if waiting.is_empty() {
+            p { "No task waits for you to decide." }
+        }
+        @for pending in &waiting {
+            @let id = pending.task_id.as_str();
+            article class="approval" aria-labelledby={ "approval-" (id) } {
+                h2 id={ "approval-" (id) } { (pending.request.skill) " asked by "
+                    (pending.request.requested_by.as_deref().unwrap_or("an in-process caller")) }
+                p class="words" { (pending.summary) }
+                dl class="facts" {
+                    dt { "Task" } dd { code { (id) } }
+                    @if let Some(target) = &pending.request.target { dt { "Target" } dd { code { (target) } } }
+                    @if let Some(reason) = &pending.request.reason { dt { "Reason" } dd { (reason) } }
+                    dt { "Asked" } dd { (when(pending.since)) }
+                    dt { "Rejected unless decided by" } dd { (when(pending.request.expires_at)) }
+                }
+                @if let Some(input) = &pending.input {
+                    h3 { "Input" }
+                    pre class="json" { (pretty(input)) }
+                }
+                (approval_forms(&viewer, id, "/console/approvals", &pending.request.skill))
+            }
+        }
+    };
+    Ok(respond(
+        StatusCode::OK,
+        page("Approvals", Some(&viewer), Section::Approvals, body),
+    ))
+}

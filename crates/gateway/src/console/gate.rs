@@ -1,0 +1,128 @@
+//! Who is looking: the session a request's cookie opens, after the same Host check and
+//! rate limit as the API's; and the checks of every state-changing form (its Origin is
+//! this console's, its CSRF token is the session's).
+
+use axum::http::{HeaderMap, Uri, header};
+use fundi_runtime::approval::APPROVE_SCOPE;
+use fundi_runtime::{ADMIN_SCOPE, Grants};
+
+use super::page::Problem;
+use super::sessions::{Person, Session, cookie_value, same_secret};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A signed-in person.
+#[derive(Debug, Clone)]
+pub(crate) struct Viewer {
+    /// The session's token (the cookie's value).
+    id: String,
+    session: Session,
+}
+
+impl Viewer {
+    pub(crate) fn person(&self) -> &Person {
+        &self.session.person
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn user(&self) -> &str {
+        &self.session.person.user
+    }
+
+    pub(crate) fn grants(&self) -> &Grants {
+        &self.session.person.grants
+    }
+
+    pub(crate) fn csrf(&self) -> &str {
+        &self.session.csrf
+    }
+
+    /// The viewer as an API caller: the same user, client and scopes.
+    pub(crate) fn caller(&self) -> Caller {
+        let person = self.person();
+        Caller {
+            user: person.user.clone(),
+            client: person.client.clone(),
+            grants: person.grants.clone(),
+            grant: None,
+        }
+    }
+
+    /// Holds `fundi:admin` (the operators' pages).
+    pub(crate) fn is_admin(&self) -> bool {
+        self.grants().allows(Some(ADMIN_SCOPE))
+    }
+
+    /// Holds a scope that approves some skill's tasks.
+    pub(crate) fn may_approve_some(&self) -> bool {
+        self.grants().list().is_none_or(|held| {
+            held.iter()
+                .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE))
+        })
+    }
+
+    /// Refused unless an admin.
+    pub(crate) fn require_admin(&self) -> Result<(), Problem> {
+        match self.is_admin() {
+            true => Ok(()),
+            false => Err(Problem::forbidden(format!(
+                "this page is for operators: it needs the scope {ADMIN_SCOPE}"
+            ))),
+        }
+    }
+}
+
+/// The signed-in person a request comes from.
+pub(crate) fn viewer(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
+    state.guard.check_host(headers, uri)?;
+    let id = cookie_value(headers).ok_or_else(Problem::not_signed_in)?;
+    let session = state.console.find(id).ok_or_else(Problem::not_signed_in)?;
+    state
+        .rate_limit
+        .check(&session.person.user)
+        .map_err(ApiError::rate_limited)?;
+    Ok(Viewer {
+        id: id.to_owned(),
+        session,
+    })
+}
+
+/// Checks a state-changing request: it comes from a page of this console (its `Origin`
+/// names the host the request was sent to, which the Host check admitted) and carries
+/// the session's CSRF token.
+pub(crate) fn check_change(
+    headers: &HeaderMap,
+    viewer: &Viewer,
+    csrf: &str,
+) -> Result<(), Problem> {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| {
+            Problem::forbidden(
+                "the request has no Origin header: changes come from the console's own pages",
+            )
+        })?;
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let origin_host = origin
+        .split_once("://")
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    if !origin_host.is_some_and(|o| o.eq_ignore_ascii_case(host)) {
+        return Err(Problem::forbidden(format!(
+            "the request comes from {origin}, not from this console ({host}): refused"
+        )));
+    }
+    if !same_secret(csrf, viewer.csrf()) {
+        return Err(Problem::forbidden(
+            "the form's CSRF token is missing or not this session's: reload the page and try again",
+        ));
+    }
+    Ok(())
+}

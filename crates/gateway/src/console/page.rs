@@ -1,0 +1,191 @@
+//! The console's page shell and responses: one layout (skip link, navigation, a
+//! `main` landmark), the security headers every console answer carries, and the
+//! error page.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use fundi_runtime::RuntimeError;
+use maud::{DOCTYPE, Markup, html};
+
+use super::gate::Viewer;
+use crate::error::ApiError;
+
+/// The console's pages, for the navigation's current mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    Tasks,
+    Approvals,
+    Issues,
+    DeadLetters,
+    Schedules,
+    Grants,
+    None,
+}
+
+/// A whole page: `title` names it (the document title and the `h1`).
+pub(crate) fn page(title: &str, viewer: Option<&Viewer>, section: Section, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · fundi" }
+                link rel="stylesheet" href="/console/assets/console.css";
+                script src="/console/assets/console.js" defer {}
+            }
+            body {
+                a class="skip" href="#content" { "Skip to content" }
+                header class="top" {
+                    span class="brand" { "fundi" }
+                    @if let Some(viewer) = viewer {
+                        (navigation(viewer, section))
+                    }
+                }
+                main id="content" tabindex="-1" {
+                    h1 { (title) }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+fn navigation(viewer: &Viewer, section: Section) -> Markup {
+    let mut links = vec![("/console/tasks", "Tasks", Section::Tasks)];
+    if viewer.may_approve_some() {
+        links.push(("/console/approvals", "Approvals", Section::Approvals));
+    }
+    if viewer.is_admin() {
+        links.extend([
+            ("/console/issues", "Issues", Section::Issues),
+            (
+                "/console/dead-letters",
+                "Dead letters",
+                Section::DeadLetters,
+            ),
+            ("/console/schedules", "Schedules", Section::Schedules),
+            ("/console/grants", "Grants", Section::Grants),
+        ]);
+    }
+    html! {
+        nav aria-label="Console" {
+            ul {
+                @for (href, label, at) in links {
+                    li {
+                        @if at == section {
+                            a href=(href) aria-current="page" { (label) }
+                        } @else {
+                            a href=(href) { (label) }
+                        }
+                    }
+                }
+            }
+        }
+        form class="who" method="post" action="/console/sign-out" {
+            span { "Signed in as " strong { (viewer.person().user) } }
+            input type="hidden" name="csrf" value=(viewer.csrf());
+            button type="submit" { "Sign out" }
+        }
+    }
+}
+
+/// A page as a response, with the console's headers.
+pub(crate) fn respond(status: StatusCode, markup: Markup) -> Response {
+    let mut response = (status, markup).into_response();
+    guard_headers(&mut response);
+    response
+}
+
+/// Headers on every console answer: scripts, styles and images only from the console
+/// itself, no framing (clickjacking), no referrer to other sites (an address may hold
+/// a task id), nothing cached. (`no-referrer` would make browsers send `Origin: null`
+/// with the console's own forms, which the origin check refuses.)
+pub(crate) fn guard_headers(response: &mut Response) {
+    let headers = response.headers_mut();
+    let set = [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CACHE_CONTROL, "no-store"),
+    ];
+    for (name, value) in set {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+/// Why a console request was refused or failed, as a page.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub(crate) status: StatusCode,
+    pub(crate) title: &'static str,
+    pub(crate) detail: String,
+}
+
+impl Problem {
+    pub(crate) fn new(status: StatusCode, title: &'static str, detail: impl Into<String>) -> Self {
+        Problem {
+            status,
+            title,
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn not_signed_in() -> Problem {
+        Problem::new(
+            StatusCode::UNAUTHORIZED,
+            "Not signed in",
+            "Sign in with a link from `fundi console` (or the one `fundi serve` printed at \
+             its start); a link works once, for ten minutes.",
+        )
+    }
+
+    pub(crate) fn forbidden(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::FORBIDDEN, "Not allowed", detail)
+    }
+
+    pub(crate) fn bad_form(detail: impl Into<String>) -> Problem {
+        Problem::new(StatusCode::BAD_REQUEST, "Not understood", detail)
+    }
+}
+
+impl From<ApiError> for Problem {
+    fn from(error: ApiError) -> Problem {
+        let (status, _) = error.rest_status();
+        let title = match status {
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::FORBIDDEN => "Not allowed",
+            StatusCode::BAD_REQUEST | StatusCode::CONFLICT => "Not possible",
+            _ => "Something went wrong",
+        };
+        Problem::new(status, title, error.message())
+    }
+}
+
+impl From<RuntimeError> for Problem {
+    fn from(error: RuntimeError) -> Problem {
+        match error {
+            RuntimeError::NotAwaitingApproval { .. } | RuntimeError::ApproverIsRequester { .. } => {
+                Problem::new(StatusCode::CONFLICT, "Not possible", error.to_string())
+            }
+            other => ApiError::from(other).into(),
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = html! { p class="problem" role="alert" { (self.detail) } };
+        let mut response = respond(self.status, page(self.title, None, Section::None, body));
+        if self.status == StatusCode::UNAUTHORIZED {
+            // No challenge a browser would answer with a password prompt.
+            response.headers_mut().remove(header::WWW_AUTHENTICATE);
+        }
+        response
+    }
+}

@@ -1,0 +1,180 @@
+//! A task's page: its status, what can be done about it, its artifacts as pictures and
+//! tables, and its timeline, which grows as events arrive (`GET
+//! /console/tasks/{id}/events`, an event stream of rendered fragments: `timeline`
+//! entries to append; `status`, `actions` and `artifacts` blocks to replace; `end`).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use fundi_runtime::{RuntimeError, Task, TaskEvent, TaskEventKind, TaskId};
+use futures::StreamExt;
+use maud::html;
+use serde::Deserialize;
+
+use super::actions;
+use super::artifacts;
+use super::gate::{Viewer, viewer};
+use super::page::{Problem, Section, guard_headers, page, respond};
+use super::tasks::encode;
+use super::timeline::{entry, status_block};
+use crate::admission::last_event_id;
+use crate::state::AppState;
+
+/// Most timeline entries a page shows (the latest ones).
+const MOST_ENTRIES: usize = 1000;
+/// Longest the page waits for the stored events it shows.
+const READ_LIMIT: Duration = Duration::from_secs(10);
+
+pub(super) async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let viewer = viewer(&state, &headers, &uri)?;
+    let (task, seq) = readable(&state, &viewer, &TaskId::from(id)).await?;
+    let mut events = past_events(&state, &task.id, seq).await?;
+    let left_out = events.len().saturating_sub(MOST_ENTRIES);
+    events.drain(..left_out);
+    let stream = (!task.status.state.is_terminal()).then(|| {
+        format!(
+            "/console/tasks/{}/events?after={seq}",
+            encode(task.id.as_str())
+        )
+    });
+    let title = format!("Task {}", task.id);
+    let body = html! {
+        div data-events=[stream] {
+            dl class="facts" {
+                dt { "Task" } dd { code { (task.id.as_str()) } }
+                dt { "Context" } dd { a href={ "/console/tasks?context=" (encode(task.context_id.as_str())) } { code { (task.context_id.as_str()) } } }
+            }
+            section aria-labelledby="status-title" {
+                h2 id="status-title" { "Status" }
+                div id="status" aria-live="polite" { (status_block(&task)) }
+            }
+            div id="actions" { (actions::for_task(&viewer, &task)) }
+            section aria-labelledby="artifacts-title" {
+                h2 id="artifacts-title" { "Artifacts" }
+                div id="artifacts" { (artifacts::all(&task)) }
+            }
+            section aria-labelledby="timeline-title" {
+                h2 id="timeline-title" { "Timeline" }
+                @if left_out > 0 { p { (left_out) " earlier events are not shown." } }
+                ol id="timeline" { @for event in &events { (entry(event)) } }
+            }
+        }
+    };
+    Ok(respond(
+        StatusCode::OK,
+        page(&title, Some(&viewer), Section::Tasks, body),
+    ))
+}
+
+/// The task and its last event's seq, if the viewer may read it: their own, or (as the
+/// API's GetTask) a waiting task of a skill whose waiting tasks their scopes answer.
+pub(super) async fn readable(
+    state: &AppState,
+    viewer: &Viewer,
+    id: &TaskId,
+) -> Result<(Task, u64), Problem> {
+    match state.runtime.snapshot(id, None, Some(viewer.user())).await {
+        Ok(snapshot) => Ok((snapshot.task, snapshot.seq)),
+        Err(RuntimeError::TaskNotFound(_)) => {
+            let user = Some(viewer.user());
+            state
+                .runtime
+                .get_as(id, Some(0), user, viewer.grants())
+                .await?;
+            let snapshot = state.runtime.snapshot(id, None, None).await?;
+            Ok((snapshot.task, snapshot.seq))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The task's stored events up to `seq`.
+async fn past_events(state: &AppState, id: &TaskId, seq: u64) -> Result<Vec<TaskEvent>, Problem> {
+    let mut events = Vec::new();
+    if seq == 0 {
+        return Ok(events);
+    }
+    let mut stream = state.runtime.subscribe(id, 0, None).await?;
+    while let Ok(Some(next)) = tokio::time::timeout(READ_LIMIT, stream.next()).await {
+        let event = next?;
+        let at = event.seq;
+        events.push(event);
+        if at >= seq {
+            break;
+        }
+    }
+    Ok(events)
+}
+
+/// Markup as an event's data: a carriage return (which a task's text may hold) cannot
+/// travel in an event stream's line, so it goes as a character reference.
+fn fragment(markup: maud::Markup) -> String {
+    markup.into_string().replace('\r', "&#13;")
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct After {
+    #[serde(default)]
+    after: u64,
+}
+
+/// The task's events after `after` (or the `Last-Event-ID` a reconnecting browser
+/// sends), as rendered fragments.
+pub(super) async fn live(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+) -> Result<Response, Problem> {
+    let viewer = viewer(&state, &headers, &uri)?;
+    let id = TaskId::from(id);
+    readable(&state, &viewer, &id).await?;
+    let after = last_event_id(&headers).unwrap_or(query.after);
+    let mut events = state.runtime.subscribe(&id, after, None).await?;
+    let stop = state.shutdown.clone();
+    let stream = async_stream::stream! {
+        loop {
+            let next = tokio::select! {
+                next = events.next() => next,
+                () = stop.cancelled() => break,
+            };
+            let event = match next {
+                Some(Ok(event)) => event,
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "a console event stream ended early");
+                    break;
+                }
+                None => break,
+            };
+            let seq = event.seq.to_string();
+            yield Ok::<Event, Infallible>(Event::default().event("timeline").id(seq).data(fragment(entry(&event))));
+            let changes_page = matches!(event.kind, TaskEventKind::Status(_) | TaskEventKind::Artifact { .. });
+            if changes_page {
+                if let Ok((task, _)) = readable(&state, &viewer, &id).await {
+                    yield Ok(Event::default().event("status").data(fragment(status_block(&task))));
+                    yield Ok(Event::default().event("actions").data(fragment(actions::for_task(&viewer, &task))));
+                    yield Ok(Event::default().event("artifacts").data(fragment(artifacts::all(&task))));
+                }
+            }
+            if event.is_terminal() {
+                yield Ok(Event::default().event("end").data("ended"));
+                break;
+            }
+        }
+    };
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    guard_headers(&mut response);
+    Ok(response)
+}
