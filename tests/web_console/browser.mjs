@@ -104,6 +104,7 @@ await check("a task's progress appears as it happens, without reloading", async 
   });
   expect(!answered.error, JSON.stringify(answered));
   await page.locator("#status .badge.completed").waitFor();
+  await page.locator("#actions button").waitFor({ state: "detached" });
   const entriesAfter = await page.locator("#timeline li").count();
   expect(entriesAfter >= entriesBefore + 5, `${entriesBefore} entries, then ${entriesAfter}`);
   const steps = await page.locator("#timeline li", { hasText: "working" }).count();

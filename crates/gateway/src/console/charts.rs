@@ -169,3 +169,59 @@ fn millis(value: Option<f64>) -> String {
 fn percent(value: Option<f64>) -> String {
     value.map_or_else(|| "no probe".into(), |v| format!("{:.1}%", v * 100.0))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn report() -> Value {
+        json!({
+            "target": "127.0.0.1:9", "verdict": "fail",
+            "phases": [
+                {"name": "calm", "verdict": "pass", "breaches": [],
+                 "probe": {"sent": 10, "successRate": 1.0, "p50Ms": 10.0, "p99Ms": 20.0}},
+                {"name": "<b>storm</b>", "verdict": "fail", "breaches": ["success rate 50.0% in phase storm"],
+                 "probe": {"sent": 10, "successRate": 0.5, "p50Ms": 40.0, "p99Ms": 80.0}},
+                {"name": "idle", "verdict": "none", "breaches": [], "probe": null},
+            ],
+        })
+    }
+
+    #[test]
+    fn bars_are_drawn_to_scale_and_named_for_screen_readers() {
+        let html = chaos(&report()).into_string();
+        let full = WIDTH - LABELS - 80.0;
+        // The largest latency (p99 of the storm) takes the whole scale; p50 of the calm
+        // phase an eighth of it; a 50% success rate half the track.
+        assert!(html.contains(&format!("width=\"{full}\"")), "{html}");
+        assert!(
+            html.contains(&format!("width=\"{}\"", full / 8.0)),
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!(
+                "class=\"bar success\" x=\"{LABELS}\" y=\"38\" height=\"16\" width=\"{}\"",
+                full / 2.0
+            )),
+            "{html}"
+        );
+        assert!(html.contains("role=\"img\" aria-labelledby=\"latency-title latency-desc\""));
+        assert!(html.contains("<title id=\"success-title\">Probe success rate per phase</title>"));
+        assert!(html.contains("calm: p50 10.0 ms, p99 20.0 ms"), "{html}");
+        assert!(html.contains("idle: no probe"), "{html}");
+    }
+
+    #[test]
+    fn names_from_the_report_are_escaped_and_breaches_listed() {
+        let html = chaos(&report()).into_string();
+        assert!(html.contains("&lt;b&gt;storm&lt;/b&gt;"), "{html}");
+        assert!(!html.contains("<b>storm"), "{html}");
+        assert!(
+            html.contains("<li>success rate 50.0% in phase storm</li>"),
+            "{html}"
+        );
+        assert!(html.contains("class=\"verdict fail\""), "{html}");
+    }
+}

@@ -4,7 +4,8 @@
 
 use maud::{Markup, html};
 
-/// The diff as a highlighted block, a line per line.
+/// The diff as a highlighted block, a line per line (each a block of its own, which
+/// browsers copy as a line).
 pub(crate) fn highlighted(diff: &str) -> Markup {
     let files = diff
         .lines()
@@ -26,7 +27,6 @@ pub(crate) fn highlighted(diff: &str) -> Markup {
                             _ => (line),
                         }
                     }
-                    "\n"
                 }
             }
         }

@@ -120,3 +120,53 @@ fn capitalized(word: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn failing_elements_are_grouped_worst_impact_first_with_their_markup() {
+        let report = json!({"pages": [{"url": "https://site.example/", "violations": [
+            {"id": "image-alt", "impact": "minor", "help": "Images need text", "helpUrl": "https://dequeuniversity.com/rules/axe/4.10/image-alt",
+             "nodes": [{"target": "img", "html": "<img src=\"a.png\">", "failureSummary": "no alt"}]},
+            {"id": "html-has-lang", "impact": "serious", "help": "Say the language", "helpUrl": "javascript:alert(1)",
+             "nodes": [{"target": "html", "html": "<html>", "failureSummary": "no lang"}]},
+        ]}], "errors": ["https://site.example/broken: HTTP 500"]});
+        let html = accessibility(&report).into_string();
+        let serious = html.find("<h4>Serious (1)</h4>").expect("serious group");
+        let minor = html.find("<h4>Minor (1)</h4>").expect("minor group");
+        assert!(serious < minor, "{html}");
+        assert!(html.contains("&lt;img src=&quot;a.png&quot;&gt;"), "{html}");
+        assert!(html.contains("href=\"https://dequeuniversity.com/rules/axe/4.10/image-alt\""));
+        assert!(
+            !html.contains("javascript:"),
+            "only web links are links: {html}"
+        );
+        assert!(
+            html.contains("Not audited: https://site.example/broken: HTTP 500"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_grade_comes_first_and_findings_worst_first() {
+        let report = json!({"grade": "C+", "score": 62, "findings": [
+            {"id": "x-content-type-options-missing", "severity": "low", "title": "nosniff missing",
+             "url": "https://site.example/", "evidence": "(none)", "remediation": "Send nosniff"},
+            {"id": "csp-missing", "severity": "high", "title": "No CSP",
+             "url": "https://site.example/", "evidence": "(none)", "remediation": "Send a CSP"},
+        ]});
+        let html = security(&report).into_string();
+        assert!(
+            html.contains("class=\"letter grade-c\">C+</span> grade, score 62 of 100"),
+            "{html}"
+        );
+        let high = html.find("No CSP").unwrap();
+        let low = html.find("nosniff missing").unwrap();
+        assert!(high < low, "{html}");
+        assert!(html.contains("Send a CSP"), "{html}");
+    }
+}

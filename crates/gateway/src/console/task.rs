@@ -116,9 +116,14 @@ async fn past_events(state: &AppState, id: &TaskId, seq: u64) -> Result<Vec<Task
 }
 
 /// Markup as an event's data: a carriage return (which a task's text may hold) cannot
-/// travel in an event stream's line, so it goes as a character reference.
+/// travel in an event stream's line, so it goes as a character reference; and an empty
+/// block goes as a comment, since browsers drop an event whose data is empty.
 fn fragment(markup: maud::Markup) -> String {
-    markup.into_string().replace('\r', "&#13;")
+    let html = markup.into_string().replace('\r', "&#13;");
+    match html.is_empty() {
+        true => "<!-- nothing -->".to_owned(),
+        false => html,
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
