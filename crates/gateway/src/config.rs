@@ -55,6 +55,44 @@ pub struct GatewayConfig {
     pub rate_limit_burst: u32,
     /// Serve the web console at `/console` (docs/console.md). Default: true.
     pub console: bool,
+    /// Sign people in to the console through an OpenID Connect identity provider
+    /// (beside one-time links). Default: none.
+    pub console_oidc: Option<ConsoleOidc>,
+}
+
+/// An OpenID Connect identity provider that signs people in to the console: the
+/// authorization-code flow with PKCE, back to `<public-url>/console/sign-in/callback`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct ConsoleOidc {
+    /// The provider's issuer URL; its discovery document is read from
+    /// `<issuer>/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// This console's client id at the provider.
+    pub client_id: String,
+    /// Its client secret, for a confidential client (PKCE is used either way).
+    /// Default: none.
+    pub client_secret: Option<String>,
+    /// OAuth scopes asked for beside `openid` (`profile`, or one that makes the
+    /// provider put fundi's scopes in the ID token). Default: none.
+    pub request_scopes: Vec<String>,
+}
+
+impl ConsoleOidc {
+    /// What is wrong with the settings, naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let issuer = self.issuer.to_ascii_lowercase();
+        if !(issuer.starts_with("https://") || issuer.starts_with("http://")) {
+            return Err(format!(
+                "gateway.console-oidc.issuer must be an http(s) URL, got {:?}",
+                self.issuer
+            ));
+        }
+        if self.client_id.trim().is_empty() {
+            return Err("gateway.console-oidc.client-id must not be empty".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for GatewayConfig {
@@ -82,6 +120,7 @@ impl Default for GatewayConfig {
             rate_limit_per_minute: 1200,
             rate_limit_burst: 100,
             console: true,
+            console_oidc: None,
         }
     }
 }
@@ -89,6 +128,9 @@ impl Default for GatewayConfig {
 impl GatewayConfig {
     /// Checks values that serde cannot; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
+        if let Some(oidc) = &self.console_oidc {
+            oidc.validate()?;
+        }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {

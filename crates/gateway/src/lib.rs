@@ -51,7 +51,7 @@ pub use auth::{
     AuthConfig, AuthError, AuthMode, Authenticator, Caller, ConfiguredScopes, DEFAULT_USER_HEADER,
     JwtConfig, StaticClient, StaticTokens,
 };
-pub use config::GatewayConfig;
+pub use config::{ConsoleOidc, GatewayConfig};
 pub use dialect::{Dialect, Method};
 pub use error::{ApiError, REFUSED};
 pub use http::app;

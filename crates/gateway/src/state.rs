@@ -15,7 +15,7 @@ use crate::admin::grants::GrantDesk;
 use crate::auth::Authenticator;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
-use crate::console::Sessions;
+use crate::console::{Provider, Sessions};
 use crate::guard::RequestGuard;
 use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
@@ -39,6 +39,8 @@ pub struct AppState {
     pub(crate) operators: Arc<Operators>,
     /// The web console's sign-in links and sessions.
     pub(crate) console: Arc<Sessions>,
+    /// The identity provider that signs people in to the console, when configured.
+    pub(crate) console_provider: Option<Arc<Provider>>,
 }
 
 /// The services beside A2A, each present when configured.
@@ -84,6 +86,14 @@ impl AppState {
             user_header: auth.user_header().to_owned(),
         };
         let cards = facts.cards(&config, false);
+        // The settings were checked (`GatewayConfig::validate`); what is left to fail is
+        // the machine's (an HTTP client), and the console then says no provider is set.
+        let console_provider = config.console_oidc.clone().and_then(|settings| {
+            Provider::new(settings, public_url)
+                .map(Arc::new)
+                .inspect_err(|error| tracing::error!(%error, "the console's identity provider"))
+                .ok()
+        });
         AppState {
             runtime: Arc::new(runtime),
             guard: Arc::new(RequestGuard::new(&config, public_url)),
@@ -99,6 +109,7 @@ impl AppState {
             push: None,
             operators: Arc::default(),
             console: Arc::new(Sessions::new(public_url)),
+            console_provider,
         }
     }
 

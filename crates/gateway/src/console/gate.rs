@@ -79,8 +79,9 @@ impl Viewer {
 /// The signed-in person a request comes from.
 pub(crate) fn viewer(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
     state.guard.check_host(headers, uri)?;
-    let id = cookie_value(headers).ok_or_else(Problem::not_signed_in)?;
-    let session = state.console.find(id).ok_or_else(Problem::not_signed_in)?;
+    let not_signed_in = || Problem::not_signed_in(state.console_provider.is_some());
+    let id = cookie_value(headers).ok_or_else(not_signed_in)?;
+    let session = state.console.find(id).ok_or_else(not_signed_in)?;
     state
         .rate_limit
         .check(&session.person.user)

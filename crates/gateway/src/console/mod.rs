@@ -4,8 +4,9 @@
 //! (maud); one small script (`assets/console.js`) extends them live from event streams,
 //! and everything works without it but the live parts. Assets are in the binary.
 //!
-//! People sign in with a one-time link (`sign_in.rs`); a session acts with the user and
-//! scopes of the API caller that asked for the link, and sees what that caller would.
+//! People sign in with a one-time link (`sign_in.rs`): a session acts with the user and
+//! scopes of the API caller that asked for the link, and sees what that caller would;
+//! or through an OpenID Connect identity provider (`provider.rs`).
 //! The console is off with `gateway.console = false`. See docs/console.md.
 
 mod actions;
@@ -18,6 +19,7 @@ mod gate;
 mod issues;
 mod operators;
 mod page;
+mod provider;
 mod reports;
 mod sessions;
 mod sign_in;
@@ -31,6 +33,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
+pub(crate) use provider::Provider;
 pub(crate) use sessions::Sessions;
 
 use crate::state::AppState;
@@ -43,6 +46,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/console/assets/{name}", get(assets::serve))
         .route("/console/sign-in-links", post(sign_in::make_link))
         .route("/console/sign-in", get(sign_in::sign_in))
+        .route("/console/sign-in/provider", get(provider::start))
+        .route("/console/sign-in/callback", get(provider::callback))
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/tasks", get(tasks::list))
         .route("/console/tasks/counts", get(tasks::live_counts))

@@ -125,6 +125,8 @@ pub(crate) struct Problem {
     pub(crate) status: StatusCode,
     pub(crate) title: &'static str,
     pub(crate) detail: String,
+    /// Where to go from here, and its words.
+    pub(crate) next: Option<(&'static str, &'static str)>,
 }
 
 impl Problem {
@@ -133,16 +135,25 @@ impl Problem {
             status,
             title,
             detail: detail.into(),
+            next: None,
         }
     }
 
-    pub(crate) fn not_signed_in() -> Problem {
-        Problem::new(
+    /// Not signed in; `provider`: an identity provider can sign people in.
+    pub(crate) fn not_signed_in(provider: bool) -> Problem {
+        let mut problem = Problem::new(
             StatusCode::UNAUTHORIZED,
             "Not signed in",
             "Sign in with a link from `fundi console` (or the one `fundi serve` printed at \
              its start); a link works once, for ten minutes.",
-        )
+        );
+        if provider {
+            problem.next = Some((
+                "/console/sign-in/provider",
+                "Sign in with your identity provider",
+            ));
+        }
+        problem
     }
 
     pub(crate) fn forbidden(detail: impl Into<String>) -> Problem {
@@ -180,7 +191,10 @@ impl From<RuntimeError> for Problem {
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
-        let body = html! { p class="problem" role="alert" { (self.detail) } };
+        let body = html! {
+            p class="problem" role="alert" { (self.detail) }
+            @if let Some((href, words)) = self.next { p { a href=(href) { (words) } } }
+        };
         let mut response = respond(self.status, page(self.title, None, Section::None, body));
         if self.status == StatusCode::UNAUTHORIZED {
             // No challenge a browser would answer with a password prompt.

@@ -92,6 +92,13 @@ impl Sessions {
             .remove(&digest(token))
             .filter(|entry| entry.expires > now)?
             .value;
+        Some(self.open(person))
+    }
+
+    /// Opens a session for `person` (signed in by a link or by an identity provider):
+    /// its token (the cookie's value) and the session.
+    pub(crate) fn open(&self, person: Person) -> (String, Session) {
+        let now = Instant::now();
         let id = random_token();
         let session = Session {
             person,
@@ -102,7 +109,7 @@ impl Sessions {
         open.retain(|_, session| session.expires > now);
         make_room(&mut open, |session| session.expires);
         open.insert(digest(&id), session.clone());
-        Some((id, session))
+        (id, session)
     }
 
     /// The session a cookie's value opens, while it lasts.
@@ -182,7 +189,7 @@ fn digest(token: &str) -> String {
 }
 
 /// 256 random bits from the OS's generator, as hex.
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     let bytes: [u8; 32] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

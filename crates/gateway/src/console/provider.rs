@@ -1,0 +1,343 @@
+//! Signing in through the operator's OpenID Connect identity provider
+//! (`gateway.console-oidc`): `GET /console/sign-in/provider` sends the browser to the
+//! provider with a PKCE challenge, a state and a nonce; the provider sends it back to
+//! `GET /console/sign-in/callback` with a code, which is exchanged (with the PKCE
+//! verifier) for an ID token, whose signature, issuer, audience, expiry and nonce are
+//! checked. The session acts as the token's subject, with the fundi scopes the token
+//! carries in `scope` or `scp` (none: the person sees their own tasks only).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use fundi_runtime::Grants;
+use maud::html;
+use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
+use openidconnect::{
+    AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::page::{Problem, Section, guard_headers, page, respond};
+use super::sessions::Person;
+use crate::config::ConsoleOidc;
+use crate::state::AppState;
+
+/// How long a person may take at the provider.
+const SIGN_IN_LIFETIME: Duration = Duration::from_secs(10 * 60);
+/// How long the provider's discovery document (with its keys) is used before it is
+/// read again.
+const DISCOVERY_LIFETIME: Duration = Duration::from_secs(10 * 60);
+/// Most sign-ins under way at once; the oldest make room.
+const MOST_UNDER_WAY: usize = 10_000;
+/// The client name a provider's sessions act through (for the record).
+const CLIENT: &str = "console";
+
+/// A sign-in under way: what the callback needs to finish it.
+struct UnderWay {
+    verifier: PkceCodeVerifier,
+    nonce: Nonce,
+    started: Instant,
+}
+
+/// The identity provider and the sign-ins under way with it.
+pub(crate) struct Provider {
+    settings: ConsoleOidc,
+    redirect: RedirectUrl,
+    http: openidconnect::reqwest::Client,
+    discovered: tokio::sync::Mutex<Option<(CoreProviderMetadata, Instant)>>,
+    under_way: Mutex<HashMap<String, UnderWay>>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("issuer", &self.settings.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a sign-in through the provider failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProviderError {
+    #[error("the identity provider's discovery document could not be read: {0}")]
+    Discovery(String),
+    #[error("the identity provider did not exchange the code: {0}")]
+    Exchange(String),
+    #[error("the identity provider sent no ID token")]
+    NoIdToken,
+    #[error("the ID token was refused: {0}")]
+    IdToken(String),
+    #[error("{0}")]
+    Settings(String),
+}
+
+impl Provider {
+    /// The provider of `settings`, which sends people back to `public_url`'s callback.
+    pub(crate) fn new(settings: ConsoleOidc, public_url: &str) -> Result<Provider, String> {
+        let callback = format!(
+            "{}/console/sign-in/callback",
+            public_url.trim_end_matches('/')
+        );
+        let redirect = RedirectUrl::new(callback)
+            .map_err(|e| format!("gateway.public-url makes no callback address: {e}"))?;
+        let http = openidconnect::reqwest::Client::builder()
+            // Following redirects would let the provider's answers point fundi anywhere.
+            .redirect(openidconnect::reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("no HTTP client for the identity provider: {e}"))?;
+        Ok(Provider {
+            settings,
+            redirect,
+            http,
+            discovered: tokio::sync::Mutex::new(None),
+            under_way: Mutex::default(),
+        })
+    }
+
+    /// The provider's metadata and keys, read at most every [`DISCOVERY_LIFETIME`].
+    async fn metadata(&self) -> Result<CoreProviderMetadata, ProviderError> {
+        let mut discovered = self.discovered.lock().await;
+        if let Some((metadata, at)) = discovered.as_ref()
+            && at.elapsed() < DISCOVERY_LIFETIME
+        {
+            return Ok(metadata.clone());
+        }
+        let issuer = IssuerUrl::new(self.settings.issuer.clone())
+            .map_err(|e| ProviderError::Settings(format!("gateway.console-oidc.issuer: {e}")))?;
+        let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
+            .await
+            .map_err(|e| ProviderError::Discovery(chain(&e)))?;
+        *discovered = Some((metadata.clone(), Instant::now()));
+        Ok(metadata)
+    }
+
+    /// Where to send the browser to sign in.
+    async fn start(&self) -> Result<String, ProviderError> {
+        let metadata = self.metadata().await?;
+        let client = CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.settings.client_id.clone()),
+            self.settings.client_secret.clone().map(ClientSecret::new),
+        )
+        .set_redirect_uri(self.redirect.clone());
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request = client
+            .authorize_url(
+                AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
+                CsrfToken::new_random,
+                Nonce::new_random,
+            )
+            .set_pkce_challenge(challenge);
+        for scope in &self.settings.request_scopes {
+            request = request.add_scope(Scope::new(scope.clone()));
+        }
+        let (url, state, nonce) = request.url();
+        let now = Instant::now();
+        let mut under_way = self.under_way.lock().unwrap_or_else(|e| e.into_inner());
+        under_way.retain(|_, w| w.started.elapsed() < SIGN_IN_LIFETIME);
+        while under_way.len() >= MOST_UNDER_WAY {
+            let Some(oldest) = under_way
+                .iter()
+                .min_by_key(|(_, w)| w.started)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            under_way.remove(&oldest);
+        }
+        under_way.insert(
+            state.secret().clone(),
+            UnderWay {
+                verifier,
+                nonce,
+                started: now,
+            },
+        );
+        Ok(url.to_string())
+    }
+
+    /// The person the provider signed in, from the callback's code and state; `None`
+    /// when the state is not one this server sent (or it is spent, or too old).
+    async fn finish(&self, code: String, state: &str) -> Result<Option<Person>, ProviderError> {
+        let found = self
+            .under_way
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(state)
+            .filter(|w| w.started.elapsed() < SIGN_IN_LIFETIME);
+        let Some(under_way) = found else {
+            return Ok(None);
+        };
+        let metadata = self.metadata().await?;
+        let client = CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.settings.client_id.clone()),
+            self.settings.client_secret.clone().map(ClientSecret::new),
+        )
+        .set_redirect_uri(self.redirect.clone());
+        let tokens = client
+            .exchange_code(AuthorizationCode::new(code))
+            .map_err(|e| ProviderError::Exchange(chain(&e)))?
+            .set_pkce_verifier(under_way.verifier)
+            .request_async(&self.http)
+            .await
+            .map_err(|e| ProviderError::Exchange(chain(&e)))?;
+        let id_token = tokens.id_token().ok_or(ProviderError::NoIdToken)?;
+        let claims = id_token
+            .claims(&client.id_token_verifier(), &under_way.nonce)
+            .map_err(|e| ProviderError::IdToken(chain(&e)))?;
+        Ok(Some(Person {
+            user: claims.subject().as_str().to_owned(),
+            client: CLIENT.to_owned(),
+            grants: Grants::scopes(scopes_in(&id_token.to_string())),
+        }))
+    }
+}
+
+/// The fundi scopes a verified JWT carries: `scope` (space-separated) and `scp` (a list
+/// or a string), as for users' API tokens.
+fn scopes_in(jwt: &str) -> Vec<String> {
+    let payload = jwt.split('.').nth(1).unwrap_or_default();
+    let claims: Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let mut scopes: Vec<String> = Vec::new();
+    if let Some(scope) = claims.get("scope").and_then(Value::as_str) {
+        scopes.extend(scope.split_whitespace().map(str::to_owned));
+    }
+    match claims.get("scp") {
+        Some(Value::String(s)) => scopes.extend(s.split_whitespace().map(str::to_owned)),
+        Some(Value::Array(list)) => {
+            scopes.extend(list.iter().filter_map(Value::as_str).map(str::to_owned))
+        }
+        _ => {}
+    }
+    scopes
+}
+
+/// An error and its causes, in one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn not_configured() -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "Not configured",
+        "No identity provider signs people in here (gateway.console-oidc): use a link from `fundi console`.",
+    )
+}
+
+fn failed(error: &ProviderError) -> Problem {
+    tracing::warn!(%error, "a console sign-in through the identity provider failed");
+    Problem::new(StatusCode::BAD_GATEWAY, "Sign-in failed", error.to_string())
+}
+
+/// Sends the browser to the provider.
+pub(super) async fn start(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, Problem> {
+    state.guard.check_host(&headers, &uri)?;
+    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
+    let url = provider.start().await.map_err(|e| failed(&e))?;
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response();
+    guard_headers(&mut response);
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+pub(super) struct Callback {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// Finishes a sign-in. The answer is a page that goes on to the tasks itself: the
+/// session cookie is `SameSite=Strict`, and a browser does not send it on a redirect
+/// that began at the provider's site.
+pub(super) async fn callback(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Query(query): Query<Callback>,
+) -> Result<Response, Problem> {
+    state.guard.check_host(&headers, &uri)?;
+    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
+    if let Some(error) = query.error {
+        let detail = query
+            .error_description
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        return Err(Problem::new(
+            StatusCode::UNAUTHORIZED,
+            "Sign-in refused",
+            format!("the identity provider said {error}{detail}"),
+        ));
+    }
+    let code = query
+        .code
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| Problem::bad_form("the identity provider sent no code"))?;
+    let person = provider
+        .finish(code, &query.state)
+        .await
+        .map_err(|e| failed(&e))?
+        .ok_or_else(|| Problem::new(StatusCode::UNAUTHORIZED, "Sign-in not valid",
+            "This sign-in was not started here, was already finished, or took longer than ten minutes: start again."))?;
+    let (id, _) = state.console.open(person);
+    let body = html! {
+        meta http-equiv="refresh" content="0; url=/console/tasks";
+        p { "You are signed in. " a href="/console/tasks" { "Go to your tasks" } "." }
+    };
+    let mut response = respond(StatusCode::OK, page("Signed in", None, Section::None, body));
+    if let Ok(cookie) = HeaderValue::from_str(&state.console.cookie(&id)) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_come_from_scope_and_scp() {
+        let payload = |claims: Value| {
+            let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string());
+            format!("e30.{body}.sig")
+        };
+        let both = payload(
+            serde_json::json!({"scope": "fundi:approve fundi:audit", "scp": ["fundi:admin"]}),
+        );
+        assert_eq!(
+            scopes_in(&both),
+            ["fundi:approve", "fundi:audit", "fundi:admin"]
+        );
+        assert!(scopes_in(&payload(serde_json::json!({"sub": "x"}))).is_empty());
+        assert!(scopes_in("not a jwt").is_empty());
+    }
+}
