@@ -101,6 +101,32 @@ async fn the_console_in_a_real_browser() {
         assert_accessible(&page(&server, &session.cookie, &path).await, &path);
     }
 
+    // The list filters by skill.
+    let audits = page(&server, &session.cookie, "/console/tasks?skill=a11y-audit").await;
+    assert!(
+        audits.contains(&audit) && !audits.contains(&live),
+        "{audits}"
+    );
+    let echoes = page(&server, &session.cookie, "/console/tasks?skill=echo").await;
+    assert!(
+        echoes.contains(&live) && !echoes.contains(&audit),
+        "{echoes}"
+    );
+    let unknown = plain_client()
+        .get(format!("{}/console/tasks?skill=nope", server.url))
+        .header("cookie", &session.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 400);
+    assert!(
+        unknown
+            .text()
+            .await
+            .unwrap()
+            .contains("there is no skill &quot;nope&quot;")
+    );
+
     let given = json!({
         "url": server.url,
         "link": link_for(&server, ALICE),

@@ -277,6 +277,7 @@ async fn list_tasks(
         state: params.status,
         updated_after: params.status_timestamp_after,
         owner: Some(owner.to_owned()),
+        skill: None,
         page_size: page_size as usize,
         page_token: params.page_token,
         history_length: history_length("historyLength", params.history_length)?,

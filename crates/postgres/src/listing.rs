@@ -28,6 +28,9 @@ impl PostgresStore {
         if let Some(owner) = &query.owner {
             bind(Box::new(owner.clone()), "owner", "=");
         }
+        if let Some(skill) = &query.skill {
+            bind(Box::new(skill.clone()), "record->>'skill'", "=");
+        }
         let filter = match conditions.is_empty() {
             true => "TRUE".to_owned(),
             false => conditions.join(" AND "),

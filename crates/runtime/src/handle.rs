@@ -185,6 +185,7 @@ impl RuntimeHandle {
             state: request.state,
             updated_after: request.updated_after,
             owner: request.owner,
+            skill: request.skill,
             limit: request.page_size,
             cursor,
         };

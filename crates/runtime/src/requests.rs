@@ -49,6 +49,8 @@ pub struct ListRequest {
     pub updated_after: Option<DateTime<Utc>>,
     /// Only this user's tasks (`None`: every task).
     pub owner: Option<String>,
+    /// Only tasks of this skill (not an A2A filter: the web console's).
+    pub skill: Option<String>,
     /// Tasks per page (at least 1).
     pub page_size: usize,
     /// The `next_page_token` of the previous page.

@@ -223,6 +223,8 @@ pub struct ListQuery {
     pub updated_after: Option<DateTime<Utc>>,
     /// Only tasks owned by this user.
     pub owner: Option<String>,
+    /// Only tasks of this skill.
+    pub skill: Option<String>,
     /// At most this many tasks.
     pub limit: usize,
     /// Continue after this position (from a previous page).

@@ -1,5 +1,6 @@
-//! The tasks page: the viewer's tasks, newest first, filtered by state and context, with
-//! a count per state that stays current (`GET /console/tasks/counts`, an event stream).
+//! The tasks page: the viewer's tasks, newest first, filtered by state, skill and
+//! context, with a count per state (in the context, of every skill) that stays current
+//! (`GET /console/tasks/counts`, an event stream).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -30,6 +31,8 @@ pub(super) struct Filter {
     #[serde(default)]
     context: Option<String>,
     #[serde(default)]
+    skill: Option<String>,
+    #[serde(default)]
     page: Option<String>,
 }
 
@@ -45,6 +48,23 @@ impl Filter {
             Some(key) => parse_state(key)
                 .map(Some)
                 .ok_or_else(|| Problem::bad_form(format!("there is no task state {key:?}"))),
+        }
+    }
+
+    /// The skill asked for, if it is one of the runtime's.
+    fn skill(&self, skills: &[String]) -> Result<Option<String>, Problem> {
+        match self
+            .skill
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => Ok(None),
+            Some(skill) if skills.iter().any(|s| s == skill) => Ok(Some(skill.to_owned())),
+            Some(skill) => Err(Problem::bad_form(format!(
+                "there is no skill {skill:?}: {}",
+                skills.join(", ")
+            ))),
         }
     }
 
@@ -65,6 +85,13 @@ pub(super) async fn list(
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
     let wanted = filter.state()?;
+    let skills: Vec<String> = state
+        .runtime
+        .skills()
+        .iter()
+        .map(|c| c.id.clone())
+        .collect();
+    let skill = filter.skill(&skills)?;
     let context = filter.context();
     let page_of_tasks = state
         .runtime
@@ -72,6 +99,7 @@ pub(super) async fn list(
             context_id: context.clone().map(Into::into),
             state: wanted,
             owner: Some(viewer.user().to_owned()),
+            skill: skill.clone(),
             page_size: PAGE_SIZE,
             page_token: filter.page.clone().filter(|p| !p.is_empty()),
             history_length: Some(0),
@@ -91,6 +119,9 @@ pub(super) async fn list(
         if let Some(c) = &context {
             query.push(format!("context={}", encode(c)));
         }
+        if let Some(k) = &skill {
+            query.push(format!("skill={}", encode(k)));
+        }
         format!("/console/tasks?{}", query.join("&"))
     });
     let body = html! {
@@ -100,7 +131,7 @@ pub(super) async fn list(
         }
         section aria-labelledby="list-title" {
             h2 id="list-title" { "List" }
-            (filter_form(wanted, context.as_deref()))
+            (filter_form(wanted, skill.as_deref(), &skills, context.as_deref()))
             p { (page_of_tasks.total_size) " tasks match." }
             @if page_of_tasks.tasks.is_empty() {
                 p { "No task matches." }
@@ -134,7 +165,12 @@ pub(super) async fn list(
     ))
 }
 
-fn filter_form(wanted: Option<TaskState>, context: Option<&str>) -> Markup {
+fn filter_form(
+    wanted: Option<TaskState>,
+    skill: Option<&str>,
+    skills: &[String],
+    context: Option<&str>,
+) -> Markup {
     html! {
         form class="filters" method="get" action="/console/tasks" {
             label for="state" { "State" }
@@ -142,6 +178,13 @@ fn filter_form(wanted: Option<TaskState>, context: Option<&str>) -> Markup {
                 option value="" selected[wanted.is_none()] { "any" }
                 @for s in TaskState::ALL {
                     option value=(state_key(s)) selected[wanted == Some(s)] { (state_words(s)) }
+                }
+            }
+            label for="skill" { "Skill" }
+            select id="skill" name="skill" {
+                option value="" selected[skill.is_none()] { "any" }
+                @for s in skills {
+                    option value=(s) selected[skill == Some(s.as_str())] { (s) }
                 }
             }
             label for="context" { "Context" }

@@ -18,6 +18,9 @@ pub(crate) struct IndexEntry {
     pub(crate) state: u8,
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
     pub(crate) owner: Option<String>,
+    /// The task's skill; `None` in entries written before the index kept it.
+    #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) skill: Option<String>,
 }
 
 impl IndexEntry {
@@ -28,6 +31,7 @@ impl IndexEntry {
             context_id: record.task.context_id.clone(),
             state: record.state().number(),
             owner: record.owner.clone(),
+            skill: Some(record.skill.clone()),
         }
     }
 
@@ -77,6 +81,10 @@ pub(crate) struct PagePlan {
     pub(crate) total: usize,
 }
 
+/// Reads the skill of a task whose index entry does not say it (one written before the
+/// index kept skills), for a listing by skill.
+pub(crate) type SkillOf<'a> = &'a dyn Fn(&TaskId) -> Result<Option<String>, StoreError>;
+
 /// Walks index entries in newest-first order and picks the page the query asks for.
 /// One pass: counts every match (for `totalSize`) and stops at `updated_after`. With
 /// `known_total` (the store keeps counts), it stops as soon as the page is full.
@@ -84,6 +92,7 @@ pub(crate) fn plan_page(
     entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
     query: &ListQuery,
     known_total: Option<usize>,
+    skill_of: SkillOf<'_>,
 ) -> Result<PagePlan, StoreError> {
     let floor = query.updated_after.map(|t| t.timestamp_millis());
     let mut plan = PagePlan {
@@ -99,6 +108,15 @@ pub(crate) fn plan_page(
         }
         if !entry.matches(query) {
             continue;
+        }
+        if let Some(wanted) = &query.skill {
+            let skill = match &entry.skill {
+                Some(skill) => Some(skill.clone()),
+                None => skill_of(&entry.task_id)?,
+            };
+            if skill.as_ref() != Some(wanted) {
+                continue;
+            }
         }
         plan.total += 1;
         if query.cursor.as_ref().is_some_and(|c| !entry.is_past(c)) {
@@ -124,4 +142,60 @@ pub(crate) fn plan_page(
         plan.total = total;
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    fn entry(id: &str, ts_ms: i64, skill: Option<&str>) -> IndexEntry {
+        IndexEntry {
+            ts_ms,
+            task_id: TaskId::from(id),
+            context_id: ContextId::from("c"),
+            state: TaskState::Completed.number(),
+            owner: None,
+            skill: skill.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn entries_written_before_skills_were_kept_are_listed_by_their_records_skill() {
+        let entries = [
+            entry("new-echo", 4, Some("echo")),
+            entry("old-echo", 3, None),
+            entry("new-audit", 2, Some("audit")),
+            entry("old-audit", 1, None),
+        ];
+        let asked = RefCell::new(Vec::new());
+        let skill_of = |id: &TaskId| {
+            asked.borrow_mut().push(id.to_string());
+            Ok(Some(id.as_str().split('-').nth(1).unwrap().to_owned()))
+        };
+        let query = ListQuery {
+            skill: Some("echo".into()),
+            limit: 10,
+            ..ListQuery::default()
+        };
+        let plan = plan_page(entries.into_iter().map(Ok), &query, None, &skill_of).unwrap();
+        let ids: Vec<&str> = plan.ids.iter().map(TaskId::as_str).collect();
+        assert_eq!(ids, ["new-echo", "old-echo"]);
+        assert_eq!(plan.total, 2);
+        assert_eq!(
+            *asked.borrow(),
+            ["old-echo", "old-audit"],
+            "only entries without a skill are read"
+        );
+    }
+
+    #[test]
+    fn an_entry_without_a_skill_reads_back_from_the_older_encoding() {
+        let old = r#"{"t":1,"i":"a","c":"c","s":3}"#;
+        let read: IndexEntry = serde_json::from_str(old).unwrap();
+        assert_eq!(read.skill, None);
+        let written = serde_json::to_string(&entry("a", 1, Some("echo"))).unwrap();
+        assert!(written.contains(r#""k":"echo""#), "{written}");
+    }
 }

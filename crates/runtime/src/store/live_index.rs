@@ -153,6 +153,7 @@ mod tests {
             context_id: ContextId::from("c"),
             state: crate::model::TaskState::Working.number(),
             owner: None,
+            skill: None,
         }
     }
 

@@ -113,7 +113,9 @@ impl TaskStore for MemoryStore {
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
         let inner = self.lock();
-        let plan = plan_page(inner.index.values().rev().cloned().map(Ok), query, None)?;
+        let skill_of = |id: &TaskId| Ok(inner.records.get(id).map(|r| r.skill.clone()));
+        let entries = inner.index.values().rev().cloned().map(Ok);
+        let plan = plan_page(entries, query, None, &skill_of)?;
         let records = plan
             .ids
             .iter()

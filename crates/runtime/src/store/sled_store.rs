@@ -286,11 +286,13 @@ impl TaskStore for SledStore {
         };
         let entries =
             merge_newest_first(persisted.into_iter().flatten(), live.into_iter().flatten());
-        let total = match (&query.context_id, query.updated_after) {
-            (None, None) => Some(self.count(query.owner.as_deref(), query.state)),
+        // The counts are kept by owner and state only.
+        let total = match (&query.context_id, query.updated_after, &query.skill) {
+            (None, None, None) => Some(self.count(query.owner.as_deref(), query.state)),
             _ => None,
         };
-        let plan = plan_page(entries, query, total)?;
+        let skill_of = |id: &TaskId| Ok(self.read_task(id)?.map(|record| record.skill));
+        let plan = plan_page(entries, query, total, &skill_of)?;
         let mut records = Vec::with_capacity(plan.ids.len());
         for id in &plan.ids {
             // The index is written after the snapshot, so a listed id has a snapshot,

@@ -277,7 +277,10 @@ pub async fn listing_filters_orders_and_pages(name: &str, store: &dyn TaskStore)
         ("t7", "a", 7_000, "x"),
     ];
     for (id, ctx, ts, owner) in specs {
-        let r = record(id, ctx, TaskState::Submitted, ts, owner);
+        let mut r = record(id, ctx, TaskState::Submitted, ts, owner);
+        if id == "t3" {
+            r.skill = "audit".into();
+        }
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
     }
     // t1 moves to the front by being updated last.
@@ -311,6 +314,30 @@ pub async fn listing_filters_orders_and_pages(name: &str, store: &dyn TaskStore)
         ids(&store.list(&ctx_a).await.unwrap()),
         ["t1", "t7", "t6", "t4"],
         "{name}"
+    );
+
+    let by_skill = |skill: &str, owner: Option<&str>| ListQuery {
+        skill: Some(skill.into()),
+        owner: owner.map(Into::into),
+        limit: 100,
+        ..Default::default()
+    };
+    let audits = store.list(&by_skill("audit", None)).await.unwrap();
+    assert_eq!(
+        (ids(&audits), audits.total),
+        (vec!["t3".to_owned()], 1),
+        "{name}"
+    );
+    let echoes = store.list(&by_skill("echo", Some("x"))).await.unwrap();
+    assert_eq!(ids(&echoes), ["t1", "t7", "t6", "t5", "t4", "t2"], "{name}");
+    assert_eq!(echoes.total, 6, "{name}");
+    assert!(
+        store
+            .list(&by_skill("chaos-run", None))
+            .await
+            .unwrap()
+            .records
+            .is_empty()
     );
 
     let done = ListQuery {
