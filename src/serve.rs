@@ -46,6 +46,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let stop = shutdown_signal().context("installing the signal handlers")?;
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let store = describe_store(&config.store);
+    let stopping = shutdown.clone();
     let server = Server::builder()
         .config(config)
         .routes(telemetry.routes())
@@ -56,7 +57,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             // Tests and scripts read this line to find the port when binding port 0.
             println!("fundi listening on http://{local}");
             if let (true, Some(path)) = (console, local_credentials) {
-                tokio::spawn(print_sign_in_link(local, path));
+                tokio::spawn(print_sign_in_link(local, path, stopping));
             }
         })
         .serve(listener, shutdown.clone());
@@ -107,7 +108,11 @@ fn describe_store(store: &fundi::config::StoreConfig) -> String {
 /// Prints a one-time link to the web console for the local user, as notebook servers
 /// do: the server makes it as it makes one for `fundi console`, asked over loopback
 /// with the local credentials.
-async fn print_sign_in_link(local: std::net::SocketAddr, credentials: std::path::PathBuf) {
+async fn print_sign_in_link(
+    local: std::net::SocketAddr,
+    credentials: std::path::PathBuf,
+    stopping: CancellationToken,
+) {
     let made = async {
         let pair = credentials::read(&credentials)?;
         let loopback = std::net::SocketAddr::new(
@@ -128,10 +133,17 @@ async fn print_sign_in_link(local: std::net::SocketAddr, credentials: std::path:
             .await?;
         anyhow::Ok(answer["url"].as_str().unwrap_or_default().to_owned())
     };
-    match made.await {
+    let made = tokio::select! {
+        biased;
+        () = stopping.cancelled() => return,
+        made = made => made,
+    };
+    match made {
         Ok(url) => println!(
             "fundi console: {url} (signs in once, within ten minutes; `fundi console` makes another)"
         ),
+        // A server told to stop at once refuses the request: nothing worth a warning.
+        Err(_) if stopping.is_cancelled() => {}
         Err(error) => tracing::warn!(%error, "no console sign-in link could be made"),
     }
 }
