@@ -54,16 +54,8 @@ async fn the_console_in_a_real_browser() {
         "demo",
     )
     .await;
-    let approved: Value = plain_client()
-        .post(format!("{}/admin/approvals/{live}/approve", server.url))
-        .bearer_auth(OPS)
-        .header(USER_HEADER, ALICE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let approve = format!("/admin/approvals/{live}/approve");
+    let approved = admin_as(&server, ALICE, reqwest::Method::POST, &approve).await;
     assert!(approved.get("task").is_some(), "{approved}");
     poll_as(&server, ALICE, &live, |t| {
         state(t) == "TASK_STATE_INPUT_REQUIRED"
@@ -159,16 +151,7 @@ async fn the_console_in_a_real_browser() {
     // What the browser did, seen through the API: Bob's task ran, approved by Alice
     // through the console; the audit log says so.
     poll_as(&server, BOB, &bobs, |t| state(t) == "TASK_STATE_COMPLETED").await;
-    let log: Value = plain_client()
-        .get(format!("{}/admin/audit", server.url))
-        .bearer_auth(OPS)
-        .header(USER_HEADER, ALICE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let log = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/audit").await;
     let decided = log["records"]
         .as_array()
         .unwrap()

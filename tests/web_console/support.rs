@@ -238,20 +238,30 @@ pub(crate) async fn foreign_site(console: &str) -> String {
     format!("http://{address}/")
 }
 
+/// An operators' route (`/admin/...`) called as `user` through the operators' client.
+pub(crate) async fn admin_as(
+    server: &Server,
+    user: &str,
+    method: reqwest::Method,
+    path: &str,
+) -> Value {
+    plain_client()
+        .request(method, format!("{}{path}", server.url))
+        .bearer_auth(OPS)
+        .header(USER_HEADER, user)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The heal task the loop made for the audit's issue.
 pub(crate) async fn heal_task(server: &Server) -> String {
     let deadline = std::time::Instant::now() + DEADLINE;
     loop {
-        let issues: Value = plain_client()
-            .get(format!("{}/admin/issues", server.url))
-            .bearer_auth(OPS)
-            .header(USER_HEADER, ALICE)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let issues = admin_as(server, ALICE, reqwest::Method::GET, "/admin/issues").await;
         let held = issues["issues"]
             .as_array()
             .into_iter()

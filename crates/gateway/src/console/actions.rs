@@ -14,7 +14,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{Viewer, check_change, viewer};
+use super::gate::{CsrfOnly, Viewer, check_change, viewer};
 use super::page::{Problem, guard_headers};
 use super::tasks::encode;
 use crate::admin::approvals::{Undecided, decide_as};
@@ -109,12 +109,6 @@ pub(super) async fn answer(
     };
     state.runtime.submit(request).await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
-}
-
-#[derive(Deserialize)]
-pub(super) struct CsrfOnly {
-    #[serde(default)]
-    csrf: String,
 }
 
 pub(super) async fn cancel(

@@ -76,6 +76,13 @@ impl Viewer {
     }
 }
 
+/// A form that carries nothing but its CSRF token (a button).
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct CsrfOnly {
+    #[serde(default)]
+    pub(crate) csrf: String,
+}
+
 /// The signed-in person a request comes from.
 pub(crate) fn viewer(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
     state.guard.check_host(headers, uri)?;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::back_to;
-use super::gate::{Viewer, check_change, viewer};
+use super::gate::{CsrfOnly, Viewer, check_change, viewer};
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::words::{clip, when};
@@ -198,12 +198,6 @@ pub(super) async fn schedules(
         StatusCode::OK,
         page("Schedules", Some(&viewer), Section::Schedules, body),
     ))
-}
-
-#[derive(Deserialize)]
-pub(super) struct CsrfOnly {
-    #[serde(default)]
-    csrf: String,
 }
 
 pub(super) async fn set_paused(

@@ -12,7 +12,7 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{check_change, viewer};
+use super::gate::{CsrfOnly, check_change, viewer};
 use super::page::{Problem, Section, guard_headers, page, respond};
 use super::sessions::{LINK_LIFETIME, Person};
 use crate::admission::admit;
@@ -88,12 +88,6 @@ pub(super) async fn sign_in(
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
-}
-
-#[derive(Deserialize)]
-pub(super) struct CsrfOnly {
-    #[serde(default)]
-    csrf: String,
 }
 
 /// Ends the session.

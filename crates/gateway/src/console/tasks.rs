@@ -36,14 +36,14 @@ pub(super) struct Filter {
     page: Option<String>,
 }
 
+/// A form field as given: trimmed, and `None` when left empty.
+fn given(field: &Option<String>) -> Option<&str> {
+    field.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
 impl Filter {
     fn state(&self) -> Result<Option<TaskState>, Problem> {
-        match self
-            .state
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+        match given(&self.state) {
             None => Ok(None),
             Some(key) => parse_state(key)
                 .map(Some)
@@ -53,12 +53,7 @@ impl Filter {
 
     /// The skill asked for, if it is one of the runtime's.
     fn skill(&self, skills: &[String]) -> Result<Option<String>, Problem> {
-        match self
-            .skill
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
+        match given(&self.skill) {
             None => Ok(None),
             Some(skill) if skills.iter().any(|s| s == skill) => Ok(Some(skill.to_owned())),
             Some(skill) => Err(Problem::bad_form(format!(
@@ -69,11 +64,7 @@ impl Filter {
     }
 
     fn context(&self) -> Option<String> {
-        self.context
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned)
+        given(&self.context).map(str::to_owned)
     }
 }
 
