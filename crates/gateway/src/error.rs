@@ -310,6 +310,19 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
+/// An error and its causes, in one line (`a: b: c`): what an HTTP client's error says
+/// only in its sources (the refused connection, the certificate that did not verify).
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

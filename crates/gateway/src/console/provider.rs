@@ -18,8 +18,9 @@ use fundi_runtime::Grants;
 use maud::html;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{
-    AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
-    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+    AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
+    EndpointNotSet, EndpointSet, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
+    RedirectUrl, Scope, TokenResponse,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,6 +28,7 @@ use serde_json::Value;
 use super::page::{Problem, Section, guard_headers, page, respond};
 use super::sessions::Person;
 use crate::config::ConsoleOidc;
+use crate::error::with_causes;
 use crate::state::AppState;
 
 /// How long a person may take at the provider.
@@ -38,6 +40,17 @@ const DISCOVERY_LIFETIME: Duration = Duration::from_secs(10 * 60);
 const MOST_UNDER_WAY: usize = 10_000;
 /// The client name a provider's sessions act through (for the record).
 const CLIENT: &str = "console";
+
+/// The provider's client as discovery makes it: an authorization endpoint, perhaps a
+/// token and a user-info endpoint.
+type Client = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
 
 /// A sign-in under way: what the callback needs to finish it.
 struct UnderWay {
@@ -114,20 +127,25 @@ impl Provider {
             .map_err(|e| ProviderError::Settings(format!("gateway.console-oidc.issuer: {e}")))?;
         let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
             .await
-            .map_err(|e| ProviderError::Discovery(chain(&e)))?;
+            .map_err(|e| ProviderError::Discovery(with_causes(&e)))?;
         *discovered = Some((metadata.clone(), Instant::now()));
         Ok(metadata)
+    }
+
+    /// This console as the provider's client.
+    fn client(&self, metadata: CoreProviderMetadata) -> Client {
+        CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.settings.client_id.clone()),
+            self.settings.client_secret.clone().map(ClientSecret::new),
+        )
+        .set_redirect_uri(self.redirect.clone())
     }
 
     /// Where to send the browser to sign in.
     async fn start(&self) -> Result<String, ProviderError> {
         let metadata = self.metadata().await?;
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(self.settings.client_id.clone()),
-            self.settings.client_secret.clone().map(ClientSecret::new),
-        )
-        .set_redirect_uri(self.redirect.clone());
+        let client = self.client(metadata);
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut request = client
             .authorize_url(
@@ -177,23 +195,18 @@ impl Provider {
             return Ok(None);
         };
         let metadata = self.metadata().await?;
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            ClientId::new(self.settings.client_id.clone()),
-            self.settings.client_secret.clone().map(ClientSecret::new),
-        )
-        .set_redirect_uri(self.redirect.clone());
+        let client = self.client(metadata);
         let tokens = client
             .exchange_code(AuthorizationCode::new(code))
-            .map_err(|e| ProviderError::Exchange(chain(&e)))?
+            .map_err(|e| ProviderError::Exchange(with_causes(&e)))?
             .set_pkce_verifier(under_way.verifier)
             .request_async(&self.http)
             .await
-            .map_err(|e| ProviderError::Exchange(chain(&e)))?;
+            .map_err(|e| ProviderError::Exchange(with_causes(&e)))?;
         let id_token = tokens.id_token().ok_or(ProviderError::NoIdToken)?;
         let claims = id_token
             .claims(&client.id_token_verifier(), &under_way.nonce)
-            .map_err(|e| ProviderError::IdToken(chain(&e)))?;
+            .map_err(|e| ProviderError::IdToken(with_causes(&e)))?;
         Ok(Some(Person {
             user: claims.subject().as_str().to_owned(),
             client: CLIENT.to_owned(),
@@ -223,18 +236,6 @@ fn scopes_in(jwt: &str) -> Vec<String> {
         _ => {}
     }
     scopes
-}
-
-/// An error and its causes, in one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn not_configured() -> Problem {

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use crate::dialect::Dialect;
+use crate::error::with_causes;
 use crate::{encode, telemetry};
 use tracing::Instrument;
 
@@ -328,7 +329,7 @@ async fn post(shared: &Shared, config: &PushConfig, seq: u64, body: Value) -> Re
         .body(body.to_string())
         .send()
         .await
-        .map_err(|e| fail(describe(&e)))?;
+        .map_err(|e| fail(with_causes(&e)))?;
     let status = response.status();
     let retry_after = response
         .headers()
@@ -352,18 +353,6 @@ async fn post(shared: &Shared, config: &PushConfig, seq: u64, body: Value) -> Re
             retry_after,
         })
     }
-}
-
-fn describe(error: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// W3C trace context for a delivery when OpenTelemetry tracing is not installed: the
