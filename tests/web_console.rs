@@ -241,15 +241,7 @@ async fn operators_pages_need_the_admin_scope_and_the_console_can_be_off() {
         .json()
         .await
         .unwrap();
-    let link = answer["url"].as_str().unwrap();
-    let opened = plain_client().get(link).send().await.unwrap();
-    let cookie = opened.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = open_link(answer["url"].as_str().unwrap()).await;
     let tasks = page(&server, &cookie, "/console/tasks").await;
     assert!(
         !tasks.contains("/console/grants"),
@@ -312,15 +304,7 @@ async fn the_first_start_prints_a_sign_in_link_for_the_local_user() {
         link.starts_with(&format!("{}/console/sign-in?token=", server.url)),
         "{line}"
     );
-    let opened = plain_client().get(&link).send().await.unwrap();
-    assert_eq!(opened.status(), 303);
-    let cookie = opened.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = open_link(&link).await;
     let tasks = page(&server, &cookie, "/console/tasks").await;
     assert!(
         tasks.contains("Signed in as <strong>local</strong>"),

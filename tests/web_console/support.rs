@@ -122,12 +122,16 @@ pub(crate) fn plain_client() -> reqwest::Client {
         .unwrap()
 }
 
+/// Opens a sign-in link: the session cookie, as a `Cookie` header's value.
+pub(crate) async fn open_link(link: &str) -> String {
+    let opened = plain_client().get(link).send().await.unwrap();
+    assert_eq!(opened.status(), 303, "{link}");
+    let set = opened.headers()["set-cookie"].to_str().unwrap();
+    set.split(';').next().unwrap().to_owned()
+}
+
 pub(crate) async fn sign_in(server: &Server, user: &str) -> Session {
-    let link = link_for(server, user);
-    let opened = plain_client().get(&link).send().await.unwrap();
-    assert_eq!(opened.status(), 303);
-    let set = opened.headers()["set-cookie"].to_str().unwrap().to_owned();
-    let cookie = set.split(';').next().unwrap().to_owned();
+    let cookie = open_link(&link_for(server, user)).await;
     let page = page(server, &cookie, "/console/tasks").await;
     let csrf = page
         .split("name=\"csrf\" value=\"")
