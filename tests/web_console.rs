@@ -315,3 +315,83 @@ async fn the_first_start_prints_a_sign_in_link_for_the_local_user() {
         "the local user is an operator"
     );
 }
+
+/// The security scan's and the chaos run's reports, as the skills write them, read as
+/// a grade with its findings and as charts, and pass fundi's own accessibility audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scan_reads_as_a_grade_and_a_chaos_run_as_charts() {
+    let upstream = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{address}")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let allowed = format!("[\"{upstream}\"]");
+    let env = [
+        (
+            "FUNDI__SKILLS__CHAOS_RUN__ALLOWED_TARGETS",
+            allowed.as_str(),
+        ),
+        (
+            "FUNDI__SKILLS__SECURITY_SCAN__ALLOWED_ORIGINS",
+            allowed.as_str(),
+        ),
+    ];
+    let server = Server::start(dir.path(), &env);
+    let (made, link) = cli(&server, &["console"]);
+    assert!(made, "{link}");
+    let cookie = open_link(link.lines().next().unwrap().trim()).await;
+
+    let mut scan = message("scan", json!({"url": format!("{upstream}/")}));
+    scan["metadata"] = json!({"skill": "security-scan"});
+    let scan = ok(&server, "SendMessage", json!({"message": scan})).await;
+    let scan = scan["task"]["id"].as_str().unwrap().to_owned();
+    poll_task(&server, &scan, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    let path = format!("/console/tasks/{scan}");
+    let html = page(&server, &cookie, &path).await;
+    assert!(
+        html.contains("class=\"grade\"") && html.contains("How to fix it"),
+        "{html}"
+    );
+    // Findings come worst first, each with what was seen and how to fix it.
+    let medium = html.find("<code>csp-missing</code>").expect("csp-missing");
+    let low = html
+        .find("<code>x-content-type-options-missing</code>")
+        .expect("nosniff");
+    assert!(medium < low, "{html}");
+    assert!(
+        html.contains("Send X-Content-Type-Options: nosniff."),
+        "{html}"
+    );
+    assert_accessible(&html, &path);
+
+    let plan = json!({"target": upstream, "plan": [
+        {"name": "calm", "durationMs": 600},
+        {"name": "slow", "durationMs": 600, "faults": [{"type": "latency", "attributes": {"latency": 30}}]}],
+        "probe": {"kind": "http", "path": "/", "ratePerSecond": 20, "timeoutMs": 2000}});
+    let mut run = message("chaos", plan);
+    run["metadata"] = json!({"skill": "chaos-run"});
+    let run = ok(&server, "SendMessage", json!({"message": run})).await;
+    let run = run["task"]["id"].as_str().unwrap().to_owned();
+    let (approved, out) = cli(&server, &["approve", &run]);
+    assert!(approved, "{out}");
+    poll_task(&server, &run, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    let path = format!("/console/tasks/{run}");
+    let html = page(&server, &cookie, &path).await;
+    for drawn in [
+        "<title id=\"latency-title\">Probe latency per phase</title>",
+        "<title id=\"success-title\">Probe success rate per phase</title>",
+        "<th scope=\"row\">calm</th>",
+        "<th scope=\"row\">slow</th>",
+        "class=\"bar p99\"",
+    ] {
+        assert!(html.contains(drawn), "{drawn} in {html}");
+    }
+    assert!(
+        !html.contains("no probe"),
+        "both phases were probed: {html}"
+    );
+    assert_accessible(&html, &path);
+}
