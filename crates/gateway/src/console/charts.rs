@@ -79,7 +79,7 @@ pub(crate) fn chaos(report: &Value) -> Markup {
         table class="report" {
             caption { "Probe figures per phase" }
             thead { tr { th scope="col" { "Phase" } th scope="col" { "Probes" } th scope="col" { "Success rate" }
-                         th scope="col" { "p50 (ms)" } th scope="col" { "p99 (ms)" } th scope="col" { "Verdict" } } }
+                         th scope="col" { "p50" } th scope="col" { "p99" } th scope="col" { "Verdict" } } }
             tbody {
                 @for phase in &phases {
                     tr {
