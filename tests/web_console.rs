@@ -218,6 +218,25 @@ async fn console_changes_need_this_origin_and_the_session_token() {
         .unwrap();
     assert_eq!(anonymous.status(), 401);
     assert!(anonymous.text().await.unwrap().contains("fundi console"));
+
+    // Signing out ends the session's open streams.
+    let mut counts = plain_client()
+        .get(format!("{}/console/tasks/counts", server.url))
+        .header("cookie", &session.cookie)
+        .send()
+        .await
+        .unwrap();
+    let first = counts.chunk().await.unwrap().expect("the first counts");
+    assert!(String::from_utf8_lossy(&first).contains("event: counts"));
+    let sign_out = "/console/sign-out";
+    let (status, page) =
+        post_form(&server, sign_out, &session.cookie, Some(own), &session.csrf).await;
+    assert_eq!(status, 200, "{page}");
+    let ended = tokio::time::timeout(DEADLINE, async {
+        while counts.chunk().await.unwrap().is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the counts stream outlived the session");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

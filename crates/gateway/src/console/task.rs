@@ -161,6 +161,10 @@ pub(super) async fn live(
                 }
                 None => break,
             };
+            // Signing out ends the stream too.
+            if state.console.find(viewer.id()).is_none() {
+                break;
+            }
             let seq = event.seq.to_string();
             yield Ok::<Event, Infallible>(Event::default().event("timeline").id(seq).data(fragment(entry(&event))));
             let changes_page = matches!(event.kind, TaskEventKind::Status(_) | TaskEventKind::Artifact { .. });

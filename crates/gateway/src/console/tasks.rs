@@ -241,7 +241,8 @@ pub(super) async fn live_counts(
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
         let mut last = None;
-        loop {
+        // Signing out ends the stream too.
+        while state.console.find(viewer.id()).is_some() {
             match counts(&*state.runtime, &user, context.as_deref()).await {
                 Ok(now) if last.as_ref() != Some(&now) => {
                     let json = serde_json::to_string(&now).unwrap_or_default();
