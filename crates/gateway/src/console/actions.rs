@@ -92,7 +92,7 @@ pub(super) async fn answer(
     Form(form): Form<Answer>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let text = form.text.trim();
     if text.is_empty() {
         return Err(Problem::bad_form("an answer needs some text"));
@@ -119,7 +119,7 @@ pub(super) async fn cancel(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let task_id = TaskId::from(id.clone());
     state.runtime.cancel(&task_id, Some(viewer.user())).await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
@@ -143,7 +143,7 @@ pub(super) async fn approve(
     Form(form): Form<Approval>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let narrowed = match form.narrowed.trim() {
         "" => None,
         text => Some(
@@ -174,7 +174,7 @@ pub(super) async fn reject(
     Form(form): Form<Rejection>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let reason = form.reason.trim().to_owned();
     if reason.is_empty() {
         return Err(Problem::bad_form("a rejection needs a reason"));

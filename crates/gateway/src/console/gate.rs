@@ -100,9 +100,11 @@ pub(crate) fn viewer(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result
 }
 
 /// Checks a state-changing request: it comes from a page of this console (its `Origin`
-/// names the host the request was sent to, which the Host check admitted) and carries
-/// the session's CSRF token.
+/// names the host the request was sent to, which the Host check admitted, or the origin
+/// of `gateway.public-url`, as behind a proxy that rewrites `Host`) and carries the
+/// session's CSRF token.
 pub(crate) fn check_change(
+    state: &AppState,
     headers: &HeaderMap,
     viewer: &Viewer,
     csrf: &str,
@@ -119,18 +121,69 @@ pub(crate) fn check_change(
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let origin_host = origin
-        .split_once("://")
-        .map(|(_, rest)| rest.trim_end_matches('/'));
-    if !origin_host.is_some_and(|o| o.eq_ignore_ascii_case(host)) {
+    if !from_here(origin, host, state.public_url()) {
         return Err(Problem::forbidden(format!(
             "the request comes from {origin}, not from this console ({host}): refused"
         )));
     }
     if !same_secret(csrf, viewer.csrf()) {
         return Err(Problem::forbidden(
-            "the form's CSRF token is missing or not this session's: reload the page and try again",
+            "the form's CSRF token is missing or not this session's: reload the page and try \
+             again",
         ));
     }
     Ok(())
+}
+
+/// Whether `origin` is this console's: the host the request was sent to, or the
+/// origin (`scheme://host[:port]`) of `public_url`.
+fn from_here(origin: &str, host: &str, public_url: &str) -> bool {
+    let origin = origin.trim_end_matches('/');
+    let sent_to = origin
+        .split_once("://")
+        .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host));
+    let public = public_url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or("")));
+    sent_to || public.is_some_and(|public| public.eq_ignore_ascii_case(origin))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::from_here;
+
+    #[test]
+    fn an_origin_is_here_when_it_names_the_host_or_the_public_url() {
+        assert!(from_here(
+            "http://127.0.0.1:8080",
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080"
+        ));
+        // Behind a proxy that sends its own Host.
+        assert!(from_here(
+            "https://fundi.example",
+            "10.0.0.5:8080",
+            "https://fundi.example/"
+        ));
+        assert!(from_here(
+            "https://FUNDI.example",
+            "10.0.0.5:8080",
+            "https://fundi.example/a2a"
+        ));
+        assert!(!from_here(
+            "https://evil.example",
+            "10.0.0.5:8080",
+            "https://fundi.example"
+        ));
+        assert!(!from_here(
+            "null",
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080"
+        ));
+        assert!(!from_here(
+            "http://127.0.0.1:9",
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080"
+        ));
+    }
 }

@@ -126,7 +126,7 @@ pub(super) async fn replay(
     Form(form): Form<Replay>,
 ) -> Result<Response, Problem> {
     let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(push) = &state.push else {
         return Err(not_kept("Push notifications"));
     };
@@ -208,7 +208,7 @@ pub(super) async fn set_paused(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(scheduler) = &state.operators.schedules else {
         return Err(not_kept("Schedules"));
     };
@@ -289,7 +289,7 @@ pub(super) async fn revoke(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(desk) = &state.operators.grants else {
         return Err(not_kept("Grants"));
     };

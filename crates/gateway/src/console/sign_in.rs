@@ -98,7 +98,7 @@ pub(super) async fn sign_out(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri)?;
-    check_change(&headers, &viewer, &form.csrf)?;
+    check_change(&state, &headers, &viewer, &form.csrf)?;
     state.console.close(viewer.id());
     let body = html! {
         p { "You are signed out. Run " code { "fundi console" } " for a new sign-in link." }
