@@ -26,6 +26,7 @@ use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
 use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
 use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler, SledScheduleStore};
+use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
     Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
@@ -214,6 +215,7 @@ impl ServerBuilder {
         .with_schedules(scheduler)
         .with_grants(stores.grants)
         .with_audit(stores.audit)
+        .with_console_sessions(stores.sessions)
         .with_chaos_events(stores.chaos);
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
@@ -346,6 +348,9 @@ struct Stores {
     grants: Arc<dyn GrantStore>,
     audit: Arc<dyn AuditLog>,
     chaos: Arc<dyn ChaosLog>,
+    /// The console's sessions: in memory, except on PostgreSQL, where every node
+    /// reads them.
+    sessions: Arc<dyn SessionStore>,
     sled: Option<Arc<SledStore>>,
 }
 
@@ -360,6 +365,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: Arc::new(MemoryIssueStore::new()),
                 schedules: Arc::new(MemoryScheduleStore::new()),
                 grants: Arc::new(MemoryGrantStore::new()),
+                sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(MemoryAuditLog::new()),
                 chaos: Arc::new(MemoryChaosLog::new()),
                 sled: None,
@@ -388,6 +394,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: Arc::new(SledIssueStore::new(sled.clone())),
                 schedules: Arc::new(SledScheduleStore::new(sled.clone())),
                 grants: Arc::new(SledGrantStore::new(sled.clone())),
+                sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(SledAuditLog::new(sled.clone())),
                 chaos: Arc::new(SledChaosLog::new(sled.clone())),
                 sled: Some(sled),
@@ -424,6 +431,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: postgres.clone(),
                 schedules: postgres.clone(),
                 grants: postgres.clone(),
+                sessions: postgres.clone(),
                 audit: postgres.clone(),
                 chaos: postgres,
                 sled: None,

@@ -197,6 +197,51 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+
+    // A console sign-in link made on one node opens on another, and the session it
+    // opens is known to every node.
+    let link: Value = reqwest::Client::new()
+        .post(format!("{}/console/sign-in-links", n2.url))
+        .bearer_auth(AGENT_TOKEN)
+        .header("X-Fundi-User-Token", USER_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = link["url"]
+        .as_str()
+        .unwrap()
+        .split("token=")
+        .nth(1)
+        .unwrap();
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let opened = no_redirects
+        .get(format!("{}/console/sign-in?token={token}", n3.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 303, "the link opens on another node");
+    let cookie = opened.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let page = no_redirects
+        .get(format!("{}/console/tasks", n2.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("Signed in as <strong>alice</strong>")
+    );
+
     drop((n2, n3));
     drop_schemas(&[schema]).await;
 }

@@ -9,6 +9,7 @@ use fundi_runtime::grants::GrantStore;
 use fundi_runtime::inbox::Inbox;
 use fundi_runtime::issues::IssueStore;
 use fundi_runtime::schedules::Scheduler;
+use fundi_runtime::sessions::SessionStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::grants::GrantDesk;
@@ -121,6 +122,14 @@ impl AppState {
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
     pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
         Arc::make_mut(&mut self.operators).issues = Some(issues);
+        self
+    }
+
+    /// The same state keeping the web console's sign-in links and sessions in `store`
+    /// (by default, in this process's memory): a store the nodes of a cluster share
+    /// signs a person in on all of them.
+    pub fn with_console_sessions(mut self, store: Arc<dyn SessionStore>) -> AppState {
+        self.console = Arc::new(Sessions::in_store(store, self.public_url()));
         self
     }
 

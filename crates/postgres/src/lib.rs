@@ -16,6 +16,7 @@ mod migrations;
 mod push;
 mod quarantine;
 mod records;
+mod sessions;
 mod statements;
 mod store;
 #[cfg(feature = "test-util")]

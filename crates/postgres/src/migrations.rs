@@ -135,6 +135,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE {s}.schedules ADD COLUMN claimed_by text,
         ADD COLUMN claimed_until timestamptz;
     "#,
+    // 7: the web console's sign-in links and sessions, by their token's digest, which
+    // every node reads.
+    r#"
+    CREATE TABLE {s}.console_sessions (
+        digest text PRIMARY KEY,
+        kind text NOT NULL,
+        body jsonb NOT NULL,
+        expires timestamptz NOT NULL
+    );
+    CREATE INDEX console_sessions_by_expiry ON {s}.console_sessions (expires);
+    "#,
 ];
 
 /// The newest schema version this build knows.

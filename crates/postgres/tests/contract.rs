@@ -42,6 +42,16 @@ async fn the_task_store_contract_holds_on_postgres() {
 }
 
 #[tokio::test]
+async fn console_sessions_keep_their_contract_on_postgres() {
+    let schema = fresh_schema();
+    let store = PostgresStore::open(&config(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", url()));
+    fundi_runtime::testing::session_contract::check_session_store("postgres", &store).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
 async fn a_schema_from_a_newer_fundi_is_refused_and_bad_schema_names_too() {
     let schema = fresh_schema();
     PostgresStore::open(&config(&schema)).await.unwrap();

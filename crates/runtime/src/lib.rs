@@ -67,6 +67,7 @@ mod requests;
 mod run_link;
 pub mod schedules;
 mod service;
+pub mod sessions;
 mod skill;
 pub mod store;
 mod subscription;

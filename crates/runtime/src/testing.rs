@@ -1,7 +1,9 @@
 //! Test utilities shared across the workspace (feature `test-util`): the A2A proto as a
 //! schema that JSON output can be checked against, and the contract every `TaskStore`
-//! keeps (`store_contract`).
+//! keeps (`store_contract`), and the one every console `SessionStore` keeps
+//! (`session_contract`).
 
+pub mod session_contract;
 pub mod store_contract;
 
 use std::collections::BTreeMap;

@@ -91,7 +91,7 @@ pub(super) async fn answer(
     Path(id): Path<String>,
     Form(form): Form<Answer>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     check_change(&state, &headers, &viewer, &form.csrf)?;
     let text = form.text.trim();
     if text.is_empty() {
@@ -118,7 +118,7 @@ pub(super) async fn cancel(
     Path(id): Path<String>,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     check_change(&state, &headers, &viewer, &form.csrf)?;
     let task_id = TaskId::from(id.clone());
     state.runtime.cancel(&task_id, Some(viewer.user())).await?;
@@ -142,7 +142,7 @@ pub(super) async fn approve(
     Path(id): Path<String>,
     Form(form): Form<Approval>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     check_change(&state, &headers, &viewer, &form.csrf)?;
     let narrowed = match form.narrowed.trim() {
         "" => None,
@@ -173,7 +173,7 @@ pub(super) async fn reject(
     Path(id): Path<String>,
     Form(form): Form<Rejection>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     check_change(&state, &headers, &viewer, &form.csrf)?;
     let reason = form.reason.trim().to_owned();
     if reason.is_empty() {

@@ -20,7 +20,7 @@ pub(super) async fn list(
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     if !viewer.may_approve_some() {
         return Err(Problem::forbidden(
             "this page is for approvers: it needs the scope fundi:approve (or fundi:approve:<skill>)",

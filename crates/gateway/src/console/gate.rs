@@ -84,11 +84,15 @@ pub(crate) struct CsrfOnly {
 }
 
 /// The signed-in person a request comes from.
-pub(crate) fn viewer(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
+pub(crate) async fn viewer(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Viewer, Problem> {
     state.guard.check_host(headers, uri)?;
     let not_signed_in = || Problem::not_signed_in(state.console_provider.is_some());
     let id = cookie_value(headers).ok_or_else(not_signed_in)?;
-    let session = state.console.find(id).ok_or_else(not_signed_in)?;
+    let session = state.console.find(id).await?.ok_or_else(not_signed_in)?;
     state
         .rate_limit
         .check(&session.person.user)

@@ -37,7 +37,7 @@ pub(super) async fn list(
     uri: Uri,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     viewer.require_admin()?;
     let Some(store) = &state.operators.issues else {
         return Err(Problem::new(

@@ -56,7 +56,7 @@ async fn recorded(
 }
 
 async fn admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
-    let viewer = viewer(state, headers, uri)?;
+    let viewer = viewer(state, headers, uri).await?;
     viewer.require_admin()?;
     Ok(viewer)
 }

@@ -189,6 +189,17 @@ impl From<RuntimeError> for Problem {
     }
 }
 
+impl From<fundi_runtime::StoreError> for Problem {
+    fn from(error: fundi_runtime::StoreError) -> Problem {
+        tracing::error!(%error, "the console's store failed");
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Something went wrong",
+            "The console could not read or keep its sessions; see the server's log.",
+        )
+    }
+}
+
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let body = html! {

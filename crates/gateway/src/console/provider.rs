@@ -309,7 +309,7 @@ pub(super) async fn callback(
         .map_err(|e| failed(&e))?
         .ok_or_else(|| Problem::new(StatusCode::UNAUTHORIZED, "Sign-in not valid",
             "This sign-in was not started here, was already finished, or took longer than ten minutes: start again."))?;
-    let (id, _) = state.console.open(person);
+    let (id, _) = state.console.open(person).await?;
     let body = html! {
         meta http-equiv="refresh" content="0; url=/console/tasks";
         p { "You are signed in. " a href="/console/tasks" { "Go to your tasks" } "." }

@@ -1,13 +1,15 @@
-//! Console sessions, kept in memory: one-time sign-in links, and the sessions they open.
-//! A link or session is known by the SHA-256 digest of its token, so that the tokens
-//! themselves are never kept; a restart signs everyone out (`fundi console` makes a new
-//! link), and each node of several has its own sessions.
+//! Console sessions: one-time sign-in links and the sessions they open, kept by the
+//! SHA-256 digest of their tokens (the tokens themselves are kept nowhere) in a
+//! `SessionStore`: in memory by default, so that a restart signs everyone out; in
+//! PostgreSQL when the tasks are there, so that every node of a cluster knows them.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
+use chrono::Utc;
 use fundi_runtime::Grants;
+use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, MemorySessionStore, SessionStore};
+use fundi_runtime::store::StoreError;
 use sha2::{Digest, Sha256};
 
 /// How long a sign-in link may wait to be opened.
@@ -16,8 +18,6 @@ pub(crate) const LINK_LIFETIME: Duration = Duration::from_secs(10 * 60);
 pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "fundi_console";
-/// Most unopened links and open sessions kept; the oldest make room for new ones.
-const MOST_KEPT: usize = 10_000;
 
 /// Who a link or session stands for: the user, and the scopes the API would grant them
 /// through the client that asked for the link.
@@ -28,24 +28,41 @@ pub(crate) struct Person {
     pub(crate) grants: Grants,
 }
 
+impl Person {
+    fn stored(&self) -> ConsolePerson {
+        ConsolePerson {
+            user: self.user.clone(),
+            client: self.client.clone(),
+            scopes: self
+                .grants
+                .list()
+                .map(|held| held.into_iter().map(str::to_owned).collect()),
+        }
+    }
+
+    fn from_stored(stored: ConsolePerson) -> Person {
+        Person {
+            user: stored.user,
+            client: stored.client,
+            grants: match stored.scopes {
+                None => Grants::All,
+                Some(scopes) => Grants::scopes(scopes),
+            },
+        }
+    }
+}
+
 /// An open session.
 #[derive(Debug, Clone)]
 pub(crate) struct Session {
     pub(crate) person: Person,
     /// The token every state-changing form carries.
     pub(crate) csrf: String,
-    expires: Instant,
-}
-
-struct Entry<T> {
-    value: T,
-    expires: Instant,
 }
 
 /// The links and sessions of one gateway.
 pub(crate) struct Sessions {
-    links: Mutex<HashMap<String, Entry<Person>>>,
-    open: Mutex<HashMap<String, Session>>,
+    store: Arc<dyn SessionStore>,
     /// Cookies carry `Secure` (the console is served over HTTPS).
     secure: bool,
 }
@@ -58,69 +75,76 @@ impl std::fmt::Debug for Sessions {
     }
 }
 
+fn later(lifetime: Duration) -> chrono::DateTime<Utc> {
+    Utc::now() + chrono::Duration::from_std(lifetime).unwrap_or_else(|_| chrono::Duration::zero())
+}
+
 impl Sessions {
-    /// Sessions whose cookies say `Secure` when `public_url` is HTTPS.
+    /// Sessions in memory, whose cookies say `Secure` when `public_url` is HTTPS.
     pub(crate) fn new(public_url: &str) -> Sessions {
+        Sessions::in_store(Arc::new(MemorySessionStore::new()), public_url)
+    }
+
+    /// Sessions kept in `store`.
+    pub(crate) fn in_store(store: Arc<dyn SessionStore>, public_url: &str) -> Sessions {
         Sessions {
-            links: Mutex::default(),
-            open: Mutex::default(),
+            store,
             secure: public_url.to_ascii_lowercase().starts_with("https://"),
         }
     }
 
     /// A one-time sign-in token for `person`, good for [`LINK_LIFETIME`].
-    pub(crate) fn link(&self, person: Person) -> String {
+    pub(crate) async fn link(&self, person: &Person) -> Result<String, StoreError> {
         let token = random_token();
-        let now = Instant::now();
-        let mut links = lock(&self.links);
-        links.retain(|_, entry| entry.expires > now);
-        make_room(&mut links, |entry| entry.expires);
-        let entry = Entry {
-            value: person,
-            expires: now + LINK_LIFETIME,
-        };
-        links.insert(digest(&token), entry);
-        token
+        let expires = later(LINK_LIFETIME);
+        self.store
+            .put_link(&digest(&token), &person.stored(), expires)
+            .await?;
+        Ok(token)
     }
 
     /// Opens a session for a sign-in token (which is then spent): the session's own
     /// token (the cookie's value) and the session; `None` for an unknown, spent or
     /// expired token.
-    pub(crate) fn redeem(&self, token: &str) -> Option<(String, Session)> {
-        let now = Instant::now();
-        let person = lock(&self.links)
-            .remove(&digest(token))
-            .filter(|entry| entry.expires > now)?
-            .value;
-        Some(self.open(person))
+    pub(crate) async fn redeem(
+        &self,
+        token: &str,
+    ) -> Result<Option<(String, Session)>, StoreError> {
+        match self.store.take_link(&digest(token), Utc::now()).await? {
+            Some(person) => self.open(Person::from_stored(person)).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Opens a session for `person` (signed in by a link or by an identity provider):
     /// its token (the cookie's value) and the session.
-    pub(crate) fn open(&self, person: Person) -> (String, Session) {
-        let now = Instant::now();
+    pub(crate) async fn open(&self, person: Person) -> Result<(String, Session), StoreError> {
         let id = random_token();
         let session = Session {
             person,
             csrf: random_token(),
-            expires: now + SESSION_LIFETIME,
         };
-        let mut open = lock(&self.open);
-        open.retain(|_, session| session.expires > now);
-        make_room(&mut open, |session| session.expires);
-        open.insert(digest(&id), session.clone());
-        (id, session)
+        let stored = ConsoleSession {
+            person: session.person.stored(),
+            csrf: session.csrf.clone(),
+            expires_at: later(SESSION_LIFETIME),
+        };
+        self.store.put_session(&digest(&id), &stored).await?;
+        Ok((id, session))
     }
 
     /// The session a cookie's value opens, while it lasts.
-    pub(crate) fn find(&self, id: &str) -> Option<Session> {
-        let session = lock(&self.open).get(&digest(id)).cloned()?;
-        (session.expires > Instant::now()).then_some(session)
+    pub(crate) async fn find(&self, id: &str) -> Result<Option<Session>, StoreError> {
+        let stored = self.store.session(&digest(id), Utc::now()).await?;
+        Ok(stored.map(|stored| Session {
+            person: Person::from_stored(stored.person),
+            csrf: stored.csrf,
+        }))
     }
 
     /// Ends a session (signing out).
-    pub(crate) fn close(&self, id: &str) {
-        lock(&self.open).remove(&digest(id));
+    pub(crate) async fn close(&self, id: &str) -> Result<(), StoreError> {
+        self.store.remove_session(&digest(id)).await
     }
 
     /// The `Set-Cookie` value that keeps a session: only this server's console pages
@@ -163,24 +187,6 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// Drops the entry that expires first while the map is full.
-fn make_room<T>(map: &mut HashMap<String, T>, expires: impl Fn(&T) -> Instant) {
-    while map.len() >= MOST_KEPT {
-        let Some(oldest) = map
-            .iter()
-            .min_by_key(|(_, value)| expires(value))
-            .map(|(key, _)| key.clone())
-        else {
-            return;
-        };
-        map.remove(&oldest);
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn digest(token: &str) -> String {
     Sha256::digest(token.as_bytes())
         .iter()
@@ -206,20 +212,35 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_link_opens_one_session_once() {
+    #[tokio::test]
+    async fn a_link_opens_one_session_once() {
         let sessions = Sessions::new("http://127.0.0.1:8080");
-        let token = sessions.link(alice());
-        let (id, session) = sessions.redeem(&token).expect("first use");
+        let token = sessions.link(&alice()).await.unwrap();
+        let (id, session) = sessions.redeem(&token).await.unwrap().expect("first use");
         assert_eq!(session.person, alice());
         assert!(
-            sessions.redeem(&token).is_none(),
+            sessions.redeem(&token).await.unwrap().is_none(),
             "a link is spent once used"
         );
-        assert_eq!(sessions.find(&id).expect("open").person, alice());
-        assert!(sessions.find(&token).is_none(), "a link is not a session");
-        sessions.close(&id);
-        assert!(sessions.find(&id).is_none());
+        let found = sessions.find(&id).await.unwrap().expect("open");
+        assert_eq!((found.person, found.csrf), (alice(), session.csrf));
+        assert!(
+            sessions.find(&token).await.unwrap().is_none(),
+            "a link is not a session"
+        );
+        sessions.close(&id).await.unwrap();
+        assert!(sessions.find(&id).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn every_scope_stays_every_scope() {
+        let sessions = Sessions::new("http://127.0.0.1:8080");
+        let root = Person {
+            grants: Grants::All,
+            ..alice()
+        };
+        let (id, _) = sessions.open(root.clone()).await.unwrap();
+        assert_eq!(sessions.find(&id).await.unwrap().unwrap().person, root);
     }
 
     #[test]

@@ -38,11 +38,19 @@ pub(super) async fn make_link(
         ));
         return refusal(&Value::Null, &error, Dialect::V1);
     }
-    let token = state.console.link(Person {
+    let person = Person {
         user: caller.user.clone(),
         client: caller.client.clone(),
         grants: caller.grants.clone(),
-    });
+    };
+    let token = match state.console.link(&person).await {
+        Ok(token) => token,
+        Err(error) => {
+            tracing::error!(%error, "keeping a console sign-in link");
+            let error = ApiError::internal("the sign-in link could not be kept");
+            return crate::reply::rest_failure(&error);
+        }
+    };
     let url = format!(
         "{}/console/sign-in?token={token}",
         state.public_url().trim_end_matches('/')
@@ -69,7 +77,11 @@ pub(super) async fn sign_in(
     if let Err(error) = state.guard.check_host(&headers, &uri) {
         return Problem::from(error).into_response();
     }
-    let Some((id, _)) = state.console.redeem(query.token.trim()) else {
+    let redeemed = match state.console.redeem(query.token.trim()).await {
+        Ok(redeemed) => redeemed,
+        Err(error) => return Problem::from(error).into_response(),
+    };
+    let Some((id, _)) = redeemed else {
         return Problem::new(
             StatusCode::UNAUTHORIZED,
             "Sign-in link not valid",
@@ -97,9 +109,9 @@ pub(super) async fn sign_out(
     uri: Uri,
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     check_change(&state, &headers, &viewer, &form.csrf)?;
-    state.console.close(viewer.id());
+    state.console.close(viewer.id()).await?;
     let body = html! {
         p { "You are signed out. Run " code { "fundi console" } " for a new sign-in link." }
     };

@@ -35,7 +35,7 @@ pub(super) async fn show(
     uri: Uri,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     let (task, seq) = readable(&state, &viewer, &TaskId::from(id)).await?;
     let mut events = past_events(&state, &task.id, seq).await?;
     let left_out = events.len().saturating_sub(MOST_ENTRIES);
@@ -141,7 +141,7 @@ pub(super) async fn live(
     Path(id): Path<String>,
     Query(query): Query<After>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     let id = TaskId::from(id);
     readable(&state, &viewer, &id).await?;
     let after = last_event_id(&headers).unwrap_or(query.after);
@@ -162,7 +162,7 @@ pub(super) async fn live(
                 None => break,
             };
             // Signing out ends the stream too.
-            if state.console.find(viewer.id()).is_none() {
+            if !matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {
                 break;
             }
             let seq = event.seq.to_string();

@@ -74,7 +74,7 @@ pub(super) async fn list(
     uri: Uri,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     let wanted = filter.state()?;
     let skills: Vec<String> = state
         .runtime
@@ -235,14 +235,14 @@ pub(super) async fn live_counts(
     uri: Uri,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri)?;
+    let viewer = viewer(&state, &headers, &uri).await?;
     let context = filter.context();
     let user = viewer.user().to_owned();
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
         let mut last = None;
         // Signing out ends the stream too.
-        while state.console.find(viewer.id()).is_some() {
+        while matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {
             match counts(&*state.runtime, &user, context.as_deref()).await {
                 Ok(now) if last.as_ref() != Some(&now) => {
                     let json = serde_json::to_string(&now).unwrap_or_default();

@@ -1,0 +1,124 @@
+//! The web console's sign-in links and sessions on PostgreSQL: a row per digest, read by
+//! every node. Expired rows are removed whenever a link or session is kept.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, SessionStore};
+use fundi_runtime::store::StoreError;
+
+use crate::store::{PostgresStore, db, decode_column};
+
+const LINK: &str = "link";
+const SESSION: &str = "session";
+
+impl PostgresStore {
+    /// Keeps a row, and removes the expired ones.
+    async fn keep(
+        &self,
+        digest: &str,
+        kind: &str,
+        body: serde_json::Value,
+        expires: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let table = self.table("console_sessions");
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!("DELETE FROM {table} WHERE expires <= $1"),
+                &[&Utc::now()],
+            )
+            .await
+            .map_err(db)?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {table} (digest, kind, body, expires) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (digest) DO UPDATE SET kind = EXCLUDED.kind, \
+                     body = EXCLUDED.body, expires = EXCLUDED.expires"
+                ),
+                &[&digest, &kind, &body, &expires],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionStore for PostgresStore {
+    async fn put_link(
+        &self,
+        digest: &str,
+        person: &ConsolePerson,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.keep(digest, LINK, serde_json::to_value(person)?, expires_at)
+            .await
+    }
+
+    async fn take_link(
+        &self,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ConsolePerson>, StoreError> {
+        let client = self.client().await?;
+        // One statement: of two nodes opening the same link at once, one gets it.
+        let row = client
+            .query_opt(
+                &format!(
+                    "DELETE FROM {} WHERE digest = $1 AND kind = $2 RETURNING body, expires",
+                    self.table("console_sessions")
+                ),
+                &[&digest, &LINK],
+            )
+            .await
+            .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let expires: DateTime<Utc> = row.get(1);
+        match expires > now {
+            true => decode_column(&row, 0).map(Some),
+            false => Ok(None),
+        }
+    }
+
+    async fn put_session(&self, digest: &str, session: &ConsoleSession) -> Result<(), StoreError> {
+        let body = serde_json::to_value(session)?;
+        self.keep(digest, SESSION, body, session.expires_at).await
+    }
+
+    async fn session(
+        &self,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<ConsoleSession>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT body FROM {} WHERE digest = $1 AND kind = $2 AND expires > $3",
+                    self.table("console_sessions")
+                ),
+                &[&digest, &SESSION, &now],
+            )
+            .await
+            .map_err(db)?;
+        row.map(|row| decode_column(&row, 0)).transpose()
+    }
+
+    async fn remove_session(&self, digest: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                &format!(
+                    "DELETE FROM {} WHERE digest = $1 AND kind = $2",
+                    self.table("console_sessions")
+                ),
+                &[&digest, &SESSION],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+}
