@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Redirect};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use fundi_gateway::{AppState, AuthConfig, Authenticator, GatewayConfig, app};
+use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::{Message, Part, Runtime, RuntimeHandle, SubmitRequest};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -171,6 +172,16 @@ impl Drop for Console {
 }
 
 async fn console(provider: &Provider) -> Console {
+    console_sharing(provider, Arc::new(MemorySessionStore::new()), None).await
+}
+
+/// A console keeping its sessions (and sign-ins under way) in `sessions`, reached at
+/// `public_url` (the nodes of a cluster share one) or else at its own address.
+async fn console_sharing(
+    provider: &Provider,
+    sessions: Arc<dyn SessionStore>,
+    public_url: Option<&str>,
+) -> Console {
     let runtime = Runtime::builder().skill(Steps).start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -184,7 +195,9 @@ async fn console(provider: &Provider) -> Console {
     };
     let shutdown = CancellationToken::new();
     let auth = Authenticator::from_config(&AuthConfig::default()).unwrap();
-    let state = AppState::new(runtime.clone(), config, auth, &url, shutdown.clone());
+    let public = public_url.map_or_else(|| url.clone(), str::to_owned);
+    let state = AppState::new(runtime.clone(), config, auth, &public, shutdown.clone())
+        .with_console_sessions(sessions);
     tokio::spawn(fundi_gateway::serve(
         listener,
         app(state),
@@ -345,4 +358,30 @@ async fn a_callback_not_started_here_or_with_another_nonce_opens_no_session() {
             .unwrap()
             .contains("access_denied: no thanks")
     );
+}
+
+#[tokio::test]
+async fn a_sign_in_started_on_one_node_finishes_on_another_that_shares_the_sessions() {
+    let provider = Provider::start().await;
+    let shared: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
+    let a = console_sharing(&provider, shared.clone(), None).await;
+    let b = console_sharing(&provider, shared, Some(&a.url)).await;
+
+    let callback = to_callback(&a).await.replace(&a.url, &b.url);
+    let signed_in = client().get(&callback).send().await.unwrap();
+    assert_eq!(signed_in.status(), 200, "the sign-in finishes on b");
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let tasks = client()
+        .get(format!("{}/console/tasks", a.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tasks.status(), 200, "and the session is known to a");
+
+    // A node with sessions of its own knows neither.
+    let c = console_sharing(&provider, Arc::new(MemorySessionStore::new()), Some(&a.url)).await;
+    let callback = to_callback(&a).await.replace(&a.url, &c.url);
+    assert_eq!(client().get(&callback).send().await.unwrap().status(), 401);
 }

@@ -1,14 +1,15 @@
-//! The web console's sign-in links and sessions on PostgreSQL: a row per digest, read by
-//! every node. Expired rows are removed whenever a link or session is kept.
+//! The web console's sign-in links, sign-ins under way and sessions on PostgreSQL: a
+//! row per digest, read by every node. Expired rows are removed whenever one is kept.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, SessionStore};
+use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, PendingSignIn, SessionStore};
 use fundi_runtime::store::StoreError;
 
 use crate::store::{PostgresStore, db, decode_column};
 
 const LINK: &str = "link";
+const PENDING: &str = "pending";
 const SESSION: &str = "session";
 
 impl PostgresStore {
@@ -42,6 +43,35 @@ impl PostgresStore {
             .map_err(db)?;
         Ok(())
     }
+
+    /// Takes a row of `kind`, once: its body, if it has not expired at `now`. One
+    /// statement, so that of two nodes taking the same row at once, one gets it.
+    async fn take<T: serde::de::DeserializeOwned>(
+        &self,
+        digest: &str,
+        kind: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<T>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "DELETE FROM {} WHERE digest = $1 AND kind = $2 RETURNING body, expires",
+                    self.table("console_sessions")
+                ),
+                &[&digest, &kind],
+            )
+            .await
+            .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let expires: DateTime<Utc> = row.get(1);
+        match expires > now {
+            true => decode_column(&row, 0).map(Some),
+            false => Ok(None),
+        }
+    }
 }
 
 #[async_trait]
@@ -61,26 +91,25 @@ impl SessionStore for PostgresStore {
         digest: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<ConsolePerson>, StoreError> {
-        let client = self.client().await?;
-        // One statement: of two nodes opening the same link at once, one gets it.
-        let row = client
-            .query_opt(
-                &format!(
-                    "DELETE FROM {} WHERE digest = $1 AND kind = $2 RETURNING body, expires",
-                    self.table("console_sessions")
-                ),
-                &[&digest, &LINK],
-            )
+        self.take(digest, LINK, now).await
+    }
+
+    async fn put_pending(
+        &self,
+        digest: &str,
+        pending: &PendingSignIn,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.keep(digest, PENDING, serde_json::to_value(pending)?, expires_at)
             .await
-            .map_err(db)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let expires: DateTime<Utc> = row.get(1);
-        match expires > now {
-            true => decode_column(&row, 0).map(Some),
-            false => Ok(None),
-        }
+    }
+
+    async fn take_pending(
+        &self,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<PendingSignIn>, StoreError> {
+        self.take(digest, PENDING, now).await
     }
 
     async fn put_session(&self, digest: &str, session: &ConsoleSession) -> Result<(), StoreError> {

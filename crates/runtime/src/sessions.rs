@@ -37,8 +37,19 @@ pub struct ConsoleSession {
     pub expires_at: DateTime<Utc>,
 }
 
-/// Links and sessions, by digest. Expired ones are never answered, and may be removed
-/// whenever the store likes.
+/// A sign-in through an identity provider, between the console sending the browser
+/// there and the browser coming back (perhaps to another node).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingSignIn {
+    /// The PKCE verifier of the challenge sent.
+    pub verifier: String,
+    /// The nonce the ID token must carry.
+    pub nonce: String,
+}
+
+/// Links, sign-ins under way and sessions, by digest. Expired ones are never answered,
+/// and may be removed whenever the store likes.
 #[async_trait]
 pub trait SessionStore: Send + Sync + 'static {
     /// Keeps a sign-in link until `expires_at`.
@@ -55,6 +66,21 @@ pub trait SessionStore: Send + Sync + 'static {
         digest: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<ConsolePerson>, StoreError>;
+
+    /// Keeps a sign-in under way with an identity provider until `expires_at`.
+    async fn put_pending(
+        &self,
+        digest: &str,
+        pending: &PendingSignIn,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// Takes a sign-in under way, once, if it has not expired at `now`.
+    async fn take_pending(
+        &self,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<PendingSignIn>, StoreError>;
 
     /// Keeps a session.
     async fn put_session(&self, digest: &str, session: &ConsoleSession) -> Result<(), StoreError>;
@@ -77,6 +103,7 @@ const MOST_KEPT: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
     links: Mutex<HashMap<String, (ConsolePerson, DateTime<Utc>)>>,
+    pending: Mutex<HashMap<String, (PendingSignIn, DateTime<Utc>)>>,
     sessions: Mutex<HashMap<String, ConsoleSession>>,
 }
 
@@ -130,6 +157,29 @@ impl SessionStore for MemorySessionStore {
         Ok(taken
             .filter(|(_, ends)| *ends > now)
             .map(|(person, _)| person))
+    }
+
+    async fn put_pending(
+        &self,
+        digest: &str,
+        pending: &PendingSignIn,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut under_way = lock(&self.pending);
+        make_room(&mut under_way, |(_, ends)| *ends);
+        under_way.insert(digest.to_owned(), (pending.clone(), expires_at));
+        Ok(())
+    }
+
+    async fn take_pending(
+        &self,
+        digest: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<PendingSignIn>, StoreError> {
+        let taken = lock(&self.pending).remove(digest);
+        Ok(taken
+            .filter(|(_, ends)| *ends > now)
+            .map(|(pending, _)| pending))
     }
 
     async fn put_session(&self, digest: &str, session: &ConsoleSession) -> Result<(), StoreError> {

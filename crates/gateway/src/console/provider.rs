@@ -6,8 +6,6 @@
 //! checked. The session acts as the token's subject, with the fundi scopes the token
 //! carries in `scope` or `scp` (none: the person sees their own tasks only).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Query, State};
@@ -15,6 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use fundi_runtime::Grants;
+use fundi_runtime::sessions::PendingSignIn;
 use maud::html;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{
@@ -26,18 +25,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::page::{Problem, Section, guard_headers, page, respond};
-use super::sessions::Person;
+use super::sessions::{Person, Sessions};
 use crate::config::ConsoleOidc;
 use crate::error::with_causes;
 use crate::state::AppState;
 
-/// How long a person may take at the provider.
-const SIGN_IN_LIFETIME: Duration = Duration::from_secs(10 * 60);
 /// How long the provider's discovery document (with its keys) is used before it is
 /// read again.
 const DISCOVERY_LIFETIME: Duration = Duration::from_secs(10 * 60);
-/// Most sign-ins under way at once; the oldest make room.
-const MOST_UNDER_WAY: usize = 10_000;
 /// The client name a provider's sessions act through (for the record).
 const CLIENT: &str = "console";
 
@@ -52,20 +47,13 @@ type Client = CoreClient<
     EndpointMaybeSet,
 >;
 
-/// A sign-in under way: what the callback needs to finish it.
-struct UnderWay {
-    verifier: PkceCodeVerifier,
-    nonce: Nonce,
-    started: Instant,
-}
-
-/// The identity provider and the sign-ins under way with it.
+/// The identity provider. Sign-ins under way are kept with the sessions (so that the
+/// browser may come back to any node of a cluster).
 pub(crate) struct Provider {
     settings: ConsoleOidc,
     redirect: RedirectUrl,
     http: openidconnect::reqwest::Client,
     discovered: tokio::sync::Mutex<Option<(CoreProviderMetadata, Instant)>>,
-    under_way: Mutex<HashMap<String, UnderWay>>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -89,6 +77,8 @@ pub(crate) enum ProviderError {
     IdToken(String),
     #[error("{0}")]
     Settings(String),
+    #[error("the sign-in could not be kept or read: {0}")]
+    Store(String),
 }
 
 impl Provider {
@@ -111,7 +101,6 @@ impl Provider {
             redirect,
             http,
             discovered: tokio::sync::Mutex::new(None),
-            under_way: Mutex::default(),
         })
     }
 
@@ -143,7 +132,7 @@ impl Provider {
     }
 
     /// Where to send the browser to sign in.
-    async fn start(&self) -> Result<String, ProviderError> {
+    async fn start(&self, sessions: &Sessions) -> Result<String, ProviderError> {
         let metadata = self.metadata().await?;
         let client = self.client(metadata);
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -158,39 +147,29 @@ impl Provider {
             request = request.add_scope(Scope::new(scope.clone()));
         }
         let (url, state, nonce) = request.url();
-        let now = Instant::now();
-        let mut under_way = self.under_way.lock().unwrap_or_else(|e| e.into_inner());
-        under_way.retain(|_, w| w.started.elapsed() < SIGN_IN_LIFETIME);
-        while under_way.len() >= MOST_UNDER_WAY {
-            let Some(oldest) = under_way
-                .iter()
-                .min_by_key(|(_, w)| w.started)
-                .map(|(k, _)| k.clone())
-            else {
-                break;
-            };
-            under_way.remove(&oldest);
-        }
-        under_way.insert(
-            state.secret().clone(),
-            UnderWay {
-                verifier,
-                nonce,
-                started: now,
-            },
-        );
+        let pending = PendingSignIn {
+            verifier: verifier.secret().clone(),
+            nonce: nonce.secret().clone(),
+        };
+        sessions
+            .begin_sign_in(state.secret(), &pending)
+            .await
+            .map_err(|e| ProviderError::Store(e.to_string()))?;
         Ok(url.to_string())
     }
 
     /// The person the provider signed in, from the callback's code and state; `None`
     /// when the state is not one this server sent (or it is spent, or too old).
-    async fn finish(&self, code: String, state: &str) -> Result<Option<Person>, ProviderError> {
-        let found = self
-            .under_way
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(state)
-            .filter(|w| w.started.elapsed() < SIGN_IN_LIFETIME);
+    async fn finish(
+        &self,
+        sessions: &Sessions,
+        code: String,
+        state: &str,
+    ) -> Result<Option<Person>, ProviderError> {
+        let found = sessions
+            .finish_sign_in(state)
+            .await
+            .map_err(|e| ProviderError::Store(e.to_string()))?;
         let Some(under_way) = found else {
             return Ok(None);
         };
@@ -199,13 +178,13 @@ impl Provider {
         let tokens = client
             .exchange_code(AuthorizationCode::new(code))
             .map_err(|e| ProviderError::Exchange(with_causes(&e)))?
-            .set_pkce_verifier(under_way.verifier)
+            .set_pkce_verifier(PkceCodeVerifier::new(under_way.verifier))
             .request_async(&self.http)
             .await
             .map_err(|e| ProviderError::Exchange(with_causes(&e)))?;
         let id_token = tokens.id_token().ok_or(ProviderError::NoIdToken)?;
         let claims = id_token
-            .claims(&client.id_token_verifier(), &under_way.nonce)
+            .claims(&client.id_token_verifier(), &Nonce::new(under_way.nonce))
             .map_err(|e| ProviderError::IdToken(with_causes(&e)))?;
         Ok(Some(Person {
             user: claims.subject().as_str().to_owned(),
@@ -259,7 +238,10 @@ pub(super) async fn start(
 ) -> Result<Response, Problem> {
     state.guard.check_host(&headers, &uri)?;
     let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
-    let url = provider.start().await.map_err(|e| failed(&e))?;
+    let url = provider
+        .start(&state.console)
+        .await
+        .map_err(|e| failed(&e))?;
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response();
     guard_headers(&mut response);
     Ok(response)
@@ -304,7 +286,7 @@ pub(super) async fn callback(
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Problem::bad_form("the identity provider sent no code"))?;
     let person = provider
-        .finish(code, &query.state)
+        .finish(&state.console, code, &query.state)
         .await
         .map_err(|e| failed(&e))?
         .ok_or_else(|| Problem::new(StatusCode::UNAUTHORIZED, "Sign-in not valid",

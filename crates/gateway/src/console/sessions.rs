@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use fundi_runtime::Grants;
-use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, MemorySessionStore, SessionStore};
+use fundi_runtime::sessions::{
+    ConsolePerson, ConsoleSession, MemorySessionStore, PendingSignIn, SessionStore,
+};
 use fundi_runtime::store::StoreError;
 use sha2::{Digest, Sha256};
 
@@ -140,6 +142,27 @@ impl Sessions {
             person: Person::from_stored(stored.person),
             csrf: stored.csrf,
         }))
+    }
+
+    /// Keeps a sign-in under way with an identity provider, by its state, for
+    /// [`LINK_LIFETIME`].
+    pub(crate) async fn begin_sign_in(
+        &self,
+        state: &str,
+        pending: &PendingSignIn,
+    ) -> Result<(), StoreError> {
+        let expires = later(LINK_LIFETIME);
+        self.store
+            .put_pending(&digest(state), pending, expires)
+            .await
+    }
+
+    /// Takes the sign-in under way with this state, once.
+    pub(crate) async fn finish_sign_in(
+        &self,
+        state: &str,
+    ) -> Result<Option<PendingSignIn>, StoreError> {
+        self.store.take_pending(&digest(state), Utc::now()).await
     }
 
     /// Ends a session (signing out).

@@ -1,9 +1,10 @@
-//! The contract every console `SessionStore` keeps: a link is taken once and not after
-//! it expires; a session reads back until it expires or is removed.
+//! The contract every console `SessionStore` keeps: a link, or a sign-in under way, is
+//! taken once and not after it expires; a session reads back until it expires or is
+//! removed.
 
 use chrono::{Duration, Utc};
 
-use crate::sessions::{ConsolePerson, ConsoleSession, SessionStore};
+use crate::sessions::{ConsolePerson, ConsoleSession, PendingSignIn, SessionStore};
 
 /// Checks `store` (empty) against the contract; `name` labels failures.
 pub async fn check_session_store(name: &str, store: &dyn SessionStore) {
@@ -34,6 +35,31 @@ pub async fn check_session_store(name: &str, store: &dyn SessionStore) {
         None,
         "{name}"
     );
+
+    let pending = PendingSignIn {
+        verifier: "verifier-1".into(),
+        nonce: "nonce-1".into(),
+    };
+    store.put_pending("state-1", &pending, later).await.unwrap();
+    assert_eq!(
+        store.take_link("state-1", now).await.unwrap(),
+        None,
+        "{name}: no link"
+    );
+    let taken = store.take_pending("state-1", now).await.unwrap();
+    assert_eq!(
+        taken.as_ref(),
+        Some(&pending),
+        "{name}: a sign-in is taken once"
+    );
+    assert_eq!(
+        store.take_pending("state-1", now).await.unwrap(),
+        None,
+        "{name}"
+    );
+    store.put_pending("state-2", &pending, later).await.unwrap();
+    let too_late = store.take_pending("state-2", later).await.unwrap();
+    assert_eq!(too_late, None, "{name}: an expired sign-in is not taken");
 
     let session = ConsoleSession {
         person: ConsolePerson {
