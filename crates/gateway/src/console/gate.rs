@@ -132,8 +132,7 @@ pub(crate) fn check_change(
     }
     if !same_secret(csrf, viewer.csrf()) {
         return Err(Problem::forbidden(
-            "the form's CSRF token is missing or not this session's: reload the page and try \
-             again",
+            "the form's CSRF token is missing or out of date: reload the page and try again",
         ));
     }
     Ok(())
