@@ -1,7 +1,8 @@
 //! A task's page: its status, what can be done about it, its artifacts as pictures and
 //! tables, and its timeline, which grows as events arrive (`GET
 //! /console/tasks/{id}/events`, an event stream of rendered fragments: `timeline`
-//! entries to append; `status`, `actions` and `artifacts` blocks to replace; `end`).
+//! entries to append; the `status` and `actions` blocks to replace when the status
+//! changes, the `artifacts` block when an artifact does; `end`).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -167,12 +168,22 @@ pub(super) async fn live(
             }
             let seq = event.seq.to_string();
             yield Ok::<Event, Infallible>(Event::default().event("timeline").id(seq).data(fragment(entry(&event))));
-            let changes_page = matches!(event.kind, TaskEventKind::Status(_) | TaskEventKind::Artifact { .. });
-            if changes_page {
-                if let Ok((task, _)) = readable(&state, &viewer, &id).await {
-                    yield Ok(Event::default().event("status").data(fragment(status_block(&task))));
-                    yield Ok(Event::default().event("actions").data(fragment(actions::for_task(&viewer, &task))));
-                    yield Ok(Event::default().event("artifacts").data(fragment(artifacts::all(&task))));
+            // Access was checked when the stream opened: read the task as it stands now.
+            let (status, artifact) = match &event.kind {
+                TaskEventKind::Status(_) => (true, false),
+                TaskEventKind::Artifact { .. } => (false, true),
+                _ => (false, false),
+            };
+            if status || artifact {
+                if let Ok(now) = state.runtime.snapshot(&id, Some(0), None).await {
+                    let task = now.task;
+                    if status {
+                        yield Ok(Event::default().event("status").data(fragment(status_block(&task))));
+                        yield Ok(Event::default().event("actions").data(fragment(actions::for_task(&viewer, &task))));
+                    }
+                    if artifact {
+                        yield Ok(Event::default().event("artifacts").data(fragment(artifacts::all(&task))));
+                    }
                 }
             }
             if event.is_terminal() {
