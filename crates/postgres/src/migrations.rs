@@ -2,7 +2,7 @@
 //! advisory lock (nodes starting together do not race).
 
 use fundi_runtime::store::StoreError;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, GenericClient};
 
 use crate::store::db;
 
@@ -167,14 +167,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Sto
     ))
     .await
     .map_err(db)?;
-    let row = tx
-        .query_one(
-            &format!("SELECT coalesce(max(version), 0) FROM {schema}.fundi_migrations"),
-            &[],
-        )
-        .await
-        .map_err(db)?;
-    let current: i64 = row.get(0);
+    let current = version(&tx, schema).await?;
     if current > LATEST {
         return Err(StoreError::NewerFormat {
             found: current as u64,
@@ -197,9 +190,8 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Sto
     tx.commit().await.map_err(db)
 }
 
-/// Refuses a schema not at this build's version (one to migrate, or a newer one),
-/// changing nothing.
-pub(crate) async fn check_current(client: &Client, schema: &str) -> Result<(), StoreError> {
+/// The schema's version: the newest migration applied to it (0: none).
+async fn version(client: &impl GenericClient, schema: &str) -> Result<i64, StoreError> {
     let row = client
         .query_one(
             &format!("SELECT coalesce(max(version), 0) FROM {schema}.fundi_migrations"),
@@ -207,8 +199,13 @@ pub(crate) async fn check_current(client: &Client, schema: &str) -> Result<(), S
         )
         .await
         .map_err(db)?;
-    let current: i64 = row.get(0);
-    match current {
+    Ok(row.get(0))
+}
+
+/// Refuses a schema not at this build's version (one to migrate, or a newer one),
+/// changing nothing.
+pub(crate) async fn check_current(client: &Client, schema: &str) -> Result<(), StoreError> {
+    match version(client, schema).await? {
         LATEST => Ok(()),
         newer if newer > LATEST => Err(StoreError::NewerFormat {
             found: newer as u64,

@@ -102,8 +102,8 @@ const MOST_KEPT: usize = 10_000;
 /// Links and sessions in this process's memory.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
-    links: Mutex<HashMap<String, (ConsolePerson, DateTime<Utc>)>>,
-    pending: Mutex<HashMap<String, (PendingSignIn, DateTime<Utc>)>>,
+    links: Once<ConsolePerson>,
+    pending: Once<PendingSignIn>,
     sessions: Mutex<HashMap<String, ConsoleSession>>,
 }
 
@@ -134,6 +134,22 @@ fn make_room<T>(map: &mut HashMap<String, T>, ends: impl Fn(&T) -> DateTime<Utc>
     }
 }
 
+/// What is taken once, and the time it ends.
+type Once<T> = Mutex<HashMap<String, (T, DateTime<Utc>)>>;
+
+fn keep<T: Clone>(map: &Once<T>, digest: &str, value: &T, expires_at: DateTime<Utc>) {
+    let mut map = lock(map);
+    make_room(&mut map, |(_, ends)| *ends);
+    map.insert(digest.to_owned(), (value.clone(), expires_at));
+}
+
+fn take<T>(map: &Once<T>, digest: &str, now: DateTime<Utc>) -> Option<T> {
+    let taken = lock(map).remove(digest);
+    taken
+        .filter(|(_, ends)| *ends > now)
+        .map(|(value, _)| value)
+}
+
 #[async_trait]
 impl SessionStore for MemorySessionStore {
     async fn put_link(
@@ -142,9 +158,7 @@ impl SessionStore for MemorySessionStore {
         person: &ConsolePerson,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut links = lock(&self.links);
-        make_room(&mut links, |(_, ends)| *ends);
-        links.insert(digest.to_owned(), (person.clone(), expires_at));
+        keep(&self.links, digest, person, expires_at);
         Ok(())
     }
 
@@ -153,10 +167,7 @@ impl SessionStore for MemorySessionStore {
         digest: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<ConsolePerson>, StoreError> {
-        let taken = lock(&self.links).remove(digest);
-        Ok(taken
-            .filter(|(_, ends)| *ends > now)
-            .map(|(person, _)| person))
+        Ok(take(&self.links, digest, now))
     }
 
     async fn put_pending(
@@ -165,9 +176,7 @@ impl SessionStore for MemorySessionStore {
         pending: &PendingSignIn,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let mut under_way = lock(&self.pending);
-        make_room(&mut under_way, |(_, ends)| *ends);
-        under_way.insert(digest.to_owned(), (pending.clone(), expires_at));
+        keep(&self.pending, digest, pending, expires_at);
         Ok(())
     }
 
@@ -176,10 +185,7 @@ impl SessionStore for MemorySessionStore {
         digest: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<PendingSignIn>, StoreError> {
-        let taken = lock(&self.pending).remove(digest);
-        Ok(taken
-            .filter(|(_, ends)| *ends > now)
-            .map(|(pending, _)| pending))
+        Ok(take(&self.pending, digest, now))
     }
 
     async fn put_session(&self, digest: &str, session: &ConsoleSession) -> Result<(), StoreError> {
