@@ -200,16 +200,8 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
 
     // A console sign-in link made on one node opens on another, and the session it
     // opens is known to every node.
-    let link: Value = reqwest::Client::new()
-        .post(format!("{}/console/sign-in-links", n2.url))
-        .bearer_auth(AGENT_TOKEN)
-        .header("X-Fundi-User-Token", USER_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let links = format!("{}/console/sign-in-links", n2.url);
+    let link = call_with(reqwest::Method::POST, &links, AGENT_TOKEN, USER_TOKEN).await;
     let token = link["url"]
         .as_str()
         .unwrap()

@@ -115,25 +115,14 @@ const OPS: &str = "ops-token-0123456789abcdef";
 const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-0123456789abc";
 
-/// A JSON-RPC call with these credentials.
+/// A JSON-RPC call through the operators' client as `user`.
 async fn rpc_as(
     server: &Server,
     user: &str,
     method: &str,
     params: serde_json::Value,
 ) -> serde_json::Value {
-    reqwest::Client::new()
-        .post(server.rpc_url())
-        .bearer_auth(OPS)
-        .header("X-Fundi-User-Token", user)
-        .header("A2A-Version", "1.0")
-        .json(&request(method, params))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    rpc_with(server, OPS, user, method, params).await
 }
 
 fn status_text(task: &serde_json::Value) -> &str {

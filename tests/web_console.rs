@@ -250,16 +250,14 @@ async fn operators_pages_need_the_admin_scope_and_the_console_can_be_off() {
         ("FUNDI__AUTH__STATIC__CLIENTS__CI__SCOPES", "[]".to_owned()),
     ];
     let server = start(dir.path(), &users);
-    let answer: Value = plain_client()
-        .post(format!("{}/console/sign-in-links", server.url))
-        .bearer_auth("ci-token-0123456789abcdef")
-        .header(USER_HEADER, BOB)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let links = format!("{}/console/sign-in-links", server.url);
+    let answer = call_with(
+        reqwest::Method::POST,
+        &links,
+        "ci-token-0123456789abcdef",
+        BOB,
+    )
+    .await;
     let cookie = open_link(answer["url"].as_str().unwrap()).await;
     let tasks = page(&server, &cookie, "/console/tasks").await;
     assert!(

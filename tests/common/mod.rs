@@ -206,6 +206,43 @@ pub fn request(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": "req-1", "method": method, "params": params})
 }
 
+/// POSTs a JSON-RPC request with these credentials (a client's bearer token, a user's
+/// token) and returns the whole response object.
+pub async fn rpc_with(
+    server: &Server,
+    token: &str,
+    user: &str,
+    method: &str,
+    params: Value,
+) -> Value {
+    reqwest::Client::new()
+        .post(server.rpc_url())
+        .bearer_auth(token)
+        .header("X-Fundi-User-Token", user)
+        .header("A2A-Version", "1.0")
+        .json(&request(method, params))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json body")
+}
+
+/// Any route called with these credentials; its JSON answer.
+pub async fn call_with(method: reqwest::Method, url: &str, token: &str, user: &str) -> Value {
+    reqwest::Client::new()
+        .request(method, url)
+        .bearer_auth(token)
+        .header("X-Fundi-User-Token", user)
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json body")
+}
+
 /// POSTs a JSON-RPC request and returns the whole response object.
 pub async fn rpc(server: &Server, method: &str, params: Value) -> Value {
     let response = server

@@ -39,18 +39,7 @@ pub(crate) fn start(dir: &Path, extra: &[(&'static str, String)]) -> Server {
 }
 
 pub(crate) async fn rpc_as(server: &Server, user: &str, method: &str, params: Value) -> Value {
-    let answer: Value = reqwest::Client::new()
-        .post(server.rpc_url())
-        .bearer_auth(OPS)
-        .header(USER_HEADER, user)
-        .header("A2A-Version", "1.0")
-        .json(&request(method, params))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = rpc_with(server, OPS, user, method, params).await;
     assert!(answer.get("error").is_none(), "{method}: {answer}");
     answer["result"].clone()
 }
@@ -249,16 +238,7 @@ pub(crate) async fn admin_as(
     method: reqwest::Method,
     path: &str,
 ) -> Value {
-    plain_client()
-        .request(method, format!("{}{path}", server.url))
-        .bearer_auth(OPS)
-        .header(USER_HEADER, user)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    call_with(method, &format!("{}{path}", server.url), OPS, user).await
 }
 
 /// The heal task the loop made for the audit's issue.

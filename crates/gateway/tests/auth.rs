@@ -15,58 +15,15 @@ use fundi_gateway::{AppState, AuthConfig, AuthMode, Authenticator, GatewayConfig
 use fundi_runtime::grants::MemoryGrantStore;
 use fundi_runtime::store::ListQuery;
 use fundi_runtime::{MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, TaskStore};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use common::{DEADLINE, Scoped, Steps, message, parse_sse, request};
+use common::{DEADLINE, Scoped, SigningKey, Steps, message, parse_sse, request};
 
 const ISSUER: &str = "https://idp.test/";
 const MACHINE_AUDIENCE: &str = "fundi";
 const USER_AUDIENCE: &str = "fundi-users";
-
-/// An Ed25519 key made for this test run, and its public JWK.
-struct SigningKey {
-    kid: String,
-    encoding: EncodingKey,
-    jwk: Value,
-}
-
-impl SigningKey {
-    fn generate(kid: &str) -> SigningKey {
-        let seed: [u8; 32] = rand::random();
-        let public = ed25519_dalek::SigningKey::from_bytes(&seed)
-            .verifying_key()
-            .to_bytes();
-        // PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410): a fixed prefix, then the seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        SigningKey {
-            kid: kid.into(),
-            encoding: EncodingKey::from_ed_der(&der),
-            jwk: json!({
-                "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": kid,
-                "x": base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public),
-            }),
-        }
-    }
-
-    fn sign(&self, claims: &Value) -> String {
-        self.sign_as(&self.kid, claims)
-    }
-
-    /// Signs with this key but names `kid` in the header (a forgery when `kid` is another
-    /// key's).
-    fn sign_as(&self, kid: &str, claims: &Value) -> String {
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some(kid.into());
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-}
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()

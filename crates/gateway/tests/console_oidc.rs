@@ -18,12 +18,11 @@ use base64::Engine as _;
 use fundi_gateway::{AppState, AuthConfig, Authenticator, GatewayConfig, app};
 use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::{Message, Part, Runtime, RuntimeHandle, SubmitRequest};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::Digest;
 use tokio_util::sync::CancellationToken;
 
-use common::Steps;
+use common::{SigningKey, Steps};
 
 const CLIENT_ID: &str = "fundi-console";
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -38,9 +37,7 @@ struct Asked {
 /// The test identity provider.
 struct Provider {
     issuer: String,
-    kid: String,
-    key: EncodingKey,
-    jwk: Value,
+    key: SigningKey,
     codes: Mutex<HashMap<String, Asked>>,
     /// Token requests whose verifier matched their challenge.
     verified: AtomicUsize,
@@ -50,24 +47,11 @@ struct Provider {
 
 impl Provider {
     async fn start() -> Arc<Provider> {
-        let seed: [u8; 32] = rand::random();
-        let public = ed25519_dalek::SigningKey::from_bytes(&seed)
-            .verifying_key()
-            .to_bytes();
-        // PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410): a fixed prefix, then the seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let issuer = format!("http://{}", listener.local_addr().unwrap());
         let provider = Arc::new(Provider {
             issuer,
-            kid: "console-1".into(),
-            key: EncodingKey::from_ed_der(&der),
-            jwk: json!({"kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA",
-                        "kid": "console-1", "x": B64.encode(public)}),
+            key: SigningKey::generate("console-1"),
             codes: Mutex::default(),
             verified: AtomicUsize::new(0),
             wrong_nonce: AtomicBool::new(false),
@@ -77,7 +61,7 @@ impl Provider {
             .route(
                 "/jwks",
                 get(|State(p): State<Arc<Provider>>| async move {
-                    axum::Json(json!({"keys": [p.jwk]}))
+                    axum::Json(json!({"keys": [p.key.jwk]}))
                 }),
             )
             .route("/authorize", get(authorize))
@@ -153,9 +137,7 @@ async fn token(
     let now = chrono::Utc::now().timestamp();
     let claims = json!({"iss": p.issuer, "sub": "carol", "aud": CLIENT_ID, "iat": now, "exp": now + 300,
                         "nonce": nonce, "scope": "fundi:approve"});
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some(p.kid.clone());
-    let id_token = jsonwebtoken::encode(&header, &claims, &p.key).unwrap();
+    let id_token = p.key.sign(&claims);
     axum::Json(json!({"access_token": "opaque", "token_type": "Bearer", "expires_in": 300, "id_token": id_token})).into_response()
 }
 
