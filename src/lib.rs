@@ -13,6 +13,7 @@ mod retention;
 mod server;
 pub mod telemetry;
 
+pub use limits::raise_descriptor_limit;
 pub use server::{Server, ServerBuilder, ServerError};
 
 /// docs/embedding.md, whose code is compiled (and run) as doctests: the guide cannot

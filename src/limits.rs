@@ -4,7 +4,7 @@
 //! text part, or a raw part in base64), so the largest text part and the largest body
 //! are raised to fit one when they are set lower.
 
-use fundi_gateway::GatewayConfig;
+use fundi_gateway::{GatewayConfig, Listening};
 
 use crate::config::AppConfig;
 
@@ -39,6 +39,42 @@ pub(crate) fn fitted_gateway(config: &AppConfig) -> GatewayConfig {
         gateway.max_body_bytes = body;
     }
     gateway
+}
+
+/// File descriptors kept for what is not a client's connection: the store's files, its
+/// database connections, webhooks, the skills' own requests, log files.
+const RESERVED_DESCRIPTORS: u64 = 512;
+
+/// How the accept loop treats connections: `gateway.max-connections`, lowered (and the
+/// lowering logged) to stay below the process's file-descriptor limit, so that the
+/// server always has descriptors left to answer `/health` and to do its own work.
+pub(crate) fn listening(gateway: &GatewayConfig) -> Listening {
+    let mut listening = Listening::from_config(gateway);
+    if let Ok((soft, _)) = rlimit::Resource::NOFILE.get() {
+        let room = soft.saturating_sub(RESERVED_DESCRIPTORS).max(16);
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        if listening.max_connections > room {
+            tracing::warn!(
+                from = listening.max_connections,
+                to = room,
+                descriptors = soft,
+                "gateway.max-connections lowered to stay below the file-descriptor limit"
+            );
+            listening.max_connections = room;
+        }
+    }
+    listening
+}
+
+/// Raises the process's file-descriptor limit to its hard limit, and says what it is.
+pub fn raise_descriptor_limit() -> Option<u64> {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => Some(limit),
+        Err(error) => {
+            tracing::warn!(%error, "could not raise the file-descriptor limit");
+            None
+        }
+    }
 }
 
 /// The largest input an enabled skill takes inline, in bytes.

@@ -203,7 +203,7 @@ impl ServerBuilder {
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{local}"));
-        let header_read_timeout = Duration::from_millis(config.gateway.header_read_timeout_ms);
+        let listening = crate::limits::listening(&config.gateway);
         let mut state = AppState::new(
             runtime.clone(),
             crate::limits::fitted_gateway(&config),
@@ -255,7 +255,7 @@ impl ServerBuilder {
             listener,
             fundi_gateway::app(state).merge(self.routes),
             shutdown.clone(),
-            header_read_timeout,
+            listening,
         ));
         tracing::info!(%local, %public_url, "listening");
 

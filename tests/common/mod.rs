@@ -107,6 +107,30 @@ impl Server {
         }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server process's resident memory, in bytes (Linux).
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("the server's /proc status");
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc status");
+        kib * 1024
+    }
+
+    /// How many file descriptors the server process holds open (Linux).
+    pub fn open_descriptors(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("the server's /proc fd")
+            .count()
+    }
+
     pub fn rpc_url(&self) -> String {
         format!("{}/a2a", self.url)
     }

@@ -6,6 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Uri};
 
 use crate::auth::Caller;
+use crate::body::BodyCutOff;
 use crate::dialect::normalize_version;
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -30,29 +31,33 @@ pub(crate) async fn admit(
     Ok(caller)
 }
 
-/// The body, read up to `limit` bytes: larger is `BodyTooLarge` (HTTP 413), a body
-/// that cannot be read (bad chunked encoding, a connection closed early) is HTTP 400.
+/// The body, read up to `limit` bytes: larger is `BodyTooLarge` (HTTP 413), one cut off
+/// by its deadline or the shared budget is HTTP 408 or 503 (`body.rs`), a body that
+/// cannot be read (bad chunked encoding, a connection closed early) is HTTP 400.
 pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|error| match is_over_limit(&error) {
-            true => ApiError::BodyTooLarge { limit },
-            false => {
+    axum::body::to_bytes(body, limit).await.map_err(|error| {
+        if let Some(cut) = find_cause::<BodyCutOff>(&error) {
+            return ApiError::from(*cut);
+        }
+        match find_cause::<http_body_util::LengthLimitError>(&error) {
+            Some(_) => ApiError::BodyTooLarge { limit },
+            None => {
                 ApiError::malformed_http(format!("the request body could not be read: {error}"))
             }
-        })
+        }
+    })
 }
 
-/// Whether reading a body failed on the size limit (rather than on its framing).
-fn is_over_limit(error: &axum::Error) -> bool {
+/// The first error of type `E` in `error`'s chain of causes.
+fn find_cause<E: std::error::Error + 'static>(error: &axum::Error) -> Option<&E> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(error) = source {
-        if error.is::<http_body_util::LengthLimitError>() {
-            return true;
+        if let Some(found) = error.downcast_ref::<E>() {
+            return Some(found);
         }
         source = error.source();
     }
-    false
+    None
 }
 
 /// `A2A-Version` from the header, or else the query parameter (any case), normalized.

@@ -45,6 +45,26 @@ pub struct GatewayConfig {
     /// connection is closed after this long too (behind a load balancer, set it above
     /// the balancer's idle timeout). Default: 30000.
     pub header_read_timeout_ms: u64,
+    /// Longest a client may take to send a request's body once its head has arrived, in
+    /// ms; a slower sender is cut off with HTTP 408. Default: 30000.
+    pub body_read_timeout_ms: u64,
+    /// Most bytes of request bodies the server holds at once, over all connections
+    /// (never less than `max-body-bytes`); a body that would pass it is cut off with
+    /// HTTP 503. Default: 67108864 (64 MiB).
+    pub max_buffered_body_bytes: usize,
+    /// Most connections open at once; past it, new connections wait to be accepted. Kept
+    /// below the process's file-descriptor limit at start. Default: 4096.
+    pub max_connections: usize,
+    /// Most event streams (SubscribeToTask, streaming SendMessage, on either binding) one
+    /// user holds open at once. Default: 64.
+    pub max_streams_per_user: usize,
+    /// Most event streams open on one task at once, over all users. Default: 16.
+    pub max_streams_per_task: usize,
+    /// Most bytes of tasks in one ListTasks page (as stored, before `historyLength` and
+    /// `includeArtifacts` trim them); the page ends early, with a next-page token,
+    /// before the task that would pass it (a page holds at least one task).
+    /// Default: 8388608 (8 MiB).
+    pub max_list_bytes: usize,
     /// Most parts in one message. Default: 64.
     pub max_parts_per_message: usize,
     /// Largest text part, in bytes. Default: 262144 (256 KiB).
@@ -115,6 +135,12 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             header_read_timeout_ms: 30_000,
+            body_read_timeout_ms: 30_000,
+            max_buffered_body_bytes: 64 * 1024 * 1024,
+            max_connections: 4096,
+            max_streams_per_user: 64,
+            max_streams_per_task: 16,
+            max_list_bytes: 8 * 1024 * 1024,
             max_parts_per_message: 64,
             max_text_bytes: 256 * 1024,
             rate_limit_per_minute: 1200,
@@ -155,6 +181,18 @@ impl GatewayConfig {
         }
         if self.header_read_timeout_ms == 0 {
             return Err("gateway.header-read-timeout-ms must be at least 1".into());
+        }
+        for (value, name) in [
+            (self.body_read_timeout_ms as usize, "body-read-timeout-ms"),
+            (self.max_buffered_body_bytes, "max-buffered-body-bytes"),
+            (self.max_connections, "max-connections"),
+            (self.max_streams_per_user, "max-streams-per-user"),
+            (self.max_streams_per_task, "max-streams-per-task"),
+            (self.max_list_bytes, "max-list-bytes"),
+        ] {
+            if value == 0 {
+                return Err(format!("gateway.{name} must be at least 1"));
+            }
         }
         if self.max_parts_per_message == 0 {
             return Err("gateway.max-parts-per-message must be at least 1".into());

@@ -33,6 +33,14 @@ pub enum ApiError {
         /// The limit, in bytes (`gateway.max-body-bytes`).
         limit: usize,
     },
+    /// -32600 with HTTP 408: the body was not received within the read timeout.
+    BodyTimedOut {
+        /// The timeout, in ms (`gateway.body-read-timeout-ms`).
+        limit_ms: u64,
+    },
+    /// HTTP 503 with `Retry-After`: the bodies being read hold the whole budget
+    /// (`gateway.max-buffered-body-bytes`).
+    BodiesBusy,
     /// -32601: no such method (in the dialect asked for).
     MethodNotFound(String),
     /// -32602: the params are wrong; `field` names where (empty: the params as a whole).

@@ -1,5 +1,7 @@
 //! Routes and the HTTP side of the handlers.
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -16,7 +18,7 @@ use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{admin, console, inbox, methods, rest, streaming, telemetry};
+use crate::{admin, body, console, inbox, methods, rest, streaming, telemetry};
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
@@ -47,7 +49,9 @@ pub fn app(state: AppState) -> Router {
         true => router.fallback(rest::handle),
         false => router,
     };
+    let bodies = axum::middleware::from_fn_with_state(state.bodies.clone(), body::guard_bodies);
     router
+        .layer(bodies)
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
 }
@@ -134,7 +138,7 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
         Ok(caller) => caller,
         Err(error) => {
             metrics.request("unknown", "refused");
-            return refuse(&error, body, limit).await;
+            return refuse(&error, &headers, body).await;
         }
     };
     tracing::Span::current().record("user", caller.user.as_str());
@@ -190,15 +194,34 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
     }
 }
 
-/// A refusal made before the request was decoded; the body is read (within the limit)
-/// only to echo the request's id.
-async fn refuse(error: &ApiError, body: Body, limit: usize) -> Response {
-    let (id, dialect) = match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => match jsonrpc::parse(&bytes) {
+/// The most of a refused request's body read to echo its id: a refusal costs a caller
+/// without credentials no more memory than this.
+const REFUSED_BODY_READ: usize = 16 * 1024;
+
+/// How long a refused request's small body may take to arrive.
+const REFUSED_BODY_WAIT: Duration = Duration::from_secs(1);
+
+/// A refusal made before the request was decoded. A small body (at most
+/// [`REFUSED_BODY_READ`] bytes, arriving within [`REFUSED_BODY_WAIT`]) is read to echo
+/// the request's id; a larger or slower one is not read at all, and the id is `null`.
+async fn refuse(error: &ApiError, headers: &HeaderMap, body: Body) -> Response {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let small = declared.is_none_or(|n| n <= REFUSED_BODY_READ);
+    let read = async {
+        match small {
+            true => axum::body::to_bytes(body, REFUSED_BODY_READ).await.ok(),
+            false => None,
+        }
+    };
+    let (id, dialect) = match tokio::time::timeout(REFUSED_BODY_WAIT, read).await {
+        Ok(Some(bytes)) => match jsonrpc::parse(&bytes) {
             Ok(request) => (request.id, request.dialect),
             Err(e) => (e.id, Dialect::V1),
         },
-        Err(_) => (Value::Null, Dialect::V1),
+        _ => (Value::Null, Dialect::V1),
     };
     refusal(&id, error, dialect)
 }

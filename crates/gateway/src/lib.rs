@@ -15,6 +15,7 @@
 mod admin;
 mod admission;
 mod auth;
+mod body;
 mod card;
 mod config;
 mod console;
@@ -38,6 +39,7 @@ mod telemetry;
 mod v03;
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -45,6 +47,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{
@@ -60,22 +63,56 @@ pub use push::{PushService, PushSettings};
 pub use setup::SetupError;
 pub use state::AppState;
 
+/// How the accept loop treats connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listening {
+    /// A client that does not finish sending a request's headers within this long is
+    /// disconnected (slowloris); idle keep-alive connections are closed after it too.
+    pub header_read_timeout: Duration,
+    /// Most connections open at once: past it, new ones wait in the listen backlog
+    /// until one closes, so that the process never runs out of file descriptors.
+    pub max_connections: usize,
+}
+
+impl Listening {
+    /// The gateway settings' values (`header-read-timeout-ms`, `max-connections`).
+    pub fn from_config(config: &GatewayConfig) -> Listening {
+        Listening {
+            header_read_timeout: Duration::from_millis(config.header_read_timeout_ms),
+            max_connections: config.max_connections,
+        }
+    }
+}
+
+impl Default for Listening {
+    fn default() -> Listening {
+        Listening::from_config(&GatewayConfig::default())
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` is cancelled, then lets in-flight requests
-/// finish (open SSE streams end on the same token). A client that does not finish
-/// sending a request's headers within `header_read_timeout` is disconnected (slowloris).
-/// Accepted connections get TCP_NODELAY: without it, small SSE frames wait for delayed
-/// ACKs (about 40 ms each).
+/// finish (open SSE streams end on the same token). At most `listening.max_connections`
+/// are open at once. Accepted connections get TCP_NODELAY: without it, small SSE frames
+/// wait for delayed ACKs (about 40 ms each).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: CancellationToken,
-    header_read_timeout: Duration,
+    listening: Listening,
 ) -> io::Result<()> {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(listening.header_read_timeout);
     let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(listening.max_connections.max(1)));
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = shutdown.cancelled() => break,
+        };
         let (tcp, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -98,6 +135,7 @@ pub async fn serve(
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
+            drop(slot);
         });
     }
     drop(listener);

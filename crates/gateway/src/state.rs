@@ -1,6 +1,7 @@
 //! What every handler shares.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fundi_runtime::TaskService;
 use fundi_runtime::audit::AuditLog;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::grants::GrantDesk;
 use crate::auth::Authenticator;
+use crate::body::BodyLimits;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
 use crate::console::{Provider, Sessions};
@@ -33,6 +35,8 @@ pub struct AppState {
     pub(crate) auth: Arc<Authenticator>,
     pub(crate) guard: Arc<RequestGuard>,
     pub(crate) rate_limit: Arc<UserRateLimit>,
+    /// The deadline and shared budget of request bodies.
+    pub(crate) bodies: Arc<BodyLimits>,
     /// Push notifications, when enabled.
     pub(crate) push: Option<Arc<PushService>>,
     /// What operators, approvers and local agents use beyond A2A (one pointer, so that
@@ -101,6 +105,10 @@ impl AppState {
             rate_limit: Arc::new(UserRateLimit::new(
                 config.rate_limit_per_minute,
                 config.rate_limit_burst,
+            )),
+            bodies: Arc::new(BodyLimits::new(
+                config.max_buffered_body_bytes.max(config.max_body_bytes),
+                Duration::from_millis(config.body_read_timeout_ms),
             )),
             config: Arc::new(config),
             cards: Arc::new(cards),

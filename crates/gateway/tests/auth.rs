@@ -137,7 +137,10 @@ async fn fixture(config: GatewayConfig, min_refresh_ms: u64) -> Fixture {
         listener,
         app(state),
         shutdown.clone(),
-        header_timeout,
+        fundi_gateway::Listening {
+            header_read_timeout: header_timeout,
+            ..Default::default()
+        },
     ));
     Fixture {
         url,

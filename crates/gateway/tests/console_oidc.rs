@@ -184,7 +184,10 @@ async fn console_sharing(
         listener,
         app(state),
         shutdown.clone(),
-        Duration::from_secs(30),
+        fundi_gateway::Listening {
+            header_read_timeout: Duration::from_secs(30),
+            ..Default::default()
+        },
     ));
     Console {
         url,

@@ -264,7 +264,10 @@ async fn fixture(settings: PushSettings) -> Fixture {
         listener,
         app(state),
         shutdown.clone(),
-        Duration::from_secs(10),
+        fundi_gateway::Listening {
+            header_read_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
     ));
     Fixture {
         url,

@@ -21,6 +21,8 @@ impl ApiError {
             | ApiError::MalformedHttp(_)
             | ApiError::InvalidParams { .. } => (S::BAD_REQUEST, "INVALID_ARGUMENT"),
             ApiError::BodyTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, "INVALID_ARGUMENT"),
+            ApiError::BodyTimedOut { .. } => (S::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
+            ApiError::BodiesBusy => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::MethodNotFound(_)
             | ApiError::TaskNotFound { .. }
             | ApiError::PushConfigNotFound { .. } => (S::NOT_FOUND, "NOT_FOUND"),

@@ -111,6 +111,33 @@ impl ApiError {
                     ),
                 )
             },
+            ApiError::BodyTimedOut { limit_ms } => Wire {
+                http: Some(HttpRefusal {
+                    status: StatusCode::REQUEST_TIMEOUT,
+                    www_authenticate: None,
+                    retry_after_secs: None,
+                }),
+                ..Wire::plain(
+                    -32600,
+                    format!(
+                        "Request payload validation error: the request body was not received \
+                         within {limit_ms} ms (gateway.body-read-timeout-ms)"
+                    ),
+                )
+            },
+            ApiError::BodiesBusy => {
+                let mut wire = Wire::refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "Unavailable: the server holds as many request bodies as it may \
+                     (gateway.max-buffered-body-bytes); retry after 1 s"
+                        .into(),
+                );
+                if let Some(http) = &mut wire.http {
+                    http.retry_after_secs = Some(1);
+                }
+                wire
+            }
             ApiError::MethodNotFound(method) => {
                 Wire::plain(-32601, format!("Method not found: {method}"))
             }

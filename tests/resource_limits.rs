@@ -1,0 +1,146 @@
+//! What a caller, with or without credentials, can make the real server hold: request
+//! bodies (refused before they are read, cut off when slow, bounded all together),
+//! measured as the server's resident memory and open descriptors.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const MIB: u64 = 1024 * 1024;
+
+/// A connection that sent a request head announcing `length` body bytes and then
+/// `sent` of them, and stalls there.
+fn stalled_post(server: &Server, credentials: bool, length: usize, sent: usize) -> TcpStream {
+    let address = server.url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).unwrap();
+    let auth = match credentials {
+        true => format!(
+            "Authorization: Bearer {}\r\nX-Fundi-User-Token: {}\r\n",
+            server.token, server.user_token
+        ),
+        false => String::new(),
+    };
+    let head = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         {auth}Content-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server that reads nothing leaves the rest in the kernel's buffers: stop writing
+    // when they are full (or the server has closed the connection).
+    stream
+        .set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let chunk = vec![b' '; 64 * 1024];
+    let mut left = sent;
+    while left > 0 {
+        match stream.write(&chunk[..left.min(chunk.len())]) {
+            Ok(n) => left -= n,
+            Err(_) => break,
+        }
+    }
+    stream
+}
+
+/// The status line of the answer on `stream`, read within the deadline.
+fn status_line(stream: &mut TcpStream) -> String {
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !answer.windows(2).any(|w| w == b"\r\n") {
+        match stream.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&buffer[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+fn limits_env<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")];
+    env.extend_from_slice(extra);
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_without_credentials_cannot_make_the_server_hold_their_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &limits_env(&[("FUNDI__GATEWAY__MAX_BODY_BYTES", "8000000")]),
+    );
+    let before = server.rss_bytes();
+    // 80 connections announce 7 MB bodies, send 4 MB each, and stall: read, that would
+    // be 320 MB.
+    let stalled: Vec<TcpStream> = (0..80)
+        .map(|_| stalled_post(&server, false, 7_000_000, 4_000_000))
+        .collect();
+    let grown = server.rss_bytes().saturating_sub(before);
+    assert!(
+        grown < 48 * MIB,
+        "the server grew by {} MiB holding refused bodies",
+        grown / MIB
+    );
+    // Each was answered 401 without waiting for its body.
+    for mut stream in stalled.into_iter().take(3) {
+        assert!(status_line(&mut stream).contains(" 401 "));
+    }
+    // A small refused body still has its id echoed.
+    let refused = reqwest::Client::new()
+        .post(server.rpc_url())
+        .json(&request("GetTask", serde_json::json!({"id": "x"})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["id"], serde_json::json!("req-1"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sender_is_cut_off_with_408_and_bodies_being_read_share_one_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &limits_env(&[
+            ("FUNDI__GATEWAY__MAX_BODY_BYTES", "4000000"),
+            ("FUNDI__GATEWAY__MAX_BUFFERED_BODY_BYTES", "16000000"),
+            ("FUNDI__GATEWAY__BODY_READ_TIMEOUT_MS", "1500"),
+        ]),
+    );
+    let before = server.rss_bytes();
+    // 40 callers with credentials send 3 MB of 4 MB bodies and stall: without a shared
+    // budget the server would hold 120 MB; with it, at most 16 MB, and the rest are
+    // refused at once.
+    let started = Instant::now();
+    let mut stalled: Vec<TcpStream> = (0..40)
+        .map(|_| stalled_post(&server, true, 4_000_000, 3_000_000))
+        .collect();
+    let grown = server.rss_bytes().saturating_sub(before);
+    assert!(
+        grown < 56 * MIB,
+        "the server grew by {} MiB holding bodies",
+        grown / MIB
+    );
+    let statuses: Vec<String> = stalled.iter_mut().map(status_line).collect();
+    let busy = statuses.iter().filter(|s| s.contains(" 503 ")).count();
+    let slow = statuses.iter().filter(|s| s.contains(" 408 ")).count();
+    assert!(busy > 0, "{statuses:?}");
+    assert!(slow > 0, "{statuses:?}");
+    assert_eq!(busy + slow, 40, "{statuses:?}");
+    assert!(started.elapsed() < DEADLINE);
+    // The budget is back: a whole request gets through.
+    let answer = ok(&server, "ListTasks", serde_json::json!({})).await;
+    assert!(answer["tasks"].is_array(), "{answer}");
+    // Closed connections give their descriptors back.
+    drop(stalled);
+    let deadline = Instant::now() + DEADLINE;
+    while server.open_descriptors() > 200 {
+        assert!(Instant::now() < deadline, "descriptors were not given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
