@@ -144,3 +144,97 @@ async fn a_slow_sender_is_cut_off_with_408_and_bodies_being_read_share_one_budge
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_answers_end_at_their_byte_bound_on_both_bindings() {
+    let dir = tempfile::tempdir().unwrap();
+    let bound = 600_000;
+    let server = Server::start(
+        dir.path(),
+        &limits_env(&[("FUNDI__GATEWAY__MAX_LIST_BYTES", "600000")]),
+    );
+    let text = "x".repeat(200_000);
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        let sent = ok(
+            &server,
+            "SendMessage",
+            serde_json::json!({"message": message(&text, serde_json::Value::Null)}),
+        )
+        .await;
+        ids.push(sent["task"]["id"].as_str().unwrap().to_owned());
+    }
+    ids.reverse();
+
+    // JSON-RPC: every page within the bound (one task of ~200-400 KB may pass the rest
+    // of it), every task once, newest first.
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let params = serde_json::json!({"pageSize": 100, "pageToken": token});
+        let answer = server
+            .post()
+            .json(&request("ListTasks", params))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(answer.len() < bound + 450_000, "{} bytes", answer.len());
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        let page = &answer["result"];
+        assert_eq!(page["totalSize"], serde_json::json!(8), "{page}");
+        assert_eq!(
+            page["pageSize"].as_u64().unwrap() as usize,
+            page["tasks"].as_array().unwrap().len()
+        );
+        seen.extend(
+            page["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_owned()),
+        );
+        pages += 1;
+        token = page["nextPageToken"].as_str().unwrap().to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(seen, ids);
+    assert!(pages > 2, "{pages} pages");
+
+    // Trimmed as asked: no history, no artifacts.
+    let trimmed = ok(
+        &server,
+        "ListTasks",
+        serde_json::json!({"historyLength": 0, "includeArtifacts": false}),
+    )
+    .await;
+    for task in trimmed["tasks"].as_array().unwrap() {
+        assert!(
+            task.get("history")
+                .is_none_or(|h| h == &serde_json::json!([]))
+        );
+        assert!(task.get("artifacts").is_none(), "{task}");
+    }
+
+    // REST: the same bound.
+    let rest = reqwest::Client::new()
+        .get(format!("{}/tasks?pageSize=100", server.url))
+        .bearer_auth(&server.token)
+        .header("X-Fundi-User-Token", &server.user_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 200);
+    let body = rest.text().await.unwrap();
+    assert!(body.len() < bound + 450_000, "{} bytes", body.len());
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        !body["nextPageToken"].as_str().unwrap().is_empty(),
+        "{body}"
+    );
+}

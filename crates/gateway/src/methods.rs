@@ -7,6 +7,7 @@ use fundi_runtime::{
     ListRequest, Message, RuntimeError, SubmitRequest, TaskEvent, TaskId, TaskService, TaskSnapshot,
 };
 use futures::FutureExt;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -42,7 +43,9 @@ pub(crate) async fn call(
         match request.method {
             Method::SendMessage => send_message(state, caller, params, dialect, timeout).await,
             Method::GetTask => get_task(runtime, caller, params, dialect).await,
-            Method::ListTasks => list_tasks(runtime, owner, params).await,
+            Method::ListTasks => {
+                list_tasks(runtime, owner, params, state.config.max_list_bytes).await
+            }
             Method::CancelTask => cancel_task(runtime, owner, params, dialect).await,
             method @ (Method::CreatePushConfig
             | Method::GetPushConfig
@@ -255,10 +258,13 @@ async fn cancel_task(
     Ok(encode::task_result(&task, dialect))
 }
 
+/// A page of the caller's tasks, ended early (with a next-page token) before the task
+/// that would take it past `max_bytes`.
 async fn list_tasks(
     runtime: &dyn TaskService,
     owner: &str,
     params: Value,
+    max_bytes: usize,
 ) -> Result<Encoded, ApiError> {
     let params: ListTasksParams = decode(params)?;
     let page_size = match params.page_size {
@@ -282,28 +288,34 @@ async fn list_tasks(
         page_token: params.page_token,
         history_length: history_length("historyLength", params.history_length)?,
         include_artifacts,
+        max_bytes: Some(max_bytes),
     };
     let page = runtime.list(request).await.map_err(|e| match e {
         // The only input the runtime checks here is the token.
         RuntimeError::InvalidInput(text) => ApiError::invalid_params("pageToken", text),
         other => other.into(),
     })?;
-    let tasks: Vec<Value> = page
-        .tasks
-        .iter()
-        .map(|t| {
-            let mut task = encode::task(t, Dialect::V1);
-            // Asked for artifacts: the key is there even when there are none.
-            if include_artifacts && task.get("artifacts").is_none() {
-                task["artifacts"] = json!([]);
-            }
-            task
-        })
-        .collect();
-    Ok(encode::raw(&json!({
-        "pageSize": tasks.len(),
-        "tasks": tasks,
+    // Written task by task: the page's JSON text, never a tree of every task at once.
+    let count = page.tasks.len();
+    let mut text = String::from("{\"tasks\":[");
+    for (i, task) in page.tasks.into_iter().enumerate() {
+        let mut task = encode::task(&task, Dialect::V1);
+        // Asked for artifacts: the key is there even when there are none.
+        if include_artifacts && task.get("artifacts").is_none() {
+            task["artifacts"] = json!([]);
+        }
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&task.to_string());
+    }
+    let rest = json!({
+        "pageSize": count,
         "nextPageToken": page.next_page_token.unwrap_or_default(),
         "totalSize": page.total_size,
-    })))
+    });
+    text.push_str("],");
+    // `rest` is an object: its text without the opening brace continues this one.
+    text.push_str(&rest.to_string()[1..]);
+    RawValue::from_string(text).map_err(|error| ApiError::internal(error.to_string()))
 }

@@ -125,6 +125,9 @@ impl Call<'_> {
             );
             params["status"] = json!(wire);
         }
+        if let Some(token) = arguments["pageToken"].as_str().filter(|t| !t.is_empty()) {
+            params["pageToken"] = json!(token);
+        }
         let page = self.rpc("ListTasks", params).await?;
         Ok(shape::page(&page))
     }

@@ -118,10 +118,13 @@ pub(crate) fn page(page: &Value) -> (String, Value) {
         text.push('\n');
         text.push_str(line.trim_end());
     }
-    (
-        text,
-        json!({"total": total, "counts": counts, "tasks": lines}),
-    )
+    let next = page["nextPageToken"].as_str().unwrap_or_default();
+    let mut structured = json!({"total": total, "counts": counts, "tasks": lines});
+    if !next.is_empty() {
+        text.push_str(&format!("\nmore: pageToken {next}"));
+        structured["nextPageToken"] = json!(next);
+    }
+    (text, structured)
 }
 
 fn shorten(text: &str) -> String {

@@ -58,10 +58,13 @@ pub fn listed(allow_writes: bool) -> Vec<Tool> {
         .annotate(reading("Wait for a task")),
         tool(
             LIST_TASKS,
-            "Your tasks, newest first: counts by state and one line per task.",
+            "Your tasks, newest first: counts by state and one line per task. A page \
+             that does not hold them all gives a nextPageToken: pass it as pageToken for \
+             the next.",
             json!({"type": "object", "properties": {
                 "state": {"type": "string", "description": "Only this state, e.g. working."},
-                "pageSize": {"type": "integer", "minimum": 1, "maximum": 100}
+                "pageSize": {"type": "integer", "minimum": 1, "maximum": 100},
+                "pageToken": {"type": "string", "description": "The nextPageToken of the previous page."}
             }}),
         )
         .annotate(reading("List tasks")),

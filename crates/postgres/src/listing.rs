@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use fundi_runtime::TaskId;
-use fundi_runtime::store::{Cursor, ListPage, ListQuery, StoreError, TaskRecord};
+use fundi_runtime::store::{Cursor, ListPage, ListQuery, PageFill, StoreError, TaskRecord};
+use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
 use crate::store::{PostgresStore, db, decode_column, millis};
@@ -66,47 +67,49 @@ impl PostgresStore {
             }
             None => String::new(),
         };
+        // Rows are read one at a time, so that a page the byte bound ends early leaves
+        // the rest unread rather than held.
         let rows = client
-            .query(
+            .query_raw(
                 &format!(
                     "SELECT record, updated_ms, id FROM {} WHERE {filter} {position} \
                      ORDER BY updated_ms DESC, id DESC LIMIT {}",
                     self.table("tasks"),
                     query.limit + 1
                 ),
-                &page_refs,
+                page_refs.iter().copied(),
             )
             .await
             .map_err(db)?;
-        let more = rows.len() > query.limit;
-        // The page ends where its rows end, read or not.
-        let next = match more {
-            true => query
-                .limit
-                .checked_sub(1)
-                .and_then(|at| rows.get(at))
-                .map(|last| Cursor::new(last.get(1), TaskId::from(last.get::<_, String>(2)))),
-            false => None,
-        };
-        let records = rows
-            .iter()
-            .take(query.limit)
-            .filter_map(|row| match decode_column::<TaskRecord>(row, 0) {
-                Ok(record) => Some(record),
+        futures::pin_mut!(rows);
+        let mut page = PageFill::new(query);
+        let (mut walked, mut next, mut more) = (0, None, false);
+        while let Some(row) = rows.try_next().await.map_err(db)? {
+            if walked == query.limit {
+                // A row past the page: there is a next page, after the page's last row
+                // (read or not).
+                more = true;
+                break;
+            }
+            walked += 1;
+            let position = Cursor::new(row.get(1), TaskId::from(row.get::<_, String>(2)));
+            next = Some(position.clone());
+            match decode_column::<TaskRecord>(&row, 0) {
+                Ok(record) => {
+                    if !page.push(position, record) {
+                        break;
+                    }
+                }
                 // Left out of listings, as the sled store does; reading it by id says
                 // why, and recovery sets it aside if it is unfinished.
                 Err(error) => {
                     let id: String = row.get(2);
                     tracing::warn!(task_id = %id, %error, "a stored task cannot be read; left out of a listing");
-                    None
                 }
-            })
-            .collect();
-        Ok(ListPage {
-            records,
-            next,
-            total: total as usize,
-        })
+            }
+        }
+        let next = next.filter(|_| more);
+        Ok(page.finish(next, total as usize))
     }
 
     pub(crate) async fn remove_ended(

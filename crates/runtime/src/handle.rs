@@ -188,20 +188,13 @@ impl RuntimeHandle {
             skill: request.skill,
             limit: request.page_size,
             cursor,
+            history_length: request.history_length,
+            without_artifacts: !request.include_artifacts,
+            max_bytes: request.max_bytes,
         };
         let page = self.inner.store.list(&query).await?;
         self.settle().await?;
-        let tasks = page
-            .records
-            .into_iter()
-            .map(|r| {
-                let mut task = r.task.with_history_limit(request.history_length);
-                if !request.include_artifacts {
-                    task.artifacts.clear();
-                }
-                task
-            })
-            .collect();
+        let tasks = page.records.into_iter().map(|r| r.task).collect();
         Ok(TaskPage {
             tasks,
             next_page_token: page.next.map(|c| c.encode()),

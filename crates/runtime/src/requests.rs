@@ -59,6 +59,9 @@ pub struct ListRequest {
     pub history_length: Option<usize>,
     /// Include artifacts (otherwise they are left out).
     pub include_artifacts: bool,
+    /// Most bytes of tasks in the page, as JSON once trimmed: the page ends early, with
+    /// a next-page token, before the task that would pass it (`None`: no bound).
+    pub max_bytes: Option<usize>,
 }
 
 /// A task as it stood after a given event.

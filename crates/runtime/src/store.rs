@@ -10,6 +10,7 @@ mod index;
 mod live_index;
 mod log_sync;
 mod memory;
+mod page_fill;
 mod positions;
 mod push;
 mod run_inputs;
@@ -34,6 +35,7 @@ use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
 pub use cluster::{Cluster, Holder, Incoming};
 pub use cursor::Cursor;
 pub use memory::MemoryStore;
+pub use page_fill::PageFill;
 pub use push::{
     DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
 };
@@ -229,6 +231,13 @@ pub struct ListQuery {
     pub limit: usize,
     /// Continue after this position (from a previous page).
     pub cursor: Option<Cursor>,
+    /// Keep at most this many recent history messages of each task (`None`: all).
+    pub history_length: Option<usize>,
+    /// Leave each task's artifacts out.
+    pub without_artifacts: bool,
+    /// Most bytes of tasks in the page, as JSON once trimmed: the page ends before the
+    /// task that would pass it, though it always holds one (`None`: no bound).
+    pub max_bytes: Option<usize>,
 }
 
 /// One page of a listing.

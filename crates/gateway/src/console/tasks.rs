@@ -94,6 +94,7 @@ pub(super) async fn list(
             page_size: PAGE_SIZE,
             page_token: filter.page.clone().filter(|p| !p.is_empty()),
             history_length: Some(0),
+            max_bytes: Some(state.config.max_list_bytes),
             ..ListRequest::default()
         })
         .await?;

@@ -76,7 +76,8 @@ pub(crate) fn merge_newest_first<'a>(
 
 /// The ids of one page, where the next page starts, and the number of matches.
 pub(crate) struct PagePlan {
-    pub(crate) ids: Vec<TaskId>,
+    /// The page's tasks with their positions in the listing.
+    pub(crate) ids: Vec<Cursor>,
     pub(crate) next: Option<Cursor>,
     pub(crate) total: usize,
 }
@@ -123,11 +124,12 @@ pub(crate) fn plan_page(
             continue;
         }
         if plan.ids.len() < query.limit {
-            plan.next = Some(Cursor {
+            let position = Cursor {
                 ts_ms: entry.ts_ms,
-                task_id: entry.task_id.clone(),
-            });
-            plan.ids.push(entry.task_id);
+                task_id: entry.task_id,
+            };
+            plan.next = Some(position.clone());
+            plan.ids.push(position);
         } else {
             more = true;
             if known_total.is_some() {
@@ -180,7 +182,7 @@ mod tests {
             ..ListQuery::default()
         };
         let plan = plan_page(entries.into_iter().map(Ok), &query, None, &skill_of).unwrap();
-        let ids: Vec<&str> = plan.ids.iter().map(TaskId::as_str).collect();
+        let ids: Vec<&str> = plan.ids.iter().map(|c| c.task_id.as_str()).collect();
         assert_eq!(ids, ["new-echo", "old-echo"]);
         assert_eq!(plan.total, 2);
         assert_eq!(

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::index::{IndexEntry, plan_page};
 use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
-use super::{ListPage, ListQuery, StoreError, TaskRecord, TaskStore, first_message};
+use super::{ListPage, ListQuery, PageFill, StoreError, TaskRecord, TaskStore, first_message};
 use crate::model::{TaskEvent, TaskId};
 
 /// Keeps everything in memory; loses everything when dropped.
@@ -116,16 +116,15 @@ impl TaskStore for MemoryStore {
         let skill_of = |id: &TaskId| Ok(inner.records.get(id).map(|r| r.skill.clone()));
         let entries = inner.index.values().rev().cloned().map(Ok);
         let plan = plan_page(entries, query, None, &skill_of)?;
-        let records = plan
-            .ids
-            .iter()
-            .filter_map(|id| inner.records.get(id).cloned())
-            .collect();
-        Ok(ListPage {
-            records,
-            next: plan.next,
-            total: plan.total,
-        })
+        let mut page = PageFill::new(query);
+        for position in plan.ids {
+            if let Some(record) = inner.records.get(&position.task_id)
+                && !page.push(position.clone(), record.clone())
+            {
+                break;
+            }
+        }
+        Ok(page.finish(plan.next, plan.total))
     }
 
     async fn remove_ended_before(

@@ -63,7 +63,8 @@ use super::sled_layout::{
     encode_created, event_key, task_key,
 };
 use super::{
-    ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore, first_message,
+    ListPage, ListQuery, PageFill, QuarantinedTask, StoreError, TaskRecord, TaskStore,
+    first_message,
 };
 use crate::model::{TaskEvent, TaskId};
 
@@ -293,13 +294,18 @@ impl TaskStore for SledStore {
         };
         let skill_of = |id: &TaskId| Ok(self.read_task(id)?.map(|record| record.skill));
         let plan = plan_page(entries, query, total, &skill_of)?;
-        let mut records = Vec::with_capacity(plan.ids.len());
-        for id in &plan.ids {
+        let mut page = PageFill::new(query);
+        for position in plan.ids {
             // The index is written after the snapshot, so a listed id has a snapshot,
             // unless retention removed the task meanwhile (left out, as is one that
             // cannot be read: not the page).
-            match self.get(id).await {
-                Ok(Some(record)) => records.push(record),
+            let id = position.task_id.clone();
+            match self.get(&id).await {
+                Ok(Some(record)) => {
+                    if !page.push(position, record) {
+                        break;
+                    }
+                }
                 Ok(None) => {}
                 Err(error @ StoreError::Codec(_)) => {
                     tracing::error!(task_id = %id, %error, "a stored task cannot be read: left out of a listing");
@@ -307,11 +313,7 @@ impl TaskStore for SledStore {
                 Err(error) => return Err(error),
             }
         }
-        Ok(ListPage {
-            records,
-            next: plan.next,
-            total: plan.total,
-        })
+        Ok(page.finish(plan.next, plan.total))
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
