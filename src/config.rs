@@ -56,6 +56,12 @@ pub struct McpConfig {
     /// The longest `fundi_wait_for_task` waits, in seconds (no tool call lasts
     /// longer). Default: 25.
     pub wait_ceiling_s: u64,
+    /// Most MCP sessions one user holds open at `/mcp`; an `initialize` past it gets
+    /// HTTP 429. Default: 16.
+    pub max_sessions_per_user: usize,
+    /// A session unused this long, in seconds, is closed (its id then gets 404).
+    /// Default: 300.
+    pub session_idle_timeout_s: u64,
     /// The fundi server `fundi mcp` talks to (`FUNDI_URL` and `--url` win). Default:
     /// http://127.0.0.1:8080.
     pub url: Option<String>,
@@ -76,6 +82,8 @@ impl Default for McpConfig {
             enabled: true,
             allow_writes: false,
             wait_ceiling_s: 25,
+            max_sessions_per_user: 16,
+            session_idle_timeout_s: 300,
             url: None,
             token: None,
             user_token: None,
@@ -425,6 +433,12 @@ impl AppConfig {
         }
         if self.store.cache_mb == 0 {
             bail!("store.cache-mb must be at least 1");
+        }
+        if self.mcp.max_sessions_per_user == 0 {
+            bail!("mcp.max-sessions-per-user must be at least 1");
+        }
+        if self.mcp.session_idle_timeout_s == 0 {
+            bail!("mcp.session-idle-timeout-s must be at least 1");
         }
         if self.server.shutdown_grace_ms > 600_000 {
             bail!("server.shutdown-grace-ms must be at most 600000 (10 minutes)");

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, PushService};
+use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, McpSessionLimits, PushService};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
 use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog, SledChaosLog};
@@ -234,8 +234,12 @@ impl ServerBuilder {
                 user_header: config.auth.user_header.clone(),
             };
             let tools = fundi_mcp::FundiTools::new(fundi, credentials, config.mcp.settings());
-            let service = fundi_mcp::http_service(tools, shutdown.clone());
-            state = state.with_mcp(Router::new().fallback_service(service));
+            let limits = McpSessionLimits {
+                max_per_user: config.mcp.max_sessions_per_user,
+                idle_timeout: Duration::from_secs(config.mcp.session_idle_timeout_s),
+            };
+            let service = fundi_mcp::http_service(tools, shutdown.clone(), limits.idle_timeout);
+            state = state.with_mcp(Router::new().fallback_service(service), limits);
         }
         if config.push.enabled {
             let push = PushService::new(

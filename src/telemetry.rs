@@ -97,10 +97,24 @@ pub enum LogFormat {
     Json,
 }
 
-/// Third-party log lines that mislead an operator, kept out unless the log filter names
-/// their target: html5ever warns "foster parenting not implemented" on every table with
-/// stray content in a page an audit parses (the audit handles such pages).
-const QUIETED: [&str; 1] = ["html5ever=error"];
+/// Third-party log lines that mislead an operator or carry client input, kept out
+/// unless the log filter names their target: html5ever warns "foster parenting not
+/// implemented" on every table with stray content in a page an audit parses (the audit
+/// handles such pages); the MCP SDK logs every client's whole `clientInfo` (a megabyte
+/// name is a megabyte of log) and every session id at INFO.
+const QUIETED: [&str; 2] = ["html5ever=error", "rmcp=warn"];
+
+/// A filter of `directives`, with the [`QUIETED`] targets they do not name kept quiet.
+fn quieted(directives: &str) -> anyhow::Result<EnvFilter> {
+    let mut filter = EnvFilter::try_new(directives)?;
+    for quieted in QUIETED {
+        let target = quieted.split('=').next().unwrap_or_default();
+        if !directives.contains(target) {
+            filter = filter.add_directive(quieted.parse().context("a quieted target")?);
+        }
+    }
+    Ok(filter)
+}
 
 /// The installed providers, to flush and stop at exit.
 pub struct Telemetry {
@@ -205,13 +219,7 @@ fn install(
         Ok(from_env) => (from_env, "RUST_LOG"),
         Err(_) => (log_filter.to_owned(), "log.filter"),
     };
-    let mut log_filter = EnvFilter::try_new(&directives).context(what)?;
-    for quieted in QUIETED {
-        let target = quieted.split('=').next().unwrap_or_default();
-        if !directives.contains(target) {
-            log_filter = log_filter.add_directive(quieted.parse().context("a quieted target")?);
-        }
-    }
+    let log_filter = quieted(&directives).context(what)?;
     // Not lossy: when the queue is full (a stderr far behind), loggers wait rather than
     // lines being dropped.
     let (stderr, logs_guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -230,7 +238,7 @@ fn install(
             layer.with_writer(stderr).with_filter(log_filter).boxed()
         }
     };
-    let exported = EnvFilter::try_new(&config.trace_filter).context("telemetry.trace-filter")?;
+    let exported = quieted(&config.trace_filter).context("telemetry.trace-filter")?;
     // With nothing exported, only the spans that carry a trace onward (from the caller
     // to the stored task and on to webhooks) are worth their cost: the others (store
     // commits, skill runs) cost about a fifth of a short task's CPU time, and so do

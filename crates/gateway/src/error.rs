@@ -107,6 +107,19 @@ pub enum ApiError {
     },
     /// HTTP 403 for a request refused before authentication (Host, Origin).
     ForbiddenRequest(String),
+    /// HTTP 429 with `Retry-After`: the caller holds as many of something as it may
+    /// (event streams, MCP sessions).
+    TooManyOpen {
+        /// What: "event streams of this user", ...
+        what: &'static str,
+        /// The limit.
+        limit: usize,
+        /// The setting that sets it.
+        setting: &'static str,
+    },
+    /// HTTP 404: no MCP session with that id for this caller (another's, closed, idle
+    /// too long, or never opened).
+    McpSessionNotFound,
     /// HTTP 429 with `Retry-After`: this user sent too many requests.
     RateLimited {
         /// When to try again.

@@ -18,7 +18,7 @@ use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{admin, body, console, inbox, methods, rest, streaming, telemetry};
+use crate::{admin, body, console, inbox, mcp_gate, methods, rest, streaming, telemetry};
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
@@ -38,8 +38,8 @@ pub fn app(state: AppState) -> Router {
     };
     let router = match state.operators.mcp.clone() {
         Some(mcp) => {
-            let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate);
-            router.nest_service("/mcp", mcp.layer(gate))
+            let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate::mcp_gate);
+            router.nest_service("/mcp", mcp.service.layer(gate))
         }
         None => router,
     };
@@ -54,19 +54,6 @@ pub fn app(state: AppState) -> Router {
         .layer(bodies)
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
-}
-
-/// `/mcp` admits what `/a2a` admits (Host, Origin, both credentials, the rate limit);
-/// the MCP tools then call `/a2a` with the same credentials.
-async fn mcp_gate(
-    State(state): State<AppState>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    match admit(&state, request.headers(), request.uri()).await {
-        Ok(_) => next.run(request).await,
-        Err(error) => refusal(&Value::Null, &error, Dialect::V1),
-    }
 }
 
 /// Every route refuses a request with two `Host` headers (RFC 9112: 400), which
@@ -141,7 +128,7 @@ async fn handle_rpc(state: AppState, headers: HeaderMap, uri: Uri, body: Body) -
             return refuse(&error, &headers, body).await;
         }
     };
-    tracing::Span::current().record("user", caller.user.as_str());
+    tracing::Span::current().record("user", crate::clip::clip(&caller.user).as_str());
     let bytes: Bytes = match read_body(body, limit).await {
         Ok(bytes) => bytes,
         Err(error) => {

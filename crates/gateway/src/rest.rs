@@ -64,7 +64,7 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
             return rest_failure(&error);
         }
     };
-    tracing::Span::current().record("user", caller.user.as_str());
+    tracing::Span::current().record("user", crate::clip::clip(&caller.user).as_str());
     tracing::Span::current().record("rpc.method", name);
     let bytes = match read_body(body, state.config.max_body_bytes).await {
         Ok(bytes) => bytes,

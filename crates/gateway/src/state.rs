@@ -20,8 +20,10 @@ use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
 use crate::console::{Provider, Sessions};
 use crate::guard::RequestGuard;
+use crate::mcp_sessions::{McpEndpoint, McpSessionLimits};
 use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
+use crate::stream_slots::StreamSlots;
 
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
 #[derive(Clone)]
@@ -37,6 +39,8 @@ pub struct AppState {
     pub(crate) rate_limit: Arc<UserRateLimit>,
     /// The deadline and shared budget of request bodies.
     pub(crate) bodies: Arc<BodyLimits>,
+    /// The event streams open, per user and per task.
+    pub(crate) streams: Arc<StreamSlots>,
     /// Push notifications, when enabled.
     pub(crate) push: Option<Arc<PushService>>,
     /// What operators, approvers and local agents use beyond A2A (one pointer, so that
@@ -63,8 +67,8 @@ pub(crate) struct Operators {
     pub(crate) chaos: Option<Arc<dyn ChaosLog>>,
     /// Proposals waiting for a local agent (the inbox skill), when it is enabled.
     pub(crate) inbox: Option<Inbox>,
-    /// The MCP endpoint's service, served at `/mcp` behind the auth gate.
-    pub(crate) mcp: Option<axum::Router>,
+    /// The MCP endpoint's service and its sessions, served at `/mcp` behind the gate.
+    pub(crate) mcp: Option<McpEndpoint>,
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
@@ -109,6 +113,10 @@ impl AppState {
             bodies: Arc::new(BodyLimits::new(
                 config.max_buffered_body_bytes.max(config.max_body_bytes),
                 Duration::from_millis(config.body_read_timeout_ms),
+            )),
+            streams: Arc::new(StreamSlots::new(
+                config.max_streams_per_user,
+                config.max_streams_per_task,
             )),
             config: Arc::new(config),
             cards: Arc::new(cards),
@@ -162,9 +170,10 @@ impl AppState {
     }
 
     /// The same state serving `mcp` (the MCP streamable HTTP service) at `/mcp`, behind
-    /// the same Host, Origin and credential checks as `/a2a`.
-    pub fn with_mcp(mut self, mcp: axum::Router) -> AppState {
-        Arc::make_mut(&mut self.operators).mcp = Some(mcp);
+    /// the same Host, Origin and credential checks as `/a2a`; each session belongs to
+    /// the caller that opened it, within `limits`.
+    pub fn with_mcp(mut self, mcp: axum::Router, limits: McpSessionLimits) -> AppState {
+        Arc::make_mut(&mut self.operators).mcp = Some(McpEndpoint::new(mcp, limits));
         self
     }
 

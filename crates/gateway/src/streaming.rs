@@ -22,6 +22,7 @@ use crate::methods;
 use crate::params::{TaskIdParams, decode};
 use crate::reply;
 use crate::state::AppState;
+use crate::stream_slots::StreamSlot;
 
 /// How a stream's events are written.
 #[derive(Debug, Clone)]
@@ -34,10 +35,11 @@ pub(crate) enum Framing {
     Rest,
 }
 
-/// What an opened stream starts with and continues from.
+/// What an opened stream starts with and continues from, and the slots it holds.
 struct Opened {
     first: Option<(u64, TaskUpdate)>,
     events: EventStream,
+    slots: Vec<StreamSlot>,
 }
 
 /// Answers a streaming request. On JSON-RPC, every failure after a valid envelope (an
@@ -59,7 +61,15 @@ pub(crate) async fn respond(
     let method = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
-        None => open(&state, &caller, request, last_event_id).await,
+        None => match state.streams.for_user(&caller.user) {
+            Ok(slot) => open(&state, &caller, request, last_event_id)
+                .await
+                .map(|mut opened| {
+                    opened.slots.push(slot);
+                    opened
+                }),
+            Err(error) => Err(error),
+        },
     };
     let metrics = crate::telemetry::metrics();
     let events: BoxStream<'static, Event> = match opened {
@@ -112,10 +122,12 @@ async fn open(
             let push = send.take_push();
             let Following { accepted, events } = runtime.follow(send.request).await?;
             push.attach(&accepted).await?;
+            let slot = state.streams.for_task(accepted.task.id.as_str())?;
             let task = accepted.task.with_history_limit(send.history);
             Ok(Opened {
                 first: Some((accepted.seq, TaskUpdate::Task(task))),
                 events,
+                slots: vec![slot],
             })
         }
         Method::SubscribeToTask => {
@@ -125,22 +137,26 @@ async fn open(
                 // A reconnect: everything after the last event the client saw, even up
                 // to the terminal one it may have missed.
                 let events = runtime.subscribe(&id, after, owner).await?;
+                let slot = state.streams.for_task(id.as_str())?;
                 return Ok(Opened {
                     first: None,
                     events,
+                    slots: vec![slot],
                 });
             }
             let snapshot = runtime.snapshot(&id, None, owner).await?;
-            let state = snapshot.task.status.state;
-            if state.is_terminal() {
+            let now = snapshot.task.status.state;
+            if now.is_terminal() {
                 return Err(ApiError::unsupported(format!(
-                    "task {id} is already {state}; only tasks that are not terminal can be subscribed to"
+                    "task {id} is already {now}; only tasks that are not terminal can be subscribed to"
                 )));
             }
             let events = runtime.subscribe(&id, snapshot.seq, owner).await?;
+            let slot = state.streams.for_task(id.as_str())?;
             Ok(Opened {
                 first: Some((snapshot.seq, TaskUpdate::Task(snapshot.task))),
                 events,
+                slots: vec![slot],
             })
         }
         _ => Err(ApiError::internal("plain method routed as a stream")),
@@ -153,10 +169,16 @@ fn ends_stream(state: TaskState) -> bool {
 }
 
 fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
-    let Opened { first, mut events } = opened;
+    let Opened {
+        first,
+        mut events,
+        slots,
+    } = opened;
     async_stream::stream! {
-        // Counted while the stream lives (dropped with it, whatever ends it).
+        // Counted while the stream lives (dropped with it, whatever ends it), and so
+        // are its slots.
         let _open = crate::telemetry::metrics().sse_open();
+        let _slots = slots;
         if let Some((seq, update)) = first {
             let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
             yield frame.data(seq, &update);

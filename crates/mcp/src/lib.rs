@@ -186,10 +186,12 @@ pub async fn serve_stdio(tools: FundiTools) -> std::io::Result<()> {
 
 /// The MCP streamable HTTP service for `/mcp` (a tower service to nest in a router).
 /// `fundi serve` checks the caller's Host, Origin and credentials before it is reached,
-/// so the SDK's own host list is not used again here.
+/// so the SDK's own host list is not used again here. A session unused for
+/// `idle_timeout` is closed.
 pub fn http_service(
     tools: FundiTools,
     stop: tokio_util::sync::CancellationToken,
+    idle_timeout: std::time::Duration,
 ) -> rmcp::transport::StreamableHttpService<
     FundiTools,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
@@ -197,9 +199,12 @@ pub fn http_service(
     let config = rmcp::transport::StreamableHttpServerConfig::default()
         .with_cancellation_token(stop)
         .disable_allowed_hosts();
+    let mut sessions =
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(idle_timeout);
     rmcp::transport::StreamableHttpService::new(
         move || Ok(tools.clone()),
-        Default::default(),
+        std::sync::Arc::new(sessions),
         config,
     )
 }

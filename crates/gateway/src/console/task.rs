@@ -146,9 +146,15 @@ pub(super) async fn live(
     let id = TaskId::from(id);
     readable(&state, &viewer, &id).await?;
     let after = last_event_id(&headers).unwrap_or(query.after);
+    let slots = [
+        state.streams.for_user(viewer.user())?,
+        state.streams.for_task(id.as_str())?,
+    ];
     let mut events = state.runtime.subscribe(&id, after, None).await?;
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
+        // Held while the stream lives.
+        let _slots = slots;
         loop {
             let next = tokio::select! {
                 next = events.next() => next,

@@ -239,8 +239,11 @@ pub(super) async fn live_counts(
     let viewer = viewer(&state, &headers, &uri).await?;
     let context = filter.context();
     let user = viewer.user().to_owned();
+    let slot = state.streams.for_user(&user)?;
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
+        // Held while the stream lives.
+        let _slot = slot;
         let mut last = None;
         // Signing out ends the stream too.
         while matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {

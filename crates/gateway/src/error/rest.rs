@@ -37,7 +37,10 @@ impl ApiError {
             ApiError::InsufficientScope { .. } | ApiError::ForbiddenRequest(_) => {
                 (S::FORBIDDEN, "PERMISSION_DENIED")
             }
-            ApiError::RateLimited { .. } => (S::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED"),
+            ApiError::RateLimited { .. } | ApiError::TooManyOpen { .. } => {
+                (S::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")
+            }
+            ApiError::McpSessionNotFound => (S::NOT_FOUND, "NOT_FOUND"),
         }
     }
 

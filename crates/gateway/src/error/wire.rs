@@ -246,6 +246,28 @@ impl ApiError {
                 "PERMISSION_DENIED",
                 format!("Forbidden: {detail}"),
             ),
+            ApiError::TooManyOpen {
+                what,
+                limit,
+                setting,
+            } => {
+                let mut wire = Wire::refused(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "RESOURCE_EXHAUSTED",
+                    format!("Too many open: {what} are at the limit of {limit} ({setting})"),
+                );
+                if let Some(http) = &mut wire.http {
+                    http.retry_after_secs = Some(1);
+                }
+                wire.with("limit", limit.to_string())
+            }
+            ApiError::McpSessionNotFound => Wire::refused(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "Session not found: no open MCP session of yours has that Mcp-Session-Id \
+                 (initialize a new one)"
+                    .into(),
+            ),
             ApiError::RateLimited { retry_after_secs } => {
                 let mut wire = Wire::refused(
                     StatusCode::TOO_MANY_REQUESTS,
