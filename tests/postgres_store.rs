@@ -89,3 +89,66 @@ async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
 
     drop_schemas(&[schema]).await;
 }
+
+/// A NUL in a message is refused alike on sled and on PostgreSQL (which keeps none in
+/// `jsonb`), naming the field, and no task is made; text with every other control
+/// character is kept by both and reads back whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sled_and_postgres_accept_and_refuse_the_same_text() {
+    let schema = fresh_schema();
+    let url = test_url();
+    let on_postgres = [
+        ("FUNDI__STORE__KIND", "postgres"),
+        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
+        ("FUNDI__STORE__POSTGRES__SCHEMA", schema.as_str()),
+    ];
+    for env in [&on_postgres[..], &[]] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(dir.path(), env);
+        let refusals = [
+            (message("a\u{0}b", Value::Null), "message.parts[0].text"),
+            (
+                message("x", json!({"deep": [{"k": "v\u{0}"}]})),
+                "message.parts[1].data",
+            ),
+            (
+                {
+                    let mut m = message("x", Value::Null);
+                    m["metadata"] = json!({"k\u{0}": 1});
+                    m
+                },
+                "message.metadata",
+            ),
+        ];
+        for (sent, field) in refusals {
+            let answer = rpc(&server, "SendMessage", json!({"message": sent})).await;
+            assert_eq!(answer["error"]["code"], json!(-32602), "{answer}");
+            let text = answer["error"]["message"].as_str().unwrap();
+            assert!(text.contains(field) && text.contains("U+0000"), "{text}");
+        }
+        let listed = ok(&server, "ListTasks", json!({})).await;
+        assert_eq!(
+            listed["totalSize"],
+            json!(0),
+            "a refused message made a task"
+        );
+
+        let awkward: String = (1u8..32)
+            .map(char::from)
+            .chain(['\u{7f}', '𝄞', '\u{200f}'])
+            .collect();
+        let data = json!({"s": awkward, awkward.clone(): [u64::MAX, i64::MIN, 0.1]});
+        let task = ok(
+            &server,
+            "SendMessage",
+            json!({"message": message(&awkward, data.clone())}),
+        )
+        .await["task"]
+            .clone();
+        assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+        let got = ok(&server, "GetTask", json!({"id": task["id"]})).await;
+        assert_eq!(got["history"][0]["parts"][0]["text"], json!(awkward));
+        assert_eq!(got["history"][0]["parts"][1]["data"], data);
+    }
+    drop_schemas(&[schema]).await;
+}

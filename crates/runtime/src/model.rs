@@ -8,6 +8,7 @@ mod ids;
 pub mod limits;
 mod part;
 mod sender;
+mod storable;
 mod task;
 
 pub use enums::{Role, TaskState};

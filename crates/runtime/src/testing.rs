@@ -3,9 +3,9 @@
 //! keeps (`store_contract`), and the one every console `SessionStore` keeps
 //! (`session_contract`).
 
-pub mod list_bounds;
 pub mod session_contract;
 pub mod store_contract;
+pub mod stored_content;
 
 use std::collections::BTreeMap;
 

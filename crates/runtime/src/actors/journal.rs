@@ -266,7 +266,7 @@ impl TaskJournal {
         checkpoint: Checkpoint,
     ) -> Result<(), JournalError> {
         if let Checkpoint::Save(value) = &checkpoint {
-            limits::check_depth(|| "checkpoint".into(), value)?;
+            limits::check_checkpoint(value)?;
         }
         // One copy per commit, whatever the number of events.
         let mut task = self.record.task.clone();
@@ -327,7 +327,7 @@ impl TaskJournal {
 
     /// Saves a checkpoint alone (no event).
     pub(crate) async fn save_checkpoint(&mut self, value: Value) -> Result<(), JournalError> {
-        limits::check_depth(|| "checkpoint".into(), &value)?;
+        limits::check_checkpoint(&value)?;
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Artifact, Message, Part, PartContent, TaskEventKind};
+use super::{Artifact, Message, Part, PartContent, TaskEventKind, storable};
 
 /// How deeply arrays and objects may nest in a JSON value of a message or artifact (a
 /// part's data or metadata, a message's metadata) or in a checkpoint. A scalar is depth
@@ -68,6 +68,13 @@ pub fn check_depth(field: impl FnOnce() -> String, value: &Value) -> Result<(), 
     }
 }
 
+/// Refuses a skill's checkpoint nested past [`MAX_VALUE_DEPTH`] or holding text no
+/// store keeps (a NUL).
+pub fn check_checkpoint(value: &Value) -> Result<(), InvalidField> {
+    check_depth(|| "checkpoint".into(), value)?;
+    storable::check_value(|| "checkpoint".into(), value)
+}
+
 /// A metadata map, which is one level itself.
 fn check_metadata(
     field: impl FnOnce() -> String,
@@ -107,7 +114,8 @@ pub(crate) fn check_id(field: &str, id: &str) -> Result<(), InvalidField> {
     Ok(())
 }
 
-/// The depth of every JSON value of these parts, at `{prefix}.parts[i]`.
+/// The depth of every JSON value of these parts, and text every store holds (no NUL),
+/// at `{prefix}.parts[i]`.
 pub(crate) fn check_parts(prefix: &str, parts: &[Part]) -> Result<(), InvalidField> {
     for (i, part) in parts.iter().enumerate() {
         if let PartContent::Data(value) = &part.content {
@@ -117,20 +125,25 @@ pub(crate) fn check_parts(prefix: &str, parts: &[Part]) -> Result<(), InvalidFie
             || format!("{prefix}.parts[{i}].metadata"),
             part.metadata.as_ref(),
         )?;
+        storable::check_part(prefix, i, part)?;
     }
     Ok(())
 }
 
-/// The depth of a message's JSON values, at `{prefix}`.
+/// The depth of a message's JSON values, and text every store holds, at `{prefix}`.
 pub(crate) fn check_message(prefix: &str, message: &Message) -> Result<(), InvalidField> {
     check_parts(prefix, &message.parts)?;
-    check_metadata(|| format!("{prefix}.metadata"), message.metadata.as_ref())
+    check_metadata(|| format!("{prefix}.metadata"), message.metadata.as_ref())?;
+    storable::check_metadata(|| format!("{prefix}.metadata"), message.metadata.as_ref())?;
+    storable::check_message_fields(prefix, message)
 }
 
 fn check_artifact(artifact: &Artifact) -> Result<(), InvalidField> {
     check_id("artifact.artifactId", &artifact.artifact_id)?;
     check_parts("artifact", &artifact.parts)?;
-    check_metadata(|| "artifact.metadata".into(), artifact.metadata.as_ref())
+    check_metadata(|| "artifact.metadata".into(), artifact.metadata.as_ref())?;
+    storable::check_metadata(|| "artifact.metadata".into(), artifact.metadata.as_ref())?;
+    storable::check_artifact_fields(artifact)
 }
 
 /// Whether a change a skill (or the runtime) is about to commit can be stored and read

@@ -1,5 +1,5 @@
-//! The store contract's case for listing pages' size: pages end at the byte bound,
-//! trimmed as asked, and still visit every task once.
+//! The store contract's cases about what stores hold: listing pages end at their byte
+//! bound, trimmed as asked, and still visit every task once; awkward text reads back whole.
 
 use crate::model::{Artifact, Message, Part, TaskId, TaskState};
 use crate::store::{ListQuery, TaskStore};
@@ -94,4 +94,38 @@ async fn walk(store: &dyn TaskStore, mut query: ListQuery) -> (usize, Vec<String
         }
         assert!(pages < 100, "the listing does not end");
     }
+}
+
+/// Text with every control character but NUL (which the runtime refuses before any
+/// store sees it), characters outside the BMP, and numbers at the ends of their
+/// ranges, in text, data keys and values and metadata: stored, read back and listed
+/// whole, so that what the runtime accepts every store keeps.
+pub async fn awkward_text_reads_back_whole(name: &str, store: &dyn TaskStore) {
+    let awkward: String = (1u8..32)
+        .map(char::from)
+        .chain(['\u{7f}', '𝄞', '\u{200f}'])
+        .collect();
+    let data = serde_json::json!({
+        "s": awkward, awkward.clone(): [u64::MAX, i64::MIN, 0.1, 1e300],
+    });
+    let mut r = record("odd", "c", TaskState::Working, 1_000, "u");
+    let mut message = Message::user(vec![Part::text(awkward.clone()), Part::data(data)]);
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(awkward.clone(), serde_json::json!(awkward));
+    message.metadata = Some(metadata);
+    assert_eq!(message.validate(), Ok(()), "{name}: the runtime accepts it");
+    r.task.history = vec![message];
+    store.commit(&r, 0, &[created(&r)]).await.unwrap();
+    let got = store.get(&TaskId::from("odd")).await.unwrap().unwrap();
+    assert_eq!(got.task, r.task, "{name}: read back whole");
+    let listed = store
+        .list(&ListQuery {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.records[0].task, r.task, "{name}: listed whole");
+    let events = store.events(&TaskId::from("odd"), 0, 10).await.unwrap();
+    assert_eq!(events, vec![created(&r)], "{name}: its event whole");
 }

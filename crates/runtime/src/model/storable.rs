@@ -1,0 +1,149 @@
+//! Text every store can hold. PostgreSQL keeps no U+0000 (NUL) in a `jsonb` string or
+//! key, nor in a `text` column, while sled and memory would; so that what one store
+//! accepts every store accepts, a NUL anywhere in a message or a skill's output is
+//! refused where it enters the runtime, naming the field, and never reaches a store.
+
+use serde_json::{Map, Value};
+
+use super::limits::InvalidField;
+use super::{Message, Part, PartContent};
+
+const NUL: char = '\0';
+
+fn refused(field: String) -> InvalidField {
+    InvalidField::new(
+        field,
+        "contains U+0000 (NUL), which no store keeps; send it escaped in text, or the \
+         content as a raw part",
+    )
+}
+
+/// Whether a JSON value holds a NUL in a string or an object key, at any depth (a
+/// walk without recursion).
+fn value_has_nul(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) if text.contains(NUL) => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if map.keys().any(|k| k.contains(NUL)) {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Refuses a JSON value holding a NUL, at `field`.
+pub(crate) fn check_value(
+    field: impl FnOnce() -> String,
+    value: &Value,
+) -> Result<(), InvalidField> {
+    match value_has_nul(value) {
+        true => Err(refused(field())),
+        false => Ok(()),
+    }
+}
+
+fn check_text(field: impl FnOnce() -> String, text: &str) -> Result<(), InvalidField> {
+    match text.contains(NUL) {
+        true => Err(refused(field())),
+        false => Ok(()),
+    }
+}
+
+/// Refuses a metadata map holding a NUL, at `field`.
+pub(crate) fn check_metadata(
+    field: impl FnOnce() -> String,
+    map: Option<&Map<String, Value>>,
+) -> Result<(), InvalidField> {
+    let has_nul = map.is_some_and(|map| {
+        map.iter()
+            .any(|(key, value)| key.contains(NUL) || value_has_nul(value))
+    });
+    match has_nul {
+        true => Err(refused(field())),
+        false => Ok(()),
+    }
+}
+
+/// Refuses a part holding a NUL in its text, URL, data, file name, media type or
+/// metadata, at `{prefix}.parts[i]...`.
+pub(crate) fn check_part(prefix: &str, i: usize, part: &Part) -> Result<(), InvalidField> {
+    let at = |what: &str| format!("{prefix}.parts[{i}].{what}");
+    match &part.content {
+        PartContent::Text(text) => check_text(|| at("text"), text)?,
+        PartContent::Url(url) => check_text(|| at("url"), url)?,
+        PartContent::Data(value) if value_has_nul(value) => return Err(refused(at("data"))),
+        PartContent::Data(_) | PartContent::Raw(_) => {}
+    }
+    if let Some(name) = &part.filename {
+        check_text(|| at("filename"), name)?;
+    }
+    if let Some(media_type) = &part.media_type {
+        check_text(|| at("mediaType"), media_type)?;
+    }
+    check_metadata(|| at("metadata"), part.metadata.as_ref())
+}
+
+/// Refuses a NUL in a message's own strings beside its parts (ids, extensions).
+pub(crate) fn check_message_fields(prefix: &str, message: &Message) -> Result<(), InvalidField> {
+    if let Some(task) = &message.task_id {
+        check_text(|| format!("{prefix}.taskId"), task.as_str())?;
+    }
+    if let Some(context) = &message.context_id {
+        check_text(|| format!("{prefix}.contextId"), context.as_str())?;
+    }
+    for (i, extension) in message.extensions.iter().enumerate() {
+        check_text(|| format!("{prefix}.extensions[{i}]"), extension)?;
+    }
+    for (i, task) in message.reference_task_ids.iter().enumerate() {
+        check_text(|| format!("{prefix}.referenceTaskIds[{i}]"), task.as_str())?;
+    }
+    Ok(())
+}
+
+/// Refuses a NUL in an artifact's name, description or extensions.
+pub(crate) fn check_artifact_fields(artifact: &super::Artifact) -> Result<(), InvalidField> {
+    if let Some(name) = &artifact.name {
+        check_text(|| "artifact.name".into(), name)?;
+    }
+    if let Some(description) = &artifact.description {
+        check_text(|| "artifact.description".into(), description)?;
+    }
+    for (i, extension) in artifact.extensions.iter().enumerate() {
+        check_text(|| format!("artifact.extensions[{i}]"), extension)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_nul_anywhere_in_a_value_is_found() {
+        assert!(!value_has_nul(&json!({"a": ["b", {"c": "tab\tok"}]})));
+        assert!(value_has_nul(&json!({"a": ["b", {"c": "x\u{0}"}]})));
+        assert!(value_has_nul(&json!({"a": [{"k\u{0}": 1}]})));
+    }
+
+    #[test]
+    fn a_part_with_a_nul_is_refused_naming_the_field() {
+        let error = check_part("message", 2, &Part::text("a\u{0}b")).unwrap_err();
+        assert_eq!(error.field, "message.parts[2].text");
+        assert!(error.reason.contains("U+0000"), "{error}");
+        let data = Part::data(json!({"deep": [["\u{0}"]]}));
+        assert_eq!(
+            check_part("artifact", 0, &data).unwrap_err().field,
+            "artifact.parts[0].data"
+        );
+        assert!(check_part("message", 0, &Part::text("fine\u{1}\u{7f}")).is_ok());
+    }
+}
