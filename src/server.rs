@@ -34,7 +34,8 @@ use fundi_runtime::{
 };
 use fundi_skills::heal::{HealingLoop, RuntimeLink};
 use fundi_skills::{
-    A11yAuditSkill, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill, SecurityScanSkill,
+    A11yAuditSkill, ChaosConfig, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill,
+    SecurityScanSkill,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -175,7 +176,9 @@ impl ServerBuilder {
             .then(Inbox::new);
         // The heal skill and loop call the runtime once it runs.
         let heal_link = RuntimeLink::new();
-        for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link)? {
+        // A chaos run's proxy never takes this server's own address.
+        let own = [listener.local_addr()?];
+        for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link, &own)? {
             builder = builder.shared_skill(skill);
         }
         for skill in self.skills {
@@ -286,6 +289,7 @@ fn built_in_skills(
     stores: &Stores,
     inbox: Option<&Inbox>,
     heal_link: &RuntimeLink,
+    own_listeners: &[std::net::SocketAddr],
 ) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
     let skills = &config.skills;
     let heals = skills.enabled.iter().any(|s| s == "heal-issue");
@@ -313,7 +317,10 @@ fn built_in_skills(
             ),
             "chaos-run" => Arc::new(
                 ChaosRunSkill::new(
-                    skills.chaos_run.clone(),
+                    ChaosConfig {
+                        own_listeners: own_listeners.to_vec(),
+                        ..skills.chaos_run.clone()
+                    },
                     issues.clone(),
                     stores.chaos.clone(),
                 )

@@ -72,6 +72,21 @@ async fn an_approved_run_proxies_with_its_faults_and_a_kill_leaves_it_failed_and
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let text = refused["error"]["message"].as_str().unwrap();
     assert!(text.contains("data.plan[0].durationMs"), "{text}");
+    // Nor may its proxy take this server's own address, or a privileged port.
+    let own = server.url.trim_start_matches("http://").to_owned();
+    for (listen, says) in [
+        (own.as_str(), "where this fundi server itself listens"),
+        ("127.0.0.1:80", "skills.chaos-run.listen-ports"),
+    ] {
+        let plan = json!({"target": target, "listen": listen,
+            "plan": [{"name": "p", "durationMs": 1000, "faults": []}]});
+        let mut taken = message("chaos", plan);
+        taken["metadata"] = json!({"skill": "chaos-run"});
+        let refused = rpc(&server, "SendMessage", json!({"message": taken})).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        let text = refused["error"]["message"].as_str().unwrap();
+        assert!(text.contains(says), "{text}");
+    }
 
     let plan = json!({"target": target, "plan": [{"name": "slow", "durationMs": 60000,
         "faults": [{"type": "latency", "attributes": {"latency": 200}}]}]});

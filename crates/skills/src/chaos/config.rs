@@ -1,5 +1,7 @@
 //! `[skills.chaos-run]` settings.
 
+use std::net::SocketAddr;
+
 use serde::{Deserialize, Serialize};
 
 use super::target::Target;
@@ -16,6 +18,13 @@ pub struct ChaosConfig {
     pub allow_non_loopback_listen: bool,
     /// Longest a run's plan may last (the sum of its phases), in seconds. Default: 600.
     pub max_duration_s: u64,
+    /// Ports a run's proxy may listen on, as `first-last` (port 0, a port the system
+    /// picks, is always allowed). Default: "1024-65535" (no privileged port).
+    pub listen_ports: PortRange,
+    /// The addresses this server itself listens on, which a proxy may never take (set
+    /// by the server at start, not a setting).
+    #[serde(skip)]
+    pub own_listeners: Vec<SocketAddr>,
     /// Most phases in a plan. Default: 20.
     pub max_phases: usize,
     /// Most probes a second a run may ask for. Default: 50.
@@ -33,12 +42,61 @@ impl Default for ChaosConfig {
         ChaosConfig {
             allowed_targets: Vec::new(),
             allow_non_loopback_listen: false,
+            listen_ports: PortRange {
+                first: 1024,
+                last: 65535,
+            },
+            own_listeners: Vec::new(),
             max_duration_s: 600,
             max_phases: 20,
             max_probe_rate: 50,
             max_connections: 1000,
             max_events: 10_000,
         }
+    }
+}
+
+/// An inclusive range of TCP ports, written `first-last` ("20000-20999").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PortRange {
+    /// The first port of the range.
+    pub first: u16,
+    /// The last port of the range.
+    pub last: u16,
+}
+
+impl PortRange {
+    /// Whether `port` is in the range.
+    pub fn contains(&self, port: u16) -> bool {
+        (self.first..=self.last).contains(&port)
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.first, self.last)
+    }
+}
+
+impl TryFrom<String> for PortRange {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<PortRange, String> {
+        let wrong = || format!("{text:?} is not a port range like 20000-20999");
+        let (first, last) = text.split_once('-').ok_or_else(wrong)?;
+        let first: u16 = first.trim().parse().map_err(|_| wrong())?;
+        let last: u16 = last.trim().parse().map_err(|_| wrong())?;
+        if first == 0 || first > last {
+            return Err(wrong());
+        }
+        Ok(PortRange { first, last })
+    }
+}
+
+impl From<PortRange> for String {
+    fn from(range: PortRange) -> String {
+        range.to_string()
     }
 }
 

@@ -15,5 +15,5 @@ mod report;
 mod skill;
 mod target;
 
-pub use config::ChaosConfig;
+pub use config::{ChaosConfig, PortRange};
 pub use skill::{ChaosRunSkill, SCOPE, SKILL_ID};

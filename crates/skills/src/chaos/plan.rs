@@ -130,6 +130,7 @@ impl Plan {
                  skills.chaos-run.allow-non-loopback-listen"
             ));
         }
+        check_listen_port(listen, config)?;
         let slo = match map.get("slo") {
             None | Some(Value::Null) => None,
             Some(value) => Some(Slo::parse("data.slo", value)?),
@@ -336,3 +337,28 @@ impl Slo {
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+/// Refuses a proxy port outside `skills.chaos-run.listen-ports` (port 0 lets the system
+/// pick one) and any address this server itself listens on.
+fn check_listen_port(listen: SocketAddr, config: &ChaosConfig) -> Result<(), String> {
+    let port = listen.port();
+    if port != 0 && !config.listen_ports.contains(port) {
+        return Err(format!(
+            "data.listen port {port} is outside the ports chaos-run may listen on ({}); an \
+             operator sets them with skills.chaos-run.listen-ports",
+            config.listen_ports
+        ));
+    }
+    let overlaps = |own: &SocketAddr| {
+        own.port() == port
+            && (own.ip() == listen.ip()
+                || own.ip().is_unspecified()
+                || listen.ip().is_unspecified())
+    };
+    if port != 0 && config.own_listeners.iter().any(overlaps) {
+        return Err(format!(
+            "data.listen {listen} is where this fundi server itself listens; choose another port"
+        ));
+    }
+    Ok(())
+}

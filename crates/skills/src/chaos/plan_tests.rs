@@ -8,6 +8,8 @@ fn config() -> ChaosConfig {
     ChaosConfig {
         allowed_targets: vec!["127.0.0.1:9000".into(), "http://127.0.0.1:9001".into()],
         max_duration_s: 60,
+        // This server's own listener, on every address.
+        own_listeners: vec!["0.0.0.0:8080".parse().unwrap()],
         ..ChaosConfig::default()
     }
 }
@@ -62,6 +64,14 @@ fn bad_plans_are_refused_naming_the_field() {
         (
             json!({"target": "127.0.0.1:9000", "plan": one(json!([])), "listen": "here"}),
             "data.listen",
+        ),
+        (
+            json!({"target": "127.0.0.1:9000", "plan": one(json!([])), "listen": "127.0.0.1:80"}),
+            "skills.chaos-run.listen-ports",
+        ),
+        (
+            json!({"target": "127.0.0.1:9000", "plan": one(json!([])), "listen": "127.0.0.1:8080"}),
+            "where this fundi server itself listens",
         ),
         (
             json!({"target": "127.0.0.1:9000",
