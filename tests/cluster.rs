@@ -217,8 +217,27 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
         .send()
         .await
         .unwrap();
-    assert_eq!(opened.status(), 303, "the link opens on another node");
-    let cookie = opened.headers()["set-cookie"].to_str().unwrap();
+    assert_eq!(opened.status(), 200, "the link opens on another node");
+    let held = opened.headers()["set-cookie"].to_str().unwrap();
+    let held = held.split(';').next().unwrap().to_owned();
+    let form = opened.text().await.unwrap();
+    let hidden = |name: &str| {
+        form.split(&format!("name=\"{name}\" value=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_owned()
+    };
+    let continued = no_redirects
+        .post(format!("{}/console/sign-in", n3.url))
+        .header("origin", &n3.url)
+        .header("cookie", &held)
+        .form(&[("token", hidden("token")), ("csrf", hidden("csrf"))])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(continued.status(), 303);
+    let cookie = continued.headers()["set-cookie"].to_str().unwrap();
     let cookie = cookie.split(';').next().unwrap().to_owned();
     let page = no_redirects
         .get(format!("{}/console/tasks", n2.url))

@@ -211,3 +211,62 @@ async fn an_unreadable_stored_task_never_stops_the_server_from_starting() {
         "{out}"
     );
 }
+
+/// An answer never echoes client input whole: an over-long JSON-RPC id is refused
+/// before it could be echoed, an over-long task id is refused naming the field, and
+/// what is quoted back (a method's name, a wrong value) is cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_echo_no_more_than_a_few_hundred_bytes_of_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[("FUNDI__GATEWAY__MAX_BODY_BYTES", "8000000")]);
+    let big = "x".repeat(3_000_000);
+    let send = |body: Value| {
+        let post = server.post().json(&body).send();
+        async move { post.await.unwrap().text().await.unwrap() }
+    };
+    let cases = [
+        (
+            json!({"jsonrpc": "2.0", "id": big, "method": "GetTask", "params": {"id": "t"}}),
+            -32600,
+            "id is 3000000 bytes",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": big, "params": {}}),
+            -32601,
+            "bytes in all",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t".repeat(100_000)}}),
+            -32602,
+            "id: is 100000 bytes; at most 256",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": "t".repeat(100_000)}}),
+            -32602,
+            "at most 256",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"status": big}}),
+            -32602,
+            "status",
+        ),
+    ];
+    for (body, code, says) in cases {
+        let answer = send(body).await;
+        assert!(answer.len() < 4_000, "an answer of {} bytes", answer.len());
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        let (got, text) = error_of(&answer);
+        assert_eq!(got, code, "{answer}");
+        assert!(text.contains(says), "{text}");
+    }
+    // The same on the HTTP+JSON binding.
+    let rest = reqwest::Client::new()
+        .get(format!("{}/tasks/{}", server.url, "t".repeat(50_000)))
+        .bearer_auth(&server.token)
+        .header("X-Fundi-User-Token", &server.user_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 400);
+    assert!(rest.text().await.unwrap().len() < 4_000);
+}

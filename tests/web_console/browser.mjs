@@ -63,8 +63,13 @@ const context = await browser.newContext({ viewport: { width: 1200, height: 900 
 const page = await context.newPage();
 page.setDefaultTimeout(deadline);
 
-await check("a sign-in link signs Alice in and lands on her tasks", async () => {
+await check("a sign-in link names Alice's account, and continuing signs her in", async () => {
   await page.goto(given.link);
+  const asked = await page.textContent("main");
+  expect(asked.includes("as alice"), asked);
+  await shot(page, "sign-in");
+  await page.click("button[type=submit]");
+  await page.waitForURL("**/console/tasks");
   expect(new URL(page.url()).pathname === "/console/tasks", `landed on ${page.url()}`);
   const who = await page.textContent("form.who");
   expect(who.includes("Signed in as alice"), who);

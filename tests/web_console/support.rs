@@ -111,12 +111,72 @@ pub(crate) fn plain_client() -> reqwest::Client {
         .unwrap()
 }
 
-/// Opens a sign-in link: the session cookie, as a `Cookie` header's value.
-pub(crate) async fn open_link(link: &str) -> String {
+/// What opening a sign-in link shows: the page asking to continue, the cookie it set,
+/// and its form's confirmation token and CSRF token.
+pub(crate) struct Confirmation {
+    pub(crate) page: String,
+    pub(crate) cookie: String,
+    pub(crate) token: String,
+    pub(crate) csrf: String,
+}
+
+/// The value of the hidden input `name` on `page`.
+pub(crate) fn hidden(page: &str, name: &str) -> String {
+    page.split(&format!("name=\"{name}\" value=\""))
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no {name} on the page: {page}"))
+        .to_owned()
+}
+
+/// Opens a sign-in link: the page that asks to continue.
+pub(crate) async fn confirmation(link: &str) -> Confirmation {
     let opened = plain_client().get(link).send().await.unwrap();
-    assert_eq!(opened.status(), 303, "{link}");
+    assert_eq!(opened.status(), 200, "{link}");
     let set = opened.headers()["set-cookie"].to_str().unwrap();
-    set.split(';').next().unwrap().to_owned()
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let page = opened.text().await.unwrap();
+    Confirmation {
+        token: hidden(&page, "token"),
+        csrf: hidden(&page, "csrf"),
+        page,
+        cookie,
+    }
+}
+
+/// Continues a sign-in from `origin` with `cookie`: the answer.
+pub(crate) async fn confirm(
+    base: &str,
+    origin: &str,
+    cookie: &str,
+    token: &str,
+    csrf: &str,
+) -> reqwest::Response {
+    plain_client()
+        .post(format!("{base}/console/sign-in"))
+        .header("origin", origin)
+        .header("cookie", cookie)
+        .form(&[("token", token), ("csrf", csrf)])
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Opens a sign-in link and continues as the page asks: the session cookie, as a
+/// `Cookie` header's value.
+pub(crate) async fn open_link(link: &str) -> String {
+    let base = link.split("/console/").next().unwrap().to_owned();
+    let shown = confirmation(link).await;
+    let signed_in = confirm(&base, &base, &shown.cookie, &shown.token, &shown.csrf).await;
+    assert_eq!(signed_in.status(), 303, "{link}");
+    let session = signed_in
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|v| v.starts_with("fundi_console="))
+        .expect("a session cookie");
+    session.split(';').next().unwrap().to_owned()
 }
 
 pub(crate) async fn sign_in(server: &Server, user: &str) -> Session {

@@ -5,12 +5,21 @@
 /// The most characters of one client value a log line or a message carries.
 pub(crate) const CLIP_CHARS: usize = 200;
 
+/// The most characters of an error's detail, which may quote client input (a JSON
+/// decoder's "invalid value: string ..." does).
+pub(crate) const DETAIL_CHARS: usize = 1_000;
+
 /// `text` escaped (control characters as `\n`, `\u{0}`, ...) and cut to
 /// [`CLIP_CHARS`] characters, saying how long it was when cut.
 pub(crate) fn clip(text: &str) -> String {
+    clip_to(text, CLIP_CHARS)
+}
+
+/// [`clip`] to `chars` characters.
+pub(crate) fn clip_to(text: &str, chars: usize) -> String {
     let mut out = String::new();
     for (taken, c) in text.chars().enumerate() {
-        if taken == CLIP_CHARS {
+        if taken == chars {
             out.push_str(&format!("… ({} bytes in all)", text.len()));
             return out;
         }

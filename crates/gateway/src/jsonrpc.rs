@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 use crate::dialect::{Dialect, Method};
 use crate::error::ApiError;
 
+/// The longest string `id` a request may carry, in bytes.
+pub(crate) const MAX_RPC_ID_LEN: usize = 256;
+
 /// A request whose envelope is valid.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -52,6 +55,16 @@ pub fn parse(body: &[u8]) -> Result<Request, Box<EnvelopeError>> {
     };
     let id = match object.remove("id") {
         None | Some(Value::Null) => Value::Null,
+        // Refused before it could be echoed: an answer is never as large as its id.
+        Some(Value::String(id)) if id.len() > MAX_RPC_ID_LEN => {
+            return Err(fail(
+                Value::Null,
+                ApiError::invalid_request(format!(
+                    "id is {} bytes; at most {MAX_RPC_ID_LEN} are accepted",
+                    id.len()
+                )),
+            ));
+        }
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
         Some(_) => {
             return Err(fail(
@@ -143,6 +156,11 @@ mod tests {
             code(r#"{"jsonrpc":"2.0","id":1,"method":"tasks/list"}"#),
             (-32601, json!(1))
         );
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":"{}","method":"GetTask"}}"#,
+            "i".repeat(257)
+        );
+        assert_eq!(code(&long), (-32600, Value::Null));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! are ignored; `null` means absent.
 
 use chrono::{DateTime, Utc};
+use fundi_runtime::model::limits::MAX_ID_LEN;
 use fundi_runtime::model::timestamp;
 use fundi_runtime::{Message, TaskState};
 use serde::de::DeserializeOwned;
@@ -74,6 +75,7 @@ pub(crate) struct SendConfiguration {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct GetTaskParams {
+    #[serde(deserialize_with = "task_id")]
     pub(crate) id: String,
     #[serde(default, alias = "history_length")]
     pub(crate) history_length: Option<i64>,
@@ -82,7 +84,21 @@ pub(crate) struct GetTaskParams {
 /// `CancelTaskRequest` and `SubscribeToTaskRequest`.
 #[derive(Debug, Deserialize)]
 pub(crate) struct TaskIdParams {
+    #[serde(deserialize_with = "task_id")]
     pub(crate) id: String,
+}
+
+/// A task id as a client names it: at most [`MAX_ID_LEN`] bytes, so that a refusal
+/// never echoes more (a longer one names no task fundi made).
+fn task_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let id = String::deserialize(deserializer)?;
+    match id.len() > MAX_ID_LEN {
+        true => Err(serde::de::Error::custom(format!(
+            "is {} bytes; at most {MAX_ID_LEN} are accepted",
+            id.len()
+        ))),
+        false => Ok(id),
+    }
 }
 
 /// `ListTasksRequest`.

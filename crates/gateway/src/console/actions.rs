@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::gate::{CsrfOnly, Viewer, check_change, viewer};
-use super::page::{Problem, guard_headers};
+use super::page::Problem;
 use super::tasks::encode;
 use crate::admin::approvals::{Undecided, decide_as};
 use crate::state::AppState;
@@ -208,11 +208,9 @@ pub(super) fn back_to(back: &str) -> Response {
     let safe =
         back.starts_with("/console/") && !back.starts_with("/console//") && !back.contains('\\');
     let target = if safe { back } else { "/console/tasks" };
-    let mut response = (
+    (
         StatusCode::SEE_OTHER,
         [(header::LOCATION, target.to_owned())],
     )
-        .into_response();
-    guard_headers(&mut response);
-    response
+        .into_response()
 }

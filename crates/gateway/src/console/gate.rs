@@ -113,6 +113,17 @@ pub(crate) fn check_change(
     viewer: &Viewer,
     csrf: &str,
 ) -> Result<(), Problem> {
+    check_origin(state, headers)?;
+    if !same_secret(csrf, viewer.csrf()) {
+        return Err(Problem::forbidden(
+            "the form's CSRF token is missing or out of date: reload the page and try again",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a form that does not come from this console's own pages (its `Origin`).
+pub(crate) fn check_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Problem> {
     let origin = headers
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
@@ -129,11 +140,6 @@ pub(crate) fn check_change(
         return Err(Problem::forbidden(format!(
             "the request comes from {origin}, not from this console ({host}): refused"
         )));
-    }
-    if !same_secret(csrf, viewer.csrf()) {
-        return Err(Problem::forbidden(
-            "the form's CSRF token is missing or out of date: reload the page and try again",
-        ));
     }
     Ok(())
 }

@@ -45,7 +45,10 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/console/", get(home))
         .route("/console/assets/{name}", get(assets::serve))
         .route("/console/sign-in-links", post(sign_in::make_link))
-        .route("/console/sign-in", get(sign_in::sign_in))
+        .route(
+            "/console/sign-in",
+            get(sign_in::sign_in).post(sign_in::confirm),
+        )
         .route("/console/sign-in/provider", get(provider::start))
         .route("/console/sign-in/callback", get(provider::callback))
         .route("/console/sign-out", post(sign_in::sign_out))
@@ -68,14 +71,19 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route("/console/grants", get(operators::grants))
         .route("/console/grants/{id}/revoke", post(operators::revoke))
+        // Every console answer, axum's own refusals (405, 415, 422) included.
+        .layer(axum::middleware::map_response(guarded))
+}
+
+async fn guarded(mut response: Response) -> Response {
+    page::guard_headers(&mut response);
+    response
 }
 
 async fn home() -> Response {
-    let mut response = (
+    (
         StatusCode::SEE_OTHER,
         [(header::LOCATION, "/console/tasks")],
     )
-        .into_response();
-    page::guard_headers(&mut response);
-    response
+        .into_response()
 }

@@ -90,19 +90,22 @@ fn navigation(viewer: &Viewer, section: Section) -> Markup {
     }
 }
 
-/// A page as a response, with the console's headers.
+/// A page as a response (the console's headers are added to every answer by its
+/// router).
 pub(crate) fn respond(status: StatusCode, markup: Markup) -> Response {
-    let mut response = (status, markup).into_response();
-    guard_headers(&mut response);
-    response
+    (status, markup).into_response()
 }
 
 /// Headers on every console answer: scripts, styles and images only from the console
 /// itself, no framing (clickjacking), no referrer to other sites (an address may hold
-/// a task id), nothing cached. (`no-referrer` would make browsers send `Origin: null`
-/// with the console's own forms, which the origin check refuses.)
+/// a task id), nothing cached unless the answer says how (the assets). (`no-referrer`
+/// would make browsers send `Origin: null` with the console's own forms, which the
+/// origin check refuses.)
 pub(crate) fn guard_headers(response: &mut Response) {
     let headers = response.headers_mut();
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     let set = [
         (
             header::CONTENT_SECURITY_POLICY,
@@ -112,7 +115,6 @@ pub(crate) fn guard_headers(response: &mut Response) {
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::REFERRER_POLICY, "same-origin"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::CACHE_CONTROL, "no-store"),
     ];
     for (name, value) in set {
         headers.insert(name, HeaderValue::from_static(value));

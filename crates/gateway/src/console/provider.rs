@@ -24,7 +24,7 @@ use openidconnect::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::page::{Problem, Section, guard_headers, page, respond};
+use super::page::{Problem, Section, page, respond};
 use super::sessions::{Person, Sessions};
 use crate::config::ConsoleOidc;
 use crate::error::with_causes;
@@ -242,9 +242,7 @@ pub(super) async fn start(
         .start(&state.console)
         .await
         .map_err(|e| failed(&e))?;
-    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response();
-    guard_headers(&mut response);
-    Ok(response)
+    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
 }
 
 #[derive(Deserialize)]

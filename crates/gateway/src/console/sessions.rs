@@ -20,6 +20,8 @@ pub(crate) const LINK_LIFETIME: Duration = Duration::from_secs(10 * 60);
 pub(crate) const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "fundi_console";
+/// The cookie that ties a sign-in confirmation to the browser it was shown in.
+pub(crate) const SIGN_IN_COOKIE: &str = "fundi_sign_in";
 
 /// Who a link or session stands for: the user, and the scopes the API would grant them
 /// through the client that asked for the link.
@@ -105,6 +107,24 @@ impl Sessions {
         Ok(token)
     }
 
+    /// Spends a sign-in link's token for a confirmation: the person it stands for, and a
+    /// new one-time token (good for [`LINK_LIFETIME`]) that [`Sessions::redeem`] takes
+    /// once the person opening the link says to go on; `None` for an unknown, spent or
+    /// expired token.
+    pub(crate) async fn confirmable(
+        &self,
+        token: &str,
+    ) -> Result<Option<(Person, String)>, StoreError> {
+        match self.store.take_link(&digest(token), Utc::now()).await? {
+            Some(stored) => {
+                let person = Person::from_stored(stored);
+                let confirmation = self.link(&person).await?;
+                Ok(Some((person, confirmation)))
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Opens a session for a sign-in token (which is then spent): the session's own
     /// token (the cookie's value) and the session; `None` for an unknown, spent or
     /// expired token.
@@ -186,17 +206,36 @@ impl Sessions {
         let secure = if self.secure { "; Secure" } else { "" };
         format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0{secure}")
     }
+
+    /// The `Set-Cookie` value that ties a sign-in confirmation to this browser (its
+    /// value is the confirmation form's CSRF token; `""` removes it).
+    pub(crate) fn sign_in_cookie(&self, value: &str) -> String {
+        let secure = if self.secure { "; Secure" } else { "" };
+        let age = match value.is_empty() {
+            true => 0,
+            false => LINK_LIFETIME.as_secs(),
+        };
+        format!(
+            "{SIGN_IN_COOKIE}={value}; Path=/console/sign-in; HttpOnly; SameSite=Strict; \
+             Max-Age={age}{secure}"
+        )
+    }
 }
 
 /// The session token a request's `Cookie` header carries, if any.
 pub(crate) fn cookie_value(headers: &axum::http::HeaderMap) -> Option<&str> {
+    named_cookie(headers, COOKIE)
+}
+
+/// The value of the cookie `name` a request carries, if any.
+pub(crate) fn named_cookie<'h>(headers: &'h axum::http::HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.trim())
         .filter(|value| !value.is_empty())
 }

@@ -1,8 +1,9 @@
 //! Signing in and out. `POST /console/sign-in-links`, called with the API's two
 //! credentials (`fundi console` does, and `fundi serve` at its start for the local
 //! user), answers a one-time link that opens a session for that caller's user with that
-//! caller's scopes; `GET /console/sign-in?token=...` opens it, `POST /console/sign-out`
-//! ends it.
+//! caller's scopes; `GET /console/sign-in?token=...` shows whose account it opens and
+//! asks to continue, `POST /console/sign-in` opens the session, `POST
+//! /console/sign-out` ends it.
 
 use axum::Form;
 use axum::extract::{Query, State};
@@ -12,9 +13,11 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{CsrfOnly, check_change, viewer};
-use super::page::{Problem, Section, guard_headers, page, respond};
-use super::sessions::{LINK_LIFETIME, Person};
+use super::gate::{CsrfOnly, check_change, check_origin, viewer};
+use super::page::{Problem, Section, page, respond};
+use super::sessions::{
+    LINK_LIFETIME, Person, SIGN_IN_COOKIE, named_cookie, random_token, same_secret,
+};
 use crate::admission::admit;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
@@ -67,7 +70,11 @@ pub(super) struct SignIn {
     token: String,
 }
 
-/// Opens the session a link stands for, and goes to the tasks.
+/// Opens a sign-in link: a page that names the account the link signs in to and asks
+/// to continue. Opening a link never signs anyone in by itself, so that a link someone
+/// else made cannot sign a person into that someone's account unawares (login CSRF).
+/// The link is spent here; the page's form carries a new one-time token, and a CSRF
+/// token this browser also holds as a cookie.
 pub(super) async fn sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -77,29 +84,79 @@ pub(super) async fn sign_in(
     if let Err(error) = state.guard.check_host(&headers, &uri) {
         return Problem::from(error).into_response();
     }
-    let redeemed = match state.console.redeem(query.token.trim()).await {
-        Ok(redeemed) => redeemed,
+    let confirmable = match state.console.confirmable(query.token.trim()).await {
+        Ok(confirmable) => confirmable,
         Err(error) => return Problem::from(error).into_response(),
     };
-    let Some((id, _)) = redeemed else {
-        return Problem::new(
-            StatusCode::UNAUTHORIZED,
-            "Sign-in link not valid",
-            "This sign-in link is unknown, already used, or older than ten minutes: run \
-             `fundi console` for a new one.",
-        )
-        .into_response();
+    let Some((person, token)) = confirmable else {
+        return link_not_valid().into_response();
+    };
+    let csrf = random_token();
+    let body = html! {
+        p { "This link signs you in to fundi's console as " strong { (person.user) } "." }
+        p { "If you did not ask for it yourself, close this page: someone else's link would sign you in to their account." }
+        form method="post" action="/console/sign-in" {
+            input type="hidden" name="token" value=(token);
+            input type="hidden" name="csrf" value=(csrf);
+            button type="submit" { "Continue as " (person.user) }
+        }
+    };
+    let mut response = respond(StatusCode::OK, page("Sign in", None, Section::None, body));
+    if let Ok(cookie) = HeaderValue::from_str(&state.console.sign_in_cookie(&csrf)) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+#[derive(Deserialize)]
+pub(super) struct Confirmation {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Signs in once the person who opened a link continues: from this console's own page
+/// (its Origin), in the browser that was shown it (the CSRF cookie), with a confirmation
+/// token not yet used.
+pub(super) async fn confirm(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+    Form(form): Form<Confirmation>,
+) -> Result<Response, Problem> {
+    state.guard.check_host(&headers, &uri)?;
+    check_origin(&state, &headers)?;
+    let held = named_cookie(&headers, SIGN_IN_COOKIE).unwrap_or_default();
+    if form.csrf.is_empty() || !same_secret(&form.csrf, held) {
+        return Err(Problem::forbidden(
+            "this sign-in was not continued from the page that showed it: open the link again",
+        ));
+    }
+    let Some((id, _)) = state.console.redeem(form.token.trim()).await? else {
+        return Err(link_not_valid());
     };
     let mut response = (
         StatusCode::SEE_OTHER,
         [(header::LOCATION, "/console/tasks")],
     )
         .into_response();
-    guard_headers(&mut response);
-    if let Ok(cookie) = HeaderValue::from_str(&state.console.cookie(&id)) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    let cookies = [state.console.cookie(&id), state.console.sign_in_cookie("")];
+    for cookie in cookies {
+        if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, cookie);
+        }
     }
-    response
+    Ok(response)
+}
+
+fn link_not_valid() -> Problem {
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "Sign-in link not valid",
+        "This sign-in link is unknown, already used, or older than ten minutes: run \
+         `fundi console` for a new one.",
+    )
 }
 
 /// Ends the session.

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::actions;
 use super::artifacts;
 use super::gate::{Viewer, viewer};
-use super::page::{Problem, Section, guard_headers, page, respond};
+use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::timeline::{entry, status_block};
 use crate::admission::last_event_id;
@@ -198,9 +198,7 @@ pub(super) async fn live(
             }
         }
     };
-    let mut response = Sse::new(stream)
+    Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response();
-    guard_headers(&mut response);
-    Ok(response)
+        .into_response())
 }

@@ -15,7 +15,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::gate::viewer;
-use super::page::{Problem, Section, guard_headers, page, respond};
+use super::page::{Problem, Section, page, respond};
 use super::words::{badge, clip, parse_state, state_key, state_words, when};
 use crate::state::AppState;
 
@@ -264,11 +264,9 @@ pub(super) async fn live_counts(
             }
         }
     };
-    let mut response = Sse::new(stream)
+    Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response();
-    guard_headers(&mut response);
-    Ok(response)
+        .into_response())
 }
 
 /// What a path segment or query value keeps as it is: RFC 3986's unreserved characters.

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{ApiError, REFUSED};
+use crate::clip::{DETAIL_CHARS, clip, clip_to};
 use crate::dialect::Dialect;
 
 /// The realm in `WWW-Authenticate` challenges.
@@ -139,15 +140,16 @@ impl ApiError {
                 wire
             }
             ApiError::MethodNotFound(method) => {
-                Wire::plain(-32601, format!("Method not found: {method}"))
+                Wire::plain(-32601, format!("Method not found: {}", clip(method)))
             }
             ApiError::InvalidParams { field, detail } => {
+                let (field, detail) = (clip(field), clip_to(detail, DETAIL_CHARS));
                 let message = match field.is_empty() {
                     true => format!("Invalid parameters: {detail}"),
                     false => format!("Invalid parameters: {field}: {detail}"),
                 };
                 Wire {
-                    violation: Some((field.clone(), detail.clone())),
+                    violation: Some((field, detail)),
                     ..Wire::plain(-32602, message)
                 }
             }
@@ -162,24 +164,29 @@ impl ApiError {
             ApiError::TaskNotFound { task_id } => Wire::a2a(
                 -32001,
                 "TASK_NOT_FOUND",
-                format!("Task not found: {task_id}"),
+                format!("Task not found: {}", clip(task_id)),
             )
-            .with("taskId", task_id),
+            .with("taskId", clip(task_id)),
             ApiError::PushConfigNotFound { task_id, config_id } => Wire::a2a(
                 -32001,
                 "TASK_NOT_FOUND",
                 format!(
-                    "Task not found: task {task_id} has no push notification config {config_id:?}"
+                    "Task not found: task {} has no push notification config {:?}",
+                    clip(task_id),
+                    clip(config_id)
                 ),
             )
-            .with("taskId", task_id)
-            .with("configId", config_id),
+            .with("taskId", clip(task_id))
+            .with("configId", clip(config_id)),
             ApiError::TaskNotCancelable { task_id, state } => Wire::a2a(
                 -32002,
                 "TASK_NOT_CANCELABLE",
-                format!("Task cannot be canceled: task {task_id} is already {state}"),
+                format!(
+                    "Task cannot be canceled: task {} is already {state}",
+                    clip(task_id)
+                ),
             )
-            .with("taskId", task_id)
+            .with("taskId", clip(task_id))
             .with("state", *state),
             ApiError::PushNotSupported => Wire::a2a(
                 -32003,
@@ -190,10 +197,13 @@ impl ApiError {
                 let wire = Wire::a2a(
                     -32004,
                     "UNSUPPORTED_OPERATION",
-                    format!("This operation is not supported: {detail}"),
+                    format!(
+                        "This operation is not supported: {}",
+                        clip_to(detail, DETAIL_CHARS)
+                    ),
                 );
                 match task_id {
-                    Some(id) => wire.with("taskId", id),
+                    Some(id) => wire.with("taskId", clip(id)),
                     None => wire,
                 }
             }
@@ -204,11 +214,12 @@ impl ApiError {
                 -32009,
                 "VERSION_NOT_SUPPORTED",
                 format!(
-                    "A2A version {requested} is not supported (supported: {})",
+                    "A2A version {} is not supported (supported: {})",
+                    clip(requested),
                     supported.replace(',', ", ")
                 ),
             )
-            .with("requestedVersion", requested)
+            .with("requestedVersion", clip(requested))
             .with("supportedVersions", *supported),
             ApiError::Unauthenticated { detail, invalid } => {
                 let wire = Wire::refused(
