@@ -69,10 +69,22 @@ fn limits_env<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_without_credentials_cannot_make_the_server_hold_their_bodies() {
     let dir = tempfile::tempdir().unwrap();
+    // The server inherits a low soft limit on descriptors (where the hard one allows).
+    let (_, hard) = rlimit::Resource::NOFILE.get().unwrap();
+    rlimit::Resource::NOFILE.set(hard.min(4096), hard).unwrap();
     let server = Server::start(
         dir.path(),
         &limits_env(&[("FUNDI__GATEWAY__MAX_BODY_BYTES", "8000000")]),
     );
+    // It was raised to the hard limit at start.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", server.pid())).unwrap();
+    let files: Vec<&str> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(files[3], files[4], "soft and hard limits: {files:?}");
     let before = server.rss_bytes();
     // 80 connections announce 7 MB bodies, send 4 MB each, and stall: read, that would
     // be 320 MB.
@@ -237,4 +249,38 @@ async fn list_answers_end_at_their_byte_bound_on_both_bindings() {
         !body["nextPageToken"].as_str().unwrap().is_empty(),
         "{body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_limit_wait_unaccepted_and_hold_no_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &limits_env(&[("FUNDI__GATEWAY__MAX_CONNECTIONS", "20")]),
+    );
+    let before = server.open_descriptors();
+    let address = server.url.trim_start_matches("http://").to_owned();
+    // 60 connections that send nothing: 20 are accepted, the rest wait in the backlog.
+    let idle: Vec<TcpStream> = (0..60)
+        .map(|_| TcpStream::connect(&address).unwrap())
+        .collect();
+    let deadline = Instant::now() + DEADLINE;
+    while server.open_descriptors() < before + 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the first 20 were never accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        server.open_descriptors() < before + 30,
+        "{} descriptors, {before} before",
+        server.open_descriptors()
+    );
+    // Once they close, the server answers again.
+    drop(idle);
+    let health = reqwest::get(format!("{}/health", server.url))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
 }
