@@ -63,10 +63,6 @@ pub(crate) enum FirstCommit {
     /// Before `create` returns, readable at once and durable after the next settle: for
     /// a submitter that tells only durable events.
     Readable,
-    /// By the task's actor, with what its skill does in its first poll (one commit for
-    /// a skill that finishes at once). Until then the task cannot be read, nor survives
-    /// a crash: only for a submitter that tells nobody its id before the outcome.
-    WithFirstStep,
 }
 
 /// A task to create.
@@ -86,9 +82,6 @@ pub(crate) struct NewTask {
 pub(crate) struct TaskJournal {
     record: TaskRecord,
     store: Arc<dyn TaskStore>,
-    /// A new task's first events while its first commit is left to its actor
-    /// (`FirstCommit::WithFirstStep`): the next commit carries them.
-    unwritten: Vec<TaskEvent>,
     /// Live events for subscribers, published once written.
     subscribers: Fanout,
     /// The task's span, parent of the store's spans for its writes.
@@ -108,7 +101,6 @@ impl TaskJournal {
         TaskJournal {
             record,
             store,
-            unwritten: Vec::new(),
             subscribers: Fanout::new(subscriber_buffer),
             span: tracing::Span::none(),
             fenced: false,
@@ -166,7 +158,6 @@ impl TaskJournal {
         match first {
             FirstCommit::Durable => store.commit(&record, 0, &events).await?,
             FirstCommit::Readable => store.write(&record, 0, &events).await?,
-            FirstCommit::WithFirstStep => {}
         }
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
@@ -178,14 +169,9 @@ impl TaskJournal {
         if let Some(follower) = follower {
             journal.subscribers.adopt(follower);
         }
-        match first {
-            FirstCommit::WithFirstStep => journal.unwritten = events,
-            // The follower's stream starts after the created event.
-            FirstCommit::Durable | FirstCommit::Readable => {
-                for event in events.into_iter().skip(1) {
-                    journal.subscribers.publish(event);
-                }
-            }
+        // The follower's stream starts after the created event.
+        for event in events.into_iter().skip(1) {
+            journal.subscribers.publish(event);
         }
         Ok((journal, created))
     }
@@ -213,11 +199,6 @@ impl TaskJournal {
     /// Whether a write was refused because another node holds the task now.
     pub(crate) fn is_fenced(&self) -> bool {
         self.fenced
-    }
-
-    /// Whether the task's first commit is made (see `FirstCommit::WithFirstStep`).
-    pub(crate) fn is_stored(&self) -> bool {
-        self.unwritten.is_empty()
     }
 
     /// The span the store's spans of later writes are children of.
@@ -272,7 +253,7 @@ impl TaskJournal {
         let mut task = self.record.task.clone();
         let mut inputs = self.record.inputs.clone();
         let mut last_seq = self.record.last_seq;
-        let mut events = Vec::with_capacity(self.unwritten.len() + kinds.len());
+        let mut events = Vec::with_capacity(kinds.len());
         for kind in kinds {
             limits::check_event(&kind)?;
             apply(&mut task, &kind)?;
@@ -280,16 +261,7 @@ impl TaskJournal {
             last_seq += 1;
             events.push(event_of(&task, last_seq, kind));
         }
-        let held = self.unwritten.len();
-        let (expected_version, version) = match held {
-            0 => (self.record.version, self.record.version + 1),
-            _ => (0, self.record.version),
-        };
-        if held > 0 {
-            let mut first = std::mem::take(&mut self.unwritten);
-            first.append(&mut events);
-            events = first;
-        }
+        let (expected_version, version) = (self.record.version, self.record.version + 1);
         let current = &self.record;
         let next = TaskRecord {
             task,
@@ -309,16 +281,13 @@ impl TaskJournal {
         let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
             self.fenced |= matches!(error, StoreError::Fenced { .. });
-            events.truncate(held);
-            self.unwritten = events;
             return Err(error.into());
         }
         let from = self.record.state();
         self.record = next;
         let (skill, id) = (&self.record.skill, &self.record.task.id);
         telemetry::metrics().state_changed(skill, id, Some(from), self.record.state());
-        // Nobody listening is fine: subscribers read the store first. (The created
-        // event, when this commit stored the task, is below every follower's start.)
+        // Nobody listening is fine: subscribers read the store first.
         for event in events {
             self.subscribers.publish(event);
         }

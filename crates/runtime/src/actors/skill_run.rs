@@ -1,13 +1,8 @@
-//! A task's skill run, as its actor leads it: started as a child task (a new task's
-//! first poll made here, so that a skill that finishes at once is stored with its
-//! outcome in one commit), the skill's calls turned into commits, and its end (return,
-//! failure, panic or abort) into the task's terminal state.
+//! A task's skill run, as its actor leads it: started as a child task once the task is
+//! stored, the skill's calls turned into commits, and its end (return, failure, panic
+//! or abort) into the task's terminal state.
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use ractor::rpc::CallResult;
@@ -50,14 +45,9 @@ impl TaskLink for ActorLink {
     }
 }
 
-/// A skill's run, as its actor drives it.
-type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
-
 impl TaskActorState {
-    /// Starts the skill's run as a child task. A task not stored yet first polls its run
-    /// once, here: a skill that finishes at once (or fails, or panics) is stored with its
-    /// outcome in one commit, with no run task; otherwise the task is stored as it stands
-    /// and the run goes on as a child. The run, if it goes on.
+    /// Starts the skill's run as a child task (its task is stored already: no skill
+    /// runs for a task that is not). The run, if it started.
     pub(super) async fn start_run(
         &mut self,
         myself: &ActorRef<TaskMsg>,
@@ -102,19 +92,8 @@ impl TaskActorState {
         let run = async move { skill.run(input, ctx).await }.instrument(span);
         // The run is a child this actor supervises: its own tokio task, watched by a
         // monitor that turns its end (return, panic or abort) into a message back here.
-        let run = match self.journal.is_stored() {
-            // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
-            true => tokio::spawn(run),
-            // Boxed, so that every actor's future stays the size it was (an actor's task
-            // holds room for its largest state, waiting or not).
-            false => match Box::pin(self.first_step(Box::pin(run))).await {
-                Some(run) => tokio::spawn(run),
-                None => {
-                    cancel.cancel();
-                    return None;
-                }
-            },
-        };
+        // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
+        let run = tokio::spawn(run);
         let abort = run.abort_handle();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -134,22 +113,6 @@ impl TaskActorState {
             abort,
             cancel,
         })
-    }
-
-    /// A task not stored yet: polls its run once, and stores the task with what that
-    /// poll did. The run, if it goes on (stored working); `None` if it ended (stored
-    /// with its outcome) or the task could not be stored.
-    async fn first_step(&mut self, mut run: SkillRun) -> Option<SkillRun> {
-        if let Some(outcome) = poll_once(&mut run) {
-            self.end_run(outcome, false).await;
-            return None;
-        }
-        // What the run posted in that poll is stored with the task.
-        if let Err(error) = self.apply_posted_then(Vec::new()).await {
-            self.fail_after("could not store the task", &error).await;
-            return None;
-        }
-        Some(run)
     }
 
     pub(super) async fn on_skill_call(
@@ -348,18 +311,6 @@ fn completion(output: SkillOutput) -> Vec<TaskEventKind> {
     });
     kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
     kinds
-}
-
-/// Polls `run` once; its outcome if it ended (returned or panicked). A run still going
-/// is then spawned as a task of its own, whose first poll registers the waker that
-/// counts (this one wakes nothing).
-fn poll_once(run: &mut SkillRun) -> Option<RunOutcome> {
-    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
-        Ok(Poll::Ready(result)) => Some(RunOutcome::Returned(result)),
-        Ok(Poll::Pending) => None,
-        Err(payload) => Some(RunOutcome::Panicked(panic_text(payload))),
-    }
 }
 
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {

@@ -170,7 +170,7 @@ impl Actor for TaskActor {
             // Not stored yet, or resumed (its first commit says so): the run and that
             // commit happen on this actor's own task, not in the spawn (the supervisor
             // waits for `pre_start`).
-            Some(slot) if !state.journal.is_stored() || mode == StartMode::Resume => {
+            Some(slot) if mode == StartMode::Resume => {
                 myself.cast(TaskMsg::Start(slot))?;
             }
             // Stored already working: run now.
@@ -219,11 +219,6 @@ impl Actor for TaskActor {
             myself.stop(Some("the task is leased to another node".into()));
         } else if state.journal.state().is_terminal() {
             state.finish(&myself);
-        } else if !state.journal.is_stored() && state.runs_started > 0 {
-            // A new task whose first commit the store refused (the error is logged):
-            // nobody outside knows it and nothing of it is stored, so it ends here; its
-            // blocking caller learns that it could not be stored.
-            myself.stop(Some("the new task could not be stored".into()));
         }
         Ok(())
     }
@@ -310,7 +305,7 @@ impl TaskActorState {
             })
             .collect();
         kinds.extend(then);
-        let result = match kinds.is_empty() && self.journal.is_stored() {
+        let result = match kinds.is_empty() {
             true => Ok(()),
             false if new_run => self.journal.append_for_new_run(kinds).await,
             false => self.journal.append(kinds, checkpoint).await,

@@ -196,7 +196,7 @@ impl std::fmt::Debug for Waiting {
 }
 
 impl Waiting {
-    /// The task as accepted: not durable, perhaps not stored yet (tell only its id).
+    /// The task as accepted: stored (readable), not durable yet (tell only its id).
     pub fn accepted(&self) -> &TaskSnapshot {
         &self.following.accepted
     }
@@ -215,8 +215,8 @@ impl Waiting {
             self.handle.settle().await?;
             return Ok(Some(reached));
         }
-        // The task stopped being live first. One that was never stored (a store error
-        // on its first commit, or a shutdown before it) is not there to be read instead.
+        // The task stopped being live first. One whose first write never became durable
+        // (a memory store's, or one lost to a shutdown) is not there to be read instead.
         if self.handle.store().get(&id).await?.is_none() {
             return Err(RuntimeError::Unavailable(format!(
                 "task {id} ended before it could be stored (a store error or a shutdown; \
@@ -272,8 +272,8 @@ impl RuntimeHandle {
         };
         let (created, attached) = self.create(request, told).await?;
         claim.created(&created.task.id);
-        // Duplicates learn of the task once it can be read: at once, unless its first
-        // commit waits for its skill's first step (then once its outcome is in).
+        // Duplicates learn of the task once it is durable: at once, unless it was sent
+        // blocking (readable at once, durable once its outcome is in).
         let claim = (told == Told::Outcome).then_some(claim);
         Ok((created, attached, claim))
     }
@@ -303,9 +303,8 @@ impl RuntimeHandle {
         };
         let first = match told {
             Told::AtOnce | Told::EachEvent => FirstCommit::Durable,
-            // Left to the actor, which adds what the skill does in its first poll.
-            Told::Outcome if slot.is_some() => FirstCommit::WithFirstStep,
-            // Readable now, durable before the outcome is told.
+            // Readable now (stored before its skill runs), durable before the outcome
+            // is told.
             Told::Outcome => FirstCommit::Readable,
         };
         let buffer = self.inner.config.subscriber_buffer;

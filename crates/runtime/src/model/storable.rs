@@ -95,9 +95,7 @@ pub(crate) fn check_message_fields(prefix: &str, message: &Message) -> Result<()
     if let Some(task) = &message.task_id {
         check_text(|| format!("{prefix}.taskId"), task.as_str())?;
     }
-    if let Some(context) = &message.context_id {
-        check_text(|| format!("{prefix}.contextId"), context.as_str())?;
-    }
+    // A context id is refused with any control character where the runtime takes it.
     for (i, extension) in message.extensions.iter().enumerate() {
         check_text(|| format!("{prefix}.extensions[{i}]"), extension)?;
     }

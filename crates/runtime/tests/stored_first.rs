@@ -1,8 +1,8 @@
-//! A blocking send's new task is stored by its actor together with what its skill does
-//! in its first poll (`Submission::wait`): a skill that finishes at
-//! once costs one commit instead of two. Whatever that first poll does (return, fail,
-//! reject, panic, or wait), the task ends up stored with every event, in order; a skill
-//! still running after it is stored before it goes on, and goes on.
+//! Every new task is stored before its skill runs, however it was submitted (awaited,
+//! followed, or waited on for its outcome as a blocking send is): a task the store
+//! refuses is refused to its sender and its skill never runs. Whatever the run then
+//! does (return, fail, reject, panic, or wait), the task ends up stored with every
+//! event, in order, its versions following one another.
 
 mod common;
 
@@ -139,25 +139,42 @@ async fn stored_events(store: &Recording, id: &TaskId) -> Vec<TaskEvent> {
     events
 }
 
+/// The writes of `id`: the first stores the task working (its created and working
+/// events) before its skill runs; versions follow one another.
+fn stored_first(writes: &[Write]) {
+    let first = &writes[0];
+    assert_eq!((first.expected_version, first.version), (0, 1));
+    assert_eq!(
+        (first.seqs.clone(), first.state),
+        (vec![1, 2], TaskState::Working)
+    );
+    let versions: Vec<(u64, u64)> = writes
+        .iter()
+        .map(|w| (w.expected_version, w.version))
+        .collect();
+    let expected: Vec<(u64, u64)> = (0..versions.len() as u64).map(|v| (v, v + 1)).collect();
+    assert_eq!(versions, expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_skill_that_finishes_at_once_is_stored_in_one_commit() {
+async fn a_blocking_sends_task_is_stored_before_its_skill_runs() {
     let (rt, store, _) = start().await;
     let (id, state) = send_blocking(&rt, request(Value::Null)).await;
     assert_eq!(state, TaskState::Completed);
     let writes = store.writes_of(&id);
-    assert_eq!(writes.len(), 1, "{writes:?}");
-    let write = &writes[0];
-    assert_eq!((write.expected_version, write.version), (0, 1));
-    assert_eq!(write.state, TaskState::Completed);
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    stored_first(&writes);
+    assert_eq!(writes[1].state, TaskState::Completed);
     let events = stored_events(&store, &id).await;
-    assert_eq!(write.seqs, events.iter().map(|e| e.seq).collect::<Vec<_>>());
+    let written: Vec<u64> = writes.iter().flat_map(|w| w.seqs.clone()).collect();
+    assert_eq!(written, events.iter().map(|e| e.seq).collect::<Vec<_>>());
     let task = rt.get(&id, None, None).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(status_text(&task), "done: go");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_first_poll_that_fails_rejects_or_panics_is_stored_with_its_outcome() {
+async fn a_run_that_fails_rejects_or_panics_at_once_is_stored_with_its_outcome() {
     let (rt, store, _) = start().await;
     for (data, state, text) in [
         (json!({"fail": "no disk"}), TaskState::Failed, "no disk"),
@@ -175,8 +192,9 @@ async fn a_first_poll_that_fails_rejects_or_panics_is_stored_with_its_outcome() 
         let (id, reached) = send_blocking(&rt, request(data.clone())).await;
         assert_eq!(reached, state, "{data}");
         let writes = store.writes_of(&id);
-        assert_eq!(writes.len(), 1, "{data}: {writes:?}");
-        assert_eq!(writes[0].state, state, "{data}");
+        assert_eq!(writes.len(), 2, "{data}: {writes:?}");
+        stored_first(&writes);
+        assert_eq!(writes[1].state, state, "{data}");
         stored_events(&store, &id).await;
         let task = rt.get(&id, None, None).await.unwrap();
         assert_eq!(task.status.state, state, "{data}");
@@ -185,7 +203,7 @@ async fn a_first_poll_that_fails_rejects_or_panics_is_stored_with_its_outcome() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on() {
+async fn a_waiting_run_finds_its_task_stored_and_readable() {
     let (rt, store, scripted) = start().await;
     let waiting = rt
         .submit(request(json!({"gate": true, "steps": 2})))
@@ -193,17 +211,11 @@ async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on(
         .await
         .unwrap();
     let id = waiting.accepted().task.id.clone();
-    // The run waits at the gate: the task is stored as it stands, working, and readable.
+    // The run waits at the gate: the task is stored, working, and readable.
     let writes = store.written(&id, 1).await;
-    let first = &writes[0];
-    assert_eq!((first.expected_version, first.version), (0, 1));
-    assert_eq!(
-        (first.seqs.clone(), first.state),
-        (vec![1, 2], TaskState::Working)
-    );
+    stored_first(&writes);
     let task = rt.get(&id, None, None).await.unwrap();
     assert_eq!(task.status.state, TaskState::Working);
-    // The run goes on from where its first poll left it (woken in its own task).
     scripted.gate.add_permits(1);
     assert_eq!(terminal_state(waiting).await, TaskState::Completed);
     let events = stored_events(&store, &id).await;
@@ -212,14 +224,7 @@ async fn a_skill_still_running_after_its_first_poll_is_stored_before_it_goes_on(
         .filter_map(|e| e.status()?.message.as_ref().map(|m| m.text()))
         .collect();
     assert_eq!(notes, ["step 0", "step 1", "done: go"]);
-    // Versions follow one another from the first commit on.
-    let versions: Vec<(u64, u64)> = store
-        .writes_of(&id)
-        .iter()
-        .map(|w| (w.expected_version, w.version))
-        .collect();
-    let expected: Vec<(u64, u64)> = (0..versions.len() as u64).map(|v| (v, v + 1)).collect();
-    assert_eq!(versions, expected);
+    stored_first(&store.writes_of(&id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,28 +267,42 @@ async fn a_plain_submit_still_stores_the_task_before_it_returns() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_task_the_store_refuses_is_reported_as_not_stored() {
-    let (rt, store, _) = start().await;
+async fn a_new_task_the_store_refuses_is_refused_and_its_skill_never_runs() {
+    let (rt, store, scripted) = start().await;
     store.refusing.store(true, Ordering::SeqCst);
-    let waiting = rt.submit(request(Value::Null)).wait().await.unwrap();
-    let id = waiting.accepted().task.id.clone();
-    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    match tokio::time::timeout(DEADLINE, outcome)
+    // However it is submitted: waited on (a blocking send), followed, or awaited.
+    let waited = rt.submit(request(Value::Null)).wait().await;
+    assert!(
+        matches!(waited, Err(RuntimeError::Store(_))),
+        "{:?}",
+        waited.err()
+    );
+    let followed = rt.submit(request(Value::Null)).follow().await;
+    assert!(
+        matches!(followed, Err(RuntimeError::Store(_))),
+        "{:?}",
+        followed.err()
+    );
+    let awaited = rt.submit(request(Value::Null)).await;
+    assert!(
+        matches!(awaited, Err(RuntimeError::Store(_))),
+        "{awaited:?}"
+    );
+    assert!(
+        scripted.started().is_empty(),
+        "a skill ran for a task not stored"
+    );
+    let listed = rt
+        .list(fundi_runtime::ListRequest {
+            page_size: 10,
+            ..Default::default()
+        })
         .await
-        .expect("an answer in time")
-    {
-        Err(RuntimeError::Unavailable(text)) => {
-            assert!(text.contains("ended before it could be stored"), "{text}");
-            assert!(text.contains(id.as_str()), "{text}");
-        }
-        other => panic!("expected the task to be reported as not stored: {other:?}"),
-    }
-    assert!(matches!(
-        rt.get(&id, None, None).await,
-        Err(RuntimeError::TaskNotFound(_))
-    ));
+        .unwrap();
+    assert_eq!(listed.total_size, 0);
     // The store is back: the next send is stored and answered.
     store.refusing.store(false, Ordering::SeqCst);
     let (_, state) = send_blocking(&rt, request(Value::Null)).await;
     assert_eq!(state, TaskState::Completed);
+    assert_eq!(scripted.started().len(), 1);
 }
