@@ -23,13 +23,7 @@ async fn upstream() -> std::net::SocketAddr {
 }
 
 async fn admin_get(server: &Server, path: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .get(format!("{}{path}", server.url))
-        .bearer_auth(&server.token)
-        .header("X-Fundi-User-Token", &server.user_token)
-        .send()
-        .await
-        .unwrap();
+    let response = server.get(path).send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }

@@ -234,13 +234,7 @@ async fn list_answers_end_at_their_byte_bound_on_both_bindings() {
     }
 
     // REST: the same bound.
-    let rest = reqwest::Client::new()
-        .get(format!("{}/tasks?pageSize=100", server.url))
-        .bearer_auth(&server.token)
-        .header("X-Fundi-User-Token", &server.user_token)
-        .send()
-        .await
-        .unwrap();
+    let rest = server.get("/tasks?pageSize=100").send().await.unwrap();
     assert_eq!(rest.status(), 200);
     let body = rest.text().await.unwrap();
     assert!(body.len() < bound + 450_000, "{} bytes", body.len());

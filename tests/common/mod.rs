@@ -135,6 +135,14 @@ impl Server {
         format!("{}/a2a", self.url)
     }
 
+    /// A GET of `path` with both credentials.
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .header("X-Fundi-User-Token", &self.user_token)
+    }
+
     /// A POST to the JSON-RPC endpoint with both credentials.
     pub fn post(&self) -> reqwest::RequestBuilder {
         reqwest::Client::new()
