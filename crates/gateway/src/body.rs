@@ -89,7 +89,11 @@ fn lock(held: &Shared) -> std::sync::MutexGuard<'_, Held> {
 /// A request body read under the deadline and within the budget.
 struct GuardedBody {
     inner: Body,
-    deadline: Pin<Box<Sleep>>,
+    /// When the body must have arrived by.
+    deadline: Instant,
+    /// The timer for it, made the first time the body is not there yet: a body that
+    /// came with its head (most do) costs no timer.
+    timer: Option<Pin<Box<Sleep>>>,
     timeout_ms: u64,
     budget: Arc<Semaphore>,
     budget_bytes: usize,
@@ -142,13 +146,19 @@ impl HttpBody for GuardedBody {
                     Err(why) => this.cut(why),
                 }
             }
-            Poll::Pending => match this.deadline.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    let ms = this.timeout_ms;
-                    this.cut(BodyCutOff::TimedOut(ms))
+            Poll::Pending => {
+                let deadline = this.deadline;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        let ms = this.timeout_ms;
+                        this.cut(BodyCutOff::TimedOut(ms))
+                    }
+                    Poll::Pending => Poll::Pending,
                 }
-                Poll::Pending => Poll::Pending,
-            },
+            }
             other => other,
         }
     }
@@ -174,9 +184,8 @@ pub(crate) async fn guard_bodies(
     let (parts, inner) = request.into_parts();
     let guarded = GuardedBody {
         inner,
-        deadline: Box::pin(tokio::time::sleep_until(
-            Instant::now() + limits.read_timeout,
-        )),
+        deadline: Instant::now() + limits.read_timeout,
+        timer: None,
         timeout_ms: u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
         budget: limits.budget.clone(),
         budget_bytes: limits.budget_bytes,
