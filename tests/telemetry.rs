@@ -504,9 +504,9 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
         )
         .await;
     collector
-        // Each stepping send: stored once, with its first poll's posted step and
-        // completion; the rejected one: stored once, with its rejection.
-        .wait_for_metric("fundi.store.commit.duration", &[], |count| count == 3.0)
+        // Each stepping send: stored before its run starts, then its posted step, then
+        // its completion; the rejected one: stored, then its rejection.
+        .wait_for_metric("fundi.store.commit.duration", &[], |count| count == 8.0)
         .await;
     collector
         .wait_for_metric(

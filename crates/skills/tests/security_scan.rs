@@ -955,6 +955,19 @@ async fn active_checks_only_when_asked_within_their_budget() {
     }
     let requests = report(&task)["requests"].as_array().unwrap().len();
     assert!(requests > 10, "every request is logged: {requests}");
+    // A binary file's bytes go into the evidence escaped (no store keeps a NUL).
+    let ds_store = report(&task)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "exposed-ds-store")
+        .cloned()
+        .unwrap();
+    let evidence = ds_store["evidence"].as_str().unwrap();
+    assert!(
+        evidence.starts_with("\\u{0}\\u{0}\\u{0}\\u{1}Bud1"),
+        "{evidence}"
+    );
 
     // A site that answers 200 to everything is not reported for what it does not have.
     let soft = http_site(Site {

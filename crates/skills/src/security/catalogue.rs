@@ -421,12 +421,32 @@ pub(crate) fn found(
         title: title.into(),
         severity: info.map_or(Severity::Info, |c| c.severity),
         cwe: info.and_then(|c| c.cwe),
-        evidence: shorten(evidence.into()),
+        evidence: shorten(printable(evidence.into())),
         remediation: info.map_or("", |c| c.remediation),
         url: url.to_owned(),
         target: target.into(),
         penalty: info.map_or(0, |c| c.penalty),
     }
+}
+
+/// Evidence as text a report can hold and a person can read: a response's control
+/// characters (a binary file's NULs, say) written as escapes, lines and tabs kept.
+fn printable(text: String) -> String {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+    {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' | '\r' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn shorten(text: String) -> String {
