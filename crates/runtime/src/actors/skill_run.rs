@@ -1,8 +1,13 @@
-//! A task's skill run, as its actor leads it: started as a child task once the task is
-//! stored, the skill's calls turned into commits, and its end (return, failure, panic
-//! or abort) into the task's terminal state.
+//! A task's skill run, as its actor leads it: started once the task is stored (a
+//! blocking send's first polled here, so that a run that ends at once needs no task of
+//! its own), the skill's calls turned into commits, and its end (return, failure,
+//! panic or abort) into the task's terminal state.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use ractor::rpc::CallResult;
@@ -45,9 +50,14 @@ impl TaskLink for ActorLink {
     }
 }
 
+/// A skill's run, as its actor drives it.
+type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
+
 impl TaskActorState {
     /// Starts the skill's run as a child task (its task is stored already: no skill
-    /// runs for a task that is not). The run, if it started.
+    /// runs for a task that is not). A blocking send's first run is polled once here
+    /// first: one that ends at once is ended here, with no task of its own. The run,
+    /// if it goes on.
     pub(super) async fn start_run(
         &mut self,
         myself: &ActorRef<TaskMsg>,
@@ -92,8 +102,21 @@ impl TaskActorState {
         let run = async move { skill.run(input, ctx).await }.instrument(span);
         // The run is a child this actor supervises: its own tokio task, watched by a
         // monitor that turns its end (return, panic or abort) into a message back here.
-        // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
-        let run = tokio::spawn(run);
+        let run = match std::mem::take(&mut self.first_poll_here) {
+            // Spawned as it is: boxed, a waiting run costs about 1 KiB more.
+            false => tokio::spawn(run),
+            // Boxed, so that every actor's future stays the size it was (an actor's task
+            // holds room for its largest state, waiting or not).
+            true => {
+                let mut run: SkillRun = Box::pin(run);
+                if let Some(outcome) = poll_once(&mut run) {
+                    Box::pin(self.end_run(outcome, false)).await;
+                    cancel.cancel();
+                    return None;
+                }
+                tokio::spawn(run)
+            }
+        };
         let abort = run.abort_handle();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -311,6 +334,18 @@ fn completion(output: SkillOutput) -> Vec<TaskEventKind> {
     });
     kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
     kinds
+}
+
+/// Polls `run` once; its outcome if it ended (returned or panicked). A run still going
+/// is then spawned as a task of its own, whose first poll registers the waker that
+/// counts (this one wakes nothing).
+fn poll_once(run: &mut SkillRun) -> Option<RunOutcome> {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+        Ok(Poll::Ready(result)) => Some(RunOutcome::Returned(result)),
+        Ok(Poll::Pending) => None,
+        Err(payload) => Some(RunOutcome::Panicked(panic_text(payload))),
+    }
 }
 
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {

@@ -64,6 +64,9 @@ pub(crate) enum TaskMsg {
 pub(crate) enum StartMode {
     /// A new task: run it once a slot is free.
     Fresh,
+    /// A blocking send's new task: run it once a slot is free, its run's first poll
+    /// made by the actor itself.
+    Waited,
     /// A task a restart interrupted while submitted or working: run it again.
     Resume,
     /// An interrupted task woken by a message or a cancel after a restart: no run yet.
@@ -100,6 +103,8 @@ pub(crate) struct TaskActorState {
     pub(super) inbox: Arc<Inbox>,
     /// Runs started so far (the current run's id).
     pub(super) runs_started: u64,
+    /// The next run's first poll is made here (`StartMode::Waited`).
+    pub(super) first_poll_here: bool,
     /// A wait for a slot, cast to the actor as `Start` once it has one.
     pub(super) slot_wait: Option<AbortHandle>,
     pub(super) span: tracing::Span,
@@ -133,7 +138,7 @@ impl Actor for TaskActor {
         // process or, after a restart, in the next.
         telemetry::set_parent(&span, record.trace.as_deref());
         let phase = match mode {
-            StartMode::Fresh | StartMode::Resume => Phase::Queued {
+            StartMode::Fresh | StartMode::Waited | StartMode::Resume => Phase::Queued {
                 message: record
                     .inputs
                     .run_message(task)
@@ -157,6 +162,7 @@ impl Actor for TaskActor {
             posted: Arc::default(),
             inbox: Arc::default(),
             runs_started: 0,
+            first_poll_here: mode == StartMode::Waited,
             slot_wait: None,
             span,
         };
@@ -167,10 +173,10 @@ impl Actor for TaskActor {
             state.tell_waiting(true);
         }
         match slot {
-            // Not stored yet, or resumed (its first commit says so): the run and that
-            // commit happen on this actor's own task, not in the spawn (the supervisor
-            // waits for `pre_start`).
-            Some(slot) if mode == StartMode::Resume => {
+            // Resumed (its first commit says so), or polled first here: the run and its
+            // first commit happen on this actor's own task, not in the spawn (the
+            // supervisor waits for `pre_start`).
+            Some(slot) if mode == StartMode::Resume || mode == StartMode::Waited => {
                 myself.cast(TaskMsg::Start(slot))?;
             }
             // Stored already working: run now.

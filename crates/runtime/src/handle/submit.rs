@@ -332,9 +332,10 @@ impl RuntimeHandle {
             .spawn(Spawn {
                 journal,
                 // A gated task's actor waits for the decision, as a woken one waits.
-                mode: match gated {
-                    true => StartMode::Wake,
-                    false => StartMode::Fresh,
+                mode: match (gated, told) {
+                    (true, _) => StartMode::Wake,
+                    (false, Told::Outcome) => StartMode::Waited,
+                    (false, _) => StartMode::Fresh,
                 },
                 slot,
             })
