@@ -15,6 +15,7 @@ use crate::mcp_sessions::{SESSION_HEADER, SessionRefusal};
 use crate::reply::refusal;
 use crate::state::AppState;
 
+/// Admits a request to `/mcp`, and keeps each session its opener's.
 pub(crate) async fn mcp_gate(
     State(state): State<AppState>,
     request: Request,

@@ -14,7 +14,8 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 pub struct McpSessionLimits {
     /// Most sessions one user holds at once; an `initialize` past it is refused (429).
     pub max_per_user: usize,
-    /// A session unused this long is closed (the MCP service is told the same).
+    /// A session unused this long is forgotten here; give the MCP service the same
+    /// keep-alive (`fundi_mcp::http_service` takes it) so that it closes it too.
     pub idle_timeout: Duration,
 }
 
