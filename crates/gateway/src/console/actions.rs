@@ -14,9 +14,10 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{CsrfOnly, Viewer, check_change, viewer};
+use super::gate::{CsrfOnly, check_change, viewer};
 use super::page::Problem;
 use super::tasks::encode;
+use super::viewer::Viewer;
 use crate::admin::approvals::{Undecided, decide_as};
 use crate::state::AppState;
 

@@ -3,76 +3,21 @@
 //! this console's, its CSRF token is the session's).
 
 use axum::http::{HeaderMap, Uri, header};
-use fundi_runtime::approval::APPROVE_SCOPE;
-use fundi_runtime::{ADMIN_SCOPE, Grants};
+use fundi_runtime::ADMIN_SCOPE;
 
 use super::page::Problem;
-use super::sessions::{Person, Session, cookie_value, same_secret};
-use crate::auth::Caller;
+use super::sessions::{cookie_value, same_secret};
+use super::viewer::Viewer;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// A signed-in person.
-#[derive(Debug, Clone)]
-pub(crate) struct Viewer {
-    /// The session's token (the cookie's value).
-    id: String,
-    session: Session,
-}
-
-impl Viewer {
-    pub(crate) fn person(&self) -> &Person {
-        &self.session.person
-    }
-
-    pub(crate) fn id(&self) -> &str {
-        &self.id
-    }
-
-    pub(crate) fn user(&self) -> &str {
-        &self.session.person.user
-    }
-
-    pub(crate) fn grants(&self) -> &Grants {
-        &self.session.person.grants
-    }
-
-    pub(crate) fn csrf(&self) -> &str {
-        &self.session.csrf
-    }
-
-    /// The viewer as an API caller: the same user, client and scopes.
-    pub(crate) fn caller(&self) -> Caller {
-        let person = self.person();
-        Caller {
-            user: person.user.clone(),
-            client: person.client.clone(),
-            grants: person.grants.clone(),
-            grant: None,
-        }
-    }
-
-    /// Holds `fundi:admin` (the operators' pages).
-    pub(crate) fn is_admin(&self) -> bool {
-        self.grants().allows(Some(ADMIN_SCOPE))
-    }
-
-    /// Holds a scope that approves some skill's tasks.
-    pub(crate) fn may_approve_some(&self) -> bool {
-        self.grants().list().is_none_or(|held| {
-            held.iter()
-                .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE))
-        })
-    }
-
-    /// Refused unless an admin.
-    pub(crate) fn require_admin(&self) -> Result<(), Problem> {
-        match self.is_admin() {
-            true => Ok(()),
-            false => Err(Problem::forbidden(format!(
-                "this page is for operators: it needs the scope {ADMIN_SCOPE}"
-            ))),
-        }
+/// Refused unless the viewer is an operator (`fundi:admin`).
+pub(crate) fn require_admin(viewer: &Viewer) -> Result<(), Problem> {
+    match viewer.is_admin() {
+        true => Ok(()),
+        false => Err(Problem::forbidden(format!(
+            "this page is for operators: it needs the scope {ADMIN_SCOPE}"
+        ))),
     }
 }
 
@@ -97,10 +42,7 @@ pub(crate) async fn viewer(
         .rate_limit
         .check(&session.person.user)
         .map_err(ApiError::rate_limited)?;
-    Ok(Viewer {
-        id: id.to_owned(),
-        session,
-    })
+    Ok(Viewer::new(id.to_owned(), session))
 }
 
 /// Checks a state-changing request: it comes from a page of this console (its `Origin`

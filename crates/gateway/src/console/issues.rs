@@ -9,7 +9,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::artifacts::link;
-use super::gate::viewer;
+use super::gate::{require_admin, viewer};
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::words::{badge, clip, when};
@@ -38,7 +38,7 @@ pub(super) async fn list(
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
     let viewer = viewer(&state, &headers, &uri).await?;
-    viewer.require_admin()?;
+    require_admin(&viewer)?;
     let Some(store) = &state.operators.issues else {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,

@@ -26,6 +26,7 @@ mod sign_in;
 mod task;
 mod tasks;
 mod timeline;
+mod viewer;
 mod words;
 
 use axum::Router;

@@ -11,9 +11,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::back_to;
-use super::gate::{CsrfOnly, Viewer, check_change, viewer};
+use super::gate::{CsrfOnly, check_change, require_admin, viewer};
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
+use super::viewer::Viewer;
 use super::words::{clip, when};
 use crate::admin::audit::record;
 use crate::admin::grants::Revoked;
@@ -57,7 +58,7 @@ async fn recorded(
 
 async fn admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
     let viewer = viewer(state, headers, uri).await?;
-    viewer.require_admin()?;
+    require_admin(&viewer)?;
     Ok(viewer)
 }
 

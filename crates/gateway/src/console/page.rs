@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use fundi_runtime::RuntimeError;
 use maud::{DOCTYPE, Markup, html};
 
-use super::gate::Viewer;
+use super::viewer::Viewer;
 use crate::error::ApiError;
 
 /// The console's pages, for the navigation's current mark.

@@ -18,10 +18,11 @@ use serde::Deserialize;
 
 use super::actions;
 use super::artifacts;
-use super::gate::{Viewer, viewer};
+use super::gate::viewer;
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::timeline::{entry, status_block};
+use super::viewer::Viewer;
 use crate::admission::last_event_id;
 use crate::state::AppState;
 
