@@ -1,26 +1,28 @@
 //! Request bodies held to a deadline and to one budget that every connection shares, so
 //! that neither a slow sender nor many large bodies at once can hold the server's memory.
 //!
-//! Every request's body is wrapped (the [`guard_bodies`] middleware) before any handler
+//! Every request's body is wrapped (the [`GuardBodiesLayer`]) before any handler
 //! sees it. The wrapping reads nothing by itself: a handler that refuses a request
 //! without reading its body (missing credentials) costs no buffer at all. A body being
 //! read takes its bytes from the budget chunk by chunk and gives them back when its
 //! request has been answered; a chunk that does not fit cuts the body off (HTTP 503),
 //! and so does the deadline (HTTP 408), counted from when the request's head arrived.
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::Response;
+use futures::future::BoxFuture;
 use http_body::{Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tower::{Layer, Service};
 
 use crate::error::ApiError;
 use crate::reply;
@@ -172,28 +174,72 @@ impl HttpBody for GuardedBody {
     }
 }
 
-/// Wraps every request's body in the deadline and the budget, holds what it took until
-/// the request is answered, and answers 408 or 503 for a body cut off under a handler
-/// that read it through an extractor of its own (which would say 400).
-pub(crate) async fn guard_bodies(
-    State(limits): State<Arc<BodyLimits>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let held = Shared::default();
-    let (parts, inner) = request.into_parts();
-    let guarded = GuardedBody {
-        inner,
-        deadline: Instant::now() + limits.read_timeout,
-        timer: None,
-        timeout_ms: u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
-        budget: limits.budget.clone(),
-        budget_bytes: limits.budget_bytes,
-        held: held.clone(),
-    };
-    let request = Request::from_parts(parts, Body::new(guarded));
-    let mut response = next.run(request).await;
-    let cut_off = lock(&held).cut_off;
+/// The layer that wraps every request's body in the deadline and the budget, holds
+/// what it took until the request is answered, and answers 408 or 503 for a body cut
+/// off under a handler that read it through an extractor of its own (which would say
+/// 400). A tower layer rather than `axum::middleware::from_fn`: it sits on every
+/// request, and costs no boxed copy of the router's service per call.
+#[derive(Clone)]
+pub(crate) struct GuardBodiesLayer(pub(crate) Arc<BodyLimits>);
+
+impl<S> Layer<S> for GuardBodiesLayer {
+    type Service = GuardBodies<S>;
+
+    fn layer(&self, inner: S) -> GuardBodies<S> {
+        GuardBodies {
+            inner,
+            limits: self.0.clone(),
+        }
+    }
+}
+
+/// The service [`GuardBodiesLayer`] makes.
+#[derive(Clone)]
+pub(crate) struct GuardBodies<S> {
+    inner: S,
+    limits: Arc<BodyLimits>,
+}
+
+impl<S> Service<Request> for GuardBodies<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let held = Shared::default();
+        let (parts, inner) = request.into_parts();
+        let limits = &self.limits;
+        let guarded = GuardedBody {
+            inner,
+            deadline: Instant::now() + limits.read_timeout,
+            timer: None,
+            timeout_ms: u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
+            budget: limits.budget.clone(),
+            budget_bytes: limits.budget_bytes,
+            held: held.clone(),
+        };
+        let answer = self
+            .inner
+            .call(Request::from_parts(parts, Body::new(guarded)));
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(answered(response, &held))
+        })
+    }
+}
+
+/// The response to a request whose body was guarded: 408 or 503 (and the connection
+/// closed) when the body was cut off; the budget the body took given back.
+fn answered(mut response: Response, held: &Shared) -> Response {
+    let cut_off = lock(held).cut_off;
     if let Some(why) = cut_off {
         let error = ApiError::from(why);
         let expected = error.http_refusal().map(|r| r.status);
@@ -206,8 +252,7 @@ pub(crate) async fn guard_bodies(
             header::HeaderValue::from_static("close"),
         );
     }
-    // The budget the body took is given back once the handler has answered.
-    drop(lock(&held).permits.take());
+    drop(lock(held).permits.take());
     response
 }
 

@@ -49,9 +49,8 @@ pub fn app(state: AppState) -> Router {
         true => router.fallback(rest::handle),
         false => router,
     };
-    let bodies = axum::middleware::from_fn_with_state(state.bodies.clone(), body::guard_bodies);
     router
-        .layer(bodies)
+        .layer(body::GuardBodiesLayer(state.bodies.clone()))
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
 }

@@ -23,7 +23,7 @@ fn app(limits: Arc<BodyLimits>) -> Router {
     Router::new()
         .route("/", post(echo_length))
         .route("/refuse", post(|| async { StatusCode::UNAUTHORIZED }))
-        .layer(axum::middleware::from_fn_with_state(limits, guard_bodies))
+        .layer(GuardBodiesLayer(limits))
 }
 
 /// A body whose chunks the test sends when it likes.
