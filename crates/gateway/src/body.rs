@@ -51,7 +51,6 @@ impl From<BodyCutOff> for ApiError {
 #[derive(Debug)]
 pub(crate) struct BodyLimits {
     budget: Arc<Semaphore>,
-    budget_bytes: usize,
     read_timeout: Duration,
 }
 
@@ -59,10 +58,8 @@ impl BodyLimits {
     /// At most `budget_bytes` of bodies held at once; each read within `read_timeout`.
     pub(crate) fn new(budget_bytes: usize, read_timeout: Duration) -> BodyLimits {
         // A semaphore counts at most `Semaphore::MAX_PERMITS`.
-        let budget_bytes = budget_bytes.min(Semaphore::MAX_PERMITS);
         BodyLimits {
-            budget: Arc::new(Semaphore::new(budget_bytes)),
-            budget_bytes,
+            budget: Arc::new(Semaphore::new(budget_bytes.min(Semaphore::MAX_PERMITS))),
             read_timeout,
         }
     }
@@ -75,7 +72,7 @@ impl BodyLimits {
 }
 
 /// What a guarded body holds for its request: the budget its bytes took, and why it was
-/// cut off, if it was. Shared between the body and the middleware, which outlives it.
+/// cut off, if it was. Shared between the body and the layer, which outlives it.
 #[derive(Default)]
 struct Held {
     permits: Option<OwnedSemaphorePermit>,
@@ -96,9 +93,7 @@ struct GuardedBody {
     /// The timer for it, made the first time the body is not there yet: a body that
     /// came with its head (most do) costs no timer.
     timer: Option<Pin<Box<Sleep>>>,
-    timeout_ms: u64,
-    budget: Arc<Semaphore>,
-    budget_bytes: usize,
+    limits: Arc<BodyLimits>,
     held: Shared,
 }
 
@@ -114,10 +109,8 @@ impl GuardedBody {
             return Ok(());
         }
         let n = u32::try_from(n).map_err(|_| BodyCutOff::Busy)?;
-        if n as usize > self.budget_bytes {
-            return Err(BodyCutOff::Busy);
-        }
         let permit = self
+            .limits
             .budget
             .clone()
             .try_acquire_many_owned(n)
@@ -155,8 +148,8 @@ impl HttpBody for GuardedBody {
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
                 match timer.as_mut().poll(cx) {
                     Poll::Ready(()) => {
-                        let ms = this.timeout_ms;
-                        this.cut(BodyCutOff::TimedOut(ms))
+                        let ms = this.limits.read_timeout.as_millis();
+                        this.cut(BodyCutOff::TimedOut(u64::try_from(ms).unwrap_or(u64::MAX)))
                     }
                     Poll::Pending => Poll::Pending,
                 }
@@ -216,14 +209,11 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         let held = Shared::default();
         let (parts, inner) = request.into_parts();
-        let limits = &self.limits;
         let guarded = GuardedBody {
             inner,
-            deadline: Instant::now() + limits.read_timeout,
+            deadline: Instant::now() + self.limits.read_timeout,
             timer: None,
-            timeout_ms: u64::try_from(limits.read_timeout.as_millis()).unwrap_or(u64::MAX),
-            budget: limits.budget.clone(),
-            budget_bytes: limits.budget_bytes,
+            limits: self.limits.clone(),
             held: held.clone(),
         };
         let answer = self
@@ -239,7 +229,12 @@ where
 /// The response to a request whose body was guarded: 408 or 503 (and the connection
 /// closed) when the body was cut off; the budget the body took given back.
 fn answered(mut response: Response, held: &Shared) -> Response {
-    let cut_off = lock(held).cut_off;
+    let (cut_off, permits) = {
+        let mut held = lock(held);
+        (held.cut_off, held.permits.take())
+    };
+    // The budget the body took is given back once the handler has answered.
+    drop(permits);
     if let Some(why) = cut_off {
         let error = ApiError::from(why);
         let expected = error.http_refusal().map(|r| r.status);
@@ -252,7 +247,6 @@ fn answered(mut response: Response, held: &Shared) -> Response {
             header::HeaderValue::from_static("close"),
         );
     }
-    drop(lock(held).permits.take());
     response
 }
 
