@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use fundi_runtime::approval::at_rest;
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, SubmitRequest, TaskEvent, TaskId, TaskService, TaskSnapshot,
+    ListRequest, Message, RuntimeError, SubmitRequest, Task, TaskEvent, TaskId, TaskService,
+    TaskSnapshot,
 };
 use futures::FutureExt;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -295,27 +295,42 @@ async fn list_tasks(
         RuntimeError::InvalidInput(text) => ApiError::invalid_params("pageToken", text),
         other => other.into(),
     })?;
-    // Written task by task: the page's JSON text, never a tree of every task at once.
-    let count = page.tasks.len();
-    let mut text = String::from("{\"tasks\":[");
-    for (i, task) in page.tasks.into_iter().enumerate() {
-        let mut task = encode::task(&task, Dialect::V1);
-        // Asked for artifacts: the key is there even when there are none.
-        if include_artifacts && task.get("artifacts").is_none() {
-            task["artifacts"] = json!([]);
-        }
-        if i > 0 {
-            text.push(',');
-        }
-        text.push_str(&task.to_string());
+    Ok(encode::raw(&ListPage {
+        page_size: page.tasks.len(),
+        tasks: PageTasks {
+            tasks: &page.tasks,
+            include_artifacts,
+        },
+        next_page_token: page.next_page_token.unwrap_or_default(),
+        total_size: page.total_size,
+    }))
+}
+
+/// A `ListTasksResponse`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListPage<'a> {
+    tasks: PageTasks<'a>,
+    page_size: usize,
+    next_page_token: String,
+    total_size: usize,
+}
+
+/// A page's tasks, each encoded as it is written: never a tree of every task at once.
+struct PageTasks<'a> {
+    tasks: &'a [Task],
+    include_artifacts: bool,
+}
+
+impl serde::Serialize for PageTasks<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.tasks.iter().map(|task| {
+            let mut task = encode::task(task, Dialect::V1);
+            // Asked for artifacts: the key is there even when there are none.
+            if self.include_artifacts && task.get("artifacts").is_none() {
+                task["artifacts"] = json!([]);
+            }
+            task
+        }))
     }
-    let rest = json!({
-        "pageSize": count,
-        "nextPageToken": page.next_page_token.unwrap_or_default(),
-        "totalSize": page.total_size,
-    });
-    text.push_str("],");
-    // `rest` is an object: its text without the opening brace continues this one.
-    text.push_str(&rest.to_string()[1..]);
-    RawValue::from_string(text).map_err(|error| ApiError::internal(error.to_string()))
 }
