@@ -196,11 +196,16 @@ impl Task {
 
     /// A copy with at most the `n` most recent history messages (`historyLength`).
     pub fn with_history_limit(mut self, n: Option<usize>) -> Task {
+        self.limit_history(n);
+        self
+    }
+
+    /// Keeps at most the `n` most recent history messages (`None`: all).
+    pub fn limit_history(&mut self, n: Option<usize>) {
         if let Some(n) = n {
             let excess = self.history.len().saturating_sub(n);
             self.history.drain(..excess);
         }
-        self
     }
 }
 

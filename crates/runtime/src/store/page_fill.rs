@@ -37,10 +37,7 @@ impl<'q> PageFill<'q> {
             return false;
         }
         let mut record = record;
-        if let Some(n) = self.query.history_length {
-            let excess = record.task.history.len().saturating_sub(n);
-            record.task.history.drain(..excess);
-        }
+        record.task.limit_history(self.query.history_length);
         if self.query.without_artifacts {
             record.task.artifacts.clear();
         }
@@ -55,11 +52,6 @@ impl<'q> PageFill<'q> {
         self.records.push(record);
         self.last = Some(position);
         true
-    }
-
-    /// Whether a record was left out for the bound: the page is complete.
-    pub fn is_full(&self) -> bool {
-        self.full
     }
 
     /// The page. `next` is where the listing continues after the records the store
