@@ -61,15 +61,15 @@ pub(crate) async fn respond(
     let method = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
-        None => match state.streams.for_user(&caller.user) {
-            Ok(slot) => open(&state, &caller, request, last_event_id)
-                .await
-                .map(|mut opened| {
-                    opened.slots.push(slot);
-                    opened
-                }),
-            Err(error) => Err(error),
-        },
+        None => {
+            async {
+                let slot = state.streams.for_user(&caller.user)?;
+                let mut opened = open(&state, &caller, request, last_event_id).await?;
+                opened.slots.push(slot);
+                Ok(opened)
+            }
+            .await
+        }
     };
     let metrics = crate::telemetry::metrics();
     let events: BoxStream<'static, Event> = match opened {
