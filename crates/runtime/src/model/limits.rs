@@ -39,31 +39,66 @@ impl InvalidField {
     }
 }
 
+/// What one walk over a JSON value found: how deeply it nests (counted no further than
+/// the limit plus one), and whether a string or key in it holds a NUL
+/// (`storable.rs`).
+struct Survey {
+    depth: usize,
+    has_nul: bool,
+}
+
+/// Walks `value` once, without recursion, stopping past `limit` levels: a huge value
+/// costs no more than walking it once.
+fn survey(value: &Value, limit: usize) -> Survey {
+    let mut found = Survey {
+        depth: 0,
+        has_nul: false,
+    };
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let depth = depth + 1;
+        match value {
+            Value::String(text) => found.has_nul |= storable::has_nul(text),
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, depth))),
+            Value::Object(map) => {
+                found.has_nul |= map.keys().any(|key| storable::has_nul(key));
+                stack.extend(map.values().map(|child| (child, depth)));
+            }
+            _ => continue,
+        }
+        if matches!(value, Value::Array(_) | Value::Object(_)) {
+            found.depth = found.depth.max(depth);
+            if depth > limit {
+                return found;
+            }
+        }
+    }
+    found
+}
+
 /// How deeply `value` nests, counting no further than `limit + 1` (so that checking a
 /// huge value costs no more than walking it once, and no recursion).
 pub fn value_depth(value: &Value, limit: usize) -> usize {
-    let mut deepest = 0;
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        let depth = depth + 1;
-        deepest = deepest.max(depth);
-        if depth > limit {
-            return deepest;
-        }
-        stack.extend(children.map(|child| (child, depth)));
-    }
-    deepest
+    survey(value, limit).depth
 }
 
-/// Refuses `value` at `field` when it nests deeper than [`MAX_VALUE_DEPTH`].
-pub fn check_depth(field: impl FnOnce() -> String, value: &Value) -> Result<(), InvalidField> {
-    match value_depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH {
-        true => Err(too_deep(field())),
+/// Refuses `value` at `field` when it nests deeper than [`MAX_VALUE_DEPTH`], or holds
+/// text no store keeps (a NUL): one walk for both.
+pub fn check_value(field: impl FnOnce() -> String, value: &Value) -> Result<(), InvalidField> {
+    check_survey(field, &survey(value, MAX_VALUE_DEPTH), 0)
+}
+
+/// `found` of a value `above` levels down from the field.
+fn check_survey(
+    field: impl FnOnce() -> String,
+    found: &Survey,
+    above: usize,
+) -> Result<(), InvalidField> {
+    if found.depth + above > MAX_VALUE_DEPTH {
+        return Err(too_deep(field()));
+    }
+    match found.has_nul {
+        true => Err(storable::refused(field())),
         false => Ok(()),
     }
 }
@@ -71,24 +106,22 @@ pub fn check_depth(field: impl FnOnce() -> String, value: &Value) -> Result<(), 
 /// Refuses a skill's checkpoint nested past [`MAX_VALUE_DEPTH`] or holding text no
 /// store keeps (a NUL).
 pub fn check_checkpoint(value: &Value) -> Result<(), InvalidField> {
-    check_depth(|| "checkpoint".into(), value)?;
-    storable::check_value(|| "checkpoint".into(), value)
+    check_value(|| "checkpoint".into(), value)
 }
 
-/// A metadata map, which is one level itself.
+/// A metadata map, which is one level itself: its values' depth, and a NUL in its keys
+/// or values.
 fn check_metadata(
-    field: impl FnOnce() -> String,
+    field: impl Fn() -> String,
     map: Option<&Map<String, Value>>,
 ) -> Result<(), InvalidField> {
-    let deepest = map
-        .into_iter()
-        .flat_map(Map::values)
-        .map(|v| value_depth(v, MAX_VALUE_DEPTH))
-        .max();
-    match deepest.is_some_and(|depth| depth + 1 > MAX_VALUE_DEPTH) {
-        true => Err(too_deep(field())),
-        false => Ok(()),
+    for (key, value) in map.into_iter().flatten() {
+        if storable::has_nul(key) {
+            return Err(storable::refused(field()));
+        }
+        check_survey(&field, &survey(value, MAX_VALUE_DEPTH), 1)?;
     }
+    Ok(())
 }
 
 fn too_deep(field: String) -> InvalidField {
@@ -115,11 +148,11 @@ pub(crate) fn check_id(field: &str, id: &str) -> Result<(), InvalidField> {
 }
 
 /// The depth of every JSON value of these parts, and text every store holds (no NUL),
-/// at `{prefix}.parts[i]`.
+/// at `{prefix}.parts[i]`: one walk over each value.
 pub(crate) fn check_parts(prefix: &str, parts: &[Part]) -> Result<(), InvalidField> {
     for (i, part) in parts.iter().enumerate() {
         if let PartContent::Data(value) = &part.content {
-            check_depth(|| format!("{prefix}.parts[{i}].data"), value)?;
+            check_value(|| format!("{prefix}.parts[{i}].data"), value)?;
         }
         check_metadata(
             || format!("{prefix}.parts[{i}].metadata"),
@@ -134,7 +167,6 @@ pub(crate) fn check_parts(prefix: &str, parts: &[Part]) -> Result<(), InvalidFie
 pub(crate) fn check_message(prefix: &str, message: &Message) -> Result<(), InvalidField> {
     check_parts(prefix, &message.parts)?;
     check_metadata(|| format!("{prefix}.metadata"), message.metadata.as_ref())?;
-    storable::check_metadata(|| format!("{prefix}.metadata"), message.metadata.as_ref())?;
     storable::check_message_fields(prefix, message)
 }
 
@@ -142,7 +174,6 @@ fn check_artifact(artifact: &Artifact) -> Result<(), InvalidField> {
     check_id("artifact.artifactId", &artifact.artifact_id)?;
     check_parts("artifact", &artifact.parts)?;
     check_metadata(|| "artifact.metadata".into(), artifact.metadata.as_ref())?;
-    storable::check_metadata(|| "artifact.metadata".into(), artifact.metadata.as_ref())?;
     storable::check_artifact_fields(artifact)
 }
 
@@ -202,6 +233,33 @@ mod tests {
             check_message("message", &meta).unwrap_err().field,
             "message.metadata"
         );
+    }
+
+    #[test]
+    fn one_walk_finds_a_nul_in_any_string_or_key_of_a_value() {
+        let clean = Message::user(vec![Part::data(json!({"a": ["b", {"c": "tab\tok"}]}))]);
+        assert_eq!(check_message("message", &clean), Ok(()));
+        for (value, field) in [
+            (json!({"deep": [["\u{0}"]]}), "message.parts[0].data"),
+            (json!({"a": [{"k\u{0}": 1}]}), "message.parts[0].data"),
+        ] {
+            let error = check_message("message", &Message::user(vec![Part::data(value)]));
+            let error = error.unwrap_err();
+            assert_eq!(error.field, field);
+            assert!(error.reason.contains("U+0000"), "{error}");
+        }
+        let mut meta = Message::user(vec![Part::text("x")]);
+        let mut map = Map::new();
+        map.insert("k".into(), json!(["v\u{0}"]));
+        meta.metadata = Some(map);
+        assert_eq!(
+            check_message("message", &meta).unwrap_err().field,
+            "message.metadata"
+        );
+        // Too deep is said first, where a value is both.
+        let both = Message::user(vec![Part::data(json!([nested(70), "\u{0}"]))]);
+        let error = check_message("message", &both).unwrap_err();
+        assert!(error.reason.contains("at most 64"), "{error}");
     }
 
     #[test]

@@ -3,14 +3,13 @@
 //! accepts every store accepts, a NUL anywhere in a message or a skill's output is
 //! refused where it enters the runtime, naming the field, and never reaches a store.
 
-use serde_json::{Map, Value};
-
 use super::limits::InvalidField;
 use super::{Message, Part, PartContent};
 
 const NUL: char = '\0';
 
-fn refused(field: String) -> InvalidField {
+/// Why a field holding a NUL is refused.
+pub(crate) fn refused(field: String) -> InvalidField {
     InvalidField::new(
         field,
         "contains U+0000 (NUL), which no store keeps; send it escaped in text, or the \
@@ -18,67 +17,26 @@ fn refused(field: String) -> InvalidField {
     )
 }
 
-/// Whether a JSON value holds a NUL in a string or an object key, at any depth (a
-/// walk without recursion).
-fn value_has_nul(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(value) = stack.pop() {
-        match value {
-            Value::String(text) if text.contains(NUL) => return true,
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
-                if map.keys().any(|k| k.contains(NUL)) {
-                    return true;
-                }
-                stack.extend(map.values());
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Refuses a JSON value holding a NUL, at `field`.
-pub(crate) fn check_value(
-    field: impl FnOnce() -> String,
-    value: &Value,
-) -> Result<(), InvalidField> {
-    match value_has_nul(value) {
-        true => Err(refused(field())),
-        false => Ok(()),
-    }
+/// Whether `text` holds a NUL.
+pub(crate) fn has_nul(text: &str) -> bool {
+    text.contains(NUL)
 }
 
 fn check_text(field: impl FnOnce() -> String, text: &str) -> Result<(), InvalidField> {
-    match text.contains(NUL) {
+    match has_nul(text) {
         true => Err(refused(field())),
         false => Ok(()),
     }
 }
 
-/// Refuses a metadata map holding a NUL, at `field`.
-pub(crate) fn check_metadata(
-    field: impl FnOnce() -> String,
-    map: Option<&Map<String, Value>>,
-) -> Result<(), InvalidField> {
-    let has_nul = map.is_some_and(|map| {
-        map.iter()
-            .any(|(key, value)| key.contains(NUL) || value_has_nul(value))
-    });
-    match has_nul {
-        true => Err(refused(field())),
-        false => Ok(()),
-    }
-}
-
-/// Refuses a part holding a NUL in its text, URL, data, file name, media type or
-/// metadata, at `{prefix}.parts[i]...`.
+/// Refuses a part holding a NUL in its text, URL, file name or media type, at
+/// `{prefix}.parts[i]...` (its data and metadata are walked with their depth:
+/// `limits.rs`).
 pub(crate) fn check_part(prefix: &str, i: usize, part: &Part) -> Result<(), InvalidField> {
     let at = |what: &str| format!("{prefix}.parts[{i}].{what}");
     match &part.content {
         PartContent::Text(text) => check_text(|| at("text"), text)?,
         PartContent::Url(url) => check_text(|| at("url"), url)?,
-        PartContent::Data(value) if value_has_nul(value) => return Err(refused(at("data"))),
         PartContent::Data(_) | PartContent::Raw(_) => {}
     }
     if let Some(name) = &part.filename {
@@ -87,7 +45,7 @@ pub(crate) fn check_part(prefix: &str, i: usize, part: &Part) -> Result<(), Inva
     if let Some(media_type) = &part.media_type {
         check_text(|| at("mediaType"), media_type)?;
     }
-    check_metadata(|| at("metadata"), part.metadata.as_ref())
+    Ok(())
 }
 
 /// Refuses a NUL in a message's own strings beside its parts (ids, extensions).
@@ -121,27 +79,13 @@ pub(crate) fn check_artifact_fields(artifact: &super::Artifact) -> Result<(), In
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
-    fn a_nul_anywhere_in_a_value_is_found() {
-        assert!(!value_has_nul(&json!({"a": ["b", {"c": "tab\tok"}]})));
-        assert!(value_has_nul(&json!({"a": ["b", {"c": "x\u{0}"}]})));
-        assert!(value_has_nul(&json!({"a": [{"k\u{0}": 1}]})));
-    }
-
-    #[test]
-    fn a_part_with_a_nul_is_refused_naming_the_field() {
+    fn a_part_with_a_nul_in_its_text_is_refused_naming_the_field() {
         let error = check_part("message", 2, &Part::text("a\u{0}b")).unwrap_err();
         assert_eq!(error.field, "message.parts[2].text");
         assert!(error.reason.contains("U+0000"), "{error}");
-        let data = Part::data(json!({"deep": [["\u{0}"]]}));
-        assert_eq!(
-            check_part("artifact", 0, &data).unwrap_err().field,
-            "artifact.parts[0].data"
-        );
         assert!(check_part("message", 0, &Part::text("fine\u{1}\u{7f}")).is_ok());
     }
 }
