@@ -66,14 +66,12 @@ pub(crate) fn listening(gateway: &GatewayConfig) -> Listening {
     listening
 }
 
-/// Raises the process's file-descriptor limit to its hard limit, and says what it is.
-pub fn raise_descriptor_limit() -> Option<u64> {
+/// Raises the process's file-descriptor limit to its hard limit: every connection and
+/// stream holds a descriptor (the connection limit stays below it: [`listening`]).
+pub fn raise_descriptor_limit() {
     match rlimit::increase_nofile_limit(u64::MAX) {
-        Ok(limit) => Some(limit),
-        Err(error) => {
-            tracing::warn!(%error, "could not raise the file-descriptor limit");
-            None
-        }
+        Ok(limit) => tracing::debug!(limit, "file-descriptor limit"),
+        Err(error) => tracing::warn!(%error, "could not raise the file-descriptor limit"),
     }
 }
 

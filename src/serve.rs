@@ -29,11 +29,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let (filter, format) = (config.log.filter.clone(), config.log.format);
     let telemetry = telemetry::init(config.telemetry.clone(), filter, format).await?;
-    // Every connection and stream holds a descriptor: take all the system allows, and
-    // the connection limit stays below it (`gateway.max-connections`).
-    if let Some(limit) = fundi::raise_descriptor_limit() {
-        tracing::debug!(limit, "file-descriptor limit");
-    }
+    fundi::raise_descriptor_limit();
 
     let bind = config.server.bind;
     let mut local_credentials = None;

@@ -176,9 +176,9 @@ impl ServerBuilder {
             .then(Inbox::new);
         // The heal skill and loop call the runtime once it runs.
         let heal_link = RuntimeLink::new();
+        let local = listener.local_addr()?;
         // A chaos run's proxy never takes this server's own address.
-        let own = [listener.local_addr()?];
-        for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link, &own)? {
+        for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link, &[local])? {
             builder = builder.shared_skill(skill);
         }
         for skill in self.skills {
@@ -200,7 +200,6 @@ impl ServerBuilder {
         let scheduler = Scheduler::new(runtime.clone(), stores.schedules, Arc::new(scopes));
         scheduler.start(shutdown.clone());
 
-        let local = listener.local_addr()?;
         let public_url = config
             .gateway
             .public_url
