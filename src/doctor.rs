@@ -3,7 +3,8 @@
 //! while its nodes run (read only), with who holds the unfinished tasks.
 
 use anyhow::Context;
-use fundi_runtime::{Durability, SledStore, TaskStore};
+use fundi_runtime::TaskStore;
+use fundi_store_sled::{Durability, SledStore};
 
 use crate::cli::DoctorArgs;
 use fundi::config::{AppConfig, StoreKind};

@@ -20,22 +20,25 @@ use std::time::Duration;
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, McpSessionLimits, PushService};
 use fundi_postgres::{PostgresConfig, PostgresStore};
-use fundi_runtime::audit::{AuditLog, MemoryAuditLog, SledAuditLog};
-use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog, SledChaosLog};
-use fundi_runtime::grants::{GrantStore, MemoryGrantStore, SledGrantStore};
+use fundi_runtime::audit::{AuditLog, MemoryAuditLog};
+use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog};
+use fundi_runtime::grants::{GrantStore, MemoryGrantStore};
 use fundi_runtime::inbox::Inbox;
-use fundi_runtime::issues::{IssueStore, MemoryIssueStore, SledIssueStore};
-use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler, SledScheduleStore};
+use fundi_runtime::issues::{IssueStore, MemoryIssueStore};
+use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
 use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
-    Durability, MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, SledStore, StoreError,
-    TaskStore,
+    MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, StoreError, TaskStore,
 };
 use fundi_skills::heal::{HealingLoop, RuntimeLink};
 use fundi_skills::{
     A11yAuditSkill, ChaosConfig, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill,
     SecurityScanSkill,
+};
+use fundi_store_sled::{
+    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledScheduleStore,
+    SledStore,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;

@@ -142,7 +142,8 @@ async fn store_an_unreadable_task(data: &std::path::Path, id: &str) {
         TaskStore,
     };
     // The server that held it was killed: its lock is gone with its process.
-    let store = fundi_runtime::SledStore::open(data, fundi_runtime::Durability::Sync).unwrap();
+    let store =
+        fundi_store_sled::SledStore::open(data, fundi_store_sled::Durability::Sync).unwrap();
     let task = Task {
         id: TaskId::from(id),
         context_id: ContextId::from("ctx"),

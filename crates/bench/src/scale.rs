@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use chrono::Utc;
+use fundi_runtime::TaskStore;
 use fundi_runtime::model::{
     Artifact, ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
     TaskStatus,
 };
 use fundi_runtime::store::TaskRecord;
-use fundi_runtime::{Durability, SledStore, TaskStore};
+use fundi_store_sled::{Durability, SledStore};
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use common::*;
 use fundi_gateway::GatewayConfig;
-use fundi_runtime::testing::open_sled;
+use fundi_store_sled::testing::open_sled;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

@@ -12,10 +12,8 @@ use crate::model::TaskId;
 use crate::store::StoreError;
 
 mod in_memory;
-mod in_sled;
 
 pub use in_memory::MemoryChaosLog;
-pub use in_sled::SledChaosLog;
 
 /// A fault as it was injected.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,64 +72,11 @@ pub trait ChaosLog: Send + Sync + 'static {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use serde_json::json;
-
     use super::*;
-    use crate::store::{Durability, SledStore};
-
-    fn event(fault: &str, connection: u64) -> ChaosEvent {
-        ChaosEvent {
-            at: Utc::now(),
-            phase: "fault".into(),
-            connection: Some(connection),
-            fault: fault.into(),
-            direction: Some("downstream".into()),
-            detail: json!({"delayMs": 120}),
-        }
-    }
 
     #[tokio::test]
-    async fn records_are_kept_per_task_in_order_and_across_a_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let sled = Arc::new(SledStore::open(dir.path(), Durability::Sync).unwrap());
-        let (one, two) = (TaskId::from("t-1"), TaskId::from("t-10"));
-        let logs: Vec<(&str, Arc<dyn ChaosLog>)> = vec![
-            ("memory", Arc::new(MemoryChaosLog::new())),
-            ("sled", Arc::new(SledChaosLog::new(sled.clone()))),
-        ];
-        for (name, log) in logs {
-            let batch = vec![event("latency", 1), event("reset_peer", 2)];
-            assert_eq!(log.append(&one, batch).await.unwrap(), 2, "{name}");
-            assert_eq!(log.append(&two, vec![event("down", 1)]).await.unwrap(), 1);
-            assert_eq!(log.append(&one, vec![event("slicer", 3)]).await.unwrap(), 3);
-            let all = log.read(&one, 0, 10).await.unwrap();
-            let faults: Vec<&str> = all.iter().map(|r| r.event.fault.as_str()).collect();
-            assert_eq!(faults, ["latency", "reset_peer", "slicer"], "{name}");
-            assert_eq!(
-                all.iter().map(|r| r.seq).collect::<Vec<_>>(),
-                [1, 2, 3],
-                "{name}"
-            );
-            assert!(
-                all.iter().all(|r| r.task_id == one),
-                "{name}: t-10 kept apart"
-            );
-            let page = log.read(&one, 1, 1).await.unwrap();
-            assert_eq!(page[0].seq, 2, "{name}: paged after a seq");
-            log.remove(&two).await.unwrap();
-            assert!(log.read(&two, 0, 10).await.unwrap().is_empty(), "{name}");
-            assert_eq!(log.read(&one, 0, 10).await.unwrap().len(), 3, "{name}");
-        }
-        drop(sled);
-        let sled = crate::testing::open_sled(dir.path()).await;
-        let log = SledChaosLog::new(Arc::new(sled));
-        assert_eq!(log.read(&one, 0, 10).await.unwrap().len(), 3, "kept");
-        assert_eq!(
-            log.append(&one, vec![event("latency", 4)]).await.unwrap(),
-            4,
-            "numbered after what was there"
-        );
+    async fn the_memory_log_keeps_the_chaos_contract() {
+        let log = MemoryChaosLog::new();
+        crate::testing::records_contract::check_chaos_log("memory", &log).await;
     }
 }

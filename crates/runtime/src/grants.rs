@@ -11,10 +11,8 @@ use sha2::{Digest, Sha256};
 use crate::store::StoreError;
 
 mod in_memory;
-mod in_sled;
 
 pub use in_memory::MemoryGrantStore;
-pub use in_sled::SledGrantStore;
 
 /// What every grant token starts with, so that the gateway knows to look it up (and a
 /// leaked one is recognisable to secret scanners).
@@ -96,65 +94,13 @@ pub trait GrantStore: Send + Sync + 'static {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::store::{Durability, SledStore};
-
-    fn grant(id: &str, token: &str) -> Grant {
-        Grant {
-            id: id.into(),
-            client: "ci".into(),
-            scopes: vec!["fundi:audit".into()],
-            created_by: "ops".into(),
-            created_at: Utc::now(),
-            expires_at: None,
-            revoked_at: None,
-            token_digest: token_digest(token),
-        }
-    }
+    use crate::testing::records_contract::grant;
 
     #[tokio::test]
-    async fn grants_are_found_by_id_and_by_their_token_digest_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let sled = Arc::new(SledStore::open(dir.path(), Durability::Sync).unwrap());
-        let stores: Vec<(&str, Arc<dyn GrantStore>)> = vec![
-            ("memory", Arc::new(MemoryGrantStore::new())),
-            ("sled", Arc::new(SledGrantStore::new(sled))),
-        ];
-        for (name, store) in stores {
-            let mut first = grant("gr-1", "fundi_grant_one");
-            store.put(&first).await.unwrap();
-            store.put(&grant("gr-2", "fundi_grant_two")).await.unwrap();
-            let found = store
-                .by_digest(&token_digest("fundi_grant_one"))
-                .await
-                .unwrap();
-            assert_eq!(found.as_ref(), Some(&first), "{name}");
-            assert_eq!(
-                store
-                    .by_digest(&token_digest("fundi_grant_x"))
-                    .await
-                    .unwrap(),
-                None
-            );
-            first.revoked_at = Some(Utc::now());
-            store.put(&first).await.unwrap();
-            let found = store.by_digest(&first.token_digest).await.unwrap().unwrap();
-            assert!(
-                found.refusal(Utc::now()).unwrap().contains("revoked"),
-                "{name}"
-            );
-            assert_eq!(store.get("gr-2").await.unwrap().unwrap().id, "gr-2");
-            let ids: Vec<String> = store
-                .list()
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|g| g.id)
-                .collect();
-            assert_eq!(ids, ["gr-1", "gr-2"], "{name}");
-        }
+    async fn the_memory_store_keeps_the_grant_contract() {
+        let store = MemoryGrantStore::new();
+        crate::testing::records_contract::check_grant_store("memory", &store).await;
     }
 
     #[test]

@@ -12,10 +12,8 @@ use crate::model::TaskId;
 use crate::store::StoreError;
 
 mod in_memory;
-mod in_sled;
 
 pub use in_memory::MemoryIssueStore;
-pub use in_sled::SledIssueStore;
 
 /// A finding as a skill reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -270,120 +268,11 @@ pub fn merge(existing: Option<Issue>, finding: NewIssue) -> (Issue, bool) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::store::{Durability, SledStore};
-
-    fn finding(rule: &str, place: &str) -> NewIssue {
-        NewIssue {
-            fingerprint: fingerprint(&["a11y-audit", rule, place]),
-            source: "a11y-audit".into(),
-            rule: rule.into(),
-            severity: "critical".into(),
-            title: "Images must have alternative text".into(),
-            location: "https://site.test/".into(),
-            target: Some(place.into()),
-            evidence: "<img src=x>".into(),
-            remediation: "Add alt".into(),
-            tags: vec!["wcag111".into()],
-            task_id: TaskId::from("t1"),
-        }
-    }
 
     #[tokio::test]
-    async fn a_finding_seen_again_updates_its_issue_instead_of_adding_one() {
-        let sled = SledStore::temporary(Durability::Sync).unwrap();
-        let stores: Vec<(&str, Arc<dyn IssueStore>)> = vec![
-            ("memory", Arc::new(MemoryIssueStore::new())),
-            ("sled", Arc::new(SledIssueStore::new(Arc::new(sled)))),
-        ];
-        for (name, store) in stores {
-            let (first, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
-            assert!(new, "{name}");
-            let (again, new) = store.record(finding("image-alt", "#logo")).await.unwrap();
-            assert!(!new, "{name}");
-            assert_eq!(again.occurrences, 2);
-            assert_eq!(again.first_seen, first.first_seen);
-            store.record(finding("image-alt", "#hero")).await.unwrap();
-            assert_eq!(
-                store.issues(Some("a11y-audit")).await.unwrap().len(),
-                2,
-                "{name}"
-            );
-            assert!(
-                store
-                    .issues(Some("security-scan"))
-                    .await
-                    .unwrap()
-                    .is_empty()
-            );
-            assert!(
-                store
-                    .set_status(first.id(), IssueStatus::Resolved)
-                    .await
-                    .unwrap()
-            );
-            let (reopened, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
-            assert_eq!(
-                reopened.status,
-                IssueStatus::Open,
-                "{name}: seen again, open again"
-            );
-            assert!(
-                !store
-                    .set_status("nope", IssueStatus::Resolved)
-                    .await
-                    .unwrap()
-            );
-        }
-    }
-
-    #[tokio::test]
-    async fn one_heal_task_holds_an_issue_until_it_lets_go_or_is_taken_over() {
-        let sled = SledStore::temporary(Durability::Sync).unwrap();
-        let stores: Vec<(&str, Arc<dyn IssueStore>)> = vec![
-            ("memory", Arc::new(MemoryIssueStore::new())),
-            ("sled", Arc::new(SledIssueStore::new(Arc::new(sled)))),
-        ];
-        let (first, second) = (TaskId::from("heal-1"), TaskId::from("heal-2"));
-        for (name, store) in stores {
-            let (issue, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
-            let id = issue.id().to_owned();
-            let keep = |_: &TaskId| false;
-            let claim = store.claim_heal(&id, &first, &keep).await.unwrap();
-            assert!(matches!(claim, HealClaim::Claimed(_)), "{name}");
-            let again = store.claim_heal(&id, &first, &keep).await.unwrap();
-            assert!(
-                matches!(again, HealClaim::Claimed(_)),
-                "{name}: held already"
-            );
-            let refused = store.claim_heal(&id, &second, &keep).await.unwrap();
-            assert_eq!(refused, HealClaim::HeldBy(first.clone()), "{name}");
-            let ended = |holder: &TaskId| holder == &TaskId::from("heal-1");
-            let taken = store.claim_heal(&id, &second, &ended).await.unwrap();
-            assert!(matches!(taken, HealClaim::Claimed(_)), "{name}: taken over");
-            // The first task no longer holds it: its release changes nothing.
-            store
-                .release_heal(&id, &first, IssueStatus::Open)
-                .await
-                .unwrap();
-            let held = store.issue(&id).await.unwrap().unwrap();
-            assert_eq!(held.heal.unwrap().task_id, second, "{name}");
-            store
-                .release_heal(&id, &second, IssueStatus::Open)
-                .await
-                .unwrap();
-            assert_eq!(store.issue(&id).await.unwrap().unwrap().heal, None);
-            let none = store.claim_heal("nope", &first, &keep).await.unwrap();
-            assert_eq!(none, HealClaim::NoSuchIssue, "{name}");
-            // A proposed fix keeps its status when the issue is seen again.
-            store
-                .set_status(&id, IssueStatus::FixProposed)
-                .await
-                .unwrap();
-            let (seen, _) = store.record(finding("image-alt", "#logo")).await.unwrap();
-            assert_eq!(seen.status, IssueStatus::FixProposed, "{name}");
-        }
+    async fn the_memory_store_keeps_the_issue_contract() {
+        let store = MemoryIssueStore::new();
+        crate::testing::records_contract::check_issue_store("memory", &store).await;
     }
 }

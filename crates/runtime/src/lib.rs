@@ -93,6 +93,6 @@ pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 pub use service::{TaskService, Until, Waited};
 pub use skill::{MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput};
-pub use store::{Durability, MemoryStore, SledStore, StoreError, TaskStore};
+pub use store::{MemoryStore, StoreError, TaskStore};
 pub use subscription::EventStream;
-pub use transition::{TransitionError, transition};
+pub use transition::{TransitionError, replay, transition};

@@ -17,12 +17,10 @@ use crate::store::StoreError;
 mod cron;
 mod firing;
 mod in_memory;
-mod in_sled;
 mod scheduler;
 
 pub use cron::CronSpec;
 pub use in_memory::MemoryScheduleStore;
-pub use in_sled::SledScheduleStore;
 pub use scheduler::Scheduler;
 
 /// What an operator asks for.

@@ -1,28 +1,14 @@
-//! Durable task storage: the `TaskStore` trait, its sled and in-memory implementations,
-//! and the listing query they share.
+//! Durable task storage: the `TaskStore` and `PushStore` traits, the in-memory store,
+//! and the listing query every store shares (the sled store is `fundi-store-sled`'s,
+//! the PostgreSQL one `fundi-postgres`'s).
 
-mod active_set;
 mod cluster;
-mod counts;
 mod cursor;
-mod flusher;
-mod index;
-mod live_index;
-mod log_sync;
+pub mod index;
 mod memory;
 mod page_fill;
-mod positions;
 mod push;
 mod run_inputs;
-mod sled_commit;
-mod sled_layout;
-mod sled_open;
-mod sled_push;
-mod sled_quarantine;
-mod sled_read;
-mod sled_repair;
-mod sled_retention;
-mod sled_store;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -40,14 +26,16 @@ pub use push::{
     DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
 };
 pub use run_inputs::RunInputs;
-pub use sled_store::{DEFAULT_CACHE_BYTES, Durability, SledStore};
 
 /// Errors of the storage layer.
 #[derive(Debug, Error)]
 pub enum StoreError {
-    /// The storage engine failed (I/O, corruption).
+    /// The storage engine failed (I/O, corruption); the engine's own error is the source.
     #[error("storage engine error: {0}")]
-    Engine(#[from] sled::Error),
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Another process holds the store (its directory's lock); nothing was changed.
+    #[error("another process holds the store: {0}")]
+    Locked(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A file operation of the store's own failed (syncing sled's log, say).
     #[error("{what}: {source}")]
     Io {
@@ -122,17 +110,14 @@ impl StoreError {
         }
     }
 
-    /// Whether opening failed because another process holds the store's directory (sled
-    /// locks it while open, and reports a lock it cannot take as an `Other` I/O error
-    /// that says so, the lock's own error in its text).
+    /// The storage engine's error `source`.
+    pub fn engine(source: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+        StoreError::Engine(Box::new(source))
+    }
+
+    /// Whether opening failed because another process holds the store.
     pub fn is_locked(&self) -> bool {
-        match self {
-            StoreError::Engine(sled::Error::Io(io)) => {
-                io.kind() == std::io::ErrorKind::WouldBlock
-                    || io.to_string().starts_with("could not acquire lock")
-            }
-            _ => false,
-        }
+        matches!(self, StoreError::Locked(_))
     }
 
     /// The optimistic-concurrency check every store makes before a write.
@@ -384,8 +369,3 @@ pub struct QuarantinedTask {
     /// removed from the tasks (it could not).
     pub failed: bool,
 }
-
-#[cfg(test)]
-mod quarantine_tests;
-#[cfg(test)]
-mod tests;

@@ -116,7 +116,7 @@ fn check(task: &Task, change: &TaskEventKind) -> Result<(), TransitionError> {
 /// checks, and what a store does to rebuild a task from an older snapshot and the
 /// events committed since (where the rules were checked once already, and a change is
 /// never refused: the event log is the truth).
-pub(crate) fn replay(task: &mut Task, change: &TaskEventKind) {
+pub fn replay(task: &mut Task, change: &TaskEventKind) {
     match change {
         TaskEventKind::Created(created) => *task = created.clone(),
         TaskEventKind::Status(status) => {

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use common::*;
 use fundi_runtime::approval::{Decision, Verdict, pending};
-use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
     ApprovalMode, Message, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, SubmitRequest, TaskState,
 };
+use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -11,11 +11,11 @@ use std::time::Duration;
 use chrono::Utc;
 use common::*;
 use fundi_runtime::store::TaskStore;
-use fundi_runtime::testing::open_sled;
 use fundi_runtime::testing::store_contract::{created as created_event, record};
 use fundi_runtime::{
     Message, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEvent, TaskId, TaskState,
 };
+use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
 
 /// A runtime with this skill and `config`, on a sled store in `dir` or in memory.

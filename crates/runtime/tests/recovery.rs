@@ -9,12 +9,12 @@ use std::time::Duration;
 use chrono::Utc;
 use common::*;
 use fundi_runtime::store::TaskRecord;
-use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
-    ContextId, Durability, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeConfig,
-    RuntimeHandle, SledStore, SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
-    TaskStatus, TaskStore,
+    ContextId, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeConfig, RuntimeHandle,
+    SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStore,
 };
+use fundi_store_sled::testing::open_sled;
+use fundi_store_sled::{Durability, SledStore};
 use futures::StreamExt;
 use serde_json::{Value, json};
 

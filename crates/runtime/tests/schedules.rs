@@ -13,13 +13,14 @@ use chrono::{DateTime, Duration, Utc};
 use common::*;
 use fundi_runtime::schedules::{
     Creator, MemoryScheduleStore, NewSchedule, Schedule, ScheduleStore, Scheduler, ScopeAuthority,
-    ScopesNow, SledScheduleStore,
+    ScopesNow,
 };
-use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
     Grants, ListRequest, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, StoreError, TaskState,
 };
+use fundi_store_sled::SledScheduleStore;
+use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
 
 /// A skill that needs `fundi:audit` and answers with its input.
@@ -316,7 +317,7 @@ impl ScheduleStore for FailingWrites {
 
 /// A runtime on the sled store in `dir`, with deduplication of first messages off: a
 /// firing is not doubled whatever `runtime.dedup-window-s` says.
-async fn start_on(dir: &std::path::Path) -> (RuntimeHandle, Arc<fundi_runtime::SledStore>) {
+async fn start_on(dir: &std::path::Path) -> (RuntimeHandle, Arc<fundi_store_sled::SledStore>) {
     let sled = Arc::new(open_sled(dir).await);
     let config = RuntimeConfig {
         dedup_window_s: 0,
@@ -332,7 +333,7 @@ async fn start_on(dir: &std::path::Path) -> (RuntimeHandle, Arc<fundi_runtime::S
     (runtime, sled)
 }
 
-async fn stop(runtime: RuntimeHandle, sled: Arc<fundi_runtime::SledStore>) {
+async fn stop(runtime: RuntimeHandle, sled: Arc<fundi_store_sled::SledStore>) {
     runtime.shutdown(std::time::Duration::from_secs(5)).await;
     drop(runtime);
     drop(sled);

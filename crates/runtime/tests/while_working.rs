@@ -11,12 +11,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::*;
 use fundi_runtime::store::TaskStore;
-use fundi_runtime::testing::open_sled;
 use fundi_runtime::{
     MAX_QUEUED_MESSAGES, MemoryStore, Message, MessagePolicy, Part, Role, Runtime, RuntimeConfig,
     RuntimeError, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
     SkillOutput, SubmitRequest, Task, TaskEventKind, TaskId, TaskState,
 };
+use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 

@@ -8,10 +8,11 @@ mod heal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fundi_runtime::issues::{IssueStatus, IssueStore, MemoryIssueStore, SledIssueStore};
-use fundi_runtime::testing::open_sled;
+use fundi_runtime::issues::{IssueStatus, IssueStore, MemoryIssueStore};
 use fundi_runtime::{Runtime, RuntimeError, RuntimeHandle, TaskId, TaskState, TaskStore};
 use fundi_skills::heal::{HealConfig, HealIssueSkill, RuntimeLink};
+use fundi_store_sled::SledIssueStore;
+use fundi_store_sled::testing::open_sled;
 use heal::*;
 
 async fn node(repo: &Repo, config: HealConfig, issues: Arc<dyn IssueStore>) -> RuntimeHandle {

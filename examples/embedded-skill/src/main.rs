@@ -1,12 +1,14 @@
-//! A skill of one's own, run by fundi's runtime inside a program: each task is durable
-//! (here in a sled store in a temporary directory), supervised, and reports progress
-//! that the program follows as it comes.
+//! A skill of one's own, run by fundi's runtime inside a program: each task is
+//! supervised and reports progress that the program follows as it comes. It needs the
+//! runtime alone, with its in-memory store; for tasks that outlive the program, give the
+//! builder a durable store (`fundi_store_sled::SledStore::open(dir, Durability::Sync)`,
+//! or `fundi-postgres`'s), and a resumed run goes on from its last checkpoint.
 //!
 //! `cargo run -p example-embedded-skill -- "some words to count"`
 
 use fundi_runtime::{
-    Durability, Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput, SledStore, SubmitRequest, TaskEventKind, TaskState,
+    MemoryStore, Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput, SubmitRequest, TaskEventKind, TaskState,
 };
 use futures::StreamExt;
 
@@ -48,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "the quick brown fox".into());
     let runtime = Runtime::builder()
-        .store(SledStore::temporary(Durability::Sync)?)
+        .store(MemoryStore::new())
         .skill(WordCount)
         .start()
         .await?;

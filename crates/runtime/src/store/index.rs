@@ -1,4 +1,5 @@
-//! The listing index both stores keep: one entry per task, ordered by (update time, id).
+//! The listing index the in-process stores keep (memory, sled): one entry per task,
+//! ordered by (update time, id), and the page planning they share.
 
 use serde::{Deserialize, Serialize};
 
@@ -7,24 +8,30 @@ use crate::model::{ContextId, TaskId, TaskState};
 
 /// What listing needs to filter a task without reading its snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct IndexEntry {
+pub struct IndexEntry {
+    /// When the task last changed, in milliseconds since the epoch.
     #[serde(rename = "t")]
-    pub(crate) ts_ms: i64,
+    pub ts_ms: i64,
+    /// The task.
     #[serde(rename = "i")]
-    pub(crate) task_id: TaskId,
+    pub task_id: TaskId,
+    /// Its context.
     #[serde(rename = "c")]
-    pub(crate) context_id: ContextId,
+    pub context_id: ContextId,
+    /// Its state's number ([`TaskState::number`]).
     #[serde(rename = "s")]
-    pub(crate) state: u8,
+    pub state: u8,
+    /// Who created it.
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) owner: Option<String>,
+    pub owner: Option<String>,
     /// The task's skill; `None` in entries written before the index kept it.
     #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
-    pub(crate) skill: Option<String>,
+    pub skill: Option<String>,
 }
 
 impl IndexEntry {
-    pub(crate) fn of(record: &TaskRecord) -> IndexEntry {
+    /// The entry of `record` as it stands.
+    pub fn of(record: &TaskRecord) -> IndexEntry {
         IndexEntry {
             ts_ms: record.task.status.timestamp.timestamp_millis(),
             task_id: record.task.id.clone(),
@@ -35,7 +42,8 @@ impl IndexEntry {
         }
     }
 
-    pub(super) fn state(&self) -> Option<TaskState> {
+    /// The task's state, if its number is one this build knows.
+    pub fn state(&self) -> Option<TaskState> {
         TaskState::from_number(self.state.into())
     }
 
@@ -58,7 +66,7 @@ impl IndexEntry {
 }
 
 /// Two streams of entries, each newest first, as one.
-pub(crate) fn merge_newest_first<'a>(
+pub fn merge_newest_first<'a>(
     a: impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a,
     b: impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a,
 ) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + 'a {
@@ -75,21 +83,23 @@ pub(crate) fn merge_newest_first<'a>(
 }
 
 /// The ids of one page, where the next page starts, and the number of matches.
-pub(crate) struct PagePlan {
+pub struct PagePlan {
     /// The page's tasks with their positions in the listing.
-    pub(crate) ids: Vec<Cursor>,
-    pub(crate) next: Option<Cursor>,
-    pub(crate) total: usize,
+    pub ids: Vec<Cursor>,
+    /// Where the next page starts, when there is one.
+    pub next: Option<Cursor>,
+    /// How many tasks match the query.
+    pub total: usize,
 }
 
 /// Reads the skill of a task whose index entry does not say it (one written before the
 /// index kept skills), for a listing by skill.
-pub(crate) type SkillOf<'a> = &'a dyn Fn(&TaskId) -> Result<Option<String>, StoreError>;
+pub type SkillOf<'a> = &'a dyn Fn(&TaskId) -> Result<Option<String>, StoreError>;
 
 /// Walks index entries in newest-first order and picks the page the query asks for.
 /// One pass: counts every match (for `totalSize`) and stops at `updated_after`. With
 /// `known_total` (the store keeps counts), it stops as soon as the page is full.
-pub(crate) fn plan_page(
+pub fn plan_page(
     entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
     query: &ListQuery,
     known_total: Option<usize>,

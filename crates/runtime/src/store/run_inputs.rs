@@ -33,7 +33,7 @@ impl RunInputs {
     /// record while it is the last user message; a queued one joins the queue (and
     /// first pins the run's message, which is no longer the last); the run taking one
     /// leaves the queue, and starts the next run from it when the change says so.
-    pub(crate) fn replay(&mut self, task: &Task, change: &TaskEventKind) {
+    pub fn replay(&mut self, task: &Task, change: &TaskEventKind) {
         match change {
             TaskEventKind::Created(_) => *self = RunInputs::default(),
             TaskEventKind::Message(message) if message.role == Role::User => {

@@ -10,18 +10,18 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use super::StoreError;
-use super::index::IndexEntry;
-use crate::model::{ContextId, TaskId};
+use fundi_runtime::model::{ContextId, TaskId};
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::index::IndexEntry;
 
 /// Whether a task's entry lives in sled (terminal: it never moves again) or here.
-pub(super) fn is_persisted(entry: &IndexEntry) -> bool {
+pub(crate) fn is_persisted(entry: &IndexEntry) -> bool {
     entry.state().is_some_and(|s| s.is_terminal())
 }
 
 /// Entries of unfinished tasks, ordered like sled's `U` and `C` indexes.
 #[derive(Debug, Default)]
-pub(super) struct LiveIndex(Mutex<Entries>);
+pub(crate) struct LiveIndex(Mutex<Entries>);
 
 #[derive(Debug, Default)]
 struct Entries {
@@ -60,7 +60,7 @@ impl LiveIndex {
     }
 
     /// The task's entry as of the commit of `version`.
-    pub(super) fn put(&self, version: u64, entry: &IndexEntry) {
+    pub(crate) fn put(&self, version: u64, entry: &IndexEntry) {
         let mut entries = self.lock();
         if entries.is_stale(&entry.task_id, version) {
             return;
@@ -75,14 +75,14 @@ impl LiveIndex {
     }
 
     /// The task's entry, if it is unfinished.
-    pub(super) fn entry(&self, id: &TaskId) -> Option<IndexEntry> {
+    pub(crate) fn entry(&self, id: &TaskId) -> Option<IndexEntry> {
         let entries = self.lock();
         let (_, ts_ms) = entries.tasks.get(id)?;
         entries.by_update.get(&(*ts_ms, id.clone())).cloned()
     }
 
     /// The task's commit of `version` made it terminal (its entry is now in sled).
-    pub(super) fn remove(&self, version: u64, id: &TaskId) {
+    pub(crate) fn remove(&self, version: u64, id: &TaskId) {
         let mut entries = self.lock();
         if !entries.is_stale(id, version) {
             entries.take(id);
@@ -92,7 +92,7 @@ impl LiveIndex {
     /// Every entry, newest update first, copied out a batch at a time (never a lock held
     /// between batches). Like a sled scan, not a snapshot: a task that moves meanwhile may
     /// be missed or seen twice.
-    pub(super) fn newest_first(
+    pub(crate) fn newest_first(
         &self,
         context: Option<&ContextId>,
     ) -> impl Iterator<Item = Result<IndexEntry, StoreError>> + '_ {
@@ -151,7 +151,7 @@ mod tests {
             ts_ms,
             task_id: TaskId::from(id),
             context_id: ContextId::from("c"),
-            state: crate::model::TaskState::Working.number(),
+            state: fundi_runtime::model::TaskState::Working.number(),
             owner: None,
             skill: None,
         }

@@ -6,12 +6,12 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use super::StoreError;
-use super::index::IndexEntry;
-use super::sled_layout::{count_key, count_keys, read_count};
+use crate::layout::{count_key, count_keys, read_count};
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::index::IndexEntry;
 
 #[derive(Debug, Default)]
-pub(super) struct Counts(Mutex<HashMap<Vec<u8>, u64>>);
+pub(crate) struct Counts(Mutex<HashMap<Vec<u8>, u64>>);
 
 impl Counts {
     fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, u64>> {
@@ -20,7 +20,7 @@ impl Counts {
     }
 
     /// Tasks of `owner` (`None`: everyone's) in `state` (`None`: any).
-    pub(super) fn get(&self, owner: Option<&str>, state: Option<u8>) -> u64 {
+    pub(crate) fn get(&self, owner: Option<&str>, state: Option<u8>) -> u64 {
         self.lock()
             .get(&count_key(owner, state))
             .copied()
@@ -28,7 +28,7 @@ impl Counts {
     }
 
     /// A task's index entry went from `old` (`None`: a new task) to `new`.
-    pub(super) fn moved(&self, old: Option<&IndexEntry>, new: &IndexEntry) {
+    pub(crate) fn moved(&self, old: Option<&IndexEntry>, new: &IndexEntry) {
         let mut counts = self.lock();
         match old {
             None => {
@@ -50,7 +50,7 @@ impl Counts {
     }
 
     /// A task's entry left the index (the task was removed).
-    pub(super) fn removed(&self, entry: &IndexEntry) {
+    pub(crate) fn removed(&self, entry: &IndexEntry) {
         let mut counts = self.lock();
         for key in count_keys(entry, true) {
             let count = counts.entry(key).or_default();
@@ -59,7 +59,7 @@ impl Counts {
     }
 
     /// Counts the entries of the listing index.
-    pub(super) fn rebuild(
+    pub(crate) fn rebuild(
         entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
     ) -> Result<Counts, StoreError> {
         let counts = Counts::default();
@@ -70,26 +70,27 @@ impl Counts {
     }
 
     /// The counts saved at the last clean close.
-    pub(super) fn load(db: &sled::Db) -> Result<Counts, StoreError> {
+    pub(crate) fn load(db: &sled::Db) -> Result<Counts, StoreError> {
         let mut counts = HashMap::new();
         for item in db.scan_prefix(b"N") {
-            let (key, value) = item?;
+            let (key, value) = item.map_err(StoreError::engine)?;
             counts.insert(key.to_vec(), read_count(&value));
         }
         Ok(Counts(Mutex::new(counts)))
     }
 
     /// Saves the counts (replacing any saved before).
-    pub(super) fn save(&self, db: &sled::Db) -> Result<(), StoreError> {
+    pub(crate) fn save(&self, db: &sled::Db) -> Result<(), StoreError> {
         let counts = self.lock().clone();
         for key in db.scan_prefix(b"N").keys() {
-            let key = key?;
+            let key = key.map_err(StoreError::engine)?;
             if !counts.contains_key(key.as_ref()) {
-                db.remove(key)?;
+                db.remove(key).map_err(StoreError::engine)?;
             }
         }
         for (key, count) in counts {
-            db.insert(key, &count.to_be_bytes())?;
+            db.insert(key, &count.to_be_bytes())
+                .map_err(StoreError::engine)?;
         }
         Ok(())
     }

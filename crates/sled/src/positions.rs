@@ -17,23 +17,23 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::model::TaskId;
+use fundi_runtime::model::TaskId;
 
 /// Where a task's log ends: the version and last event seq of its last commit, and of
 /// its snapshot; whether that snapshot is in the current layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Position {
-    pub(super) version: u64,
-    pub(super) last_seq: u64,
-    pub(super) snapshot_version: u64,
-    pub(super) snapshot_seq: u64,
-    pub(super) snapshot_current: bool,
+pub(crate) struct Position {
+    pub(crate) version: u64,
+    pub(crate) last_seq: u64,
+    pub(crate) snapshot_version: u64,
+    pub(crate) snapshot_seq: u64,
+    pub(crate) snapshot_current: bool,
 }
 
 impl Position {
     /// A task whose snapshot (of `version`, last event `last_seq`; `current`: in the
     /// current layout) is its last commit.
-    pub(super) fn at_snapshot(version: u64, last_seq: u64, current: bool) -> Position {
+    pub(crate) fn at_snapshot(version: u64, last_seq: u64, current: bool) -> Position {
         Position {
             version,
             last_seq,
@@ -44,12 +44,12 @@ impl Position {
     }
 
     /// How many commits the snapshot is behind.
-    pub(super) fn since_snapshot(&self) -> u64 {
+    pub(crate) fn since_snapshot(&self) -> u64 {
         self.version.saturating_sub(self.snapshot_version)
     }
 
     /// Whether the snapshot whose last event is `seq` is the task's last commit.
-    pub(super) fn is_snapshot(&self, seq: u64) -> bool {
+    pub(crate) fn is_snapshot(&self, seq: u64) -> bool {
         self.snapshot_seq == seq && self.last_seq == seq
     }
 }
@@ -57,7 +57,7 @@ impl Position {
 /// Turns of the writers of one task: a few locks, each shared by the tasks whose ids
 /// hash to it (a commit holds one for a few sled operations).
 #[derive(Debug)]
-pub(super) struct Turns(Box<[Mutex<()>]>);
+pub(crate) struct Turns(Box<[Mutex<()>]>);
 
 impl Default for Turns {
     fn default() -> Turns {
@@ -67,7 +67,7 @@ impl Default for Turns {
 
 impl Turns {
     /// Waits for the task's turn; it lasts until the guard is dropped.
-    pub(super) fn turn(&self, id: &TaskId) -> MutexGuard<'_, ()> {
+    pub(crate) fn turn(&self, id: &TaskId) -> MutexGuard<'_, ()> {
         // Task ids end in random bits (UUIDv7, or the client's own): any hash spreads
         // them.
         let hash = id.as_str().bytes().fold(0usize, |h, b| {
@@ -81,7 +81,7 @@ impl Turns {
 
 /// The positions of the unfinished tasks written or read since the store opened.
 #[derive(Debug, Default)]
-pub(super) struct Positions(Mutex<HashMap<TaskId, Position>>);
+pub(crate) struct Positions(Mutex<HashMap<TaskId, Position>>);
 
 impl Positions {
     fn lock(&self) -> MutexGuard<'_, HashMap<TaskId, Position>> {
@@ -89,13 +89,13 @@ impl Positions {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn get(&self, id: &TaskId) -> Option<Position> {
+    pub(crate) fn get(&self, id: &TaskId) -> Option<Position> {
         self.lock().get(id).copied()
     }
 
     /// The task's log reached `at` (ignored if an older position than the one known:
     /// commits of one task can finish out of order).
-    pub(super) fn reached(&self, id: &TaskId, at: Position) {
+    pub(crate) fn reached(&self, id: &TaskId, at: Position) {
         let mut positions = self.lock();
         match positions.get_mut(id) {
             Some(known) if known.version >= at.version => {}
@@ -108,7 +108,7 @@ impl Positions {
 
     /// Forgets the task: it is terminal, or a commit of it lost a race (its position is
     /// read from sled again).
-    pub(super) fn forget(&self, id: &TaskId) {
+    pub(crate) fn forget(&self, id: &TaskId) {
         self.lock().remove(id);
     }
 }

@@ -1,26 +1,26 @@
 //! Reading a sled store's tasks: a task's snapshot with the commits after it replayed
 //! (its tail), where its log ends, and the counts of tasks.
 
-use super::positions::Position;
-use super::sled_layout::{
+use crate::layout::{
     Commit, commit_versions, decode_record, event_key, is_current, record_versions, task_key,
 };
-use super::sled_store::SledStore;
-use super::{StoreError, TaskRecord};
-use crate::model::TaskId;
-use crate::transition::replay;
+use crate::positions::Position;
+use crate::store::SledStore;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::replay;
+use fundi_runtime::store::{StoreError, TaskRecord};
 
 impl SledStore {
-    pub(super) fn count(
+    pub(crate) fn count(
         &self,
         owner: Option<&str>,
-        state: Option<crate::model::TaskState>,
+        state: Option<fundi_runtime::model::TaskState>,
     ) -> usize {
         self.counts.get(owner, state.map(|s| s.number())) as usize
     }
 
     /// Where the task's log ends, read from sled: its snapshot (`T` value) and tail.
-    pub(super) fn read_position(
+    pub(crate) fn read_position(
         &self,
         id: &TaskId,
         snapshot: &[u8],
@@ -33,7 +33,7 @@ impl SledStore {
         let Some(last) = self.db.range(tail_range(id, last_seq)).next_back() else {
             return Ok(at_snapshot);
         };
-        let (_, bytes) = last?;
+        let (_, bytes) = last.map_err(StoreError::engine)?;
         let (version, last_seq) = commit_versions(&bytes)?.ok_or_else(|| {
             StoreError::Codec(format!(
                 "task {id}: an event value past the snapshot is not a commit"
@@ -47,8 +47,8 @@ impl SledStore {
     }
 
     /// The task as stored: its snapshot with its tail's commits replayed.
-    pub(super) fn read_task(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        let Some(bytes) = self.db.get(task_key(id))? else {
+    pub(crate) fn read_task(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        let Some(bytes) = self.db.get(task_key(id)).map_err(StoreError::engine)? else {
             return Ok(None);
         };
         let record = decode_record(&bytes)?;
@@ -68,16 +68,18 @@ impl SledStore {
     /// Whether commits follow the task's snapshot, whose last event is `last_seq`: the
     /// first would be in the next slot. (A point read: a range scan costs sled a copy
     /// of a tree node.)
-    pub(super) fn has_tail(&self, id: &TaskId, last_seq: u64) -> Result<bool, StoreError> {
+    pub(crate) fn has_tail(&self, id: &TaskId, last_seq: u64) -> Result<bool, StoreError> {
         let next = last_seq.saturating_add(1);
-        Ok(self.db.contains_key(event_key(id, next))?)
+        self.db
+            .contains_key(event_key(id, next))
+            .map_err(StoreError::engine)
     }
 
     /// `record` (a snapshot) with the commits of its tail replayed: their events (as
     /// they were applied when committed), versions and checkpoints.
-    pub(super) fn with_tail(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
+    pub(crate) fn with_tail(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
         for item in self.db.range(tail_range(record.id(), record.last_seq)) {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             let commit = Commit::decode(&bytes)?;
             for event in commit.events.iter().filter(|e| e.seq > record.last_seq) {
                 replay(&mut record.task, &event.kind);
@@ -92,6 +94,6 @@ impl SledStore {
 }
 
 /// The keys of the commits after a snapshot whose last event is `last_seq` (its tail).
-pub(super) fn tail_range(id: &TaskId, last_seq: u64) -> std::ops::RangeInclusive<Vec<u8>> {
+pub(crate) fn tail_range(id: &TaskId, last_seq: u64) -> std::ops::RangeInclusive<Vec<u8>> {
     event_key(id, last_seq.saturating_add(1))..=event_key(id, u64::MAX)
 }

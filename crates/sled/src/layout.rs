@@ -46,23 +46,23 @@
 
 use std::ops::Range;
 
-use super::index::IndexEntry;
-use super::{StoreError, TaskRecord};
-use crate::model::{ContextId, TaskEvent, TaskId};
+use fundi_runtime::model::{ContextId, TaskEvent, TaskId};
+use fundi_runtime::store::index::IndexEntry;
+use fundi_runtime::store::{StoreError, TaskRecord};
 
-pub(super) const CLEAN_MARKER: &[u8] = b"Mclean";
+pub(crate) const CLEAN_MARKER: &[u8] = b"Mclean";
 
 /// Unfinished tasks' listing entries are kept in memory (`live_index`), not in `U` and
 /// `C`; stores written before hold every task's there until their first open since.
-pub(super) const LIVE_MARKER: &[u8] = b"Mlive";
+pub(crate) const LIVE_MARKER: &[u8] = b"Mlive";
 
 /// The active set's watermark (see `active_set`); stores written before it have every
 /// unfinished task's marker.
-pub(super) const WATERMARK_KEY: &[u8] = b"Mswept";
+pub(crate) const WATERMARK_KEY: &[u8] = b"Mswept";
 
 /// The store's format, written at every open: a build refuses a store whose format is
 /// newer than its own instead of misreading it.
-pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
+pub(crate) const FORMAT_KEY: &[u8] = b"Mformat";
 
 /// The newest format this build reads and writes: 4, a task's events may be messages
 /// queued for its run and the run taking them, and its record where they are in the
@@ -72,14 +72,14 @@ pub(super) const FORMAT_KEY: &[u8] = b"Mformat";
 /// its snapshot, so they must refuse the store. Stores without `FORMAT_KEY` were written
 /// before it (and are read), as are values in every older layout: a store moves to the
 /// current one a task at a time, as each task commits.
-pub(super) const STORE_FORMAT: u64 = 4;
+pub(crate) const STORE_FORMAT: u64 = 4;
 
-pub(super) fn task_key(id: &TaskId) -> Vec<u8> {
+pub(crate) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()
 }
 
 /// The key of the task `owner` created with first message `message_id`.
-pub(super) fn created_key(owner: Option<&str>, message_id: &str) -> Vec<u8> {
+pub(crate) fn created_key(owner: Option<&str>, message_id: &str) -> Vec<u8> {
     let mut key = vec![b'D'];
     match owner {
         Some(owner) => {
@@ -94,7 +94,7 @@ pub(super) fn created_key(owner: Option<&str>, message_id: &str) -> Vec<u8> {
 }
 
 /// A `D` value: when the task was created, and its id.
-pub(super) fn encode_created(id: &TaskId, at: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
+pub(crate) fn encode_created(id: &TaskId, at: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
     [
         &at.timestamp_millis().to_be_bytes()[..],
         id.as_str().as_bytes(),
@@ -103,7 +103,7 @@ pub(super) fn encode_created(id: &TaskId, at: chrono::DateTime<chrono::Utc>) -> 
 }
 
 /// A `D` value read back.
-pub(super) fn decode_created(
+pub(crate) fn decode_created(
     bytes: &[u8],
 ) -> Result<(TaskId, chrono::DateTime<chrono::Utc>), StoreError> {
     let damaged = || StoreError::Codec("a first-message entry is damaged".into());
@@ -114,30 +114,30 @@ pub(super) fn decode_created(
     Ok((TaskId::from(id), at))
 }
 
-pub(super) fn active_key(id: &TaskId) -> Vec<u8> {
+pub(crate) fn active_key(id: &TaskId) -> Vec<u8> {
     [b"A", id.as_str().as_bytes()].concat()
 }
 
 /// The task an `A` key names.
-pub(super) fn active_id(key: &[u8]) -> TaskId {
+pub(crate) fn active_id(key: &[u8]) -> TaskId {
     TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned())
 }
 
-pub(super) fn event_prefix(id: &TaskId) -> Vec<u8> {
+pub(crate) fn event_prefix(id: &TaskId) -> Vec<u8> {
     [b"E", id.as_str().as_bytes(), b"\0"].concat()
 }
 
-pub(super) fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
+pub(crate) fn event_key(id: &TaskId, seq: u64) -> Vec<u8> {
     [event_prefix(id).as_slice(), &seq.to_be_bytes()].concat()
 }
 
 /// A commit's events as one JSON array: an `E` value, or what `Inline::then` appends.
-pub(super) fn encode_events(events: &[TaskEvent]) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn encode_events(events: &[TaskEvent]) -> Result<Vec<u8>, StoreError> {
     Ok(serde_json::to_vec(events)?)
 }
 
 /// The events of one `E` value.
-pub(super) fn decode_events(bytes: &[u8]) -> Result<Vec<TaskEvent>, StoreError> {
+pub(crate) fn decode_events(bytes: &[u8]) -> Result<Vec<TaskEvent>, StoreError> {
     Ok(match bytes.first() {
         Some(&COMMIT_TAG) => serde_json::from_slice(commit_parts(bytes)?.1)?,
         Some(b'[') => serde_json::from_slice(bytes)?,
@@ -154,7 +154,7 @@ const COMMIT_WORDS_END: usize = 17;
 
 /// A commit as an `E` value (see the module docs): `events` as `encode_events` wrote
 /// them, and the checkpoint as JSON.
-pub(super) fn encode_commit(
+pub(crate) fn encode_commit(
     version: u64,
     last_seq: u64,
     checkpoint: Option<&[u8]>,
@@ -174,7 +174,7 @@ pub(super) fn encode_commit(
 }
 
 /// The version and last seq of a commit value (`None`: an older value, events alone).
-pub(super) fn commit_versions(bytes: &[u8]) -> Result<Option<(u64, u64)>, StoreError> {
+pub(crate) fn commit_versions(bytes: &[u8]) -> Result<Option<(u64, u64)>, StoreError> {
     if bytes.first() != Some(&COMMIT_TAG) {
         return Ok(None);
     }
@@ -196,17 +196,17 @@ fn commit_parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), StoreError> {
 
 /// One commit of a task's tail, decoded.
 #[derive(Debug)]
-pub(super) struct Commit {
-    pub(super) version: u64,
-    pub(super) last_seq: u64,
+pub(crate) struct Commit {
+    pub(crate) version: u64,
+    pub(crate) last_seq: u64,
     /// The task's checkpoint as of this commit.
-    pub(super) checkpoint: Option<serde_json::Value>,
-    pub(super) events: Vec<TaskEvent>,
+    pub(crate) checkpoint: Option<serde_json::Value>,
+    pub(crate) events: Vec<TaskEvent>,
 }
 
 impl Commit {
     /// A commit value; an older value (events alone) is not one, and is an error.
-    pub(super) fn decode(bytes: &[u8]) -> Result<Commit, StoreError> {
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Commit, StoreError> {
         let (version, last_seq) = commit_versions(bytes)?.ok_or_else(|| {
             StoreError::Codec("an event value past the snapshot is not a commit".into())
         })?;
@@ -224,10 +224,10 @@ impl Commit {
 }
 
 /// The entry of a `U` or `C` item.
-pub(super) fn decode_entry(
+pub(crate) fn decode_entry(
     item: sled::Result<(sled::IVec, sled::IVec)>,
 ) -> Result<IndexEntry, StoreError> {
-    let (_, value) = item?;
+    let (_, value) = item.map_err(StoreError::engine)?;
     Ok(serde_json::from_slice(&value)?)
 }
 
@@ -236,7 +236,7 @@ fn ts_bytes(ts_ms: i64) -> [u8; 8] {
     ((ts_ms as u64) ^ (1 << 63)).to_be_bytes()
 }
 
-pub(super) fn updated_key(entry: &IndexEntry) -> Vec<u8> {
+pub(crate) fn updated_key(entry: &IndexEntry) -> Vec<u8> {
     [
         b"U".as_slice(),
         &ts_bytes(entry.ts_ms),
@@ -245,11 +245,11 @@ pub(super) fn updated_key(entry: &IndexEntry) -> Vec<u8> {
     .concat()
 }
 
-pub(super) fn context_prefix(context: &ContextId) -> Vec<u8> {
+pub(crate) fn context_prefix(context: &ContextId) -> Vec<u8> {
     [b"C", context.as_str().as_bytes(), b"\0"].concat()
 }
 
-pub(super) fn context_key(entry: &IndexEntry) -> Vec<u8> {
+pub(crate) fn context_key(entry: &IndexEntry) -> Vec<u8> {
     [
         context_prefix(&entry.context_id).as_slice(),
         &ts_bytes(entry.ts_ms),
@@ -259,7 +259,7 @@ pub(super) fn context_key(entry: &IndexEntry) -> Vec<u8> {
 }
 
 /// The key of a task count: by owner (`None`: every owner) and state (`None`: any).
-pub(super) fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
+pub(crate) fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
     let mut key = vec![b'N'];
     if let Some(owner) = owner {
         key.push(b'=');
@@ -272,7 +272,7 @@ pub(super) fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
 
 /// The counts a task's entry adds to (+1) or leaves (-1); `with_any`: the state-free
 /// counts too (a task joins those once and never leaves them).
-pub(super) fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
+pub(crate) fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
     let mut keys = vec![count_key(None, Some(entry.state))];
     if let Some(owner) = entry.owner.as_deref() {
         keys.push(count_key(Some(owner), Some(entry.state)));
@@ -286,7 +286,7 @@ pub(super) fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
     keys
 }
 
-pub(super) fn read_count(bytes: &[u8]) -> u64 {
+pub(crate) fn read_count(bytes: &[u8]) -> u64 {
     <[u8; 8]>::try_from(bytes)
         .map(u64::from_be_bytes)
         .unwrap_or(0)
@@ -294,7 +294,7 @@ pub(super) fn read_count(bytes: &[u8]) -> u64 {
 
 /// `V` task id: where stores before the `T` header kept the indexed entry (removed at
 /// the task's next commit).
-pub(super) fn legacy_head_key(id: &TaskId) -> Vec<u8> {
+pub(crate) fn legacy_head_key(id: &TaskId) -> Vec<u8> {
     [b"V", id.as_str().as_bytes()].concat()
 }
 
@@ -309,7 +309,7 @@ const FORMAT_INLINE: u8 = 1;
 const FORMAT_COMPRESSED: u8 = 2;
 
 /// Where the header's words end (format byte, version, last seq, last inline seq).
-pub(super) const WORDS_END: usize = 25;
+pub(crate) const WORDS_END: usize = 25;
 
 /// More than an LZ4 block can expand: a match costs at least one byte per 255 it
 /// repeats.
@@ -318,15 +318,15 @@ const LZ4_MAX_RATIO: usize = 255;
 /// The events a snapshot carries in its own value: the task's events from the first
 /// through `through`, as one JSON array (empty when there are none).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Inline {
-    pub(super) through: u64,
-    pub(super) events: Vec<u8>,
+pub(crate) struct Inline {
+    pub(crate) through: u64,
+    pub(crate) events: Vec<u8>,
 }
 
 impl Inline {
     /// These events followed by a commit's, `through` the last of them (a non-empty
     /// JSON array, as `encode_events` writes it).
-    pub(super) fn then(&self, through: u64, events: &[u8]) -> Inline {
+    pub(crate) fn then(&self, through: u64, events: &[u8]) -> Inline {
         let mut joined = Vec::with_capacity(self.events.len() + events.len());
         match self.events.strip_suffix(b"]") {
             Some(open) => {
@@ -342,7 +342,7 @@ impl Inline {
         }
     }
 
-    pub(super) fn decode(&self) -> Result<Vec<TaskEvent>, StoreError> {
+    pub(crate) fn decode(&self) -> Result<Vec<TaskEvent>, StoreError> {
         if self.events.is_empty() {
             return Ok(Vec::new());
         }
@@ -351,7 +351,7 @@ impl Inline {
 }
 
 /// A record as `T` stores it (see the module docs), from its JSON.
-pub(super) fn encode_record(
+pub(crate) fn encode_record(
     record: &TaskRecord,
     json: &[u8],
     entry: &[u8],
@@ -407,22 +407,22 @@ fn decompress(packed: &[u8]) -> Result<Vec<u8>, StoreError> {
 
 /// What `T`'s header says, or for an older store what its record and `V` say.
 #[derive(Debug)]
-pub(super) struct Header {
-    pub(super) version: u64,
-    pub(super) last_seq: u64,
+pub(crate) struct Header {
+    pub(crate) version: u64,
+    pub(crate) last_seq: u64,
     /// The record's index entry (JSON).
-    pub(super) entry: Vec<u8>,
+    pub(crate) entry: Vec<u8>,
     /// The entry before the commit that wrote this record (JSON), if any.
-    pub(super) previous: Option<Vec<u8>>,
+    pub(crate) previous: Option<Vec<u8>>,
     /// The last seq of the events kept in this value (0: none, as in the layouts
     /// before it).
-    pub(super) inline_through: u64,
+    pub(crate) inline_through: u64,
     /// Where those events are in the body (see `body`).
     inline_at: Range<usize>,
     /// Where the record's JSON starts in the body.
     json_at: usize,
     /// Written before headers existed (its task may still have a `V` key).
-    pub(super) legacy: bool,
+    pub(crate) legacy: bool,
     /// The decompressed parts and record, when the value holds them compressed.
     body: Option<Vec<u8>>,
 }
@@ -454,7 +454,7 @@ fn versions_at(bytes: &[u8]) -> usize {
 
 impl Header {
     /// Reads the header of a `T` value.
-    pub(super) fn read(bytes: &[u8]) -> Result<Header, StoreError> {
+    pub(crate) fn read(bytes: &[u8]) -> Result<Header, StoreError> {
         if is_legacy(bytes) {
             // Written in one transaction with its index entry: they agree.
             let record: TaskRecord = serde_json::from_slice(bytes)?;
@@ -517,7 +517,7 @@ impl Header {
 
     /// The events kept in `bytes`, the value this header was read from (copied only
     /// here: most readers of a header need none of them).
-    pub(super) fn inline(&self, bytes: &[u8]) -> Inline {
+    pub(crate) fn inline(&self, bytes: &[u8]) -> Inline {
         let bytes = self.body(bytes);
         Inline {
             through: self.inline_through,
@@ -534,12 +534,12 @@ impl Header {
     }
 
     /// The record's JSON, undecoded.
-    pub(super) fn record_json<'a>(&'a self, bytes: &'a [u8]) -> Option<&'a [u8]> {
+    pub(crate) fn record_json<'a>(&'a self, bytes: &'a [u8]) -> Option<&'a [u8]> {
         self.body(bytes).get(self.json_at..)
     }
 
     /// The record itself.
-    pub(super) fn record(&self, bytes: &[u8]) -> Result<TaskRecord, StoreError> {
+    pub(crate) fn record(&self, bytes: &[u8]) -> Result<TaskRecord, StoreError> {
         let bytes = self.body(bytes);
         Ok(serde_json::from_slice(
             bytes.get(self.json_at..).ok_or_else(truncated)?,
@@ -549,11 +549,11 @@ impl Header {
 
 /// Whether a `T` value is in the current layout (older ones move to it at their
 /// task's next snapshot).
-pub(super) fn is_current(bytes: &[u8]) -> bool {
+pub(crate) fn is_current(bytes: &[u8]) -> bool {
     bytes.first() == Some(&FORMAT_COMPRESSED)
 }
 
-pub(super) fn decode_record(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
+pub(crate) fn decode_record(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
     if is_legacy(bytes) {
         return Ok(serde_json::from_slice(bytes)?);
     }
@@ -561,7 +561,7 @@ pub(super) fn decode_record(bytes: &[u8]) -> Result<TaskRecord, StoreError> {
 }
 
 /// The version and last event sequence number of a stored record.
-pub(super) fn record_versions(bytes: &[u8]) -> Result<(u64, u64), StoreError> {
+pub(crate) fn record_versions(bytes: &[u8]) -> Result<(u64, u64), StoreError> {
     if is_legacy(bytes) {
         let record: TaskRecord = serde_json::from_slice(bytes)?;
         return Ok((record.version, record.last_seq));

@@ -11,9 +11,11 @@
 
 use async_trait::async_trait;
 
-use super::push::{PushConfig, PushCursor, PushEntry, PushStore};
-use super::{SledStore, StoreError};
-use crate::model::TaskId;
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore};
+
+use crate::SledStore;
+use fundi_runtime::model::TaskId;
 
 fn key(kind: u8, task: &TaskId, id: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + task.as_str().len() + id.len());
@@ -35,11 +37,13 @@ impl SledStore {
 
     /// Removes the task's push configs, then their cursors and marks (the config first,
     /// as a delete does).
-    pub(super) fn remove_push_of(&self, task: &TaskId) -> Result<(), StoreError> {
+    pub(crate) fn remove_push_of(&self, task: &TaskId) -> Result<(), StoreError> {
         for kind in [b'c', b'k', b'u'] {
             let prefix = key(kind, task, "");
             for item in self.push_tree().scan_prefix(&prefix).keys() {
-                self.push_tree().remove(item?)?;
+                self.push_tree()
+                    .remove(item.map_err(StoreError::engine)?)
+                    .map_err(StoreError::engine)?;
             }
         }
         Ok(())
@@ -47,7 +51,8 @@ impl SledStore {
 
     fn read_cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
         self.push_tree()
-            .get(key(b'k', task, id))?
+            .get(key(b'k', task, id))
+            .map_err(StoreError::engine)?
             .map(|bytes| decode(&bytes))
             .transpose()
     }
@@ -58,7 +63,11 @@ impl PushStore for SledStore {
     async fn put_config(&self, config: &PushConfig, start_after: u64) -> Result<(), StoreError> {
         let (task, id) = (&config.task_id, config.id.as_str());
         // A replaced config keeps its cursor; a deleted one's leftovers are not reused.
-        let existing = match self.push_tree().contains_key(key(b'c', task, id))? {
+        let existing = match self
+            .push_tree()
+            .contains_key(key(b'c', task, id))
+            .map_err(StoreError::engine)?
+        {
             true => self.read_cursor(task, id)?,
             false => None,
         };
@@ -68,16 +77,20 @@ impl PushStore for SledStore {
         });
         let tree = self.push_tree();
         if !cursor.finished {
-            tree.insert(key(b'u', task, id), &[][..])?;
+            tree.insert(key(b'u', task, id), &[][..])
+                .map_err(StoreError::engine)?;
         }
-        tree.insert(key(b'k', task, id), serde_json::to_vec(&cursor)?)?;
-        tree.insert(key(b'c', task, id), serde_json::to_vec(config)?)?;
+        tree.insert(key(b'k', task, id), serde_json::to_vec(&cursor)?)
+            .map_err(StoreError::engine)?;
+        tree.insert(key(b'c', task, id), serde_json::to_vec(config)?)
+            .map_err(StoreError::engine)?;
         self.flush_if_sync().await
     }
 
     async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
         self.push_tree()
-            .get(key(b'c', task, id))?
+            .get(key(b'c', task, id))
+            .map_err(StoreError::engine)?
             .map(|bytes| decode(&bytes))
             .transpose()
     }
@@ -86,15 +99,20 @@ impl PushStore for SledStore {
         let prefix = key(b'c', task, "");
         self.push_tree()
             .scan_prefix(prefix)
-            .map(|item| decode(&item?.1))
+            .map(|item| decode(&item.map_err(StoreError::engine)?.1))
             .collect()
     }
 
     async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
         let tree = self.push_tree();
-        let existed = tree.remove(key(b'c', task, id))?.is_some();
-        tree.remove(key(b'k', task, id))?;
-        tree.remove(key(b'u', task, id))?;
+        let existed = tree
+            .remove(key(b'c', task, id))
+            .map_err(StoreError::engine)?
+            .is_some();
+        tree.remove(key(b'k', task, id))
+            .map_err(StoreError::engine)?;
+        tree.remove(key(b'u', task, id))
+            .map_err(StoreError::engine)?;
         self.flush_if_sync().await?;
         Ok(existed)
     }
@@ -111,15 +129,22 @@ impl PushStore for SledStore {
     ) -> Result<(), StoreError> {
         // A deleted config stays deleted. (Not atomic with a concurrent delete; the
         // delete is the one that flushes, and a stray cursor without a config is inert.)
-        if !self.push_tree().contains_key(key(b'c', task, id))? {
+        if !self
+            .push_tree()
+            .contains_key(key(b'c', task, id))
+            .map_err(StoreError::engine)?
+        {
             return Ok(());
         }
         let tree = self.push_tree();
-        tree.insert(key(b'k', task, id), serde_json::to_vec(cursor)?)?;
+        tree.insert(key(b'k', task, id), serde_json::to_vec(cursor)?)
+            .map_err(StoreError::engine)?;
         if cursor.finished {
-            tree.remove(key(b'u', task, id))?;
+            tree.remove(key(b'u', task, id))
+                .map_err(StoreError::engine)?;
         } else {
-            tree.insert(key(b'u', task, id), &[][..])?;
+            tree.insert(key(b'u', task, id), &[][..])
+                .map_err(StoreError::engine)?;
         }
         Ok(())
     }
@@ -127,7 +152,7 @@ impl PushStore for SledStore {
     async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
         let mut entries = Vec::new();
         for item in self.push_tree().scan_prefix(b"u") {
-            let (k, _) = item?;
+            let (k, _) = item.map_err(StoreError::engine)?;
             let Some(zero) = k.iter().position(|b| *b == 0) else {
                 continue;
             };

@@ -21,32 +21,34 @@
 //! the listing entries. The cost is one pass over the active set and one over the
 //! index, paid only after an unclean stop.
 
-use super::index::IndexEntry;
-use super::sled_layout::{
+use crate::layout::{
     Header, active_key, commit_versions, encode_record, event_key, event_prefix, legacy_head_key,
     task_key,
 };
-use super::sled_read::tail_range;
-use super::{SledStore, StoreError};
-use crate::model::{TaskId, TaskState};
+use crate::read::tail_range;
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::index::IndexEntry;
+
+use crate::SledStore;
+use fundi_runtime::model::{TaskId, TaskState};
 
 /// What a repair found and mended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Repaired {
+pub(crate) struct Repaired {
     /// Active-set entries looked at.
-    pub(super) checked: usize,
+    pub(crate) checked: usize,
     /// Event values (a commit's events each) dropped because their commit never
     /// happened.
-    pub(super) uncommitted_events: usize,
+    pub(crate) uncommitted_events: usize,
     /// Tasks whose first commit never happened.
-    pub(super) uncreated_tasks: usize,
+    pub(crate) uncreated_tasks: usize,
     /// Tasks whose last commit was in, but not its snapshot (written by repair).
-    pub(super) snapshots_written: usize,
+    pub(crate) snapshots_written: usize,
     /// Tasks that could not be read, set aside (see `sled_quarantine`).
-    pub(super) set_aside: usize,
+    pub(crate) set_aside: usize,
 }
 
-pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
+pub(crate) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
     let started = std::time::Instant::now();
     let mut repaired = Repaired::default();
     for id in store.active_ids()? {
@@ -76,12 +78,13 @@ pub(super) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
 /// Repairs one task of the active set (see the module docs).
 fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Result<(), StoreError> {
     let db = &store.db;
-    let Some(bytes) = db.get(task_key(id))? else {
+    let Some(bytes) = db.get(task_key(id)).map_err(StoreError::engine)? else {
         for key in db.scan_prefix(event_prefix(id)).keys() {
-            db.remove(key?)?;
+            db.remove(key.map_err(StoreError::engine)?)
+                .map_err(StoreError::engine)?;
             repaired.uncommitted_events += 1;
         }
-        db.remove(active_key(id))?;
+        db.remove(active_key(id)).map_err(StoreError::engine)?;
         repaired.uncreated_tasks += 1;
         return Ok(());
     };
@@ -89,7 +92,8 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
     if header.inline_through > 0 {
         let copies = event_key(id, 0)..=event_key(id, header.inline_through);
         for key in db.range(copies).keys() {
-            db.remove(key?)?;
+            db.remove(key.map_err(StoreError::engine)?)
+                .map_err(StoreError::engine)?;
             repaired.uncommitted_events += 1;
         }
     }
@@ -97,11 +101,11 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
     // of a commit an older build never finished.
     let mut tail = false;
     for item in db.range(tail_range(id, header.last_seq)) {
-        let (key, value) = item?;
+        let (key, value) = item.map_err(StoreError::engine)?;
         match commit_versions(&value)? {
             Some(_) => tail = true,
             None => {
-                db.remove(key)?;
+                db.remove(key).map_err(StoreError::engine)?;
                 repaired.uncommitted_events += 1;
             }
         }
@@ -119,7 +123,8 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
                 let previous = header.previous.as_deref();
                 let inline = header.inline(&bytes);
                 let snapshot = encode_record(&record, &json, &entry_json, previous, &inline)?;
-                db.insert(task_key(id), snapshot)?;
+                db.insert(task_key(id), snapshot)
+                    .map_err(StoreError::engine)?;
                 repaired.snapshots_written += 1;
             }
             (record.version, entry)
@@ -133,10 +138,10 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
     let entry_bytes = serde_json::to_vec(&entry)?;
     store.reindex(id, version, previous.as_ref(), &entry, &entry_bytes)?;
     if header.legacy {
-        db.remove(legacy_head_key(id))?;
+        db.remove(legacy_head_key(id)).map_err(StoreError::engine)?;
     }
     if entry.state().is_some_and(TaskState::is_terminal) {
-        db.remove(active_key(id))?;
+        db.remove(active_key(id)).map_err(StoreError::engine)?;
     }
     Ok(())
 }

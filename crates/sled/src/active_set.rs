@@ -21,17 +21,17 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::StoreError;
-use super::index::IndexEntry;
-use super::live_index::is_persisted;
-use super::sled_layout::{Header, WATERMARK_KEY, active_key, task_key};
-use crate::model::TaskId;
+use crate::layout::{Header, WATERMARK_KEY, active_key, task_key};
+use crate::live_index::is_persisted;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::index::IndexEntry;
 
 /// How often unfinished tasks' markers are written.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
-pub(super) struct ActiveSet {
+pub(crate) struct ActiveSet {
     inner: Mutex<Inner>,
 }
 
@@ -45,7 +45,7 @@ struct Inner {
 }
 
 impl ActiveSet {
-    pub(super) fn new(watermark: String) -> ActiveSet {
+    pub(crate) fn new(watermark: String) -> ActiveSet {
         ActiveSet {
             inner: Mutex::new(Inner {
                 watermark,
@@ -56,7 +56,7 @@ impl ActiveSet {
 
     /// At an unfinished task's first commit, before its writes: `true` if it needs no
     /// marker now (a sweep writes it if the task is still unfinished then).
-    pub(super) fn join_lazily(&self, id: &TaskId) -> bool {
+    pub(crate) fn join_lazily(&self, id: &TaskId) -> bool {
         let mut inner = self.lock();
         let lazy = id.as_str() > inner.watermark.as_str();
         if lazy {
@@ -67,12 +67,12 @@ impl ActiveSet {
 
     /// At a task's terminal commit, after its listing entries: whether it has a marker
     /// to remove. One it does not have will not be written.
-    pub(super) fn leave(&self, id: &TaskId) -> bool {
+    pub(crate) fn leave(&self, id: &TaskId) -> bool {
         !self.lock().unmarked.remove(id)
     }
 
     /// Writes the markers of the unfinished tasks that lack one, then the watermark.
-    pub(super) fn sweep(&self, db: &sled::Db) -> Result<(), StoreError> {
+    pub(crate) fn sweep(&self, db: &sled::Db) -> Result<(), StoreError> {
         let (watermark, ids) = {
             let mut inner = self.lock();
             let now = uuid::Uuid::now_v7().to_string();
@@ -91,20 +91,21 @@ impl ActiveSet {
                 && let Err(e) = db.insert(active_key(&id), &[])
             {
                 inner.unmarked.insert(id);
-                return Err(e.into());
+                return Err(StoreError::engine(e));
             }
         }
-        db.insert(WATERMARK_KEY, watermark.as_bytes())?;
+        db.insert(WATERMARK_KEY, watermark.as_bytes())
+            .map_err(StoreError::engine)?;
         Ok(())
     }
 
     /// The tasks whose marker is not written yet.
-    pub(super) fn unmarked(&self) -> Vec<TaskId> {
+    pub(crate) fn unmarked(&self) -> Vec<TaskId> {
         self.lock().unmarked.iter().cloned().collect()
     }
 
     #[cfg(test)]
-    pub(super) fn is_unmarked(&self, id: &TaskId) -> bool {
+    pub(crate) fn is_unmarked(&self, id: &TaskId) -> bool {
         self.lock().unmarked.contains(id)
     }
 
@@ -116,7 +117,7 @@ impl ActiveSet {
 }
 
 /// The watermark a store starts from: above every id written so far by this clock.
-pub(super) fn fresh_watermark(stored: Option<&str>) -> String {
+pub(crate) fn fresh_watermark(stored: Option<&str>) -> String {
     let now = uuid::Uuid::now_v7().to_string();
     match stored {
         Some(stored) if stored > now.as_str() => stored.to_owned(),
@@ -136,11 +137,11 @@ fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, StoreError> {
         db.range(start..vec![prefix + 1])
     };
     for key in above(b'T').keys() {
-        let key = key?;
+        let key = key.map_err(StoreError::engine)?;
         ids.insert(String::from_utf8_lossy(&key[1..]).into_owned());
     }
     for key in above(b'E').keys() {
-        let key = key?;
+        let key = key.map_err(StoreError::engine)?;
         // `E` task id `\0` seq (8 bytes).
         if key.len() > 10 {
             ids.insert(String::from_utf8_lossy(&key[1..key.len() - 9]).into_owned());
@@ -152,17 +153,17 @@ fn tail_ids(db: &sled::Db, watermark: &str) -> Result<Vec<TaskId>, StoreError> {
 /// At open, puts the tasks above the stored watermark (which may lack their `A` key)
 /// into the active set on disk: the unfinished ones, and when the store is to be
 /// repaired every one (repair then mends each and lets the terminal ones go again).
-pub(super) fn join_the_tail(
+pub(crate) fn join_the_tail(
     db: &sled::Db,
     watermark: &str,
     repair: bool,
 ) -> Result<(), StoreError> {
     for id in tail_ids(db, watermark)? {
         let key = active_key(&id);
-        if db.contains_key(&key)? {
+        if db.contains_key(&key).map_err(StoreError::engine)? {
             continue;
         }
-        let unfinished = match db.get(task_key(&id))? {
+        let unfinished = match db.get(task_key(&id)).map_err(StoreError::engine)? {
             Some(bytes) => {
                 let entry: IndexEntry = serde_json::from_slice(&Header::read(&bytes)?.entry)?;
                 !is_persisted(&entry)
@@ -170,7 +171,7 @@ pub(super) fn join_the_tail(
             None => false,
         };
         if unfinished || repair {
-            db.insert(key, &[])?;
+            db.insert(key, &[]).map_err(StoreError::engine)?;
         }
     }
     Ok(())
@@ -178,13 +179,13 @@ pub(super) fn join_the_tail(
 
 /// The thread that writes the active set's missing keys; stopped and joined on drop.
 #[derive(Debug)]
-pub(super) struct Sweeper {
+pub(crate) struct Sweeper {
     stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Sweeper {
-    pub(super) fn start(db: &sled::Db, active: &Arc<ActiveSet>) -> Result<Sweeper, StoreError> {
+    pub(crate) fn start(db: &sled::Db, active: &Arc<ActiveSet>) -> Result<Sweeper, StoreError> {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let (db, active) = (db.clone(), active.clone());
         let thread = std::thread::Builder::new()

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::Utc;
 
-use super::{AuditEntry, AuditLog, AuditRecord};
-use crate::store::{SledStore, StoreError};
+use fundi_runtime::audit::{AuditEntry, AuditLog, AuditRecord};
+use fundi_runtime::store::StoreError;
+
+use crate::SledStore;
 
 /// The audit log of a [`SledStore`] (durable as the store's mode says).
 #[derive(Debug, Clone)]
@@ -35,14 +37,17 @@ impl AuditLog for SledAuditLog {
             let _appending = self.appending.lock().unwrap_or_else(|p| p.into_inner());
             // sled's ids increase across restarts (skipping ahead after a crash), so
             // the log's order is the order of appends.
-            let seq = self.store.db.generate_id()? + 1;
+            let seq = self.store.db.generate_id().map_err(StoreError::engine)? + 1;
             let record = AuditRecord {
                 seq,
                 at: Utc::now(),
                 entry,
             };
             let bytes = serde_json::to_vec(&record)?;
-            self.store.audit.insert(seq.to_be_bytes(), bytes)?;
+            self.store
+                .audit
+                .insert(seq.to_be_bytes(), bytes)
+                .map_err(StoreError::engine)?;
             record
         };
         self.store.flush_if_sync().await?;
@@ -53,7 +58,7 @@ impl AuditLog for SledAuditLog {
         let mut records = Vec::new();
         let from = after.saturating_add(1).to_be_bytes();
         for item in self.store.audit.range(from..).take(limit) {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             records.push(serde_json::from_slice(&bytes)?);
         }
         Ok(records)

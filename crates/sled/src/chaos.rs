@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{ChaosEvent, ChaosLog, ChaosRecord};
-use crate::model::TaskId;
-use crate::store::{SledStore, StoreError};
+use fundi_runtime::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
+
+use crate::SledStore;
 
 /// The chaos-event log of a [`SledStore`] (durable as the store's mode says).
 #[derive(Debug, Clone)]
@@ -47,7 +49,7 @@ impl ChaosLog for SledChaosLog {
             let _appending = self.appending.lock().unwrap_or_else(|p| p.into_inner());
             let mut last = match tree.scan_prefix(prefix(task)).next_back() {
                 Some(item) => {
-                    let (_, bytes) = item?;
+                    let (_, bytes) = item.map_err(StoreError::engine)?;
                     serde_json::from_slice::<ChaosRecord>(&bytes)?.seq
                 }
                 None => 0,
@@ -62,7 +64,7 @@ impl ChaosLog for SledChaosLog {
                 };
                 batch.insert(key(task, last), serde_json::to_vec(&record)?);
             }
-            tree.apply_batch(batch)?;
+            tree.apply_batch(batch).map_err(StoreError::engine)?;
             last
         };
         self.store.flush_if_sync().await?;
@@ -80,7 +82,7 @@ impl ChaosLog for SledChaosLog {
         let from = key(task, after.saturating_add(1));
         let mut records = Vec::new();
         for item in self.store.chaos.range(from..end).take(limit) {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             records.push(serde_json::from_slice(&bytes)?);
         }
         Ok(records)

@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Issue, IssueStore, NewIssue, merge};
-use crate::store::{SledStore, StoreError};
+use fundi_runtime::issues::{Issue, IssueStore, NewIssue, merge};
+use fundi_runtime::store::StoreError;
+
+use crate::SledStore;
 
 /// Issues kept in a [`SledStore`], beside its tasks (durable as the store's mode says).
 #[derive(Debug, Clone)]
@@ -26,7 +28,7 @@ impl IssueStore for SledIssueStore {
         // Read, merge, compare-and-swap: concurrent runs finding the same issue both count.
         loop {
             let key = finding.fingerprint.as_bytes().to_vec();
-            let old = self.store.issues.get(&key)?;
+            let old = self.store.issues.get(&key).map_err(StoreError::engine)?;
             let existing: Option<Issue> = old
                 .as_ref()
                 .map(|bytes| serde_json::from_slice(bytes))
@@ -36,7 +38,8 @@ impl IssueStore for SledIssueStore {
             if self
                 .store
                 .issues
-                .compare_and_swap(&key, old, Some(bytes))?
+                .compare_and_swap(&key, old, Some(bytes))
+                .map_err(StoreError::engine)?
                 .is_ok()
             {
                 self.store.flush_if_sync().await?;
@@ -48,7 +51,8 @@ impl IssueStore for SledIssueStore {
     async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
         self.store
             .issues
-            .get(id.as_bytes())?
+            .get(id.as_bytes())
+            .map_err(StoreError::engine)?
             .map(|bytes| Ok(serde_json::from_slice(&bytes)?))
             .transpose()
     }
@@ -56,7 +60,7 @@ impl IssueStore for SledIssueStore {
     async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
         let mut all = Vec::new();
         for item in self.store.issues.iter() {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             let issue: Issue = serde_json::from_slice(&bytes)?;
             if source.is_none_or(|s| issue.finding.source == s) {
                 all.push(issue);
@@ -72,7 +76,12 @@ impl IssueStore for SledIssueStore {
     ) -> Result<Option<Issue>, StoreError> {
         // Compare-and-swap: a change races a run recording the issue, or another change.
         loop {
-            let Some(old) = self.store.issues.get(id.as_bytes())? else {
+            let Some(old) = self
+                .store
+                .issues
+                .get(id.as_bytes())
+                .map_err(StoreError::engine)?
+            else {
                 return Ok(None);
             };
             let issue: Issue = serde_json::from_slice(&old)?;
@@ -83,7 +92,8 @@ impl IssueStore for SledIssueStore {
             if self
                 .store
                 .issues
-                .compare_and_swap(id.as_bytes(), Some(old), Some(bytes))?
+                .compare_and_swap(id.as_bytes(), Some(old), Some(bytes))
+                .map_err(StoreError::engine)?
                 .is_ok()
             {
                 self.store.flush_if_sync().await?;

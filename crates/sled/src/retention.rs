@@ -14,30 +14,30 @@
 //! Counts live in memory; an unclean close rebuilds them from `U` and `C`, so a removal
 //! cut after step 2 is counted once either way.
 
-use super::StoreError;
-use super::index::IndexEntry;
-use super::sled_layout::{
+use crate::layout::{
     active_key, context_key, created_key, decode_created, event_prefix, legacy_head_key, task_key,
     updated_key,
 };
-use super::sled_store::SledStore;
-use crate::model::TaskId;
+use crate::store::SledStore;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
+use fundi_runtime::store::index::IndexEntry;
 
 const REMOVING: &[u8] = b"R";
 
 impl SledStore {
     /// See `TaskStore::remove_ended_before`: finishes removals a crash cut short, then
     /// removes up to `limit` ended tasks last updated before `before_ms`.
-    pub(super) fn remove_ended(&self, before_ms: i64, limit: usize) -> Result<usize, StoreError> {
+    pub(crate) fn remove_ended(&self, before_ms: i64, limit: usize) -> Result<usize, StoreError> {
         for item in self.db.scan_prefix(REMOVING) {
-            let (key, value) = item?;
+            let (key, value) = item.map_err(StoreError::engine)?;
             let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
             let (entry, created) = decode_marker(&value)?;
             self.remove_task(&id, &entry, created.as_deref())?;
         }
         let mut ended = Vec::new();
         for item in self.db.scan_prefix(b"U") {
-            let (_, value) = item?;
+            let (_, value) = item.map_err(StoreError::engine)?;
             let entry: IndexEntry = serde_json::from_slice(&value)?;
             if entry.ts_ms >= before_ms || ended.len() >= limit {
                 break;
@@ -53,7 +53,9 @@ impl SledStore {
                 Some(created_key(record.owner.as_deref(), &first.message_id))
             });
             let marker = encode_marker(entry, created.as_deref())?;
-            self.db.insert(removing_key(id), marker)?;
+            self.db
+                .insert(removing_key(id), marker)
+                .map_err(StoreError::engine)?;
             self.remove_task(id, entry, created.as_deref())?;
         }
         Ok(ended.len())
@@ -67,28 +69,36 @@ impl SledStore {
         created: Option<&[u8]>,
     ) -> Result<(), StoreError> {
         let listed = updated_key(entry);
-        if self.db.contains_key(&listed)? {
-            self.db.remove(&listed)?;
-            self.db.remove(context_key(entry))?;
+        if self.db.contains_key(&listed).map_err(StoreError::engine)? {
+            self.db.remove(&listed).map_err(StoreError::engine)?;
+            self.db
+                .remove(context_key(entry))
+                .map_err(StoreError::engine)?;
             self.counts.removed(entry);
         }
-        self.db.remove(task_key(id))?;
+        self.db.remove(task_key(id)).map_err(StoreError::engine)?;
         self.positions.forget(id);
         // What older layouts or a lazy active set may have left beside it.
-        self.db.remove(active_key(id))?;
-        self.db.remove(legacy_head_key(id))?;
+        self.db.remove(active_key(id)).map_err(StoreError::engine)?;
+        self.db
+            .remove(legacy_head_key(id))
+            .map_err(StoreError::engine)?;
         for key in self.db.scan_prefix(event_prefix(id)).keys() {
-            self.db.remove(key?)?;
+            self.db
+                .remove(key.map_err(StoreError::engine)?)
+                .map_err(StoreError::engine)?;
         }
         if let Some(created) = created
-            && let Some(value) = self.db.get(created)?
+            && let Some(value) = self.db.get(created).map_err(StoreError::engine)?
             && decode_created(&value).is_ok_and(|(task, _)| &task == id)
         {
-            self.db.remove(created)?;
+            self.db.remove(created).map_err(StoreError::engine)?;
         }
         self.remove_push_of(id)?;
         self.remove_chaos_of(id)?;
-        self.db.remove(removing_key(id))?;
+        self.db
+            .remove(removing_key(id))
+            .map_err(StoreError::engine)?;
         Ok(())
     }
 }
@@ -103,7 +113,9 @@ impl SledStore {
     /// Removes a task's chaos events.
     pub(crate) fn remove_chaos_of(&self, task: &TaskId) -> Result<(), StoreError> {
         for key in self.chaos.scan_prefix(SledStore::chaos_prefix(task)).keys() {
-            self.chaos.remove(key?)?;
+            self.chaos
+                .remove(key.map_err(StoreError::engine)?)
+                .map_err(StoreError::engine)?;
         }
         Ok(())
     }
@@ -132,10 +144,12 @@ fn decode_marker(bytes: &[u8]) -> Result<(IndexEntry, Option<Vec<u8>>), StoreErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TaskState;
-    use crate::store::TaskStore;
-    use crate::store::{Durability, ListQuery};
-    use crate::testing::store_contract::{advance, created, record};
+    use fundi_runtime::model::TaskState;
+    use fundi_runtime::store::ListQuery;
+    use fundi_runtime::store::TaskStore;
+
+    use crate::Durability;
+    use fundi_runtime::testing::store_contract::{advance, created, record};
 
     /// How many tasks a listing counts, and how many its first page holds.
     async fn listed(store: &SledStore) -> (usize, usize) {

@@ -50,23 +50,23 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::active_set::{ActiveSet, Sweeper};
-use super::counts::Counts;
-use super::flusher::GroupFlusher;
-use super::index::{merge_newest_first, plan_page};
-use super::live_index::LiveIndex;
-use super::log_sync::LogSync;
-use super::positions::{Positions, Turns};
-use super::sled_commit::Encoded;
-use super::sled_layout::{
+use crate::active_set::{ActiveSet, Sweeper};
+use crate::commit::Encoded;
+use crate::counts::Counts;
+use crate::flusher::GroupFlusher;
+use crate::layout::{
     CLEAN_MARKER, Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
     encode_created, event_key, task_key,
 };
-use super::{
+use crate::live_index::LiveIndex;
+use crate::log_sync::LogSync;
+use crate::positions::{Positions, Turns};
+use fundi_runtime::model::{TaskEvent, TaskId};
+use fundi_runtime::store::index::{merge_newest_first, plan_page};
+use fundi_runtime::store::{
     ListPage, ListQuery, PageFill, QuarantinedTask, StoreError, TaskRecord, TaskStore,
     first_message,
 };
-use crate::model::{TaskEvent, TaskId};
 
 /// sled's page cache by default (sled's own default is 1 GiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
@@ -75,12 +75,12 @@ pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 /// blocking send's whole history fits, so it commits with one write each time; a
 /// long-running task's events move out to values of their own, so that its snapshot
 /// does not grow with its log.
-pub(super) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
+pub(crate) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
 
 /// A task's snapshot is written again at least every this many commits: between, a
 /// commit of an unfinished task writes its events alone (see `apply`), and a reader
 /// replays at most this many commits onto the snapshot.
-pub(super) const SNAPSHOT_EVERY: u64 = 32;
+pub(crate) const SNAPSHOT_EVERY: u64 = 32;
 
 /// When a committed change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub enum Durability {
 pub struct SledStore {
     pub(crate) db: sled::Db,
     /// Push configs and cursors (see `sled_push`).
-    pub(super) push: sled::Tree,
+    pub(crate) push: sled::Tree,
     /// Issues by fingerprint (see `issues::SledIssueStore`).
     pub(crate) issues: sled::Tree,
     /// Schedules by id (see `schedules::SledScheduleStore`).
@@ -113,40 +113,40 @@ pub struct SledStore {
     /// Chaos events by task and number (see `chaos::SledChaosLog`).
     pub(crate) chaos: sled::Tree,
     /// What was set aside because it could not be read (see `sled_quarantine`).
-    pub(super) quarantine: sled::Tree,
-    pub(super) flusher: Option<GroupFlusher>,
+    pub(crate) quarantine: sled::Tree,
+    pub(crate) flusher: Option<GroupFlusher>,
     /// Makes a flush durable (see `log_sync`).
-    pub(super) log: std::sync::Arc<LogSync>,
+    pub(crate) log: std::sync::Arc<LogSync>,
     /// Tasks per owner and state.
-    pub(super) counts: Counts,
+    pub(crate) counts: Counts,
     /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
-    pub(super) live: LiveIndex,
+    pub(crate) live: LiveIndex,
     /// Where unfinished tasks' logs end (see `positions`).
-    pub(super) positions: Positions,
+    pub(crate) positions: Positions,
     /// Writers of one task take turns (see `positions`).
-    pub(super) writers: Turns,
+    pub(crate) writers: Turns,
     /// Which unfinished tasks have their `A` key yet.
-    pub(super) active: std::sync::Arc<ActiveSet>,
+    pub(crate) active: std::sync::Arc<ActiveSet>,
     /// The thread writing the missing `A` keys every `SWEEP_INTERVAL`.
-    pub(super) sweeper: Option<Sweeper>,
+    pub(crate) sweeper: Option<Sweeper>,
     /// Whether dropping the store marks it closed cleanly (tests clear it to crash).
-    pub(super) close_cleanly: bool,
+    pub(crate) close_cleanly: bool,
     /// Tests: how many more writes a commit may make before it "crashes".
     #[cfg(test)]
-    pub(super) writes_left: std::sync::atomic::AtomicUsize,
+    pub(crate) writes_left: std::sync::atomic::AtomicUsize,
     /// Tests: run before each write of a commit (another writer's write, say).
     #[cfg(test)]
-    pub(super) before_each_write: WriteHook,
+    pub(crate) before_each_write: WriteHook,
 }
 
 /// Tests: what `SledStore::before_each_write` runs, if anything.
 #[cfg(test)]
 #[derive(Default)]
-pub(super) struct WriteHook(pub(super) std::sync::Mutex<Option<BeforeWrite>>);
+pub(crate) struct WriteHook(pub(crate) std::sync::Mutex<Option<BeforeWrite>>);
 
 /// Tests: a step run on the raw database before a write.
 #[cfg(test)]
-pub(super) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
+pub(crate) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
 
 #[cfg(test)]
 impl std::fmt::Debug for WriteHook {
@@ -166,7 +166,9 @@ impl Drop for SledStore {
         let closed = self.active.sweep(&self.db).and_then(|()| {
             self.counts.save(&self.db)?;
             self.log.flush(&self.db)?;
-            self.db.insert(CLEAN_MARKER, &[])?;
+            self.db
+                .insert(CLEAN_MARKER, &[])
+                .map_err(StoreError::engine)?;
             self.log.flush(&self.db)?;
             Ok(())
         });
@@ -190,7 +192,9 @@ impl TaskStore for SledStore {
         // Before the commit point: an entry without its task is read as none.
         if let Some((owner, message_id, at)) = first_message(record, events) {
             let value = encode_created(record.id(), at);
-            self.db.insert(created_key(owner, message_id), value)?;
+            self.db
+                .insert(created_key(owner, message_id), value)
+                .map_err(StoreError::engine)?;
         }
         let applied = self.apply(&encoded, expected_version);
         if applied.is_err() {
@@ -223,7 +227,10 @@ impl TaskStore for SledStore {
         owner: Option<&str>,
         message_id: &str,
     ) -> Result<Option<(TaskId, chrono::DateTime<chrono::Utc>)>, StoreError> {
-        let entry = self.db.get(created_key(owner, message_id))?;
+        let entry = self
+            .db
+            .get(created_key(owner, message_id))
+            .map_err(StoreError::engine)?;
         entry.map(|bytes| decode_created(&bytes)).transpose()
     }
 
@@ -233,7 +240,7 @@ impl TaskStore for SledStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<TaskEvent>, StoreError> {
-        let Some(bytes) = self.db.get(task_key(id))? else {
+        let Some(bytes) = self.db.get(task_key(id)).map_err(StoreError::engine)? else {
             return Ok(Vec::new());
         };
         let header = Header::read(&bytes)?;
@@ -251,12 +258,12 @@ impl TaskStore for SledStore {
         // which may come before it.
         let wanted = event_key(id, after_seq + 1);
         let start = match self.db.range(event_key(id, 0)..=wanted.clone()).next_back() {
-            Some(item) => item?.0.to_vec(),
+            Some(item) => item.map_err(StoreError::engine)?.0.to_vec(),
             None => wanted,
         };
         // Every value is a commit's: one is written whole, at its commit point.
         for item in self.db.range(start..=event_key(id, u64::MAX)) {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             let fresh = decode_events(&bytes)?
                 .into_iter()
                 .filter(|e| e.seq > after_seq);
@@ -299,7 +306,7 @@ impl TaskStore for SledStore {
             // The index is written after the snapshot, so a listed id has a snapshot,
             // unless retention removed the task meanwhile (left out, as is one that
             // cannot be read: not the page).
-            let id = position.task_id.clone();
+            let id = position.task_id().clone();
             match self.get(&id).await {
                 Ok(Some(record)) => {
                     if !page.push(position, record) {

@@ -2,26 +2,26 @@
 //! snapshot or written as a new snapshot (see `sled_store` for the order of the writes
 //! and the commit point), the listing index moved, and the flush shared by writers.
 
-use super::flusher::GroupFlusher;
-use super::index::IndexEntry;
-use super::live_index::is_persisted;
-use super::positions::Position;
-use super::sled_layout::{
+use crate::flusher::GroupFlusher;
+use crate::layout::{
     Header, active_key, context_key, encode_commit, encode_events, encode_record, event_key,
     legacy_head_key, task_key, updated_key,
 };
-use super::sled_store::{INLINE_EVENTS_LIMIT, SNAPSHOT_EVERY, SledStore};
-use super::{StoreError, TaskRecord};
-use crate::model::{TaskEvent, TaskId};
+use crate::live_index::is_persisted;
+use crate::positions::Position;
+use crate::store::{INLINE_EVENTS_LIMIT, SNAPSHOT_EVERY, SledStore};
+use fundi_runtime::model::{TaskEvent, TaskId};
+use fundi_runtime::store::index::IndexEntry;
+use fundi_runtime::store::{StoreError, TaskRecord};
 
 impl SledStore {
     /// In `sync` mode, a ticket held while a write is applied (see `flusher`).
-    pub(super) fn begin_write(&self) -> Option<super::flusher::Writing<'_>> {
+    pub(crate) fn begin_write(&self) -> Option<crate::flusher::Writing<'_>> {
         self.flusher.as_ref().map(GroupFlusher::begin)
     }
 
     /// In `sync` mode, returns once everything written before the call is on disk.
-    pub(super) async fn settle_writes(&self) -> Result<(), StoreError> {
+    pub(crate) async fn settle_writes(&self) -> Result<(), StoreError> {
         match &self.flusher {
             Some(flusher) => flusher.settle(&self.db, &self.log).await,
             None => Ok(()),
@@ -44,7 +44,7 @@ impl SledStore {
 
     /// Called before every write of a commit: in tests, fails once the allowance of
     /// writes is used up, leaving the commit half done as a crash would.
-    pub(super) fn before_write(&self) -> Result<(), StoreError> {
+    pub(crate) fn before_write(&self) -> Result<(), StoreError> {
         #[cfg(test)]
         {
             use std::sync::atomic::Ordering;
@@ -66,7 +66,7 @@ impl SledStore {
     /// Whether `commit` can be written as its events alone, after the snapshot: the
     /// next commit of an unfinished task that stays unfinished, its snapshot in the
     /// current layout and fewer than `SNAPSHOT_EVERY` commits old.
-    pub(super) fn appends(
+    pub(crate) fn appends(
         &self,
         commit: &Encoded<'_>,
         events: &EncodedEvents,
@@ -82,7 +82,7 @@ impl SledStore {
     }
 
     /// Writes one commit: appended or with a snapshot (see the module docs).
-    pub(super) fn apply(
+    pub(crate) fn apply(
         &self,
         commit: &Encoded<'_>,
         expected_version: u64,
@@ -104,7 +104,7 @@ impl SledStore {
                 return self.append(commit, events, &previous, at);
             }
         }
-        let old = self.db.get(task_key(id))?;
+        let old = self.db.get(task_key(id)).map_err(StoreError::engine)?;
         let at = match (known, old.as_deref()) {
             (Some(at), Some(_)) => Some(at),
             (_, bytes) => bytes.map(|b| self.read_position(id, b)).transpose()?,
@@ -123,7 +123,7 @@ impl SledStore {
     /// Writes a commit as its events alone, in the slot of the first (which must be
     /// free: a writer racing from the same version wants the same). **This is the
     /// commit point.**
-    pub(super) fn append(
+    pub(crate) fn append(
         &self,
         commit: &Encoded<'_>,
         events: &EncodedEvents,
@@ -137,7 +137,8 @@ impl SledStore {
         let slot = event_key(id, events.first_seq);
         if self
             .db
-            .compare_and_swap(&slot, None::<&[u8]>, Some(value))?
+            .compare_and_swap(&slot, None::<&[u8]>, Some(value))
+            .map_err(StoreError::engine)?
             .is_err()
         {
             return Err(self.conflict(id, at.version, &[]));
@@ -160,7 +161,7 @@ impl SledStore {
     }
 
     /// Writes a commit with a new snapshot of its task (see the module docs).
-    pub(super) fn snapshot(
+    pub(crate) fn snapshot(
         &self,
         commit: &Encoded<'_>,
         expected_version: u64,
@@ -173,7 +174,9 @@ impl SledStore {
         let old_header = old.as_deref().map(Header::read).transpose()?;
         if old.is_none() && !terminal && !self.active.join_lazily(id) {
             self.before_write()?;
-            self.db.insert(active_key(id), &[])?;
+            self.db
+                .insert(active_key(id), &[])
+                .map_err(StoreError::engine)?;
         }
         // A task's first events ride in its snapshot (one write a commit), as long as
         // every event so far does. The commit that would take them past
@@ -203,7 +206,8 @@ impl SledStore {
                     self.before_write()?;
                     match self
                         .db
-                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))?
+                        .compare_and_swap(&slot, None::<&[u8]>, Some(bytes.as_slice()))
+                        .map_err(StoreError::engine)?
                     {
                         Ok(()) => written.push(slot),
                         // The same copy, left by a move that failed after it (the
@@ -235,7 +239,12 @@ impl SledStore {
         let bytes = encode_record(record, &record_json, &commit.entry_bytes, in_sled, &inline)?;
         self.before_write()?;
         let key = task_key(id);
-        if self.db.compare_and_swap(&key, old, Some(bytes))?.is_err() {
+        if self
+            .db
+            .compare_and_swap(&key, old, Some(bytes))
+            .map_err(StoreError::engine)?
+            .is_err()
+        {
             if at.is_some() && own_written {
                 // This commit is in (its own slot is written, past the snapshot it read):
                 // the snapshot swapped in meanwhile is a later commit's, which read it.
@@ -259,22 +268,24 @@ impl SledStore {
         )?;
         if old_header.as_ref().is_some_and(|h| h.legacy) {
             self.before_write()?;
-            self.db.remove(legacy_head_key(id))?;
+            self.db
+                .remove(legacy_head_key(id))
+                .map_err(StoreError::engine)?;
         }
         if terminal && self.active.leave(id) {
             self.before_write()?;
-            self.db.remove(active_key(id))?;
+            self.db.remove(active_key(id)).map_err(StoreError::engine)?;
         }
         Ok(())
     }
 
     /// A lost race: takes back the events this commit wrote (their slots) and names the
     /// version found.
-    pub(super) fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
+    pub(crate) fn conflict(&self, id: &TaskId, expected: u64, written: &[Vec<u8>]) -> StoreError {
         self.positions.forget(id);
         for slot in written {
             if let Err(e) = self.db.remove(slot) {
-                return e.into();
+                return StoreError::engine(e);
             }
         }
         let found = match self.db.get(task_key(id)) {
@@ -283,7 +294,7 @@ impl SledStore {
                 Err(e) => return e,
             },
             Ok(None) => 0,
-            Err(e) => return e.into(),
+            Err(e) => return StoreError::engine(e),
         };
         StoreError::Conflict {
             task_id: id.clone(),
@@ -296,7 +307,7 @@ impl SledStore {
     /// (`entry_bytes` as JSON), written by the commit of `version`, and its counts with
     /// it: in memory while the task is unfinished, in sled once it is terminal.
     /// Idempotent, so repair can run it again for a commit a crash interrupted.
-    pub(super) fn reindex(
+    pub(crate) fn reindex(
         &self,
         id: &TaskId,
         version: u64,
@@ -312,7 +323,9 @@ impl SledStore {
         if is_persisted(entry) {
             for key in [updated_key(entry), context_key(entry)] {
                 self.before_write()?;
-                self.db.insert(&key, entry_bytes)?;
+                self.db
+                    .insert(&key, entry_bytes)
+                    .map_err(StoreError::engine)?;
                 written.push(key);
             }
             self.live.remove(version, id);
@@ -324,7 +337,7 @@ impl SledStore {
             for stale in [updated_key(old), context_key(old)] {
                 if !written.contains(&stale) {
                     self.before_write()?;
-                    self.db.remove(stale)?;
+                    self.db.remove(stale).map_err(StoreError::engine)?;
                 }
             }
         }
@@ -335,24 +348,24 @@ impl SledStore {
 
 /// A commit, encoded before any write (but for its snapshot, which most commits of a
 /// long-running task do not write).
-pub(super) struct Encoded<'a> {
-    pub(super) record: &'a TaskRecord,
+pub(crate) struct Encoded<'a> {
+    pub(crate) record: &'a TaskRecord,
     /// The record's checkpoint, as JSON.
-    pub(super) checkpoint: Option<Vec<u8>>,
-    pub(super) entry: IndexEntry,
-    pub(super) entry_bytes: Vec<u8>,
-    pub(super) events: Option<EncodedEvents>,
+    pub(crate) checkpoint: Option<Vec<u8>>,
+    pub(crate) entry: IndexEntry,
+    pub(crate) entry_bytes: Vec<u8>,
+    pub(crate) events: Option<EncodedEvents>,
 }
 
 /// A commit's events, as one JSON array.
-pub(super) struct EncodedEvents {
-    pub(super) first_seq: u64,
-    pub(super) last_seq: u64,
-    pub(super) bytes: Vec<u8>,
+pub(crate) struct EncodedEvents {
+    pub(crate) first_seq: u64,
+    pub(crate) last_seq: u64,
+    pub(crate) bytes: Vec<u8>,
 }
 
 impl<'a> Encoded<'a> {
-    pub(super) fn new(
+    pub(crate) fn new(
         record: &'a TaskRecord,
         events: &[TaskEvent],
     ) -> Result<Encoded<'a>, StoreError> {
@@ -378,7 +391,7 @@ impl<'a> Encoded<'a> {
     }
 
     /// This commit as a value of its own, written in the slot of its first event.
-    pub(super) fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
+    pub(crate) fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
         encode_commit(
             self.record.version,
             events.last_seq,

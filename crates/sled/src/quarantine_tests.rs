@@ -4,16 +4,19 @@
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::sled_layout::{event_key, task_key};
-use super::*;
-use crate::testing::store_contract::created;
+use crate::layout::{event_key, task_key};
+use fundi_runtime::model::*;
+use fundi_runtime::store::*;
+
+use crate::*;
+use fundi_runtime::testing::store_contract::created;
 
 /// A task of ann's in `state`, with `checkpoint`.
 fn record(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
     let now = Utc::now().timestamp_millis();
     TaskRecord {
         checkpoint,
-        ..crate::testing::store_contract::record(id, "ctx", state, now, "ann")
+        ..fundi_runtime::testing::store_contract::record(id, "ctx", state, now, "ann")
     }
 }
 

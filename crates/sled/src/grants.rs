@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Grant, GrantStore};
-use crate::store::{SledStore, StoreError};
+use fundi_runtime::grants::{Grant, GrantStore};
+use fundi_runtime::store::StoreError;
+
+use crate::SledStore;
 
 /// Grants kept in a [`SledStore`], beside its tasks (durable as the store's mode says).
 #[derive(Debug, Clone)]
@@ -28,21 +30,31 @@ impl GrantStore for SledGrantStore {
         // The digest's entry first: a grant is never stored without a way to find it.
         self.store
             .grant_digests
-            .insert(grant.token_digest.as_bytes(), grant.id.as_bytes())?;
-        self.store.grants.insert(grant.id.as_bytes(), bytes)?;
+            .insert(grant.token_digest.as_bytes(), grant.id.as_bytes())
+            .map_err(StoreError::engine)?;
+        self.store
+            .grants
+            .insert(grant.id.as_bytes(), bytes)
+            .map_err(StoreError::engine)?;
         self.store.flush_if_sync().await
     }
 
     async fn get(&self, id: &str) -> Result<Option<Grant>, StoreError> {
         self.store
             .grants
-            .get(id.as_bytes())?
+            .get(id.as_bytes())
+            .map_err(StoreError::engine)?
             .map(|bytes| Ok(serde_json::from_slice(&bytes)?))
             .transpose()
     }
 
     async fn by_digest(&self, digest: &str) -> Result<Option<Grant>, StoreError> {
-        let Some(id) = self.store.grant_digests.get(digest.as_bytes())? else {
+        let Some(id) = self
+            .store
+            .grant_digests
+            .get(digest.as_bytes())
+            .map_err(StoreError::engine)?
+        else {
             return Ok(None);
         };
         let id = String::from_utf8_lossy(&id).into_owned();
@@ -52,7 +64,7 @@ impl GrantStore for SledGrantStore {
     async fn list(&self) -> Result<Vec<Grant>, StoreError> {
         let mut all = Vec::new();
         for item in self.store.grants.iter() {
-            let (_, bytes) = item?;
+            let (_, bytes) = item.map_err(StoreError::engine)?;
             all.push(serde_json::from_slice(&bytes)?);
         }
         Ok(all)

@@ -3,9 +3,12 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 
-use super::*;
-use crate::model::{Message, Part, TaskEventKind, TaskStatus};
-use crate::testing::store_contract::{
+use fundi_runtime::model::*;
+use fundi_runtime::store::*;
+
+use crate::*;
+use fundi_runtime::model::{Message, Part, TaskEventKind, TaskStatus};
+use fundi_runtime::testing::store_contract::{
     self, advance, created, event_seqs, list_all, push_config, record, try_advance,
     try_advance_saying,
 };
@@ -252,8 +255,8 @@ async fn progress(store: &dyn TaskStore, id: &str, text: &str) -> TaskRecord {
 /// order, across a reopen too.
 #[tokio::test]
 async fn progress_commits_write_their_events_alone_and_read_back_whole() {
-    use super::sled_layout::{Header, event_prefix, task_key};
-    use super::sled_store::SNAPSHOT_EVERY;
+    use crate::layout::{Header, event_prefix, task_key};
+    use crate::store::SNAPSHOT_EVERY;
     let dir = tempfile::tempdir().unwrap();
     let sled = Arc::new(reopen(dir.path()).await);
     let mut all = stores().await;
@@ -321,7 +324,7 @@ async fn progress_commits_write_their_events_alone_and_read_back_whole() {
 }
 
 fn decode_seqs(bytes: &[u8]) -> Vec<u64> {
-    let events = super::sled_layout::decode_events(bytes).unwrap();
+    let events = crate::layout::decode_events(bytes).unwrap();
     events.iter().map(|e| e.seq).collect()
 }
 
@@ -330,8 +333,8 @@ fn decode_seqs(bytes: &[u8]) -> Vec<u64> {
 /// writing events apart: a log never has events inline after ones apart.
 #[tokio::test]
 async fn a_task_whose_events_were_all_written_apart_keeps_them_so() {
-    use super::index::IndexEntry;
-    use super::sled_layout::{Header, event_key, event_prefix, task_key};
+    use crate::layout::{Header, event_key, event_prefix, task_key};
+    use fundi_runtime::store::index::IndexEntry;
     let dir = tempfile::tempdir().unwrap();
     let store = reopen(dir.path()).await;
     let r = record("before", "c", TaskState::Working, 1_000, "u");
@@ -385,7 +388,7 @@ async fn reopen_raw(dir: &std::path::Path) -> sled::Db {
 fn active_keys(db: &sled::Db) -> Vec<String> {
     db.scan_prefix(b"A")
         .keys()
-        .map(|key| super::sled_layout::active_id(&key.unwrap()).to_string())
+        .map(|key| crate::layout::active_id(&key.unwrap()).to_string())
         .collect()
 }
 
@@ -416,17 +419,17 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             );
             let stray = store
                 .db
-                .range(super::sled_layout::event_key(r.id(), r.last_seq + 1)..)
+                .range(crate::layout::event_key(r.id(), r.last_seq + 1)..)
                 .keys()
                 .filter(|k| {
                     k.as_ref()
                         .unwrap()
-                        .starts_with(&super::sled_layout::event_prefix(r.id()))
+                        .starts_with(&crate::layout::event_prefix(r.id()))
                 })
                 .count();
             assert_eq!(stray, 0, "{context}: {id} has uncommitted events");
-            let bytes = store.db.get(super::sled_layout::task_key(r.id())).unwrap();
-            let header = super::sled_layout::Header::read(&bytes.unwrap()).unwrap();
+            let bytes = store.db.get(crate::layout::task_key(r.id())).unwrap();
+            let header = crate::layout::Header::read(&bytes.unwrap()).unwrap();
             if r.state().is_terminal() {
                 assert_eq!(
                     header.version, r.version,
@@ -437,8 +440,8 @@ async fn assert_consistent(store: &SledStore, context: &str) {
                 let copies = store
                     .db
                     .range(
-                        super::sled_layout::event_key(r.id(), 0)
-                            ..=super::sled_layout::event_key(r.id(), header.inline_through),
+                        crate::layout::event_key(r.id(), 0)
+                            ..=crate::layout::event_key(r.id(), header.inline_through),
                     )
                     .count();
                 assert_eq!(
@@ -450,7 +453,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
         } else {
             let events = store
                 .db
-                .scan_prefix(super::sled_layout::event_prefix(&TaskId::from(id)));
+                .scan_prefix(crate::layout::event_prefix(&TaskId::from(id)));
             assert_eq!(
                 events.count(),
                 0,
@@ -472,7 +475,7 @@ async fn assert_consistent(store: &SledStore, context: &str) {
             .db
             .scan_prefix(prefix)
             .map(|item| {
-                super::sled_layout::decode_entry(item)
+                crate::layout::decode_entry(item)
                     .unwrap()
                     .task_id
                     .to_string()
@@ -550,7 +553,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
         [Events::Inline, Events::Apart, Events::MovingOut].map(|events| (stage, events))
     });
     // Too large for the snapshot, with what it already carries.
-    let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
+    let large = "x".repeat(crate::store::INLINE_EVENTS_LIMIT);
     for (stage, events) in cases.filter(|&(stage, e)| stage > 0 || e != Events::MovingOut) {
         let cut_says = (events == Events::MovingOut).then_some(large.as_str());
         // The commits before the cut one.
@@ -617,7 +620,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
             if stage == 0 || stage == 3 {
                 let apart = store
                     .db
-                    .scan_prefix(super::sled_layout::event_prefix(&TaskId::from("t1")))
+                    .scan_prefix(crate::layout::event_prefix(&TaskId::from("t1")))
                     .count();
                 let moved = events == Events::MovingOut && committed;
                 assert_eq!(
@@ -643,10 +646,7 @@ async fn a_clean_close_needs_no_repair_and_a_crash_does() {
     }
     let store = reopen(dir.path()).await;
     assert!(
-        !store
-            .db
-            .contains_key(super::sled_layout::CLEAN_MARKER)
-            .unwrap(),
+        !store.db.contains_key(crate::layout::CLEAN_MARKER).unwrap(),
         "an open store is not marked clean"
     );
     store.crash();
@@ -659,8 +659,8 @@ async fn a_clean_close_needs_no_repair_and_a_crash_does() {
 /// moves it to the current layout.
 #[tokio::test]
 async fn a_store_in_the_previous_layout_opens_and_moves_on() {
-    use super::index::IndexEntry;
-    use super::sled_layout::{context_key, event_key, legacy_head_key, task_key, updated_key};
+    use crate::layout::{context_key, event_key, legacy_head_key, task_key, updated_key};
+    use fundi_runtime::store::index::IndexEntry;
     let dir = tempfile::tempdir().unwrap();
     {
         let db = sled::Config::new().path(dir.path()).open().unwrap();
@@ -736,10 +736,8 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
 /// its stored state, and sled's index keeps terminal tasks only.
 #[tokio::test]
 async fn a_store_indexing_unfinished_tasks_on_disk_opens_and_moves_on() {
-    use super::index::IndexEntry;
-    use super::sled_layout::{
-        Header, LIVE_MARKER, context_key, encode_record, task_key, updated_key,
-    };
+    use crate::layout::{Header, LIVE_MARKER, context_key, encode_record, task_key, updated_key};
+    use fundi_runtime::store::index::IndexEntry;
     for crashed in [false, true] {
         let context = format!("crashed: {crashed}");
         let dir = tempfile::tempdir().unwrap();
@@ -852,11 +850,7 @@ async fn tasks_join_the_active_set_lazily_and_a_crash_loses_none() {
         expected,
         "the sweep writes the unfinished tasks' keys"
     );
-    let watermark = store
-        .db
-        .get(super::sled_layout::WATERMARK_KEY)
-        .unwrap()
-        .unwrap();
+    let watermark = store.db.get(crate::layout::WATERMARK_KEY).unwrap().unwrap();
     assert!(
         watermark.as_ref() > swept.as_bytes(),
         "the watermark moved past the swept tasks"
@@ -931,7 +925,7 @@ async fn a_clean_close_writes_every_missing_key() {
     }
     let db = reopen_raw(dir.path()).await;
     assert_eq!(active_keys(&db), vec![id.clone()]);
-    let watermark = db.get(super::sled_layout::WATERMARK_KEY).unwrap().unwrap();
+    let watermark = db.get(crate::layout::WATERMARK_KEY).unwrap().unwrap();
     assert!(watermark.as_ref() > id.as_bytes());
     drop(db);
     let store = reopen(dir.path()).await;
@@ -998,7 +992,7 @@ async fn sweeps_racing_commits_leave_no_task_out_and_no_key_behind() {
 /// was, instead of being misread request by request.
 #[tokio::test]
 async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
-    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT};
+    use crate::layout::{FORMAT_KEY, STORE_FORMAT};
     let dir = tempfile::tempdir().unwrap();
     {
         let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
@@ -1040,7 +1034,7 @@ async fn a_store_in_a_newer_format_is_refused_and_left_untouched() {
 /// the other writer's commit follows them.
 #[tokio::test]
 async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
-    use super::sled_layout::{Header, encode_commit, encode_events, event_key, task_key};
+    use crate::layout::{Header, encode_commit, encode_events, event_key, task_key};
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
@@ -1061,7 +1055,7 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
     let taken = event_key(r.id(), 2);
     // Too large to stay in the snapshot, and final: a new snapshot, moving the events
     // out first; the other writer takes slot 2 between that copy and this commit's own.
-    let large = "x".repeat(super::sled_store::INLINE_EVENTS_LIMIT);
+    let large = "x".repeat(crate::store::INLINE_EVENTS_LIMIT);
     let mut writes = 0;
     let slot = taken.clone();
     *store.before_each_write.0.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
@@ -1207,7 +1201,7 @@ async fn a_task_too_large_for_the_log_is_kept_in_a_file_of_its_own_across_a_reop
 /// A `T` value as stores of format 1 wrote it (`sled_layout`): the header's words, its
 /// parts (the entry, no previous entry, the events) and the record, uncompressed.
 fn uncompressed_snapshot(r: &TaskRecord, events: &[TaskEvent]) -> Vec<u8> {
-    let entry = serde_json::to_vec(&super::index::IndexEntry::of(r)).unwrap();
+    let entry = serde_json::to_vec(&fundi_runtime::store::index::IndexEntry::of(r)).unwrap();
     let events_json = serde_json::to_vec(events).unwrap();
     let mut bytes = vec![1];
     for word in [r.version, r.last_seq, events.last().map_or(0, |e| e.seq)] {
@@ -1226,7 +1220,7 @@ fn uncompressed_snapshot(r: &TaskRecord, events: &[TaskEvent]) -> Vec<u8> {
 /// and the store stays consistent across a crash after it.
 #[tokio::test]
 async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
-    use super::sled_layout::{FORMAT_KEY, STORE_FORMAT, event_prefix, task_key};
+    use crate::layout::{FORMAT_KEY, STORE_FORMAT, event_prefix, task_key};
     let dir = tempfile::tempdir().unwrap();
     let mut before = Vec::new();
     {
@@ -1280,7 +1274,7 @@ async fn a_store_with_uncompressed_snapshots_opens_and_moves_on() {
 /// or an allocation of what its length claims.
 #[tokio::test]
 async fn a_damaged_compressed_snapshot_is_an_error() {
-    use super::sled_layout::{WORDS_END, task_key};
+    use crate::layout::{WORDS_END, task_key};
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
@@ -1327,7 +1321,7 @@ async fn a_damaged_compressed_snapshot_is_an_error() {
 /// is a codec error when decoded, never a panic.
 #[test]
 fn a_damaged_commit_value_is_an_error() {
-    use super::sled_layout::{Commit, decode_events, encode_commit, encode_events};
+    use crate::layout::{Commit, decode_events, encode_commit, encode_events};
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
     let events = encode_events(&[created(&r)]).unwrap();
     let value = encode_commit(2, 1, Some(br#"{"step":1}"#), &events).unwrap();
@@ -1356,7 +1350,7 @@ fn a_damaged_commit_value_is_an_error() {
 /// it, from the position sled holds rather than the one the store remembered.
 #[tokio::test]
 async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it() {
-    use super::sled_store::SNAPSHOT_EVERY;
+    use crate::store::SNAPSHOT_EVERY;
     use std::sync::atomic::Ordering;
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");

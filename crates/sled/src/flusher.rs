@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::StoreError;
-use super::log_sync::LogSync;
+use crate::log_sync::LogSync;
+use fundi_runtime::store::StoreError;
 
 #[derive(Debug, Default)]
 pub(crate) struct GroupFlusher {

@@ -14,16 +14,18 @@
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
-use super::index::IndexEntry;
-use super::sled_layout::{
+use crate::layout::{
     Header, Inline, active_key, encode_events, encode_record, event_prefix, task_key,
 };
-use super::sled_store::SledStore;
-use super::{QuarantinedTask, StoreError, TaskRecord};
-use crate::model::{Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
+use crate::store::SledStore;
+use fundi_runtime::model::{
+    Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+};
+use fundi_runtime::store::index::IndexEntry;
+use fundi_runtime::store::{QuarantinedTask, StoreError, TaskRecord};
 
 /// The name of the tree holding what was set aside.
-pub(super) const QUARANTINE_TREE: &str = "quarantine";
+pub(crate) const QUARANTINE_TREE: &str = "quarantine";
 
 /// The skill named by a replacement record whose own could not be read.
 const UNKNOWN_SKILL: &str = "unknown";
@@ -47,21 +49,25 @@ struct Note {
 
 impl SledStore {
     /// Sets the task aside because reading it failed with `error` (see the module docs).
-    pub(super) fn set_aside(
+    pub(crate) fn set_aside(
         &self,
         id: &TaskId,
         error: &StoreError,
     ) -> Result<QuarantinedTask, StoreError> {
         let reason = error.to_string();
         tracing::error!(task_id = %id, %reason, "a stored task cannot be read: setting it aside");
-        let snapshot = self.db.get(task_key(id))?;
+        let snapshot = self.db.get(task_key(id)).map_err(StoreError::engine)?;
         if let Some(bytes) = &snapshot {
-            self.quarantine.insert(task_key(id), bytes)?;
+            self.quarantine
+                .insert(task_key(id), bytes)
+                .map_err(StoreError::engine)?;
         }
         let mut event_keys = Vec::new();
         for item in self.db.scan_prefix(event_prefix(id)) {
-            let (key, value) = item?;
-            self.quarantine.insert(&key, value)?;
+            let (key, value) = item.map_err(StoreError::engine)?;
+            self.quarantine
+                .insert(&key, value)
+                .map_err(StoreError::engine)?;
             event_keys.push(key);
         }
         let header = snapshot.as_deref().and_then(|b| Header::read(b).ok());
@@ -75,11 +81,12 @@ impl SledStore {
             failed,
         };
         self.quarantine
-            .insert(note_key(id), serde_json::to_vec(&note)?)?;
+            .insert(note_key(id), serde_json::to_vec(&note)?)
+            .map_err(StoreError::engine)?;
         // The copies are on disk before anything is removed.
         self.log.flush(&self.db)?;
         for key in &event_keys {
-            self.db.remove(key)?;
+            self.db.remove(key).map_err(StoreError::engine)?;
         }
         match (header, entry, snapshot) {
             (Some(header), Some(entry), Some(bytes)) => {
@@ -90,13 +97,18 @@ impl SledStore {
                 self.replace_with_failure(&header, entry, skill, &reason)?;
             }
             _ => {
-                self.db.remove(task_key(id))?;
+                self.db.remove(task_key(id)).map_err(StoreError::engine)?;
                 self.live.remove(u64::MAX, id);
             }
         }
         self.positions.forget(id);
-        if self.active.leave(id) || self.db.contains_key(active_key(id))? {
-            self.db.remove(active_key(id))?;
+        if self.active.leave(id)
+            || self
+                .db
+                .contains_key(active_key(id))
+                .map_err(StoreError::engine)?
+        {
+            self.db.remove(active_key(id)).map_err(StoreError::engine)?;
         }
         self.log.flush(&self.db)?;
         Ok(QuarantinedTask {
@@ -142,7 +154,7 @@ impl SledStore {
             owner: entry.owner.clone(),
             checkpoint: None,
             trace: None,
-            inputs: crate::store::RunInputs::default(),
+            inputs: fundi_runtime::store::RunInputs::default(),
         };
         let event = TaskEvent {
             seq,
@@ -155,7 +167,9 @@ impl SledStore {
         let inline = Inline::default().then(seq, &encode_events(&[event])?);
         let json = serde_json::to_vec(&record)?;
         let bytes = encode_record(&record, &json, &entry_bytes, None, &inline)?;
-        self.db.insert(task_key(&id), bytes)?;
+        self.db
+            .insert(task_key(&id), bytes)
+            .map_err(StoreError::engine)?;
         let previous = self.live.entry(&id).unwrap_or(entry);
         self.reindex(
             &id,
@@ -167,10 +181,10 @@ impl SledStore {
     }
 
     /// Every task set aside so far, oldest first.
-    pub(super) fn quarantined_tasks(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
+    pub(crate) fn quarantined_tasks(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         let mut tasks = Vec::new();
         for item in self.quarantine.scan_prefix(b"Q") {
-            let (key, value) = item?;
+            let (key, value) = item.map_err(StoreError::engine)?;
             let note: Note = serde_json::from_slice(&value)?;
             tasks.push(QuarantinedTask {
                 task_id: TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned()),

@@ -11,10 +11,10 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::StoreError;
+use fundi_runtime::store::StoreError;
 
 #[derive(Debug)]
-pub(super) struct LogSync {
+pub(crate) struct LogSync {
     /// sled's log (`db` in the store's directory); `None` for a temporary store.
     file: Option<File>,
     /// Syncs made so far.
@@ -27,7 +27,7 @@ impl LogSync {
     /// parent, so that the names of a store created just now are on disk too: best
     /// effort, as some file systems cannot sync a directory and a parent may not be
     /// readable.
-    pub(super) fn open(dir: &Path) -> Result<LogSync, StoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<LogSync, StoreError> {
         let failed = |what: &str, path: &Path, e: std::io::Error| {
             StoreError::io(format!("{what} {}", path.display()), e)
         };
@@ -56,7 +56,7 @@ impl LogSync {
     }
 
     /// For a temporary store: nothing to make durable.
-    pub(super) fn temporary() -> LogSync {
+    pub(crate) fn temporary() -> LogSync {
         LogSync {
             file: None,
             syncs: AtomicU64::new(0),
@@ -64,8 +64,8 @@ impl LogSync {
     }
 
     /// sled's flush, then the log's sync: on disk when this returns. Blocks.
-    pub(super) fn flush(&self, db: &sled::Db) -> Result<(), StoreError> {
-        db.flush()?;
+    pub(crate) fn flush(&self, db: &sled::Db) -> Result<(), StoreError> {
+        db.flush().map_err(StoreError::engine)?;
         if let Some(file) = &self.file {
             file.sync_data()
                 .map_err(|e| StoreError::io("syncing sled's log", e))?;
@@ -76,7 +76,7 @@ impl LogSync {
 
     /// How many syncs of the log were made (tests).
     #[cfg(test)]
-    pub(super) fn syncs(&self) -> u64 {
+    pub(crate) fn syncs(&self) -> u64 {
         self.syncs.load(Ordering::Relaxed)
     }
 }

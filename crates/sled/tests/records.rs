@@ -1,0 +1,58 @@
+//! The operations records kept in a sled store (issues, grants, the audit and chaos
+//! logs) keep their contracts, and what they hold survives a reopen.
+
+use std::sync::Arc;
+
+use fundi_runtime::audit::AuditLog;
+use fundi_runtime::chaos::ChaosLog;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::testing::records_contract::{
+    audit_entry, chaos_event, check_audit_log, check_chaos_log, check_grant_store,
+    check_issue_store,
+};
+use fundi_store_sled::testing::open_sled;
+use fundi_store_sled::{
+    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledStore,
+};
+
+#[tokio::test]
+async fn issues_and_grants_keep_their_contracts() {
+    let sled = Arc::new(SledStore::temporary(Durability::Sync).unwrap());
+    check_issue_store("sled", &SledIssueStore::new(sled.clone())).await;
+    check_grant_store("sled", &SledGrantStore::new(sled)).await;
+}
+
+#[tokio::test]
+async fn the_audit_log_keeps_its_contract_and_its_records_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(open_sled(dir.path()).await);
+    check_audit_log("sled", &SledAuditLog::new(sled.clone())).await;
+    drop(sled);
+    let log = SledAuditLog::new(Arc::new(open_sled(dir.path()).await));
+    let after = log.append(audit_entry("schedule.create")).await.unwrap();
+    let all = log.read(0, 10).await.unwrap();
+    assert_eq!(all.len(), 4, "kept across a reopen");
+    assert_eq!(
+        all.last().unwrap(),
+        &after,
+        "and numbered after what was there"
+    );
+}
+
+#[tokio::test]
+async fn the_chaos_log_keeps_its_contract_and_its_records_across_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(open_sled(dir.path()).await);
+    check_chaos_log("sled", &SledChaosLog::new(sled.clone())).await;
+    drop(sled);
+    let log = SledChaosLog::new(Arc::new(open_sled(dir.path()).await));
+    let one = TaskId::from("t-1");
+    assert_eq!(log.read(&one, 0, 10).await.unwrap().len(), 3, "kept");
+    assert_eq!(
+        log.append(&one, vec![chaos_event("latency", 4)])
+            .await
+            .unwrap(),
+        4,
+        "numbered after what was there"
+    );
+}
