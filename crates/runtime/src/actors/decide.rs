@@ -6,7 +6,8 @@
 use ractor::{ActorRef, RpcReplyPort};
 
 use super::phase::Phase;
-use super::task_actor::{TaskActorState, TaskMsg};
+use super::task_actor::TaskActorState;
+use super::task_msg::TaskMsg;
 use crate::approval::{self, Decision, Verdict};
 use crate::error::RuntimeError;
 use crate::model::{Message, Part, Task, TaskEventKind};

@@ -17,7 +17,8 @@ use tracing::Instrument;
 
 use super::journal::{JournalError, status, status_change};
 use super::phase::{Phase, Run};
-use super::task_actor::{RunOutcome, TaskActorState, TaskMsg};
+use super::task_actor::TaskActorState;
+use super::task_msg::{RunOutcome, TaskMsg};
 use super::while_working::reply_answered;
 use crate::context::{Cpu, SkillContext};
 use crate::model::{Message, Role, TaskEventKind, TaskState};

@@ -6,72 +6,21 @@
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::AbortHandle;
 
-use super::fanout::LiveEvents;
 use super::journal::{JournalError, TaskJournal, status_change};
 use super::phase::Phase;
 use super::slots::{Slot, Slots};
-use super::supervisor::{Spawn, SupervisorMsg};
+use super::supervisor_msg::{Spawn, SupervisorMsg};
+use super::task_msg::{StartMode, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
-use crate::error::RuntimeError;
-use crate::model::{Message, Task, TaskEventKind, TaskState};
-use crate::requests::TaskSnapshot;
-use crate::run_link::{Inbox, PostedNotes, SkillCall, SkillReply};
-use crate::skill::{MessagePolicy, Skill, SkillError, SkillOutput};
+use crate::model::{Message, TaskEventKind, TaskState};
+use crate::run_link::{Inbox, PostedNotes};
+use crate::skill::{MessagePolicy, Skill};
 use crate::store::TaskStore;
 use crate::telemetry;
-
-/// How a skill run ended.
-pub(crate) enum RunOutcome {
-    Returned(Result<SkillOutput, SkillError>),
-    Panicked(String),
-    Aborted,
-}
-
-pub(crate) enum TaskMsg {
-    /// The task got a concurrency slot: start the queued run (or hand the waiting run
-    /// its answer).
-    Start(Slot),
-    /// A call of the run with this id.
-    Skill(SkillCall, RpcReplyPort<SkillReply>, u64),
-    /// The run posted a note to an empty queue (`PostedNotes`): commit what waits.
-    Posted,
-    /// A user's follow-up message.
-    Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
-    Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
-    Subscribe(RpcReplyPort<LiveEvents>),
-    /// A subscriber dropped its receiver: let go of its queue.
-    SubscriberLeft,
-    RunFinished {
-        run: u64,
-        outcome: RunOutcome,
-    },
-    GraceExpired {
-        run: u64,
-    },
-    /// An approver's decision on a task that waits for one.
-    Decide(
-        crate::approval::Decision,
-        RpcReplyPort<Result<Task, RuntimeError>>,
-    ),
-}
-
-/// Why the actor was started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StartMode {
-    /// A new task: run it once a slot is free.
-    Fresh,
-    /// A blocking send's new task: run it once a slot is free, its run's first poll
-    /// made by the actor itself.
-    Waited,
-    /// A task a restart interrupted while submitted or working: run it again.
-    Resume,
-    /// An interrupted task woken by a message or a cancel after a restart: no run yet.
-    Wake,
-}
 
 pub(crate) struct TaskArgs {
     pub(crate) spawn: Spawn,

@@ -10,7 +10,8 @@ use ractor::{ActorRef, RpcReplyPort};
 
 use super::journal::{JournalError, status, status_change};
 use super::phase::Phase;
-use super::task_actor::{TaskActorState, TaskMsg};
+use super::task_actor::TaskActorState;
+use super::task_msg::TaskMsg;
 use crate::error::RuntimeError;
 use crate::model::{Message, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;

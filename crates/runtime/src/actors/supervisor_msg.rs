@@ -1,0 +1,70 @@
+//! What the supervisor is sent (`SupervisorMsg`), what it answers a route with
+//! (`Routed`), what a new task actor starts with (`Spawn`), and what it counts
+//! (`LiveCount`).
+
+use ractor::{ActorRef, RpcReplyPort};
+
+use super::journal::TaskJournal;
+use super::slots::Slot;
+use super::task_msg::{StartMode, TaskMsg};
+use crate::error::RuntimeError;
+use crate::model::TaskId;
+
+pub(crate) enum SupervisorMsg {
+    /// Start an actor for a stored task. Answers with the task's actor (one already
+    /// live, if any; `None` when none could start, and the task was failed).
+    Spawn {
+        spawn: Box<Spawn>,
+        reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
+    },
+    /// The live actor of a task, starting one for a non-terminal task that has none
+    /// (an interrupted task after a restart) if this node runs it.
+    Route {
+        task_id: TaskId,
+        reply: RpcReplyPort<Result<Routed, RuntimeError>>,
+    },
+    /// The live actor of a task, for a subscriber. A submitted or working task without
+    /// one (queued for a slot after a restart) gets one, which waits for its slot; a
+    /// task waiting for input is not woken (its stream ends there anyway).
+    Live {
+        task_id: TaskId,
+        reply: RpcReplyPort<Routed>,
+    },
+    /// Start the actor of a task recovery queued for a slot, with this slot. Nothing
+    /// happens (and the slot is freed) if the task has an actor already (woken by a
+    /// call, it waits for a slot of its own) or is no longer submitted or working.
+    Resume { task_id: TaskId, slot: Slot },
+    /// The runtime shuts down: no task actor starts for a subscriber or a queued resume
+    /// any more (what is unfinished stays stored for the next start).
+    ShuttingDown,
+    /// A task started (true) or stopped (false) waiting for a user's input.
+    WaitingForInput { task_id: TaskId, waiting: bool },
+}
+
+/// Where a task's calls go.
+pub(crate) enum Routed {
+    /// To its actor on this node; `None`: it has none (it ended, is unknown, or, for a
+    /// subscriber, waits for input).
+    Here(Option<ActorRef<TaskMsg>>),
+    /// To another node, which holds the task's lease (a store several nodes share).
+    Elsewhere,
+}
+
+/// What a new task actor starts with.
+pub(crate) struct Spawn {
+    /// The task's journal: its record, and for a new task its subscriber and first
+    /// events (see `TaskJournal::create`).
+    pub(crate) journal: TaskJournal,
+    pub(crate) mode: StartMode,
+    /// A fresh task that has this slot of its skill (stored already working, or to be
+    /// stored with its first step): the actor runs it at once.
+    pub(crate) slot: Option<Slot>,
+}
+
+/// How many tasks have a live actor, and how many of those are busy (not just waiting
+/// for a user's input).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LiveCount {
+    pub(crate) live: usize,
+    pub(crate) busy: usize,
+}
