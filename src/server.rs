@@ -19,14 +19,14 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, McpSessionLimits, PushService};
+use fundi_ops::audit::{AuditLog, MemoryAuditLog};
+use fundi_ops::chaos::{ChaosLog, MemoryChaosLog};
+use fundi_ops::grants::{GrantStore, MemoryGrantStore};
+use fundi_ops::inbox::Inbox;
+use fundi_ops::issues::{IssueStore, MemoryIssueStore};
+use fundi_ops::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
+use fundi_ops::sessions::{MemorySessionStore, SessionStore};
 use fundi_postgres::{PostgresConfig, PostgresStore};
-use fundi_runtime::audit::{AuditLog, MemoryAuditLog};
-use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog};
-use fundi_runtime::grants::{GrantStore, MemoryGrantStore};
-use fundi_runtime::inbox::Inbox;
-use fundi_runtime::issues::{IssueStore, MemoryIssueStore};
-use fundi_runtime::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
-use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
     MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, StoreError, TaskStore,

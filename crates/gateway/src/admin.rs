@@ -190,7 +190,7 @@ async fn list_issues(
     let param = |name: &str| query.get(name).map(String::as_str);
     let status = match param("status") {
         None => None,
-        Some(name) => match fundi_runtime::issues::IssueStatus::parse(name) {
+        Some(name) => match fundi_ops::issues::IssueStatus::parse(name) {
             Some(status) => Some(status),
             None => {
                 return admin_error(
@@ -219,7 +219,7 @@ async fn list_issues(
 
 /// An issue as listed: with the state of the heal task that holds it, if one does
 /// (`heal.state`; `null` once the task is gone).
-async fn with_heal_state(state: &AppState, issue: fundi_runtime::issues::Issue) -> Value {
+async fn with_heal_state(state: &AppState, issue: fundi_ops::issues::Issue) -> Value {
     let task = issue.heal.as_ref().map(|link| link.task_id.clone());
     let mut listed = serde_json::to_value(issue).unwrap_or_default();
     if let Some(task) = task {

@@ -11,8 +11,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_ops::inbox::{Answer, INBOX_SCOPE, Inbox, InboxError, Response as Reply};
 use fundi_runtime::TaskId;
-use fundi_runtime::inbox::{Answer, INBOX_SCOPE, Inbox, InboxError, Response as Reply};
 use serde_json::json;
 
 use crate::admin::audit::record;

@@ -3,14 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fundi_ops::audit::AuditLog;
+use fundi_ops::chaos::ChaosLog;
+use fundi_ops::grants::GrantStore;
+use fundi_ops::inbox::Inbox;
+use fundi_ops::issues::IssueStore;
+use fundi_ops::schedules::Scheduler;
+use fundi_ops::sessions::SessionStore;
 use fundi_runtime::TaskService;
-use fundi_runtime::audit::AuditLog;
-use fundi_runtime::chaos::ChaosLog;
-use fundi_runtime::grants::GrantStore;
-use fundi_runtime::inbox::Inbox;
-use fundi_runtime::issues::IssueStore;
-use fundi_runtime::schedules::Scheduler;
-use fundi_runtime::sessions::SessionStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::grants::GrantDesk;

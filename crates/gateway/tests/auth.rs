@@ -12,7 +12,7 @@ use axum::Router;
 use axum::routing::get;
 use base64::Engine as _;
 use fundi_gateway::{AppState, AuthConfig, AuthMode, Authenticator, GatewayConfig, JwtConfig, app};
-use fundi_runtime::grants::MemoryGrantStore;
+use fundi_ops::grants::MemoryGrantStore;
 use fundi_runtime::store::ListQuery;
 use fundi_runtime::{MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, TaskStore};
 use serde_json::{Value, json};

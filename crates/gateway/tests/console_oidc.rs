@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect};
 use axum::routing::{get, post};
 use base64::Engine as _;
 use fundi_gateway::{AppState, AuthConfig, Authenticator, GatewayConfig, app};
-use fundi_runtime::sessions::{MemorySessionStore, SessionStore};
+use fundi_ops::sessions::{MemorySessionStore, SessionStore};
 use fundi_runtime::{Message, Part, Runtime, RuntimeHandle, SubmitRequest};
 use serde_json::json;
 use sha2::Digest;

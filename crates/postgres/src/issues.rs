@@ -2,7 +2,7 @@
 //! concurrent runs finding one issue all count.
 
 use async_trait::async_trait;
-use fundi_runtime::issues::{Issue, IssueStore, NewIssue, merge};
+use fundi_ops::issues::{Issue, IssueStore, NewIssue, merge};
 use fundi_runtime::store::StoreError;
 
 use crate::store::{PostgresStore, db, decode_column};

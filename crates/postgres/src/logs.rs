@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
+use fundi_ops::audit::{AuditEntry, AuditLog, AuditRecord};
+use fundi_ops::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
 use fundi_runtime::TaskId;
-use fundi_runtime::audit::{AuditEntry, AuditLog, AuditRecord};
-use fundi_runtime::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
 use fundi_runtime::store::StoreError;
 
 use crate::store::{PostgresStore, db, decode_column};

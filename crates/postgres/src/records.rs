@@ -2,8 +2,8 @@
 //! token's digest too).
 
 use async_trait::async_trait;
-use fundi_runtime::grants::{Grant, GrantStore};
-use fundi_runtime::schedules::{Schedule, ScheduleStore};
+use fundi_ops::grants::{Grant, GrantStore};
+use fundi_ops::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::StoreError;
 
 use crate::lease::lease_end;

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use fundi_runtime::sessions::{ConsolePerson, ConsoleSession, PendingSignIn, SessionStore};
+use fundi_ops::sessions::{ConsolePerson, ConsoleSession, PendingSignIn, SessionStore};
 use fundi_runtime::store::StoreError;
 
 use crate::store::{PostgresStore, db, decode_column};

@@ -47,7 +47,7 @@ async fn console_sessions_keep_their_contract_on_postgres() {
     let store = PostgresStore::open(&config(&schema))
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", url()));
-    fundi_runtime::testing::session_contract::check_session_store("postgres", &store).await;
+    fundi_ops::testing::session_contract::check_session_store("postgres", &store).await;
     drop_schemas(&[schema]).await;
 }
 

@@ -6,11 +6,12 @@
 use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
+use fundi_ops::schedules::{Schedule, ScheduleStore};
+use fundi_ops::testing::schedule;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresStore};
-use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::{PushCursor, PushStore, StoreError, TaskStore};
-use fundi_runtime::testing::store_contract::{created, push_config, record, schedule};
+use fundi_runtime::testing::store_contract::{created, push_config, record};
 use fundi_runtime::{TaskId, TaskState};
 
 const DEADLINE: Duration = Duration::from_secs(30);

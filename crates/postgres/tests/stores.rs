@@ -5,15 +5,15 @@
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
+use fundi_ops::audit::{AuditEntry, AuditLog};
+use fundi_ops::chaos::{ChaosEvent, ChaosLog};
+use fundi_ops::grants::{Grant, GrantStore};
+use fundi_ops::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
+use fundi_ops::schedules::{Schedule, ScheduleStore};
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
-use fundi_runtime::audit::{AuditEntry, AuditLog};
-use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
-use fundi_runtime::grants::{Grant, GrantStore};
-use fundi_runtime::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
-use fundi_runtime::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::TaskStore;
-use fundi_runtime::testing::store_contract::{self, advance, created, record};
+use fundi_runtime::testing::store_contract::{advance, created, record};
 use fundi_runtime::{TaskId, TaskState};
 use serde_json::json;
 
@@ -107,7 +107,7 @@ async fn issues_merge_count_every_concurrent_sighting_and_hold_one_heal() {
 async fn schedules_grants_and_the_audit_log_read_back() {
     let fresh = Fresh::new().await;
     let store = &fresh.store;
-    let schedule = store_contract::schedule("sch-1", Utc::now());
+    let schedule = fundi_ops::testing::schedule("sch-1", Utc::now());
     ScheduleStore::put(store, &schedule).await.unwrap();
     let paused = Schedule {
         paused: true,

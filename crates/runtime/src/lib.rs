@@ -48,26 +48,18 @@
 
 mod access;
 mod actors;
-pub mod addresses;
 pub mod approval;
-pub mod audit;
-pub mod chaos;
 mod config;
 mod context;
 pub mod cpu;
 mod error;
-pub mod grants;
 mod handle;
-pub mod inbox;
-pub mod issues;
 pub mod model;
 mod recover;
 mod recovery;
 mod requests;
 mod run_link;
-pub mod schedules;
 mod service;
-pub mod sessions;
 mod skill;
 pub mod store;
 mod subscription;

@@ -37,7 +37,6 @@ pub(crate) struct Metrics {
     chaos_events: Counter<u64>,
     failures: Counter<u64>,
     removed: Counter<u64>,
-    schedule_firings: Counter<u64>,
 }
 
 /// Histogram buckets for store latencies, in seconds.
@@ -95,11 +94,6 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .u64_counter("fundi.tasks.removed")
                 .with_description("Ended tasks removed by retention (store.retention)")
                 .with_unit("{task}")
-                .build(),
-            schedule_firings: meter
-                .u64_counter("fundi.schedules.firings")
-                .with_description("Firings of scheduled runs, by outcome (submitted, refused)")
-                .with_unit("{firing}")
                 .build(),
             chaos_events: meter
                 .u64_counter("fundi.chaos.events")
@@ -168,11 +162,6 @@ impl Metrics {
 
     pub(crate) fn removed(&self, tasks: usize) {
         self.removed.add(tasks as u64, &[]);
-    }
-
-    pub(crate) fn schedule_fired(&self, outcome: &'static str) {
-        self.schedule_firings
-            .add(1, &[KeyValue::new("outcome", outcome)]);
     }
 
     pub(crate) fn chaos_event(&self, skill: &str, fault: &str) {

@@ -1,10 +1,9 @@
 //! Test utilities shared across the workspace (feature `test-util`): the A2A proto as a
-//! schema that JSON output can be checked against, and the contracts every backend
-//! keeps: of a `TaskStore` (`store_contract`), of a console `SessionStore`
-//! (`session_contract`), and of the operations records (`records_contract`).
+//! schema that JSON output can be checked against, the contract every `TaskStore`
+//! keeps (`store_contract`), what a store must keep as it was given
+//! (`stored_content`), and a scripted skill with the waits tests make (`scripted`).
 
-pub mod records_contract;
-pub mod session_contract;
+pub mod scripted;
 pub mod store_contract;
 pub mod stored_content;
 

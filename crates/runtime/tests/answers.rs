@@ -2,10 +2,8 @@
 //! holders of its scope answer, any caller holding that scope; and the runtime records
 //! each user message's sender, whatever a client wrote in its place.
 
-mod common;
-
 use async_trait::async_trait;
-use common::*;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     Grants, Message, Part, Runtime, RuntimeError, RuntimeHandle, SENDER_KEY, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, SubmitRequest, TaskId, TaskState,

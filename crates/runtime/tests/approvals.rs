@@ -3,14 +3,12 @@
 //! a rejection or an expiry ends it `rejected` with the reason; the requester may be
 //! barred from approving; the gate holds across a restart; subscribers see each step.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::*;
 use fundi_runtime::approval::{Decision, Verdict, pending};
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     ApprovalMode, Message, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, SubmitRequest, TaskState,

@@ -3,14 +3,12 @@
 //! delivery; sequentially, concurrently, through every way of submitting, and across a
 //! restart. Another owner's message with the same id is independent.
 
-mod common;
-
 use std::future::IntoFuture;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::*;
 use fundi_runtime::store::TaskStore;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::testing::store_contract::{created as created_event, record};
 use fundi_runtime::{
     Message, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEvent, TaskId, TaskState,

@@ -4,15 +4,14 @@
 //! covered checks it: a change counts as durable only once a settle that began after it
 //! was written has finished.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::*;
 use fundi_runtime::store::TaskRecord;
+use fundi_runtime::store_with_own_writes;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     ListRequest, MemoryStore, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError,
     SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent, TaskId, TaskStore,

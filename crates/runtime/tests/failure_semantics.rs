@@ -1,10 +1,8 @@
 //! The runtime's promises under failure, cancel, follow-ups and limits.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::*;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     ContextId, EventStream, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest,
     TaskEventKind, TaskId, TaskState,

@@ -1,9 +1,7 @@
 //! The runtime's metrics through an in-memory OpenTelemetry exporter: tasks by outcome,
 //! and injected chaos counted apart from genuine failures.
 
-mod common;
-
-use common::*;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{Runtime, TaskState};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};

@@ -3,15 +3,14 @@
 //! commit; a run that posts more than `MAX_POSTED` waits and loses none; `settle` covers
 //! them; and a note the store refuses ends the task `failed`, never dropped unseen.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use fundi_runtime::store::TaskRecord;
+use fundi_runtime::store_with_own_writes;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     MAX_POSTED, MemoryStore, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError,
     SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent, TaskEventKind, TaskId,

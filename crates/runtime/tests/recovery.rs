@@ -2,13 +2,11 @@
 //! input, or failed "interrupted by restart". (The SIGKILL test of the real binary is in
 //! the root package's tests.)
 
-mod common;
-
 use std::time::Duration;
 
 use chrono::Utc;
-use common::*;
 use fundi_runtime::store::TaskRecord;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     ContextId, INTERRUPTED_BY_RESTART, RecoveryReport, Runtime, RuntimeConfig, RuntimeHandle,
     SubmitRequest, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, TaskStore,

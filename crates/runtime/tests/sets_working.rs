@@ -1,12 +1,10 @@
 //! A skill that says when work begins (`Skill::sets_working`): its task stays
 //! `submitted` while its run waits, and moves to `working` at the skill's first status.
 
-mod common;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use common::*;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput, SkillOutput, TaskState,
 };

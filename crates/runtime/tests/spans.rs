@@ -2,11 +2,9 @@
 //! `skill_run` span, its child; events a skill logs belong to its run, an injected fault
 //! among them, marked as chaos.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{Runtime, TaskState};
 use serde_json::json;
 use tracing::span::{Attributes, Id};

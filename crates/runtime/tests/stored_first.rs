@@ -4,13 +4,12 @@
 //! does (return, fail, reject, panic, or wait), the task ends up stored with every
 //! event, in order, its versions following one another.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::*;
 use fundi_runtime::store::TaskRecord;
+use fundi_runtime::store_with_own_writes;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     MemoryStore, Runtime, RuntimeError, RuntimeHandle, StoreError, SubmitRequest, TaskEvent,
     TaskEventKind, TaskId, TaskState, TaskStore, Waiting,

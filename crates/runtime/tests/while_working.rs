@@ -3,14 +3,12 @@
 //! are acknowledged, and after a restart handed to the resumed run exactly when it had
 //! not taken them.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use fundi_runtime::store::TaskStore;
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     MAX_QUEUED_MESSAGES, MemoryStore, Message, MessagePolicy, Part, Role, Runtime, RuntimeConfig,
     RuntimeError, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,

@@ -1,7 +1,7 @@
 //! Recording a skill's findings in the issue store.
 
+use fundi_ops::issues::{IssueStore, NewIssue};
 use fundi_runtime::SkillError;
-use fundi_runtime::issues::{IssueStore, NewIssue};
 
 /// Records every finding; returns how many were new and how many were seen before.
 pub(crate) async fn record(

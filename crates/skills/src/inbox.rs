@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use fundi_runtime::inbox::{Answer, Inbox, Proposal, Response};
+use fundi_ops::inbox::{Answer, Inbox, Proposal, Response};
 use fundi_runtime::{
     Artifact, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext, SkillError, SkillInput,
     SkillOutput,

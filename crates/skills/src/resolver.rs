@@ -1,13 +1,13 @@
 //! Name resolution for the skills that fetch: a name that resolves to a special-purpose
 //! address (loopback, private, link-local such as the cloud metadata address, NAT64 or
-//! 6to4 forms of those; see `fundi_runtime::addresses`) is refused at connect time, so
+//! 6to4 forms of those; see `fundi_ops::addresses`) is refused at connect time, so
 //! an allowed public name that is pointed inside later (DNS rebinding) reaches nothing.
 //! An origin written as an IP literal is not resolved: the operator named that address.
 //! A skill whose config sets `allow-private-networks` resolves as the system does.
 
 use std::net::SocketAddr;
 
-use fundi_runtime::addresses::special_purpose;
+use fundi_ops::addresses::special_purpose;
 
 /// The resolver of a skill's HTTP client.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::response::{Html, IntoResponse, Redirect};
 use axum::routing::get;
-use fundi_runtime::issues::{IssueStore, MemoryIssueStore};
+use fundi_ops::issues::{IssueStore, MemoryIssueStore};
 use fundi_runtime::{
     MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState,
 };

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::extract::Query;
 use axum::routing::get;
-use fundi_runtime::chaos::{ChaosLog, MemoryChaosLog};
-use fundi_runtime::issues::{IssueStore, MemoryIssueStore};
+use fundi_ops::chaos::{ChaosLog, MemoryChaosLog};
+use fundi_ops::issues::{IssueStore, MemoryIssueStore};
 use fundi_runtime::{
     Grants, ListRequest, MemoryStore, Message, Part, PartContent, Runtime, RuntimeConfig,
     RuntimeError, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState,
@@ -158,7 +158,7 @@ impl Harness {
         }
     }
 
-    async fn events(&self, id: &TaskId) -> Vec<fundi_runtime::chaos::ChaosRecord> {
+    async fn events(&self, id: &TaskId) -> Vec<fundi_ops::chaos::ChaosRecord> {
         self.log.read(id, 0, 100_000).await.unwrap()
     }
 }

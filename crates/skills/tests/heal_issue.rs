@@ -8,7 +8,7 @@ mod heal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fundi_runtime::issues::{IssueStatus, IssueStore, MemoryIssueStore};
+use fundi_ops::issues::{IssueStatus, IssueStore, MemoryIssueStore};
 use fundi_runtime::{Runtime, RuntimeError, RuntimeHandle, TaskId, TaskState, TaskStore};
 use fundi_skills::heal::{HealConfig, HealIssueSkill, RuntimeLink};
 use fundi_store_sled::SledIssueStore;

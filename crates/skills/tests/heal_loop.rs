@@ -7,7 +7,7 @@ mod heal;
 
 use std::sync::Arc;
 
-use fundi_runtime::issues::{IssueStatus, IssueStore, MemoryIssueStore};
+use fundi_ops::issues::{IssueStatus, IssueStore, MemoryIssueStore};
 use fundi_runtime::{ListRequest, Message, Part, Runtime, SubmitRequest, Task, TaskState};
 use fundi_skills::heal::{HealConfig, HealIssueSkill, HealingLoop, LoopRule, RuntimeLink};
 use fundi_skills::{A11yAuditSkill, A11yConfig};

@@ -4,8 +4,8 @@
 
 mod heal;
 
+use fundi_ops::issues::{NewIssue, fingerprint};
 use fundi_runtime::TaskId;
-use fundi_runtime::issues::{NewIssue, fingerprint};
 use fundi_skills::heal::{
     HeaderValues, HeadersRemediator, HtmlRemediator, Place, Remediator, RemedyError, Tree,
 };

@@ -234,7 +234,7 @@ async fn scanner(origins: &[&str], config: SecurityConfig) -> Scanner {
             allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
             ..config
         },
-        Arc::new(fundi_runtime::issues::MemoryIssueStore::new()),
+        Arc::new(fundi_ops::issues::MemoryIssueStore::new()),
     )
     .unwrap();
     let runtime = Runtime::builder()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::Utc;
 
-use fundi_runtime::audit::{AuditEntry, AuditLog, AuditRecord};
+use fundi_ops::audit::{AuditEntry, AuditLog, AuditRecord};
 use fundi_runtime::store::StoreError;
 
 use crate::SledStore;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use fundi_runtime::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
+use fundi_ops::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 

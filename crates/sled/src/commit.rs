@@ -1,5 +1,5 @@
 //! Committing to a sled store: a commit encoded once, then appended after the task's
-//! snapshot or written as a new snapshot (see `sled_store` for the order of the writes
+//! snapshot or written as a new snapshot (see `store` for the order of the writes
 //! and the commit point), the listing index moved, and the flush shared by writers.
 
 use crate::flusher::GroupFlusher;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use fundi_runtime::grants::{Grant, GrantStore};
+use fundi_ops::grants::{Grant, GrantStore};
 use fundi_runtime::store::StoreError;
 
 use crate::SledStore;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use fundi_runtime::issues::{Issue, IssueStore, NewIssue, merge};
+use fundi_ops::issues::{Issue, IssueStore, NewIssue, merge};
 use fundi_runtime::store::StoreError;
 
 use crate::SledStore;

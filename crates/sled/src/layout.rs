@@ -10,7 +10,7 @@
 //! | `A` task id                            | (empty): the task may not be terminal (written lazily, see `active_set`) |
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
 //! | `D` owner (u32 BE length, `u32::MAX`: none, then its bytes) first message id | when the task was created (i64 BE ms), then its id: the task this owner created with this first message (`TaskStore::created_by`); written before the task's commit point, so an entry may name a task a crash kept out |
-//! | `R` task id                            | a removal under way (retention, see `sled_retention`): the task's listing entry, then its `D` key |
+//! | `R` task id                            | a removal under way (retention, see `retention`): the task's listing entry, then its `D` key |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
@@ -26,14 +26,14 @@
 //! sled writes whole pages of snapshots again and again, so compressing them cuts what
 //! the log and the page cache hold (a blocking echo's snapshot: 662 bytes, not 2,250).
 //! A task's events are those of the header, then those of its `E` values (see
-//! `sled_store` for which go where); an `E` value at or below the header's last seq of
+//! `store` for which go where); an `E` value at or below the header's last seq of
 //! events is a copy left by a crash, which repair removes.
 //!
 //! An `E` value written since format 3 is a whole commit: a tag byte (1), the commit's
 //! version and last seq (u64 BE each), the task's checkpoint as of the commit (a u32 BE
 //! length and JSON; length 0: none), then its events as a JSON array. The commits after
 //! the snapshot's last seq (its tail) are committed too: the task is its snapshot with
-//! their events replayed, their version and their checkpoint (`sled_store`). Events
+//! their events replayed, their version and their checkpoint (`store`). Events
 //! moved out of a snapshot are kept as a JSON array alone.
 //!
 //! Stores written before compression have the same header with format byte 1 and its

@@ -28,6 +28,7 @@ mod repair;
 mod retention;
 mod schedules;
 mod store;
+mod task_store;
 #[cfg(feature = "test-util")]
 pub mod testing;
 

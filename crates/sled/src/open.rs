@@ -232,7 +232,7 @@ impl SledStore {
     /// Rebuilds the in-memory entries of unfinished tasks from the active set: a task's
     /// snapshot names its entry, unless commits followed it (its tail). Their positions
     /// too, which spares recovery's reads of them a look for a tail.
-    /// A task that cannot be decoded is set aside (`sled_quarantine`), never an error.
+    /// A task that cannot be decoded is set aside (`quarantine`), never an error.
     pub(crate) fn load_live_entries(&self) -> Result<(), StoreError> {
         for id in self.active_ids()? {
             let Some(bytes) = self.db.get(task_key(&id)).map_err(StoreError::engine)? else {

@@ -1,7 +1,7 @@
 //! Where each unfinished task's log ends, as the sled store last wrote or read it.
 //!
 //! A commit must know the version and last event of its task's last commit. Those of a
-//! task whose last commits are written after its snapshot (its tail, see `sled_store`)
+//! task whose last commits are written after its snapshot (its tail, see `store`)
 //! are in the tail's last value, and finding that value takes a reverse scan that costs
 //! sled a copy of a whole tree node: more than the rest of such a commit. So the store
 //! remembers each unfinished task's position here (from its first commit, or from the

@@ -1,5 +1,5 @@
 //! `PushStore` on sled: a tree of its own, written with single-key operations (sled
-//! batches would take its process-wide lock, see `sled_store`). The order of the writes
+//! batches would take its process-wide lock, see `store`). The order of the writes
 //! keeps a crash harmless: a config is written last and deleted first, and whatever it
 //! leaves behind (a cursor, an unfinished mark) is ignored without its config.
 //!

@@ -1,6 +1,6 @@
 //! Repair of a sled store that was not closed cleanly (a crash, a kill, a power cut).
 //!
-//! A commit writes its pieces in order (see `sled_store`), and sled recovers a prefix of
+//! A commit writes its pieces in order (see `store`), and sled recovers a prefix of
 //! its log, so a crash leaves at most the last commit of each task half done, and only
 //! for tasks in the active set. For each of those, the snapshot decides:
 //!
@@ -44,7 +44,7 @@ pub(crate) struct Repaired {
     pub(crate) uncreated_tasks: usize,
     /// Tasks whose last commit was in, but not its snapshot (written by repair).
     pub(crate) snapshots_written: usize,
-    /// Tasks that could not be read, set aside (see `sled_quarantine`).
+    /// Tasks that could not be read, set aside (see `quarantine`).
     pub(crate) set_aside: usize,
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use fundi_runtime::schedules::{Schedule, ScheduleStore};
+use fundi_ops::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::StoreError;
 
 use crate::SledStore;

@@ -1198,7 +1198,7 @@ async fn a_task_too_large_for_the_log_is_kept_in_a_file_of_its_own_across_a_reop
     assert_eq!(stored.task.history, r.task.history);
 }
 
-/// A `T` value as stores of format 1 wrote it (`sled_layout`): the header's words, its
+/// A `T` value as stores of format 1 wrote it (`layout`): the header's words, its
 /// parts (the entry, no previous entry, the events) and the record, uncompressed.
 fn uncompressed_snapshot(r: &TaskRecord, events: &[TaskEvent]) -> Vec<u8> {
     let entry = serde_json::to_vec(&fundi_runtime::store::index::IndexEntry::of(r)).unwrap();

@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use fundi_runtime::audit::AuditLog;
-use fundi_runtime::chaos::ChaosLog;
-use fundi_runtime::model::TaskId;
-use fundi_runtime::testing::records_contract::{
+use fundi_ops::audit::AuditLog;
+use fundi_ops::chaos::ChaosLog;
+use fundi_ops::testing::records_contract::{
     audit_entry, chaos_event, check_audit_log, check_chaos_log, check_grant_store,
     check_issue_store,
 };
+use fundi_runtime::model::TaskId;
 use fundi_store_sled::testing::open_sled;
 use fundi_store_sled::{
     Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledStore,

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use fundi_runtime::chaos::MemoryChaosLog;
-use fundi_runtime::issues::MemoryIssueStore;
+use fundi_ops::chaos::MemoryChaosLog;
+use fundi_ops::issues::MemoryIssueStore;
 use fundi_runtime::{
     MemoryStore, Message, Part, PartContent, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest,
     TaskId,

@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use fundi_runtime::audit::AuditEntry;
+use fundi_ops::audit::AuditEntry;
 use serde_json::{Value, json};
 
 use super::{admin_error, admit_admin, page};

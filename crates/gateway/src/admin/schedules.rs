@@ -9,8 +9,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_ops::schedules::{Creator, NewSchedule, Scheduler};
 use fundi_runtime::RuntimeError;
-use fundi_runtime::schedules::{Creator, NewSchedule, Scheduler};
 use serde_json::{Value, json};
 
 use super::audit::record;

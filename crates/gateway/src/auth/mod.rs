@@ -13,8 +13,8 @@ mod static_tokens;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderName, header};
+use fundi_ops::grants::{GRANT_TOKEN_PREFIX, GrantStore, token_digest};
 use fundi_runtime::Grants;
-use fundi_runtime::grants::{GRANT_TOKEN_PREFIX, GrantStore, token_digest};
 
 pub use config::{
     AuthConfig, AuthMode, DEFAULT_USER_HEADER, JwtConfig, StaticClient, StaticTokens,

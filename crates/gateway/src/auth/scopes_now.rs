@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use fundi_ops::grants::GrantStore;
+use fundi_ops::schedules::{ScopeAuthority, ScopesNow};
 use fundi_runtime::Grants;
-use fundi_runtime::grants::GrantStore;
-use fundi_runtime::schedules::{ScopeAuthority, ScopesNow};
 
 use super::config::{AuthConfig, AuthMode};
 
@@ -87,7 +87,7 @@ impl ScopeAuthority for ConfiguredScopes {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use fundi_runtime::grants::{Grant, MemoryGrantStore};
+    use fundi_ops::grants::{Grant, MemoryGrantStore};
 
     use super::*;
     use crate::auth::StaticClient;

@@ -4,7 +4,7 @@
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use fundi_runtime::issues::{Issue, IssueStatus};
+use fundi_ops::issues::{Issue, IssueStatus};
 use maud::{Markup, html};
 use serde::Deserialize;
 

@@ -12,8 +12,8 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use fundi_ops::sessions::PendingSignIn;
 use fundi_runtime::Grants;
-use fundi_runtime::sessions::PendingSignIn;
 use maud::html;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use fundi_runtime::Grants;
-use fundi_runtime::sessions::{
+use fundi_ops::sessions::{
     ConsolePerson, ConsoleSession, MemorySessionStore, PendingSignIn, SessionStore,
 };
+use fundi_runtime::Grants;
 use fundi_runtime::store::StoreError;
 use sha2::{Digest, Sha256};
 

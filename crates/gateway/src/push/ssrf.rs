@@ -113,7 +113,7 @@ fn normalize_host(host: &str) -> String {
 /// The kind of a non-public address ("a loopback"), or `None` for a public one: every
 /// special-purpose block of the IANA registries, IPv4 carried in IPv6 included.
 pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
-    fundi_runtime::addresses::special_purpose(ip)
+    fundi_ops::addresses::special_purpose(ip)
 }
 
 /// The resolver webhooks connect through: every resolved address is checked, so DNS

@@ -532,30 +532,6 @@ pub fn push_config(task: &str, id: &str, url: &str) -> PushConfig {
     }
 }
 
-/// A nightly schedule (03:00 UTC, skill `echo`, owned by `ann`) next due at `next_fire`.
-pub fn schedule(id: &str, next_fire: chrono::DateTime<Utc>) -> crate::schedules::Schedule {
-    crate::schedules::Schedule {
-        id: id.into(),
-        spec: crate::schedules::NewSchedule {
-            skill: "echo".into(),
-            cron: "0 3 * * *".into(),
-            time_zone: None,
-            data: None,
-            text: Some("x".into()),
-        },
-        zone: "UTC".into(),
-        owner: Some("ann".into()),
-        client: None,
-        scopes: None,
-        paused: false,
-        created_at: Utc::now(),
-        next_fire,
-        fired: 0,
-        skipped: 0,
-        last: None,
-    }
-}
-
 /// A task record as first stored (version 1, its created event only).
 pub fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str) -> TaskRecord {
     TaskRecord {

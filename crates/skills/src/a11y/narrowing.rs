@@ -40,8 +40,8 @@ impl A11yAuditSkill {
 mod tests {
     use std::sync::Arc;
 
+    use fundi_ops::issues::MemoryIssueStore;
     use fundi_runtime::Part;
-    use fundi_runtime::issues::MemoryIssueStore;
     use serde_json::json;
 
     use super::*;

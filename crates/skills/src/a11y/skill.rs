@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::cpu::Exhausted;
-use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
     Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
     SkillError, SkillInput, SkillOutput, TaskId,

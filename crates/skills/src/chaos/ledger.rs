@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use fundi_runtime::chaos::{ChaosEvent, ChaosLog};
+use fundi_ops::chaos::{ChaosEvent, ChaosLog};
 use fundi_runtime::{SkillContext, TaskId};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

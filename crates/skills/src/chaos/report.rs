@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use fundi_ops::issues::{NewIssue, fingerprint};
 use fundi_runtime::TaskId;
-use fundi_runtime::issues::{NewIssue, fingerprint};
 use serde_json::{Value, json};
 
 use super::ledger::Totals;

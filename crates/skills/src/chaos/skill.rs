@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use fundi_runtime::chaos::ChaosLog;
-use fundi_runtime::issues::IssueStore;
+use fundi_ops::chaos::ChaosLog;
+use fundi_ops::issues::IssueStore;
 use fundi_runtime::{
     Artifact, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext, SkillError, SkillInput,
     SkillOutput,

@@ -3,7 +3,7 @@
 //! deletes it; either way the issue's status says what came of it.
 
 use chrono::Utc;
-use fundi_runtime::issues::IssueStatus;
+use fundi_ops::issues::IssueStatus;
 use fundi_runtime::{Artifact, Message, Part, SkillContext, SkillError, SkillOutput, TaskId};
 use serde_json::json;
 

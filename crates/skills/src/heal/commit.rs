@@ -2,7 +2,7 @@
 //! issue, committed on the fix's branch from HEAD (a branch a heal that has ended left
 //! behind is made again), with the diff that the approver reads.
 
-use fundi_runtime::issues::NewIssue;
+use fundi_ops::issues::NewIssue;
 use fundi_runtime::{SkillError, SkillInput, TaskId};
 
 use super::git::Git;

@@ -3,7 +3,7 @@
 //! security-scan's own header and cookie checks on the headers the fixed
 //! configuration sends.
 
-use fundi_runtime::issues::NewIssue;
+use fundi_ops::issues::NewIssue;
 
 use super::config::HeaderValues;
 use super::git::FileWrite;

@@ -5,8 +5,8 @@
 //! leaves the rest of the file byte for byte. Re-checked with the rules of the skill
 //! that found it.
 
+use fundi_ops::issues::NewIssue;
 use fundi_runtime::cpu::Budget;
-use fundi_runtime::issues::NewIssue;
 
 use super::git::FileWrite;
 use super::place::page_file;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fundi_runtime::issues::{NewIssue, fingerprint};
+use fundi_ops::issues::{NewIssue, fingerprint};
 use fundi_runtime::{Message, TaskId};
 use serde::Deserialize;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! file a URL under the site's prefix maps to, or the one server configuration the
 //! repository holds.
 
-use fundi_runtime::issues::NewIssue;
+use fundi_ops::issues::NewIssue;
 
 use super::remedy::{Place, RemedyError, Tree};
 

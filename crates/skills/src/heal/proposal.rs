@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use fundi_runtime::issues::{HealClaim, HealLink, Issue, IssueStatus, NewIssue};
+use fundi_ops::issues::{HealClaim, HealLink, Issue, IssueStatus, NewIssue};
 use fundi_runtime::{SkillError, SkillInput, TaskId};
 use serde::{Deserialize, Serialize};
 

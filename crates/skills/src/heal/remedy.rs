@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use fundi_runtime::issues::NewIssue;
+use fundi_ops::issues::NewIssue;
 
 use super::git::FileWrite;
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use fundi_runtime::issues::IssueStore;
+use fundi_ops::issues::IssueStore;
 use fundi_runtime::{
     Message, MessagePolicy, Skill, SkillCard, SkillContext, SkillError, SkillInput, SkillOutput,
 };

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use fundi_runtime::issues::{Issue, IssueStore, NewIssue};
+use fundi_ops::issues::{Issue, IssueStore, NewIssue};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::{Message, Part, SubmitRequest};
 use serde_json::json;

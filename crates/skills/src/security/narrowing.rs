@@ -32,7 +32,7 @@ impl SecurityScanSkill {
 mod tests {
     use std::sync::Arc;
 
-    use fundi_runtime::issues::MemoryIssueStore;
+    use fundi_ops::issues::MemoryIssueStore;
     use serde_json::json;
 
     use super::*;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
+use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
     Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
     SkillError, SkillInput, SkillOutput, TaskId,

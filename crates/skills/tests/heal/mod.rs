@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::cpu::Budget;
-use fundi_runtime::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{Grants, Message, Part, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState};
 use fundi_skills::a11y::Limits;
 use fundi_skills::a11y::audit::audit;

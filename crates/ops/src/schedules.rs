@@ -10,9 +10,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::access::Grants;
-use crate::model::TaskId;
-use crate::store::StoreError;
+use fundi_runtime::Grants;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
 
 mod cron;
 mod firing;
@@ -187,7 +187,7 @@ mod tests {
         Schedule {
             client: client.map(str::to_owned),
             scopes: scopes.map(|s| s.into_iter().map(str::to_owned).collect()),
-            ..crate::testing::store_contract::schedule("sch-1", Utc::now())
+            ..crate::testing::schedule("sch-1", Utc::now())
         }
     }
 

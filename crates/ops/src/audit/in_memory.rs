@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 
 use super::{AuditEntry, AuditLog, AuditRecord};
-use crate::store::StoreError;
+use fundi_runtime::store::StoreError;
 
 /// Audit records kept in memory, lost at exit.
 #[derive(Debug, Default)]

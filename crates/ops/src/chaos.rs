@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::TaskId;
-use crate::store::StoreError;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
 
 mod in_memory;
 

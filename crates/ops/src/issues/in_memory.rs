@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{Issue, IssueStore, NewIssue, merge};
-use crate::store::StoreError;
+use fundi_runtime::store::StoreError;
 
 /// Issues kept in memory, lost at exit.
 #[derive(Debug, Default)]

@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{Firing, NewSchedule, Schedule, ScopeAuthority};
-use crate::error::RuntimeError;
-use crate::handle::RuntimeHandle;
-use crate::model::{Message, Part};
-use crate::requests::SubmitRequest;
+use fundi_runtime::RuntimeError;
+use fundi_runtime::RuntimeHandle;
+use fundi_runtime::SubmitRequest;
+use fundi_runtime::model::{Message, Part};
 
 /// The message of the firing due at `due`. Its id is made of the schedule and the due
 /// time, so that submitting the same firing again (after a crash kept it from being
@@ -45,7 +45,7 @@ pub(super) async fn fire(
 ) -> Result<Firing, RuntimeError> {
     let due = schedule.next_fire;
     let message = message(&schedule.id, &schedule.spec, due);
-    let record = |outcome: Result<crate::model::TaskId, String>| {
+    let record = |outcome: Result<fundi_runtime::model::TaskId, String>| {
         let (task_id, error) = match outcome {
             Ok(id) => (Some(id), None),
             Err(reason) => (None, Some(reason)),

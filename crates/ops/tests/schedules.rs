@@ -3,18 +3,16 @@
 //! restart (even one between a firing's submission and its record) neither loses nor
 //! doubles a firing; paused schedules do not fire.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use common::*;
-use fundi_runtime::schedules::{
+use fundi_ops::schedules::{
     Creator, MemoryScheduleStore, NewSchedule, Schedule, ScheduleStore, Scheduler, ScopeAuthority,
     ScopesNow,
 };
+use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     Grants, ListRequest, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, StoreError, TaskState,

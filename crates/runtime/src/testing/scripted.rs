@@ -1,14 +1,14 @@
-//! A scripted skill and helpers shared by the runtime's integration tests.
-#![allow(dead_code, unreachable_pub)]
+//! A skill whose behaviour each message scripts, and the waits tests make on a runtime
+//! (each with a deadline, never a sleep).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use fundi_runtime::{
+use crate::{
     Message, Part, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
     SkillOutput, SubmitRequest, Task, TaskEvent, TaskId, TaskState,
 };
+use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -23,13 +23,18 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 /// `{"checkpoint": true}` (save a checkpoint before the gate; report a resumed one).
 #[derive(Clone)]
 pub struct Scripted {
+    /// The skill's id.
     pub id: &'static str,
+    /// Whether the skill says it resumes from a checkpoint.
     pub resumable: bool,
+    /// The permits `{"gate": true}` runs wait for.
     pub gate: Arc<Semaphore>,
+    /// The text of each run's message, in the order the runs started.
     pub started: Arc<Mutex<Vec<String>>>,
 }
 
 impl Scripted {
+    /// A skill `id`, with a closed gate.
     pub fn new(id: &'static str, resumable: bool) -> Scripted {
         Scripted {
             id,
@@ -39,6 +44,7 @@ impl Scripted {
         }
     }
 
+    /// What `started` holds now.
     pub fn started(&self) -> Vec<String> {
         self.started.lock().unwrap().clone()
     }
@@ -57,7 +63,7 @@ impl Skill for Scripted {
             output_modes: vec!["text/plain".into()],
             required_scope: None,
             resumable: self.resumable,
-            while_working: fundi_runtime::MessagePolicy::Reject,
+            while_working: crate::MessagePolicy::Reject,
             answered_by_scope: false,
         }
     }
@@ -128,6 +134,7 @@ pub fn message(text: &str, data: Value) -> Message {
     Message::user(parts)
 }
 
+/// Submits [`message`] of `text` and `data` as a new task, and returns the task.
 pub async fn submit(handle: &RuntimeHandle, text: &str, data: Value) -> Task {
     handle
         .submit(SubmitRequest::new(message(text, data)))
@@ -193,6 +200,7 @@ pub async fn collect_events(handle: &RuntimeHandle, id: &TaskId, after: u64) -> 
     .expect("stream did not end in time")
 }
 
+/// The text of the task's status message (empty without one).
 pub fn status_text(task: &Task) -> String {
     task.status
         .message
@@ -209,13 +217,13 @@ pub fn status_text(task: &Task) -> String {
 macro_rules! store_with_own_writes {
     ($store:ty, $inner:ident, { $($writes:tt)* }) => {
         #[async_trait::async_trait]
-        impl fundi_runtime::store::TaskStore for $store {
+        impl $crate::store::TaskStore for $store {
             $($writes)*
 
             async fn get(
                 &self,
-                id: &fundi_runtime::TaskId,
-            ) -> Result<Option<fundi_runtime::store::TaskRecord>, fundi_runtime::store::StoreError>
+                id: &$crate::TaskId,
+            ) -> Result<Option<$crate::store::TaskRecord>, $crate::store::StoreError>
             {
                 self.$inner.get(id).await
             }
@@ -225,25 +233,25 @@ macro_rules! store_with_own_writes {
                 owner: Option<&str>,
                 message_id: &str,
             ) -> Result<
-                Option<(fundi_runtime::TaskId, chrono::DateTime<chrono::Utc>)>,
-                fundi_runtime::store::StoreError,
+                Option<($crate::TaskId, chrono::DateTime<chrono::Utc>)>,
+                $crate::store::StoreError,
             > {
                 self.$inner.created_by(owner, message_id).await
             }
 
             async fn events(
                 &self,
-                id: &fundi_runtime::TaskId,
+                id: &$crate::TaskId,
                 after_seq: u64,
                 limit: usize,
-            ) -> Result<Vec<fundi_runtime::TaskEvent>, fundi_runtime::store::StoreError> {
+            ) -> Result<Vec<$crate::TaskEvent>, $crate::store::StoreError> {
                 self.$inner.events(id, after_seq, limit).await
             }
 
             async fn list(
                 &self,
-                query: &fundi_runtime::store::ListQuery,
-            ) -> Result<fundi_runtime::store::ListPage, fundi_runtime::store::StoreError> {
+                query: &$crate::store::ListQuery,
+            ) -> Result<$crate::store::ListPage, $crate::store::StoreError> {
                 self.$inner.list(query).await
             }
 
@@ -251,13 +259,13 @@ macro_rules! store_with_own_writes {
                 &self,
                 before: chrono::DateTime<chrono::Utc>,
                 limit: usize,
-            ) -> Result<usize, fundi_runtime::store::StoreError> {
+            ) -> Result<usize, $crate::store::StoreError> {
                 self.$inner.remove_ended_before(before, limit).await
             }
 
             async fn active(
                 &self,
-            ) -> Result<Vec<fundi_runtime::store::TaskRecord>, fundi_runtime::store::StoreError>
+            ) -> Result<Vec<$crate::store::TaskRecord>, $crate::store::StoreError>
             {
                 self.$inner.active().await
             }

@@ -10,7 +10,7 @@ use crate::audit::{AuditEntry, AuditLog};
 use crate::chaos::{ChaosEvent, ChaosLog};
 use crate::grants::{Grant, GrantStore, token_digest};
 use crate::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
-use crate::model::TaskId;
+use fundi_runtime::model::TaskId;
 
 /// An a11y finding of `rule` at `place`.
 pub fn finding(rule: &str, place: &str) -> NewIssue {

@@ -8,9 +8,8 @@ use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::{Creator, CronSpec, Firing, NewSchedule, Schedule, ScheduleStore, ScopeAuthority};
-use crate::error::RuntimeError;
-use crate::handle::RuntimeHandle;
-use crate::telemetry::metrics;
+use fundi_runtime::RuntimeError;
+use fundi_runtime::RuntimeHandle;
 
 /// The longest the firing loop sleeps without looking again (so that a changed clock
 /// is noticed).
@@ -199,7 +198,7 @@ impl Scheduler {
                 "refused"
             }
         };
-        metrics().schedule_fired(outcome);
+        count_firing(outcome);
         let next = CronSpec::parse(&schedule.spec.cron, Some(&schedule.zone));
         match next
             .as_ref()
@@ -266,4 +265,20 @@ impl Scheduler {
             }
         })
     }
+}
+
+/// Counts a firing in `fundi.schedules.firings` by `outcome` (docs/observability.md); the
+/// counter is made on first use from the global meter provider.
+fn count_firing(outcome: &'static str) {
+    static FIRINGS: std::sync::OnceLock<opentelemetry::metrics::Counter<u64>> =
+        std::sync::OnceLock::new();
+    FIRINGS
+        .get_or_init(|| {
+            opentelemetry::global::meter(fundi_runtime::telemetry::METER_NAME)
+                .u64_counter("fundi.schedules.firings")
+                .with_description("Firings of scheduled runs, by outcome (submitted, refused)")
+                .with_unit("{firing}")
+                .build()
+        })
+        .add(1, &[opentelemetry::KeyValue::new("outcome", outcome)]);
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::store::StoreError;
+use fundi_runtime::store::StoreError;
 
 mod in_memory;
 

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::StoreError;
+use fundi_runtime::store::StoreError;
 
 /// Who a link or session stands for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

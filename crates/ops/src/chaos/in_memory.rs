@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{ChaosEvent, ChaosLog, ChaosRecord};
-use crate::model::TaskId;
-use crate::store::StoreError;
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
 
 /// Chaos events kept in memory, lost at exit.
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::model::{Message, TaskId};
+use fundi_runtime::model::{Message, TaskId};
 
 /// The scope that lets a user answer proposals.
 pub const INBOX_SCOPE: &str = "fundi:inbox";
@@ -156,7 +156,7 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Part;
+    use fundi_runtime::model::Part;
 
     fn proposal(id: &str) -> Proposal {
         Proposal {
