@@ -3,175 +3,135 @@
 
 use serde_json::{Value, json};
 
-use crate::backend::{BackendError, Credentials, Fundi};
-use crate::{Settings, shape, tools, wait};
+use crate::call::{Answer, Call, said, string};
+use crate::{shape, tools, wait};
 
-/// One tool call.
-pub(crate) struct Call<'a> {
-    pub(crate) fundi: &'a Fundi,
-    pub(crate) credentials: &'a Credentials,
-    pub(crate) settings: &'a Settings,
+/// Runs the tool `name` with `arguments`.
+pub(crate) async fn run(call: &Call<'_>, name: &str, arguments: &Value) -> Answer {
+    match name {
+        tools::LIST_SKILLS => list_skills(call).await,
+        tools::SUBMIT => submit(call, arguments).await,
+        tools::STATUS => status(call, arguments).await,
+        tools::WAIT => wait::wait(call, arguments).await,
+        tools::CANCEL => cancel(call, arguments).await,
+        tools::LIST_TASKS => list_tasks(call, arguments).await,
+        tools::RESPOND => respond(call, arguments).await,
+        other => Err(format!("no tool {other:?}")),
+    }
 }
 
-pub(crate) type Answer = Result<(String, Value), String>;
-
-impl Call<'_> {
-    pub(crate) async fn run(&self, name: &str, arguments: &Value) -> Answer {
-        match name {
-            tools::LIST_SKILLS => self.list_skills().await,
-            tools::SUBMIT => self.submit(arguments).await,
-            tools::STATUS => self.status(arguments).await,
-            tools::WAIT => wait::wait(self, arguments).await,
-            tools::CANCEL => self.cancel(arguments).await,
-            tools::LIST_TASKS => self.list_tasks(arguments).await,
-            tools::RESPOND => self.respond(arguments).await,
-            other => Err(format!("no tool {other:?}")),
-        }
+async fn list_skills(call: &Call<'_>) -> Answer {
+    let card = call.fundi.card().await.map_err(said)?;
+    let skills = card["skills"].as_array().cloned().unwrap_or_default();
+    let mut text = format!("{} skill(s):", skills.len());
+    let mut rows = Vec::new();
+    for skill in &skills {
+        let id = skill["id"].as_str().unwrap_or("");
+        let description = skill["description"].as_str().unwrap_or("");
+        text.push_str(&format!("\n- {id}: {description}"));
+        rows.push(json!({"id": id, "name": skill["name"], "description": description}));
     }
+    Ok((text, json!({"skills": rows})))
+}
 
-    pub(crate) async fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
-        self.fundi
-            .call(self.credentials, method, params)
-            .await
-            .map_err(said)
+async fn submit(call: &Call<'_>, arguments: &Value) -> Answer {
+    let skill = string(arguments, "skill")?;
+    let text = arguments["text"].as_str();
+    let data = arguments.get("data").filter(|d| !d.is_null());
+    if text.is_none() && data.is_none() {
+        return Err("give the skill's input as data, or text, or both".into());
     }
-
-    async fn list_skills(&self) -> Answer {
-        let card = self.fundi.card().await.map_err(said)?;
-        let skills = card["skills"].as_array().cloned().unwrap_or_default();
-        let mut text = format!("{} skill(s):", skills.len());
-        let mut rows = Vec::new();
-        for skill in &skills {
-            let id = skill["id"].as_str().unwrap_or("");
-            let description = skill["description"].as_str().unwrap_or("");
-            text.push_str(&format!("\n- {id}: {description}"));
-            rows.push(json!({"id": id, "name": skill["name"], "description": description}));
-        }
-        Ok((text, json!({"skills": rows})))
+    let mut parts = Vec::new();
+    if let Some(text) = text {
+        parts.push(json!({"text": text}));
     }
+    if let Some(data) = data {
+        parts.push(json!({"data": data}));
+    }
+    let message_id = match arguments["idempotencyKey"].as_str() {
+        Some(key) if !key.is_empty() => key.to_owned(),
+        _ => format!("mcp-{}", uuid::Uuid::new_v4()),
+    };
+    let message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": parts,
+                         "metadata": {"skill": skill}});
+    let result = call
+        .rpc(
+            "SendMessage",
+            json!({"message": message, "configuration": {"returnImmediately": true}}),
+        )
+        .await?;
+    let (text, data) = shape::task(&result["task"]);
+    Ok((
+        format!("{text}\nfollow it with fundi_wait_for_task or fundi_task_status"),
+        data,
+    ))
+}
 
-    async fn submit(&self, arguments: &Value) -> Answer {
-        let skill = string(arguments, "skill")?;
-        let text = arguments["text"].as_str();
-        let data = arguments.get("data").filter(|d| !d.is_null());
-        if text.is_none() && data.is_none() {
-            return Err("give the skill's input as data, or text, or both".into());
-        }
-        let mut parts = Vec::new();
-        if let Some(text) = text {
-            parts.push(json!({"text": text}));
-        }
-        if let Some(data) = data {
-            parts.push(json!({"data": data}));
-        }
-        let message_id = match arguments["idempotencyKey"].as_str() {
-            Some(key) if !key.is_empty() => key.to_owned(),
-            _ => format!("mcp-{}", uuid::Uuid::new_v4()),
+async fn status(call: &Call<'_>, arguments: &Value) -> Answer {
+    let id = string(arguments, "taskId")?;
+    let task = call
+        .rpc("GetTask", json!({"id": id, "historyLength": 0}))
+        .await?;
+    if let Some(wanted) = arguments["artifactId"].as_str() {
+        let artifacts = task["artifacts"].as_array().cloned().unwrap_or_default();
+        let artifact = artifacts
+            .iter()
+            .find(|a| a["artifactId"] == wanted)
+            .ok_or_else(|| format!("task {id} has no artifact {wanted:?}"))?;
+        let text = shape::text_of(artifact);
+        let whole = match text.is_empty() {
+            true => serde_json::to_string_pretty(&artifact["parts"]).unwrap_or_default(),
+            false => text,
         };
-        let message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": parts,
-                             "metadata": {"skill": skill}});
-        let result = self
-            .rpc(
-                "SendMessage",
-                json!({"message": message, "configuration": {"returnImmediately": true}}),
-            )
-            .await?;
-        let (text, data) = shape::task(&result["task"]);
-        Ok((
-            format!("{text}\nfollow it with fundi_wait_for_task or fundi_task_status"),
-            data,
-        ))
+        return Ok((whole, artifact.clone()));
     }
-
-    async fn status(&self, arguments: &Value) -> Answer {
-        let id = string(arguments, "taskId")?;
-        let task = self
-            .rpc("GetTask", json!({"id": id, "historyLength": 0}))
-            .await?;
-        if let Some(wanted) = arguments["artifactId"].as_str() {
-            let artifacts = task["artifacts"].as_array().cloned().unwrap_or_default();
-            let artifact = artifacts
-                .iter()
-                .find(|a| a["artifactId"] == wanted)
-                .ok_or_else(|| format!("task {id} has no artifact {wanted:?}"))?;
-            let text = shape::text_of(artifact);
-            let whole = match text.is_empty() {
-                true => serde_json::to_string_pretty(&artifact["parts"]).unwrap_or_default(),
-                false => text,
-            };
-            return Ok((whole, artifact.clone()));
-        }
-        Ok(shape::task(&task))
-    }
-
-    async fn cancel(&self, arguments: &Value) -> Answer {
-        let id = string(arguments, "taskId")?;
-        if arguments["confirm"] != json!(true) {
-            return Err(format!(
-                "not canceled: set confirm to true to cancel task {id} (its work stops)"
-            ));
-        }
-        let task = self.rpc("CancelTask", json!({"id": id})).await?;
-        Ok(shape::task(&task))
-    }
-
-    async fn list_tasks(&self, arguments: &Value) -> Answer {
-        let mut params = json!({"pageSize": arguments["pageSize"].as_u64().unwrap_or(20).clamp(1, 100),
-                                "historyLength": 0});
-        if let Some(state) = arguments["state"].as_str() {
-            let wire = format!(
-                "TASK_STATE_{}",
-                state.trim().replace('-', "_").to_ascii_uppercase()
-            );
-            params["status"] = json!(wire);
-        }
-        if let Some(token) = arguments["pageToken"].as_str().filter(|t| !t.is_empty()) {
-            params["pageToken"] = json!(token);
-        }
-        let page = self.rpc("ListTasks", params).await?;
-        Ok(shape::page(&page))
-    }
-
-    async fn respond(&self, arguments: &Value) -> Answer {
-        let id = string(arguments, "taskId")?;
-        let action = string(arguments, "action")?;
-        let mut body = json!({"action": action});
-        for field in ["text", "data"] {
-            if let Some(value) = arguments.get(field).filter(|v| !v.is_null()) {
-                body[field] = value.clone();
-            }
-        }
-        let path = format!("/inbox/{id}/respond");
-        self.fundi
-            .post(self.credentials, &path, &body)
-            .await
-            .map_err(said)?;
-        Ok((
-            format!("answered task {id} ({action})"),
-            json!({"taskId": id, "action": action}),
-        ))
-    }
-
-    /// The proposals waiting in the inbox, if the caller may see them.
-    pub(crate) async fn proposals(&self) -> Option<Vec<Value>> {
-        let listed = self.fundi.get(self.credentials, "/inbox").await.ok()?;
-        listed["proposals"].as_array().cloned()
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        self.settings
-    }
+    Ok(shape::task(&task))
 }
 
-/// A required string argument.
-pub(crate) fn string<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, String> {
-    arguments[name]
-        .as_str()
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| format!("{name} is required (a string)"))
+async fn cancel(call: &Call<'_>, arguments: &Value) -> Answer {
+    let id = string(arguments, "taskId")?;
+    if arguments["confirm"] != json!(true) {
+        return Err(format!(
+            "not canceled: set confirm to true to cancel task {id} (its work stops)"
+        ));
+    }
+    let task = call.rpc("CancelTask", json!({"id": id})).await?;
+    Ok(shape::task(&task))
 }
 
-/// What a failed call says to the model.
-fn said(error: BackendError) -> String {
-    error.to_string()
+async fn list_tasks(call: &Call<'_>, arguments: &Value) -> Answer {
+    let mut params = json!({"pageSize": arguments["pageSize"].as_u64().unwrap_or(20).clamp(1, 100),
+                            "historyLength": 0});
+    if let Some(state) = arguments["state"].as_str() {
+        let wire = format!(
+            "TASK_STATE_{}",
+            state.trim().replace('-', "_").to_ascii_uppercase()
+        );
+        params["status"] = json!(wire);
+    }
+    if let Some(token) = arguments["pageToken"].as_str().filter(|t| !t.is_empty()) {
+        params["pageToken"] = json!(token);
+    }
+    let page = call.rpc("ListTasks", params).await?;
+    Ok(shape::page(&page))
+}
+
+async fn respond(call: &Call<'_>, arguments: &Value) -> Answer {
+    let id = string(arguments, "taskId")?;
+    let action = string(arguments, "action")?;
+    let mut body = json!({"action": action});
+    for field in ["text", "data"] {
+        if let Some(value) = arguments.get(field).filter(|v| !v.is_null()) {
+            body[field] = value.clone();
+        }
+    }
+    let path = format!("/inbox/{id}/respond");
+    call.fundi
+        .post(call.credentials, &path, &body)
+        .await
+        .map_err(said)?;
+    Ok((
+        format!("answered task {id} ({action})"),
+        json!({"taskId": id, "action": action}),
+    ))
 }

@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
 mod backend;
+mod call;
 mod calls;
 mod shape;
 pub mod tools;
@@ -146,12 +147,12 @@ impl ServerHandler for FundiTools {
             Ok(credentials) => credentials,
             Err(reason) => return Ok(failure(reason).into()),
         };
-        let call = calls::Call {
+        let call = call::Call {
             fundi: &self.fundi,
             credentials: &credentials,
             settings: &self.settings,
         };
-        let outcome = call.run(name, &arguments).await;
+        let outcome = calls::run(&call, name, &arguments).await;
         Ok(match outcome {
             Ok((text, data)) => success(text, data),
             Err(message) => failure(message),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::calls::{Answer, Call};
+use crate::call::{Answer, Call};
 use crate::shape;
 
 /// Pause between two looks.

@@ -1,0 +1,49 @@
+//! One tool call: the caller's credentials, the fundi it reaches, and the A2A calls every
+//! tool makes through it.
+
+use serde_json::Value;
+
+use crate::Settings;
+use crate::backend::{BackendError, Credentials, Fundi};
+
+/// One tool call.
+pub(crate) struct Call<'a> {
+    pub(crate) fundi: &'a Fundi,
+    pub(crate) credentials: &'a Credentials,
+    pub(crate) settings: &'a Settings,
+}
+
+pub(crate) type Answer = Result<(String, Value), String>;
+
+impl Call<'_> {
+    pub(crate) async fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.fundi
+            .call(self.credentials, method, params)
+            .await
+            .map_err(said)
+    }
+
+    /// The proposals waiting in the inbox, if the caller may see them.
+    pub(crate) async fn proposals(&self) -> Option<Vec<Value>> {
+        let listed = self.fundi.get(self.credentials, "/inbox").await.ok()?;
+        listed["proposals"].as_array().cloned()
+    }
+
+    /// The bridge's settings.
+    pub(crate) fn settings(&self) -> &Settings {
+        self.settings
+    }
+}
+
+/// A required string argument.
+pub(crate) fn string<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, String> {
+    arguments[name]
+        .as_str()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| format!("{name} is required (a string)"))
+}
+
+/// What a failed call says to the model.
+pub(crate) fn said(error: BackendError) -> String {
+    error.to_string()
+}
