@@ -125,16 +125,17 @@ async fn a_slow_sender_is_cut_off_with_408_and_bodies_being_read_share_one_budge
         ]),
     );
     let before = server.rss_bytes();
-    // 40 callers with credentials send 3 MB of 4 MB bodies and stall: without a shared
-    // budget the server would hold 120 MB; with it, at most 16 MB, and the rest are
-    // refused at once.
+    // 64 callers with credentials send 3 MB of 4 MB bodies and stall: without a shared
+    // budget the server would hold 192 MB (183 MiB); with it, at most 16 MB, and the rest
+    // are refused at once. The bound leaves room for what RSS counts beside the bodies
+    // (connection buffers, the allocator's caches), which varies from run to run.
     let started = Instant::now();
-    let mut stalled: Vec<TcpStream> = (0..40)
+    let mut stalled: Vec<TcpStream> = (0..64)
         .map(|_| stalled_post(&server, true, 4_000_000, 3_000_000))
         .collect();
     let grown = server.rss_bytes().saturating_sub(before);
     assert!(
-        grown < 56 * MIB,
+        grown < 100 * MIB,
         "the server grew by {} MiB holding bodies",
         grown / MIB
     );
@@ -143,7 +144,7 @@ async fn a_slow_sender_is_cut_off_with_408_and_bodies_being_read_share_one_budge
     let slow = statuses.iter().filter(|s| s.contains(" 408 ")).count();
     assert!(busy > 0, "{statuses:?}");
     assert!(slow > 0, "{statuses:?}");
-    assert_eq!(busy + slow, 40, "{statuses:?}");
+    assert_eq!(busy + slow, 64, "{statuses:?}");
     assert!(started.elapsed() < DEADLINE);
     // The budget is back: a whole request gets through.
     let answer = ok(&server, "ListTasks", serde_json::json!({})).await;
