@@ -26,7 +26,8 @@ use crate::state::AppState;
 pub(crate) mod approvals;
 pub(crate) mod audit;
 mod chaos;
-pub(crate) mod grants;
+pub(crate) mod grant_desk;
+mod grants;
 mod schedules;
 
 /// The admin routes.

@@ -331,19 +331,6 @@ impl From<RuntimeError> for ApiError {
     }
 }
 
-/// An error and its causes, in one line (`a: b: c`): what an HTTP client's error says
-/// only in its sources (the refused connection, the certificate that did not verify).
-pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,7 +346,7 @@ mod tests {
             ApiError::from(unanswered),
             ApiError::TimedOut(waited) if waited == Duration::from_millis(1_500)
         ));
-        let broken = RuntimeError::Store(fundi_runtime::StoreError::Database("down".into()));
+        let broken = RuntimeError::Store(fundi_runtime::StoreError::database("down"));
         assert!(matches!(ApiError::from(broken), ApiError::Internal));
     }
 }

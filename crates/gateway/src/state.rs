@@ -13,12 +13,13 @@ use fundi_ops::sessions::SessionStore;
 use fundi_runtime::TaskService;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin::grants::GrantDesk;
+use crate::admin::grant_desk::GrantDesk;
 use crate::auth::Authenticator;
 use crate::body::BodyLimits;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
-use crate::console::{Provider, Sessions};
+use crate::console::provider::Provider;
+use crate::console::sessions::Sessions;
 use crate::guard::RequestGuard;
 use crate::mcp_sessions::{McpEndpoint, McpSessionLimits};
 use crate::push::PushService;

@@ -284,7 +284,7 @@ async fn the_services_errors_map_to_their_wire_codes() {
             "Internal error",
         ),
         (
-            || RuntimeError::Store(StoreError::Codec("bad bytes".into())),
+            || RuntimeError::Store(StoreError::damaged("bad bytes")),
             -32603,
             "Internal error",
         ),

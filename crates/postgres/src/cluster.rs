@@ -17,11 +17,11 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::lease::{Leases, lease_end};
-use crate::listener::{channel, listen_in_background};
+use crate::listener::{Hearer, channel, listen_in_background};
 
 mod requests;
 mod run_slots;
-use crate::store::{db, pool_error};
+use crate::errors::{db, pool_error};
 
 /// This node among the nodes sharing the schema.
 pub(crate) struct Nodes {
@@ -163,6 +163,20 @@ impl Nodes {
             waiter.notify_one();
         }
         self.requests_waiting.notify_one();
+    }
+}
+
+impl Hearer for Nodes {
+    fn session(&self) -> (tokio_postgres::Config, Option<MakeRustlsConnect>, String) {
+        (self.connect.clone(), self.tls.clone(), self.channel.clone())
+    }
+
+    fn wake_all(&self) {
+        Nodes::wake_all(self);
+    }
+
+    fn heard(&self, payload: &str) {
+        Nodes::heard(self, payload);
     }
 }
 

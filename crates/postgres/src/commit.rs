@@ -6,7 +6,9 @@ use fundi_runtime::TaskEvent;
 use fundi_runtime::store::{StoreError, TaskRecord, first_message};
 use tokio_postgres::types::ToSql;
 
-use crate::store::{PostgresStore, db, millis, owner_key};
+use crate::columns::{millis, owner_key};
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 impl PostgresStore {
     pub(crate) async fn write_record(

@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use fundi_ops::issues::{Issue, IssueStore, NewIssue, merge};
 use fundi_runtime::store::StoreError;
 
-use crate::store::{PostgresStore, db, decode_column};
+use crate::columns::decode_column;
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 #[async_trait]
 impl IssueStore for PostgresStore {

@@ -6,9 +6,12 @@
 //! `synchronous_commit`), so `settle` has nothing to wait for.
 
 mod cluster;
+mod columns;
 mod commit;
+mod errors;
 mod issues;
 mod lease;
+mod lease_claims;
 mod listener;
 mod listing;
 mod logs;

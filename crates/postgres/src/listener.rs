@@ -10,8 +10,17 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_postgres::{AsyncMessage, Connection, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::cluster::Nodes;
+/// What a listening session reports to: the node that reads the tables when woken.
+pub(crate) trait Hearer: Send + Sync + 'static {
+    /// How to open a session, and the channel to LISTEN on.
+    fn session(&self) -> (tokio_postgres::Config, Option<MakeRustlsConnect>, String);
+    /// Wakes every reader (after a (re)connect: what was sent meanwhile is in the tables).
+    fn wake_all(&self);
+    /// One notification's payload.
+    fn heard(&self, payload: &str);
+}
 
 /// How long a lost session waits before it is opened again.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
@@ -33,22 +42,22 @@ pub(crate) fn channel(schema: &str) -> String {
 }
 
 /// Keeps the session open while the store lives, reopening it when it drops.
-pub(crate) fn listen_in_background(nodes: &Arc<Nodes>) {
+pub(crate) fn listen_in_background<H: Hearer>(nodes: &Arc<H>) {
     let nodes = Arc::downgrade(nodes);
     tokio::spawn(async move {
         loop {
             let Some(current) = nodes.upgrade() else {
                 return;
             };
-            let (connect, tls) = (current.connect.clone(), current.tls.clone());
+            let (connect, tls, channel) = current.session();
             drop(current);
             let lost = match tls {
                 Some(tls) => match connect.connect(tls).await {
-                    Ok((client, connection)) => session(&nodes, client, connection).await,
+                    Ok((client, connection)) => session(&nodes, &channel, client, connection).await,
                     Err(error) => Some(error.to_string()),
                 },
                 None => match connect.connect(NoTls).await {
-                    Ok((client, connection)) => session(&nodes, client, connection).await,
+                    Ok((client, connection)) => session(&nodes, &channel, client, connection).await,
                     Err(error) => Some(error.to_string()),
                 },
             };
@@ -66,8 +75,9 @@ pub(crate) fn listen_in_background(nodes: &Arc<Nodes>) {
 /// One session: LISTEN, wake every reader (what was sent while no session listened is
 /// in the tables), then hand each notification on until the session ends. Why it was
 /// lost, or `None` once the store is gone.
-async fn session<S, T>(
-    nodes: &Weak<Nodes>,
+async fn session<H: Hearer, S, T>(
+    nodes: &Weak<H>,
+    channel: &str,
     client: tokio_postgres::Client,
     mut connection: Connection<S, T>,
 ) -> Option<String>
@@ -94,9 +104,7 @@ where
         driver.abort();
         return None;
     };
-    let listening = client
-        .batch_execute(&format!("LISTEN {}", current.channel))
-        .await;
+    let listening = client.batch_execute(&format!("LISTEN {channel}")).await;
     if let Err(error) = listening {
         driver.abort();
         return Some(error.to_string());

@@ -7,7 +7,9 @@ use fundi_runtime::store::{Cursor, ListPage, ListQuery, PageFill, StoreError, Ta
 use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
-use crate::store::{PostgresStore, db, decode_column, millis};
+use crate::columns::{decode_column, millis};
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 impl PostgresStore {
     pub(crate) async fn list_tasks(&self, query: &ListQuery) -> Result<ListPage, StoreError> {

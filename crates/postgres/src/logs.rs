@@ -7,7 +7,9 @@ use fundi_ops::chaos::{ChaosEvent, ChaosLog, ChaosRecord};
 use fundi_runtime::TaskId;
 use fundi_runtime::store::StoreError;
 
-use crate::store::{PostgresStore, db, decode_column};
+use crate::columns::decode_column;
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 #[async_trait]
 impl AuditLog for PostgresStore {

@@ -4,7 +4,7 @@
 use fundi_runtime::store::StoreError;
 use tokio_postgres::{Client, GenericClient};
 
-use crate::store::db;
+use crate::errors::db;
 
 /// Each migration's statements; `{s}` stands for the schema.
 const MIGRATIONS: &[&str] = &[
@@ -211,7 +211,7 @@ pub(crate) async fn check_current(client: &Client, schema: &str) -> Result<(), S
             found: newer as u64,
             supported: LATEST as u64,
         }),
-        older => Err(StoreError::Database(format!(
+        older => Err(StoreError::database(format!(
             "schema {schema} is at version {older}, this fundi's is {LATEST}: start a node of \
              this version to migrate it first"
         ))),

@@ -5,8 +5,10 @@ use async_trait::async_trait;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore, StoreError};
 
+use crate::columns::decode_column;
+use crate::errors::db;
 use crate::lease::lease_end;
-use crate::store::{PostgresStore, db, decode_column};
+use crate::store::PostgresStore;
 
 #[async_trait]
 impl PushStore for PostgresStore {

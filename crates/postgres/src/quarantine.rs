@@ -14,7 +14,8 @@ use fundi_runtime::{
     ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
 
-use crate::store::{PostgresStore, db};
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 /// The skill named by a replacement record whose own could not be read.
 const UNKNOWN_SKILL: &str = "unknown";

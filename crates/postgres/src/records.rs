@@ -6,8 +6,10 @@ use fundi_ops::grants::{Grant, GrantStore};
 use fundi_ops::schedules::{Schedule, ScheduleStore};
 use fundi_runtime::store::StoreError;
 
+use crate::columns::decode_column;
+use crate::errors::db;
 use crate::lease::lease_end;
-use crate::store::{PostgresStore, db, decode_column};
+use crate::store::PostgresStore;
 
 #[async_trait]
 impl ScheduleStore for PostgresStore {

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use fundi_ops::sessions::{ConsolePerson, ConsoleSession, PendingSignIn, SessionStore};
 use fundi_runtime::store::StoreError;
 
-use crate::store::{PostgresStore, db, decode_column};
+use crate::columns::decode_column;
+use crate::errors::db;
+use crate::store::PostgresStore;
 
 const LINK: &str = "link";
 const PENDING: &str = "pending";

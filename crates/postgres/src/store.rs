@@ -12,6 +12,8 @@ use fundi_runtime::{TaskEvent, TaskId};
 use tokio_postgres::NoTls;
 
 use crate::cluster::Nodes;
+use crate::columns::{decode_column, owner_key};
+use crate::errors::{db, pool_error};
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
 use crate::statements::HotStatements;
@@ -67,39 +69,6 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// A PostgreSQL error as the store's, with the server's own words when it gave some.
-pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
-    match error.as_db_error() {
-        Some(server) => {
-            StoreError::Database(format!("{} ({})", server.message(), server.code().code()))
-        }
-        None => StoreError::Database(with_causes(&error)),
-    }
-}
-
-pub(crate) fn pool_error(error: impl std::error::Error) -> StoreError {
-    StoreError::Database(format!(
-        "no connection to PostgreSQL: {}",
-        with_causes(&error)
-    ))
-}
-
-/// An error's text with its causes': "error performing TLS handshake" alone does not say
-/// that the certificate was not valid for the host, say.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        let said = inner.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = inner.source();
-    }
-    text
-}
-
 /// A session of its own that holds the schema's advisory lock, or why not.
 async fn lock(
     config: &PostgresConfig,
@@ -129,7 +98,7 @@ async fn lock(
         .get(0);
     match held {
         true => Ok(client),
-        false => Err(StoreError::Database(match &config.lease {
+        false => Err(StoreError::database(match &config.lease {
             Some(lease) => format!(
                 "another fundi process is node {:?} on schema {}: give each node an id of its own",
                 lease.node, config.schema
@@ -159,7 +128,7 @@ fn connect(
     config: &PostgresConfig,
 ) -> Result<(Pool, tokio_postgres::Config, Option<MakeRustlsConnect>), StoreError> {
     if !valid_schema(&config.schema) {
-        return Err(StoreError::Database(format!(
+        return Err(StoreError::database(format!(
             "store.postgres.schema {:?} must be lower-case letters, digits and _, at most 63",
             config.schema
         )));
@@ -167,7 +136,7 @@ fn connect(
     let mut connect: tokio_postgres::Config = config
         .url
         .parse()
-        .map_err(|e| StoreError::Database(format!("store.postgres.url: {e}")))?;
+        .map_err(|e| StoreError::database(format!("store.postgres.url: {e}")))?;
     if let Some(timeout) = config.statement_timeout {
         // A startup option, so it holds on every pooled connection from its start.
         let options = connect.get_options().unwrap_or_default().to_owned();
@@ -272,28 +241,6 @@ impl PostgresStore {
     pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(pool_error)
     }
-}
-
-/// A JSON column of `row` decoded straight into `T`: a value that cannot be read (too
-/// deep for serde_json, say, or of an older shape) is an error, never a panic.
-pub(crate) fn decode_column<T: serde::de::DeserializeOwned>(
-    row: &tokio_postgres::Row,
-    index: usize,
-) -> Result<T, StoreError> {
-    row.try_get::<_, tokio_postgres::types::Json<T>>(index)
-        .map(|tokio_postgres::types::Json(value)| value)
-        .map_err(|error| StoreError::Codec(with_causes(&error)))
-}
-
-pub(crate) fn owner_key(owner: Option<&str>) -> String {
-    match owner {
-        Some(user) => format!("u:{user}"),
-        None => "-".into(),
-    }
-}
-
-pub(crate) fn millis(at: DateTime<Utc>) -> i64 {
-    at.timestamp_millis()
 }
 
 #[async_trait]

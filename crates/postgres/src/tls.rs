@@ -19,7 +19,7 @@ pub(crate) fn connector(
     ca_file: Option<&Path>,
 ) -> Result<Option<MakeRustlsConnect>, StoreError> {
     let wanted = config.get_ssl_mode() == SslMode::Require;
-    let refused = |what: String| StoreError::Database(format!("store.postgres: {what}"));
+    let refused = |what: String| StoreError::database(format!("store.postgres: {what}"));
     if !wanted {
         return match ca_file {
             Some(path) => Err(refused(format!(

@@ -176,3 +176,19 @@ impl PartialEq for SkillError {
         }
     }
 }
+/// An error and its causes in one line (`a: b: c`), a cause left out where the text
+/// before it already quotes it: what many errors say only in their sources (the refused
+/// connection, the certificate that did not verify, the database's own words).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}

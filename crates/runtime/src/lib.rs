@@ -72,7 +72,7 @@ pub use access::{ADMIN_SCOPE, Grants};
 pub use actors::MAX_QUEUED_MESSAGES;
 pub use config::{ApprovalMode, RuntimeConfig};
 pub use context::{MAX_POSTED, SkillContext};
-pub use error::RuntimeError;
+pub use error::{RuntimeError, error_chain};
 pub use handle::{
     Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting, WeakRuntimeHandle,
 };

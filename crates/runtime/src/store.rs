@@ -48,8 +48,14 @@ pub enum StoreError {
     #[error("the store's background work stopped: {0}")]
     Background(#[from] tokio::task::JoinError),
     /// Stored bytes could not be decoded (or a value could not be encoded).
-    #[error("stored data could not be decoded: {0}")]
-    Codec(String),
+    #[error("stored data could not be decoded: {what}")]
+    Codec {
+        /// What is wrong, and where.
+        what: String,
+        /// The decoder's own error, when one failed.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The store was written by a newer version of fundi, in a layout this one cannot
     /// read; nothing was changed.
     #[error(
@@ -62,9 +68,16 @@ pub enum StoreError {
         /// The newest format this build reads.
         supported: u64,
     },
-    /// A database server the store talks to failed or refused (PostgreSQL).
-    #[error("database error: {0}")]
-    Database(String),
+    /// A database server the store talks to failed or refused (PostgreSQL), or its
+    /// settings cannot work.
+    #[error("database error: {what}")]
+    Database {
+        /// What failed, in the server's own words where it gave some.
+        what: String,
+        /// The client's own error, when one failed.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The task is leased to another node now (its lease expired and was taken over):
     /// this one may no longer write it, and stops its run (shared stores only).
     #[error(
@@ -115,6 +128,33 @@ impl StoreError {
         StoreError::Engine(Box::new(source))
     }
 
+    /// Stored data that is damaged: `what` says how, and where.
+    pub fn damaged(what: impl Into<String>) -> StoreError {
+        StoreError::Codec {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// The database's settings or answers cannot work: `what` says why.
+    pub fn database(what: impl Into<String>) -> StoreError {
+        StoreError::Database {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// The database client failed with `source`; `what` says what failed.
+    pub fn database_failed(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Database {
+            what: what.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
     /// Whether opening failed because another process holds the store.
     pub fn is_locked(&self) -> bool {
         matches!(self, StoreError::Locked(_))
@@ -136,7 +176,10 @@ impl StoreError {
 
 impl From<serde_json::Error> for StoreError {
     fn from(e: serde_json::Error) -> Self {
-        StoreError::Codec(e.to_string())
+        StoreError::Codec {
+            what: e.to_string(),
+            source: Some(Box::new(e)),
+        }
     }
 }
 

@@ -106,7 +106,7 @@ pub(crate) fn encode_created(id: &TaskId, at: chrono::DateTime<chrono::Utc>) -> 
 pub(crate) fn decode_created(
     bytes: &[u8],
 ) -> Result<(TaskId, chrono::DateTime<chrono::Utc>), StoreError> {
-    let damaged = || StoreError::Codec("a first-message entry is damaged".into());
+    let damaged = || StoreError::damaged("a first-message entry is damaged");
     let (ms, id) = bytes.split_at_checked(8).ok_or_else(damaged)?;
     let ms = i64::from_be_bytes(ms.try_into().map_err(|_| damaged())?);
     let at = chrono::DateTime::from_timestamp_millis(ms).ok_or_else(damaged)?;
@@ -162,7 +162,7 @@ pub(crate) fn encode_commit(
 ) -> Result<Vec<u8>, StoreError> {
     let checkpoint = checkpoint.unwrap_or_default();
     let len = u32::try_from(checkpoint.len())
-        .map_err(|_| StoreError::Codec("checkpoint over 4 GiB".into()))?;
+        .map_err(|_| StoreError::damaged("checkpoint over 4 GiB"))?;
     let mut bytes = Vec::with_capacity(COMMIT_WORDS_END + 4 + checkpoint.len() + events.len());
     bytes.push(COMMIT_TAG);
     bytes.extend_from_slice(&version.to_be_bytes());
@@ -183,7 +183,7 @@ pub(crate) fn commit_versions(bytes: &[u8]) -> Result<Option<(u64, u64)>, StoreE
 
 /// A commit value's checkpoint JSON (empty: none) and events JSON.
 fn commit_parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), StoreError> {
-    let damaged = || StoreError::Codec("commit value shorter than its header".into());
+    let damaged = || StoreError::damaged("commit value shorter than its header");
     let len = bytes
         .get(COMMIT_WORDS_END..COMMIT_WORDS_END + 4)
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -208,7 +208,7 @@ impl Commit {
     /// A commit value; an older value (events alone) is not one, and is an error.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Commit, StoreError> {
         let (version, last_seq) = commit_versions(bytes)?.ok_or_else(|| {
-            StoreError::Codec("an event value past the snapshot is not a commit".into())
+            StoreError::damaged("an event value past the snapshot is not a commit")
         })?;
         let (checkpoint, events) = commit_parts(bytes)?;
         Ok(Commit {
@@ -364,12 +364,12 @@ pub(crate) fn encode_record(
         Vec::with_capacity(12 + parts.iter().map(|p| p.len()).sum::<usize>() + json.len());
     for part in parts {
         let len = u32::try_from(part.len())
-            .map_err(|_| StoreError::Codec("snapshot header part too long".into()))?;
+            .map_err(|_| StoreError::damaged("snapshot header part too long"))?;
         body.extend_from_slice(&len.to_be_bytes());
         body.extend_from_slice(part);
     }
     body.extend_from_slice(json);
-    u32::try_from(body.len()).map_err(|_| StoreError::Codec("task snapshot over 4 GiB".into()))?;
+    u32::try_from(body.len()).map_err(|_| StoreError::damaged("task snapshot over 4 GiB"))?;
     let packed = lz4_flex::compress_prepend_size(&body);
     let mut bytes = Vec::with_capacity(WORDS_END + packed.len());
     bytes.push(FORMAT_COMPRESSED);
@@ -385,7 +385,7 @@ pub(crate) fn encode_record(
 /// is refused before anything is allocated for it: a damaged value is an error, not a
 /// huge allocation or a panic.
 fn decompress(packed: &[u8]) -> Result<Vec<u8>, StoreError> {
-    let damaged = |what: &str| StoreError::Codec(format!("task snapshot: {what}"));
+    let damaged = |what: &str| StoreError::damaged(format!("task snapshot: {what}"));
     let (len, block) = packed.split_first_chunk::<4>().ok_or_else(truncated)?;
     let len = u32::from_le_bytes(*len) as usize;
     if len > block.len().saturating_mul(LZ4_MAX_RATIO) {
@@ -432,7 +432,7 @@ fn is_legacy(bytes: &[u8]) -> bool {
 }
 
 fn truncated() -> StoreError {
-    StoreError::Codec("task snapshot shorter than its header".into())
+    StoreError::damaged("task snapshot shorter than its header")
 }
 
 /// Reads the big-endian u64 at `at`.

@@ -68,7 +68,7 @@ impl SledStore {
         let found = match db.get(FORMAT_KEY).map_err(StoreError::engine)? {
             Some(bytes) => <[u8; 8]>::try_from(bytes.as_ref())
                 .map(u64::from_be_bytes)
-                .map_err(|_| StoreError::Codec("the store format marker is not 8 bytes".into()))?,
+                .map_err(|_| StoreError::damaged("the store format marker is not 8 bytes"))?,
             None => 0,
         };
         if found > STORE_FORMAT {
@@ -240,7 +240,7 @@ impl SledStore {
             };
             let (entry, at) = match self.live_entry(&id, &bytes) {
                 Ok(found) => found,
-                Err(error @ StoreError::Codec(_)) => {
+                Err(error @ StoreError::Codec { .. }) => {
                     self.set_aside(&id, &error)?;
                     continue;
                 }

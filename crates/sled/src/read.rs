@@ -35,7 +35,7 @@ impl SledStore {
         };
         let (_, bytes) = last.map_err(StoreError::engine)?;
         let (version, last_seq) = commit_versions(&bytes)?.ok_or_else(|| {
-            StoreError::Codec(format!(
+            StoreError::damaged(format!(
                 "task {id}: an event value past the snapshot is not a commit"
             ))
         })?;

@@ -56,7 +56,7 @@ pub(crate) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
         match repair_task(store, &id, &mut repaired) {
             Ok(()) => {}
             // Unreadable: set aside, and the rest repaired all the same.
-            Err(error @ StoreError::Codec(_)) => {
+            Err(error @ StoreError::Codec { .. }) => {
                 store.set_aside(&id, &error)?;
                 repaired.set_aside += 1;
             }

@@ -128,12 +128,12 @@ fn removing_key(id: &TaskId) -> Vec<u8> {
 /// An `R` value: the entry's JSON length (u32 BE), the entry, then the `D` key.
 fn encode_marker(entry: &IndexEntry, created: Option<&[u8]>) -> Result<Vec<u8>, StoreError> {
     let json = serde_json::to_vec(entry)?;
-    let len = u32::try_from(json.len()).map_err(|_| StoreError::Codec("entry too large".into()))?;
+    let len = u32::try_from(json.len()).map_err(|_| StoreError::damaged("entry too large"))?;
     Ok([&len.to_be_bytes()[..], &json, created.unwrap_or_default()].concat())
 }
 
 fn decode_marker(bytes: &[u8]) -> Result<(IndexEntry, Option<Vec<u8>>), StoreError> {
-    let damaged = || StoreError::Codec("a removal marker is damaged".into());
+    let damaged = || StoreError::damaged("a removal marker is damaged");
     let (len, rest) = bytes.split_at_checked(4).ok_or_else(damaged)?;
     let len = u32::from_be_bytes(len.try_into().map_err(|_| damaged())?) as usize;
     let (json, created) = rest.split_at_checked(len).ok_or_else(damaged)?;

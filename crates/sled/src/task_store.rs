@@ -152,7 +152,7 @@ impl TaskStore for SledStore {
                     }
                 }
                 Ok(None) => {}
-                Err(error @ StoreError::Codec(_)) => {
+                Err(error @ StoreError::Codec { .. }) => {
                     tracing::error!(task_id = %id, %error, "a stored task cannot be read: left out of a listing");
                 }
                 Err(error) => return Err(error),
@@ -172,7 +172,7 @@ impl TaskStore for SledStore {
             match self.get(&id).await {
                 Ok(Some(record)) if !record.state().is_terminal() => records.push(record),
                 Ok(_) => {}
-                Err(error @ StoreError::Codec(_)) => {
+                Err(error @ StoreError::Codec { .. }) => {
                     self.set_aside(&id, &error)?;
                 }
                 Err(error) => return Err(error),

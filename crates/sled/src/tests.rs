@@ -1303,7 +1303,7 @@ async fn a_damaged_compressed_snapshot_is_an_error() {
     for (what, bytes, says) in damaged {
         store.db.insert(task_key(&id), bytes).unwrap();
         let error = store.get(&id).await.err();
-        let Some(StoreError::Codec(message)) = &error else {
+        let Some(StoreError::Codec { what: message, .. }) = &error else {
             panic!("{what}: {error:?}");
         };
         if let Some(says) = says {
@@ -1311,7 +1311,7 @@ async fn a_damaged_compressed_snapshot_is_an_error() {
         }
         let events = store.events(&id, 0, 10).await;
         assert!(
-            matches!(events, Err(StoreError::Codec(_))),
+            matches!(events, Err(StoreError::Codec { .. })),
             "{what}: {events:?}"
         );
     }
@@ -1332,7 +1332,7 @@ fn a_damaged_commit_value_is_an_error() {
     for len in 1..value.len() {
         let cut = &value[..len];
         assert!(
-            matches!(Commit::decode(cut), Err(StoreError::Codec(_))),
+            matches!(Commit::decode(cut), Err(StoreError::Codec { .. })),
             "cut at {len}"
         );
         assert!(decode_events(cut).is_err(), "cut at {len}");
@@ -1341,7 +1341,7 @@ fn a_damaged_commit_value_is_an_error() {
     too_long[17..21].copy_from_slice(&u32::MAX.to_be_bytes());
     assert!(matches!(
         Commit::decode(&too_long),
-        Err(StoreError::Codec(_))
+        Err(StoreError::Codec { .. })
     ));
 }
 

@@ -12,32 +12,15 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
-use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, GrantStore, token_digest};
-use fundi_runtime::StoreError;
+use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::Mutex;
 
 use super::audit::record;
+use super::grant_desk::{GrantDesk, Revoked};
 use super::{admin_error, admit_admin, parse};
 use crate::auth::Caller;
 use crate::state::AppState;
-
-/// The grants, and the lock that keeps their changes one at a time (so that a narrowing
-/// read before a revocation cannot write the grant back unrevoked).
-pub(crate) struct GrantDesk {
-    store: Arc<dyn GrantStore>,
-    changing: Mutex<()>,
-}
-
-impl GrantDesk {
-    pub(crate) fn new(store: Arc<dyn GrantStore>) -> GrantDesk {
-        GrantDesk {
-            store,
-            changing: Mutex::new(()),
-        }
-    }
-}
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -239,37 +222,6 @@ async fn revoke(
             tracing::error!(%error, "revoking a grant");
             admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed")
         }
-    }
-}
-
-/// What a revocation came to.
-pub(crate) enum Revoked {
-    /// Revoked now (to be recorded in the audit log).
-    Now(Grant),
-    /// It was revoked before.
-    Already(Grant),
-    /// There is no such grant.
-    NoSuchGrant,
-}
-
-impl GrantDesk {
-    /// Revokes a grant, one change at a time.
-    pub(crate) async fn revoke(&self, id: &str) -> Result<Revoked, StoreError> {
-        let _changing = self.changing.lock().await;
-        let Some(mut grant) = self.store.get(id).await? else {
-            return Ok(Revoked::NoSuchGrant);
-        };
-        if grant.revoked_at.is_some() {
-            return Ok(Revoked::Already(grant));
-        }
-        grant.revoked_at = Some(Utc::now());
-        self.store.put(&grant).await?;
-        Ok(Revoked::Now(grant))
-    }
-
-    /// Every grant, as shown to operators.
-    pub(crate) async fn list(&self) -> Result<Vec<Grant>, StoreError> {
-        Ok(self.store.list().await?.iter().map(Grant::shown).collect())
     }
 }
 

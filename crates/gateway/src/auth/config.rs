@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use jsonwebtoken::Algorithm;
 use serde::{Deserialize, Serialize};
 
 /// The header that carries the end user's token by default.
@@ -196,8 +197,22 @@ impl JwtConfig {
             return Err(format!("{section}.algorithms must not be empty"));
         }
         for name in &self.algorithms {
-            super::jwt::parse_algorithm(name).map_err(|e| format!("{section}.algorithms: {e}"))?;
+            parse_algorithm(name).map_err(|e| format!("{section}.algorithms: {e}"))?;
         }
         Ok(())
     }
+}
+
+/// An algorithm name as in a JWT header; symmetric ones are refused (a public key must
+/// never double as an HMAC secret).
+pub(crate) fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
+    let alg: Algorithm = name
+        .parse()
+        .map_err(|_| format!("unknown algorithm {name:?}"))?;
+    if matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
+        return Err(format!(
+            "{name} is symmetric; only public-key algorithms are accepted"
+        ));
+    }
+    Ok(alg)
 }

@@ -9,7 +9,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde::Deserialize;
 
-use super::config::JwtConfig;
+use super::config::{JwtConfig, parse_algorithm};
 use super::jwks::{Jwks, KeyError};
 use crate::setup::SetupError;
 
@@ -74,20 +74,6 @@ impl JwksPool {
         self.caches.insert(url.to_owned(), jwks.clone());
         Ok(jwks)
     }
-}
-
-/// An algorithm name as in a JWT header; symmetric ones are refused (a public key must
-/// never double as an HMAC secret).
-pub(crate) fn parse_algorithm(name: &str) -> Result<Algorithm, String> {
-    let alg: Algorithm = name
-        .parse()
-        .map_err(|_| format!("unknown algorithm {name:?}"))?;
-    if matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
-        return Err(format!(
-            "{name} is symmetric; only public-key algorithms are accepted"
-        ));
-    }
-    Ok(alg)
 }
 
 impl JwtVerifier {

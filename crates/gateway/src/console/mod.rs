@@ -19,10 +19,11 @@ mod gate;
 mod issues;
 mod operators;
 mod page;
-mod provider;
+pub(crate) mod provider;
 mod reports;
-mod sessions;
+pub(crate) mod sessions;
 mod sign_in;
+mod sign_in_provider;
 mod task;
 mod tasks;
 mod timeline;
@@ -33,9 +34,6 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-
-pub(crate) use provider::Provider;
-pub(crate) use sessions::Sessions;
 
 use crate::state::AppState;
 
@@ -50,8 +48,8 @@ pub(crate) fn routes() -> Router<AppState> {
             "/console/sign-in",
             get(sign_in::sign_in).post(sign_in::confirm),
         )
-        .route("/console/sign-in/provider", get(provider::start))
-        .route("/console/sign-in/callback", get(provider::callback))
+        .route("/console/sign-in/provider", get(sign_in_provider::start))
+        .route("/console/sign-in/callback", get(sign_in_provider::callback))
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/tasks", get(tasks::list))
         .route("/console/tasks/counts", get(tasks::live_counts))

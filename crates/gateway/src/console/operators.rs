@@ -17,7 +17,7 @@ use super::tasks::encode;
 use super::viewer::Viewer;
 use super::words::{clip, when};
 use crate::admin::audit::record;
-use crate::admin::grants::Revoked;
+use crate::admin::grant_desk::Revoked;
 use crate::state::AppState;
 
 fn not_kept(what: &str) -> Problem {

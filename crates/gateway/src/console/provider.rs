@@ -8,27 +8,20 @@
 
 use std::time::{Duration, Instant};
 
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use fundi_ops::sessions::PendingSignIn;
 use fundi_runtime::Grants;
-use maud::html;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{
     AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
     EndpointNotSet, EndpointSet, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier,
     RedirectUrl, Scope, TokenResponse,
 };
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::page::{Problem, Section, page, respond};
 use super::sessions::{Person, Sessions};
 use crate::config::ConsoleOidc;
-use crate::error::with_causes;
-use crate::state::AppState;
+use fundi_runtime::error_chain;
 
 /// How long the provider's discovery document (with its keys) is used before it is
 /// read again.
@@ -116,7 +109,7 @@ impl Provider {
             .map_err(|e| ProviderError::Settings(format!("gateway.console-oidc.issuer: {e}")))?;
         let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
             .await
-            .map_err(|e| ProviderError::Discovery(with_causes(&e)))?;
+            .map_err(|e| ProviderError::Discovery(error_chain(&e)))?;
         *discovered = Some((metadata.clone(), Instant::now()));
         Ok(metadata)
     }
@@ -132,7 +125,7 @@ impl Provider {
     }
 
     /// Where to send the browser to sign in.
-    async fn start(&self, sessions: &Sessions) -> Result<String, ProviderError> {
+    pub(super) async fn start(&self, sessions: &Sessions) -> Result<String, ProviderError> {
         let metadata = self.metadata().await?;
         let client = self.client(metadata);
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -160,7 +153,7 @@ impl Provider {
 
     /// The person the provider signed in, from the callback's code and state; `None`
     /// when the state is not one this server sent (or it is spent, or too old).
-    async fn finish(
+    pub(super) async fn finish(
         &self,
         sessions: &Sessions,
         code: String,
@@ -177,15 +170,15 @@ impl Provider {
         let client = self.client(metadata);
         let tokens = client
             .exchange_code(AuthorizationCode::new(code))
-            .map_err(|e| ProviderError::Exchange(with_causes(&e)))?
+            .map_err(|e| ProviderError::Exchange(error_chain(&e)))?
             .set_pkce_verifier(PkceCodeVerifier::new(under_way.verifier))
             .request_async(&self.http)
             .await
-            .map_err(|e| ProviderError::Exchange(with_causes(&e)))?;
+            .map_err(|e| ProviderError::Exchange(error_chain(&e)))?;
         let id_token = tokens.id_token().ok_or(ProviderError::NoIdToken)?;
         let claims = id_token
             .claims(&client.id_token_verifier(), &Nonce::new(under_way.nonce))
-            .map_err(|e| ProviderError::IdToken(with_causes(&e)))?;
+            .map_err(|e| ProviderError::IdToken(error_chain(&e)))?;
         Ok(Some(Person {
             user: claims.subject().as_str().to_owned(),
             client: CLIENT.to_owned(),
@@ -215,90 +208,6 @@ fn scopes_in(jwt: &str) -> Vec<String> {
         _ => {}
     }
     scopes
-}
-
-fn not_configured() -> Problem {
-    Problem::new(
-        StatusCode::NOT_FOUND,
-        "Not configured",
-        "No identity provider signs people in here (gateway.console-oidc): use a link from `fundi console`.",
-    )
-}
-
-fn failed(error: &ProviderError) -> Problem {
-    tracing::warn!(%error, "a console sign-in through the identity provider failed");
-    Problem::new(StatusCode::BAD_GATEWAY, "Sign-in failed", error.to_string())
-}
-
-/// Sends the browser to the provider.
-pub(super) async fn start(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, Problem> {
-    state.guard.check_host(&headers, &uri)?;
-    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
-    let url = provider
-        .start(&state.console)
-        .await
-        .map_err(|e| failed(&e))?;
-    Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
-}
-
-#[derive(Deserialize)]
-pub(super) struct Callback {
-    #[serde(default)]
-    code: Option<String>,
-    #[serde(default)]
-    state: String,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    error_description: Option<String>,
-}
-
-/// Finishes a sign-in. The answer is a page that goes on to the tasks itself: the
-/// session cookie is `SameSite=Strict`, and a browser does not send it on a redirect
-/// that began at the provider's site.
-pub(super) async fn callback(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    Query(query): Query<Callback>,
-) -> Result<Response, Problem> {
-    state.guard.check_host(&headers, &uri)?;
-    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
-    if let Some(error) = query.error {
-        let detail = query
-            .error_description
-            .map(|d| format!(": {d}"))
-            .unwrap_or_default();
-        return Err(Problem::new(
-            StatusCode::UNAUTHORIZED,
-            "Sign-in refused",
-            format!("the identity provider said {error}{detail}"),
-        ));
-    }
-    let code = query
-        .code
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| Problem::bad_form("the identity provider sent no code"))?;
-    let person = provider
-        .finish(&state.console, code, &query.state)
-        .await
-        .map_err(|e| failed(&e))?
-        .ok_or_else(|| Problem::new(StatusCode::UNAUTHORIZED, "Sign-in not valid",
-            "This sign-in was not started here, was already finished, or took longer than ten minutes: start again."))?;
-    let (id, _) = state.console.open(person).await?;
-    let body = html! {
-        meta http-equiv="refresh" content="0; url=/console/tasks";
-        p { "You are signed in. " a href="/console/tasks" { "Go to your tasks" } "." }
-    };
-    let mut response = respond(StatusCode::OK, page("Signed in", None, Section::None, body));
-    if let Ok(cookie) = HeaderValue::from_str(&state.console.cookie(&id)) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
-    Ok(response)
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use crate::dialect::Dialect;
-use crate::error::with_causes;
 use crate::{encode, telemetry};
+use fundi_runtime::error_chain;
 use tracing::Instrument;
 
 /// Bytes of a webhook's answer that are read (the rest is dropped unread).
@@ -329,7 +329,7 @@ async fn post(shared: &Shared, config: &PushConfig, seq: u64, body: Value) -> Re
         .body(body.to_string())
         .send()
         .await
-        .map_err(|e| fail(with_causes(&e)))?;
+        .map_err(|e| fail(error_chain(&e)))?;
     let status = response.status();
     let retry_after = response
         .headers()

@@ -12,7 +12,8 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use super::{Nodes, lock};
-use crate::store::{db, decode_column, pool_error};
+use crate::columns::decode_column;
+use crate::errors::{db, pool_error};
 
 /// Requests one round takes at most (the rest at the next).
 const TAKE_BATCH: i64 = 256;

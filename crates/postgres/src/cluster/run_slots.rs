@@ -5,8 +5,8 @@
 use fundi_runtime::store::StoreError;
 
 use super::{Nodes, lock};
+use crate::errors::{db, pool_error};
 use crate::lease::lease_end;
-use crate::store::{db, pool_error};
 
 impl Nodes {
     pub(super) async fn claim_slot(

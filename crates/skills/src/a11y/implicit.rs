@@ -19,6 +19,14 @@ pub(crate) fn implicit_attr(element: &str, input_type: Option<&str>, attr: &str)
     }
 }
 
+/// The element's role: its `role` attribute's first token, or its implicit role.
+pub(crate) fn role(page: &Page<'_>, i: usize) -> Option<String> {
+    if let Some(role) = page.attr_text(i, "role") {
+        return role.split_whitespace().next().map(str::to_ascii_lowercase);
+    }
+    implicit_role(page, i).map(str::to_owned)
+}
+
 /// The implicit ARIA role of an HTML element, where it has one that matters here.
 pub(crate) fn implicit_role(page: &Page<'_>, i: usize) -> Option<&'static str> {
     let in_sectioning = || {

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use scraper::Node;
 
 use super::page::{Page, collapse};
+use super::roles::role;
 
 /// Roles named from their content.
 const NAME_FROM_CONTENT: &[&str] = &[
@@ -60,7 +61,7 @@ fn compute(
     if let Some(label) = page.attr_text(i, "aria-label") {
         return label.to_owned();
     }
-    let role = page.role(i);
+    let role = role(page, i);
     let presentational = matches!(role.as_deref(), Some("none" | "presentation"));
     if !presentational && let Some(native) = native_name(page, i, visited) {
         return native;

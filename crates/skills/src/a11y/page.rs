@@ -328,14 +328,6 @@ impl<'a> Page<'a> {
         collapse(&self.elements[i].text().collect::<String>())
     }
 
-    /// The element's role: its `role` attribute's first token, or its implicit role.
-    pub(crate) fn role(&self, i: usize) -> Option<String> {
-        if let Some(role) = self.attr_text(i, "role") {
-            return role.split_whitespace().next().map(str::to_ascii_lowercase);
-        }
-        super::roles::implicit_role(self, i).map(str::to_owned)
-    }
-
     /// Whether the element can get keyboard focus.
     pub(crate) fn is_focusable(&self, i: usize) -> bool {
         if self.attr(i, "disabled").is_some() {

@@ -1,7 +1,7 @@
 //! WAI-ARIA 1.2 facts the rules need: roles, attributes, their value types, and the
 //! implicit roles of HTML elements (HTML-AAM).
 
-pub(crate) use super::implicit::{implicit_attr, implicit_role};
+pub(crate) use super::implicit::{implicit_attr, role};
 
 /// Every concrete role (abstract roles are not valid in `role`).
 pub(crate) const ROLES: &[&str] = &[

@@ -143,19 +143,7 @@ async fn forward(
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("{url} did not answer: {}", describe(&e)))
-}
-
-/// The error and its causes, in one line.
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+        .map_err(|e| format!("{url} did not answer: {}", fundi_runtime::error_chain(&e)))
 }
 
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {

@@ -1,28 +1,21 @@
-//! One proxied connection: the faults drawn for it, its two pumps (client to target and
-//! back), and how it ends (closed, or reset with a TCP RST).
+//! One proxied connection's state: the faults drawn for it, where the run's plan is, and
+//! how it ends (closed, or reset with a TCP RST). `connection` serves it.
 
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::fault::{Direction, Fault, FaultKind};
-use super::http_proxy;
 use super::ledger::Ledger;
 use super::plan::Phase;
-use super::pump::pump;
 use super::target::Target;
-
-/// Longest the proxy waits to connect to the target.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the run is in its plan: the phase, and when it began.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +48,7 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    fn new(id: u64, shared: Arc<Shared>) -> Link {
+    pub(crate) fn new(id: u64, shared: Arc<Shared>) -> Link {
         // The same seed and connection number draw the same faults.
         let mut rng = StdRng::seed_from_u64(shared.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let draws = shared
@@ -149,6 +142,11 @@ impl Link {
         self.close.cancel();
     }
 
+    /// Whether the connection ends with a TCP RST.
+    pub(crate) fn is_reset(&self) -> bool {
+        self.reset.load(Ordering::Acquire)
+    }
+
     pub(crate) fn closing(&self) -> &CancellationToken {
         &self.close
     }
@@ -159,88 +157,5 @@ impl Link {
             () = self.close.cancelled() => false,
             () = tokio::time::sleep_until(until) => true,
         }
-    }
-}
-
-/// Serves one accepted connection until it ends.
-pub(crate) async fn serve(client: TcpStream, id: u64, shared: Arc<Shared>) {
-    let link = Arc::new(Link::new(id, shared.clone()));
-    let stage = link.stage();
-    if let Some(j) = link.down_in(stage.index) {
-        let fault = &shared.phases[stage.index].faults[j];
-        link.chaos(
-            stage.index,
-            fault,
-            None,
-            json!({"refused": "reset as accepted"}),
-        );
-        let _ = client.set_zero_linger();
-        return;
-    }
-    let _ = client.set_nodelay(true);
-    match &shared.target {
-        Target::Tcp { .. } => tcp(client, link).await,
-        Target::Http(_) => http(client, link).await,
-    }
-}
-
-async fn tcp(client: TcpStream, link: Arc<Link>) {
-    let authority = link.shared.target.authority();
-    let upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&authority)).await
-    {
-        Ok(Ok(upstream)) => upstream,
-        Ok(Err(error)) => {
-            let error = format!("could not connect to {authority}: {error}");
-            link.shared.ledger.genuine("target", Some(link.id), error);
-            return;
-        }
-        Err(_) => {
-            let error = format!("no connection to {authority} within {CONNECT_TIMEOUT:?}");
-            link.shared.ledger.genuine("target", Some(link.id), error);
-            return;
-        }
-    };
-    let _ = upstream.set_nodelay(true);
-    let (client_read, client_write) = client.into_split();
-    let (target_read, target_write) = upstream.into_split();
-    let ((client_read, target_write), (target_read, client_write)) = tokio::join!(
-        pump(client_read, target_write, Direction::Upstream, &link),
-        pump(target_read, client_write, Direction::Downstream, &link),
-    );
-    if link.reset.load(Ordering::Acquire) {
-        for stream in [
-            client_read.reunite(client_write),
-            target_read.reunite(target_write),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let _ = stream.set_zero_linger();
-        }
-    }
-}
-
-async fn http(client: TcpStream, link: Arc<Link>) {
-    // The client's bytes go through the pumps (and their faults) to an HTTP server of
-    // the proxy's own, which forwards each request to the target (and injects the
-    // HTTP faults).
-    let (inner, outer) = tokio::io::duplex(64 * 1024);
-    let (outer_read, outer_write) = tokio::io::split(outer);
-    let (client_read, client_write) = client.into_split();
-    let pumps = async {
-        let ((client_read, outer_write), (outer_read, client_write)) = tokio::join!(
-            pump(client_read, outer_write, Direction::Upstream, &link),
-            pump(outer_read, client_write, Direction::Downstream, &link),
-        );
-        drop((outer_read, outer_write));
-        link.close();
-        (client_read, client_write)
-    };
-    let server = http_proxy::serve(inner, link.clone());
-    let ((client_read, client_write), ()) = tokio::join!(pumps, server);
-    if link.reset.load(Ordering::Acquire)
-        && let Ok(stream) = client_read.reunite(client_write)
-    {
-        let _ = stream.set_zero_linger();
     }
 }

@@ -2,6 +2,7 @@
 //! and chaos events kept apart from genuine failures. See docs/skills/chaos-run.md.
 
 mod config;
+mod connection;
 mod fault;
 mod fields;
 mod http_proxy;

@@ -15,8 +15,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::connection;
 use super::fault::FaultKind;
-use super::link::{self, Shared, Stage};
+use super::link::{Shared, Stage};
 
 /// A listening proxy.
 pub(crate) struct Proxy {
@@ -151,7 +152,7 @@ impl Accept {
                         drop(stream);
                     }
                     Ok((stream, _)) => {
-                        links.spawn(link::serve(stream, next_id, self.shared.clone()));
+                        links.spawn(connection::serve(stream, next_id, self.shared.clone()));
                         self.accepted.store(next_id, Ordering::Relaxed);
                         next_id += 1;
                     }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::decision::{self, Decision};
 use super::git::Git;
-use super::proposal::{Proposed, branch_of};
+use super::proposed::{Proposed, branch_of};
 use super::skill::HealIssueSkill;
 
 impl Proposed {

@@ -7,7 +7,7 @@ use fundi_runtime::{SkillError, SkillInput, TaskId};
 
 use super::git::Git;
 use super::input::HealRequest;
-use super::proposal::{Proposed, failed, reject};
+use super::proposed::{Proposed, failed, reject};
 use super::remedy::{Remediator, RemedyError, Tree};
 use super::skill::HealIssueSkill;
 

@@ -12,6 +12,7 @@ mod input;
 mod link;
 mod place;
 mod proposal;
+mod proposed;
 mod remedy;
 mod server_config;
 mod skill;

@@ -15,7 +15,7 @@ use super::headers::HeadersRemediator;
 use super::html::HtmlRemediator;
 use super::input::parse;
 use super::link::RuntimeLink;
-use super::proposal::{Proposal, Proposed};
+use super::proposed::{Proposal, Proposed};
 use super::remedy::Remediator;
 
 /// The skill's id.

@@ -175,7 +175,7 @@ impl Fetcher {
                 Ok(response)
             }
             Err(error) => {
-                let text = describe(&error);
+                let text = fundi_runtime::error_chain(&error);
                 self.record(&method, url, format!("error: {text}"));
                 Err(text)
             }
@@ -218,28 +218,6 @@ impl Fetcher {
             body,
         })
     }
-}
-
-/// The error and its causes in one line.
-fn describe(error: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-        source = cause_of(source);
-    }
-    text
-}
-
-fn cause_of<'a>(
-    error: Option<&'a (dyn std::error::Error + 'static)>,
-) -> Option<&'a (dyn std::error::Error + 'static)> {
-    error.and_then(|e| e.source())
 }
 
 /// The rustls error somewhere inside `error` (io::Errors hide what they wrap from

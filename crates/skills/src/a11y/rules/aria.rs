@@ -7,7 +7,7 @@ use super::Check;
 use crate::a11y::page::Page;
 use crate::a11y::roles::{
     CHILDREN_PRESENTATIONAL, GLOBAL_ATTRS, ROLES, ValueType, attribute, implicit_attr,
-    required_attrs, supported_attrs,
+    required_attrs, role, supported_attrs,
 };
 
 const ABSTRACT_ROLES: &[&str] = &[
@@ -156,7 +156,7 @@ pub(super) fn allowed_attr(check: &mut Check<'_, '_>) {
         if specific.is_empty() {
             continue;
         }
-        let role = page.role(i).unwrap_or_else(|| "generic".into());
+        let role = role(page, i).unwrap_or_else(|| "generic".into());
         let supported = supported_attrs(&role);
         let wrong: Vec<&str> = specific
             .into_iter()
@@ -299,7 +299,7 @@ pub(super) fn nested_interactive(check: &mut Check<'_, '_>) {
         if page.hidden[i] {
             continue;
         }
-        let Some(role) = page.role(i) else {
+        let Some(role) = role(page, i) else {
             continue;
         };
         if !CHILDREN_PRESENTATIONAL.contains(&role.as_str()) {

@@ -5,7 +5,7 @@ use super::Check;
 use super::structure::html_element;
 use crate::a11y::names::accessible_name;
 use crate::a11y::page::Page;
-use crate::a11y::roles::LANDMARKS;
+use crate::a11y::roles::{LANDMARKS, role};
 
 /// The heading level of `i`, if it is a heading.
 fn heading_level(page: &Page<'_>, i: usize) -> Option<u32> {
@@ -109,8 +109,7 @@ pub(super) fn page_has_heading_one(check: &mut Check<'_, '_>) {
 }
 
 fn is_landmark(page: &Page<'_>, i: usize) -> bool {
-    page.role(i)
-        .is_some_and(|r| LANDMARKS.contains(&r.as_str()))
+    role(page, i).is_some_and(|r| LANDMARKS.contains(&r.as_str()))
 }
 
 pub(super) fn landmark_one_main(check: &mut Check<'_, '_>) {
@@ -119,7 +118,7 @@ pub(super) fn landmark_one_main(check: &mut Check<'_, '_>) {
         return;
     };
     let mains = (0..page.elements.len())
-        .filter(|&i| !page.hidden[i] && page.role(i).as_deref() == Some("main"))
+        .filter(|&i| !page.hidden[i] && role(page, i).as_deref() == Some("main"))
         .count();
     check.expect(html, mains >= 1 || modal_open(page), || {
         "the page has no main landmark: wrap its main content in <main>".into()
@@ -184,7 +183,7 @@ fn has_own_content(page: &Page<'_>, i: usize) -> bool {
 /// it passes), a skip link to an element that exists, or what assistive technology
 /// does not see.
 fn stops_region_search(page: &Page<'_>, i: usize, first_page_link: Option<usize>) -> bool {
-    let role = page.role(i);
+    let role = role(page, i);
     let live = page
         .attr_text(i, "aria-live")
         .is_some_and(|l| matches!(l.to_ascii_lowercase().as_str(), "assertive" | "polite"));
