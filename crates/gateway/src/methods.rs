@@ -73,7 +73,7 @@ pub(crate) async fn call(
 }
 
 /// A SendMessage's params decoded (v0.3 ones converted) and checked, ready to submit.
-pub(crate) struct Send<'a> {
+pub(crate) struct CheckedSend<'a> {
     /// The submission, on behalf of the caller.
     pub(crate) request: SubmitRequest,
     /// How much history the answer shows.
@@ -84,14 +84,14 @@ pub(crate) struct Send<'a> {
     push: Option<(&'a PushService, Prepared)>,
 }
 
-impl<'a> Send<'a> {
+impl<'a> CheckedSend<'a> {
     /// Decodes and checks `params` for `caller`; nothing is submitted yet.
     pub(crate) async fn decode(
         state: &'a AppState,
         caller: &Caller,
         params: Value,
         dialect: Dialect,
-    ) -> Result<Send<'a>, ApiError> {
+    ) -> Result<CheckedSend<'a>, ApiError> {
         let params = match dialect {
             Dialect::V1 => params,
             Dialect::V03 => v03::send_params(params)?,
@@ -113,7 +113,7 @@ impl<'a> Send<'a> {
                 Some((&**service, prepared))
             }
         };
-        Ok(Send {
+        Ok(CheckedSend {
             request: SubmitRequest {
                 owner: Some(caller.user.clone()),
                 client: Some(caller.client.clone()),
@@ -192,7 +192,7 @@ async fn send_message(
 ) -> Result<Encoded, ApiError> {
     let runtime = &*state.runtime;
     let owner = Some(caller.user.as_str());
-    let mut send = Send::decode(state, caller, params, dialect).await?;
+    let mut send = CheckedSend::decode(state, caller, params, dialect).await?;
     let (push, history) = (send.take_push(), send.history);
     if send.return_immediately {
         let accepted = runtime.submit(send.request).await?;

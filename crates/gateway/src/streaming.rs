@@ -118,7 +118,8 @@ async fn open(
         Method::SendStreamingMessage => {
             // A stream follows the task whatever `returnImmediately` says.
             let mut send =
-                methods::Send::decode(state, caller, request.params, request.dialect).await?;
+                methods::CheckedSend::decode(state, caller, request.params, request.dialect)
+                    .await?;
             let push = send.take_push();
             let Following { accepted, events } = runtime.follow(send.request).await?;
             push.attach(&accepted).await?;

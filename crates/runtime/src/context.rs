@@ -15,7 +15,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::cpu::{Budget, CpuPool};
 use crate::error::{RuntimeError, SkillError};
 use crate::model::{Artifact, ContextId, Message, Part, Task, TaskId, TaskState, TaskStatus};
-use crate::run_link::{Inbox, PostedNote, PostedNotes, Pushed, SkillCall, TaskLink};
+use crate::run_link::{PostedNote, PostedNotes, Pushed, QueuedMessages, SkillCall, TaskLink};
 use crate::store::TaskStore;
 use crate::telemetry;
 
@@ -35,7 +35,7 @@ pub struct SkillContext {
     /// Notes posted (`post_progress`) and not yet taken by the actor.
     posted: Arc<PostedNotes>,
     /// Messages queued for the run (`MessagePolicy::Enqueue`).
-    inbox: Arc<Inbox>,
+    queued: Arc<QueuedMessages>,
     span: tracing::Span,
     skill: Arc<str>,
     cpu: Cpu,
@@ -67,7 +67,7 @@ impl SkillContext {
         cancel: CancellationToken,
         checkpoint: Option<Value>,
         posted: Arc<PostedNotes>,
-        inbox: Arc<Inbox>,
+        queued: Arc<QueuedMessages>,
         span: tracing::Span,
         skill: &str,
         cpu: Cpu,
@@ -80,7 +80,7 @@ impl SkillContext {
             cancel,
             checkpoint: Arc::new(Mutex::new(checkpoint)),
             posted,
-            inbox,
+            queued,
             span,
             skill: skill.into(),
             cpu,

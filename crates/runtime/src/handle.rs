@@ -28,7 +28,7 @@ use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{Task, TaskId};
-use crate::recovery::RecoveryReport;
+use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, TaskRecord, TaskStore};

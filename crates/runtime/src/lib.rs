@@ -55,8 +55,8 @@ pub mod cpu;
 mod error;
 mod handle;
 pub mod model;
-mod recover;
 mod recovery;
+mod recovery_plan;
 mod requests;
 mod run_link;
 mod service;
@@ -81,7 +81,7 @@ pub use model::{
     TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
     TaskStatusUpdateEvent, TaskUpdate,
 };
-pub use recovery::{INTERRUPTED_BY_RESTART, RecoveryReport};
+pub use recovery_plan::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 pub use service::{TaskService, Until, Waited};
 pub use skill::{MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput};

@@ -1,17 +1,17 @@
 //! Between a skill's run and its task's actor: what the run asks of its task
 //! (`SkillCall`), the notes it posts without waiting (`posted`), the messages queued for
-//! it (`inbox`), and the link its context calls through (`TaskLink`, which the actors
+//! it (`queued`), and the link its context calls through (`TaskLink`, which the actors
 //! implement), so that the context knows nothing of actors.
 
-mod inbox;
 mod posted;
+mod queued;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub(crate) use inbox::Inbox;
 pub use posted::MAX_POSTED;
 pub(crate) use posted::{PostedNote, PostedNotes, Pushed};
+pub(crate) use queued::QueuedMessages;
 
 use crate::error::SkillError;
 use crate::model::{Artifact, Message};

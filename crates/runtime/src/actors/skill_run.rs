@@ -82,7 +82,7 @@ impl TaskActorState {
             cancel.clone(),
             record.checkpoint.clone(),
             self.posted.clone(),
-            self.inbox.clone(),
+            self.queued.clone(),
             span.clone(),
             &record.skill,
             Cpu {

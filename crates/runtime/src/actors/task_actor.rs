@@ -17,7 +17,7 @@ use super::task_msg::{StartMode, TaskMsg};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::model::{Message, TaskEventKind, TaskState};
-use crate::run_link::{Inbox, PostedNotes};
+use crate::run_link::{PostedNotes, QueuedMessages};
 use crate::skill::{MessagePolicy, Skill};
 use crate::store::TaskStore;
 use crate::telemetry;
@@ -49,7 +49,7 @@ pub(crate) struct TaskActorState {
     /// Progress notes the run posted, to commit before anything else it asks.
     pub(super) posted: Arc<PostedNotes>,
     /// How many queued messages wait, for the run's contexts.
-    pub(super) inbox: Arc<Inbox>,
+    pub(super) queued: Arc<QueuedMessages>,
     /// Runs started so far (the current run's id).
     pub(super) runs_started: u64,
     /// The next run's first poll is made here (`StartMode::Waited`).
@@ -109,14 +109,14 @@ impl Actor for TaskActor {
             slots: args.slots,
             cpu: args.cpu,
             posted: Arc::default(),
-            inbox: Arc::default(),
+            queued: Arc::default(),
             runs_started: 0,
             first_poll_here: mode == StartMode::Waited,
             slot_wait: None,
             span,
         };
         // A resumed run finds the messages its task had not taken.
-        state.sync_inbox();
+        state.sync_queued();
         // A task waiting for an approver only waits (a shutdown need not wait for it).
         if crate::approval::awaits_approval(&state.journal.task().status) {
             state.tell_waiting(true);

@@ -38,7 +38,7 @@ impl TaskActorState {
         self.journal
             .append(vec![TaskEventKind::Queued(message)], None)
             .await?;
-        self.sync_inbox();
+        self.sync_queued();
         Ok(self.journal.snapshot())
     }
 
@@ -113,7 +113,7 @@ impl TaskActorState {
             .append(vec![taken], None)
             .await
             .map_err(SkillError::runtime)?;
-        self.sync_inbox();
+        self.sync_queued();
         Ok(Some(message))
     }
 
@@ -131,7 +131,7 @@ impl TaskActorState {
             status_change(TaskState::Working, None),
         ];
         let answered = self.journal.append(kinds, None).await;
-        self.sync_inbox();
+        self.sync_queued();
         Some(answered.map(|()| message))
     }
 
@@ -165,7 +165,7 @@ impl TaskActorState {
         }
         kinds.push(TaskEventKind::MessageTaken { starts_run: true });
         let followed = self.apply_posted_then_new_run(kinds).await;
-        self.sync_inbox();
+        self.sync_queued();
         match followed {
             Ok(()) => self.restart_from(myself, next),
             Err(error) => {
@@ -183,8 +183,8 @@ impl TaskActorState {
     }
 
     /// Tells the run's contexts how many queued messages wait, as the record says.
-    pub(super) fn sync_inbox(&self) {
-        self.inbox.set(self.journal.record().inputs.queued.len());
+    pub(super) fn sync_queued(&self) {
+        self.queued.set(self.journal.record().inputs.queued.len());
     }
 }
 

@@ -29,7 +29,7 @@ impl SkillContext {
     /// to its next [`SkillContext::request_input`], and if it returns with some still
     /// waiting, the next run of the task starts from the oldest.
     pub async fn try_next_message(&self) -> Result<Option<Message>, SkillError> {
-        if self.inbox.waiting() == 0 {
+        if self.queued.waiting() == 0 {
             return match self.cancel.is_cancelled() {
                 true => Err(SkillError::Canceled),
                 false => Ok(None),
@@ -48,7 +48,7 @@ impl SkillContext {
             }
             tokio::select! {
                 () = self.cancel.cancelled() => return Err(SkillError::Canceled),
-                () = self.inbox.arrived() => {}
+                () = self.queued.arrived() => {}
             }
         }
     }

@@ -13,7 +13,7 @@ use crate::actors::{LiveCount, Slots, Supervisor, SupervisorArgs};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::recovery::RecoveryReport;
+use crate::recovery_plan::RecoveryReport;
 use crate::skill::Skill;
 use crate::store::{MemoryStore, TaskStore};
 use crate::telemetry;

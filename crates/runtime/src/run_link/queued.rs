@@ -9,12 +9,12 @@ use tokio::sync::Notify;
 
 /// Shared by a task's actor (which keeps the count) and its run's contexts.
 #[derive(Default)]
-pub(crate) struct Inbox {
+pub(crate) struct QueuedMessages {
     waiting: AtomicUsize,
     arrived: Notify,
 }
 
-impl Inbox {
+impl QueuedMessages {
     /// How many queued messages the run has not taken, as of the task's last commit.
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
@@ -43,7 +43,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_message_that_arrives_before_the_wait_still_wakes_it() {
-        let inbox = Inbox::default();
+        let inbox = QueuedMessages::default();
         assert_eq!(inbox.waiting(), 0);
         inbox.set(1);
         assert_eq!(inbox.waiting(), 1);

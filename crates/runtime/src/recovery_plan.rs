@@ -1,0 +1,125 @@
+//! Recovery at start: every stored task that is not terminal is resumed, left waiting
+//! for input, or ended `failed` with the reason "interrupted by restart". This module
+//! decides (`plan`, a pure function of the stored tasks and the registered skills); the
+//! runtime's start carries the plan out (`RuntimeHandle::recover`).
+
+use std::collections::HashMap;
+
+use crate::approval::awaits_approval;
+use crate::model::{TaskId, TaskState};
+use crate::skill::SkillCard;
+use crate::store::TaskRecord;
+
+/// The status message of a task that a restart interrupted and that cannot resume.
+pub const INTERRUPTED_BY_RESTART: &str = "interrupted by restart";
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Submitted or working tasks of resumable skills, run again from their checkpoint
+    /// (each once it has a slot of its skill: queued until then, with no actor).
+    pub resumed: usize,
+    /// Tasks ended `failed` (their skill is not resumable, or no longer registered).
+    pub failed: usize,
+    /// Input- or auth-required tasks of resumable skills, waiting again (no actor until
+    /// a message or a cancel arrives).
+    pub waiting_for_input: usize,
+    /// Tasks the store holds set aside because their data could not be decoded (this
+    /// start's and earlier ones': see `TaskStore::quarantined`).
+    pub quarantined: usize,
+}
+
+/// What to do with each unfinished task.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct RecoveryPlan {
+    /// Tasks to run again, by skill, in the order read: each once it has a slot.
+    pub(crate) resume: HashMap<String, Vec<TaskId>>,
+    /// Tasks to end `failed`, with the reason.
+    pub(crate) fail: Vec<(TaskId, String)>,
+    /// Tasks that wait again for input, with no actor.
+    pub(crate) waiting: Vec<TaskId>,
+    /// Every task read, with its skill and state (counted afresh in this process).
+    pub(crate) found: Vec<(String, TaskId, TaskState)>,
+}
+
+/// Decides the fate of each unfinished task, given the card of each registered skill.
+pub(crate) fn plan(
+    records: Vec<TaskRecord>,
+    card_of: impl Fn(&str) -> Option<SkillCard>,
+) -> RecoveryPlan {
+    let mut plan = RecoveryPlan::default();
+    for record in records {
+        let id = record.task.id.clone();
+        plan.found
+            .push((record.skill.clone(), id.clone(), record.state()));
+        match card_of(&record.skill) {
+            None => plan.fail.push((
+                id,
+                format!(
+                    "{INTERRUPTED_BY_RESTART}; skill {:?} is no longer registered",
+                    record.skill
+                ),
+            )),
+            // Nothing of it ran: it waits for its approver again, resumable or not.
+            Some(_) if awaits_approval(&record.task.status) => plan.waiting.push(id),
+            Some(card) if !card.resumable => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
+            Some(_) if record.state().is_interrupted() => plan.waiting.push(id),
+            Some(_) => plan.resume.entry(record.skill).or_default().push(id),
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ContextId, Task};
+
+    fn record(id: &str, skill: &str, state: TaskState) -> TaskRecord {
+        TaskRecord {
+            task: Task::new(TaskId::from(id), ContextId::from("c"), state),
+            version: 1,
+            last_seq: 1,
+            skill: skill.into(),
+            owner: None,
+            checkpoint: None,
+            trace: None,
+            inputs: crate::store::RunInputs::default(),
+        }
+    }
+
+    #[test]
+    fn each_unfinished_task_is_resumed_left_waiting_or_failed() {
+        let cards = |skill: &str| match skill {
+            "again" => Some(SkillCard::new("again", "resumable").resumable()),
+            "once" => Some(SkillCard::new("once", "not resumable")),
+            _ => None,
+        };
+        let plan = plan(
+            vec![
+                record("a", "again", TaskState::Working),
+                record("b", "again", TaskState::InputRequired),
+                record("c", "once", TaskState::Working),
+                record("d", "gone", TaskState::Submitted),
+                record("e", "again", TaskState::Submitted),
+            ],
+            cards,
+        );
+        let ids = |ids: &[TaskId]| {
+            ids.iter()
+                .map(|i| i.as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&plan.resume["again"]), ["a", "e"]);
+        assert_eq!(ids(&plan.waiting), ["b"]);
+        let failed: Vec<(&str, &str)> = plan
+            .fail
+            .iter()
+            .map(|(id, why)| (id.as_str(), why.as_str()))
+            .collect();
+        assert_eq!(failed[0], ("c", INTERRUPTED_BY_RESTART));
+        assert_eq!(failed[1].0, "d");
+        assert!(failed[1].1.contains("\"gone\" is no longer registered"));
+        assert_eq!(plan.found.len(), 5);
+    }
+}
