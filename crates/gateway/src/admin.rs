@@ -10,17 +10,12 @@ use std::collections::HashMap;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fundi_runtime::ADMIN_SCOPE;
 use serde_json::{Value, json};
 
-use crate::admission::admit;
-use crate::auth::Caller;
-use crate::dialect::Dialect;
-use crate::error::ApiError;
-use crate::reply::refusal;
+use crate::operator::{Admin, Operator};
 use crate::state::AppState;
 
 pub(crate) mod approvals;
@@ -50,34 +45,6 @@ async fn in_admin_span(request: axum::extract::Request, next: axum::middleware::
     tracing::Instrument::instrument(next.run(request), span).await
 }
 
-/// `admit`, then the admin scope.
-async fn admit_admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Response> {
-    admit_holding(state, headers, uri, "admin", ADMIN_SCOPE, |grants| {
-        grants.allows(Some(ADMIN_SCOPE))
-    })
-    .await
-}
-
-/// `admit`, then `holds` on the caller's scopes; refused, the answer names `scope` as
-/// the one `what` needs.
-pub(crate) async fn admit_holding(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-    what: &str,
-    scope: &str,
-    holds: impl Fn(&fundi_runtime::Grants) -> bool,
-) -> Result<Caller, Response> {
-    let caller = admit(state, headers, uri)
-        .await
-        .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
-    if !holds(&caller.grants) {
-        let error = ApiError::insufficient_scope(what, scope);
-        return Err(refusal(&Value::Null, &error, Dialect::V1));
-    }
-    Ok(caller)
-}
-
 /// A JSON body as `T`; refused, a 400 saying what was `expected` and what is wrong.
 // The refusal is the handler's whole answer, returned once: its size costs nothing.
 #[allow(clippy::result_large_err)]
@@ -94,10 +61,7 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 }
 
 /// Push configs whose delivery was given up (operators; scope `fundi:admin`).
-async fn dead_letters(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
-        return refused;
-    }
+async fn dead_letters(State(state): State<AppState>, _operator: Operator<Admin>) -> Response {
     let Some(push) = &state.push else {
         return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
     };
@@ -131,14 +95,9 @@ async fn dead_letters(State(state): State<AppState>, headers: HeaderMap, uri: Ur
 /// Delivers a dead-lettered config again: `{"taskId": ..., "configId": ...}`.
 async fn replay(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
     body: Bytes,
 ) -> Response {
-    let caller = match admit_admin(&state, &headers, &uri).await {
-        Ok(caller) => caller,
-        Err(refused) => return refused,
-    };
     let Some(push) = &state.push else {
         return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
     };
@@ -178,13 +137,9 @@ async fn replay(
 /// The recorded issues (`?source=a11y-audit`, `?status=open`), newest first.
 async fn list_issues(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    _operator: Operator<Admin>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
-        return refused;
-    }
     let Some(store) = &state.operators.issues else {
         return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
     };

@@ -8,16 +8,16 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use fundi_ops::inbox::{Answer, INBOX_SCOPE, Inbox, InboxError, Response as Reply};
+use fundi_ops::inbox::{Answer, InboxError, Response as Reply};
 use fundi_runtime::TaskId;
 use serde_json::json;
 
 use crate::admin::audit::record;
-use crate::admin::{admin_error as error, admit_holding, parse};
-use crate::auth::Caller;
+use crate::admin::{admin_error as error, parse};
+use crate::operator::{Operator, Proposals, Responder};
 use crate::state::AppState;
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -26,44 +26,17 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/inbox/{task}/respond", post(respond))
 }
 
-/// The caller, once admitted as a responder, and the inbox.
-async fn responder(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<(Caller, Inbox), Response> {
-    // `allows` counts fundi:admin too.
-    let caller = admit_holding(state, headers, uri, "inbox", INBOX_SCOPE, |grants| {
-        grants.allows(Some(INBOX_SCOPE))
-    })
-    .await?;
-    match &state.operators.inbox {
-        Some(inbox) => Ok((caller, inbox.clone())),
-        None => Err(error(
-            StatusCode::NOT_FOUND,
-            "the inbox skill is not enabled on this server",
-        )),
-    }
-}
-
-async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    match responder(&state, &headers, &uri).await {
-        Ok((_, inbox)) => axum::Json(json!({"proposals": inbox.waiting()})).into_response(),
-        Err(refused) => refused,
-    }
+async fn list(_responder: Operator<Responder>, Proposals(inbox): Proposals) -> Response {
+    axum::Json(json!({"proposals": inbox.waiting()})).into_response()
 }
 
 async fn respond(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Responder>,
+    Proposals(inbox): Proposals,
     Path(task): Path<String>,
     body: Bytes,
 ) -> Response {
-    let (caller, inbox) = match responder(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     let expected =
         "{\"action\": \"complete\"|\"ask\"|\"reject\"|\"fail\", \"text\": ..., \"data\"?: ...}";
     let answer: Answer = match parse(&body, expected) {

@@ -30,6 +30,7 @@ mod jsonrpc;
 mod mcp_gate;
 mod mcp_sessions;
 mod methods;
+mod operator;
 mod params;
 mod push;
 mod rate_limit;

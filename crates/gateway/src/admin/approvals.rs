@@ -7,19 +7,20 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_runtime::approval::{APPROVE_SCOPE, Decision, Verdict, may_approve, pending};
-use fundi_runtime::{ADMIN_SCOPE, RuntimeError, TaskId};
+use fundi_runtime::{RuntimeError, TaskId};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::audit::record;
-use super::{admin_error, admit_holding, parse};
+use super::{admin_error, parse};
 use crate::auth::Caller;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
+use crate::operator::{Approver, Operator};
 use crate::reply::refusal;
 use crate::state::AppState;
 
@@ -30,26 +31,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/admin/approvals/{task}/reject", post(reject))
 }
 
-/// `admit`, then some approving scope (which skills it covers is checked per task).
-async fn admit_approver(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<Caller, Response> {
-    admit_holding(state, headers, uri, "approvals", APPROVE_SCOPE, |grants| {
-        grants.list().is_none_or(|held| {
-            held.iter()
-                .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE))
-        })
-    })
-    .await
-}
-
-async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let caller = match admit_approver(&state, &headers, &uri).await {
-        Ok(caller) => caller,
-        Err(refused) => return refused,
-    };
+async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Approver>) -> Response {
     match state.runtime.approvals().await {
         Ok(mut approvals) => {
             approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
@@ -75,8 +57,7 @@ struct Rejection {
 
 async fn approve(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Approver>,
     Path(task): Path<String>,
     body: Bytes,
 ) -> Response {
@@ -92,9 +73,8 @@ async fn approve(
         narrowed: approval.data,
     };
     decide(
-        state,
-        headers,
-        uri,
+        &state,
+        &caller,
         task,
         verdict,
         json!({"narrowed": narrowed}),
@@ -104,8 +84,7 @@ async fn approve(
 
 async fn reject(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Approver>,
     Path(task): Path<String>,
     body: Bytes,
 ) -> Response {
@@ -118,30 +97,17 @@ async fn reject(
         return admin_error(StatusCode::BAD_REQUEST, "a rejection needs a reason");
     }
     let detail = json!({"reason": reason});
-    decide(
-        state,
-        headers,
-        uri,
-        task,
-        Verdict::Reject { reason },
-        detail,
-    )
-    .await
+    decide(&state, &caller, task, Verdict::Reject { reason }, detail).await
 }
 
 async fn decide(
-    state: AppState,
-    headers: HeaderMap,
-    uri: Uri,
+    state: &AppState,
+    caller: &Caller,
     task: String,
     verdict: Verdict,
     detail: Value,
 ) -> Response {
-    let caller = match admit_approver(&state, &headers, &uri).await {
-        Ok(caller) => caller,
-        Err(refused) => return refused,
-    };
-    match decide_as(&state, &caller, TaskId::from(task), verdict, detail).await {
+    match decide_as(state, caller, TaskId::from(task), verdict, detail).await {
         Ok(task) => {
             axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
         }

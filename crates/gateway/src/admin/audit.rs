@@ -5,14 +5,15 @@ use std::collections::HashMap;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use fundi_ops::audit::AuditEntry;
 use serde_json::{Value, json};
 
-use super::{admin_error, admit_admin, page};
+use super::{admin_error, page};
 use crate::auth::Caller;
+use crate::operator::{Admin, Operator};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -59,13 +60,9 @@ pub(crate) async fn record(
 
 async fn read(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    _operator: Operator<Admin>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
-        return refused;
-    }
     let Some(log) = &state.operators.audit else {
         return admin_error(StatusCode::NOT_FOUND, "no audit log is kept on this server");
     };

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use fundi_runtime::TaskId;
 use serde_json::json;
 
-use super::{admin_error, admit_admin, page};
+use super::{admin_error, page};
+use crate::operator::{Admin, Operator};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -20,13 +21,9 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn read(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    _operator: Operator<Admin>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(refused) = admit_admin(&state, &headers, &uri).await {
-        return refused;
-    }
     let Some(log) = &state.operators.chaos else {
         return admin_error(
             StatusCode::NOT_FOUND,

@@ -3,12 +3,10 @@
 //! `/revoke`. A grant admits its client at the next request after it is made, and
 //! refuses it at the next request after it is revoked or narrowed.
 
-use std::sync::Arc;
-
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
@@ -18,8 +16,8 @@ use serde_json::json;
 
 use super::audit::record;
 use super::grant_desk::{GrantDesk, Revoked};
-use super::{admin_error, admit_admin, parse};
-use crate::auth::Caller;
+use super::{admin_error, parse};
+use crate::operator::{Admin, GrantsDesk, Operator};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -28,22 +26,6 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/admin/grants/{id}", get(show))
         .route("/admin/grants/{id}/narrow", post(narrow))
         .route("/admin/grants/{id}/revoke", post(revoke))
-}
-
-/// The desk, once the caller is admitted as an operator.
-async fn desk(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<(Arc<GrantDesk>, Caller), Response> {
-    let caller = admit_admin(state, headers, uri).await?;
-    match &state.operators.grants {
-        Some(desk) => Ok((desk.clone(), caller)),
-        None => Err(admin_error(
-            StatusCode::NOT_FOUND,
-            "grants are not kept on this server",
-        )),
-    }
 }
 
 #[derive(Deserialize)]
@@ -64,14 +46,10 @@ struct Narrowing {
 
 async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    GrantsDesk(desk): GrantsDesk,
     body: Bytes,
 ) -> Response {
-    let (desk, caller) = match desk(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     let expected = "{\"client\": ..., \"scopes\": [...], \"expires\"?: \"30d\"}";
     let new: NewGrant = match parse(&body, expected) {
         Ok(new) => new,
@@ -114,11 +92,11 @@ async fn create(
     (StatusCode::CREATED, axum::Json(body)).into_response()
 }
 
-async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let (desk, _) = match desk(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
+async fn list(
+    State(_state): State<AppState>,
+    _operator: Operator<Admin>,
+    GrantsDesk(desk): GrantsDesk,
+) -> Response {
     match desk.store.list().await {
         Ok(grants) => {
             let shown: Vec<Grant> = grants.iter().map(Grant::shown).collect();
@@ -132,15 +110,11 @@ async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Re
 }
 
 async fn show(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    State(_state): State<AppState>,
+    _operator: Operator<Admin>,
+    GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
 ) -> Response {
-    let (desk, _) = match desk(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     match find(&desk, &id).await {
         Ok(grant) => axum::Json(grant.shown()).into_response(),
         Err(refused) => refused,
@@ -149,15 +123,11 @@ async fn show(
 
 async fn narrow(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let (desk, caller) = match desk(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     let narrowing: Narrowing = match parse(&body, "{\"scopes\": [...]}") {
         Ok(narrowing) => narrowing,
         Err(refused) => return refused,
@@ -198,14 +168,10 @@ async fn narrow(
 
 async fn revoke(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
 ) -> Response {
-    let (desk, caller) = match desk(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     match desk.revoke(&id).await {
         Ok(Revoked::Now(grant)) => {
             let detail = json!({"client": grant.client});

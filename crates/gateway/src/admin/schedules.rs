@@ -6,7 +6,7 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_ops::schedules::{Creator, NewSchedule, Scheduler};
@@ -14,8 +14,10 @@ use fundi_runtime::RuntimeError;
 use serde_json::{Value, json};
 
 use super::audit::record;
-use super::{admin_error, admit_admin, parse};
+use super::{admin_error, parse};
+use crate::auth::Caller;
 use crate::auth::grant_client;
+use crate::operator::{Admin, Operator, Schedules};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -26,27 +28,11 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/admin/schedules/{id}/resume", post(resume))
 }
 
-/// The scheduler, once the caller is admitted as an operator.
-async fn scheduler(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<(Scheduler, crate::auth::Caller), Response> {
-    let caller = admit_admin(state, headers, uri).await?;
-    match &state.operators.schedules {
-        Some(scheduler) => Ok((scheduler.clone(), caller)),
-        None => Err(admin_error(
-            StatusCode::NOT_FOUND,
-            "scheduled runs are not available on this server",
-        )),
-    }
-}
-
-async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
-    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
+async fn list(
+    State(_state): State<AppState>,
+    _operator: Operator<Admin>,
+    Schedules(scheduler): Schedules,
+) -> Response {
     answer(
         StatusCode::OK,
         scheduler.list().await.map(|s| json!({"schedules": s})),
@@ -55,14 +41,10 @@ async fn list(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Re
 
 async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    Schedules(scheduler): Schedules,
     body: Bytes,
 ) -> Response {
-    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     let expected = "{\"skill\": ..., \"cron\": ..., \"timeZone\"?: ..., \"data\"?: ..., \
                     \"text\"?: ...}";
     let new: NewSchedule = match parse(&body, expected) {
@@ -93,28 +75,20 @@ async fn create(
 }
 
 async fn show(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    State(_state): State<AppState>,
+    _operator: Operator<Admin>,
+    Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    let (scheduler, _) = match scheduler(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     answer(StatusCode::OK, scheduler.get(&id).await.map(|s| json!(s)))
 }
 
 async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
     let deleted = scheduler.delete(&id).await;
     if deleted.is_ok()
         && let Err(failed) = record(&state, &caller, "schedule.delete", &id, Value::Null).await
@@ -126,40 +100,36 @@ async fn delete(
 
 async fn pause(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    set_paused(state, headers, uri, id, true).await
+    set_paused(&state, &caller, &scheduler, &id, true).await
 }
 
 async fn resume(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    Operator(caller, _): Operator<Admin>,
+    Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    set_paused(state, headers, uri, id, false).await
+    set_paused(&state, &caller, &scheduler, &id, false).await
 }
 
 async fn set_paused(
-    state: AppState,
-    headers: HeaderMap,
-    uri: Uri,
-    id: String,
+    state: &AppState,
+    caller: &Caller,
+    scheduler: &Scheduler,
+    id: &str,
     paused: bool,
 ) -> Response {
-    let (scheduler, caller) = match scheduler(&state, &headers, &uri).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
-    };
-    let changed = scheduler.set_paused(&id, paused).await;
+    let changed = scheduler.set_paused(id, paused).await;
     let action = match paused {
         true => "schedule.pause",
         false => "schedule.resume",
     };
     if changed.is_ok()
-        && let Err(failed) = record(&state, &caller, action, &id, Value::Null).await
+        && let Err(failed) = record(state, caller, action, id, Value::Null).await
     {
         return failed;
     }

@@ -1,0 +1,138 @@
+//! Extractors of the routes beside A2A (`/admin`, `/inbox`): the caller, admitted as
+//! every authenticated route admits (Host and Origin, both credentials, the rate limit)
+//! and holding what the route's role needs ([`Operator`]); and the service a route
+//! works on, where this server keeps it ([`GrantsDesk`], [`Schedules`], [`Proposals`]).
+//! A handler's signature says what it needs; a refusal is the whole answer, before the
+//! body is read: 401 or 403 for the caller, then 404 for a service this server lacks.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::Response;
+use fundi_ops::inbox::{INBOX_SCOPE, Inbox};
+use fundi_ops::schedules::Scheduler;
+use fundi_runtime::approval::APPROVE_SCOPE;
+use fundi_runtime::{ADMIN_SCOPE, Grants};
+use serde_json::Value;
+
+use crate::admin::admin_error;
+use crate::admin::grant_desk::GrantDesk;
+use crate::admission::admit;
+use crate::auth::Caller;
+use crate::dialect::Dialect;
+use crate::error::ApiError;
+use crate::reply::refusal;
+use crate::state::AppState;
+
+/// What a route's caller must hold beyond being admitted.
+pub(crate) trait Role: Send + Sync + 'static {
+    /// What the role is for, as a refusal names it.
+    const WHAT: &'static str;
+    /// The scope a refusal names.
+    const SCOPE: &'static str;
+    /// Whether `grants` hold the role.
+    fn held_by(grants: &Grants) -> bool;
+}
+
+/// An operator: `fundi:admin`.
+pub(crate) struct Admin;
+
+impl Role for Admin {
+    const WHAT: &'static str = "admin";
+    const SCOPE: &'static str = ADMIN_SCOPE;
+    fn held_by(grants: &Grants) -> bool {
+        grants.allows(Some(ADMIN_SCOPE))
+    }
+}
+
+/// An approver: some approving scope (which skills it covers is checked per task), or
+/// `fundi:admin`.
+pub(crate) struct Approver;
+
+impl Role for Approver {
+    const WHAT: &'static str = "approvals";
+    const SCOPE: &'static str = APPROVE_SCOPE;
+    fn held_by(grants: &Grants) -> bool {
+        grants.list().is_none_or(|held| {
+            held.iter()
+                .any(|s| *s == ADMIN_SCOPE || s.starts_with(APPROVE_SCOPE))
+        })
+    }
+}
+
+/// A local agent answering the inbox: `fundi:inbox` (or `fundi:admin`).
+pub(crate) struct Responder;
+
+impl Role for Responder {
+    const WHAT: &'static str = "inbox";
+    const SCOPE: &'static str = INBOX_SCOPE;
+    fn held_by(grants: &Grants) -> bool {
+        grants.allows(Some(INBOX_SCOPE))
+    }
+}
+
+/// The caller, admitted and holding `R`.
+pub(crate) struct Operator<R: Role>(pub(crate) Caller, pub(crate) PhantomData<R>);
+
+impl<R: Role> FromRequestParts<AppState> for Operator<R> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let caller = admit(state, &parts.headers, &parts.uri)
+            .await
+            .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
+        if !R::held_by(&caller.grants) {
+            let error = ApiError::insufficient_scope(R::WHAT, R::SCOPE);
+            return Err(refusal(&Value::Null, &error, Dialect::V1));
+        }
+        Ok(Operator(caller, PhantomData))
+    }
+}
+
+/// The grants desk; 404 where this server keeps no grants.
+pub(crate) struct GrantsDesk(pub(crate) Arc<GrantDesk>);
+
+impl FromRequestParts<AppState> for GrantsDesk {
+    type Rejection = Response;
+
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let desk = state.operators.grants.clone();
+        desk.map(GrantsDesk)
+            .ok_or_else(|| missing("grants are not kept on this server"))
+    }
+}
+
+/// The scheduler; 404 where scheduled runs are not available.
+pub(crate) struct Schedules(pub(crate) Scheduler);
+
+impl FromRequestParts<AppState> for Schedules {
+    type Rejection = Response;
+
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let scheduler = state.operators.schedules.clone();
+        scheduler
+            .map(Schedules)
+            .ok_or_else(|| missing("scheduled runs are not available on this server"))
+    }
+}
+
+/// The inbox of proposals; 404 where the inbox skill is not enabled.
+pub(crate) struct Proposals(pub(crate) Inbox);
+
+impl FromRequestParts<AppState> for Proposals {
+    type Rejection = Response;
+
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let inbox = state.operators.inbox.clone();
+        inbox
+            .map(Proposals)
+            .ok_or_else(|| missing("the inbox skill is not enabled on this server"))
+    }
+}
+
+fn missing(what: &str) -> Response {
+    admin_error(StatusCode::NOT_FOUND, what)
+}
