@@ -4,9 +4,8 @@
 //! session's CSRF token and is checked against its Origin; each handler then does what
 //! the API would do for the same caller, and goes back to the page it came from.
 
-use axum::Form;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fundi_runtime::approval::{Verdict, may_approve, pending};
 use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskId, TaskState};
@@ -14,7 +13,7 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{CsrfOnly, check_change, viewer};
+use super::gate::{Change, Csrf, CsrfOnly};
 use super::page::Problem;
 use super::tasks::encode;
 use super::viewer::Viewer;
@@ -85,15 +84,17 @@ pub(super) struct Answer {
     text: String,
 }
 
+impl Csrf for Answer {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 pub(super) async fn answer(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<Answer>,
+    Change(viewer, form): Change<Answer>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let text = form.text.trim();
     if text.is_empty() {
         return Err(Problem::bad_form("an answer needs some text"));
@@ -114,13 +115,9 @@ pub(super) async fn answer(
 
 pub(super) async fn cancel(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    Change(viewer, _form): Change<CsrfOnly>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let task_id = TaskId::from(id.clone());
     state.runtime.cancel(&task_id, Some(viewer.user())).await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
@@ -136,15 +133,17 @@ pub(super) struct Approval {
     narrowed: String,
 }
 
+impl Csrf for Approval {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 pub(super) async fn approve(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<Approval>,
+    Change(viewer, form): Change<Approval>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let narrowed = match form.narrowed.trim() {
         "" => None,
         text => Some(
@@ -167,15 +166,17 @@ pub(super) struct Rejection {
     reason: String,
 }
 
+impl Csrf for Rejection {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 pub(super) async fn reject(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<Rejection>,
+    Change(viewer, form): Change<Rejection>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let reason = form.reason.trim().to_owned();
     if reason.is_empty() {
         return Err(Problem::bad_form("a rejection needs a reason"));

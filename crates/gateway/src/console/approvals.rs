@@ -3,24 +3,22 @@
 //! forms to approve it (perhaps on a narrower input) or reject it with a reason.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use fundi_runtime::approval::may_approve;
 use maud::html;
 
 use super::actions::approval_forms;
 use super::artifacts::pretty;
-use super::gate::viewer;
 use super::page::{Problem, Section, page, respond};
+use super::viewer::Viewer;
 use super::words::when;
 use crate::state::AppState;
 
 pub(super) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    viewer: Viewer,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     if !viewer.may_approve_some() {
         return Err(Problem::forbidden(
             "this page is for approvers: it needs the scope fundi:approve (or fundi:approve:<skill>)",

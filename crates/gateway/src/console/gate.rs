@@ -2,8 +2,13 @@
 //! rate limit as the API's; and the checks of every state-changing form (its Origin is
 //! this console's, its CSRF token is the session's).
 
+use axum::Form;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Uri, header};
+use axum::response::{IntoResponse, Response};
 use fundi_runtime::ADMIN_SCOPE;
+use serde::de::DeserializeOwned;
 
 use super::page::Problem;
 use super::sessions::{cookie_value, same_secret};
@@ -28,6 +33,86 @@ pub(crate) struct CsrfOnly {
     pub(crate) csrf: String,
 }
 
+impl Csrf for CsrfOnly {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// A state-changing form: it carries the session's CSRF token.
+pub(crate) trait Csrf {
+    /// The token the form was rendered with.
+    fn csrf(&self) -> &str;
+}
+
+/// Who may send a state-changing form: someone signed in (`Viewer`) or an operator
+/// (`ConsoleAdmin`).
+pub(crate) trait Signed: FromRequestParts<AppState, Rejection = Problem> {
+    /// The person.
+    fn viewer(&self) -> &Viewer;
+}
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Viewer, Problem> {
+        viewer(state, &parts.headers, &parts.uri).await
+    }
+}
+
+impl Signed for Viewer {
+    fn viewer(&self) -> &Viewer {
+        self
+    }
+}
+
+/// A signed-in operator (`fundi:admin`): the operators' pages.
+pub(crate) struct ConsoleAdmin(pub(crate) Viewer);
+
+impl FromRequestParts<AppState> for ConsoleAdmin {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+        let viewer = Viewer::from_request_parts(parts, state).await?;
+        require_admin(&viewer)?;
+        Ok(ConsoleAdmin(viewer))
+    }
+}
+
+impl Signed for ConsoleAdmin {
+    fn viewer(&self) -> &Viewer {
+        &self.0
+    }
+}
+
+/// A state-changing form `F` from `W`: who sends it is checked first (signed in, and
+/// an operator where `W` says so), then that it comes from this console's pages
+/// (`check_origin`), then the form is read and its CSRF token compared with the
+/// session's. A form that cannot be read is refused as axum refuses it.
+pub(crate) struct Change<F, W = Viewer>(pub(crate) W, pub(crate) F);
+
+impl<F, W> FromRequest<AppState> for Change<F, W>
+where
+    F: DeserializeOwned + Csrf + Send,
+    W: Signed + Send,
+{
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let who = W::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        check_origin(state, &parts.headers).map_err(IntoResponse::into_response)?;
+        let request = Request::from_parts(parts, body);
+        let Form(form) = Form::<F>::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        check_csrf(who.viewer(), form.csrf()).map_err(IntoResponse::into_response)?;
+        Ok(Change(who, form))
+    }
+}
+
 /// The signed-in person a request comes from.
 pub(crate) async fn viewer(
     state: &AppState,
@@ -45,17 +130,8 @@ pub(crate) async fn viewer(
     Ok(Viewer::new(id.to_owned(), session))
 }
 
-/// Checks a state-changing request: it comes from a page of this console (its `Origin`
-/// names the host the request was sent to, which the Host check admitted, or the origin
-/// of `gateway.public-url`, as behind a proxy that rewrites `Host`) and carries the
-/// session's CSRF token.
-pub(crate) fn check_change(
-    state: &AppState,
-    headers: &HeaderMap,
-    viewer: &Viewer,
-    csrf: &str,
-) -> Result<(), Problem> {
-    check_origin(state, headers)?;
+/// Refuses a form whose CSRF token is not the session's.
+fn check_csrf(viewer: &Viewer, csrf: &str) -> Result<(), Problem> {
     if !same_secret(csrf, viewer.csrf()) {
         return Err(Problem::forbidden(
             "the form's CSRF token is missing or out of date: reload the page and try again",

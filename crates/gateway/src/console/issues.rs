@@ -2,16 +2,17 @@
 //! status, worst first, each with the heal task that holds it and that task's state.
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use fundi_ops::issues::{Issue, IssueStatus};
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::artifacts::link;
-use super::gate::{require_admin, viewer};
+use super::gate::require_admin;
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
+use super::viewer::Viewer;
 use super::words::{badge, clip, when};
 use crate::state::AppState;
 
@@ -33,11 +34,9 @@ pub(super) struct Filter {
 
 pub(super) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     require_admin(&viewer)?;
     let Some(store) = &state.operators.issues else {
         return Err(Problem::new(

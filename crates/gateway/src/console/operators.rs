@@ -2,16 +2,15 @@
 //! with a replay button, the schedules with pause and resume, and the grants with
 //! revoke. Each change is recorded in the audit log, as through `/admin`.
 
-use axum::Form;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::actions::back_to;
-use super::gate::{CsrfOnly, check_change, require_admin, viewer};
+use super::gate::{Change, ConsoleAdmin, Csrf, CsrfOnly};
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::viewer::Viewer;
@@ -56,18 +55,10 @@ async fn recorded(
         })
 }
 
-async fn admin(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Viewer, Problem> {
-    let viewer = viewer(state, headers, uri).await?;
-    require_admin(&viewer)?;
-    Ok(viewer)
-}
-
 pub(super) async fn dead_letters(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
     let Some(push) = &state.push else {
         return Err(not_kept("Push notifications"));
     };
@@ -120,14 +111,16 @@ pub(super) struct Replay {
     config: String,
 }
 
+impl Csrf for Replay {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 pub(super) async fn replay(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    Form(form): Form<Replay>,
+    Change(ConsoleAdmin(viewer), form): Change<Replay, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(push) = &state.push else {
         return Err(not_kept("Push notifications"));
     };
@@ -159,10 +152,8 @@ pub(super) async fn replay(
 
 pub(super) async fn schedules(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
     let Some(scheduler) = &state.operators.schedules else {
         return Err(not_kept("Schedules"));
     };
@@ -203,13 +194,9 @@ pub(super) async fn schedules(
 
 pub(super) async fn set_paused(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path((id, change)): Path<(String, String)>,
-    Form(form): Form<CsrfOnly>,
+    Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(scheduler) = &state.operators.schedules else {
         return Err(not_kept("Schedules"));
     };
@@ -236,10 +223,8 @@ pub(super) async fn set_paused(
 
 pub(super) async fn grants(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
     let Some(desk) = &state.operators.grants else {
         return Err(not_kept("Grants"));
     };
@@ -284,13 +269,9 @@ pub(super) async fn grants(
 
 pub(super) async fn revoke(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let viewer = admin(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     let Some(desk) = &state.operators.grants else {
         return Err(not_kept("Grants"));
     };

@@ -13,7 +13,7 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{CsrfOnly, check_change, check_origin, viewer};
+use super::gate::{Change, CsrfOnly, check_origin};
 use super::page::{Problem, Section, page, respond};
 use super::sessions::{
     LINK_LIFETIME, Person, SIGN_IN_COOKIE, named_cookie, random_token, same_secret,
@@ -162,12 +162,8 @@ fn link_not_valid() -> Problem {
 /// Ends the session.
 pub(super) async fn sign_out(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    Form(form): Form<CsrfOnly>,
+    Change(viewer, _form): Change<CsrfOnly>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
-    check_change(&state, &headers, &viewer, &form.csrf)?;
     state.console.close(viewer.id()).await?;
     let body = html! {
         p { "You are signed out. Run " code { "fundi console" } " for a new sign-in link." }

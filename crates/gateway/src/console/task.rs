@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use fundi_runtime::{RuntimeError, Task, TaskEvent, TaskEventKind, TaskId};
@@ -18,7 +18,6 @@ use serde::Deserialize;
 
 use super::actions;
 use super::artifacts;
-use super::gate::viewer;
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::timeline::{entry, status_block};
@@ -33,11 +32,9 @@ const READ_LIMIT: Duration = Duration::from_secs(10);
 
 pub(super) async fn show(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    viewer: Viewer,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     let (task, seq) = readable(&state, &viewer, &TaskId::from(id)).await?;
     let mut events = past_events(&state, &task.id, seq).await?;
     let left_out = events.len().saturating_sub(MOST_ENTRIES);
@@ -138,12 +135,11 @@ pub(super) struct After {
 /// sends), as rendered fragments.
 pub(super) async fn live(
     State(state): State<AppState>,
+    viewer: Viewer,
     headers: HeaderMap,
-    uri: Uri,
     Path(id): Path<String>,
     Query(query): Query<After>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     let id = TaskId::from(id);
     readable(&state, &viewer, &id).await?;
     let after = last_event_id(&headers).unwrap_or(query.after);

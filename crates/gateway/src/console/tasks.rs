@@ -7,15 +7,15 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use fundi_runtime::{ListRequest, TaskService, TaskState};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::gate::viewer;
 use super::page::{Problem, Section, page, respond};
+use super::viewer::Viewer;
 use super::words::{badge, clip, parse_state, state_key, state_words, when};
 use crate::state::AppState;
 
@@ -70,11 +70,9 @@ impl Filter {
 
 pub(super) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     let wanted = filter.state()?;
     let skills: Vec<String> = state
         .runtime
@@ -232,11 +230,9 @@ async fn counts(
 /// whenever they change.
 pub(super) async fn live_counts(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
+    viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
-    let viewer = viewer(&state, &headers, &uri).await?;
     let context = filter.context();
     let user = viewer.user().to_owned();
     let slot = state.streams.for_user(&user)?;
