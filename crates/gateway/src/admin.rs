@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use crate::error::ApiError;
 use crate::operator::{Admin, Operator};
 use crate::state::AppState;
 
@@ -207,6 +208,13 @@ fn page(query: &HashMap<String, String>) -> Result<(u64, usize), Response> {
     let after = number("after", 0)?;
     let limit = number("limit", 100)?;
     Ok((after, (limit as usize).clamp(1, MAX_PAGE)))
+}
+
+/// A runtime error as an admin answer: its status and text as every surface classifies
+/// it (`ApiError::from`), an internal failure logged there and answered without detail.
+pub(crate) fn runtime_failure(error: fundi_runtime::RuntimeError) -> Response {
+    let error = ApiError::from(error);
+    admin_error(error.rest_status().0, &error.message())
 }
 
 pub(crate) fn admin_error(status: StatusCode, message: &str) -> Response {

@@ -18,7 +18,7 @@ mod diff;
 mod gate;
 mod issues;
 mod operators;
-mod page;
+pub(crate) mod page;
 pub(crate) mod provider;
 mod reports;
 pub(crate) mod sessions;

@@ -107,6 +107,17 @@ pub enum ApiError {
     },
     /// HTTP 403 for a request refused before authentication (Host, Origin).
     ForbiddenRequest(String),
+    /// -32602, HTTP 404: something an operator named does not exist (a schedule).
+    NotFound(String),
+    /// -32602, HTTP 409: the thing is not in a state that allows the change (a task
+    /// that waits for no approver).
+    Conflict(String),
+    /// -32602, HTTP 403: this caller may not make this change (an approver deciding on
+    /// a task of their own).
+    Denied(String),
+    /// -32603, HTTP 503: the runtime is stopping or a part of it did not answer; trying
+    /// again later may succeed (what it said is logged, not sent).
+    Unavailable,
     /// HTTP 429 with `Retry-After`: the caller holds as many of something as it may
     /// (event streams, MCP sessions).
     TooManyOpen {
@@ -299,10 +310,8 @@ impl From<RuntimeError> for ApiError {
                 ),
                 task_id: Some(id.to_string()),
             },
-            e @ (RuntimeError::NotAwaitingApproval { .. }
-            | RuntimeError::ApproverIsRequester { .. }) => {
-                ApiError::invalid_params("", e.to_string())
-            }
+            e @ RuntimeError::NotAwaitingApproval { .. } => ApiError::Conflict(e.to_string()),
+            e @ RuntimeError::ApproverIsRequester { .. } => ApiError::Denied(e.to_string()),
             RuntimeError::BeingCanceled { id } => ApiError::Unsupported {
                 detail: format!("task {id} is being canceled and accepts no more messages"),
                 task_id: Some(id.to_string()),
@@ -317,11 +326,17 @@ impl From<RuntimeError> for ApiError {
                 ApiError::insufficient_scope(&skill, &scope)
             }
             RuntimeError::InvalidInput(text) => ApiError::invalid_params("", text),
-            e @ RuntimeError::ScheduleNotFound(_) => ApiError::invalid_params("", e.to_string()),
+            e @ RuntimeError::ScheduleNotFound(_) => ApiError::NotFound(e.to_string()),
             RuntimeError::InvalidField(invalid) => {
                 ApiError::invalid_params(invalid.field, invalid.reason)
             }
-            RuntimeError::Unavailable(text) => ApiError::internal(text),
+            RuntimeError::Unavailable(text) => {
+                tracing::warn!(detail = %text, "the runtime could not answer a request now");
+                ApiError::Unavailable
+            }
+            e @ RuntimeError::Invariant { .. } => {
+                ApiError::internal(fundi_runtime::error_chain(&e))
+            }
             // The node running the task did not answer in time: the caller may send again.
             RuntimeError::Store(fundi_runtime::StoreError::Unanswered { waited, .. }) => {
                 ApiError::timed_out(waited)
@@ -333,6 +348,8 @@ impl From<RuntimeError> for ApiError {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::StatusCode;
+
     use super::*;
 
     #[test]
@@ -348,5 +365,55 @@ mod tests {
         ));
         let broken = RuntimeError::Store(fundi_runtime::StoreError::database("down"));
         assert!(matches!(ApiError::from(broken), ApiError::Internal));
+    }
+
+    /// The A2A bindings, the admin routes and the console answer a runtime error from
+    /// this one classification: the same status everywhere.
+    #[test]
+    fn each_runtime_error_has_one_status_on_every_surface() {
+        let id = fundi_runtime::TaskId::from("t");
+        let cases = [
+            (
+                RuntimeError::TaskNotFound(id.clone()),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                RuntimeError::ScheduleNotFound("sch-1".into()),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                RuntimeError::NotAwaitingApproval {
+                    id: id.clone(),
+                    state: fundi_runtime::TaskState::Working,
+                },
+                StatusCode::CONFLICT,
+            ),
+            (
+                RuntimeError::ApproverIsRequester {
+                    id: id.clone(),
+                    user: "ann".into(),
+                },
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                RuntimeError::InvalidInput("no text".into()),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                RuntimeError::Unavailable("stopping".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+            (
+                RuntimeError::invariant("a task without its message"),
+                StatusCode::INTERNAL_SERVER_ERROR,
+            ),
+        ];
+        for (error, status) in cases {
+            let said = error.to_string();
+            let api = ApiError::from(error);
+            assert_eq!(api.rest_status().0, status, "{said}");
+            let problem = crate::console::page::Problem::from(api);
+            assert_eq!(problem.status, status, "{said}");
+        }
     }
 }

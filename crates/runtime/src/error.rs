@@ -126,9 +126,21 @@ pub enum RuntimeError {
     /// A field of the request is not acceptable (too long, nested too deeply, ...).
     #[error("invalid request: {0}")]
     InvalidField(#[from] InvalidField),
-    /// The runtime is shutting down or an internal component did not answer.
+    /// The runtime is shutting down or an internal component did not answer: trying
+    /// again later may succeed.
     #[error("runtime unavailable: {0}")]
     Unavailable(String),
+    /// Something the runtime relies on did not hold (a stored task its own events do
+    /// not replay onto, a task without its first message): a bug or damaged data, never
+    /// the caller's doing, and not worth trying again.
+    #[error("an invariant of the runtime broke: {what}")]
+    Invariant {
+        /// What did not hold, and where.
+        what: String,
+        /// The error that showed it, when one did.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -176,6 +188,27 @@ impl PartialEq for SkillError {
         }
     }
 }
+impl RuntimeError {
+    /// An invariant that did not hold: `what` says which, and where.
+    pub fn invariant(what: impl Into<String>) -> RuntimeError {
+        RuntimeError::Invariant {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// An invariant that `source` showed did not hold.
+    pub fn broken(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> RuntimeError {
+        RuntimeError::Invariant {
+            what: what.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
 /// An error and its causes in one line (`a: b: c`), a cause left out where the text
 /// before it already quotes it: what many errors say only in their sources (the refused
 /// connection, the certificate that did not verify, the database's own words).

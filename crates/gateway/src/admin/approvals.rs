@@ -37,7 +37,7 @@ async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Appro
             approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
             axum::Json(json!({"approvals": approvals})).into_response()
         }
-        Err(error) => failure(&error),
+        Err(error) => failure(error),
     }
 }
 
@@ -111,7 +111,7 @@ async fn decide(
         Ok(task) => {
             axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
         }
-        Err(Undecided::Runtime(error)) => failure(&error),
+        Err(Undecided::Runtime(error)) => failure(error),
         Err(Undecided::Scope(error)) => refusal(&Value::Null, &error, Dialect::V1),
         Err(Undecided::NotRecorded(failed)) => failed,
     }
@@ -180,17 +180,6 @@ pub(crate) async fn decide_as(
 }
 
 /// A runtime error as an admin answer.
-fn failure(error: &RuntimeError) -> Response {
-    let status = match error {
-        RuntimeError::TaskNotFound(_) => StatusCode::NOT_FOUND,
-        RuntimeError::NotAwaitingApproval { .. } => StatusCode::CONFLICT,
-        RuntimeError::ApproverIsRequester { .. } => StatusCode::FORBIDDEN,
-        RuntimeError::InvalidInput(_) | RuntimeError::InvalidField(_) => StatusCode::BAD_REQUEST,
-        RuntimeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        _ => {
-            tracing::error!(%error, "an approval failed");
-            return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
-        }
-    };
-    admin_error(status, &error.to_string())
+fn failure(error: RuntimeError) -> Response {
+    super::runtime_failure(error)
 }

@@ -14,7 +14,7 @@ use fundi_runtime::RuntimeError;
 use serde_json::{Value, json};
 
 use super::audit::record;
-use super::{admin_error, parse};
+use super::parse;
 use crate::auth::Caller;
 use crate::auth::grant_client;
 use crate::operator::{Admin, Operator, Schedules};
@@ -142,17 +142,5 @@ fn answer(status: StatusCode, outcome: Result<serde_json::Value, RuntimeError>) 
         Ok(body) => return (status, axum::Json(body)).into_response(),
         Err(error) => error,
     };
-    let status = match &error {
-        RuntimeError::ScheduleNotFound(_) => StatusCode::NOT_FOUND,
-        RuntimeError::Forbidden { .. } => StatusCode::FORBIDDEN,
-        RuntimeError::InvalidInput(_)
-        | RuntimeError::InvalidField(_)
-        | RuntimeError::UnknownSkill { .. } => StatusCode::BAD_REQUEST,
-        RuntimeError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        _ => {
-            tracing::error!(%error, "a schedule operation failed");
-            return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
-        }
-    };
-    admin_error(status, &error.to_string())
+    super::runtime_failure(error)
 }

@@ -174,6 +174,7 @@ impl From<ApiError> for Problem {
             StatusCode::NOT_FOUND => "Not found",
             StatusCode::FORBIDDEN => "Not allowed",
             StatusCode::BAD_REQUEST | StatusCode::CONFLICT => "Not possible",
+            StatusCode::SERVICE_UNAVAILABLE => "Try again later",
             _ => "Something went wrong",
         };
         Problem::new(status, title, error.message())
@@ -182,12 +183,7 @@ impl From<ApiError> for Problem {
 
 impl From<RuntimeError> for Problem {
     fn from(error: RuntimeError) -> Problem {
-        match error {
-            RuntimeError::NotAwaitingApproval { .. } | RuntimeError::ApproverIsRequester { .. } => {
-                Problem::new(StatusCode::CONFLICT, "Not possible", error.to_string())
-            }
-            other => ApiError::from(other).into(),
-        }
+        ApiError::from(error).into()
     }
 }
 

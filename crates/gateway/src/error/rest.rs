@@ -27,6 +27,10 @@ impl ApiError {
             | ApiError::TaskNotFound { .. }
             | ApiError::PushConfigNotFound { .. } => (S::NOT_FOUND, "NOT_FOUND"),
             ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "INTERNAL"),
+            ApiError::NotFound(_) => (S::NOT_FOUND, "NOT_FOUND"),
+            ApiError::Conflict(_) => (S::CONFLICT, "ABORTED"),
+            ApiError::Denied(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
+            ApiError::Unavailable => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
             ApiError::TaskNotCancelable { .. }
             | ApiError::PushNotSupported

@@ -154,6 +154,19 @@ impl ApiError {
                 }
             }
             ApiError::Internal => Wire::plain(-32603, "Internal error".into()),
+            ApiError::NotFound(detail) => {
+                Wire::plain(-32602, format!("Not found: {}", clip(detail)))
+            }
+            ApiError::Conflict(detail) => {
+                Wire::plain(-32602, format!("Not possible now: {}", clip(detail)))
+            }
+            ApiError::Denied(detail) => {
+                Wire::plain(-32602, format!("Not allowed: {}", clip(detail)))
+            }
+            ApiError::Unavailable => Wire::plain(
+                -32603,
+                "Internal error: the server cannot answer now; try again later".into(),
+            ),
             ApiError::TimedOut(limit) => Wire::plain(
                 -32603,
                 format!(

@@ -74,7 +74,7 @@ impl TaskActorState {
                     .inputs
                     .run_message(self.journal.task())
                     .cloned()
-                    .ok_or_else(|| RuntimeError::Unavailable("task has no user message".into()))?,
+                    .ok_or_else(|| RuntimeError::invariant("task has no user message"))?,
             };
             self.tell_waiting(false);
             self.phase = Phase::Queued {
@@ -95,7 +95,7 @@ impl TaskActorState {
             .record()
             .inputs
             .run_message(task)
-            .ok_or_else(|| RuntimeError::Unavailable("task has no user message".into()))?;
+            .ok_or_else(|| RuntimeError::invariant("task has no user message"))?;
         self.skill
             .narrow(original, data)
             .map_err(|reason| RuntimeError::InvalidInput(format!("narrowed input: {reason}")))?;

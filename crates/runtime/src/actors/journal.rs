@@ -42,7 +42,7 @@ impl From<JournalError> for RuntimeError {
     fn from(error: JournalError) -> RuntimeError {
         match error {
             JournalError::Store(e) => RuntimeError::Store(e),
-            JournalError::Transition(e) => RuntimeError::Unavailable(e.to_string()),
+            JournalError::Transition(e) => RuntimeError::broken("a change the task refused", e),
             JournalError::Refused(e) => RuntimeError::InvalidField(e),
         }
     }

@@ -16,8 +16,8 @@ impl SkillContext {
         let prompt = Message::agent(vec![Part::text(prompt)]);
         match self.send(SkillCall::RequestInput { prompt }).await? {
             Some(message) => Ok(message),
-            None => Err(SkillError::runtime(RuntimeError::Unavailable(
-                "no message was delivered".into(),
+            None => Err(SkillError::runtime(RuntimeError::invariant(
+                "no message was delivered",
             ))),
         }
     }

@@ -162,10 +162,11 @@ impl Following {
                 stored();
             }
             apply(&mut task, &event.kind).map_err(|e| {
-                RuntimeError::Unavailable(format!(
-                    "event {} of task {} does not follow the task as followed: {e}",
+                let what = format!(
+                    "event {} of task {} does not follow the task as followed",
                     event.seq, task.id
-                ))
+                );
+                RuntimeError::broken(what, e)
             })?;
             if until(&event) {
                 return Ok(Some(TaskSnapshot {
