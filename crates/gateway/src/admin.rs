@@ -15,10 +15,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+pub(crate) use answer::admin_error;
+
 use crate::error::ApiError;
 use crate::operator::{Admin, Operator};
 use crate::state::AppState;
 
+pub(crate) mod answer;
 pub(crate) mod approvals;
 pub(crate) mod audit;
 mod chaos;
@@ -215,8 +218,4 @@ fn page(query: &HashMap<String, String>) -> Result<(u64, usize), Response> {
 pub(crate) fn runtime_failure(error: fundi_runtime::RuntimeError) -> Response {
     let error = ApiError::from(error);
     admin_error(error.rest_status().0, &error.message())
-}
-
-pub(crate) fn admin_error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({"error": message}))).into_response()
 }

@@ -18,7 +18,7 @@ use fundi_runtime::approval::APPROVE_SCOPE;
 use fundi_runtime::{ADMIN_SCOPE, Grants};
 use serde_json::Value;
 
-use crate::admin::admin_error;
+use crate::admin::answer::admin_error;
 use crate::admin::grant_desk::GrantDesk;
 use crate::admission::admit;
 use crate::auth::Caller;
