@@ -84,7 +84,9 @@ pub use model::{
 pub use recovery_plan::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 pub use service::{TaskService, Until, Waited};
-pub use skill::{MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput};
+pub use skill::{
+    InputRefused, MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput,
+};
 pub use store::{MemoryStore, StoreError, TaskStore};
 pub use subscription::EventStream;
 pub use transition::{TransitionError, replay, transition};

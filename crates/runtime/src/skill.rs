@@ -6,6 +6,41 @@ use serde_json::Value;
 
 use crate::context::SkillContext;
 pub use crate::error::SkillError;
+
+/// Why a skill refuses an input before anything runs ([`Skill::check`]) or an
+/// approver's narrowed input ([`Skill::narrow`]): what is wrong, in words its sender can
+/// act on. The caller gets it as invalid params.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct InputRefused {
+    reason: String,
+}
+
+impl InputRefused {
+    /// A refusal saying `reason`.
+    pub fn new(reason: impl Into<String>) -> InputRefused {
+        InputRefused {
+            reason: reason.into(),
+        }
+    }
+
+    /// What is wrong.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl From<String> for InputRefused {
+    fn from(reason: String) -> InputRefused {
+        InputRefused::new(reason)
+    }
+}
+
+impl From<&str> for InputRefused {
+    fn from(reason: &str) -> InputRefused {
+        InputRefused::new(reason)
+    }
+}
 use crate::model::{Artifact, ContextId, Message, Part, TaskId};
 
 /// What a skill tells the world about itself (it becomes an A2A `AgentSkill`).
@@ -245,7 +280,7 @@ pub trait Skill: Send + Sync + 'static {
     /// gate too, so that no approver is asked about input the skill would refuse): the
     /// error says what is wrong, and the caller gets it as invalid params. A skill checks
     /// again in `run`, where it reads the input. By default every message passes.
-    fn check(&self, message: &Message) -> Result<(), String> {
+    fn check(&self, message: &Message) -> Result<(), InputRefused> {
         let _ = message;
         Ok(())
     }
@@ -253,11 +288,11 @@ pub trait Skill: Send + Sync + 'static {
     /// Whether `narrowed` asks for no more than `original` (a task's first message) did:
     /// an approver may approve a gated task on such an input instead (a shorter plan,
     /// fewer pages). The error says what goes beyond. By default nothing is a narrowing.
-    fn narrow(&self, original: &Message, narrowed: &serde_json::Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &serde_json::Value) -> Result<(), InputRefused> {
         let _ = (original, narrowed);
-        Err(format!(
+        Err(InputRefused::new(format!(
             "skill {} does not take a narrowed input: approve it as asked, or reject it",
             self.card().id
-        ))
+        )))
     }
 }

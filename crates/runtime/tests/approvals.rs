@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use fundi_runtime::approval::{Decision, Verdict, pending};
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    ApprovalMode, Message, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, Skill, SkillCard,
-    SkillContext, SkillError, SkillInput, SkillOutput, SubmitRequest, TaskState,
+    ApprovalMode, InputRefused, Message, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle,
+    Skill, SkillCard, SkillContext, SkillError, SkillInput, SkillOutput, SubmitRequest, TaskState,
 };
 use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
@@ -39,11 +39,11 @@ impl Skill for Pages {
         Ok(SkillOutput::text(format!("audited {pages} pages")))
     }
 
-    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         let (asked, offered) = (pages_of(original.data()), pages_of(Some(narrowed)));
         match offered <= asked {
             true => Ok(()),
-            false => Err(format!("{offered} pages is more than the {asked} asked")),
+            false => Err(format!("{offered} pages is more than the {asked} asked").into()),
         }
     }
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use fundi_runtime::{
-    Artifact, Message, MessagePolicy, Part, Role, Skill, SkillCard, SkillContext, SkillError,
-    SkillInput, SkillOutput,
+    Artifact, InputRefused, Message, MessagePolicy, Part, Role, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -130,7 +130,7 @@ impl Skill for EchoSkill {
 
     /// A narrowing asks for no more steps and no longer a delay than the original did,
     /// and no input question it did not ask.
-    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         let reason = |e: SkillError| e.to_string();
         let asked = self.plan(original.data()).map_err(reason)?;
         let offered = self.plan(Some(narrowed)).map_err(reason)?;
@@ -138,14 +138,16 @@ impl Skill for EchoSkill {
             return Err(format!(
                 "steps {} is more than the {} asked",
                 offered.steps, asked.steps
-            ));
+            )
+            .into());
         }
         if offered.delay > asked.delay {
             return Err(format!(
                 "delayMs {} is longer than the {} asked",
                 offered.delay.as_millis(),
                 asked.delay.as_millis()
-            ));
+            )
+            .into());
         }
         if offered.ask_input && !asked.ask_input {
             return Err("askInput was not asked".into());

@@ -704,6 +704,6 @@ fn an_approver_may_narrow_a_plan_but_not_widen_it() {
         ),
     ] {
         let error = skill.narrow(&original, &wider).unwrap_err();
-        assert!(error.contains(says), "{wider}: {error}");
+        assert!(error.reason().contains(says), "{wider}: {error}");
     }
 }

@@ -289,7 +289,7 @@ impl RuntimeHandle {
         if let Some(chosen) = self.inner.skills.get(&skill) {
             chosen
                 .check(&request.message)
-                .map_err(RuntimeError::InvalidInput)?;
+                .map_err(|refused| RuntimeError::InvalidInput(refused.to_string()))?;
         }
         // A gated skill's task is stored waiting for an approver, and nothing runs.
         let gate = self

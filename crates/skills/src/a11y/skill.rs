@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::cpu::Exhausted;
 use fundi_runtime::{
-    Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
-    SkillError, SkillInput, SkillOutput, TaskId,
+    Artifact, InputRefused, Message, MessagePolicy, Part, PartContent, Skill, SkillCard,
+    SkillContext, SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::Url;
 use serde_json::{Value, json};
@@ -351,8 +351,9 @@ fn page_note(outcome: &PageOutcome) -> String {
 
 #[async_trait]
 impl Skill for A11yAuditSkill {
-    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         self.narrowing(original, narrowed)
+            .map_err(InputRefused::from)
     }
 
     fn card(&self) -> SkillCard {

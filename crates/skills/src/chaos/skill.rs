@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use fundi_ops::chaos::ChaosLog;
 use fundi_ops::issues::IssueStore;
 use fundi_runtime::{
-    Artifact, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput,
+    Artifact, InputRefused, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput,
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -187,12 +187,15 @@ impl Skill for ChaosRunSkill {
         }
     }
 
-    fn check(&self, message: &Message) -> Result<(), String> {
-        Plan::read(message, &self.config).map(drop)
+    fn check(&self, message: &Message) -> Result<(), InputRefused> {
+        Plan::read(message, &self.config)
+            .map(drop)
+            .map_err(InputRefused::from)
     }
 
-    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         self.narrowing(original, narrowed)
+            .map_err(InputRefused::from)
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

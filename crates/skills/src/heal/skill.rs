@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use fundi_ops::issues::IssueStore;
 use fundi_runtime::{
-    Message, MessagePolicy, Skill, SkillCard, SkillContext, SkillError, SkillInput, SkillOutput,
+    InputRefused, Message, MessagePolicy, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput,
 };
 
 use super::config::HealConfig;
@@ -91,7 +92,7 @@ impl Skill for HealIssueSkill {
         .while_working(MessagePolicy::Reject)
     }
 
-    fn check(&self, message: &Message) -> Result<(), String> {
+    fn check(&self, message: &Message) -> Result<(), InputRefused> {
         let request = parse(message, &fundi_runtime::TaskId::from("-"))?;
         super::input::inside_workspace(&request.repository, &self.config.workspaces)?;
         Ok(())

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
-    Artifact, Message, MessagePolicy, Part, PartContent, Skill, SkillCard, SkillContext,
-    SkillError, SkillInput, SkillOutput, TaskId,
+    Artifact, InputRefused, Message, MessagePolicy, Part, PartContent, Skill, SkillCard,
+    SkillContext, SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
@@ -235,8 +235,9 @@ impl SecurityScanSkill {
 
 #[async_trait]
 impl Skill for SecurityScanSkill {
-    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         self.narrowing(original, narrowed)
+            .map_err(InputRefused::from)
     }
 
     fn card(&self) -> SkillCard {
