@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use fundi::config::AppConfig;
-use fundi_mcp::{CredentialSource, Credentials, Fundi, FundiTools};
+use fundi_mcp::{Client, CredentialSource, Credentials, FundiTools};
 
 use crate::cli::McpArgs;
 use crate::credentials;
@@ -59,7 +59,7 @@ pub(crate) async fn run(args: McpArgs) -> anyhow::Result<()> {
          (now {})",
         file.display()
     );
-    let fundi = Fundi::new(&url, hint);
+    let fundi = Client::new(&url, hint);
     let tools = FundiTools::new(fundi, CredentialSource::Fixed(credentials), settings);
     fundi_mcp::serve_stdio(tools)
         .await

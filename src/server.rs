@@ -231,7 +231,7 @@ impl ServerBuilder {
             if own.ip().is_unspecified() {
                 own.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
             }
-            let fundi = fundi_mcp::Fundi::new(
+            let fundi = fundi_mcp::Client::new(
                 &format!("http://{own}"),
                 "the MCP client's bearer token and user token are refused by this server",
             );

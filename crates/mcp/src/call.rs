@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use crate::Settings;
-use crate::backend::{BackendError, Credentials, Fundi};
+use fundi_client::{Client, ClientError, Credentials};
 
 /// One tool call.
 pub(crate) struct Call<'a> {
-    pub(crate) fundi: &'a Fundi,
+    pub(crate) fundi: &'a Client,
     pub(crate) credentials: &'a Credentials,
     pub(crate) settings: &'a Settings,
 }
@@ -44,6 +44,6 @@ pub(crate) fn string<'a>(arguments: &'a Value, name: &str) -> Result<&'a str, St
 }
 
 /// What a failed call says to the model.
-pub(crate) fn said(error: BackendError) -> String {
+pub(crate) fn said(error: ClientError) -> String {
     error.to_string()
 }

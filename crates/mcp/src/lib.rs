@@ -16,14 +16,13 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
-mod backend;
 mod call;
 mod calls;
 mod shape;
 pub mod tools;
 mod wait;
 
-pub use backend::{BackendError, Credentials, Fundi};
+pub use fundi_client::{Client, ClientError, Credentials};
 
 /// How the tools behave.
 #[derive(Debug, Clone)]
@@ -50,14 +49,14 @@ pub enum CredentialSource {
 /// The MCP server: the tools over a fundi server.
 #[derive(Clone, Debug)]
 pub struct FundiTools {
-    fundi: Fundi,
+    fundi: Client,
     credentials: CredentialSource,
     settings: Arc<Settings>,
 }
 
 impl FundiTools {
     /// Tools calling `fundi` with `credentials`.
-    pub fn new(fundi: Fundi, credentials: CredentialSource, settings: Settings) -> FundiTools {
+    pub fn new(fundi: Client, credentials: CredentialSource, settings: Settings) -> FundiTools {
         FundiTools {
             fundi,
             credentials,

@@ -1,7 +1,7 @@
 //! A skill of one's own served over A2A by fundi's server: the same gateway, auth gate,
 //! limits and durable tasks as `fundi serve`, in a few lines. The program serves on a
-//! loopback port, sends itself one A2A `SendMessage` with both credentials, prints the
-//! answer and stops.
+//! loopback port, sends itself one A2A `SendMessage` with both credentials through
+//! `fundi-client`, prints the answer and stops.
 //!
 //! `cargo run -p example-served-skill -- "make this loud"`
 
@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 
 use fundi::Server;
 use fundi::config::{AppConfig, StoreKind};
+use fundi_client::a2a::TaskState;
+use fundi_client::{Client, Credentials, user_message};
 use fundi_gateway::StaticClient;
 use fundi_runtime::{Skill, SkillCard, SkillContext, SkillError, SkillInput, SkillOutput};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Upper-cases text; callers need the scope `demo:shout`.
@@ -58,38 +59,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .serve(listener, shutdown.clone()),
     );
 
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "SendMessage",
-        "params": {"message": {
-            "messageId": uuid::Uuid::new_v4().to_string(),
-            "role": "ROLE_USER",
-            "parts": [{"text": text}],
-        }},
-    });
-    let answer: Value = reqwest::Client::new()
-        .post(&url)
-        .bearer_auth(client_token.to_string())
-        .header(fundi_gateway::DEFAULT_USER_HEADER, user_token.to_string())
-        .header("A2A-Version", "1.0")
-        .json(&request)
-        .send()
-        .await?
-        .json()
+    let fundi = Client::new(&url, "the tokens this program made");
+    let ann = Credentials::new(client_token.to_string(), user_token.to_string());
+    let task = fundi
+        .send_message(&ann, &user_message(&text, None, None), false)
         .await?;
-    let task = &answer["result"]["task"];
-    println!("{}", task["status"]["state"].as_str().unwrap_or("no task"));
-    println!(
-        "{}",
-        task["status"]["message"]["parts"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-    );
+    let said = task.status.message.as_ref().and_then(|m| m.text());
+    println!("{:?}: {}", task.status.state, said.unwrap_or_default());
     shutdown.cancel();
     server.await??;
-    match task["status"]["state"].as_str() {
-        Some("TASK_STATE_COMPLETED") => Ok(()),
-        _ => Err(format!("unexpected answer: {answer}").into()),
+    match task.status.state {
+        TaskState::Completed => Ok(()),
+        state => Err(format!("the task ended {state:?}").into()),
     }
 }

@@ -11,6 +11,6 @@ fn the_example_serves_its_skill_over_a2a() {
     assert!(output.status.success(), "{stdout}{stderr}");
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
-        ["TASK_STATE_COMPLETED", "MAKE THIS LOUD"]
+        ["Completed: MAKE THIS LOUD"]
     );
 }

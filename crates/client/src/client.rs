@@ -1,7 +1,6 @@
-//! How the tools reach fundi: its A2A JSON-RPC endpoint (and the agent card, and the
-//! inbox routes) over HTTP, with the two credentials every call needs. 429 and 5xx
-//! answers are tried again with backoff; a 401 never is: its message names the setting
-//! to fix.
+//! How a client reaches fundi: its A2A JSON-RPC endpoint, the agent card and fundi's own
+//! routes, over HTTP, with the two credentials every call needs. 429 and 5xx answers
+//! are tried again with backoff; a 401 never is: its message names the setting to fix.
 
 use std::time::Duration;
 
@@ -13,63 +12,27 @@ const TRIES: u32 = 3;
 /// The first pause before a try again; doubled each time.
 const BACKOFF: Duration = Duration::from_millis(200);
 
-/// The two credentials of a call.
-#[derive(Clone)]
-pub struct Credentials {
-    /// The client application's bearer token.
-    pub token: String,
-    /// The end user's token.
-    pub user_token: String,
-    /// The header carrying the user's token.
-    pub user_header: String,
-}
+use crate::{ClientError, Credentials};
 
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("user_header", &self.user_header)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Why a call to fundi did not give an answer to use.
-#[derive(Debug, thiserror::Error)]
-pub enum BackendError {
-    /// fundi refused the credentials.
-    #[error("fundi refused the credentials (HTTP 401): {0}")]
-    Unauthenticated(String),
-    /// fundi answered with an error about the request (the message says what).
-    #[error("{0}")]
-    Refused(String),
-    /// fundi could not be reached, or kept failing.
-    #[error("fundi at {url} is not answering: {reason}")]
-    Unreachable {
-        /// Where.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-}
-
-/// A fundi server, as the tools call it.
+/// A fundi server, as its clients call it. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Fundi {
+pub struct Client {
     http: reqwest::Client,
     base: String,
     /// What to say about a 401: which settings hold the credentials.
     credentials_hint: String,
 }
 
-impl Fundi {
+impl Client {
     /// The server at `base` (e.g. `http://127.0.0.1:8080`; a trailing `/a2a` is fine).
-    pub fn new(base: &str, credentials_hint: impl Into<String>) -> Fundi {
+    pub fn new(base: &str, credentials_hint: impl Into<String>) -> Client {
         let base = base.trim_end_matches('/');
         let base = base.strip_suffix("/a2a").unwrap_or(base).to_owned();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap_or_default();
-        Fundi {
+        Client {
             http,
             base,
             credentials_hint: credentials_hint.into(),
@@ -82,7 +45,7 @@ impl Fundi {
         credentials: &Credentials,
         method: &str,
         params: Value,
-    ) -> Result<Value, BackendError> {
+    ) -> Result<Value, ClientError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let url = format!("{}/a2a", self.base);
         let answer = self
@@ -100,13 +63,13 @@ impl Fundi {
             let message = error["message"]
                 .as_str()
                 .unwrap_or("fundi refused the call");
-            return Err(BackendError::Refused(message.to_owned()));
+            return Err(ClientError::Refused(message.to_owned()));
         }
         Ok(answer["result"].clone())
     }
 
     /// The public agent card.
-    pub async fn card(&self) -> Result<Value, BackendError> {
+    pub async fn card(&self) -> Result<Value, ClientError> {
         let url = format!("{}/.well-known/agent-card.json", self.base);
         let response = self
             .http
@@ -122,7 +85,7 @@ impl Fundi {
     }
 
     /// A GET of one of fundi's own routes (`/inbox`).
-    pub async fn get(&self, credentials: &Credentials, path: &str) -> Result<Value, BackendError> {
+    pub async fn get(&self, credentials: &Credentials, path: &str) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
         self.send(|| self.http.get(&url), credentials).await
     }
@@ -133,7 +96,7 @@ impl Fundi {
         credentials: &Credentials,
         path: &str,
         body: &Value,
-    ) -> Result<Value, BackendError> {
+    ) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
         self.send(|| self.http.post(&url).json(body), credentials)
             .await
@@ -143,7 +106,7 @@ impl Fundi {
         &self,
         request: impl Fn() -> reqwest::RequestBuilder,
         credentials: &Credentials,
-    ) -> Result<Value, BackendError> {
+    ) -> Result<Value, ClientError> {
         let mut pause = BACKOFF;
         let mut tries = 0;
         loop {
@@ -158,7 +121,7 @@ impl Fundi {
                     let status = response.status();
                     let body: Value = response.json().await.unwrap_or(Value::Null);
                     if status == reqwest::StatusCode::UNAUTHORIZED {
-                        return Err(BackendError::Unauthenticated(format!(
+                        return Err(ClientError::Unauthenticated(format!(
                             "{}; {}",
                             error_text(&body),
                             self.credentials_hint
@@ -170,7 +133,7 @@ impl Fundi {
                         if status.is_success() || body.get("jsonrpc").is_some() {
                             return Ok(body);
                         }
-                        return Err(BackendError::Refused(format!(
+                        return Err(ClientError::Refused(format!(
                             "{} (HTTP {status})",
                             error_text(&body)
                         )));
@@ -187,12 +150,83 @@ impl Fundi {
         }
     }
 
-    fn unreachable(&self, reason: String) -> BackendError {
-        BackendError::Unreachable {
+    /// Sends `message` (a new task, or one continuing `message.task_id`) and returns the
+    /// task as the server answers: done, waiting for input, or (with
+    /// `return_immediately`) as just accepted.
+    pub async fn send_message(
+        &self,
+        credentials: &Credentials,
+        message: &a2a::Message,
+        return_immediately: bool,
+    ) -> Result<a2a::Task, ClientError> {
+        let params = json!({
+            "message": message,
+            "configuration": {"returnImmediately": return_immediately},
+        });
+        let result = self.call(credentials, "SendMessage", params).await?;
+        match result.get("task") {
+            Some(task) => decoded(task.clone(), "a task"),
+            None => Err(ClientError::Unexpected(format!(
+                "SendMessage answered without a task: {result}"
+            ))),
+        }
+    }
+
+    /// The task `id`, with at most `history_length` recent history messages.
+    pub async fn get_task(
+        &self,
+        credentials: &Credentials,
+        id: &str,
+        history_length: Option<u32>,
+    ) -> Result<a2a::Task, ClientError> {
+        let mut params = json!({"id": id});
+        if let Some(length) = history_length {
+            params["historyLength"] = json!(length);
+        }
+        decoded(self.call(credentials, "GetTask", params).await?, "a task")
+    }
+
+    /// Cancels the task `id`; the task as canceled.
+    pub async fn cancel_task(
+        &self,
+        credentials: &Credentials,
+        id: &str,
+    ) -> Result<a2a::Task, ClientError> {
+        let result = self
+            .call(credentials, "CancelTask", json!({"id": id}))
+            .await?;
+        decoded(result, "a task")
+    }
+
+    fn unreachable(&self, reason: String) -> ClientError {
+        ClientError::Unreachable {
             url: self.base.clone(),
             reason,
         }
     }
+}
+
+/// `value` as the A2A type it should be.
+fn decoded<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, ClientError> {
+    serde_json::from_value(value).map_err(|e| {
+        ClientError::Unexpected(format!(
+            "fundi answered with something that is not {what}: {e}"
+        ))
+    })
+}
+
+/// A user's message of `text`, with `data` as a data part when given, for `skill` when
+/// given (named in the message's metadata, as fundi's own clients send it).
+pub fn user_message(text: &str, data: Option<Value>, skill: Option<&str>) -> a2a::Message {
+    let mut parts = vec![a2a::Part::text(text)];
+    if let Some(data) = data {
+        parts.push(a2a::Part::data(data));
+    }
+    let mut message = a2a::Message::new(a2a::Role::User, parts);
+    if let Some(skill) = skill {
+        message.metadata = Some([("skill".to_owned(), json!(skill))].into_iter().collect());
+    }
+    message
 }
 
 /// The message of an error answer (JSON-RPC, google.rpc.Status or `{"error": "..."}`).
@@ -215,7 +249,7 @@ mod tests {
     use super::*;
 
     /// A fake fundi answering `/a2a` with `statuses` in turn (then 200), counting calls.
-    async fn fake(statuses: Vec<StatusCode>) -> (Fundi, Arc<AtomicUsize>) {
+    async fn fake(statuses: Vec<StatusCode>) -> (Client, Arc<AtomicUsize>) {
         let calls = Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();
         let router = axum::Router::new().route(
@@ -237,7 +271,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, router).await });
-        (Fundi::new(&url, "set FUNDI_TOKEN"), calls)
+        (Client::new(&url, "set FUNDI_TOKEN"), calls)
     }
 
     fn credentials() -> Credentials {
@@ -271,7 +305,7 @@ mod tests {
             .call(&credentials(), "GetTask", json!({}))
             .await
             .unwrap_err();
-        assert!(matches!(refused, BackendError::Unauthenticated(_)));
+        assert!(matches!(refused, ClientError::Unauthenticated(_)));
         assert!(refused.to_string().contains("set FUNDI_TOKEN"), "{refused}");
         assert_eq!(calls.load(Ordering::SeqCst), 1, "a 401 is not tried again");
 
@@ -280,7 +314,7 @@ mod tests {
             .call(&credentials(), "GetTask", json!({}))
             .await
             .unwrap_err();
-        assert!(matches!(down, BackendError::Unreachable { .. }), "{down}");
+        assert!(matches!(down, ClientError::Unreachable { .. }), "{down}");
         assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 }
