@@ -79,15 +79,17 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         "fundi-skills",
         "fundi-gateway",
         "fundi-mcp",
+        "fundi-client",
     ];
-    let below: [(&str, &[&str]); 7] = [
+    let below: [(&str, &[&str]); 8] = [
         ("fundi-runtime", &[]),
         ("fundi-ops", &["fundi-runtime"]),
         ("fundi-store-sled", &["fundi-runtime", "fundi-ops"]),
         ("fundi-postgres", &["fundi-runtime", "fundi-ops"]),
         ("fundi-skills", &["fundi-runtime", "fundi-ops"]),
         ("fundi-gateway", &["fundi-runtime", "fundi-ops"]),
-        ("fundi-mcp", &[]),
+        ("fundi-client", &[]),
+        ("fundi-mcp", &["fundi-client"]),
     ];
     for (package, allowed) in below {
         let mut allowed = allowed.to_vec();
