@@ -14,6 +14,8 @@ use print::{
     print_dead_letters, print_issues, print_list, print_stream_item, print_task, short_state,
 };
 
+use fundi_client::{Client, ClientError, Credentials};
+
 use crate::cli::{ClientCommand, Endpoint, MessageArgs};
 use crate::credentials;
 
@@ -305,13 +307,35 @@ fn authed(
         .header("A2A-Version", "1.0"))
 }
 
+/// A JSON-RPC call's result, through fundi-client (which tries a busy server again).
 async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
-    let response = post(endpoint)?
-        .json(&request(method, params))
-        .send()
+    let (token, user_token, user_header) = credentials_of(endpoint)?;
+    let credentials = Credentials::new(token, user_token).in_header(user_header);
+    let hint = "pass --token and --user-token (or FUNDI_TOKEN and FUNDI_USER_TOKEN), or \
+                --credentials with the file the server wrote";
+    Client::new(base(endpoint), hint)
+        .call(&credentials, method, params)
         .await
-        .map_err(|e| not_reached(endpoint, e))?;
-    result_of(json_body(response).await?)
+        .map_err(|error| explained(endpoint, error))
+}
+
+/// A client error as the CLI says it: a JSON-RPC error with its code and the states
+/// spelled as the CLI prints them, a server that is not there with where to look.
+fn explained(endpoint: &Endpoint, error: ClientError) -> anyhow::Error {
+    match error {
+        ClientError::Refused {
+            message,
+            code: Some(code),
+        } => anyhow::anyhow!("{} (code {code})", spelled_short(&message)),
+        ClientError::Unreachable {
+            answered: false, ..
+        } => anyhow::anyhow!(
+            "could not connect to {}: is `fundi serve` running there? (--url or FUNDI_URL \
+             names another server)",
+            base(endpoint)
+        ),
+        other => anyhow::Error::new(other),
+    }
 }
 
 /// An admin request: its JSON answer, or the error it names.

@@ -34,7 +34,16 @@ async fn the_client_sends_reads_and_cancels_a_task() {
     assert_eq!(canceled.status.state, TaskState::Canceled);
 
     let missing = fundi.get_task(&me, "no-such-task", None).await.unwrap_err();
-    assert!(matches!(missing, ClientError::Refused(_)), "{missing}");
+    assert!(
+        matches!(
+            missing,
+            ClientError::Refused {
+                code: Some(-32001),
+                ..
+            }
+        ),
+        "{missing}"
+    );
     let stranger = Credentials::new("not-a-token", server.user_token.clone());
     let refused = fundi.get_task(&stranger, &done.id, None).await.unwrap_err();
     assert!(
@@ -57,5 +66,14 @@ async fn a_server_that_is_not_there_is_unreachable() {
     let fundi = Client::new(&format!("http://127.0.0.1:{port}"), "");
     let me = Credentials::new("t", "u");
     let error = fundi.get_task(&me, "t", None).await.unwrap_err();
-    assert!(matches!(error, ClientError::Unreachable { .. }), "{error}");
+    assert!(
+        matches!(
+            error,
+            ClientError::Unreachable {
+                answered: false,
+                ..
+            }
+        ),
+        "{error}"
+    );
 }

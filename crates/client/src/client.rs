@@ -63,7 +63,10 @@ impl Client {
             let message = error["message"]
                 .as_str()
                 .unwrap_or("fundi refused the call");
-            return Err(ClientError::Refused(message.to_owned()));
+            return Err(ClientError::Refused {
+                message: message.to_owned(),
+                code: error["code"].as_i64(),
+            });
         }
         Ok(answer["result"].clone())
     }
@@ -77,11 +80,11 @@ impl Client {
             .header("A2A-Version", "1.0")
             .send()
             .await
-            .map_err(|e| self.unreachable(e.to_string()))?;
+            .map_err(|e| self.unreachable(e.to_string(), false))?;
         response
             .json()
             .await
-            .map_err(|e| self.unreachable(format!("the agent card is not JSON: {e}")))
+            .map_err(|e| self.unreachable(format!("the agent card is not JSON: {e}"), true))
     }
 
     /// A GET of one of fundi's own routes (`/inbox`).
@@ -109,6 +112,7 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let mut pause = BACKOFF;
         let mut tries = 0;
+        let mut answered = false;
         loop {
             tries += 1;
             let sent = request()
@@ -118,8 +122,18 @@ impl Client {
                 .await;
             let again = match sent {
                 Ok(response) => {
+                    answered = true;
                     let status = response.status();
-                    let body: Value = response.json().await.unwrap_or(Value::Null);
+                    let busy = status.is_server_error()
+                        || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+                    let text = response.text().await.unwrap_or_default();
+                    let body = match serde_json::from_str::<Value>(&text) {
+                        Ok(body) => body,
+                        Err(_) if busy || status == reqwest::StatusCode::UNAUTHORIZED => {
+                            Value::Null
+                        }
+                        Err(_) => return Err(self.not_json(status, &text)),
+                    };
                     if status == reqwest::StatusCode::UNAUTHORIZED {
                         return Err(ClientError::Unauthenticated(format!(
                             "{}; {}",
@@ -127,23 +141,25 @@ impl Client {
                             self.credentials_hint
                         )));
                     }
-                    if !(status.is_server_error()
-                        || status == reqwest::StatusCode::TOO_MANY_REQUESTS)
-                    {
+                    if !busy {
                         if status.is_success() || body.get("jsonrpc").is_some() {
                             return Ok(body);
                         }
-                        return Err(ClientError::Refused(format!(
-                            "{} (HTTP {status})",
-                            error_text(&body)
-                        )));
+                        return Err(ClientError::Refused {
+                            message: format!("{} (HTTP {status})", error_text(&body)),
+                            code: None,
+                        });
                     }
                     format!("HTTP {status}: {}", error_text(&body))
                 }
                 Err(error) => error.to_string(),
             };
             if tries >= TRIES {
-                return Err(self.unreachable(again));
+                return Err(ClientError::Unreachable {
+                    url: self.base.clone(),
+                    reason: again,
+                    answered,
+                });
             }
             tokio::time::sleep(pause).await;
             pause *= 2;
@@ -198,11 +214,22 @@ impl Client {
         decoded(result, "a task")
     }
 
-    fn unreachable(&self, reason: String) -> ClientError {
+    fn unreachable(&self, reason: String, answered: bool) -> ClientError {
         ClientError::Unreachable {
             url: self.base.clone(),
             reason,
+            answered,
         }
+    }
+
+    /// An answer whose body is not JSON: likely not a fundi server at all.
+    fn not_json(&self, status: reqwest::StatusCode, text: &str) -> ClientError {
+        let start: String = text.chars().take(120).collect();
+        ClientError::Unexpected(format!(
+            "{} answered HTTP {status} with something that is not JSON (is it a fundi \
+             server?): {start}",
+            self.base
+        ))
     }
 }
 

@@ -7,8 +7,13 @@ pub enum ClientError {
     #[error("fundi refused the credentials (HTTP 401): {0}")]
     Unauthenticated(String),
     /// fundi answered with an error about the request (the message says what).
-    #[error("{0}")]
-    Refused(String),
+    #[error("{message}")]
+    Refused {
+        /// What fundi said.
+        message: String,
+        /// The JSON-RPC error code, for a JSON-RPC call.
+        code: Option<i64>,
+    },
     /// fundi answered with something this client cannot read as what it asked for.
     #[error("{0}")]
     Unexpected(String),
@@ -19,5 +24,7 @@ pub enum ClientError {
         url: String,
         /// Why.
         reason: String,
+        /// Whether anything answered at all (false: no connection could be made).
+        answered: bool,
     },
 }
