@@ -5,6 +5,7 @@
 //! (`admin/approvals.rs`), for approvers rather than admins. Every change is recorded
 //! in the audit log.
 
+use fundi_runtime::Access;
 use std::collections::HashMap;
 
 use axum::Router;
@@ -183,7 +184,7 @@ async fn with_heal_state(state: &AppState, issue: fundi_ops::issues::Issue) -> V
     let task = issue.heal.as_ref().map(|link| link.task_id.clone());
     let mut listed = serde_json::to_value(issue).unwrap_or_default();
     if let Some(task) = task {
-        let task_state = match state.runtime.get(&task, Some(0), None).await {
+        let task_state = match state.runtime.get(&task, Some(0), Access::Any).await {
             Ok(task) => json!(task.status.state.wire_name()),
             Err(_) => Value::Null,
         };

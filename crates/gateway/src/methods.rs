@@ -1,5 +1,6 @@
 //! The non-streaming methods: decode params, call the runtime, encode the result.
 
+use fundi_runtime::Access;
 use std::time::Duration;
 
 use fundi_runtime::approval::at_rest;
@@ -191,7 +192,7 @@ async fn send_message(
     timeout: Duration,
 ) -> Result<Encoded, ApiError> {
     let runtime = &*state.runtime;
-    let owner = Some(caller.user.as_str());
+    let access = Access::Owner(caller.user.as_str());
     let mut send = CheckedSend::decode(state, caller, params, dialect).await?;
     let (push, history) = (send.take_push(), send.history);
     if send.return_immediately {
@@ -224,7 +225,7 @@ async fn send_message(
         Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),
         Ok(Err(error)) => return Err(error.into()),
         // Past the deadline, or the task stopped being live first: as it stands.
-        Ok(Ok(None)) | Err(_) => runtime.get(&id, history, owner).await?,
+        Ok(Ok(None)) | Err(_) => runtime.get(&id, history, access).await?,
     };
     Ok(encode::send_result(&task, dialect))
 }
@@ -240,7 +241,12 @@ async fn get_task(
     let history = history_length("historyLength", params.history_length)?;
     let id = TaskId::from(params.id);
     let task = runtime
-        .get_as(&id, history, Some(caller.user.as_str()), &caller.grants)
+        .get_as(
+            &id,
+            history,
+            Access::Owner(caller.user.as_str()),
+            &caller.grants,
+        )
         .await?;
     Ok(encode::task_result(&task, dialect))
 }
@@ -253,7 +259,7 @@ async fn cancel_task(
 ) -> Result<Encoded, ApiError> {
     let params: TaskIdParams = decode(params)?;
     let task = runtime
-        .cancel(&TaskId::from(params.id), Some(owner))
+        .cancel(&TaskId::from(params.id), Access::Owner(owner))
         .await?;
     Ok(encode::task_result(&task, dialect))
 }

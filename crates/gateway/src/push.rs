@@ -7,6 +7,7 @@ mod settings;
 mod ssrf;
 mod wire;
 
+use fundi_runtime::Access;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -249,7 +250,7 @@ impl PushService {
         dialect: Dialect,
     ) -> Result<Value, ApiError> {
         let runtime = &self.shared.runtime;
-        let owner = Some(caller.user.as_str());
+        let access = Access::Owner(caller.user.as_str());
         let store = &self.shared.store;
         match method {
             Method::CreatePushConfig => {
@@ -261,13 +262,13 @@ impl PushService {
                 let config = wire::build(&task_id, fields, dialect, prefix)?;
                 self.check_address(&config, prefix).await?;
                 // Ownership first: another user's task is "not found".
-                let snapshot = runtime.snapshot(&task_id, Some(0), owner).await?;
+                let snapshot = runtime.snapshot(&task_id, Some(0), access).await?;
                 let config = self.attach(config, snapshot.seq).await?;
                 Ok(wire::encode(&config, dialect))
             }
             Method::GetPushConfig => {
                 let at = wire::ref_params(params, dialect)?;
-                runtime.snapshot(&at.task_id, Some(0), owner).await?;
+                runtime.snapshot(&at.task_id, Some(0), access).await?;
                 let id = at.id.unwrap_or_else(|| at.task_id.to_string());
                 match store
                     .config(&at.task_id, &id)
@@ -280,7 +281,7 @@ impl PushService {
             }
             Method::ListPushConfigs => {
                 let task_id = wire::list_params(params, dialect)?;
-                runtime.snapshot(&task_id, Some(0), owner).await?;
+                runtime.snapshot(&task_id, Some(0), access).await?;
                 let configs: Vec<Value> = store
                     .configs(&task_id)
                     .await
@@ -295,7 +296,7 @@ impl PushService {
             }
             Method::DeletePushConfig => {
                 let at = wire::ref_params(params, dialect)?;
-                runtime.snapshot(&at.task_id, Some(0), owner).await?;
+                runtime.snapshot(&at.task_id, Some(0), access).await?;
                 let id = at.id.ok_or_else(|| {
                     ApiError::invalid_params(
                         match dialect {

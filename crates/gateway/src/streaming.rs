@@ -4,6 +4,7 @@
 //! the task; the stream ends after a terminal state or input-required (auth-required
 //! keeps it open), on shutdown, or after an error event.
 
+use fundi_runtime::Access;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -113,7 +114,7 @@ async fn open(
     last_event_id: Option<u64>,
 ) -> Result<Opened, ApiError> {
     let runtime = &*state.runtime;
-    let owner = Some(caller.user.as_str());
+    let access = Access::Owner(caller.user.as_str());
     match request.method {
         Method::SendStreamingMessage => {
             // A stream follows the task whatever `returnImmediately` says.
@@ -137,7 +138,7 @@ async fn open(
             if let Some(after) = last_event_id {
                 // A reconnect: everything after the last event the client saw, even up
                 // to the terminal one it may have missed.
-                let events = runtime.subscribe(&id, after, owner).await?;
+                let events = runtime.subscribe(&id, after, access).await?;
                 let slot = state.streams.for_task(id.as_str())?;
                 return Ok(Opened {
                     first: None,
@@ -145,14 +146,14 @@ async fn open(
                     slots: vec![slot],
                 });
             }
-            let snapshot = runtime.snapshot(&id, None, owner).await?;
+            let snapshot = runtime.snapshot(&id, None, access).await?;
             let now = snapshot.task.status.state;
             if now.is_terminal() {
                 return Err(ApiError::unsupported(format!(
                     "task {id} is already {now}; only tasks that are not terminal can be subscribed to"
                 )));
             }
-            let events = runtime.subscribe(&id, snapshot.seq, owner).await?;
+            let events = runtime.subscribe(&id, snapshot.seq, access).await?;
             let slot = state.streams.for_task(id.as_str())?;
             Ok(Opened {
                 first: Some((snapshot.seq, TaskUpdate::Task(snapshot.task))),

@@ -5,6 +5,7 @@
 
 mod common;
 
+use fundi_runtime::Access;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -102,9 +103,9 @@ impl TaskService for Fake {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        self.record(format!("snapshot {task_id} {history_length:?} {owner:?}"))?;
+        self.record(format!("snapshot {task_id} {history_length:?} {access:?}"))?;
         Ok(snapshot(TaskState::Working))
     }
 
@@ -120,8 +121,8 @@ impl TaskService for Fake {
         })
     }
 
-    async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError> {
-        self.record(format!("cancel {task_id} {owner:?}"))?;
+    async fn cancel(&self, task_id: &TaskId, access: Access<'_>) -> Result<Task, RuntimeError> {
+        self.record(format!("cancel {task_id} {access:?}"))?;
         Ok(task(TaskState::Canceled))
     }
 
@@ -129,9 +130,9 @@ impl TaskService for Fake {
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<fundi_runtime::EventStream, RuntimeError> {
-        self.record(format!("subscribe {task_id} {after_seq} {owner:?}"))?;
+        self.record(format!("subscribe {task_id} {after_seq} {access:?}"))?;
         Ok(Box::pin(futures::stream::empty()))
     }
 
@@ -227,8 +228,8 @@ async fn each_method_makes_its_one_call_for_the_caller_and_encodes_the_answer() 
     assert_eq!(
         fake.calls(),
         [
-            format!("snapshot {TASK} Some(2) {alice}"),
-            format!("cancel {TASK} {alice}"),
+            format!("snapshot {TASK} Some(2) Owner(\"alice\")"),
+            format!("cancel {TASK} Owner(\"alice\")"),
             format!("list 7 {alice}"),
             format!("wait blocking by {alice}"),
             format!("submit at-once by {alice}"),

@@ -3,6 +3,7 @@
 //! restart (even one between a firing's submission and its record) neither loses nor
 //! doubles a firing; paused schedules do not fire.
 
+use fundi_runtime::Access;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -133,10 +134,16 @@ async fn a_due_schedule_submits_one_task_owned_by_its_creator() {
         json!(schedule.id)
     );
     assert!(
-        runtime.get(&task_id, None, Some("bob")).await.is_err(),
+        runtime
+            .get(&task_id, None, Access::Owner("bob"))
+            .await
+            .is_err(),
         "the task is ann's, invisible to others"
     );
-    runtime.get(&task_id, None, Some("ann")).await.unwrap();
+    runtime
+        .get(&task_id, None, Access::Owner("ann"))
+        .await
+        .unwrap();
 
     assert!(
         scheduler.fire_due(due).await.unwrap().is_empty(),

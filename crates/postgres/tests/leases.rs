@@ -3,6 +3,7 @@
 //! over by another node, which carries the task on from its checkpoint; a node that
 //! lost a lease has its commits refused and its run stopped.
 
+use fundi_runtime::Access;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -305,7 +306,7 @@ async fn steps_of(log: &Log, node: &str, count: usize) {
 async fn completed(runtime: &RuntimeHandle, id: &TaskId) {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let task = runtime.get(id, None, None).await.unwrap();
+        let task = runtime.get(id, None, Access::Any).await.unwrap();
         if task.status.state.is_terminal() {
             assert_eq!(task.status.state, TaskState::Completed, "{:?}", task.status);
             return;
@@ -397,7 +398,7 @@ async fn a_node_that_lost_its_lease_is_fenced_and_its_run_stops() {
         log_now.iter().filter(|(n, _)| *n == "node-b").count() > 1,
         "{log_now:?}"
     );
-    let stored = nodes.b.get(&nodes.id, None, None).await.unwrap();
+    let stored = nodes.b.get(&nodes.id, None, Access::Any).await.unwrap();
     assert_eq!(stored.status.state, TaskState::Completed);
     nodes.a.shutdown(Duration::ZERO).await;
     drop_schemas(&[nodes.schema]).await;

@@ -4,6 +4,7 @@
 //! duplicate, resumable), and a request for a dead node's task is answered by the node
 //! that takes it over.
 
+use fundi_runtime::Access;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -145,7 +146,7 @@ fn answer(task: &TaskId, text: &str) -> SubmitRequest {
 async fn reaches(runtime: &RuntimeHandle, id: &TaskId, state: TaskState) {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let task = runtime.get(id, Some(0), None).await.unwrap();
+        let task = runtime.get(id, Some(0), Access::Any).await.unwrap();
         if task.status.state == state {
             return;
         }
@@ -186,7 +187,7 @@ async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_str
     let id = start(&a, "asker").await;
     reaches(&b, &id, TaskState::InputRequired).await;
     // A subscriber on b, to a task whose run is on a, from its creation.
-    let following = b.subscribe(&id, 0, None).await.unwrap();
+    let following = b.subscribe(&id, 0, Access::Any).await.unwrap();
     let following = tokio::spawn(drain(following));
 
     let delivered = b.submit(answer(&id, "kiwi")).await.unwrap();
@@ -206,7 +207,7 @@ async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_str
     assert!(followed.last().unwrap().is_terminal());
     // Resumed after an event (Last-Event-ID), on either node: the rest only.
     for runtime in [&a, &b] {
-        let rest = drain(runtime.subscribe(&id, 2, None).await.unwrap()).await;
+        let rest = drain(runtime.subscribe(&id, 2, Access::Any).await.unwrap()).await;
         assert_eq!(seqs(&rest), seqs(&stored[2..]));
     }
     a.shutdown(Duration::from_secs(1)).await;
@@ -223,7 +224,7 @@ async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stop
 
     let id = start(&a, "looper").await;
     reaches(&a, &id, TaskState::Working).await;
-    let mut live = b.subscribe(&id, 0, None).await.unwrap();
+    let mut live = b.subscribe(&id, 0, Access::Any).await.unwrap();
     // Live: notes the run writes on a after the subscription began arrive on b.
     let mut seen = Vec::new();
     let seen_live = async {
@@ -238,7 +239,7 @@ async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stop
         .await
         .expect("no live events reached node b");
 
-    let canceled = b.cancel(&id, None).await.unwrap();
+    let canceled = b.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     assert_eq!(
         *log.lock().unwrap(),
@@ -251,7 +252,7 @@ async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stop
     assert!(seen.last().unwrap().is_terminal());
 
     // An ended task's errors come back as the holder's would.
-    let again = b.cancel(&id, None).await.unwrap_err();
+    let again = b.cancel(&id, Access::Any).await.unwrap_err();
     assert!(
         matches!(again, fundi_runtime::RuntimeError::NotCancelable { .. }),
         "{again}"
@@ -401,7 +402,7 @@ async fn a_subscriber_follows_a_task_on_to_the_node_that_takes_it_over() {
     let (a, a_store) = steps_node(&schema, "node-a").await;
     let (b, b_store) = steps_node(&schema, "node-b").await;
     let id = start(&a, "steps").await;
-    let following = tokio::spawn(drain(b.subscribe(&id, 0, None).await.unwrap()));
+    let following = tokio::spawn(drain(b.subscribe(&id, 0, Access::Any).await.unwrap()));
     // Some steps in, node a dies; b takes the task over and finishes it.
     let deadline = Instant::now() + DEADLINE;
     while a_store.events(&id, 0, 100).await.unwrap().len() < 5 {
@@ -414,7 +415,7 @@ async fn a_subscriber_follows_a_task_on_to_the_node_that_takes_it_over() {
     let stored = b_store.events(&id, 0, 1_000).await.unwrap();
     assert_eq!(seqs(&followed), seqs(&stored), "no gap, no duplicate");
     assert!(followed.last().unwrap().is_terminal());
-    let task = b.get(&id, Some(0), None).await.unwrap();
+    let task = b.get(&id, Some(0), Access::Any).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
     b.shutdown(Duration::from_secs(1)).await;
     drop_schemas(&[schema]).await;
@@ -446,7 +447,7 @@ async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error()
         .start()
         .await
         .unwrap();
-    let refused = b.cancel(&TaskId::from("t"), None).await.unwrap_err();
+    let refused = b.cancel(&TaskId::from("t"), Access::Any).await.unwrap_err();
     assert!(
         matches!(
             &refused,

@@ -1,9 +1,41 @@
-//! What a caller may start: the scopes it holds, checked against a skill's card.
+//! What a caller may see and start: whose tasks ([`Access`]), and the scopes it holds
+//! ([`Grants`]), checked against a skill's card.
 
 use std::collections::BTreeSet;
 
 /// The scope that grants every skill.
 pub const ADMIN_SCOPE: &str = "fundi:admin";
+
+/// Whose tasks a call may see and change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access<'a> {
+    /// Every task: the program embedding the runtime, or a part of fundi acting for it
+    /// (recovery, the heal loop, an operator's route).
+    Any,
+    /// The tasks this user created; another's task is "not found", so that its
+    /// existence is not revealed.
+    Owner(&'a str),
+}
+
+impl<'a> Access<'a> {
+    /// The access of a caller acting as `owner`; `None` is an in-process caller (the
+    /// embedding program, recovery, a schedule's firing without an owner), who sees
+    /// every task.
+    pub fn of_owner(owner: Option<&'a str>) -> Access<'a> {
+        match owner {
+            Some(user) => Access::Owner(user),
+            None => Access::Any,
+        }
+    }
+
+    /// Whether a task created by `owner` (`None`: nobody in particular) is visible.
+    pub fn sees(&self, owner: Option<&str>) -> bool {
+        match self {
+            Access::Any => true,
+            Access::Owner(user) => owner == Some(*user),
+        }
+    }
+}
 
 /// The scopes a caller holds. Embedders calling the runtime directly act with
 /// [`Grants::All`]; the gateway passes what the caller's credentials grant.

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 pub use builder::{Runtime, RuntimeBuilder};
 pub use submit::{Following, Submission, Waiting};
 
+use crate::access::Access;
 use crate::actors::{
     LiveCount, LiveEvents, Routed, Slots, Spawn, SupervisorMsg, TaskMsg, call_actor,
 };
@@ -120,9 +121,9 @@ impl RuntimeHandle {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        let record = self.visible_record(task_id, owner).await?;
+        let record = self.visible_record(task_id, access).await?;
         self.settle().await?;
         Ok(TaskSnapshot {
             task: record.task.with_history_limit(history_length),
@@ -138,10 +139,10 @@ impl RuntimeHandle {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
         grants: &crate::access::Grants,
     ) -> Result<Task, RuntimeError> {
-        let record = match self.visible_record(task_id, owner).await {
+        let record = match self.visible_record(task_id, access).await {
             Err(RuntimeError::TaskNotFound(_)) => self.answerable_record(task_id, grants).await?,
             found => found?,
         };
@@ -154,16 +155,16 @@ impl RuntimeHandle {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<Task, RuntimeError> {
-        Ok(self.snapshot(task_id, history_length, owner).await?.task)
+        Ok(self.snapshot(task_id, history_length, access).await?.task)
     }
 
     /// The user who owns a task (`None`: it has none), for trusted in-process callers
     /// acting on a task's behalf (the heal loop submits a fix for the user whose audit
     /// found the issue).
     pub async fn owner_of(&self, task_id: &TaskId) -> Result<Option<String>, RuntimeError> {
-        Ok(self.visible_record(task_id, None).await?.owner)
+        Ok(self.visible_record(task_id, Access::Any).await?.owner)
     }
 
     /// A page of tasks.
@@ -204,12 +205,8 @@ impl RuntimeHandle {
 
     /// Cancels a task and returns it `canceled`. A running skill is signalled and given
     /// the configured grace period before it is aborted.
-    pub async fn cancel(
-        &self,
-        task_id: &TaskId,
-        owner: Option<&str>,
-    ) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(task_id, owner).await?;
+    pub async fn cancel(&self, task_id: &TaskId, access: Access<'_>) -> Result<Task, RuntimeError> {
+        let record = self.visible_record(task_id, access).await?;
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::NotCancelable {
@@ -240,9 +237,9 @@ impl RuntimeHandle {
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
-        self.visible_record(task_id, owner).await?;
+        self.visible_record(task_id, access).await?;
         Ok(self.events(task_id, after_seq, Durable::EachEvent))
     }
 
@@ -400,11 +397,11 @@ impl RuntimeHandle {
     async fn visible_record(
         &self,
         task_id: &TaskId,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<TaskRecord, RuntimeError> {
         match self.inner.store.get(task_id).await? {
             // Another user's task is "not found": its existence is not revealed.
-            Some(record) if owner.is_none_or(|o| record.owner.as_deref() == Some(o)) => Ok(record),
+            Some(record) if access.sees(record.owner.as_deref()) => Ok(record),
             _ => Err(RuntimeError::TaskNotFound(task_id.clone())),
         }
     }
@@ -426,7 +423,7 @@ impl RuntimeHandle {
     /// The error for a task actor that did not answer: it ended meanwhile (the store
     /// has its terminal state), or it is busy beyond the call timeout.
     async fn unanswered(&self, task_id: &TaskId) -> RuntimeError {
-        match self.visible_record(task_id, None).await {
+        match self.visible_record(task_id, Access::Any).await {
             Ok(record) if record.state().is_terminal() => RuntimeError::TaskTerminal {
                 id: task_id.clone(),
                 state: record.state(),

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use fundi_runtime::{
-//!     Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+//!     Access, Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
 //!     SkillOutput, SubmitRequest, TaskState,
 //! };
 //! use futures::StreamExt;
@@ -35,11 +35,11 @@
 //!     .submit(SubmitRequest::new(Message::user(vec![Part::text("hello")])))
 //!     .await?
 //!     .task;
-//! let mut events = runtime.subscribe(&task.id, 0, None).await?;
+//! let mut events = runtime.subscribe(&task.id, 0, Access::Any).await?;
 //! while let Some(event) = events.next().await {
 //!     let _ = event?; // created, working, progress, completed
 //! }
-//! let done = runtime.get(&task.id, None, None).await?;
+//! let done = runtime.get(&task.id, None, Access::Any).await?;
 //! assert_eq!(done.status.state, TaskState::Completed);
 //! assert_eq!(done.status.message.unwrap().text(), "HELLO");
 //! # Ok(())
@@ -68,7 +68,7 @@ pub mod telemetry;
 pub mod testing;
 mod transition;
 
-pub use access::{ADMIN_SCOPE, Grants};
+pub use access::{ADMIN_SCOPE, Access, Grants};
 pub use actors::MAX_QUEUED_MESSAGES;
 pub use config::{ApprovalMode, RuntimeConfig};
 pub use context::{MAX_POSTED, SkillContext};

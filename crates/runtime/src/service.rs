@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use crate::access::Grants;
+use crate::access::{Access, Grants};
 use crate::approval::{Decision, PendingApproval};
 use crate::error::RuntimeError;
 use crate::handle::{Following, RuntimeHandle};
@@ -36,8 +36,8 @@ impl std::fmt::Debug for Waited {
     }
 }
 
-/// The runtime's operations on tasks, on behalf of a caller (`owner`: the
-/// authenticated user, whose tasks alone are visible; `None`: every task).
+/// The runtime's operations on tasks, on behalf of a caller whose [`Access`] says whose
+/// tasks it may see: a user's own (`Access::Owner`), or every task (`Access::Any`).
 #[async_trait]
 pub trait TaskService: Send + Sync + 'static {
     /// The registered skills' cards.
@@ -58,7 +58,7 @@ pub trait TaskService: Send + Sync + 'static {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<TaskSnapshot, RuntimeError>;
 
     /// The task, with at most `history_length` recent history messages.
@@ -66,9 +66,9 @@ pub trait TaskService: Send + Sync + 'static {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<Task, RuntimeError> {
-        Ok(self.snapshot(task_id, history_length, owner).await?.task)
+        Ok(self.snapshot(task_id, history_length, access).await?.task)
     }
 
     /// The task as `get` reads it for `owner`, or for a holder of the scope of a skill
@@ -78,25 +78,25 @@ pub trait TaskService: Send + Sync + 'static {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
         grants: &Grants,
     ) -> Result<Task, RuntimeError> {
         let _ = grants;
-        self.get(task_id, history_length, owner).await
+        self.get(task_id, history_length, access).await
     }
 
     /// A page of tasks.
     async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError>;
 
     /// Cancels a task; the task, canceled.
-    async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError>;
+    async fn cancel(&self, task_id: &TaskId, access: Access<'_>) -> Result<Task, RuntimeError>;
 
     /// The task's events after `after_seq`, each durable.
     async fn subscribe(
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<EventStream, RuntimeError>;
 
     /// The W3C `traceparent` the task was created under.
@@ -112,7 +112,7 @@ pub trait TaskService: Send + Sync + 'static {
     async fn decide(&self, task_id: &TaskId, decision: Decision) -> Result<Task, RuntimeError> {
         let _ = decision;
         let state = self
-            .snapshot(task_id, Some(0), None)
+            .snapshot(task_id, Some(0), Access::Any)
             .await?
             .task
             .status
@@ -150,36 +150,36 @@ impl TaskService for RuntimeHandle {
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
         grants: &Grants,
     ) -> Result<Task, RuntimeError> {
-        RuntimeHandle::get_as(self, task_id, history_length, owner, grants).await
+        RuntimeHandle::get_as(self, task_id, history_length, access, grants).await
     }
 
     async fn snapshot(
         &self,
         task_id: &TaskId,
         history_length: Option<usize>,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        RuntimeHandle::snapshot(self, task_id, history_length, owner).await
+        RuntimeHandle::snapshot(self, task_id, history_length, access).await
     }
 
     async fn list(&self, request: ListRequest) -> Result<TaskPage, RuntimeError> {
         RuntimeHandle::list(self, request).await
     }
 
-    async fn cancel(&self, task_id: &TaskId, owner: Option<&str>) -> Result<Task, RuntimeError> {
-        RuntimeHandle::cancel(self, task_id, owner).await
+    async fn cancel(&self, task_id: &TaskId, access: Access<'_>) -> Result<Task, RuntimeError> {
+        RuntimeHandle::cancel(self, task_id, access).await
     }
 
     async fn subscribe(
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        owner: Option<&str>,
+        access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
-        RuntimeHandle::subscribe(self, task_id, after_seq, owner).await
+        RuntimeHandle::subscribe(self, task_id, after_seq, access).await
     }
 
     async fn traceparent(&self, task_id: &TaskId) -> Option<String> {

@@ -3,6 +3,7 @@
 //! each user message's sender, whatever a client wrote in its place.
 
 use async_trait::async_trait;
+use fundi_runtime::Access;
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     Grants, Message, Part, Runtime, RuntimeError, RuntimeHandle, SENDER_KEY, Skill, SkillCard,
@@ -97,11 +98,11 @@ async fn a_holder_of_the_scope_answers_another_owners_task_when_the_card_allows_
     // Holding it, bob reads the task he is asked about; without it, he does not.
     let grants = |scopes: &[&str]| Grants::scopes(scopes.iter().copied());
     let read = rt
-        .get_as(&id, None, Some("bob"), &grants(&["demo:review"]))
+        .get_as(&id, None, Access::Owner("bob"), &grants(&["demo:review"]))
         .await;
     assert_eq!(read.unwrap().status.state, TaskState::InputRequired);
     let refused = rt
-        .get_as(&id, None, Some("bob"), &grants(&["demo:other"]))
+        .get_as(&id, None, Access::Owner("bob"), &grants(&["demo:other"]))
         .await;
     assert!(
         matches!(refused, Err(RuntimeError::TaskNotFound(_))),
@@ -137,7 +138,12 @@ async fn another_owners_task_stays_unanswerable_when_the_card_does_not_allow_it(
         "{refused:?}"
     );
     let unreadable = rt
-        .get_as(&id, None, Some("bob"), &Grants::scopes(["demo:review"]))
+        .get_as(
+            &id,
+            None,
+            Access::Owner("bob"),
+            &Grants::scopes(["demo:review"]),
+        )
         .await;
     assert!(matches!(unreadable, Err(RuntimeError::TaskNotFound(_))));
     rt.submit(from("alice", &["demo:review"], answer(&id, false), None))

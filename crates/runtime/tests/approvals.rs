@@ -3,6 +3,7 @@
 //! a rejection or an expiry ends it `rejected` with the reason; the requester may be
 //! barred from approving; the gate holds across a restart; subscribers see each step.
 
+use fundi_runtime::Access;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -121,7 +122,7 @@ async fn a_gated_task_waits_with_a_summary_and_runs_only_once_approved() {
     ] {
         assert!(summary.contains(part), "{part}: {summary}");
     }
-    let events = rt.subscribe(&task.id, 0, None).await.unwrap();
+    let events = rt.subscribe(&task.id, 0, Access::Any).await.unwrap();
 
     // Listed for approvers; the requester's messages wait; nothing runs.
     let listed = rt.approvals().await.unwrap();
@@ -226,7 +227,7 @@ async fn a_rejection_or_an_expiry_ends_the_task_rejected_with_the_reason() {
         0
     );
     assert_eq!(rt.expire_approvals(expires_at).await.unwrap(), 1);
-    let expired = rt.get(&expiring.id, None, None).await.unwrap();
+    let expired = rt.get(&expiring.id, None, Access::Any).await.unwrap();
     assert_eq!(expired.status.state, TaskState::Rejected);
     assert!(
         status_text(&expired).contains("the approval expired"),
@@ -236,7 +237,10 @@ async fn a_rejection_or_an_expiry_ends_the_task_rejected_with_the_reason() {
 
     // Its owner may cancel a task that waits.
     let canceled = rt.submit(ask()).await.unwrap().task;
-    let canceled = rt.cancel(&canceled.id, Some("alice")).await.unwrap();
+    let canceled = rt
+        .cancel(&canceled.id, Access::Owner("alice"))
+        .await
+        .unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     assert!(rt.approvals().await.unwrap().is_empty());
     assert!(skill.runs().is_empty(), "none of them ran");
@@ -254,7 +258,7 @@ async fn a_waiting_task_still_waits_after_a_restart_and_runs_once_approved() {
     // The skill is not resumable: a task that had run would fail; this one never ran.
     let rt = start(&skill, gated(false), Some(dir.path())).await;
     assert_eq!(rt.recovery_report().failed, 0);
-    let waiting = rt.get(&task.id, None, None).await.unwrap();
+    let waiting = rt.get(&task.id, None, Access::Any).await.unwrap();
     assert_eq!(waiting.status.state, TaskState::Submitted);
     assert_eq!(rt.approvals().await.unwrap().len(), 1);
     assert!(skill.runs().is_empty(), "the restart did not run it");

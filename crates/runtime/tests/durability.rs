@@ -4,6 +4,7 @@
 //! covered checks it: a change counts as durable only once a settle that began after it
 //! was written has finished.
 
+use fundi_runtime::Access;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -147,7 +148,10 @@ async fn streams_yield_only_durable_events() {
             }
             false => {
                 let accepted = rt.submit(submission).await.unwrap();
-                let events = rt.subscribe(&accepted.task.id, 1, None).await.unwrap();
+                let events = rt
+                    .subscribe(&accepted.task.id, 1, Access::Any)
+                    .await
+                    .unwrap();
                 (accepted, events)
             }
         };
@@ -186,7 +190,7 @@ async fn reads_return_only_durable_state() {
     let id = accepted.task.id.clone();
     let deadline = std::time::Instant::now() + DEADLINE;
     loop {
-        let snapshot = rt.snapshot(&id, None, None).await.unwrap();
+        let snapshot = rt.snapshot(&id, None, Access::Any).await.unwrap();
         assert!(
             store.durable_seq(&id) >= snapshot.seq,
             "read before durable"
@@ -223,7 +227,7 @@ async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
     let accepted = waiting.accepted().clone();
     stored(&store, &accepted.task.id).await;
     assert_eq!(store.durable_seq(&accepted.task.id), 0);
-    rt.cancel(&accepted.task.id, None).await.unwrap();
+    rt.cancel(&accepted.task.id, Access::Any).await.unwrap();
     let canceled = store.inner.get(&accepted.task.id).await.unwrap().unwrap();
     assert!(
         store.durable_seq(&accepted.task.id) >= canceled.last_seq,

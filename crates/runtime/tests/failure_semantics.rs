@@ -1,5 +1,6 @@
 //! The runtime's promises under failure, cancel, follow-ups and limits.
 
+use fundi_runtime::Access;
 use std::collections::HashMap;
 
 use fundi_runtime::testing::scripted::*;
@@ -50,15 +51,23 @@ async fn a_task_runs_through_an_ordered_gap_free_event_log() {
     let tail = collect_events(&rt, &task.id, 3).await;
     assert_eq!(tail, events[3..]);
 
-    let done = rt.get(&task.id, None, None).await.unwrap();
+    let done = rt.get(&task.id, None, Access::Any).await.unwrap();
     assert_eq!(status_text(&done), "done: hi");
     assert_eq!(done.history.len(), 2, "user message and final reply");
     assert_eq!(
-        rt.get(&task.id, Some(1), None).await.unwrap().history.len(),
+        rt.get(&task.id, Some(1), Access::Any)
+            .await
+            .unwrap()
+            .history
+            .len(),
         1
     );
     assert_eq!(
-        rt.get(&task.id, Some(0), None).await.unwrap().history.len(),
+        rt.get(&task.id, Some(0), Access::Any)
+            .await
+            .unwrap()
+            .history
+            .len(),
         0
     );
 }
@@ -80,7 +89,7 @@ async fn a_panicking_skill_fails_its_task_only() {
 
     // The other task is still running and still finishes normally.
     assert_eq!(
-        rt.get(&bystander.id, None, None)
+        rt.get(&bystander.id, None, Access::Any)
             .await
             .unwrap()
             .status
@@ -121,13 +130,13 @@ async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
 
     let polite = submit(&rt, "polite", json!({"gate": true})).await;
     wait_for_state(&rt, &polite.id, TaskState::Working).await;
-    let canceled = rt.cancel(&polite.id, None).await.unwrap();
+    let canceled = rt.cancel(&polite.id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     assert_eq!(status_text(&canceled), "canceled by request");
 
     let deaf = submit(&rt, "deaf", json!({"ignoreCancel": true})).await;
     wait_for_state(&rt, &deaf.id, TaskState::Working).await;
-    let canceled = rt.cancel(&deaf.id, None).await.unwrap();
+    let canceled = rt.cancel(&deaf.id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     assert!(
         status_text(&canceled).contains("aborted"),
@@ -135,26 +144,30 @@ async fn cancel_ends_running_tasks_canceled_even_when_the_skill_ignores_it() {
         status_text(&canceled)
     );
     assert_eq!(
-        rt.get(&deaf.id, None, None).await.unwrap().status.state,
+        rt.get(&deaf.id, None, Access::Any)
+            .await
+            .unwrap()
+            .status
+            .state,
         TaskState::Canceled
     );
 
     // Canceling a terminal task is refused, naming the state.
-    match rt.cancel(&deaf.id, None).await {
+    match rt.cancel(&deaf.id, Access::Any).await {
         Err(RuntimeError::NotCancelable { state, .. }) => assert_eq!(state, TaskState::Canceled),
         other => panic!("{other:?}"),
     }
     let done = submit(&rt, "quick", Value::Null).await;
     wait_for_state(&rt, &done.id, TaskState::Completed).await;
     assert!(matches!(
-        rt.cancel(&done.id, None).await,
+        rt.cancel(&done.id, Access::Any).await,
         Err(RuntimeError::NotCancelable {
             state: TaskState::Completed,
             ..
         })
     ));
     assert!(matches!(
-        rt.cancel(&TaskId::from("no-such-task"), None).await,
+        rt.cancel(&TaskId::from("no-such-task"), Access::Any).await,
         Err(RuntimeError::TaskNotFound(_))
     ));
 }
@@ -245,7 +258,7 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
     }
     wait_for_state(&rt, &tasks[0].id, TaskState::Working).await;
     for waiting in &tasks[1..] {
-        let t = rt.get(&waiting.id, None, None).await.unwrap();
+        let t = rt.get(&waiting.id, None, Access::Any).await.unwrap();
         assert_eq!(
             t.status.state,
             TaskState::Submitted,
@@ -254,7 +267,7 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
         );
     }
     // Canceling a waiting task frees nothing and removes it from the queue.
-    let canceled = rt.cancel(&tasks[2].id, None).await.unwrap();
+    let canceled = rt.cancel(&tasks[2].id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
 
     for i in [0, 1, 3] {
@@ -291,7 +304,11 @@ async fn a_task_waiting_for_input_holds_no_slot() {
     let answered = rt.submit(answer).await.unwrap();
     assert_eq!(answered.task.status.state, TaskState::Working);
     assert_eq!(
-        rt.get(&asking.id, None, None).await.unwrap().status.state,
+        rt.get(&asking.id, None, Access::Any)
+            .await
+            .unwrap()
+            .status
+            .state,
         TaskState::Working
     );
     skill.gate.add_permits(1);
@@ -334,7 +351,7 @@ async fn a_lagging_subscriber_never_blocks_the_task_and_misses_nothing() {
     let (skill, rt) = small_buffer_runtime().await;
     let task = submit(&rt, "many", json!({"steps": 200, "gate": true})).await;
     wait_for_state(&rt, &task.id, TaskState::Working).await;
-    let mut events = rt.subscribe(&task.id, 0, None).await.unwrap();
+    let mut events = rt.subscribe(&task.id, 0, Access::Any).await.unwrap();
     let first = events.next().await.unwrap().unwrap();
     assert_eq!(first.seq, 1);
 
@@ -434,16 +451,20 @@ async fn other_owners_tasks_are_not_found() {
     let mut req = SubmitRequest::new(message("mine", Value::Null));
     req.owner = Some("alice".into());
     let task = rt.submit(req).await.unwrap().task;
-    assert!(rt.get(&task.id, None, Some("alice")).await.is_ok());
+    assert!(rt.get(&task.id, None, Access::Owner("alice")).await.is_ok());
     assert!(matches!(
-        rt.get(&task.id, None, Some("bob")).await,
+        rt.get(&task.id, None, Access::Owner("bob")).await,
         Err(RuntimeError::TaskNotFound(_))
     ));
     assert!(matches!(
-        rt.cancel(&task.id, Some("bob")).await,
+        rt.cancel(&task.id, Access::Owner("bob")).await,
         Err(RuntimeError::TaskNotFound(_))
     ));
-    assert!(rt.subscribe(&task.id, 0, Some("bob")).await.is_err());
+    assert!(
+        rt.subscribe(&task.id, 0, Access::Owner("bob"))
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -484,7 +505,7 @@ async fn shutdown_lets_busy_tasks_finish_but_does_not_wait_for_tasks_awaiting_in
     // The busy task finished; the waiting one is left as it was, for recovery.
     let store_view = |id| {
         let rt = rt.clone();
-        async move { rt.get(&id, None, None).await.unwrap().status.state }
+        async move { rt.get(&id, None, Access::Any).await.unwrap().status.state }
     };
     assert_eq!(store_view(busy.id.clone()).await, TaskState::Completed);
     assert_eq!(

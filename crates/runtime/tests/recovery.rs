@@ -2,6 +2,7 @@
 //! input, or failed "interrupted by restart". (The SIGKILL test of the real binary is in
 //! the root package's tests.)
 
+use fundi_runtime::Access;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -135,16 +136,20 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
         "{notes:?}"
     );
     // The one-shot task ended failed, saying why.
-    let failed = rt.get(&one_shot.id, None, None).await.unwrap();
+    let failed = rt.get(&one_shot.id, None, Access::Any).await.unwrap();
     assert_eq!(failed.status.state, TaskState::Failed);
     assert_eq!(status_text(&failed), INTERRUPTED_BY_RESTART);
     // The finished task is untouched.
     assert_eq!(
-        rt.get(&done.id, None, None).await.unwrap().status.state,
+        rt.get(&done.id, None, Access::Any)
+            .await
+            .unwrap()
+            .status
+            .state,
         TaskState::Completed
     );
     // The asking task waits again, without an actor, until its answer arrives.
-    let waiting = rt.get(&asking.id, None, None).await.unwrap();
+    let waiting = rt.get(&asking.id, None, Access::Any).await.unwrap();
     assert_eq!(waiting.status.state, TaskState::InputRequired);
     assert_eq!(
         rt.live_tasks(),
@@ -205,7 +210,7 @@ async fn tasks_resumed_after_a_restart_get_actors_only_as_slots_free_up() {
         let (rt, id) = (rt.clone(), ids[3].clone());
         tokio::spawn(async move { collect_events(&rt, &id, 0).await })
     };
-    let canceled = rt.cancel(&ids[2], None).await.unwrap();
+    let canceled = rt.cancel(&ids[2], Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     resumable.gate.add_permits(3);
     for (i, id) in ids.iter().enumerate() {
@@ -242,7 +247,7 @@ async fn an_interrupted_waiting_task_can_be_canceled_after_a_restart() {
     crash(rt).await;
 
     let (rt, _, _) = start(dir.path()).await;
-    let canceled = rt.cancel(&asking.id, None).await.unwrap();
+    let canceled = rt.cancel(&asking.id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
 }
 
@@ -267,7 +272,7 @@ async fn a_task_actor_that_fails_to_start_fails_its_task() {
         "{}",
         status_text(&t)
     );
-    let t = rt.get(&orphan, None, None).await.unwrap();
+    let t = rt.get(&orphan, None, Access::Any).await.unwrap();
     assert_eq!(t.status.state, TaskState::Failed);
     assert_eq!(
         status_text(&t),
@@ -283,7 +288,7 @@ async fn a_subscriber_does_not_restart_a_task_the_shutdown_stopped() {
     wait_for_state(&rt, &task.id, TaskState::Working).await;
     // Subscribed (its live queue is there once the first event is read) before the
     // shutdown.
-    let mut stream = rt.subscribe(&task.id, 0, None).await.unwrap();
+    let mut stream = rt.subscribe(&task.id, 0, Access::Any).await.unwrap();
     let first = stream.next().await.unwrap().unwrap();
     assert!(matches!(first.kind, TaskEventKind::Created(_)));
     // Read on while the shutdown goes on: its actor stops under it.

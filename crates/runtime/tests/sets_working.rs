@@ -1,6 +1,7 @@
 //! A skill that says when work begins (`Skill::sets_working`): its task stays
 //! `submitted` while its run waits, and moves to `working` at the skill's first status.
 
+use fundi_runtime::Access;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -54,7 +55,7 @@ async fn the_task_stays_submitted_until_its_skill_says_it_works() {
             }
         };
         assert_eq!(task.status.state, TaskState::Submitted, "{told}");
-        let stored = rt.get(&task.id, None, None).await.unwrap();
+        let stored = rt.get(&task.id, None, Access::Any).await.unwrap();
         assert_eq!(
             stored.status.state,
             TaskState::Submitted,

@@ -4,6 +4,7 @@
 //! does (return, fail, reject, panic, or wait), the task ends up stored with every
 //! event, in order, its versions following one another.
 
+use fundi_runtime::Access;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -167,7 +168,7 @@ async fn a_blocking_sends_task_is_stored_before_its_skill_runs() {
     let events = stored_events(&store, &id).await;
     let written: Vec<u64> = writes.iter().flat_map(|w| w.seqs.clone()).collect();
     assert_eq!(written, events.iter().map(|e| e.seq).collect::<Vec<_>>());
-    let task = rt.get(&id, None, None).await.unwrap();
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(status_text(&task), "done: go");
 }
@@ -195,7 +196,7 @@ async fn a_run_that_fails_rejects_or_panics_at_once_is_stored_with_its_outcome()
         stored_first(&writes);
         assert_eq!(writes[1].state, state, "{data}");
         stored_events(&store, &id).await;
-        let task = rt.get(&id, None, None).await.unwrap();
+        let task = rt.get(&id, None, Access::Any).await.unwrap();
         assert_eq!(task.status.state, state, "{data}");
         assert!(status_text(&task).contains(text), "{data}: {task:?}");
     }
@@ -213,7 +214,7 @@ async fn a_waiting_run_finds_its_task_stored_and_readable() {
     // The run waits at the gate: the task is stored, working, and readable.
     let writes = store.written(&id, 1).await;
     stored_first(&writes);
-    let task = rt.get(&id, None, None).await.unwrap();
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
     assert_eq!(task.status.state, TaskState::Working);
     scripted.gate.add_permits(1);
     assert_eq!(terminal_state(waiting).await, TaskState::Completed);

@@ -3,6 +3,7 @@
 //! are acknowledged, and after a restart handed to the resumed run exactly when it had
 //! not taken them.
 
+use fundi_runtime::Access;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -504,7 +505,7 @@ async fn a_run_deaf_to_the_interrupt_is_aborted_after_the_grace_period_and_the_l
     )
     .await;
     // The new run is as deaf (its task's first message says so): a cancel ends it.
-    let canceled = rt.cancel(&task.id, None).await.unwrap();
+    let canceled = rt.cancel(&task.id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     assert_eq!(user_texts(&canceled), ["first", "second", "third"]);
 }
@@ -518,7 +519,7 @@ async fn a_cancel_during_an_interrupt_wins_and_messages_then_are_refused() {
     tell(rt, &task.id, "second").await.unwrap();
     let cancel = {
         let (rt, id) = (rt.clone(), task.id.clone());
-        tokio::spawn(async move { rt.cancel(&id, None).await })
+        tokio::spawn(async move { rt.cancel(&id, Access::Any).await })
     };
     // The cancel waits out the stubborn run's grace period; a message meanwhile is
     // refused, once the cancel has reached the task.

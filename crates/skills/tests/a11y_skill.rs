@@ -1,6 +1,7 @@
 //! The a11y-audit skill in a real runtime: inline HTML, HTML files, crawling a site
 //! served on 127.0.0.1, refusals, cancel, and issues recorded once.
 
+use fundi_runtime::Access;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,7 +102,7 @@ impl Fixture {
     async fn finish(&self, id: &TaskId) -> Task {
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let task = self.runtime.get(id, None, None).await.unwrap();
+            let task = self.runtime.get(id, None, Access::Any).await.unwrap();
             if task.status.state.is_terminal() {
                 return task;
             }
@@ -253,7 +254,7 @@ async fn a_site_is_crawled_on_its_origin_up_to_max_pages_with_progress_per_page(
 }
 
 async fn progress_notes(runtime: &RuntimeHandle, id: &TaskId) -> Vec<String> {
-    let mut events = runtime.subscribe(id, 0, None).await.unwrap();
+    let mut events = runtime.subscribe(id, 0, Access::Any).await.unwrap();
     let mut notes = Vec::new();
     while let Some(Ok(event)) = events.next().await {
         if let Some(status) = event.status()
@@ -325,11 +326,19 @@ async fn cancel_stops_a_crawl_promptly() {
         .await;
     // Wait until the run is under way (the fetch hangs), then cancel.
     let deadline = Instant::now() + DEADLINE;
-    while fx.runtime.get(&id, None, None).await.unwrap().status.state != TaskState::Working {
+    while fx
+        .runtime
+        .get(&id, None, Access::Any)
+        .await
+        .unwrap()
+        .status
+        .state
+        != TaskState::Working
+    {
         assert!(Instant::now() < deadline);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let canceled = fx.runtime.cancel(&id, None).await.unwrap();
+    let canceled = fx.runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // The skill stopped by itself, well within the grace period (not aborted).
     assert_eq!(reply(&canceled), "canceled by request");
@@ -387,7 +396,7 @@ async fn cancel_frees_the_cpu_worker_of_a_costly_page() {
         }
     };
     busy(1).await;
-    let canceled = fx.runtime.cancel(&costly, None).await.unwrap();
+    let canceled = fx.runtime.cancel(&costly, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // The skill stopped at once, not at the end of the grace period.
     assert_eq!(reply(&canceled), "canceled by request");

@@ -4,6 +4,7 @@
 //! busy machine); toxicity drawn per connection; probes, the report and SLO breaches;
 //! cancel closing everything; bad plans refused before anything listens.
 
+use fundi_runtime::Access;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -131,7 +132,7 @@ impl Harness {
     async fn proxy(&self, id: &TaskId) -> SocketAddr {
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let task = self.runtime.get(id, None, None).await.unwrap();
+            let task = self.runtime.get(id, None, Access::Any).await.unwrap();
             if let Some(artifact) = task
                 .artifacts
                 .iter()
@@ -149,7 +150,7 @@ impl Harness {
     async fn finish(&self, id: &TaskId) -> Task {
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let task = self.runtime.get(id, None, None).await.unwrap();
+            let task = self.runtime.get(id, None, Access::Any).await.unwrap();
             if task.status.state.is_terminal() {
                 return task;
             }
@@ -235,7 +236,7 @@ async fn latency_delays_each_response_and_is_logged_as_a_chaos_event() {
             "{took:?}; direct {direct:?}"
         );
     }
-    let canceled = h.runtime.cancel(&id, None).await.unwrap();
+    let canceled = h.runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     let events = h.events(&id).await;
     assert_eq!(events.len(), 3, "one per connection: {events:?}");
@@ -264,7 +265,7 @@ async fn bandwidth_paces_a_download_to_the_rate() {
     assert_eq!((status.as_u16(), body.len()), (200, 100_000));
     assert!(took >= Duration::from_millis(900), "{took:?}");
     assert!(took < Duration::from_secs(1) + SLACK, "{took:?}");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,7 +295,7 @@ async fn reset_peer_resets_and_a_toxicity_of_half_affects_about_half_the_connect
         (30..=70).contains(&reset),
         "{reset} of 100 reset at toxicity 0.5"
     );
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
     let events = h.events(&id).await;
     assert_eq!(events.len(), reset, "one chaos event per reset connection");
     assert!(
@@ -323,7 +324,7 @@ async fn slicer_cuts_data_into_pieces_with_pauses_between() {
     // At least ceil(10000 / 1200) = 9 slices, 20 ms apart.
     assert!(took >= Duration::from_millis(8 * 20), "{took:?}");
     assert!(reads >= 5, "{reads} reads: the data came in pieces");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,7 +340,7 @@ async fn limit_data_closes_the_connection_after_its_bytes() {
         let (bytes, _, _) = drain(&mut stream).await;
         assert_eq!(bytes.len(), 1000);
     }
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(h.events(&id).await.len(), 2);
 }
 
@@ -362,7 +363,7 @@ async fn timeout_holds_the_data_then_closes_and_slow_close_delays_the_close() {
     assert!(bytes.is_empty(), "no data passes a timeout");
     assert!(took >= Duration::from_millis(400), "{took:?}");
     assert!(took < Duration::from_millis(400) + SLACK, "{took:?}");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 
     let fault = json!([{"type": "slow_close", "attributes": {"delay": 400}}]);
     let id = h.start(one_phase(&target, 30_000, fault)).await;
@@ -377,7 +378,7 @@ async fn timeout_holds_the_data_then_closes_and_slow_close_delays_the_close() {
         "the data, then the close"
     );
     assert!(took >= Duration::from_millis(400), "{took:?}");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,7 +412,7 @@ async fn down_refuses_connections_for_its_phase_and_the_proxy_comes_back() {
     poll(false).await;
     let (_, status, _) = timed_get(&format!("http://{proxy}/")).await;
     assert_eq!(status.as_u16(), 200, "direct traffic again");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
     // The plan starts down: the listener is closed before its address is published,
     // so the one chaos event is the proxy's.
     let events = h.events(&id).await;
@@ -443,7 +444,7 @@ async fn an_http_target_gets_injected_errors_and_delayed_responses() {
         "forwarded as it is"
     );
     assert_eq!(response.text().await.unwrap(), "ok");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 
     let fault = json!([{"type": "http_error", "attributes": {"status": 503}}]);
     let id = h.start(one_phase(&target, 30_000, fault)).await;
@@ -451,7 +452,7 @@ async fn an_http_target_gets_injected_errors_and_delayed_responses() {
     let (_, status, body) = timed_get(&format!("http://{proxy}/big?n=10")).await;
     assert_eq!(status.as_u16(), 503);
     assert!(String::from_utf8_lossy(&body).contains("injected"));
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
     let events = h.events(&id).await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event.detail["status"], 503);
@@ -465,7 +466,7 @@ async fn an_http_target_gets_injected_errors_and_delayed_responses() {
     assert_eq!((status.as_u16(), body.as_slice()), (200, &b"ok"[..]));
     assert!(took >= Duration::from_millis(600), "{took:?}");
     assert!(took < Duration::from_millis(600) + SLACK, "{took:?}");
-    h.runtime.cancel(&id, None).await.unwrap();
+    h.runtime.cancel(&id, Access::Any).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -541,7 +542,7 @@ async fn cancel_closes_the_listener_and_every_connection_before_it_returns() {
     assert_eq!(&echoed, b"ping");
 
     let started = Instant::now();
-    let canceled = h.runtime.cancel(&id, None).await.unwrap();
+    let canceled = h.runtime.cancel(&id, Access::Any).await.unwrap();
     let took = started.elapsed();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // By the time the cancel has answered, nothing of the proxy is left.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fundi_ops::issues::{IssueStatus, IssueStore, MemoryIssueStore};
+use fundi_runtime::Access;
 use fundi_runtime::{Runtime, RuntimeError, RuntimeHandle, TaskId, TaskState, TaskStore};
 use fundi_skills::heal::{HealConfig, HealIssueSkill, RuntimeLink};
 use fundi_store_sled::SledIssueStore;
@@ -240,7 +241,7 @@ async fn a_fix_waiting_for_approval_survives_a_restart() {
     let store = Arc::new(open_sled(dir.path()).await);
     let issues = shared(SledIssueStore::new(store.clone()));
     let runtime = node_on(&repo, HealConfig::default(), issues.clone(), store).await;
-    let still = runtime.get(&waiting_id, None, None).await.unwrap();
+    let still = runtime.get(&waiting_id, None, Access::Any).await.unwrap();
     assert_eq!(still.status.state, TaskState::InputRequired);
     runtime
         .submit(from(ALICE, HEAL, answer(&waiting_id, "approve")))
@@ -272,7 +273,7 @@ async fn a_heal_canceled_after_a_restart_leaves_its_issue_and_branch_to_the_next
     let issues = shared(SledIssueStore::new(store.clone()));
     let runtime = node_on(&repo, HealConfig::default(), issues.clone(), store).await;
     // Canceled while no run is under way: nothing of the heal runs to clean up.
-    runtime.cancel(&first, None).await.unwrap();
+    runtime.cancel(&first, Access::Any).await.unwrap();
     assert!(repo.local_branch(&branch(&id)).is_some(), "left behind");
     let next = proposed(&runtime, &repo, &id).await;
     let held = issues.issue(&id).await.unwrap().unwrap().heal.unwrap();
@@ -359,7 +360,7 @@ async fn of_two_heals_of_one_issue_one_proposes_and_the_other_says_so() {
     for task in &ids {
         let deadline = std::time::Instant::now() + DEADLINE;
         let task = loop {
-            let t = runtime.get(task, None, None).await.unwrap();
+            let t = runtime.get(task, None, Access::Any).await.unwrap();
             if t.status.state == TaskState::InputRequired || t.status.state.is_terminal() {
                 break t;
             }

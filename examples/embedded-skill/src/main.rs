@@ -6,6 +6,7 @@
 //!
 //! `cargo run -p example-embedded-skill -- "some words to count"`
 
+use fundi_runtime::Access;
 use fundi_runtime::{
     MemoryStore, Message, Part, Runtime, Skill, SkillCard, SkillContext, SkillError, SkillInput,
     SkillOutput, SubmitRequest, TaskEventKind, TaskState,
@@ -56,14 +57,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let message = Message::user(vec![Part::text(text)]);
     let task = runtime.submit(SubmitRequest::new(message)).await?.task;
-    let mut events = runtime.subscribe(&task.id, 0, None).await?;
+    let mut events = runtime.subscribe(&task.id, 0, Access::Any).await?;
     while let Some(event) = events.next().await {
         if let TaskEventKind::Status(status) = event?.kind {
             let note = status.message.map(|m| m.text()).unwrap_or_default();
             println!("{}: {note}", status.state.wire_name());
         }
     }
-    let done = runtime.get(&task.id, None, None).await?;
+    let done = runtime.get(&task.id, None, Access::Any).await?;
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
     match done.status.state {
         TaskState::Completed => Ok(()),

@@ -7,6 +7,7 @@
 //! `cargo run --release -p fundi-bench --bin fundi-proxy` (`--mb`, `--transfers`,
 //! `--requests` scale it). Figures and what they show: docs/performance.md.
 
+use fundi_runtime::Access;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,7 +96,7 @@ async fn main() -> anyhow::Result<()> {
                                "proxyP50Ms": p50, "proxyP99Ms": p99, "addedP99Ms": p99 - d99});
     }
     for (id, _) in [bulk_proxy, http_proxy] {
-        runtime.cancel(&id, None).await?;
+        runtime.cancel(&id, Access::Any).await?;
     }
     println!("{results}");
     Ok(())
@@ -130,7 +131,7 @@ async fn start(runtime: &RuntimeHandle, target: &str) -> anyhow::Result<(TaskId,
     let id = runtime.submit(request).await?.task.id;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let task = runtime.get(&id, None, None).await?;
+        let task = runtime.get(&id, None, Access::Any).await?;
         let listen = task
             .artifacts
             .iter()

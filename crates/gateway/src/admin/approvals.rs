@@ -10,6 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_runtime::Access;
 use fundi_runtime::approval::{APPROVE_SCOPE, Decision, Verdict, may_approve, pending};
 use fundi_runtime::{RuntimeError, TaskId};
 use serde::Deserialize;
@@ -140,7 +141,7 @@ pub(crate) async fn decide_as(
     // The skill decides who may approve: read it before deciding.
     let waiting = state
         .runtime
-        .snapshot(&task_id, Some(0), None)
+        .snapshot(&task_id, Some(0), Access::Any)
         .await
         .map_err(Undecided::Runtime)?
         .task;

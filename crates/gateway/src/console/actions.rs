@@ -7,6 +7,7 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use fundi_runtime::Access;
 use fundi_runtime::approval::{Verdict, may_approve, pending};
 use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskId, TaskState};
 use maud::{Markup, html};
@@ -119,7 +120,10 @@ pub(super) async fn cancel(
     Change(viewer, _form): Change<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let task_id = TaskId::from(id.clone());
-    state.runtime.cancel(&task_id, Some(viewer.user())).await?;
+    state
+        .runtime
+        .cancel(&task_id, Access::Owner(viewer.user()))
+        .await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
 }
 

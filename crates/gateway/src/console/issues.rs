@@ -5,6 +5,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use fundi_ops::issues::{Issue, IssueStatus};
+use fundi_runtime::Access;
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -71,7 +72,7 @@ pub(super) async fn list(
         let heal = match &issue.heal {
             Some(link) => state
                 .runtime
-                .get(&link.task_id, Some(0), None)
+                .get(&link.task_id, Some(0), Access::Any)
                 .await
                 .ok()
                 .map(|t| t.status.state),

@@ -4,6 +4,7 @@
 //! entries to append; the `status` and `actions` blocks to replace when the status
 //! changes, the `artifacts` block when an artifact does; `end`).
 
+use fundi_runtime::Access;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -81,15 +82,19 @@ pub(super) async fn readable(
     viewer: &Viewer,
     id: &TaskId,
 ) -> Result<(Task, u64), Problem> {
-    match state.runtime.snapshot(id, None, Some(viewer.user())).await {
+    match state
+        .runtime
+        .snapshot(id, None, Access::Owner(viewer.user()))
+        .await
+    {
         Ok(snapshot) => Ok((snapshot.task, snapshot.seq)),
         Err(RuntimeError::TaskNotFound(_)) => {
-            let user = Some(viewer.user());
+            let access = Access::Owner(viewer.user());
             state
                 .runtime
-                .get_as(id, Some(0), user, viewer.grants())
+                .get_as(id, Some(0), access, viewer.grants())
                 .await?;
-            let snapshot = state.runtime.snapshot(id, None, None).await?;
+            let snapshot = state.runtime.snapshot(id, None, Access::Any).await?;
             Ok((snapshot.task, snapshot.seq))
         }
         Err(error) => Err(error.into()),
@@ -102,7 +107,7 @@ async fn past_events(state: &AppState, id: &TaskId, seq: u64) -> Result<Vec<Task
     if seq == 0 {
         return Ok(events);
     }
-    let mut stream = state.runtime.subscribe(id, 0, None).await?;
+    let mut stream = state.runtime.subscribe(id, 0, Access::Any).await?;
     while let Ok(Some(next)) = tokio::time::timeout(READ_LIMIT, stream.next()).await {
         let event = next?;
         let at = event.seq;
@@ -147,7 +152,7 @@ pub(super) async fn live(
         state.streams.for_user(viewer.user())?,
         state.streams.for_task(id.as_str())?,
     ];
-    let mut events = state.runtime.subscribe(&id, after, None).await?;
+    let mut events = state.runtime.subscribe(&id, after, Access::Any).await?;
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
         // Held while the stream lives.
@@ -178,7 +183,7 @@ pub(super) async fn live(
                 _ => (false, false),
             };
             if status || artifact {
-                if let Ok(now) = state.runtime.snapshot(&id, Some(0), None).await {
+                if let Ok(now) = state.runtime.snapshot(&id, Some(0), Access::Any).await {
                     let task = now.task;
                     if status {
                         yield Ok(Event::default().event("status").data(fragment(status_block(&task))));

@@ -5,6 +5,7 @@
 //! failing past the attempt or age limit, the config is parked as a dead letter (later
 //! events wait behind it) until an operator replays it.
 
+use fundi_runtime::Access;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -88,7 +89,7 @@ async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) 
     loop {
         let mut events = match shared
             .runtime
-            .subscribe(task_id, cursor.delivered_seq, None)
+            .subscribe(task_id, cursor.delivered_seq, Access::Any)
             .await
         {
             Ok(events) => events,
@@ -137,7 +138,7 @@ async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) 
         }
         // The stream ended without a terminal event: the task is not live (it waits for
         // input after a restart). Look again later.
-        match shared.runtime.snapshot(task_id, Some(0), None).await {
+        match shared.runtime.snapshot(task_id, Some(0), Access::Any).await {
             Ok(snapshot)
                 if snapshot.task.status.state.is_terminal()
                     && snapshot.seq <= cursor.delivered_seq =>
@@ -282,7 +283,7 @@ async fn body(shared: &Shared, config: &PushConfig, event: &TaskEvent) -> Result
             .ok_or_else(|| format!("event {} is not told to webhooks", event.seq)),
         PushFormat::V03Task => shared
             .runtime
-            .get(&config.task_id, None, None)
+            .get(&config.task_id, None, Access::Any)
             .await
             .map(|task| encode::task(&task, Dialect::V03))
             .map_err(|e| format!("reading the task: {e}")),

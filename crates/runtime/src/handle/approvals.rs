@@ -1,6 +1,7 @@
 //! What approvers and the expiry sweep ask of the runtime: the tasks waiting for an
 //! approver, a decision on one, and the rejection of those nobody decided on in time.
 
+use crate::access::Access;
 use chrono::{DateTime, Utc};
 
 use super::RuntimeHandle;
@@ -50,7 +51,7 @@ impl RuntimeHandle {
     /// may): approved, it runs; rejected, it ends `rejected`. Returns the task as
     /// decided.
     pub async fn decide(&self, task_id: &TaskId, decision: Decision) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(task_id, None).await?;
+        let record = self.visible_record(task_id, Access::Any).await?;
         if approval::pending(&record.task).is_none() {
             return Err(RuntimeError::NotAwaitingApproval {
                 id: task_id.clone(),

@@ -4,6 +4,7 @@
 //! a claim answers for one being created in this process, so that duplicates sent at
 //! the same time make exactly one task.
 
+use crate::access::Access;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -170,7 +171,7 @@ impl RuntimeHandle {
         id: &TaskId,
         owner: Option<&str>,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        let record = self.visible_record(id, owner).await?;
+        let record = self.visible_record(id, Access::of_owner(owner)).await?;
         Ok(TaskSnapshot {
             task: record.task,
             seq: record.last_seq,

@@ -4,6 +4,7 @@
 //! is durable when it is yielded; waited on for its outcome, only the outcome is told,
 //! and a new task may be stored with its skill's first step, in one commit.
 
+use crate::access::Access;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
@@ -353,7 +354,7 @@ impl RuntimeHandle {
         told: Told,
     ) -> Result<TaskSnapshot, RuntimeError> {
         let record = match self
-            .visible_record(&task_id, request.owner.as_deref())
+            .visible_record(&task_id, Access::of_owner(request.owner.as_deref()))
             .await
         {
             Err(RuntimeError::TaskNotFound(_)) => {
@@ -393,7 +394,7 @@ impl RuntimeHandle {
             None => {
                 // The actor ended meanwhile, perhaps with this very message: a copy sent
                 // at the same time was delivered, and the task ran to its end with it.
-                if let Ok(record) = self.visible_record(&task_id, None).await
+                if let Ok(record) = self.visible_record(&task_id, Access::Any).await
                     && record.task.has_user_message(&message_id)
                 {
                     let seq = record.last_seq;
@@ -422,7 +423,7 @@ impl RuntimeHandle {
         grants: &Grants,
     ) -> Result<TaskRecord, RuntimeError> {
         let not_found = || RuntimeError::TaskNotFound(task_id.clone());
-        let record = self.visible_record(task_id, None).await?;
+        let record = self.visible_record(task_id, Access::Any).await?;
         let card = self.skill_card(&record.skill).ok_or_else(not_found)?;
         let holds_scope = card.required_scope.is_some()
             && grants.list().is_some()

@@ -1,6 +1,7 @@
 //! A skill whose behaviour each message scripts, and the waits tests make on a runtime
 //! (each with a deadline, never a sleep).
 
+use crate::access::Access;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -155,7 +156,10 @@ pub async fn eventually(what: impl Fn() -> String, mut done: impl FnMut() -> boo
 /// Reads the task's events until one puts it in `state` (or the deadline passes).
 pub async fn wait_for_state(handle: &RuntimeHandle, id: &TaskId, state: TaskState) -> Task {
     let watch = async {
-        let mut events = handle.subscribe(id, 0, None).await.expect("subscribe");
+        let mut events = handle
+            .subscribe(id, 0, Access::Any)
+            .await
+            .expect("subscribe");
         while let Some(event) = events.next().await {
             let event = event.expect("event");
             if event.status().is_some_and(|s| s.state == state) {
@@ -166,13 +170,16 @@ pub async fn wait_for_state(handle: &RuntimeHandle, id: &TaskId, state: TaskStat
     tokio::time::timeout(DEADLINE, watch)
         .await
         .unwrap_or_else(|_| panic!("task {id} did not reach {state} in time"));
-    handle.get(id, None, None).await.expect("get")
+    handle.get(id, None, Access::Any).await.expect("get")
 }
 
 /// Reads the task's events until a status note with this text arrives.
 pub async fn wait_for_note(handle: &RuntimeHandle, id: &TaskId, text: &str) {
     let watch = async {
-        let mut events = handle.subscribe(id, 0, None).await.expect("subscribe");
+        let mut events = handle
+            .subscribe(id, 0, Access::Any)
+            .await
+            .expect("subscribe");
         while let Some(event) = events.next().await {
             let note = event
                 .expect("event")
@@ -191,7 +198,10 @@ pub async fn wait_for_note(handle: &RuntimeHandle, id: &TaskId, text: &str) {
 
 /// Every event of a task from `after`, until its stream ends.
 pub async fn collect_events(handle: &RuntimeHandle, id: &TaskId, after: u64) -> Vec<TaskEvent> {
-    let events = handle.subscribe(id, after, None).await.expect("subscribe");
+    let events = handle
+        .subscribe(id, after, Access::Any)
+        .await
+        .expect("subscribe");
     tokio::time::timeout(
         DEADLINE,
         events.map(|e| e.expect("event")).collect::<Vec<_>>(),

@@ -1,6 +1,7 @@
 //! The runtime that heal runs in, known once it has started: a heal asks it whether
 //! the task holding its issue has ended, and the loop submits heal tasks through it.
 
+use fundi_runtime::Access;
 use std::sync::{Arc, OnceLock};
 
 use fundi_runtime::{RuntimeError, RuntimeHandle, TaskId, WeakRuntimeHandle};
@@ -40,7 +41,7 @@ impl RuntimeLink {
         let Some(handle) = self.handle() else {
             return false;
         };
-        match handle.get(id, Some(0), None).await {
+        match handle.get(id, Some(0), Access::Any).await {
             Ok(task) => task.status.state.is_terminal(),
             Err(RuntimeError::TaskNotFound(_)) => true,
             Err(_) => false,

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test file uses its own part
 
+use fundi_runtime::Access;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -96,7 +97,7 @@ pub async fn reach_saying(
 ) -> Task {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        let task = runtime.get(id, None, None).await.unwrap();
+        let task = runtime.get(id, None, Access::Any).await.unwrap();
         if task.status.state == state && text(&task).contains(words) {
             return task;
         }

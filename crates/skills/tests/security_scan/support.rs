@@ -11,6 +11,7 @@ pub(crate) use axum::body::Body;
 pub(crate) use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 pub(crate) use axum::response::Response;
 pub(crate) use axum::routing::any;
+pub(crate) use fundi_runtime::Access;
 pub(crate) use fundi_runtime::{
     MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskState,
 };
@@ -256,7 +257,7 @@ impl Scanner {
             .id;
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let task = self.runtime.get(&id, None, None).await.unwrap();
+            let task = self.runtime.get(&id, None, Access::Any).await.unwrap();
             if task.status.state.is_terminal() {
                 return task;
             }
