@@ -1,21 +1,21 @@
 //! The other stores on a real PostgreSQL server (issues, schedules, grants, the audit
-//! and chaos-event logs): what they keep reads back, concurrent writers all count, and
-//! retention takes a task's chaos events with it.
+//! and chaos-event logs): they keep fundi-ops's contracts, concurrent writers all
+//! count, and retention takes a task's chaos events with it.
 
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use fundi_ops::audit::{AuditEntry, AuditLog};
-use fundi_ops::chaos::{ChaosEvent, ChaosLog};
-use fundi_ops::grants::{Grant, GrantStore};
+use fundi_ops::chaos::ChaosLog;
 use fundi_ops::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
 use fundi_ops::schedules::{Schedule, ScheduleStore};
+use fundi_ops::testing::records_contract::{
+    chaos_event, check_audit_log, check_chaos_log, check_grant_store, check_issue_store,
+};
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::TaskStore;
 use fundi_runtime::testing::store_contract::{advance, created, record};
 use fundi_runtime::{TaskId, TaskState};
-use serde_json::json;
 
 struct Fresh {
     store: PostgresStore,
@@ -104,7 +104,7 @@ async fn issues_merge_count_every_concurrent_sighting_and_hold_one_heal() {
 }
 
 #[tokio::test]
-async fn schedules_grants_and_the_audit_log_read_back() {
+async fn schedules_read_back_changed_and_deleted() {
     let fresh = Fresh::new().await;
     let store = &fresh.store;
     let schedule = fundi_ops::testing::schedule("sch-1", Utc::now());
@@ -122,76 +122,43 @@ async fn schedules_grants_and_the_audit_log_read_back() {
     assert!(ScheduleStore::delete(store, "sch-1").await.unwrap());
     assert!(!ScheduleStore::delete(store, "sch-1").await.unwrap());
 
-    let grant = Grant {
-        id: "g-1".into(),
-        client: "ci".into(),
-        scopes: vec!["fundi:audit".into()],
-        created_by: "ops".into(),
-        created_at: Utc::now(),
-        expires_at: None,
-        revoked_at: None,
-        token_digest: "digest-1".into(),
-    };
-    GrantStore::put(store, &grant).await.unwrap();
-    assert_eq!(
-        store.by_digest("digest-1").await.unwrap(),
-        Some(grant.clone())
-    );
-    assert_eq!(store.by_digest("other").await.unwrap(), None);
-    assert_eq!(GrantStore::list(store).await.unwrap(), vec![grant]);
-
-    for action in ["grant.create", "grant.revoke", "schedule.pause"] {
-        AuditLog::append(
-            store,
-            AuditEntry {
-                user: "ops".into(),
-                client: "console".into(),
-                action: action.into(),
-                target: "g-1".into(),
-                detail: json!({}),
-            },
-        )
-        .await
-        .unwrap();
-    }
-    let all = AuditLog::read(store, 0, 10).await.unwrap();
-    let actions: Vec<&str> = all.iter().map(|r| r.entry.action.as_str()).collect();
-    assert_eq!(actions, ["grant.create", "grant.revoke", "schedule.pause"]);
-    let rest = AuditLog::read(store, all[0].seq, 10).await.unwrap();
-    assert_eq!(rest.len(), 2, "after the first");
     fresh.drop().await;
 }
 
-fn chaos(fault: &str, connection: u64) -> ChaosEvent {
-    ChaosEvent {
-        at: Utc::now(),
-        phase: "fault".into(),
-        connection: Some(connection),
-        fault: fault.into(),
-        direction: Some("downstream".into()),
-        detail: json!({"delayMs": 120}),
-    }
+#[tokio::test]
+async fn the_operations_records_keep_their_contracts() {
+    let fresh = Fresh::new().await;
+    let store = &fresh.store;
+    check_issue_store("postgres", store).await;
+    check_grant_store("postgres", store).await;
+    check_audit_log("postgres", store).await;
+    check_chaos_log("postgres", store).await;
+    fresh.drop().await;
 }
 
 #[tokio::test]
-async fn chaos_events_keep_their_order_per_task_and_leave_with_it() {
+async fn chaos_events_leave_with_their_task() {
     let fresh = Fresh::new().await;
     let store = &fresh.store;
     let task = TaskId::from("run");
     assert_eq!(
-        ChaosLog::append(store, &task, vec![chaos("latency", 1), chaos("latency", 2)])
-            .await
-            .unwrap(),
+        ChaosLog::append(
+            store,
+            &task,
+            vec![chaos_event("latency", 1), chaos_event("latency", 2)]
+        )
+        .await
+        .unwrap(),
         2
     );
     assert_eq!(
-        ChaosLog::append(store, &task, vec![chaos("reset_peer", 3)])
+        ChaosLog::append(store, &task, vec![chaos_event("reset_peer", 3)])
             .await
             .unwrap(),
         3
     );
     let other = TaskId::from("other");
-    ChaosLog::append(store, &other, vec![chaos("latency", 1)])
+    ChaosLog::append(store, &other, vec![chaos_event("latency", 1)])
         .await
         .unwrap();
     let read = ChaosLog::read(store, &task, 1, 10).await.unwrap();
