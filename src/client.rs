@@ -79,26 +79,20 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             source,
             status,
         } => {
-            let mut url = reqwest::Url::parse(&format!("{}/admin/issues", base(&endpoint)))
-                .context("--url")?;
+            let mut query = Vec::new();
             if let Some(source) = &source {
-                url.query_pairs_mut().append_pair("source", source);
+                query.push(("source", source.as_str()));
             }
             if let Some(status) = &status {
-                url.query_pairs_mut().append_pair("status", status);
+                query.push(("status", status.as_str()));
             }
-            let result = admin(
-                &endpoint,
-                authed(&endpoint, reqwest::Method::GET, url.as_str())?,
-            )
-            .await?;
+            let result = admin_get(&endpoint, &with_query("/admin/issues", &query)).await?;
             show(&endpoint, &result, print_issues)
         }
         ClientCommand::Schedules { action } => schedules::run(action).await,
         ClientCommand::Grants { action } => grants::run(action).await,
         ClientCommand::Console { endpoint } => {
-            let url = format!("{}/console/sign-in-links", base(&endpoint));
-            let result = admin(&endpoint, authed(&endpoint, reqwest::Method::POST, &url)?).await?;
+            let result = admin_post(&endpoint, "/console/sign-in-links", None).await?;
             show(&endpoint, &result, |r| {
                 println!("{}", r["url"].as_str().unwrap_or_default());
                 eprintln!(
@@ -129,8 +123,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             limit,
         } => chaos::events(endpoint, task, after, limit).await,
         ClientCommand::DeadLetters { endpoint } => {
-            let url = format!("{}/admin/push/dead-letters", base(&endpoint));
-            let result = admin(&endpoint, authed(&endpoint, reqwest::Method::GET, &url)?).await?;
+            let result = admin_get(&endpoint, "/admin/push/dead-letters").await?;
             show(&endpoint, &result, print_dead_letters)
         }
         ClientCommand::Replay {
@@ -138,10 +131,8 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             task,
             config,
         } => {
-            let url = format!("{}/admin/push/replay", base(&endpoint));
-            let request = authed(&endpoint, reqwest::Method::POST, &url)?
-                .json(&json!({"taskId": task, "configId": config}));
-            admin(&endpoint, request).await?;
+            let body = json!({"taskId": task, "configId": config});
+            admin_post(&endpoint, "/admin/push/replay", Some(&body)).await?;
             println!("replaying push config {config} of task {task}");
             Ok(())
         }
@@ -307,14 +298,61 @@ fn authed(
         .header("A2A-Version", "1.0"))
 }
 
-/// A JSON-RPC call's result, through fundi-client (which tries a busy server again).
-async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
+/// The server `endpoint` names, and the credentials to call it with.
+fn fundi(endpoint: &Endpoint) -> anyhow::Result<(Client, Credentials)> {
     let (token, user_token, user_header) = credentials_of(endpoint)?;
     let credentials = Credentials::new(token, user_token).in_header(user_header);
     let hint = "pass --token and --user-token (or FUNDI_TOKEN and FUNDI_USER_TOKEN), or \
                 --credentials with the file the server wrote";
-    Client::new(base(endpoint), hint)
+    Ok((Client::new(base(endpoint), hint), credentials))
+}
+
+/// A JSON-RPC call's result, through fundi-client (which tries a busy server again).
+async fn call(endpoint: &Endpoint, method: &str, params: Value) -> anyhow::Result<Value> {
+    let (client, credentials) = fundi(endpoint)?;
+    client
         .call(&credentials, method, params)
+        .await
+        .map_err(|error| explained(endpoint, error))
+}
+
+/// `path` with `query`'s pairs, encoded.
+fn with_query(path: &str, query: &[(&str, &str)]) -> String {
+    if query.is_empty() {
+        return path.to_owned();
+    }
+    let mut url = reqwest::Url::parse("http://fundi").expect("a fixed, valid URL");
+    url.query_pairs_mut().extend_pairs(query);
+    format!("{path}?{}", url.query().unwrap_or_default())
+}
+
+/// GET one of fundi's own routes (`path`, with its query), through fundi-client.
+async fn admin_get(endpoint: &Endpoint, path: &str) -> anyhow::Result<Value> {
+    let (client, credentials) = fundi(endpoint)?;
+    client
+        .get(&credentials, path)
+        .await
+        .map_err(|error| explained(endpoint, error))
+}
+
+/// DELETE one of fundi's own routes, through fundi-client.
+async fn admin_delete(endpoint: &Endpoint, path: &str) -> anyhow::Result<Value> {
+    let (client, credentials) = fundi(endpoint)?;
+    client
+        .delete(&credentials, path)
+        .await
+        .map_err(|error| explained(endpoint, error))
+}
+
+/// POST `body` (none: an empty body) to one of fundi's own routes, through fundi-client.
+async fn admin_post(
+    endpoint: &Endpoint,
+    path: &str,
+    body: Option<&Value>,
+) -> anyhow::Result<Value> {
+    let (client, credentials) = fundi(endpoint)?;
+    client
+        .post(&credentials, path, body)
         .await
         .map_err(|error| explained(endpoint, error))
 }
@@ -336,21 +374,6 @@ fn explained(endpoint: &Endpoint, error: ClientError) -> anyhow::Error {
         ),
         other => anyhow::Error::new(other),
     }
-}
-
-/// An admin request: its JSON answer, or the error it names.
-async fn admin(endpoint: &Endpoint, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-    let response = request.send().await.map_err(|e| not_reached(endpoint, e))?;
-    let status = response.status();
-    let body = json_body(response).await?;
-    if status.is_success() {
-        return Ok(body);
-    }
-    let message = body["error"]["message"]
-        .as_str()
-        .or_else(|| body["error"].as_str())
-        .unwrap_or("error");
-    bail!("{message} (HTTP {status})")
 }
 
 fn result_of(body: Value) -> anyhow::Result<Value> {

@@ -1,16 +1,14 @@
 //! `fundi approvals`, `fundi approve`, `fundi reject`: the approvers' routes.
 
 use anyhow::Context;
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::print::print_task;
-use super::{admin, authed, base, show};
+use super::{admin_get, admin_post, show};
 use crate::cli::Endpoint;
 
 pub(super) async fn list(endpoint: Endpoint) -> anyhow::Result<()> {
-    let url = format!("{}/admin/approvals", base(&endpoint));
-    let result = admin(&endpoint, authed(&endpoint, Method::GET, &url)?).await?;
+    let result = admin_get(&endpoint, "/admin/approvals").await?;
     show(&endpoint, &result, |r| {
         let approvals = r["approvals"].as_array().cloned().unwrap_or_default();
         if approvals.is_empty() {
@@ -49,8 +47,7 @@ pub(super) async fn reject(endpoint: Endpoint, id: String, reason: String) -> an
 }
 
 async fn decide(endpoint: &Endpoint, id: &str, verb: &str, body: Value) -> anyhow::Result<()> {
-    let url = format!("{}/admin/approvals/{id}/{verb}", base(endpoint));
-    let request = authed(endpoint, Method::POST, &url)?.json(&body);
-    let result = admin(endpoint, request).await?;
+    let path = format!("/admin/approvals/{id}/{verb}");
+    let result = admin_post(endpoint, &path, Some(&body)).await?;
     show(endpoint, &result, |r| print_task(&r["task"]))
 }

@@ -1,10 +1,9 @@
 //! `fundi chaos-events TASK`: the faults a chaos run injected, in the order it injected
 //! them (kept apart from genuine failures, which are in the task's report and logs).
 
-use reqwest::Method;
 use serde_json::Value;
 
-use super::{admin, authed, base, show};
+use super::{admin_get, show, with_query};
 use crate::cli::Endpoint;
 
 /// A page of a task's chaos events.
@@ -14,12 +13,13 @@ pub(super) async fn events(
     after: u64,
     limit: u64,
 ) -> anyhow::Result<()> {
-    let mut url = reqwest::Url::parse(&format!("{}/admin/chaos-events", base(&endpoint)))?;
-    url.query_pairs_mut()
-        .append_pair("task", &task)
-        .append_pair("after", &after.to_string())
-        .append_pair("limit", &limit.to_string());
-    let result = admin(&endpoint, authed(&endpoint, Method::GET, url.as_str())?).await?;
+    let (after_text, limit_text) = (after.to_string(), limit.to_string());
+    let query = [
+        ("task", task.as_str()),
+        ("after", after_text.as_str()),
+        ("limit", limit_text.as_str()),
+    ];
+    let result = admin_get(&endpoint, &with_query("/admin/chaos-events", &query)).await?;
     show(&endpoint, &result, |r| {
         let events = r["events"].as_array().cloned().unwrap_or_default();
         if events.is_empty() {

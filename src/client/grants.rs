@@ -1,9 +1,8 @@
 //! `fundi grants` and `fundi audit`: the admin routes of grants and the audit log.
 
-use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{admin, authed, base, show};
+use super::{admin_get, admin_post, show};
 use crate::cli::{Endpoint, GrantCommand};
 
 pub(super) async fn run(command: GrantCommand) -> anyhow::Result<()> {
@@ -18,8 +17,7 @@ pub(super) async fn run(command: GrantCommand) -> anyhow::Result<()> {
             if let Some(expires) = expires {
                 body["expires"] = json!(expires);
             }
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, ""))?.json(&body);
-            let created = admin(&endpoint, request).await?;
+            let created = admin_post(&endpoint, &path(""), Some(&body)).await?;
             show(&endpoint, &created, |c| {
                 print_grant(&c["grant"]);
                 println!("token (shown once; fundi keeps only its digest):");
@@ -27,8 +25,7 @@ pub(super) async fn run(command: GrantCommand) -> anyhow::Result<()> {
             })
         }
         GrantCommand::List { endpoint } => {
-            let request = authed(&endpoint, Method::GET, &url(&endpoint, ""))?;
-            let result = admin(&endpoint, request).await?;
+            let result = admin_get(&endpoint, &path("")).await?;
             show(&endpoint, &result, |r| {
                 let grants = r["grants"].as_array().cloned().unwrap_or_default();
                 if grants.is_empty() {
@@ -42,16 +39,14 @@ pub(super) async fn run(command: GrantCommand) -> anyhow::Result<()> {
             id,
             scopes,
         } => {
-            let path = format!("/{id}/narrow");
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, &path))?
-                .json(&json!({"scopes": scopes}));
-            let grant = admin(&endpoint, request).await?;
+            let rest = format!("/{id}/narrow");
+            let grant =
+                admin_post(&endpoint, &path(&rest), Some(&json!({"scopes": scopes}))).await?;
             show(&endpoint, &grant, print_grant)
         }
         GrantCommand::Revoke { endpoint, id } => {
-            let path = format!("/{id}/revoke");
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, &path))?;
-            let grant = admin(&endpoint, request).await?;
+            let rest = format!("/{id}/revoke");
+            let grant = admin_post(&endpoint, &path(&rest), None).await?;
             show(&endpoint, &grant, print_grant)
         }
     }
@@ -59,11 +54,8 @@ pub(super) async fn run(command: GrantCommand) -> anyhow::Result<()> {
 
 /// `fundi audit`: a page of the audit log.
 pub(super) async fn audit(endpoint: Endpoint, after: u64, limit: u64) -> anyhow::Result<()> {
-    let url = format!(
-        "{}/admin/audit?after={after}&limit={limit}",
-        base(&endpoint)
-    );
-    let result = admin(&endpoint, authed(&endpoint, Method::GET, &url)?).await?;
+    let path = format!("/admin/audit?after={after}&limit={limit}");
+    let result = admin_get(&endpoint, &path).await?;
     show(&endpoint, &result, |r| {
         let records = r["records"].as_array().cloned().unwrap_or_default();
         if records.is_empty() {
@@ -90,8 +82,8 @@ pub(super) async fn audit(endpoint: Endpoint, after: u64, limit: u64) -> anyhow:
     })
 }
 
-fn url(endpoint: &Endpoint, rest: &str) -> String {
-    format!("{}/admin/grants{rest}", base(endpoint))
+fn path(rest: &str) -> String {
+    format!("/admin/grants{rest}")
 }
 
 /// `gr-… client ci: fundi:audit; expires 2027-01-01T00:00:00Z` (or `revoked …`).

@@ -1,11 +1,10 @@
 //! `fundi schedules`: the admin routes of scheduled runs.
 
 use anyhow::Context;
-use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{admin, authed, base, show};
-use crate::cli::{Endpoint, ScheduleCommand};
+use super::{admin_delete, admin_get, admin_post, show};
+use crate::cli::ScheduleCommand;
 
 pub(super) async fn run(command: ScheduleCommand) -> anyhow::Result<()> {
     match command {
@@ -28,13 +27,11 @@ pub(super) async fn run(command: ScheduleCommand) -> anyhow::Result<()> {
             if let Some(text) = text {
                 body["text"] = json!(text);
             }
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, ""))?.json(&body);
-            let schedule = admin(&endpoint, request).await?;
+            let schedule = admin_post(&endpoint, &path(""), Some(&body)).await?;
             show(&endpoint, &schedule, print_schedule)
         }
         ScheduleCommand::List { endpoint } => {
-            let request = authed(&endpoint, Method::GET, &url(&endpoint, ""))?;
-            let result = admin(&endpoint, request).await?;
+            let result = admin_get(&endpoint, &path("")).await?;
             show(&endpoint, &result, |r| {
                 let schedules = r["schedules"].as_array().cloned().unwrap_or_default();
                 if schedules.is_empty() {
@@ -44,36 +41,28 @@ pub(super) async fn run(command: ScheduleCommand) -> anyhow::Result<()> {
             })
         }
         ScheduleCommand::Show { endpoint, id } => {
-            let request = authed(&endpoint, Method::GET, &url(&endpoint, &format!("/{id}")))?;
-            let schedule = admin(&endpoint, request).await?;
+            let schedule = admin_get(&endpoint, &path(&format!("/{id}"))).await?;
             show(&endpoint, &schedule, print_schedule)
         }
         ScheduleCommand::Pause { endpoint, id } => {
-            let path = format!("/{id}/pause");
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, &path))?;
-            let schedule = admin(&endpoint, request).await?;
+            let rest = format!("/{id}/pause");
+            let schedule = admin_post(&endpoint, &path(&rest), None).await?;
             show(&endpoint, &schedule, print_schedule)
         }
         ScheduleCommand::Resume { endpoint, id } => {
-            let path = format!("/{id}/resume");
-            let request = authed(&endpoint, Method::POST, &url(&endpoint, &path))?;
-            let schedule = admin(&endpoint, request).await?;
+            let rest = format!("/{id}/resume");
+            let schedule = admin_post(&endpoint, &path(&rest), None).await?;
             show(&endpoint, &schedule, print_schedule)
         }
         ScheduleCommand::Delete { endpoint, id } => {
-            let request = authed(
-                &endpoint,
-                Method::DELETE,
-                &url(&endpoint, &format!("/{id}")),
-            )?;
-            let result = admin(&endpoint, request).await?;
+            let result = admin_delete(&endpoint, &path(&format!("/{id}"))).await?;
             show(&endpoint, &result, |_| println!("deleted schedule {id}"))
         }
     }
 }
 
-fn url(endpoint: &Endpoint, rest: &str) -> String {
-    format!("{}/admin/schedules{rest}", base(endpoint))
+fn path(rest: &str) -> String {
+    format!("/admin/schedules{rest}")
 }
 
 /// `sch-… security-scan "0 3 * * *" (UTC), next 2026-12-03T03:00:00Z; fired 4; last: task …`

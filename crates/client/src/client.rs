@@ -93,16 +93,30 @@ impl Client {
         self.send(|| self.http.get(&url), credentials).await
     }
 
-    /// A POST of one of fundi's own routes (`/inbox/{task}/respond`).
+    /// A POST of one of fundi's own routes (`/inbox/{task}/respond`), with `body` as
+    /// JSON, or empty.
     pub async fn post(
         &self,
         credentials: &Credentials,
         path: &str,
-        body: &Value,
+        body: Option<&Value>,
     ) -> Result<Value, ClientError> {
         let url = format!("{}{path}", self.base);
-        self.send(|| self.http.post(&url).json(body), credentials)
-            .await
+        let request = || match body {
+            Some(body) => self.http.post(&url).json(body),
+            None => self.http.post(&url),
+        };
+        self.send(request, credentials).await
+    }
+
+    /// A DELETE of one of fundi's own routes (`/admin/schedules/{id}`).
+    pub async fn delete(
+        &self,
+        credentials: &Credentials,
+        path: &str,
+    ) -> Result<Value, ClientError> {
+        let url = format!("{}{path}", self.base);
+        self.send(|| self.http.delete(&url), credentials).await
     }
 
     async fn send(

@@ -127,7 +127,7 @@ async fn respond(call: &Call<'_>, arguments: &Value) -> Answer {
     }
     let path = format!("/inbox/{id}/respond");
     call.fundi
-        .post(call.credentials, &path, &body)
+        .post(call.credentials, &path, Some(&body))
         .await
         .map_err(said)?;
     Ok((
