@@ -115,12 +115,10 @@ impl<'a> CheckedSend<'a> {
             }
         };
         Ok(CheckedSend {
-            request: SubmitRequest {
-                owner: Some(caller.user.clone()),
-                client: Some(caller.client.clone()),
-                grants: caller.grants.clone(),
-                ..SubmitRequest::new(params.message)
-            },
+            request: SubmitRequest::new(params.message)
+                .owner(Some(caller.user.clone()))
+                .client(Some(caller.client.clone()))
+                .grants(caller.grants.clone()),
             history,
             return_immediately: config.return_immediately.unwrap_or(false),
             push,

@@ -176,19 +176,14 @@ struct Peek {
 #[async_trait::async_trait]
 impl Skill for Peek {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: "peek".into(),
-            name: "Peek".into(),
-            description: "test skill: notes whether its task is stored when it starts".into(),
-            tags: vec!["test".into()],
-            examples: vec![],
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: false,
-            while_working: fundi_runtime::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new(
+            "peek",
+            "test skill: notes whether its task is stored when it starts",
+        )
+        .name("Peek")
+        .tags(["test"])
+        .input_modes(["text/plain"])
+        .output_modes(["text/plain"])
     }
 
     async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

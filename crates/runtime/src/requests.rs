@@ -6,8 +6,11 @@ use chrono::{DateTime, Utc};
 use crate::access::Grants;
 use crate::model::{ContextId, Message, Task, TaskState};
 
-/// A request to start a task, or to continue one (when the message names a task).
+/// A request to start a task, or to continue one (when the message names a task). Made
+/// with [`SubmitRequest::new`] and the methods after it, so that a field added later
+/// breaks no caller.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SubmitRequest {
     /// The user's message. `taskId` continues that task; `contextId` places a new task in
     /// an existing conversation.
@@ -35,6 +38,30 @@ impl SubmitRequest {
             client: None,
             grants: Grants::All,
         }
+    }
+
+    /// The skill to run (`None`: chosen as [`SubmitRequest::skill`] says).
+    pub fn skill(mut self, skill: Option<String>) -> SubmitRequest {
+        self.skill = skill;
+        self
+    }
+
+    /// The authenticated end user the task is for.
+    pub fn owner(mut self, owner: Option<String>) -> SubmitRequest {
+        self.owner = owner;
+        self
+    }
+
+    /// The client application the user acts through.
+    pub fn client(mut self, client: Option<String>) -> SubmitRequest {
+        self.client = client;
+        self
+    }
+
+    /// The scopes the caller holds.
+    pub fn grants(mut self, grants: Grants) -> SubmitRequest {
+        self.grants = grants;
+        self
     }
 }
 

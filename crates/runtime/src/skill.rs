@@ -43,9 +43,12 @@ impl From<&str> for InputRefused {
 }
 use crate::model::{Artifact, ContextId, Message, Part, TaskId};
 
-/// What a skill tells the world about itself (it becomes an A2A `AgentSkill`).
+/// What a skill tells the world about itself (it becomes an A2A `AgentSkill`). Made
+/// with [`SkillCard::new`] and the methods after it, so that a field added later breaks
+/// no skill.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct SkillCard {
     /// Stable id; messages select the skill by it.
     pub id: String,
@@ -157,6 +160,37 @@ impl SkillCard {
     /// Adds a keyword.
     pub fn tag(mut self, tag: impl Into<String>) -> SkillCard {
         self.tags.push(tag.into());
+        self
+    }
+
+    /// Keywords (in place of any added before).
+    pub fn tags<S: Into<String>>(mut self, tags: impl IntoIterator<Item = S>) -> SkillCard {
+        self.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Example prompts (in place of any added before).
+    pub fn examples<S: Into<String>>(mut self, examples: impl IntoIterator<Item = S>) -> SkillCard {
+        self.examples = examples.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The scope a caller needs (`None`: any caller).
+    pub fn required_scope(mut self, scope: Option<String>) -> SkillCard {
+        self.required_scope = scope;
+        self
+    }
+
+    /// Resumable when `resumable` holds (see [`SkillCard::resumable`]).
+    pub fn resumable_if(mut self, resumable: bool) -> SkillCard {
+        self.resumable = resumable;
+        self
+    }
+
+    /// Answered by holders of its scope when `answered` holds (see
+    /// [`SkillCard::answered_by_scope`]).
+    pub fn answered_by_scope_if(mut self, answered: bool) -> SkillCard {
+        self.answered_by_scope = answered;
         self
     }
 

@@ -89,19 +89,10 @@ struct SettlingSkill {
 #[async_trait]
 impl Skill for SettlingSkill {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: "settling".into(),
-            name: "settling".into(),
-            description: "settles before acting on the outside world".into(),
-            tags: vec![],
-            examples: vec![],
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: false,
-            while_working: fundi_runtime::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new("settling", "settles before acting on the outside world")
+            .name("settling")
+            .input_modes(["text/plain"])
+            .output_modes(["text/plain"])
     }
 
     async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

@@ -31,19 +31,11 @@ struct Poster {
 #[async_trait]
 impl Skill for Poster {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: "poster".into(),
-            name: "poster".into(),
-            description: "posts progress notes without waiting".into(),
-            tags: vec!["test".into()],
-            examples: vec![],
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: false,
-            while_working: fundi_runtime::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new("poster", "posts progress notes without waiting")
+            .name("poster")
+            .tags(["test"])
+            .input_modes(["text/plain"])
+            .output_modes(["text/plain"])
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

@@ -108,24 +108,21 @@ fn whole_number(value: &Value) -> Option<u64> {
 #[async_trait]
 impl Skill for EchoSkill {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: "echo".into(),
-            name: "Echo".into(),
-            description: "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
+        SkillCard::new(
+            "echo",
+            "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
                           makes it report N progress steps M ms apart ({\"waitEachStep\": true}: \
                           each one stored before the next); {\"askInput\": true} makes it ask \
                           for the text first. Messages sent while it works are echoed \
-                          before its next step."
-                .into(),
-            tags: vec!["echo".into(), "demo".into(), "test".into()],
-            examples: vec!["hello".into()],
-            input_modes: vec!["text/plain".into(), "application/json".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: true,
-            while_working: MessagePolicy::Enqueue,
-            answered_by_scope: false,
-        }
+                          before its next step.",
+        )
+        .name("Echo")
+        .tags(["echo", "demo", "test"])
+        .examples(["hello"])
+        .input_modes(["text/plain", "application/json"])
+        .output_modes(["text/plain"])
+        .resumable()
+        .while_working(MessagePolicy::Enqueue)
     }
 
     /// A narrowing asks for no more steps and no longer a delay than the original did,

@@ -103,13 +103,10 @@ pub(super) async fn answer(
     let mut message = Message::user(vec![Part::text(text)]);
     message.task_id = Some(TaskId::from(id.clone()));
     let caller = viewer.caller();
-    let request = SubmitRequest {
-        message,
-        skill: None,
-        owner: Some(caller.user),
-        client: Some(caller.client),
-        grants: caller.grants,
-    };
+    let request = SubmitRequest::new(message)
+        .owner(Some(caller.user))
+        .client(Some(caller.client))
+        .grants(caller.grants);
     state.runtime.submit(request).await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
 }

@@ -75,19 +75,13 @@ pub struct Steps;
 #[async_trait]
 impl Skill for Steps {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: "steps".into(),
-            name: "Steps".into(),
-            description: "test skill".into(),
-            tags: vec!["test".into()],
-            examples: vec!["hello".into()],
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: true,
-            while_working: fundi_runtime::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new("steps", "test skill")
+            .name("Steps")
+            .tags(["test"])
+            .examples(["hello"])
+            .input_modes(["text/plain"])
+            .output_modes(["text/plain"])
+            .resumable()
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
@@ -183,19 +177,12 @@ pub struct Scoped(pub &'static str, pub &'static str);
 #[async_trait]
 impl Skill for Scoped {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: self.0.into(),
-            name: self.0.into(),
-            description: format!("test skill needing {}", self.1),
-            tags: vec!["test".into()],
-            examples: Vec::new(),
-            input_modes: Vec::new(),
-            output_modes: Vec::new(),
-            required_scope: Some(self.1.into()),
-            resumable: false,
-            while_working: fundi_runtime::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new(self.0, format!("test skill needing {}", self.1))
+            .name(self.0)
+            .tags(["test"])
+            .input_modes(Vec::<String>::new())
+            .output_modes(Vec::<String>::new())
+            .scope(self.1)
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

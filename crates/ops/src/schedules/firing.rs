@@ -65,13 +65,11 @@ pub(super) async fn fire(
         Ok(grants) => grants,
         Err(reason) => return Ok(record(Err(reason))),
     };
-    let request = SubmitRequest {
-        message,
-        skill: Some(schedule.spec.skill.clone()),
-        owner: schedule.owner.clone(),
-        client: schedule.client.clone(),
-        grants,
-    };
+    let request = SubmitRequest::new(message)
+        .skill(Some(schedule.spec.skill.clone()))
+        .owner(schedule.owner.clone())
+        .client(schedule.client.clone())
+        .grants(grants);
     match runtime.submit(request).await {
         Ok(accepted) => Ok(record(Ok(accepted.task.id))),
         Err(

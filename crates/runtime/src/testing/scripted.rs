@@ -54,19 +54,12 @@ impl Scripted {
 #[async_trait]
 impl Skill for Scripted {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: self.id.into(),
-            name: self.id.into(),
-            description: "scripted test skill".into(),
-            tags: vec!["test".into()],
-            examples: vec![],
-            input_modes: vec!["text/plain".into()],
-            output_modes: vec!["text/plain".into()],
-            required_scope: None,
-            resumable: self.resumable,
-            while_working: crate::MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+        SkillCard::new(self.id, "scripted test skill")
+            .name(self.id)
+            .tags(["test"])
+            .input_modes(["text/plain"])
+            .output_modes(["text/plain"])
+            .resumable_if(self.resumable)
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

@@ -357,32 +357,23 @@ impl Skill for A11yAuditSkill {
     }
 
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: SKILL_ID.into(),
-            name: "Accessibility audit".into(),
-            description: "Audits HTML pages against WCAG with axe-core's rule ids: inline HTML \
-                          (text/html), an HTML file, or {\"url\", \"maxPages\"} on an allowed \
-                          origin, crawling same-origin links. Answers with a JSON report and a \
-                          summary, and records violations as issues."
-                .into(),
-            tags: vec![
-                "accessibility".into(),
-                "wcag".into(),
-                "axe".into(),
-                "audit".into(),
-            ],
-            examples: vec![
-                "Audit this page (attach the HTML as text/html)".into(),
-                "{\"url\": \"https://www.example.com/\", \"maxPages\": 5}".into(),
-            ],
-            input_modes: vec!["text/html".into(), "application/json".into()],
-            output_modes: vec!["application/json".into(), "text/plain".into()],
-            required_scope: Some(SCOPE.into()),
+        let description = "Audits HTML pages against WCAG with axe-core's rule ids: inline \
+                           HTML (text/html), an HTML file, or {\"url\", \"maxPages\"} on an \
+                           allowed origin, crawling same-origin links. Answers with a JSON \
+                           report and a summary, and records violations as issues.";
+        SkillCard::new(SKILL_ID, description)
+            .name("Accessibility audit")
+            .tags(["accessibility", "wcag", "axe", "audit"])
+            .examples([
+                "Audit this page (attach the HTML as text/html)",
+                "{\"url\": \"https://www.example.com/\", \"maxPages\": 5}",
+            ])
+            .input_modes(["text/html", "application/json"])
+            .output_modes(["application/json", "text/plain"])
+            .scope(SCOPE)
             // A re-run is a fresh audit, and issues are deduplicated: safe to run again.
-            resumable: true,
-            while_working: MessagePolicy::Interrupt,
-            answered_by_scope: false,
-        }
+            .resumable()
+            .while_working(MessagePolicy::Interrupt)
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

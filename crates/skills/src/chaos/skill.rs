@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use fundi_ops::chaos::ChaosLog;
 use fundi_ops::issues::IssueStore;
 use fundi_runtime::{
-    Artifact, InputRefused, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext,
-    SkillError, SkillInput, SkillOutput,
+    Artifact, InputRefused, Message, Part, Skill, SkillCard, SkillContext, SkillError, SkillInput,
+    SkillOutput,
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -158,33 +158,25 @@ impl ChaosRunSkill {
 #[async_trait]
 impl Skill for ChaosRunSkill {
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: SKILL_ID.into(),
-            name: "Chaos run".into(),
-            description: "Puts a fault-injecting proxy in front of an allowed target (host:port, \
+        let description = "Puts a fault-injecting proxy in front of an allowed target (host:port, \
                           or an http(s) origin) for a bounded plan of phases: Toxiproxy's \
                           toxics (latency, bandwidth, slow_close, timeout, reset_peer, slicer, \
                           limit_data), down, and for HTTP targets injected errors and delayed \
                           headers or bodies. Publishes the proxy's address at once, probes \
                           through it, reports each phase against the SLO, records breaches as \
-                          issues and every injected fault as a chaos event."
-                .into(),
-            tags: vec!["chaos".into(), "resilience".into(), "proxy".into()],
-            examples: vec![
-                "{\"target\": \"127.0.0.1:5432\", \"plan\": [{\"name\": \"baseline\", \
+                          issues and every injected fault as a chaos event.";
+        let example = "{\"target\": \"127.0.0.1:5432\", \"plan\": [{\"name\": \"baseline\", \
                  \"durationMs\": 5000}, {\"name\": \"fault\", \"durationMs\": 10000, \
                  \"faults\": [{\"type\": \"latency\", \"attributes\": {\"latency\": 200}}]}], \
-                 \"probe\": {\"kind\": \"tcp\"}, \"slo\": {\"successRate\": 0.99}}"
-                    .into(),
-            ],
-            input_modes: vec!["application/json".into()],
-            output_modes: vec!["application/json".into(), "text/plain".into()],
-            required_scope: Some(SCOPE.into()),
-            // A fault injected before a crash is not injected again after it.
-            resumable: false,
-            while_working: MessagePolicy::Reject,
-            answered_by_scope: false,
-        }
+                 \"probe\": {\"kind\": \"tcp\"}, \"slo\": {\"successRate\": 0.99}}";
+        // A fault injected before a crash is not injected again after it: not resumable.
+        SkillCard::new(SKILL_ID, description)
+            .name("Chaos run")
+            .tags(["chaos", "resilience", "proxy"])
+            .example(example)
+            .input_modes(["application/json"])
+            .output_modes(["application/json", "text/plain"])
+            .scope(SCOPE)
     }
 
     fn check(&self, message: &Message) -> Result<(), InputRefused> {

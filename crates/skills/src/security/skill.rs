@@ -241,32 +241,23 @@ impl Skill for SecurityScanSkill {
     }
 
     fn card(&self) -> SkillCard {
-        SkillCard {
-            id: SKILL_ID.into(),
-            name: "Security scan".into(),
-            description: "Checks an allowed web target's HTTP security: TLS, HSTS, CSP, \
+        SkillCard::new(
+            SKILL_ID,
+            "Checks an allowed web target's HTTP security: TLS, HSTS, CSP, \
                           framing, cookies, CORS, disclosure, HTTPS redirection, mixed content \
                           and SRI; with \"active\": true also exposed files, directory \
                           listings, TRACE and open redirects. Gives the HTTP Observatory's grade, \
                           computed by its published method, and fundi's own risk grade, and \
-                          records findings as issues."
-                .into(),
-            tags: vec![
-                "security".into(),
-                "http".into(),
-                "headers".into(),
-                "tls".into(),
-            ],
-            examples: vec![
-                "{\"url\": \"https://app.example.com/\", \"paths\": [\"/\", \"/login\"]}".into(),
-            ],
-            input_modes: vec!["application/json".into()],
-            output_modes: vec!["application/json".into(), "text/plain".into()],
-            required_scope: Some(SCOPE.into()),
-            resumable: true,
-            while_working: MessagePolicy::Interrupt,
-            answered_by_scope: false,
-        }
+                          records findings as issues.",
+        )
+        .name("Security scan")
+        .tags(["security", "http", "headers", "tls"])
+        .examples(["{\"url\": \"https://app.example.com/\", \"paths\": [\"/\", \"/login\"]}"])
+        .input_modes(["application/json"])
+        .output_modes(["application/json", "text/plain"])
+        .required_scope(Some(SCOPE.into()))
+        .resumable()
+        .while_working(MessagePolicy::Interrupt)
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
