@@ -146,10 +146,6 @@ fn base(endpoint: &Endpoint) -> &str {
     url.strip_suffix("/a2a").unwrap_or(url)
 }
 
-fn rpc_url(endpoint: &Endpoint) -> String {
-    format!("{}/a2a", base(endpoint))
-}
-
 /// `text` with the wire's state names (`TASK_STATE_INPUT_REQUIRED`) spelled as the
 /// client prints states (`input-required`).
 fn spelled_short(text: &str) -> String {
@@ -177,31 +173,6 @@ fn ended_well(state: &Value) -> anyhow::Result<()> {
         "failed" | "rejected" | "canceled" => bail!("the task ended {state}"),
         _ => Ok(()),
     }
-}
-
-/// What to say when the server could not be reached.
-fn not_reached(endpoint: &Endpoint, error: reqwest::Error) -> anyhow::Error {
-    let url = base(endpoint);
-    match error.is_connect() {
-        true => anyhow::anyhow!(
-            "could not connect to {url}: is `fundi serve` running there? (--url or FUNDI_URL \
-             names another server)"
-        ),
-        false => anyhow::Error::new(error).context(format!("reaching {url}")),
-    }
-}
-
-/// A response's JSON body, or an error naming its HTTP status when it has none.
-async fn json_body(response: reqwest::Response) -> anyhow::Result<Value> {
-    let status = response.status();
-    let text = response.text().await.context("reading the answer")?;
-    serde_json::from_str(&text).map_err(|_| {
-        let start: String = text.chars().take(120).collect();
-        anyhow::anyhow!(
-            "the server answered HTTP {status} with something that is not JSON (is --url \
-             a fundi server?): {start}"
-        )
-    })
 }
 
 fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
@@ -256,16 +227,6 @@ fn state_name(state: &str) -> String {
     }
 }
 
-fn request(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-}
-
-/// A POST to the JSON-RPC endpoint with both credentials: the ones given, or else the
-/// ones in the credentials file a local server wrote.
-fn post(endpoint: &Endpoint) -> anyhow::Result<reqwest::RequestBuilder> {
-    authed(endpoint, reqwest::Method::POST, &rpc_url(endpoint))
-}
-
 /// The bearer token, the user token and its header: from the flags or environment,
 /// field by field, else from the credentials file a local server wrote.
 fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String)> {
@@ -283,19 +244,6 @@ fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String
             )
         }
     })
-}
-
-fn authed(
-    endpoint: &Endpoint,
-    method: reqwest::Method,
-    url: &str,
-) -> anyhow::Result<reqwest::RequestBuilder> {
-    let (token, user_token, user_header) = credentials_of(endpoint)?;
-    Ok(reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(token)
-        .header(user_header, user_token)
-        .header("A2A-Version", "1.0"))
 }
 
 /// The server `endpoint` names, and the credentials to call it with.
@@ -376,16 +324,6 @@ fn explained(endpoint: &Endpoint, error: ClientError) -> anyhow::Error {
     }
 }
 
-fn result_of(body: Value) -> anyhow::Result<Value> {
-    if let Some(error) = body.get("error") {
-        let message = error["message"].as_str().unwrap_or("error");
-        bail!("{} (code {})", spelled_short(message), error["code"]);
-    }
-    body.get("result")
-        .cloned()
-        .context("the answer has no result")
-}
-
 fn show(endpoint: &Endpoint, result: &Value, summary: impl Fn(&Value)) -> anyhow::Result<()> {
     if endpoint.json {
         println!("{}", serde_json::to_string_pretty(result)?);
@@ -395,51 +333,27 @@ fn show(endpoint: &Endpoint, result: &Value, summary: impl Fn(&Value)) -> anyhow
     Ok(())
 }
 
-/// Prints the stream's items; the last state it told.
+/// Prints the stream's items, through fundi-client; the last state it told.
 async fn stream(endpoint: &Endpoint, params: Value) -> anyhow::Result<Value> {
-    let response = post(endpoint)?
-        .header("Accept", "text/event-stream")
-        .json(&request("SendStreamingMessage", params))
-        .send()
+    let (client, credentials) = fundi(endpoint)?;
+    let mut results = client
+        .stream_call(&credentials, "SendStreamingMessage", params)
         .await
-        .map_err(|e| not_reached(endpoint, e))?;
-    let is_stream = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    if !is_stream {
-        // A refusal (401, 403, 429) is a plain JSON-RPC error.
-        let status = response.status();
-        result_of(json_body(response).await?)?;
-        bail!("the server answered HTTP {status} without a stream");
-    }
+        .map_err(|error| explained(endpoint, error))?;
     let mut last = Value::Null;
-    let mut bytes = response.bytes_stream();
-    let mut buffer = String::new();
-    while let Some(chunk) = bytes.next().await {
-        buffer.push_str(&String::from_utf8_lossy(
-            &chunk.context("reading the stream")?,
-        ));
-        while let Some(end) = buffer.find("\n\n") {
-            let frame: String = buffer.drain(..end + 2).collect();
-            for line in frame.lines() {
-                if let Some(data) = line.strip_prefix("data: ") {
-                    let result = result_of(serde_json::from_str(data)?)?;
-                    let state = match result.get("task") {
-                        Some(task) => &task["status"]["state"],
-                        None => &result["statusUpdate"]["status"]["state"],
-                    };
-                    if !state.is_null() {
-                        last = state.clone();
-                    }
-                    if endpoint.json {
-                        println!("{result}");
-                    } else {
-                        print_stream_item(&result);
-                    }
-                }
-            }
+    while let Some(result) = results.next().await {
+        let result = result.map_err(|error| explained(endpoint, error))?;
+        let state = match result.get("task") {
+            Some(task) => &task["status"]["state"],
+            None => &result["statusUpdate"]["status"]["state"],
+        };
+        if !state.is_null() {
+            last = state.clone();
+        }
+        if endpoint.json {
+            println!("{result}");
+        } else {
+            print_stream_item(&result);
         }
     }
     Ok(last)

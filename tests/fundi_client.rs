@@ -56,6 +56,60 @@ async fn the_client_sends_reads_and_cancels_a_task() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_yields_each_result_in_order_to_the_end() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let fundi = Client::new(&server.url, "the test's tokens");
+    let me = Credentials::new(server.token.clone(), server.user_token.clone());
+    let message = user_message("steps", Some(json!({"steps": 3})), Some("echo"));
+    let params = json!({"message": message});
+    let mut results = fundi
+        .stream_call(&me, "SendStreamingMessage", params)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while let Some(result) = results.next().await {
+        seen.push(result.unwrap());
+    }
+    assert!(
+        seen[0].get("task").is_some(),
+        "the task first: {:?}",
+        seen[0]
+    );
+    let last = &seen.last().unwrap()["statusUpdate"]["status"]["state"];
+    assert_eq!(last, "TASK_STATE_COMPLETED", "{seen:?}");
+    assert!(
+        seen.len() >= 5,
+        "created, working, three steps, done: {seen:?}"
+    );
+
+    // Refused before the stream opens, or as its first and last frame.
+    let refused = match fundi
+        .stream_call(&me, "SendStreamingMessage", json!({"message": {}}))
+        .await
+    {
+        Err(refused) => refused,
+        Ok(mut results) => {
+            let first = results.next().await.expect("one frame");
+            assert!(results.next().await.is_none(), "nothing after the error");
+            first.expect_err("a message without parts is refused")
+        }
+    };
+    assert!(
+        matches!(
+            refused,
+            ClientError::Refused {
+                code: Some(-32602),
+                ..
+            }
+        ),
+        "{refused}"
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_is_not_there_is_unreachable() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -18,6 +18,8 @@ use crate::{ClientError, Credentials};
 #[derive(Clone, Debug)]
 pub struct Client {
     http: reqwest::Client,
+    /// For streams, which last as long as their task: a connect timeout only.
+    http_streaming: reqwest::Client,
     base: String,
     /// What to say about a 401: which settings hold the credentials.
     credentials_hint: String,
@@ -32,8 +34,13 @@ impl Client {
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap_or_default();
+        let http_streaming = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_default();
         Client {
             http,
+            http_streaming,
             base,
             credentials_hint: credentials_hint.into(),
         }
@@ -69,6 +76,54 @@ impl Client {
             });
         }
         Ok(answer["result"].clone())
+    }
+
+    /// A streaming JSON-RPC call (`SendStreamingMessage`, `SubscribeToTask`): each result
+    /// as the server sends it. A refusal before the stream opens (401, 403, 429, a bad
+    /// request) is the error; it is not tried again.
+    pub async fn stream_call(
+        &self,
+        credentials: &Credentials,
+        method: &str,
+        params: Value,
+    ) -> Result<crate::Results, ClientError> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let url = format!("{}/a2a", self.base);
+        let response = self
+            .http_streaming
+            .post(&url)
+            .header("A2A-Version", "1.0")
+            .header("Accept", "text/event-stream")
+            .bearer_auth(&credentials.token)
+            .header(credentials.user_header.as_str(), &credentials.user_token)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e.to_string(), !e.is_connect()))?;
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_stream {
+            return Ok(crate::stream::results(response));
+        }
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let Ok(answer) = serde_json::from_str::<Value>(&text) else {
+            return Err(self.not_json(status, &text));
+        };
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(ClientError::Unauthenticated(format!(
+                "{}; {}",
+                error_text(&answer),
+                self.credentials_hint
+            )));
+        }
+        Err(ClientError::Refused {
+            message: error_text(&answer),
+            code: answer["error"]["code"].as_i64(),
+        })
     }
 
     /// The public agent card.

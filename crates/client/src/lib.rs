@@ -21,8 +21,10 @@
 mod client;
 mod credentials;
 mod error;
+mod stream;
 
 pub use a2a;
 pub use client::{Client, user_message};
 pub use credentials::{Credentials, DEFAULT_USER_HEADER};
 pub use error::ClientError;
+pub use stream::Results;

@@ -1,0 +1,59 @@
+//! A streaming JSON-RPC call (`SendStreamingMessage`, `SubscribeToTask`): the server's
+//! Server-Sent Events, each frame's JSON-RPC `result` yielded as it arrives.
+
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::ClientError;
+
+/// The results of a streaming call, in the order the server sent them; an error frame
+/// ends the stream with its error.
+pub type Results = Pin<Box<dyn Stream<Item = Result<Value, ClientError>> + Send>>;
+
+/// The `data:` payloads of the SSE frames in `body`, each frame's JSON-RPC `result`.
+pub(crate) fn results(body: reqwest::Response) -> Results {
+    let mut bytes = body.bytes_stream();
+    Box::pin(async_stream::stream! {
+        let mut buffer = String::new();
+        while let Some(chunk) = bytes.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(error) => {
+                    yield Err(ClientError::Unexpected(format!("the stream broke off: {error}")));
+                    return;
+                }
+            };
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..end + 2).collect();
+                for data in frame.lines().filter_map(|line| line.strip_prefix("data:")) {
+                    let item = result_of(data.trim_start());
+                    let ended = item.is_err();
+                    yield item;
+                    if ended {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// One frame's JSON-RPC answer: its `result`, or its `error` as a refusal.
+fn result_of(data: &str) -> Result<Value, ClientError> {
+    let answer: Value = serde_json::from_str(data).map_err(|e| {
+        ClientError::Unexpected(format!("a stream frame is not JSON ({e}): {data}"))
+    })?;
+    if let Some(error) = answer.get("error") {
+        return Err(ClientError::Refused {
+            message: error["message"].as_str().unwrap_or("error").to_owned(),
+            code: error["code"].as_i64(),
+        });
+    }
+    answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| ClientError::Unexpected(format!("a stream frame has no result: {data}")))
+}
