@@ -198,6 +198,8 @@ impl Client {
                     let text = response.text().await.unwrap_or_default();
                     let body = match serde_json::from_str::<Value>(&text) {
                         Ok(body) => body,
+                        // An empty success (204) says nothing more than its status.
+                        Err(_) if status.is_success() && text.trim().is_empty() => Value::Null,
                         Err(_) if busy || status == reqwest::StatusCode::UNAUTHORIZED => {
                             Value::Null
                         }
@@ -412,5 +414,31 @@ mod tests {
             .unwrap_err();
         assert!(matches!(down, ClientError::Unreachable { .. }), "{down}");
         assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn an_empty_success_is_null_and_a_page_that_is_not_json_says_so() {
+        let router = axum::Router::new()
+            .route(
+                "/admin/empty",
+                axum::routing::get(|| async { StatusCode::NO_CONTENT }),
+            )
+            .route(
+                "/admin/page",
+                axum::routing::get(|| async { (StatusCode::NOT_FOUND, "<html>no agent</html>") }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let client = Client::new(&url, "");
+        let empty = client.get(&credentials(), "/admin/empty").await.unwrap();
+        assert_eq!(empty, Value::Null);
+        let page = client.get(&credentials(), "/admin/page").await.unwrap_err();
+        assert!(matches!(page, ClientError::Unexpected(_)), "{page}");
+        assert!(
+            page.to_string()
+                .contains("HTTP 404 Not Found with something that is not JSON"),
+            "{page}"
+        );
     }
 }
