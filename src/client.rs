@@ -229,27 +229,28 @@ fn state_name(state: &str) -> String {
 
 /// The bearer token, the user token and its header: from the flags or environment,
 /// field by field, else from the credentials file a local server wrote.
-fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<(String, String, String)> {
+fn credentials_of(endpoint: &Endpoint) -> anyhow::Result<Credentials> {
     Ok(match (&endpoint.token, &endpoint.user_token) {
-        (Some(token), Some(user)) => (token.clone(), user.clone(), endpoint.user_header.clone()),
+        (Some(token), Some(user)) => {
+            Credentials::new(token, user).in_header(endpoint.user_header.as_str())
+        }
         _ => {
             let file = credentials::read(&endpoint.credentials).context(
                 "no credentials: pass --token and --user-token (or FUNDI_TOKEN and \
                  FUNDI_USER_TOKEN), or --credentials with the file a local server wrote",
             )?;
-            (
+            Credentials::new(
                 endpoint.token.clone().unwrap_or(file.token),
                 endpoint.user_token.clone().unwrap_or(file.user_token),
-                file.user_header,
             )
+            .in_header(file.user_header)
         }
     })
 }
 
 /// The server `endpoint` names, and the credentials to call it with.
 fn fundi(endpoint: &Endpoint) -> anyhow::Result<(Client, Credentials)> {
-    let (token, user_token, user_header) = credentials_of(endpoint)?;
-    let credentials = Credentials::new(token, user_token).in_header(user_header);
+    let credentials = credentials_of(endpoint)?;
     let hint = "pass --token and --user-token (or FUNDI_TOKEN and FUNDI_USER_TOKEN), or \
                 --credentials with the file the server wrote";
     Ok((Client::new(base(endpoint), hint), credentials))

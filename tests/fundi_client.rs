@@ -110,6 +110,14 @@ async fn a_stream_yields_each_result_in_order_to_the_end() {
     );
 }
 
+#[test]
+fn the_client_sends_the_user_token_where_the_server_reads_it_by_default() {
+    assert_eq!(
+        fundi_client::DEFAULT_USER_HEADER,
+        fundi_gateway::DEFAULT_USER_HEADER
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_is_not_there_is_unreachable() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -135,7 +135,7 @@ impl Client {
             .header("A2A-Version", "1.0")
             .send()
             .await
-            .map_err(|e| self.unreachable(e.to_string(), false))?;
+            .map_err(|e| self.unreachable(e.to_string(), !e.is_connect()))?;
         response
             .json()
             .await

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::audit::record;
-use super::{admin_error, parse};
+use super::{admin_error, parse, runtime_failure};
 use crate::auth::Caller;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
@@ -38,7 +38,7 @@ async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Appro
             approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
             axum::Json(json!({"approvals": approvals})).into_response()
         }
-        Err(error) => failure(error),
+        Err(error) => runtime_failure(error),
     }
 }
 
@@ -112,7 +112,7 @@ async fn decide(
         Ok(task) => {
             axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
         }
-        Err(Undecided::Runtime(error)) => failure(error),
+        Err(Undecided::Runtime(error)) => runtime_failure(error),
         Err(Undecided::Scope(error)) => refusal(&Value::Null, &error, Dialect::V1),
         Err(Undecided::NotRecorded(failed)) => failed,
     }
@@ -178,9 +178,4 @@ pub(crate) async fn decide_as(
         .await
         .map_err(Undecided::NotRecorded)?;
     Ok(task)
-}
-
-/// A runtime error as an admin answer.
-fn failure(error: RuntimeError) -> Response {
-    super::runtime_failure(error)
 }
