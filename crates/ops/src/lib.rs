@@ -23,6 +23,7 @@ pub mod chaos;
 pub mod grants;
 pub mod inbox;
 pub mod issues;
+pub mod resolver;
 pub mod schedules;
 pub mod sessions;
 #[cfg(any(test, feature = "test-util"))]

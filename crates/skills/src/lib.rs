@@ -9,7 +9,6 @@ pub mod heal;
 pub mod inbox;
 mod markup;
 mod origins;
-mod resolver;
 pub mod security;
 #[cfg(feature = "test-util")]
 pub mod testing;

@@ -68,7 +68,7 @@ impl A11yAuditSkill {
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_millis(config.fetch_timeout_ms))
             .user_agent(concat!("fundi-a11y-audit/", env!("CARGO_PKG_VERSION")));
-        let client = crate::resolver::guarded(client, config.allow_private_networks)
+        let client = fundi_ops::resolver::guarded(client, config.allow_private_networks)
             .build()
             .map_err(|e| format!("a11y-audit: HTTP client: {e}"))?;
         Ok(A11yAuditSkill {

@@ -101,7 +101,7 @@ impl Fetcher {
                 .connect_timeout(Duration::from_millis(config.request_timeout_ms))
                 .no_proxy()
                 .user_agent(concat!("fundi-security-scan/", env!("CARGO_PKG_VERSION")));
-            builder = crate::resolver::guarded(builder, config.allow_private_networks);
+            builder = fundi_ops::resolver::guarded(builder, config.allow_private_networks);
             for root in roots {
                 builder = builder.add_root_certificate(root.clone());
             }

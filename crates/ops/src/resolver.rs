@@ -1,17 +1,18 @@
-//! Name resolution for the skills that fetch: a name that resolves to a special-purpose
+//! Name resolution for every client that fetches on a user's behalf (the skills that
+//! fetch, the peers fundi delegates to): a name that resolves to a special-purpose
 //! address (loopback, private, link-local such as the cloud metadata address, NAT64 or
 //! 6to4 forms of those; see `fundi_ops::addresses`) is refused at connect time, so
 //! an allowed public name that is pointed inside later (DNS rebinding) reaches nothing.
 //! An origin written as an IP literal is not resolved: the operator named that address.
-//! A skill whose config sets `allow-private-networks` resolves as the system does.
+//! A client whose settings set `allow-private-networks` resolves as the system does.
 
 use std::net::SocketAddr;
 
-use fundi_ops::addresses::special_purpose;
+use crate::addresses::special_purpose;
 
-/// The resolver of a skill's HTTP client.
+/// The resolver of an HTTP client that must reach only public addresses.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PublicOnly;
+pub struct PublicOnly;
 
 impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
@@ -27,8 +28,8 @@ impl reqwest::dns::Resolve for PublicOnly {
             if public.is_empty() {
                 let why = match addrs.first() {
                     Some(addr) => format!(
-                        "{host} resolves to {} address {} (set allow-private-networks in the \
-                         skill's config to reach it)",
+                        "{host} resolves to {} address {} (set allow-private-networks in its \
+                         settings to reach it)",
                         special_purpose(addr.ip()).unwrap_or("a special-purpose"),
                         addr.ip()
                     ),
@@ -43,7 +44,7 @@ impl reqwest::dns::Resolve for PublicOnly {
 }
 
 /// `builder` resolving through [`PublicOnly`], unless private networks are allowed.
-pub(crate) fn guarded(
+pub fn guarded(
     builder: reqwest::ClientBuilder,
     allow_private_networks: bool,
 ) -> reqwest::ClientBuilder {
