@@ -161,6 +161,25 @@ impl SkillContext {
         .map(drop)
     }
 
+    /// Posts a whole agent message as a progress note (parts and metadata as given: a
+    /// peer's note mirrored, facts a client reads from the metadata), with a checkpoint
+    /// saved in the same commit when one is given.
+    pub async fn status_message(
+        &self,
+        message: Message,
+        checkpoint: Option<Value>,
+    ) -> Result<(), SkillError> {
+        self.send(SkillCall::Status {
+            message,
+            checkpoint: checkpoint.clone(),
+        })
+        .await?;
+        if let Some(checkpoint) = checkpoint {
+            self.remember(checkpoint);
+        }
+        Ok(())
+    }
+
     /// Posts progress as a fraction from 0 to 1 with a note; the fraction travels in the
     /// status message's metadata as `progress`.
     pub async fn progress(&self, fraction: f64, text: impl Into<String>) -> Result<(), SkillError> {

@@ -13,7 +13,13 @@ impl SkillContext {
     /// prompt is stored and told all the same, then `working` again). Fails with
     /// [`SkillError::Canceled`] if the task is canceled while waiting.
     pub async fn request_input(&self, prompt: impl Into<String>) -> Result<Message, SkillError> {
-        let prompt = Message::agent(vec![Part::text(prompt)]);
+        self.request_input_message(Message::agent(vec![Part::text(prompt)]))
+            .await
+    }
+
+    /// [`SkillContext::request_input`] with a whole agent message as the prompt (parts
+    /// and metadata as given: a peer's question mirrored).
+    pub async fn request_input_message(&self, prompt: Message) -> Result<Message, SkillError> {
         match self.send(SkillCall::RequestInput { prompt }).await? {
             Some(message) => Ok(message),
             None => Err(SkillError::runtime(RuntimeError::invariant(
