@@ -1,0 +1,238 @@
+//! A peer's agent card, as far as delegation reads it: who it is, what it can do, where
+//! and how to call it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The bindings fundi speaks to a peer, in no order of its own: the card's order wins.
+const SPOKEN: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
+
+/// One interface a card lists (`AgentInterface`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interface {
+    /// Where it is served.
+    pub url: String,
+    /// `JSONRPC`, `HTTP+JSON`, `GRPC` or another.
+    pub protocol_binding: String,
+    /// `1.0`, `0.3`...
+    pub protocol_version: String,
+    /// The tenant every request to it carries, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// One skill a card lists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardSkill {
+    /// Its id (what `skill` names in a delegation).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+}
+
+/// What delegation reads of a peer's agent card.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerCard {
+    /// The agent's name.
+    pub name: String,
+    /// What it says it does.
+    pub description: String,
+    /// Its skills.
+    pub skills: Vec<CardSkill>,
+    /// Its interfaces, preferred first.
+    pub interfaces: Vec<Interface>,
+    /// Whether it streams (`SubscribeToTask` is then used to follow a task).
+    pub streaming: bool,
+    /// Whether the card carries signatures (`signatures`).
+    pub signed: bool,
+    /// The header an API-key scheme of the card asks for (a fundi peer's user token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_header: Option<String>,
+}
+
+impl PeerCard {
+    /// The card in `json`; the error says what is missing.
+    pub(crate) fn parse(json: &Value) -> Result<PeerCard, String> {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        let name = json["name"]
+            .as_str()
+            .ok_or("it has no name: is this URL an A2A agent card?")?
+            .to_owned();
+        let mut interfaces: Vec<Interface> = json["supportedInterfaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| Interface {
+                url: text(&i["url"]),
+                protocol_binding: text(&i["protocolBinding"]),
+                protocol_version: text(&i["protocolVersion"]),
+                tenant: i["tenant"]
+                    .as_str()
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned),
+            })
+            .collect();
+        // A v0.3 card: its main endpoint is `url` with `preferredTransport`.
+        if interfaces.is_empty()
+            && let Some(url) = json["url"].as_str()
+        {
+            interfaces.push(Interface {
+                url: url.to_owned(),
+                protocol_binding: json["preferredTransport"]
+                    .as_str()
+                    .unwrap_or("JSONRPC")
+                    .to_owned(),
+                protocol_version: json["protocolVersion"].as_str().unwrap_or("0.3").to_owned(),
+                tenant: None,
+            });
+        }
+        let skills = json["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| CardSkill {
+                id: text(&s["id"]),
+                name: text(&s["name"]),
+                description: text(&s["description"]),
+            })
+            .collect();
+        let user_header = json["securitySchemes"]
+            .as_object()
+            .into_iter()
+            .flat_map(|schemes| schemes.values())
+            .filter_map(|scheme| {
+                // v1.0 wraps each scheme in its kind; v0.3 tags it with `type`.
+                let key = scheme.get("apiKeySecurityScheme").unwrap_or(scheme);
+                let header = key["location"].as_str().or(key["in"].as_str()) == Some("header");
+                let api_key = scheme.get("apiKeySecurityScheme").is_some()
+                    || scheme["type"].as_str() == Some("apiKey");
+                (api_key && header).then(|| key["name"].as_str().map(str::to_owned))?
+            })
+            .next();
+        Ok(PeerCard {
+            name,
+            description: text(&json["description"]),
+            skills,
+            interfaces,
+            streaming: json["capabilities"]["streaming"].as_bool() == Some(true),
+            signed: json["signatures"].as_array().is_some_and(|s| !s.is_empty()),
+            user_header,
+        })
+    }
+
+    /// The interface fundi calls: the first one at A2A v1.0 in a binding it speaks.
+    pub fn preferred(&self) -> Result<&Interface, String> {
+        if let Some(found) = self.interfaces.iter().find(|i| {
+            i.protocol_version.starts_with("1.") && SPOKEN.contains(&i.protocol_binding.as_str())
+        }) {
+            return Ok(found);
+        }
+        let listed: Vec<String> = self
+            .interfaces
+            .iter()
+            .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
+            .collect();
+        Err(format!(
+            "it lists no JSON-RPC or HTTP+JSON interface at A2A v1.0, which delegation speaks \
+             (it lists: {})",
+            match listed.is_empty() {
+                true => "none".to_owned(),
+                false => listed.join(", "),
+            }
+        ))
+    }
+}
+
+/// Checks that every interface of the card points at the card's own host or one of
+/// `also`: a card must not send fundi's credentials to an address nobody configured.
+pub(crate) fn check_hosts(
+    card: &PeerCard,
+    card_url: &reqwest::Url,
+    also: &[String],
+) -> Result<(), String> {
+    let own = card_url.host_str().unwrap_or_default().to_ascii_lowercase();
+    for interface in &card.interfaces {
+        if !SPOKEN.contains(&interface.protocol_binding.as_str()) {
+            continue;
+        }
+        let url = reqwest::Url::parse(&interface.url).map_err(|e| {
+            format!(
+                "its {} interface URL {:?} is not a URL: {e}",
+                interface.protocol_binding, interface.url
+            )
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "its interface URL {:?} is not http(s)",
+                interface.url
+            ));
+        }
+        let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+        let named = host == own || also.iter().any(|h| h.trim().eq_ignore_ascii_case(&host));
+        if !named {
+            return Err(format!(
+                "its {} interface points at host {host}, not at {own} where the card is served; \
+                 list {host} in the peer's interface-hosts to allow it",
+                interface.protocol_binding
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn card(interfaces: Value) -> PeerCard {
+        PeerCard::parse(&json!({"name": "b", "supportedInterfaces": interfaces,
+            "capabilities": {"streaming": true},
+            "securitySchemes": {"user": {"apiKeySecurityScheme":
+                {"location": "header", "name": "X-User"}}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_first_v1_interface_in_a_spoken_binding_is_preferred() {
+        let card = card(json!([
+            {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": "http://b/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+            {"url": "http://b/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        ]));
+        assert_eq!(card.preferred().unwrap().url, "http://b/rest");
+        assert!(card.streaming);
+        assert_eq!(card.user_header.as_deref(), Some("X-User"));
+        let old = self::card(json!([
+            {"url": "http://b/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        ]));
+        let error = old.preferred().unwrap_err();
+        assert!(error.contains("JSONRPC 0.3"), "{error}");
+    }
+
+    #[test]
+    fn interfaces_on_another_host_are_refused_unless_listed() {
+        let card = card(json!([
+            {"url": "http://elsewhere:9/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        ]));
+        let at = reqwest::Url::parse("http://b.example/.well-known/agent-card.json").unwrap();
+        let error = check_hosts(&card, &at, &[]).unwrap_err();
+        assert!(
+            error.contains("host elsewhere") && error.contains("interface-hosts"),
+            "{error}"
+        );
+        assert_eq!(check_hosts(&card, &at, &["ELSEWHERE".into()]), Ok(()));
+    }
+
+    #[test]
+    fn a_page_that_is_no_card_says_so() {
+        let error = PeerCard::parse(&json!({"hello": 1})).unwrap_err();
+        assert!(error.contains("agent card"), "{error}");
+    }
+}

@@ -1,0 +1,387 @@
+//! The peers fundi knows: each with its HTTP client and its cached agent card. Nothing
+//! else is ever contacted: a card is read only from the configured URL, and calls go
+//! only to the interfaces that card lists, on its own host (or one the peer's
+//! `interface-hosts` names), through the special-purpose address filter unless the peer
+//! allows private networks.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use fundi_ops::addresses::special_purpose;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::card::{PeerCard, check_hosts};
+use crate::config::PeerConfig;
+use crate::error::PeerError;
+use crate::wire::{Endpoint, error_chain};
+
+/// The largest agent card read.
+const MAX_CARD_BYTES: usize = 1 << 20;
+
+/// The known peers.
+#[derive(Debug)]
+pub struct PeerDirectory {
+    peers: RwLock<BTreeMap<String, Arc<Peer>>>,
+    card_max_age: Duration,
+}
+
+#[derive(Debug)]
+struct Peer {
+    name: String,
+    config: PeerConfig,
+    card_url: reqwest::Url,
+    http: reqwest::Client,
+    streaming: reqwest::Client,
+    cache: Mutex<Option<Cached>>,
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    card: Arc<PeerCard>,
+    etag: Option<String>,
+    checked: Instant,
+    fetched_at: DateTime<Utc>,
+}
+
+/// A peer as listed: its settings (never its tokens) and what its cached card says.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerSummary {
+    /// Its name.
+    pub name: String,
+    /// The configured URL.
+    pub url: String,
+    /// Whether a bearer token is configured for it.
+    pub token_set: bool,
+    /// Whether a user token is configured for it.
+    pub user_token_set: bool,
+    /// Whether it may be on a private network.
+    pub allow_private_networks: bool,
+    /// Whether its card must be signed.
+    pub require_signed_card: bool,
+    /// Its card as last read, if it has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card: Option<PeerCard>,
+    /// When the card was last read from the peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card_fetched_at: Option<DateTime<Utc>>,
+}
+
+impl PeerDirectory {
+    /// The peers of the config, by name; the error names the setting that is wrong.
+    /// A card is used for `card_max_age` before it is revalidated.
+    pub fn new(
+        peers: &BTreeMap<String, PeerConfig>,
+        card_max_age: Duration,
+    ) -> Result<PeerDirectory, String> {
+        let directory = PeerDirectory {
+            peers: RwLock::new(BTreeMap::new()),
+            card_max_age,
+        };
+        for (name, config) in peers {
+            directory.add(name, config.clone())?;
+        }
+        Ok(directory)
+    }
+
+    /// Adds (or replaces) the peer `name`.
+    pub fn add(&self, name: &str, config: PeerConfig) -> Result<(), String> {
+        config.validate(name)?;
+        let card_url = card_url(&config.url)?;
+        let builder = || {
+            fundi_ops::resolver::guarded(reqwest::Client::builder(), config.allow_private_networks)
+                // A redirect could lead anywhere: a peer's answers are read where they are.
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(Duration::from_secs(10))
+        };
+        let http = builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| format!("peers.{name}: no HTTP client: {e}"))?;
+        let streaming = builder()
+            .build()
+            .map_err(|e| format!("peers.{name}: no HTTP client: {e}"))?;
+        let peer = Peer {
+            name: name.to_owned(),
+            config,
+            card_url,
+            http,
+            streaming,
+            cache: Mutex::new(None),
+        };
+        self.peers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), Arc::new(peer));
+        Ok(())
+    }
+
+    /// Removes the peer `name`; whether there was one.
+    pub fn remove(&self, name: &str) -> bool {
+        self.peers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name)
+            .is_some()
+    }
+
+    /// Whether no peer is known.
+    pub fn is_empty(&self) -> bool {
+        self.peers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Every peer, with what its cached card says; nothing is fetched.
+    pub fn list(&self) -> Vec<PeerSummary> {
+        let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
+        peers
+            .values()
+            .map(|peer| {
+                let cached = peer.cached();
+                PeerSummary {
+                    name: peer.name.clone(),
+                    url: peer.config.url.clone(),
+                    token_set: peer.config.token.is_some(),
+                    user_token_set: peer.config.user_token.is_some(),
+                    allow_private_networks: peer.config.allow_private_networks,
+                    require_signed_card: peer.config.require_signed_card,
+                    card: cached.as_ref().map(|c| PeerCard::clone(&c.card)),
+                    card_fetched_at: cached.map(|c| c.fetched_at),
+                }
+            })
+            .collect()
+    }
+
+    /// The peer `name`'s card, read from the peer now (a `304 Not Modified` keeps the
+    /// cached one without reading it again).
+    pub async fn discover(&self, name: &str) -> Result<Arc<PeerCard>, PeerError> {
+        self.peer(name)?.fetch().await
+    }
+
+    /// The peer `name`'s card: the cached one while it is younger than the card's
+    /// maximum age, else revalidated.
+    pub async fn card(&self, name: &str) -> Result<Arc<PeerCard>, PeerError> {
+        let peer = self.peer(name)?;
+        match peer.cached() {
+            Some(cached) if cached.checked.elapsed() < self.card_max_age => Ok(cached.card),
+            _ => peer.fetch().await,
+        }
+    }
+
+    /// How to call the peer `name`: the interface its card prefers, with fundi's
+    /// credentials for it; and whether it streams.
+    pub(crate) async fn endpoint(&self, name: &str) -> Result<(Endpoint, bool), PeerError> {
+        let peer = self.peer(name)?;
+        let card = self.card(name).await?;
+        let card_error = |reason: String| PeerError::Card {
+            peer: name.to_owned(),
+            reason,
+        };
+        let interface = card.preferred().map_err(card_error)?.clone();
+        let url = reqwest::Url::parse(&interface.url).map_err(|e| card_error(e.to_string()))?;
+        peer.check_literal(&url).map_err(card_error)?;
+        let user = peer
+            .config
+            .user_token
+            .clone()
+            .map(|token| (Endpoint::user_header(card.user_header.as_deref()), token));
+        let endpoint = Endpoint {
+            peer: name.to_owned(),
+            http: peer.http.clone(),
+            streaming: peer.streaming.clone(),
+            interface,
+            token: peer.config.token.clone(),
+            user,
+        };
+        Ok((endpoint, card.streaming))
+    }
+
+    fn peer(&self, name: &str) -> Result<Arc<Peer>, PeerError> {
+        let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
+        peers.get(name).cloned().ok_or_else(|| PeerError::Unknown {
+            name: name.to_owned(),
+            known: match peers.is_empty() {
+                true => "none; add one as [peers.<name>] in the config".to_owned(),
+                false => peers.keys().cloned().collect::<Vec<_>>().join(", "),
+            },
+        })
+    }
+}
+
+impl Peer {
+    fn cached(&self) -> Option<Cached> {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn card_error(&self, reason: impl Into<String>) -> PeerError {
+        PeerError::Card {
+            peer: self.name.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Refuses a URL whose host is a special-purpose IP literal (the resolver, which
+    /// guards names, is not asked about those), unless private networks are allowed.
+    fn check_literal(&self, url: &reqwest::Url) -> Result<(), String> {
+        if self.config.allow_private_networks {
+            return Ok(());
+        }
+        let host = url.host_str().unwrap_or_default();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match host.parse().ok().and_then(special_purpose) {
+            Some(kind) => Err(format!(
+                "{host} is {kind} address; set peers.{}.allow-private-networks to reach it",
+                self.name
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads the card, revalidating the cached one.
+    async fn fetch(&self) -> Result<Arc<PeerCard>, PeerError> {
+        self.check_literal(&self.card_url)
+            .map_err(|reason| self.card_error(reason))?;
+        let cached = self.cached();
+        let mut request = self
+            .http
+            .get(self.card_url.clone())
+            .header("A2A-Version", "1.0")
+            .header("Accept", "application/json");
+        if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
+            request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+        }
+        let unreachable = |reason: String| PeerError::Unreachable {
+            peer: self.name.clone(),
+            reason,
+        };
+        let mut response = request.send().await.map_err(|e| {
+            unreachable(format!(
+                "its agent card at {}: {}",
+                self.card_url,
+                error_chain(&e)
+            ))
+        })?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_MODIFIED
+            && let Some(mut cached) = cached
+        {
+            cached.checked = Instant::now();
+            let card = cached.card.clone();
+            *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(cached);
+            return Ok(card);
+        }
+        if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            return Err(unreachable(format!(
+                "its agent card at {} answered HTTP {status}",
+                self.card_url
+            )));
+        }
+        if !status.is_success() {
+            return Err(self.card_error(format!("{} answered HTTP {status}", self.card_url)));
+        }
+        let etag = response
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| unreachable(error_chain(&e)))?
+        {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_CARD_BYTES {
+                return Err(self.card_error(format!("it is larger than {MAX_CARD_BYTES} bytes")));
+            }
+        }
+        let json: Value = serde_json::from_slice(&body)
+            .map_err(|e| self.card_error(format!("{} is not JSON: {e}", self.card_url)))?;
+        let card = PeerCard::parse(&json).map_err(|reason| self.card_error(reason))?;
+        check_hosts(&card, &self.card_url, &self.config.interface_hosts)
+            .map_err(|reason| self.card_error(reason))?;
+        if self.config.require_signed_card {
+            // Fail closed: a card fundi cannot verify is not taken as signed.
+            return Err(self.card_error(match card.signed {
+                false => "it is not signed, and the peer's require-signed-card is set",
+                true => {
+                    "it is signed, but this fundi cannot verify card signatures yet; \
+                         unset the peer's require-signed-card to use it unverified"
+                }
+            }));
+        }
+        let card = Arc::new(card);
+        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(Cached {
+            card: card.clone(),
+            etag,
+            checked: Instant::now(),
+            fetched_at: Utc::now(),
+        });
+        Ok(card)
+    }
+}
+
+/// The card's URL: the configured one when it names a JSON document, else the
+/// well-known path under it.
+fn card_url(configured: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(configured).map_err(|e| format!("{configured:?}: {e}"))?;
+    if url.path().ends_with(".json") {
+        return Ok(url);
+    }
+    let base = configured.trim_end_matches('/');
+    reqwest::Url::parse(&format!("{base}/.well-known/agent-card.json"))
+        .map_err(|e| format!("{configured:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_reads_the_well_known_card() {
+        assert_eq!(
+            card_url("http://b:1/").unwrap().as_str(),
+            "http://b:1/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            card_url("http://b:1/agents/x/card.json").unwrap().as_str(),
+            "http://b:1/agents/x/card.json"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_peer_is_named_with_the_known_ones() {
+        let directory = PeerDirectory::new(
+            &[("b".to_owned(), PeerConfig::new("http://b.example"))].into(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let error = directory.discover("c").await.unwrap_err().to_string();
+        assert!(
+            error.contains("\"c\"") && error.contains("known peers: b"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_loopback_peer_needs_private_networks_allowed() {
+        let directory = PeerDirectory::new(
+            &[("b".to_owned(), PeerConfig::new("http://127.0.0.1:9"))].into(),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let error = directory.discover("b").await.unwrap_err().to_string();
+        assert!(
+            error.contains("a loopback") && error.contains("peers.b.allow-private-networks"),
+            "{error}"
+        );
+    }
+}

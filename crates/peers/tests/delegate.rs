@@ -1,0 +1,203 @@
+//! The delegate skill against scripted peers on loopback, through a real runtime: the
+//! peer's task mirrored to completion by polling, a 401 never tried again, a 429 tried
+//! again after its `Retry-After`, a card pointing elsewhere refused before any call,
+//! and a card revalidated with `If-None-Match`.
+
+mod fake_peer;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_peer::Script;
+use fundi_peers::{DelegateConfig, DelegateSkill, PeerConfig, PeerDirectory};
+use fundi_runtime::{
+    Access, Grants, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task,
+    TaskState,
+};
+use serde_json::json;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn start(
+    peer: std::net::SocketAddr,
+    config: PeerConfig,
+) -> (RuntimeHandle, Arc<PeerDirectory>) {
+    let config = PeerConfig {
+        url: format!("http://127.0.0.1:{}", peer.port()),
+        allow_private_networks: true,
+        ..config
+    };
+    let peers = Arc::new(
+        PeerDirectory::new(&[("b".to_owned(), config)].into(), Duration::from_secs(60)).unwrap(),
+    );
+    let skill = DelegateSkill::new(
+        peers.clone(),
+        DelegateConfig {
+            give_up_after_s: 20,
+            poll_max_ms: 50,
+            ..DelegateConfig::default()
+        },
+    );
+    let runtime = Runtime::builder()
+        .shared_store(Arc::new(MemoryStore::new()))
+        .skill(skill)
+        .start()
+        .await
+        .unwrap();
+    (runtime, peers)
+}
+
+async fn delegate(runtime: &RuntimeHandle) -> Task {
+    let message = Message::user(vec![
+        Part::text("please"),
+        Part::data(json!({"peer": "b", "skill": "work", "data": {"n": 1}})),
+    ]);
+    let request = SubmitRequest::new(message).grants(Grants::scopes(["fundi:delegate"]));
+    let id = runtime.submit(request).await.unwrap().task.id;
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let task = runtime.get(&id, None, Access::Any).await.unwrap();
+        if task.status.state.is_terminal() {
+            return task;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the delegation did not end: {task:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn status_text(task: &Task) -> String {
+    task.status
+        .message
+        .as_ref()
+        .map(Message::text)
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_peers_task_is_followed_to_its_end_and_its_artifact_mirrored() {
+    let (addr, seen) = fake_peer::start(Script {
+        working_reads: 2,
+        ..Script::default()
+    })
+    .await;
+    let (runtime, _) = start(addr, PeerConfig::default()).await;
+    let task = delegate(&runtime).await;
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    assert_eq!(task.artifacts.len(), 1, "{task:?}");
+    assert_eq!(
+        task.artifacts[0].parts[0].as_text(),
+        Some("done by the peer")
+    );
+    let seen = seen.lock().unwrap();
+    let sends: Vec<_> = seen.calls.iter().filter(|c| c.0 == "SendMessage").collect();
+    assert_eq!(sends.len(), 1);
+    let sent = &sends[0].1["message"];
+    assert_eq!(sent["parts"][0]["text"], "please");
+    assert_eq!(sent["parts"][1]["data"], json!({"n": 1}));
+    assert_eq!(sent["metadata"]["skill"], "work");
+    assert_eq!(sends[0].1["configuration"]["returnImmediately"], true);
+}
+
+#[tokio::test]
+async fn a_401_is_not_tried_again_and_names_the_setting() {
+    let (addr, seen) = fake_peer::start(Script {
+        unauthorized: true,
+        ..Script::default()
+    })
+    .await;
+    let (runtime, _) = start(
+        addr,
+        PeerConfig {
+            token: Some("wrong".into()),
+            ..PeerConfig::default()
+        },
+    )
+    .await;
+    let task = delegate(&runtime).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let said = status_text(&task);
+    assert!(
+        said.contains("HTTP 401")
+            && said.contains("peers.b.token")
+            && said.contains("FUNDI__PEERS__B__TOKEN"),
+        "{said}"
+    );
+    assert_eq!(seen.lock().unwrap().calls.len(), 1, "a 401 was tried again");
+}
+
+#[tokio::test]
+async fn a_429_is_tried_again_after_its_retry_after() {
+    let (addr, seen) = fake_peer::start(Script {
+        busy: 1,
+        ..Script::default()
+    })
+    .await;
+    let (runtime, _) = start(addr, PeerConfig::default()).await;
+    let task = delegate(&runtime).await;
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    let seen = seen.lock().unwrap();
+    let (first, second) = (&seen.calls[0], &seen.calls[1]);
+    assert_eq!(
+        (first.0.as_str(), second.0.as_str()),
+        ("SendMessage", "SendMessage")
+    );
+    // The same message, not a second one.
+    assert_eq!(
+        first.1["message"]["messageId"],
+        second.1["message"]["messageId"]
+    );
+    assert!(
+        second.2.duration_since(first.2) >= Duration::from_millis(950),
+        "tried again before Retry-After: {:?}",
+        second.2.duration_since(first.2)
+    );
+}
+
+#[tokio::test]
+async fn a_card_pointing_at_another_host_is_refused_before_any_call() {
+    let script = Script {
+        interface_host: Some("localhost".into()),
+        ..Script::default()
+    };
+    let (addr, seen) = fake_peer::start(script).await;
+    let (runtime, _) = start(addr, PeerConfig::default()).await;
+    let task = delegate(&runtime).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let said = status_text(&task);
+    assert!(
+        said.contains("host localhost") && said.contains("interface-hosts"),
+        "{said}"
+    );
+    assert!(
+        seen.lock().unwrap().calls.is_empty(),
+        "an A2A call went out"
+    );
+
+    // Allowed by name, the same card is used.
+    let (runtime, _) = start(
+        addr,
+        PeerConfig {
+            interface_hosts: vec!["localhost".into()],
+            ..PeerConfig::default()
+        },
+    )
+    .await;
+    assert_eq!(delegate(&runtime).await.status.state, TaskState::Completed);
+}
+
+#[tokio::test]
+async fn a_card_is_revalidated_and_a_304_keeps_it() {
+    let (addr, seen) = fake_peer::start(Script::default()).await;
+    let (_runtime, peers) = start(addr, PeerConfig::default()).await;
+    let first = peers.discover("b").await.unwrap();
+    let second = peers.discover("b").await.unwrap();
+    assert_eq!(first, second);
+    assert_eq!(first.skills[0].id, "work");
+    let seen = seen.lock().unwrap();
+    assert_eq!((seen.card_reads, seen.not_modified), (2, 1));
+    let listed = peers.list();
+    assert_eq!(listed[0].card.as_ref().unwrap().name, "fake peer");
+}
