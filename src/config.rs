@@ -2,6 +2,7 @@
 //! then environment variables `FUNDI__SECTION__FIELD`, per field; then the command-line
 //! flags. Every field is documented in `config/fundi.toml`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
+use fundi_peers::{DelegateConfig, PeerConfig};
 use fundi_runtime::RuntimeConfig;
 use fundi_skills::{A11yConfig, ChaosConfig, EchoConfig, HealConfig, InboxConfig, SecurityConfig};
 use serde::{Deserialize, Serialize};
@@ -42,6 +44,8 @@ pub struct AppConfig {
     pub log: LogConfig,
     /// The MCP tools (`/mcp`, and `fundi mcp`).
     pub mcp: McpConfig,
+    /// The other A2A agents this server may delegate to, by name (`[peers.<name>]`).
+    pub peers: BTreeMap<String, PeerConfig>,
 }
 
 /// The MCP tools.
@@ -303,6 +307,8 @@ pub struct SkillsConfig {
     pub heal_issue: HealConfig,
     /// Settings of the `inbox` skill.
     pub inbox: InboxConfig,
+    /// Settings of the `delegate` skill (served whenever a peer is configured).
+    pub delegate: DelegateConfig,
 }
 
 impl Default for SkillsConfig {
@@ -315,6 +321,7 @@ impl Default for SkillsConfig {
             chaos_run: ChaosConfig::default(),
             heal_issue: HealConfig::default(),
             inbox: InboxConfig::default(),
+            delegate: DelegateConfig::default(),
         }
     }
 }
@@ -341,13 +348,14 @@ impl Default for LogConfig {
 }
 
 /// The built-in skills there are.
-pub const BUILT_IN_SKILLS: [&str; 6] = [
+pub const BUILT_IN_SKILLS: [&str; 7] = [
     "echo",
     "a11y-audit",
     "security-scan",
     "chaos-run",
     "heal-issue",
     "inbox",
+    "delegate",
 ];
 
 /// The built-in skills enabled unless `skills.enabled` says otherwise.
@@ -407,6 +415,13 @@ impl AppConfig {
             .heal_issue
             .validate()
             .map_err(anyhow::Error::msg)?;
+        self.skills
+            .delegate
+            .validate()
+            .map_err(anyhow::Error::msg)?;
+        for (name, peer) in &self.peers {
+            peer.validate(name).map_err(anyhow::Error::msg)?;
+        }
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
             bail!(
                 "refusing to listen on {}: it is not a loopback address, and static tokens are \

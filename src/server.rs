@@ -26,6 +26,7 @@ use fundi_ops::inbox::Inbox;
 use fundi_ops::issues::{IssueStore, MemoryIssueStore};
 use fundi_ops::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
 use fundi_ops::sessions::{MemorySessionStore, SessionStore};
+use fundi_peers::{DelegateSkill, PeerDirectory};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::PushStore;
 use fundi_runtime::{
@@ -177,6 +178,13 @@ impl ServerBuilder {
             .iter()
             .any(|s| s == "inbox")
             .then(Inbox::new);
+        let peers = peer_directory(&config)?;
+        if let Some(peers) = &peers {
+            builder = builder.skill(DelegateSkill::new(
+                peers.clone(),
+                config.skills.delegate.clone(),
+            ));
+        }
         // The heal skill and loop call the runtime once it runs.
         let heal_link = RuntimeLink::new();
         let local = listener.local_addr()?;
@@ -224,6 +232,9 @@ impl ServerBuilder {
         .with_chaos_events(stores.chaos);
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
+        }
+        if let Some(peers) = peers {
+            state = state.with_peers(peers);
         }
         if config.mcp.enabled {
             // The tools call this server's own /a2a with the MCP request's credentials.
@@ -285,6 +296,18 @@ impl ServerBuilder {
     }
 }
 
+/// The peers of the config, when there are any (or `delegate` is enabled by name): the
+/// `delegate` skill and `/peers` are served then.
+fn peer_directory(config: &AppConfig) -> Result<Option<Arc<PeerDirectory>>, ServerError> {
+    let named = config.skills.enabled.iter().any(|s| s == "delegate");
+    if config.peers.is_empty() && !named {
+        return Ok(None);
+    }
+    let max_age = Duration::from_secs(config.skills.delegate.card_max_age_s);
+    let peers = PeerDirectory::new(&config.peers, max_age).map_err(ServerError::Config)?;
+    Ok(Some(Arc::new(peers)))
+}
+
 /// The built-in skills `skills.enabled` names, with their settings.
 fn built_in_skills(
     config: &AppConfig,
@@ -340,6 +363,8 @@ fn built_in_skills(
                 InboxSkill::new(skills.inbox.clone(), inbox.cloned().unwrap_or_default())
                     .map_err(ServerError::Config)?,
             ),
+            // Served with the peers (`peer_directory`).
+            "delegate" => continue,
             other => {
                 return Err(ServerError::Config(format!(
                     "skills.enabled: unknown skill {other:?}"

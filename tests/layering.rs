@@ -77,17 +77,19 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         "fundi-store-sled",
         "fundi-postgres",
         "fundi-skills",
+        "fundi-peers",
         "fundi-gateway",
         "fundi-mcp",
         "fundi-client",
     ];
-    let below: [(&str, &[&str]); 8] = [
+    let below: [(&str, &[&str]); 9] = [
         ("fundi-runtime", &[]),
         ("fundi-ops", &["fundi-runtime"]),
         ("fundi-store-sled", &["fundi-runtime", "fundi-ops"]),
         ("fundi-postgres", &["fundi-runtime", "fundi-ops"]),
         ("fundi-skills", &["fundi-runtime", "fundi-ops"]),
-        ("fundi-gateway", &["fundi-runtime", "fundi-ops"]),
+        ("fundi-peers", &["fundi-runtime", "fundi-ops"]),
+        ("fundi-gateway", &["fundi-runtime", "fundi-ops", "fundi-peers"]),
         ("fundi-client", &[]),
         ("fundi-mcp", &["fundi-client"]),
     ];

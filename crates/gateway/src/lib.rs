@@ -32,6 +32,7 @@ mod mcp_sessions;
 mod methods;
 mod operator;
 mod params;
+mod peers;
 mod push;
 mod rate_limit;
 mod reply;

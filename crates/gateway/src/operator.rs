@@ -1,7 +1,7 @@
 //! Extractors of the routes beside A2A (`/admin`, `/inbox`): the caller, admitted as
 //! every authenticated route admits (Host and Origin, both credentials, the rate limit)
 //! and holding what the route's role needs ([`Operator`]); and the service a route
-//! works on, where this server keeps it ([`GrantsDesk`], [`Schedules`], [`Proposals`]).
+//! works on, where this server keeps it ([`GrantsDesk`], [`Schedules`], [`Proposals`], [`Peers`]).
 //! A handler's signature says what it needs; a refusal is the whole answer, before the
 //! body is read: 401 or 403 for the caller, then 404 for a service this server lacks.
 
@@ -14,6 +14,7 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use fundi_ops::inbox::{INBOX_SCOPE, Inbox};
 use fundi_ops::schedules::Scheduler;
+use fundi_peers::{DELEGATE_SCOPE, PeerDirectory};
 use fundi_runtime::approval::APPROVE_SCOPE;
 use fundi_runtime::{ADMIN_SCOPE, Grants};
 use serde_json::Value;
@@ -74,6 +75,17 @@ impl Role for Responder {
     }
 }
 
+/// A caller delegating to peers: `fundi:delegate` (or `fundi:admin`).
+pub(crate) struct Delegator;
+
+impl Role for Delegator {
+    const WHAT: &'static str = "peers";
+    const SCOPE: &'static str = DELEGATE_SCOPE;
+    fn held_by(grants: &Grants) -> bool {
+        grants.allows(Some(DELEGATE_SCOPE))
+    }
+}
+
 /// The caller, admitted and holding `R`.
 pub(crate) struct Operator<R: Role>(pub(crate) Caller, pub(crate) PhantomData<R>);
 
@@ -130,6 +142,20 @@ impl FromRequestParts<AppState> for Proposals {
         inbox
             .map(Proposals)
             .ok_or_else(|| missing("the inbox skill is not enabled on this server"))
+    }
+}
+
+/// The peers this server delegates to; 404 where none is configured.
+pub(crate) struct Peers(pub(crate) Arc<PeerDirectory>);
+
+impl FromRequestParts<AppState> for Peers {
+    type Rejection = Response;
+
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let peers = state.operators.peers.clone();
+        peers
+            .map(Peers)
+            .ok_or_else(|| missing("no peers are configured on this server ([peers.<name>])"))
     }
 }
 

@@ -68,6 +68,8 @@ pub(crate) struct Operators {
     pub(crate) chaos: Option<Arc<dyn ChaosLog>>,
     /// Proposals waiting for a local agent (the inbox skill), when it is enabled.
     pub(crate) inbox: Option<Inbox>,
+    /// The peers this server delegates to, when any is configured.
+    pub(crate) peers: Option<Arc<fundi_peers::PeerDirectory>>,
     /// The MCP endpoint's service and its sessions, served at `/mcp` behind the gate.
     pub(crate) mcp: Option<McpEndpoint>,
 }
@@ -167,6 +169,12 @@ impl AppState {
     /// The same state serving `/inbox` (scope `fundi:inbox`) from `inbox`.
     pub fn with_inbox(mut self, inbox: Inbox) -> AppState {
         Arc::make_mut(&mut self.operators).inbox = Some(inbox);
+        self
+    }
+
+    /// The same state serving `/peers` (scope `fundi:delegate`) from `peers`.
+    pub fn with_peers(mut self, peers: Arc<fundi_peers::PeerDirectory>) -> AppState {
+        Arc::make_mut(&mut self.operators).peers = Some(peers);
         self
     }
 
