@@ -4,7 +4,8 @@
 //! directory, pinned by `tests/interop/requirements-*.txt`); and the `@a2a-js/sdk` JS
 //! package from npm over HTTP+JSON (installed once per target directory with `npm ci`,
 //! pinned by `tests/interop/package-lock.json`); and the official MCP Python SDK (`mcp`)
-//! against `fundi mcp` over stdio and `/mcp` over streamable HTTP.
+//! against `fundi mcp` over stdio and `/mcp` over streamable HTTP; and the Python SDK's
+//! own server as a peer fundi delegates to, over JSON-RPC and over HTTP+JSON.
 
 mod common;
 
@@ -132,6 +133,121 @@ fn the_official_python_sdk_1x_client_speaks_v1_with_fundi() {
 #[test]
 fn the_official_python_sdk_1x_rest_client_speaks_http_json_with_fundi() {
     drive("v1", "a2a_sdk_v1.py", &["HTTP+JSON"]);
+}
+
+/// The official Python SDK's own server (`a2a_sdk_peer.py`) as a peer of fundi's,
+/// preferring `binding`: a delegation mirrored to its end, and a question answered
+/// through fundi.
+fn python_sdk_server_as_a_peer(binding: &str) {
+    use std::io::{BufRead, BufReader};
+    let python = venv("v1");
+    let mut peer = Command::new(python)
+        .arg(interop_dir().join("a2a_sdk_peer.py"))
+        .arg(binding)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the Python SDK server");
+    let mut line = String::new();
+    BufReader::new(peer.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("the Python SDK server's address");
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the Python SDK server said {line:?}"))
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        &[
+            ("FUNDI__PEERS__PY__URL", url.as_str()),
+            ("FUNDI__PEERS__PY__ALLOW_PRIVATE_NETWORKS", "true"),
+        ],
+    );
+    let checked = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(delegate_to_python(&server));
+    let _ = peer.kill();
+    let _ = peer.wait();
+    if let Err(failed) = checked {
+        panic!(
+            "{failed}\nserver log:\n{}",
+            std::fs::read_to_string(&server.stderr).unwrap_or_default()
+        );
+    }
+}
+
+async fn delegate_to_python(server: &Server) -> Result<(), String> {
+    use common::{message, ok, poll_task, state};
+    use serde_json::json;
+    let delegate = |text: &str, data: serde_json::Value| {
+        let mut sent = message(text, json!({"peer": "py", "skill": "shout", "data": data}));
+        sent["metadata"] = json!({"skill": "delegate"});
+        json!({"message": sent, "configuration": {"returnImmediately": true}})
+    };
+    let ended = |t: &serde_json::Value| {
+        t["status"]["state"]
+            .as_str()
+            .is_some_and(|s| ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED"].contains(&s))
+    };
+    let sent = ok(
+        server,
+        "SendMessage",
+        delegate("hello peer", json!({"n": 1})),
+    )
+    .await;
+    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let done = poll_task(server, &id, ended).await;
+    let artifacts = &done["artifacts"];
+    if state(&done) != "TASK_STATE_COMPLETED"
+        || artifacts[0]["parts"][0]["text"] != "HELLO PEER"
+        // Protobuf's Struct holds every number as a double: 1 comes back as 1.0.
+        || artifacts[1]["parts"][0]["data"] != json!({"n": 1.0})
+    {
+        return Err(format!(
+            "the delegation did not mirror the peer's work: {done}"
+        ));
+    }
+
+    let sent = ok(
+        server,
+        "SendMessage",
+        delegate("ask", serde_json::Value::Null),
+    )
+    .await;
+    let id = sent["task"]["id"].as_str().unwrap().to_owned();
+    let asked = poll_task(server, &id, |t| {
+        state(t) == "TASK_STATE_INPUT_REQUIRED" || ended(t)
+    })
+    .await;
+    if asked["status"]["message"]["parts"][0]["text"] != "Which colour?" {
+        return Err(format!("the peer's question was not asked: {asked}"));
+    }
+    let mut answer = message("blue", serde_json::Value::Null);
+    answer["taskId"] = json!(id);
+    ok(
+        server,
+        "SendMessage",
+        json!({"message": answer, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let done = poll_task(server, &id, ended).await;
+    if state(&done) != "TASK_STATE_COMPLETED"
+        || done["artifacts"][0]["parts"][0]["text"] != "answer: blue"
+    {
+        return Err(format!("the answer did not reach the peer: {done}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_official_python_sdk_server_is_a_peer_over_json_rpc() {
+    python_sdk_server_as_a_peer("JSONRPC");
+}
+
+#[test]
+fn the_official_python_sdk_server_is_a_peer_over_http_json() {
+    python_sdk_server_as_a_peer("HTTP+JSON");
 }
 
 #[test]

@@ -89,7 +89,10 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         ("fundi-postgres", &["fundi-runtime", "fundi-ops"]),
         ("fundi-skills", &["fundi-runtime", "fundi-ops"]),
         ("fundi-peers", &["fundi-runtime", "fundi-ops"]),
-        ("fundi-gateway", &["fundi-runtime", "fundi-ops", "fundi-peers"]),
+        (
+            "fundi-gateway",
+            &["fundi-runtime", "fundi-ops", "fundi-peers"],
+        ),
         ("fundi-client", &[]),
         ("fundi-mcp", &["fundi-client"]),
     ];
