@@ -128,6 +128,10 @@ pub(crate) struct MessageArgs {
     /// Continue this task (answer an input-required task).
     #[arg(long)]
     pub(crate) task: Option<String>,
+    /// Delegate to this peer (the delegate skill): the text and --data go to the peer,
+    /// --skill names the peer's skill.
+    #[arg(long, conflicts_with = "task")]
+    pub(crate) peer: Option<String>,
     /// Start the task in this context.
     #[arg(long)]
     pub(crate) context: Option<String>,
@@ -267,6 +271,15 @@ pub(crate) enum ClientCommand {
         /// Why (told to the requester and recorded).
         #[arg(long)]
         reason: String,
+    },
+    /// The peers this server delegates to, with what their cards say; needs scope
+    /// fundi:delegate.
+    Peers {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// Read this peer's agent card now (revalidated) and show it.
+        #[arg(long)]
+        discover: Option<String>,
     },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {

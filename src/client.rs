@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 mod approvals;
 mod chaos;
 mod grants;
+mod peers;
 mod print;
 mod schedules;
 
@@ -122,6 +123,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             after,
             limit,
         } => chaos::events(endpoint, task, after, limit).await,
+        ClientCommand::Peers { endpoint, discover } => peers::run(endpoint, discover).await,
         ClientCommand::DeadLetters { endpoint } => {
             let result = admin_get(&endpoint, "/admin/push/dead-letters").await?;
             show(&endpoint, &result, print_dead_letters)
@@ -177,8 +179,21 @@ fn ended_well(state: &Value) -> anyhow::Result<()> {
 
 fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
     let mut parts = vec![json!({"text": args.text})];
-    if let Some(data) = &args.data {
-        let data: Value = serde_json::from_str(data).context("--data must be JSON")?;
+    let data = match &args.data {
+        Some(data) => Some(serde_json::from_str::<Value>(data).context("--data must be JSON")?),
+        None => None,
+    };
+    if let Some(peer) = &args.peer {
+        // A delegation: the peer, its skill and its data travel in the data part.
+        let mut delegation = json!({"peer": peer});
+        if let Some(skill) = &args.skill {
+            delegation["skill"] = json!(skill);
+        }
+        if let Some(data) = data {
+            delegation["data"] = data;
+        }
+        parts.push(json!({"data": delegation, "mediaType": "application/json"}));
+    } else if let Some(data) = data {
         parts.push(json!({"data": data, "mediaType": "application/json"}));
     }
     if let Some(path) = &args.html {
@@ -199,7 +214,11 @@ fn message_json(args: &MessageArgs) -> anyhow::Result<Value> {
         "role": "ROLE_USER",
         "parts": parts,
     });
-    if let Some(skill) = &args.skill {
+    let skill = match &args.peer {
+        Some(_) => Some("delegate"),
+        None => args.skill.as_deref(),
+    };
+    if let Some(skill) = skill {
         message["metadata"] = json!({"skill": skill});
     }
     if let Some(task) = &args.task {

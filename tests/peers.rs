@@ -196,3 +196,34 @@ async fn peers_are_listed_with_their_cards_and_never_their_tokens() {
         .unwrap();
     assert_eq!(unknown.status(), 404);
 }
+
+#[tokio::test]
+async fn the_cli_lists_peers_reads_a_card_and_sends_to_a_peer() {
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = start_pair(a_dir.path(), b_dir.path());
+    let (fine, said) = common::cli(&a, &["peers"]);
+    assert!(
+        fine && said.contains("card not read yet (fundi peers --discover b)"),
+        "{said}"
+    );
+    let (fine, said) = common::cli(&a, &["peers", "--discover", "b"]);
+    assert!(
+        fine && said.contains("skills: echo") && said.contains("JSONRPC 1.0"),
+        "{said}"
+    );
+    let (fine, said) = common::cli(
+        &a,
+        &["send", "from the cli", "--peer", "b", "--skill", "echo"],
+    );
+    assert!(
+        fine && said.contains("completed") && said.contains("from the cli"),
+        "{said}"
+    );
+    let tasks = b_tasks(&b).await;
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    let (fine, said) = common::cli(&a, &["send", "x", "--peer", "nobody"]);
+    assert!(
+        !fine && said.contains("no peer is named \"nobody\" (known peers: b)"),
+        "{said}"
+    );
+}

@@ -46,6 +46,10 @@ pub struct PeerCard {
     pub skills: Vec<CardSkill>,
     /// Its interfaces, preferred first.
     pub interfaces: Vec<Interface>,
+    /// The interface fundi calls: the first at A2A v1.0 in a binding fundi speaks
+    /// (JSON-RPC, HTTP+JSON), if the card lists one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<Interface>,
     /// Whether it streams (`SubscribeToTask` is then used to follow a task).
     pub streaming: bool,
     /// Whether the card carries signatures (`signatures`).
@@ -114,11 +118,19 @@ impl PeerCard {
                 (api_key && header).then(|| key["name"].as_str().map(str::to_owned))?
             })
             .next();
+        let endpoint = interfaces
+            .iter()
+            .find(|i| {
+                i.protocol_version.starts_with("1.")
+                    && SPOKEN.contains(&i.protocol_binding.as_str())
+            })
+            .cloned();
         Ok(PeerCard {
             name,
             description: text(&json["description"]),
             skills,
             interfaces,
+            endpoint,
             streaming: json["capabilities"]["streaming"].as_bool() == Some(true),
             signed: json["signatures"].as_array().is_some_and(|s| !s.is_empty()),
             user_header,
