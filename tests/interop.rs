@@ -251,6 +251,39 @@ fn the_official_python_sdk_server_is_a_peer_over_http_json() {
 }
 
 #[test]
+fn the_official_mcp_python_sdk_delegates_to_a_peer_through_fundi_mcp() {
+    let python = venv("mcp");
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let b = Server::start(b_dir.path(), &[]);
+    let a = Server::start(
+        a_dir.path(),
+        &[
+            ("FUNDI__PEERS__B__URL", b.url.as_str()),
+            ("FUNDI__PEERS__B__TOKEN", b.token.as_str()),
+            ("FUNDI__PEERS__B__USER_TOKEN", b.user_token.as_str()),
+            ("FUNDI__PEERS__B__ALLOW_PRIVATE_NETWORKS", "true"),
+        ],
+    );
+    let output = Command::new(python)
+        .arg(interop_dir().join("mcp_peers.py"))
+        .args([&a.url, env!("CARGO_BIN_EXE_fundi")])
+        .env("FUNDI_TOKEN", &a.token)
+        .env("FUNDI_USER_TOKEN", &a.user_token)
+        .env_remove("FUNDI__MCP__ALLOW_WRITES")
+        .env_remove("FUNDI_CREDENTIALS")
+        .output()
+        .expect("running the MCP peers script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    println!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains(" passed, 0 failed"),
+        "mcp_peers.py failed:\n{stdout}\n{}\nA's log:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        std::fs::read_to_string(&a.stderr).unwrap_or_default()
+    );
+}
+
+#[test]
 fn the_official_python_sdk_0_3_client_speaks_v03_with_fundi() {
     drive("v03", "a2a_sdk_v03.py", &[]);
 }

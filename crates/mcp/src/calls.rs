@@ -8,6 +8,9 @@ use crate::{shape, tools, wait};
 
 /// Runs the tool `name` with `arguments`.
 pub(crate) async fn run(call: &Call<'_>, name: &str, arguments: &Value) -> Answer {
+    if let Some(answer) = crate::peers::run(call, name, arguments).await {
+        return answer;
+    }
     match name {
         tools::LIST_SKILLS => list_skills(call).await,
         tools::SUBMIT => submit(call, arguments).await,

@@ -18,6 +18,8 @@ use serde_json::Value;
 
 mod call;
 mod calls;
+mod peers;
+mod setup;
 mod shape;
 pub mod tools;
 mod wait;

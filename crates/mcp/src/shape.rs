@@ -135,6 +135,18 @@ fn shorten(text: &str) -> String {
     }
 }
 
+/// `text` as one URL path segment: every byte but the unreserved ones percent-encoded.
+pub(crate) fn segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,11 @@ pub const LIST_TASKS: &str = "fundi_list_tasks";
 /// Answers a proposal (write).
 pub const RESPOND: &str = "fundi_respond_to_task";
 
+pub use crate::peers::{
+    AUTH_STATUS, DELETE_PUSH_CONFIG, DISCOVER_AGENT, LIST_AGENTS, REQUEST, SEND_MESSAGE,
+    SET_PUSH_CONFIG,
+};
+
 /// The tools to list.
 pub fn listed(allow_writes: bool) -> Vec<Tool> {
     let mut tools = vec![
@@ -128,11 +133,12 @@ pub fn listed(allow_writes: bool) -> Vec<Tool> {
             ),
         ]);
     }
+    tools.extend(crate::peers::listed(allow_writes));
     tools
 }
 
 /// Annotations of a tool that only reads fundi's state.
-fn reading(title: &str) -> ToolAnnotations {
+pub(crate) fn reading(title: &str) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(true)
         .idempotent(true)
@@ -141,10 +147,10 @@ fn reading(title: &str) -> ToolAnnotations {
 
 /// Whether `name` changes anything (and so needs writes allowed).
 pub fn writes(name: &str) -> bool {
-    [SUBMIT, CANCEL, RESPOND].contains(&name)
+    [SUBMIT, CANCEL, RESPOND].contains(&name) || crate::peers::writes(name)
 }
 
-fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
+pub(crate) fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
     let schema: JsonObject = match schema {
         Value::Object(map) => map,
         _ => JsonObject::new(),

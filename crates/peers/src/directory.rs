@@ -18,6 +18,20 @@ use crate::config::PeerConfig;
 use crate::error::PeerError;
 use crate::wire::{Endpoint, error_chain};
 
+/// The A2A methods a caller may send a peer through [`PeerDirectory::call`], each with
+/// whether it changes anything. Messages go through the `delegate` skill instead, which
+/// keeps them durable.
+pub const PEER_METHODS: [(&str, bool); 8] = [
+    ("GetTask", false),
+    ("ListTasks", false),
+    ("GetExtendedAgentCard", false),
+    ("GetTaskPushNotificationConfig", false),
+    ("ListTaskPushNotificationConfigs", false),
+    ("CancelTask", true),
+    ("CreateTaskPushNotificationConfig", true),
+    ("DeleteTaskPushNotificationConfig", true),
+];
+
 /// The largest agent card read.
 const MAX_CARD_BYTES: usize = 1 << 20;
 
@@ -171,6 +185,18 @@ impl PeerDirectory {
             Some(cached) if cached.checked.elapsed() < self.card_max_age => Ok(cached.card),
             _ => peer.fetch().await,
         }
+    }
+
+    /// One A2A call of [`PEER_METHODS`] on the peer `name`, tried once: its result.
+    pub async fn call(&self, name: &str, method: &str, params: Value) -> Result<Value, PeerError> {
+        if !PEER_METHODS.iter().any(|(m, _)| *m == method) {
+            return Err(PeerError::Method {
+                method: method.to_owned(),
+                allowed: PEER_METHODS.map(|(m, _)| m).join(", "),
+            });
+        }
+        let (endpoint, _) = self.endpoint(name).await?;
+        endpoint.call(method, params).await
     }
 
     /// How to call the peer `name`: the interface its card prefers, with fundi's

@@ -13,6 +13,14 @@ pub enum PeerError {
         /// The names there are, or "none".
         known: String,
     },
+    /// A method that is not passed on to peers.
+    #[error("{method:?} is not a method fundi sends a peer; these are: {allowed}")]
+    Method {
+        /// The method asked for.
+        method: String,
+        /// The methods there are.
+        allowed: String,
+    },
     /// The peer refused fundi's credentials (HTTP 401). Not tried again: a person must
     /// fix the setting the message names.
     #[error(

@@ -25,5 +25,5 @@ mod wire;
 pub use card::{CardSkill, Interface, PeerCard};
 pub use config::{DelegateConfig, PeerConfig};
 pub use delegate::{DELEGATE_SCOPE, DelegateSkill};
-pub use directory::{PeerDirectory, PeerSummary};
+pub use directory::{PEER_METHODS, PeerDirectory, PeerSummary};
 pub use error::PeerError;

@@ -109,8 +109,8 @@ impl Endpoint {
     /// A call's result (JSON-RPC `result`, or the HTTP+JSON body).
     pub(crate) async fn call(&self, method: &str, params: Value) -> Result<Value, PeerError> {
         let (verb, url, body) = self.request(method, params);
-        let mut request = self.authorised(self.http.request(verb.clone(), &url));
-        if verb != Method::GET {
+        let mut request = self.authorised(self.http.request(verb, &url));
+        if !body.is_null() {
             request = request.json(&body);
         }
         let response = request.send().await.map_err(|e| self.unreachable(e))?;
@@ -146,22 +146,44 @@ impl Endpoint {
             Some(tenant) => format!("{base}/{}", segment(tenant)),
             None => base.to_owned(),
         };
-        let task = |suffix: &str| {
-            format!(
-                "{base}/tasks/{}{suffix}",
-                segment(params["id"].as_str().unwrap_or_default())
-            )
-        };
+        let text = |key: &str| segment(params[key].as_str().unwrap_or_default());
+        let task = format!("{base}/tasks/{}", text("id"));
+        let configs = format!("{base}/tasks/{}/pushNotificationConfigs", text("taskId"));
         match method {
             "SendMessage" => (Method::POST, format!("{base}/message:send"), params),
             "GetTask" => (
                 Method::GET,
-                format!("{}?historyLength=0", task("")),
+                format!("{task}{}", query(&params, &["id", "tenant"])),
                 Value::Null,
             ),
-            "CancelTask" => (Method::POST, task(":cancel"), json!({})),
-            "SubscribeToTask" => (Method::GET, task(":subscribe"), Value::Null),
-            "ListTasks" => (Method::GET, format!("{base}/tasks"), Value::Null),
+            "CancelTask" => (Method::POST, format!("{task}:cancel"), json!({})),
+            "SubscribeToTask" => (Method::GET, format!("{task}:subscribe"), Value::Null),
+            "ListTasks" => (
+                Method::GET,
+                format!("{base}/tasks{}", query(&params, &["tenant"])),
+                Value::Null,
+            ),
+            "GetExtendedAgentCard" => (
+                Method::GET,
+                format!("{base}/extendedAgentCard"),
+                Value::Null,
+            ),
+            "CreateTaskPushNotificationConfig" => (Method::POST, configs, params),
+            "ListTaskPushNotificationConfigs" => (
+                Method::GET,
+                format!("{configs}{}", query(&params, &["taskId", "tenant"])),
+                Value::Null,
+            ),
+            "GetTaskPushNotificationConfig" => (
+                Method::GET,
+                format!("{configs}/{}", text("id")),
+                Value::Null,
+            ),
+            "DeleteTaskPushNotificationConfig" => (
+                Method::DELETE,
+                format!("{configs}/{}", text("id")),
+                Value::Null,
+            ),
             other => (Method::POST, format!("{base}/{other}"), params),
         }
     }
@@ -207,6 +229,10 @@ impl Endpoint {
                 message: format!("{said} (HTTP {})", status.as_u16()),
                 code: None,
             });
+        }
+        if self.binding() == Binding::Rest && text.trim().is_empty() {
+            // An empty success (a deleted push config).
+            return Ok(json!({}));
         }
         if body.is_null() {
             return Err(self.unexpected(format!("an answer that is not JSON: {}", start(text))));
@@ -265,6 +291,29 @@ fn segment(text: &str) -> String {
     url.path().trim_start_matches('/').to_owned()
 }
 
+/// The query string of `params`' scalar fields but `skip` (`?pageSize=10&status=...`).
+fn query(params: &Value, skip: &[&str]) -> String {
+    let mut url = reqwest::Url::parse("http://x/").expect("a constant URL");
+    {
+        let mut pairs = url.query_pairs_mut();
+        for (key, value) in params.as_object().into_iter().flatten() {
+            if skip.contains(&key.as_str()) {
+                continue;
+            }
+            let text = match value {
+                Value::String(text) => text.clone(),
+                Value::Number(_) | Value::Bool(_) => value.to_string(),
+                _ => continue,
+            };
+            pairs.append_pair(key, &text);
+        }
+    }
+    match url.query() {
+        Some(q) if !q.is_empty() => format!("?{q}"),
+        _ => String::new(),
+    }
+}
+
 /// The words of an error answer: JSON-RPC's or google.rpc.Status's message, or the
 /// start of the body.
 fn said(body: &Value, text: &str) -> String {
@@ -314,6 +363,104 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::ZERO));
         headers.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+    }
+
+    fn endpoint(binding: &str, tenant: Option<&str>) -> Endpoint {
+        Endpoint {
+            peer: "b".into(),
+            http: reqwest::Client::new(),
+            streaming: reqwest::Client::new(),
+            interface: Interface {
+                url: "http://b/rest/".into(),
+                protocol_binding: binding.into(),
+                protocol_version: "1.0".into(),
+                tenant: tenant.map(str::to_owned),
+            },
+            token: None,
+            user: None,
+        }
+    }
+
+    #[test]
+    fn each_method_has_its_http_json_route() {
+        let rest = endpoint("HTTP+JSON", None);
+        for (method, params, verb, url) in [
+            (
+                "GetTask",
+                json!({"id": "t/1", "historyLength": 0}),
+                Method::GET,
+                "http://b/rest/tasks/t%2F1?historyLength=0",
+            ),
+            (
+                "CancelTask",
+                json!({"id": "t"}),
+                Method::POST,
+                "http://b/rest/tasks/t:cancel",
+            ),
+            (
+                "SubscribeToTask",
+                json!({"id": "t"}),
+                Method::GET,
+                "http://b/rest/tasks/t:subscribe",
+            ),
+            (
+                "ListTasks",
+                json!({"pageSize": 5, "status": "TASK_STATE_WORKING"}),
+                Method::GET,
+                "http://b/rest/tasks?pageSize=5&status=TASK_STATE_WORKING",
+            ),
+            (
+                "GetExtendedAgentCard",
+                json!({}),
+                Method::GET,
+                "http://b/rest/extendedAgentCard",
+            ),
+            (
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": "t", "url": "http://h/"}),
+                Method::POST,
+                "http://b/rest/tasks/t/pushNotificationConfigs",
+            ),
+            (
+                "ListTaskPushNotificationConfigs",
+                json!({"taskId": "t"}),
+                Method::GET,
+                "http://b/rest/tasks/t/pushNotificationConfigs",
+            ),
+            (
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": "t", "id": "c"}),
+                Method::GET,
+                "http://b/rest/tasks/t/pushNotificationConfigs/c",
+            ),
+            (
+                "DeleteTaskPushNotificationConfig",
+                json!({"taskId": "t", "id": "c"}),
+                Method::DELETE,
+                "http://b/rest/tasks/t/pushNotificationConfigs/c",
+            ),
+            (
+                "SendMessage",
+                json!({"message": {}}),
+                Method::POST,
+                "http://b/rest/message:send",
+            ),
+        ] {
+            let (got_verb, got_url, _) = rest.request(method, params);
+            assert_eq!((got_verb, got_url.as_str()), (verb, url), "{method}");
+        }
+        let tenant = endpoint("HTTP+JSON", Some("acme"));
+        assert_eq!(
+            tenant.request("CancelTask", json!({"id": "t"})).1,
+            "http://b/rest/acme/tasks/t:cancel"
+        );
+        let (verb, url, body) =
+            endpoint("JSONRPC", Some("acme")).request("GetTask", json!({"id": "t"}));
+        assert_eq!((verb, url.as_str()), (Method::POST, "http://b/rest"));
+        assert_eq!(
+            (body["method"].as_str(), body["params"]["tenant"].as_str()),
+            (Some("GetTask"), Some("acme"))
+        );
     }
 
     #[test]
