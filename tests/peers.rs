@@ -5,6 +5,8 @@
 //! answer sent on; and `/peers` listing B with its card.
 
 mod common;
+#[path = "web_console/support.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 

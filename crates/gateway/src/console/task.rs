@@ -38,6 +38,7 @@ pub(super) async fn show(
 ) -> Result<Response, Problem> {
     let (task, seq) = readable(&state, &viewer, &TaskId::from(id)).await?;
     let mut events = past_events(&state, &task.id, seq).await?;
+    let delegation = delegation(&events);
     let left_out = events.len().saturating_sub(MOST_ENTRIES);
     events.drain(..left_out);
     let stream = (!task.status.state.is_terminal()).then(|| {
@@ -52,6 +53,9 @@ pub(super) async fn show(
             dl class="facts" {
                 dt { "Task" } dd { code { (task.id.as_str()) } }
                 dt { "Context" } dd { a href={ "/console/tasks?context=" (encode(task.context_id.as_str())) } { code { (task.context_id.as_str()) } } }
+                @if let Some((peer, remote)) = &delegation {
+                    dt { "Delegated to" } dd { "peer " strong { (peer) } ", as its task " code { (remote) } }
+                }
             }
             section aria-labelledby="status-title" {
                 h2 id="status-title" { "Status" }
@@ -99,6 +103,26 @@ pub(super) async fn readable(
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// The peer and the peer's task of a delegated task, from the note its run stored when
+/// the peer took the message (`metadata.delegation`).
+fn delegation(events: &[TaskEvent]) -> Option<(String, String)> {
+    events.iter().find_map(|event| {
+        let TaskEventKind::Status(status) = &event.kind else {
+            return None;
+        };
+        let delegation = status
+            .message
+            .as_ref()?
+            .metadata
+            .as_ref()?
+            .get("delegation")?;
+        Some((
+            delegation["peer"].as_str()?.to_owned(),
+            delegation["taskId"].as_str()?.to_owned(),
+        ))
+    })
 }
 
 /// The task's stored events up to `seq`.
