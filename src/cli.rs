@@ -272,14 +272,14 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         reason: String,
     },
-    /// The peers this server delegates to, with what their cards say; needs scope
-    /// fundi:delegate.
+    /// The peers this server delegates to, with what their cards say (needs scope
+    /// fundi:delegate); `add` and `remove` change them (fundi:admin).
+    #[command(args_conflicts_with_subcommands = true)]
     Peers {
+        #[command(subcommand)]
+        action: Option<Box<PeerCommand>>,
         #[command(flatten)]
         endpoint: Endpoint,
-        /// Read this peer's agent card now (revalidated) and show it.
-        #[arg(long)]
-        discover: Option<String>,
     },
     /// Push deliveries that were given up (dead letters); needs scope fundi:admin.
     DeadLetters {
@@ -393,5 +393,50 @@ pub(crate) enum GrantCommand {
         endpoint: Endpoint,
         /// The grant id.
         id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PeerCommand {
+    /// List the peers (the default).
+    List {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Read a peer's agent card now (revalidated) and show it.
+    Discover {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The peer's name.
+        name: String,
+    },
+    /// Add a peer for good (kept in the store; the same name again replaces it).
+    Add {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The peer's name (lower-case letters, digits, '-').
+        name: String,
+        /// Its agent card's URL, or its base URL.
+        #[arg(long)]
+        peer_url: String,
+        /// The bearer token fundi sends it.
+        #[arg(long, env = "FUNDI_PEER_TOKEN", hide_env_values = true)]
+        peer_token: Option<String>,
+        /// The user token fundi sends a fundi peer.
+        #[arg(long, env = "FUNDI_PEER_USER_TOKEN", hide_env_values = true)]
+        peer_user_token: Option<String>,
+        /// Let it be on a loopback or private address.
+        #[arg(long)]
+        allow_private_networks: bool,
+        /// Other hosts its card's interfaces may point at.
+        #[arg(long)]
+        interface_host: Vec<String>,
+    },
+    /// Remove a peer added at run time.
+    Remove {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The peer's name.
+        name: String,
     },
 }

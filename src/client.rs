@@ -123,7 +123,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             after,
             limit,
         } => chaos::events(endpoint, task, after, limit).await,
-        ClientCommand::Peers { endpoint, discover } => peers::run(endpoint, discover).await,
+        ClientCommand::Peers { action, endpoint } => peers::run(action, endpoint).await,
         ClientCommand::DeadLetters { endpoint } => {
             let result = admin_get(&endpoint, "/admin/push/dead-letters").await?;
             show(&endpoint, &result, print_dead_letters)

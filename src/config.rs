@@ -293,7 +293,8 @@ impl StoreConfig {
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct SkillsConfig {
     /// Ids of the built-in skills to register. Default: echo, a11y-audit,
-    /// security-scan, chaos-run and heal-issue (`inbox` is enabled by naming it).
+    /// security-scan, chaos-run, heal-issue and delegate (`inbox` is enabled by naming
+    /// it).
     pub enabled: Vec<String>,
     /// Settings of the `echo` skill.
     pub echo: EchoConfig,
@@ -307,7 +308,7 @@ pub struct SkillsConfig {
     pub heal_issue: HealConfig,
     /// Settings of the `inbox` skill.
     pub inbox: InboxConfig,
-    /// Settings of the `delegate` skill (served whenever a peer is configured).
+    /// Settings of the `delegate` skill.
     pub delegate: DelegateConfig,
 }
 
@@ -359,12 +360,13 @@ pub const BUILT_IN_SKILLS: [&str; 7] = [
 ];
 
 /// The built-in skills enabled unless `skills.enabled` says otherwise.
-pub const DEFAULT_SKILLS: [&str; 5] = [
+pub const DEFAULT_SKILLS: [&str; 6] = [
     "echo",
     "a11y-audit",
     "security-scan",
     "chaos-run",
     "heal-issue",
+    "delegate",
 ];
 
 impl AppConfig {

@@ -9,6 +9,7 @@
 mod approvals;
 pub mod config;
 mod limits;
+mod peers;
 mod retention;
 mod server;
 pub mod telemetry;

@@ -24,6 +24,7 @@ use fundi_ops::chaos::{ChaosLog, MemoryChaosLog};
 use fundi_ops::grants::{GrantStore, MemoryGrantStore};
 use fundi_ops::inbox::Inbox;
 use fundi_ops::issues::{IssueStore, MemoryIssueStore};
+use fundi_ops::peers::{MemoryPeerStore, PeerStore};
 use fundi_ops::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
 use fundi_ops::sessions::{MemorySessionStore, SessionStore};
 use fundi_peers::{DelegateSkill, PeerDirectory};
@@ -38,8 +39,8 @@ use fundi_skills::{
     SecurityScanSkill,
 };
 use fundi_store_sled::{
-    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledScheduleStore,
-    SledStore,
+    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledPeerStore,
+    SledScheduleStore, SledStore,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -178,19 +179,19 @@ impl ServerBuilder {
             .iter()
             .any(|s| s == "inbox")
             .then(Inbox::new);
-        let peers = peer_directory(&config)?;
-        if let Some(peers) = &peers {
-            builder = builder.skill(DelegateSkill::new(
-                peers.clone(),
-                config.skills.delegate.clone(),
-            ));
-        }
+        let peers = peer_directory(&config, stores.peers.clone()).await?;
         // The heal skill and loop call the runtime once it runs.
         let heal_link = RuntimeLink::new();
         let local = listener.local_addr()?;
         // A chaos run's proxy never takes this server's own address.
         for skill in built_in_skills(&config, &stores, inbox.as_ref(), &heal_link, &[local])? {
             builder = builder.shared_skill(skill);
+        }
+        if config.skills.enabled.iter().any(|s| s == "delegate") {
+            builder = builder.skill(DelegateSkill::new(
+                peers.clone(),
+                config.skills.delegate.clone(),
+            ));
         }
         for skill in self.skills {
             builder = builder.shared_skill(skill);
@@ -233,9 +234,8 @@ impl ServerBuilder {
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
         }
-        if let Some(peers) = peers {
-            state = state.with_peers(peers);
-        }
+        crate::peers::keep_fresh(peers.clone(), shutdown.clone());
+        state = state.with_peers(peers);
         if config.mcp.enabled {
             // The tools call this server's own /a2a with the MCP request's credentials.
             let mut own = local;
@@ -296,16 +296,18 @@ impl ServerBuilder {
     }
 }
 
-/// The peers of the config, when there are any (or `delegate` is enabled by name): the
-/// `delegate` skill and `/peers` are served then.
-fn peer_directory(config: &AppConfig) -> Result<Option<Arc<PeerDirectory>>, ServerError> {
-    let named = config.skills.enabled.iter().any(|s| s == "delegate");
-    if config.peers.is_empty() && !named {
-        return Ok(None);
-    }
+/// The peers of the config, and those an admin added at run time (read from `store`).
+async fn peer_directory(
+    config: &AppConfig,
+    store: Arc<dyn PeerStore>,
+) -> Result<Arc<PeerDirectory>, ServerError> {
     let max_age = Duration::from_secs(config.skills.delegate.card_max_age_s);
-    let peers = PeerDirectory::new(&config.peers, max_age).map_err(ServerError::Config)?;
-    Ok(Some(Arc::new(peers)))
+    let peers = PeerDirectory::new(&config.peers, max_age)
+        .map_err(ServerError::Config)?
+        .with_store(store);
+    let known = peers.listing().await;
+    tracing::info!(peers = known.len(), "peers known");
+    Ok(Arc::new(peers))
 }
 
 /// The built-in skills `skills.enabled` names, with their settings.
@@ -363,7 +365,7 @@ fn built_in_skills(
                 InboxSkill::new(skills.inbox.clone(), inbox.cloned().unwrap_or_default())
                     .map_err(ServerError::Config)?,
             ),
-            // Served with the peers (`peer_directory`).
+            // Made with the peers (`peer_directory`).
             "delegate" => continue,
             other => {
                 return Err(ServerError::Config(format!(
@@ -384,6 +386,7 @@ struct Stores {
     issues: Arc<dyn IssueStore>,
     schedules: Arc<dyn ScheduleStore>,
     grants: Arc<dyn GrantStore>,
+    peers: Arc<dyn PeerStore>,
     audit: Arc<dyn AuditLog>,
     chaos: Arc<dyn ChaosLog>,
     /// The console's sessions: in memory, except on PostgreSQL, where every node
@@ -403,6 +406,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: Arc::new(MemoryIssueStore::new()),
                 schedules: Arc::new(MemoryScheduleStore::new()),
                 grants: Arc::new(MemoryGrantStore::new()),
+                peers: Arc::new(MemoryPeerStore::new()),
                 sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(MemoryAuditLog::new()),
                 chaos: Arc::new(MemoryChaosLog::new()),
@@ -432,6 +436,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: Arc::new(SledIssueStore::new(sled.clone())),
                 schedules: Arc::new(SledScheduleStore::new(sled.clone())),
                 grants: Arc::new(SledGrantStore::new(sled.clone())),
+                peers: Arc::new(SledPeerStore::new(sled.clone())),
                 sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(SledAuditLog::new(sled.clone())),
                 chaos: Arc::new(SledChaosLog::new(sled.clone())),
@@ -469,6 +474,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 issues: postgres.clone(),
                 schedules: postgres.clone(),
                 grants: postgres.clone(),
+                peers: postgres.clone(),
                 sessions: postgres.clone(),
                 audit: postgres.clone(),
                 chaos: postgres,

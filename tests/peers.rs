@@ -205,10 +205,10 @@ async fn the_cli_lists_peers_reads_a_card_and_sends_to_a_peer() {
     let (a, b) = start_pair(a_dir.path(), b_dir.path());
     let (fine, said) = common::cli(&a, &["peers"]);
     assert!(
-        fine && said.contains("card not read yet (fundi peers --discover b)"),
+        fine && said.contains("card not read yet (fundi peers discover b)"),
         "{said}"
     );
-    let (fine, said) = common::cli(&a, &["peers", "--discover", "b"]);
+    let (fine, said) = common::cli(&a, &["peers", "discover", "b"]);
     assert!(
         fine && said.contains("skills: echo") && said.contains("JSONRPC 1.0"),
         "{said}"
@@ -228,4 +228,89 @@ async fn the_cli_lists_peers_reads_a_card_and_sends_to_a_peer() {
         !fine && said.contains("no peer is named \"nobody\" (known peers: b)"),
         "{said}"
     );
+}
+
+/// `fundi peers add` on `on`, of `peer` named `name`.
+fn add_peer(on: &Server, name: &str, peer: &Server) -> (bool, String) {
+    common::cli(
+        on,
+        &[
+            "peers",
+            "add",
+            name,
+            "--peer-url",
+            &peer.url,
+            "--peer-token",
+            &peer.token,
+            "--peer-user-token",
+            &peer.user_token,
+            "--allow-private-networks",
+        ],
+    )
+}
+
+#[tokio::test]
+async fn peers_added_at_run_time_delegate_both_ways_and_outlive_a_restart() {
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start(a_dir.path(), &[]);
+    let b = Server::start(b_dir.path(), &[]);
+    let (fine, said) = add_peer(&a, "b", &b);
+    assert!(fine && said.contains("peer b added"), "{said}");
+    let (fine, said) = add_peer(&b, "a", &a);
+    assert!(fine, "{said}");
+    // A hands B work, and B hands A work.
+    let (fine, said) = common::cli(&a, &["send", "a to b", "--peer", "b", "--skill", "echo"]);
+    assert!(fine && said.contains("a to b"), "{said}");
+    let (fine, said) = common::cli(&b, &["send", "b to a", "--peer", "a", "--skill", "echo"]);
+    assert!(fine && said.contains("b to a"), "{said}");
+    // The change is in the audit log, without the token.
+    let audit: Value = a
+        .get("/admin/audit")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = audit.to_string();
+    assert!(
+        text.contains("peer.add") && !text.contains(&b.token),
+        "{text}"
+    );
+
+    let a = {
+        a.terminate();
+        Server::start(a_dir.path(), &[])
+    };
+    let (fine, said) = common::cli(&a, &["peers"]);
+    assert!(
+        fine && said.contains("b http://127.0.0.1") && said.contains("added by local"),
+        "{said}"
+    );
+    let (fine, said) = common::cli(&a, &["send", "again", "--peer", "b", "--skill", "echo"]);
+    assert!(fine && said.contains("again"), "{said}");
+    let (fine, said) = common::cli(&a, &["peers", "remove", "b"]);
+    assert!(fine, "{said}");
+    let (fine, said) = common::cli(&a, &["send", "x", "--peer", "b"]);
+    assert!(!fine && said.contains("no peer is named \"b\""), "{said}");
+    let (fine, said) = common::cli(&a, &["peers", "remove", "b"]);
+    assert!(
+        !fine && said.contains("no peer named \"b\" was added at run time"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_peer_of_the_config_file_is_changed_only_there() {
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = start_pair(a_dir.path(), b_dir.path());
+    let (fine, said) = add_peer(&a, "b", &b);
+    assert!(
+        !fine && said.contains("peer b is set in the config file"),
+        "{said}"
+    );
+    let (fine, said) = common::cli(&a, &["peers", "remove", "b"]);
+    assert!(!fine && said.contains("set in the config file"), "{said}");
+    let (fine, said) = common::cli(&a, &["peers", "add", "Bad Name", "--peer-url", "http://x"]);
+    assert!(!fine && said.contains("peer name \"Bad Name\""), "{said}");
 }

@@ -1,25 +1,78 @@
-//! `fundi peers`: the peers a server delegates to, and a fresh read of one's card.
+//! `fundi peers`: the peers a server delegates to, a fresh read of one's card, and the
+//! peers an admin adds and removes at run time.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{admin_get, admin_post, show};
-use crate::cli::Endpoint;
+use super::{admin_delete, admin_get, admin_post, show};
+use crate::cli::{Endpoint, PeerCommand};
 
-pub(super) async fn run(endpoint: Endpoint, discover: Option<String>) -> anyhow::Result<()> {
-    if let Some(name) = discover {
-        let path = format!("/peers/{}/discover", segment(&name));
-        let result = admin_post(&endpoint, &path, None).await?;
-        return show(&endpoint, &result, |r| print_card(&name, &r["card"]));
+pub(super) async fn run(
+    action: Option<Box<PeerCommand>>,
+    endpoint: Endpoint,
+) -> anyhow::Result<()> {
+    match action.map(|action| *action) {
+        None => list(endpoint).await,
+        Some(PeerCommand::List { endpoint }) => list(endpoint).await,
+        Some(PeerCommand::Discover { endpoint, name }) => {
+            let path = format!("/peers/{}/discover", segment(&name));
+            let result = admin_post(&endpoint, &path, None).await?;
+            show(&endpoint, &result, |r| print_card(&name, &r["card"]))
+        }
+        Some(PeerCommand::Add {
+            endpoint,
+            name,
+            peer_url,
+            peer_token,
+            peer_user_token,
+            allow_private_networks,
+            interface_host,
+        }) => {
+            let mut body = json!({"name": name, "url": peer_url,
+                "allowPrivateNetworks": allow_private_networks, "interfaceHosts": interface_host});
+            if let Some(token) = peer_token {
+                body["token"] = json!(token);
+            }
+            if let Some(token) = peer_user_token {
+                body["userToken"] = json!(token);
+            }
+            let result = admin_post(&endpoint, "/admin/peers", Some(&body)).await?;
+            show(&endpoint, &result, |r| {
+                println!(
+                    "peer {} added ({}); fundi peers discover {} reads its card",
+                    r["peer"]["name"].as_str().unwrap_or_default(),
+                    r["peer"]["url"].as_str().unwrap_or_default(),
+                    r["peer"]["name"].as_str().unwrap_or_default(),
+                );
+            })
+        }
+        Some(PeerCommand::Remove { endpoint, name }) => {
+            admin_delete(&endpoint, &format!("/admin/peers/{}", segment(&name))).await?;
+            println!("peer {name} removed");
+            Ok(())
+        }
     }
+}
+
+async fn list(endpoint: Endpoint) -> anyhow::Result<()> {
     let result = admin_get(&endpoint, "/peers").await?;
     show(&endpoint, &result, |r| {
         let peers = r["peers"].as_array().cloned().unwrap_or_default();
         if peers.is_empty() {
-            println!("no peers are configured ([peers.<name>] in the server's config)");
+            println!(
+                "no peers: configure [peers.<name>] in the server's config, or add one with \
+                 fundi peers add"
+            );
         }
         for peer in &peers {
             let name = peer["name"].as_str().unwrap_or_default();
-            println!("{name} {}", peer["url"].as_str().unwrap_or_default());
+            let source = match peer["addedBy"].as_str() {
+                Some(by) => format!("added by {by}"),
+                None => "from the config".to_owned(),
+            };
+            println!(
+                "{name} {} ({source})",
+                peer["url"].as_str().unwrap_or_default()
+            );
             match peer.get("card") {
                 Some(card) => {
                     print_card(name, card);
@@ -28,7 +81,7 @@ pub(super) async fn run(endpoint: Endpoint, discover: Option<String>) -> anyhow:
                         peer["cardFetchedAt"].as_str().unwrap_or("?")
                     );
                 }
-                None => println!("  card not read yet (fundi peers --discover {name})"),
+                None => println!("  card not read yet (fundi peers discover {name})"),
             }
         }
     })

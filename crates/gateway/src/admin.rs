@@ -28,6 +28,7 @@ pub(crate) mod audit;
 mod chaos;
 pub(crate) mod grant_desk;
 mod grants;
+mod peers;
 mod schedules;
 
 /// The admin routes.
@@ -38,6 +39,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/admin/issues", get(list_issues))
         .merge(schedules::routes())
         .merge(grants::routes())
+        .merge(peers::routes())
         .merge(audit::routes())
         .merge(chaos::routes())
         .merge(approvals::routes())

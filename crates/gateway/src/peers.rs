@@ -26,7 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 async fn list(_delegator: Operator<Delegator>, Peers(peers): Peers) -> Response {
-    axum::Json(json!({"peers": peers.list()})).into_response()
+    axum::Json(json!({"peers": peers.listing().await})).into_response()
 }
 
 /// What `POST /peers/{name}/call` takes.

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 mod call;
 mod calls;
+mod described;
 mod peers;
 mod setup;
 mod shape;

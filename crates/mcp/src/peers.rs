@@ -7,8 +7,8 @@ use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
 use crate::call::{Answer, Call, said, string};
+use crate::described::{reading, tool};
 use crate::shape;
-use crate::tools::{reading, tool};
 
 /// Lists the peers and their cached cards (read-only, no network).
 pub const LIST_AGENTS: &str = "fundi_list_agents";

@@ -2,10 +2,10 @@
 //! input schemas and honest annotations. Tools that change anything are listed only when
 //! writes are allowed.
 
-use std::sync::Arc;
+use rmcp::model::{Tool, ToolAnnotations};
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use serde_json::{Value, json};
+use crate::described::{reading, tool};
+use serde_json::json;
 
 /// Lists skills (read-only).
 pub const LIST_SKILLS: &str = "fundi_list_skills";
@@ -137,23 +137,7 @@ pub fn listed(allow_writes: bool) -> Vec<Tool> {
     tools
 }
 
-/// Annotations of a tool that only reads fundi's state.
-pub(crate) fn reading(title: &str) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(true)
-        .idempotent(true)
-        .open_world(false)
-}
-
 /// Whether `name` changes anything (and so needs writes allowed).
 pub fn writes(name: &str) -> bool {
     [SUBMIT, CANCEL, RESPOND].contains(&name) || crate::peers::writes(name)
-}
-
-pub(crate) fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
-    let schema: JsonObject = match schema {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    };
-    Tool::new(name, description, Arc::new(schema))
 }

@@ -23,6 +23,7 @@ pub mod chaos;
 pub mod grants;
 pub mod inbox;
 pub mod issues;
+pub mod peers;
 pub mod resolver;
 pub mod schedules;
 pub mod sessions;

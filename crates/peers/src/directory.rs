@@ -17,6 +17,7 @@ use crate::card::{PeerCard, check_hosts};
 use crate::config::PeerConfig;
 use crate::error::PeerError;
 use crate::wire::{Endpoint, error_chain};
+use fundi_ops::peers::PeerStore;
 
 /// The A2A methods a caller may send a peer through [`PeerDirectory::call`], each with
 /// whether it changes anything. Messages go through the `delegate` skill instead, which
@@ -35,17 +36,34 @@ pub const PEER_METHODS: [(&str, bool); 8] = [
 /// The largest agent card read.
 const MAX_CARD_BYTES: usize = 1 << 20;
 
-/// The known peers.
-#[derive(Debug)]
+mod stored;
+
+/// The known peers: those of the config, and those an admin added at run time (kept in
+/// the store, when there is one: see `stored`).
 pub struct PeerDirectory {
     peers: RwLock<BTreeMap<String, Arc<Peer>>>,
     card_max_age: Duration,
+    store: Option<Arc<dyn PeerStore>>,
+    /// When the peers added at run time were last read from the store.
+    refreshed: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for PeerDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("PeerDirectory")
+            .field("peers", &peers.keys().collect::<Vec<_>>())
+            .field("stored", &self.store.is_some())
+            .finish()
+    }
 }
 
 #[derive(Debug)]
 struct Peer {
     name: String,
     config: PeerConfig,
+    /// Who added it at run time, and when; `None` for a peer of the config.
+    added: Option<(String, DateTime<Utc>)>,
     card_url: reqwest::Url,
     http: reqwest::Client,
     streaming: reqwest::Client,
@@ -76,6 +94,16 @@ pub struct PeerSummary {
     pub allow_private_networks: bool,
     /// Whether its card must be signed.
     pub require_signed_card: bool,
+    /// Other hosts its card's interfaces may point at.
+    pub interface_hosts: Vec<String>,
+    /// `config` (the config file) or `added` (by an admin, at run time).
+    pub source: &'static str,
+    /// Who added it, when an admin did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_by: Option<String>,
+    /// When, when an admin did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_at: Option<DateTime<Utc>>,
     /// Its card as last read, if it has been.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub card: Option<PeerCard>,
@@ -94,15 +122,22 @@ impl PeerDirectory {
         let directory = PeerDirectory {
             peers: RwLock::new(BTreeMap::new()),
             card_max_age,
+            store: None,
+            refreshed: Mutex::new(None),
         };
         for (name, config) in peers {
-            directory.add(name, config.clone())?;
+            directory.insert(name, config.clone(), None)?;
         }
         Ok(directory)
     }
 
-    /// Adds (or replaces) the peer `name`.
-    pub fn add(&self, name: &str, config: PeerConfig) -> Result<(), String> {
+    /// Adds (or replaces) the peer `name`, added by `added` (`None`: the config).
+    fn insert(
+        &self,
+        name: &str,
+        config: PeerConfig,
+        added: Option<(String, DateTime<Utc>)>,
+    ) -> Result<(), String> {
         config.validate(name)?;
         let card_url = card_url(&config.url)?;
         let builder = || {
@@ -121,6 +156,7 @@ impl PeerDirectory {
         let peer = Peer {
             name: name.to_owned(),
             config,
+            added,
             card_url,
             http,
             streaming,
@@ -133,24 +169,9 @@ impl PeerDirectory {
         Ok(())
     }
 
-    /// Removes the peer `name`; whether there was one.
-    pub fn remove(&self, name: &str) -> bool {
-        self.peers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name)
-            .is_some()
-    }
-
-    /// Whether no peer is known.
-    pub fn is_empty(&self) -> bool {
-        self.peers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
-    }
-
-    /// Every peer, with what its cached card says; nothing is fetched.
+    /// Every peer, with what its cached card says; nothing is fetched, and the peers
+    /// added at run time are as last read from the store (see
+    /// [`PeerDirectory::listing`]).
     pub fn list(&self) -> Vec<PeerSummary> {
         let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
         peers
@@ -164,6 +185,13 @@ impl PeerDirectory {
                     user_token_set: peer.config.user_token.is_some(),
                     allow_private_networks: peer.config.allow_private_networks,
                     require_signed_card: peer.config.require_signed_card,
+                    interface_hosts: peer.config.interface_hosts.clone(),
+                    source: match peer.added {
+                        Some(_) => "added",
+                        None => "config",
+                    },
+                    added_by: peer.added.as_ref().map(|(by, _)| by.clone()),
+                    added_at: peer.added.as_ref().map(|(_, at)| *at),
                     card: cached.as_ref().map(|c| PeerCard::clone(&c.card)),
                     card_fetched_at: cached.map(|c| c.fetched_at),
                 }
@@ -174,6 +202,7 @@ impl PeerDirectory {
     /// The peer `name`'s card, read from the peer now (a `304 Not Modified` keeps the
     /// cached one without reading it again).
     pub async fn discover(&self, name: &str) -> Result<Arc<PeerCard>, PeerError> {
+        self.refresh(false).await;
         self.peer(name)?.fetch().await
     }
 
@@ -202,6 +231,7 @@ impl PeerDirectory {
     /// How to call the peer `name`: the interface its card prefers, with fundi's
     /// credentials for it; and whether it streams.
     pub(crate) async fn endpoint(&self, name: &str) -> Result<(Endpoint, bool), PeerError> {
+        self.refresh(false).await;
         let peer = self.peer(name)?;
         let card = self.card(name).await?;
         let card_error = |reason: String| PeerError::Card {

@@ -13,6 +13,15 @@ pub enum PeerError {
         /// The names there are, or "none".
         known: String,
     },
+    /// A peer's settings are wrong (the message names the field).
+    #[error("{0}")]
+    Invalid(String),
+    /// The peer is in the config file, which wins over changes made at run time.
+    #[error("peer {0} is set in the config file; change it there")]
+    Configured(String),
+    /// The store of the peers added at run time failed.
+    #[error("the peers added at run time could not be kept: {0}")]
+    Store(String),
     /// A method that is not passed on to peers.
     #[error("{method:?} is not a method fundi sends a peer; these are: {allowed}")]
     Method {

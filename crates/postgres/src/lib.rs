@@ -16,6 +16,7 @@ mod listener;
 mod listing;
 mod logs;
 mod migrations;
+mod peers;
 mod push;
 mod quarantine;
 mod records;

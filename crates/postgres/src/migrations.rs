@@ -146,6 +146,13 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX console_sessions_by_expiry ON {s}.console_sessions (expires);
     "#,
+    // 8: the peers an admin added at run time, by name, which every node reads.
+    r#"
+    CREATE TABLE {s}.peers (
+        name text COLLATE "C" PRIMARY KEY,
+        peer jsonb NOT NULL
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

@@ -1,5 +1,5 @@
 //! The other stores on a real PostgreSQL server (issues, schedules, grants, the audit
-//! and chaos-event logs): they keep fundi-ops's contracts, concurrent writers all
+//! and chaos-event logs, peers): they keep fundi-ops's contracts, concurrent writers all
 //! count, and retention takes a task's chaos events with it.
 
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use fundi_ops::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprin
 use fundi_ops::schedules::{Schedule, ScheduleStore};
 use fundi_ops::testing::records_contract::{
     chaos_event, check_audit_log, check_chaos_log, check_grant_store, check_issue_store,
+    check_peer_store,
 };
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{PostgresConfig, PostgresStore};
@@ -133,6 +134,7 @@ async fn the_operations_records_keep_their_contracts() {
     check_grant_store("postgres", store).await;
     check_audit_log("postgres", store).await;
     check_chaos_log("postgres", store).await;
+    check_peer_store("postgres", store).await;
     fresh.drop().await;
 }
 

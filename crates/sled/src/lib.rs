@@ -20,6 +20,7 @@ mod layout;
 mod live_index;
 mod log_sync;
 mod open;
+mod peers;
 mod positions;
 mod push;
 mod quarantine;
@@ -36,6 +37,7 @@ pub use audit::SledAuditLog;
 pub use chaos::SledChaosLog;
 pub use grants::SledGrantStore;
 pub use issues::SledIssueStore;
+pub use peers::SledPeerStore;
 pub use schedules::SledScheduleStore;
 pub use store::{DEFAULT_CACHE_BYTES, Durability, SledStore};
 

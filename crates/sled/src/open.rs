@@ -88,6 +88,7 @@ impl SledStore {
         let grant_digests = db.open_tree("grant_digests").map_err(StoreError::engine)?;
         let audit = db.open_tree("audit").map_err(StoreError::engine)?;
         let chaos = db.open_tree("chaos").map_err(StoreError::engine)?;
+        let peers = db.open_tree("peers").map_err(StoreError::engine)?;
         let quarantine = db.open_tree(QUARANTINE_TREE).map_err(StoreError::engine)?;
         let flusher = match durability {
             Durability::Sync => Some(GroupFlusher::default()),
@@ -125,6 +126,7 @@ impl SledStore {
             grant_digests,
             audit,
             chaos,
+            peers,
             quarantine,
             flusher,
             log,

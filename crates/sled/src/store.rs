@@ -101,6 +101,8 @@ pub struct SledStore {
     pub(crate) audit: sled::Tree,
     /// Chaos events by task and number (see `chaos::SledChaosLog`).
     pub(crate) chaos: sled::Tree,
+    /// Peers added at run time, by name (see `peers::SledPeerStore`).
+    pub(crate) peers: sled::Tree,
     /// What was set aside because it could not be read (see `quarantine`).
     pub(crate) quarantine: sled::Tree,
     pub(crate) flusher: Option<GroupFlusher>,

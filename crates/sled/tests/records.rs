@@ -1,5 +1,5 @@
 //! The operations records kept in a sled store (issues, grants, the audit and chaos
-//! logs) keep their contracts, and what they hold survives a reopen.
+//! logs, peers) keep their contracts, and what they hold survives a reopen.
 
 use std::sync::Arc;
 
@@ -7,12 +7,13 @@ use fundi_ops::audit::AuditLog;
 use fundi_ops::chaos::ChaosLog;
 use fundi_ops::testing::records_contract::{
     audit_entry, chaos_event, check_audit_log, check_chaos_log, check_grant_store,
-    check_issue_store,
+    check_issue_store, check_peer_store, stored_peer,
 };
 use fundi_runtime::model::TaskId;
 use fundi_store_sled::testing::open_sled;
 use fundi_store_sled::{
-    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledStore,
+    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledPeerStore,
+    SledStore,
 };
 
 #[tokio::test]
@@ -55,4 +56,26 @@ async fn the_chaos_log_keeps_its_contract_and_its_records_across_a_reopen() {
         4,
         "numbered after what was there"
     );
+}
+
+#[tokio::test]
+async fn peers_keep_their_contract_and_survive_a_reopen() {
+    use fundi_ops::peers::PeerStore;
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(open_sled(dir.path()).await);
+    check_peer_store("sled", &SledPeerStore::new(sled.clone())).await;
+    SledPeerStore::new(sled.clone())
+        .put(&stored_peer("b", "https://b.test"))
+        .await
+        .unwrap();
+    drop(sled);
+    let reopened = SledPeerStore::new(Arc::new(open_sled(dir.path()).await));
+    let names: Vec<String> = reopened
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["b", "zeta"], "kept across a reopen");
 }

@@ -1,6 +1,7 @@
 //! The contracts of the operations records every backend keeps beside its tasks: issues
 //! (merged by fingerprint, one heal at a time), grants (found by id and by their token's
-//! digest only), the audit log (in order) and the chaos log (in order, per task). Each
+//! digest only), the audit log (in order), the chaos log (in order, per task) and the
+//! peers added at run time (whole, by name). Each
 //! check takes an empty store; `name` labels failures.
 
 use chrono::Utc;
@@ -10,6 +11,7 @@ use crate::audit::{AuditEntry, AuditLog};
 use crate::chaos::{ChaosEvent, ChaosLog};
 use crate::grants::{Grant, GrantStore, token_digest};
 use crate::issues::{HealClaim, IssueStatus, IssueStore, NewIssue, fingerprint};
+use crate::peers::{PeerStore, StoredPeer};
 use fundi_runtime::model::TaskId;
 
 /// An a11y finding of `rule` at `place`.
@@ -213,4 +215,46 @@ pub async fn check_chaos_log(name: &str, log: &dyn ChaosLog) {
     log.remove(&two).await.unwrap();
     assert!(log.read(&two, 0, 10).await.unwrap().is_empty(), "{name}");
     assert_eq!(log.read(&one, 0, 10).await.unwrap().len(), 3, "{name}");
+}
+
+/// A peer named `name` with these settings.
+pub fn stored_peer(name: &str, url: &str) -> StoredPeer {
+    StoredPeer {
+        name: name.into(),
+        settings: json!({"url": url, "token": "peer-token", "interface-hosts": ["a.test"]}),
+        added_by: "ops".into(),
+        added_at: Utc::now(),
+    }
+}
+
+/// Peers are kept whole (their settings as given), listed by name, replaced by name and
+/// removed once.
+pub async fn check_peer_store(name: &str, store: &dyn PeerStore) {
+    assert!(store.list().await.unwrap().is_empty(), "{name}");
+    store
+        .put(&stored_peer("zeta", "https://z.test"))
+        .await
+        .unwrap();
+    let b = stored_peer("b", "https://b.test");
+    store.put(&b).await.unwrap();
+    let listed = store.list().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["b", "zeta"], "{name}");
+    assert_eq!(listed[0].settings, b.settings, "{name}");
+    assert_eq!(listed[0].added_by, "ops", "{name}");
+    let moved = stored_peer("b", "https://b2.test");
+    store.put(&moved).await.unwrap();
+    let listed = store.list().await.unwrap();
+    assert_eq!(listed.len(), 2, "{name}: replaced, not added");
+    assert_eq!(listed[0].settings["url"], "https://b2.test", "{name}");
+    assert!(store.remove("b").await.unwrap(), "{name}");
+    assert!(!store.remove("b").await.unwrap(), "{name}: removed once");
+    let names: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["zeta"], "{name}");
 }
