@@ -314,3 +314,31 @@ async fn a_peer_of_the_config_file_is_changed_only_there() {
     let (fine, said) = common::cli(&a, &["peers", "add", "Bad Name", "--peer-url", "http://x"]);
     assert!(!fine && said.contains("peer name \"Bad Name\""), "{said}");
 }
+
+#[tokio::test]
+async fn a_question_waiting_across_a_restart_of_the_delegator_is_answered_on_the_peer() {
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = start_pair(a_dir.path(), b_dir.path());
+    let id = delegate(&a, "ignored", json!({"askInput": true})).await;
+    poll_task(&a, &id, |t| state(t) == "TASK_STATE_INPUT_REQUIRED").await;
+    a.kill();
+    let a = start_a(a_dir.path(), &b);
+    let waiting = poll_task(&a, &id, |t| !state(t).is_empty()).await;
+    assert_eq!(state(&waiting), "TASK_STATE_INPUT_REQUIRED", "{waiting}");
+    let mut answer = message("after the restart", Value::Null);
+    answer["taskId"] = json!(id);
+    ok(
+        &a,
+        "SendMessage",
+        json!({"message": answer, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let done = poll_task(&a, &id, |t| {
+        ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED"].contains(&state(t))
+    })
+    .await;
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(artifact_text(&done), "after the restart");
+    let tasks = b_tasks(&b).await;
+    assert_eq!(tasks.len(), 1, "B ran the work more than once: {tasks:?}");
+}

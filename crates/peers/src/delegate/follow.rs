@@ -112,10 +112,14 @@ pub(crate) async fn follow(
                 .is_ok_and(|(_, streams)| streams)
         {
             match watch(calls, &id, &mut mirror).await {
-                Ok(()) => {
+                // The state changed: read the task at once.
+                Ok(true) => {
                     poll = FIRST_POLL;
                     continue;
                 }
+                // The stream ended with the task still working: subscribe again after a
+                // pause, so that a peer that closes streams is not called in a loop.
+                Ok(false) => {}
                 // A peer that will not stream this task is polled instead.
                 Err(error) if !error.is_transient() => stream = false,
                 Err(_) => {}
@@ -146,30 +150,30 @@ async fn ask(
     calls.forward(&answer, progress).await
 }
 
-/// Reads the peer's stream of the task until its state leaves `working` or the stream
-/// ends; notes and artifact chunks are mirrored as they come.
-async fn watch(calls: &Calls<'_>, id: &str, mirror: &mut Mirror) -> Result<(), PeerError> {
+/// Reads the peer's stream of the task until its state leaves `working` (`true`) or the
+/// stream ends (`false`); notes and artifact chunks are mirrored as they come.
+async fn watch(calls: &Calls<'_>, id: &str, mirror: &mut Mirror) -> Result<bool, PeerError> {
     let (endpoint, _) = calls.peers.endpoint(calls.peer).await?;
     let mut events = endpoint.subscribe(id).await?;
     loop {
         let event = tokio::select! {
-            () = calls.ctx.cancelled() => return Ok(()),
+            () = calls.ctx.cancelled() => return Ok(true),
             event = events.next() => event,
         };
         let Some(event) = event else {
-            return Ok(());
+            return Ok(false);
         };
         let mirrored = match event? {
             RemoteEvent::Task(task) => {
                 if !matches!(task.state, TaskState::Submitted | TaskState::Working) {
-                    return Ok(());
+                    return Ok(true);
                 }
                 let key = task.status_key();
                 mirror.note(calls, key, task.message.as_ref()).await
             }
             RemoteEvent::Status { state, message } => {
                 if !matches!(state, TaskState::Submitted | TaskState::Working) {
-                    return Ok(());
+                    return Ok(true);
                 }
                 let key = message
                     .as_ref()
@@ -190,7 +194,7 @@ async fn watch(calls: &Calls<'_>, id: &str, mirror: &mut Mirror) -> Result<(), P
         };
         if mirrored.is_err() {
             // The local task could not take it (canceled, stopping): the caller sees why.
-            return Ok(());
+            return Ok(true);
         }
     }
 }
