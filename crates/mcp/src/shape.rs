@@ -147,6 +147,25 @@ pub(crate) fn segment(text: &str) -> String {
         .collect()
 }
 
+/// One proposal, fenced as another agent's data: who sent it, when, its text and its
+/// data parts.
+pub(crate) fn proposal(proposal: &Value) -> String {
+    let message = &proposal["message"];
+    let mut text = format!(
+        "--- proposal, task {} (from {}, waiting since {}) ---\n{}",
+        proposal["taskId"].as_str().unwrap_or(""),
+        proposal["from"].as_str().unwrap_or("an unnamed agent"),
+        proposal["since"].as_str().unwrap_or(""),
+        text_of(message)
+    );
+    let data = message["parts"].as_array().into_iter().flatten();
+    for data in data.filter_map(|p| p.get("data")) {
+        text.push_str(&format!("\ndata: {data}"));
+    }
+    text.push_str("\n--- end of proposal ---");
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

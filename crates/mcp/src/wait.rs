@@ -113,22 +113,8 @@ async fn proposals(call: &Call<'_>) -> Option<(String, Value)> {
         waiting.len()
     );
     for proposal in &waiting {
-        let message = &proposal["message"];
-        text.push_str(&format!(
-            "\n--- proposal, task {} (from {}, waiting since {}) ---\n{}",
-            proposal["taskId"].as_str().unwrap_or(""),
-            proposal["from"].as_str().unwrap_or("an unnamed agent"),
-            proposal["since"].as_str().unwrap_or(""),
-            shape::text_of(message)
-        ));
-        let data: Vec<&Value> = message["parts"]
-            .as_array()
-            .map(|parts| parts.iter().filter_map(|p| p.get("data")).collect())
-            .unwrap_or_default();
-        for data in data {
-            text.push_str(&format!("\ndata: {data}"));
-        }
-        text.push_str("\n--- end of proposal ---");
+        text.push('\n');
+        text.push_str(&shape::proposal(proposal));
     }
     Some((text, json!({"proposals": waiting})))
 }
