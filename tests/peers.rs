@@ -45,6 +45,15 @@ async fn delegate(a: &Server, text: &str, data: Value) -> String {
     task["task"]["id"].as_str().expect("a task id").to_owned()
 }
 
+/// Waits until A's task `id` follows B's: its note names B's task, or it mirrors B's.
+async fn following(a: &Server, id: &str) {
+    poll_task(a, id, |t| {
+        let noted = &t["status"]["message"]["metadata"];
+        noted.get("delegation").is_some() || noted.get("peerMessageId").is_some()
+    })
+    .await;
+}
+
 /// B's tasks (those of the user A delegates as).
 async fn b_tasks(b: &Server) -> Vec<Value> {
     let listed = ok(b, "ListTasks", json!({})).await;
@@ -81,15 +90,7 @@ async fn a_delegation_survives_a_sigkill_of_the_delegator_and_the_peer_runs_once
     let id = delegate(&a, "hello peer", json!({"steps": 15, "delayMs": 200})).await;
     // A follows B's working task; A dies mid-follow.
     b_task_in(&b, "TASK_STATE_WORKING").await;
-    poll_task(&a, &id, |t| {
-        t["status"]["message"]["metadata"]
-            .get("delegation")
-            .is_some()
-            || t["status"]["message"]["metadata"]
-                .get("peerMessageId")
-                .is_some()
-    })
-    .await;
+    following(&a, &id).await;
     a.kill();
     let a = start_a(a_dir.path(), &b);
     let done = poll_task(&a, &id, |t| {
@@ -109,15 +110,7 @@ async fn canceling_a_delegated_task_cancels_the_peers() {
     let (a, b) = start_pair(a_dir.path(), b_dir.path());
     let id = delegate(&a, "long", json!({"steps": 500, "delayMs": 100})).await;
     let remote = b_task_in(&b, "TASK_STATE_WORKING").await;
-    poll_task(&a, &id, |t| {
-        t["status"]["message"]["metadata"]
-            .get("delegation")
-            .is_some()
-            || t["status"]["message"]["metadata"]
-                .get("peerMessageId")
-                .is_some()
-    })
-    .await;
+    following(&a, &id).await;
     ok(&a, "CancelTask", json!({"id": id})).await;
     let local = poll_task(&a, &id, |t| state(t) == "TASK_STATE_CANCELED").await;
     assert_eq!(state(&local), "TASK_STATE_CANCELED");

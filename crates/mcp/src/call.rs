@@ -1,7 +1,7 @@
 //! One tool call: the caller's credentials, the fundi it reaches, and the A2A calls every
 //! tool makes through it.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Settings;
 use fundi_client::{Client, ClientError, Credentials};
@@ -27,6 +27,23 @@ impl Call<'_> {
     pub(crate) async fn proposals(&self) -> Option<Vec<Value>> {
         let listed = self.fundi.get(self.credentials, "/inbox").await.ok()?;
         listed["proposals"].as_array().cloned()
+    }
+
+    /// Sends `message` as the caller's (its id the arguments' `idempotencyKey`, else a
+    /// new one) and returns at once with its task, shaped for the model.
+    pub(crate) async fn send_now(
+        &self,
+        mut message: Value,
+        arguments: &Value,
+    ) -> Result<(String, Value), String> {
+        message["messageId"] = json!(match arguments["idempotencyKey"].as_str() {
+            Some(key) if !key.is_empty() => key.to_owned(),
+            _ => format!("mcp-{}", uuid::Uuid::new_v4()),
+        });
+        message["role"] = json!("ROLE_USER");
+        let params = json!({"message": message, "configuration": {"returnImmediately": true}});
+        let result = self.rpc("SendMessage", params).await?;
+        Ok(crate::shape::task(&result["task"]))
     }
 
     /// The bridge's settings.

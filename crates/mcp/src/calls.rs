@@ -51,19 +51,8 @@ async fn submit(call: &Call<'_>, arguments: &Value) -> Answer {
     if let Some(data) = data {
         parts.push(json!({"data": data}));
     }
-    let message_id = match arguments["idempotencyKey"].as_str() {
-        Some(key) if !key.is_empty() => key.to_owned(),
-        _ => format!("mcp-{}", uuid::Uuid::new_v4()),
-    };
-    let message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": parts,
-                         "metadata": {"skill": skill}});
-    let result = call
-        .rpc(
-            "SendMessage",
-            json!({"message": message, "configuration": {"returnImmediately": true}}),
-        )
-        .await?;
-    let (text, data) = shape::task(&result["task"]);
+    let message = json!({"parts": parts, "metadata": {"skill": skill}});
+    let (text, data) = call.send_now(message, arguments).await?;
     Ok((
         format!("{text}\nfollow it with fundi_wait_for_task or fundi_task_status"),
         data,

@@ -268,19 +268,8 @@ async fn send(call: &Call<'_>, arguments: &Value) -> Answer {
         parts.push(json!({"text": text}));
     }
     parts.push(json!({"data": delegation}));
-    let message_id = match arguments["idempotencyKey"].as_str() {
-        Some(key) if !key.is_empty() => key.to_owned(),
-        _ => format!("mcp-{}", uuid::Uuid::new_v4()),
-    };
-    let message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": parts,
-                         "metadata": {"skill": "delegate"}});
-    let result = call
-        .rpc(
-            "SendMessage",
-            json!({"message": message, "configuration": {"returnImmediately": true}}),
-        )
-        .await?;
-    let (text, data) = shape::task(&result["task"]);
+    let message = json!({"parts": parts, "metadata": {"skill": "delegate"}});
+    let (text, data) = call.send_now(message, arguments).await?;
     Ok((
         format!("{text}\ndelegated to {peer}: follow this task with fundi_wait_for_task"),
         data,
@@ -290,26 +279,9 @@ async fn send(call: &Call<'_>, arguments: &Value) -> Answer {
 /// The answer to a delegated task's question, sent to that local task.
 async fn answer(call: &Call<'_>, task: &str, arguments: &Value) -> Answer {
     let text = string(arguments, "text").map_err(|_| "give the answer as text")?;
-    let message_id = match arguments["idempotencyKey"].as_str() {
-        Some(key) if !key.is_empty() => key.to_owned(),
-        _ => format!("mcp-{}", uuid::Uuid::new_v4()),
-    };
-    let message = json!({"messageId": message_id, "role": "ROLE_USER", "taskId": task,
-                         "parts": [{"text": text}]});
-    let result = call
-        .rpc(
-            "SendMessage",
-            json!({"message": message, "configuration": {"returnImmediately": true}}),
-        )
-        .await?;
-    let (text, data) = shape::task(&result["task"]);
-    Ok((
-        format!(
-            "{text}
-the answer goes on to the peer"
-        ),
-        data,
-    ))
+    let message = json!({"taskId": task, "parts": [{"text": text}]});
+    let (text, data) = call.send_now(message, arguments).await?;
+    Ok((format!("{text}\nthe answer goes on to the peer"), data))
 }
 
 async fn request(call: &Call<'_>, arguments: &Value) -> Answer {
