@@ -24,6 +24,9 @@ pub(crate) enum Command {
     /// assistant, a chat client) to start: the tools talk A2A to the fundi server at
     /// --url with the CLI's credentials.
     Mcp(McpArgs),
+    /// Make a new key to sign the agent card; the one it replaces stays published for
+    /// card-signing.keep-retired-days. A server takes the new key at its next start.
+    RotateCardKey(DoctorArgs),
     #[command(flatten)]
     Client(ClientCommand),
 }

@@ -46,6 +46,34 @@ pub struct AppConfig {
     pub mcp: McpConfig,
     /// The other A2A agents this server may delegate to, by name (`[peers.<name>]`).
     pub peers: BTreeMap<String, PeerConfig>,
+    /// The keys that sign the agent card.
+    pub card_signing: CardSigningConfig,
+}
+
+/// The keys that sign the agent card (A2A §8.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct CardSigningConfig {
+    /// Sign the agent card, and publish the keys at `/.well-known/jwks.json`. Default:
+    /// true.
+    pub enabled: bool,
+    /// The key file (made on first start when missing). Default:
+    /// `<data dir>/card-signing-keys.json`. Several nodes serving one card share one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
+    /// How long a key replaced by `fundi rotate-card-key` stays published, in days.
+    /// Default: 30.
+    pub keep_retired_days: u64,
+}
+
+impl Default for CardSigningConfig {
+    fn default() -> Self {
+        CardSigningConfig {
+            enabled: true,
+            key_file: None,
+            keep_retired_days: 30,
+        }
+    }
 }
 
 /// The MCP tools.

@@ -1,6 +1,7 @@
 //! `fundi`: the A2A server (`fundi serve`) and a small client to drive one by hand
 //! (`fundi send`, `stream`, `get`, `cancel`, `list`).
 
+mod card_keys;
 mod cli;
 mod client;
 mod credentials;
@@ -20,6 +21,22 @@ use crate::cli::{Cli, Command};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `fundi rotate-card-key`: a new key in the data directory's key file.
+fn rotate_card_key(args: cli::DoctorArgs) -> anyhow::Result<()> {
+    let mut config = fundi::config::AppConfig::load(args.config.as_deref())?;
+    if let Some(dir) = args.data_dir {
+        config.store.path = dir;
+    }
+    let path = card_keys::path(&config, &config.store.path);
+    let kid = card_keys::rotate(&config, &path)?;
+    println!(
+        "the agent card is signed with key {kid} from the next start; the key it replaces \
+         stays published for {} days",
+        config.card_signing.keep_retired_days
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -27,6 +44,7 @@ async fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,
+        Command::RotateCardKey(args) => rotate_card_key(args),
         Command::Client(command) => client::run(command).await,
     };
     match result {

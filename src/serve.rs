@@ -11,6 +11,7 @@ use fundi_gateway::AuthMode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::card_keys;
 use crate::cli::ServeArgs;
 use crate::credentials;
 
@@ -38,6 +39,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         println!("fundi credentials in {}", path.display());
         local_credentials = Some(path);
     }
+    let card_key = match config.card_signing.enabled {
+        true => {
+            let path = card_keys::path(&config, &config.store.path);
+            Some(card_keys::load_or_create(&config, &path)?)
+        }
+        false => None,
+    };
     let console = config.gateway.console;
     let listener = TcpListener::bind(bind)
         .await
@@ -48,7 +56,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let grace = Duration::from_millis(config.server.shutdown_grace_ms);
     let store = describe_store(&config.store);
     let stopping = shutdown.clone();
-    let server = Server::builder()
+    let mut builder = Server::builder();
+    if let Some((key, retired)) = card_key {
+        builder = builder.card_key(key, retired);
+    }
+    let server = builder
         .config(config)
         .routes(telemetry.routes())
         .on_started(move |runtime| {

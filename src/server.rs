@@ -27,6 +27,7 @@ use fundi_ops::issues::{IssueStore, MemoryIssueStore};
 use fundi_ops::peers::{MemoryPeerStore, PeerStore};
 use fundi_ops::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
 use fundi_ops::sessions::{MemorySessionStore, SessionStore};
+use fundi_peers::signature::CardKey;
 use fundi_peers::{DelegateSkill, PeerDirectory};
 use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::PushStore;
@@ -105,6 +106,7 @@ impl Server {
             skills: Vec::new(),
             routes: Router::new(),
             started: None,
+            card_key: None,
         }
     }
 }
@@ -115,6 +117,7 @@ pub struct ServerBuilder {
     skills: Vec<Arc<dyn Skill>>,
     routes: Router,
     started: Option<OnStarted>,
+    card_key: Option<(CardKey, Vec<serde_json::Value>)>,
 }
 
 /// What [`ServerBuilder::on_started`] runs.
@@ -134,6 +137,13 @@ impl ServerBuilder {
     /// `fundi serve` makes a local pair.
     pub fn config(mut self, config: AppConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Signs the agent card with `key`, publishing it and `retired` (public JWKs of the
+    /// keys it replaced) at `/.well-known/jwks.json`.
+    pub fn card_key(mut self, key: CardKey, retired: Vec<serde_json::Value>) -> Self {
+        self.card_key = Some((key, retired));
         self
     }
 
@@ -233,6 +243,9 @@ impl ServerBuilder {
         .with_chaos_events(stores.chaos);
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
+        }
+        if let Some((key, retired)) = self.card_key {
+            state = state.with_card_key(key, retired);
         }
         crate::peers::keep_fresh(peers.clone(), shutdown.clone());
         state = state.with_peers(peers);

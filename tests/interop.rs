@@ -5,7 +5,8 @@
 //! package from npm over HTTP+JSON (installed once per target directory with `npm ci`,
 //! pinned by `tests/interop/package-lock.json`); and the official MCP Python SDK (`mcp`)
 //! against `fundi mcp` over stdio and `/mcp` over streamable HTTP; and the Python SDK's
-//! own server as a peer fundi delegates to, over JSON-RPC and over HTTP+JSON.
+//! own server as a peer fundi delegates to, over JSON-RPC and over HTTP+JSON; and both
+//! SDKs' card signature verifiers accepting fundi's signed card.
 
 mod common;
 
@@ -281,6 +282,19 @@ fn the_official_mcp_python_sdk_delegates_to_a_peer_through_fundi_mcp() {
         String::from_utf8_lossy(&output.stderr),
         std::fs::read_to_string(&a.stderr).unwrap_or_default()
     );
+}
+
+#[test]
+fn the_official_python_sdk_verifies_fundis_signed_card() {
+    drive("v1", "card_signature.py", &[]);
+}
+
+#[test]
+fn the_official_js_sdk_verifies_fundis_signed_card() {
+    let script = npm_project("card_signature.mjs");
+    let mut command = Command::new("node");
+    command.arg(script);
+    run_against_fundi(command, "card_signature.mjs", &[]);
 }
 
 #[test]

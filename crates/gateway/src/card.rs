@@ -4,6 +4,7 @@
 //! fields beside it (each security scheme in both forms): the official clients of both
 //! versions ask for the card without naming one, and each reads its own fields there.
 
+use fundi_peers::signature::CardKey;
 use fundi_runtime::SkillCard;
 use serde_json::{Value, json};
 
@@ -20,6 +21,14 @@ const BEARER_DESCRIPTION: &str =
     "The calling application's token (a JWT, or a static token in local setups).";
 const USER_TOKEN_DESCRIPTION: &str = "The end user's token, forwarded by the calling application.";
 
+/// Where the keys that sign the card are published (a JWK Set).
+pub(crate) const JWKS_PATH: &str = "/.well-known/jwks.json";
+
+/// The JWKS URL under the public base URL.
+pub(crate) fn jwks_url(public_url: &str) -> String {
+    format!("{}{JWKS_PATH}", public_url.trim_end_matches('/'))
+}
+
 /// The JSON-RPC endpoint under the public base URL.
 pub(crate) fn endpoint(public_url: &str) -> String {
     format!("{}/a2a", public_url.trim_end_matches('/'))
@@ -33,6 +42,8 @@ pub(crate) struct CardFacts<'a> {
     pub(crate) user_header: &'a str,
     /// Push notifications are served.
     pub(crate) push: bool,
+    /// The key that signs the cards, when they are signed.
+    pub(crate) signer: Option<&'a CardKey>,
 }
 
 /// The three documents, each serialized once with its ETag.
@@ -53,8 +64,18 @@ pub(crate) struct CardBody {
 
 impl Cards {
     pub(crate) fn new(facts: &CardFacts<'_>) -> Cards {
-        let v1 = v1_card(facts);
+        let mut v1 = v1_card(facts);
         let v03 = v03_card(facts);
+        if let Some(key) = facts.signer {
+            // A signature the card's own fields carry: the card without it is what the
+            // signature covers, so it is made before it is added.
+            match key.sign(&v1, &jwks_url(facts.public_url)) {
+                Ok(signature) => v1["signatures"] = json!([signature]),
+                Err(error) => tracing::error!(%error, "the agent card could not be signed"),
+            }
+        }
+        // The card both versions read carries the v1.0 card's signature: a v1.0 reader
+        // reads the v1.0 fields, which are the signed ones.
         let unversioned = union(v1.clone(), v03.clone());
         Cards {
             v1: CardBody::new(&v1),
@@ -153,7 +174,9 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         "securitySchemes": {
             BEARER: {
                 "type": "http",
-                "scheme": "bearer",
+                // Spelled as the v1.0 card spells it (the scheme's name is case-insensitive,
+                // RFC 9110): the card both versions read is then one signed document.
+                "scheme": "Bearer",
                 "description": BEARER_DESCRIPTION,
             },
             USER_TOKEN: {
@@ -269,6 +292,32 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn a_signed_card_verifies_and_the_card_both_versions_read_carries_its_signature() {
+        let config = GatewayConfig::default();
+        let skills = [SkillCard::new("audit", "audits").scope("fundi:audit")];
+        let key = CardKey::generate();
+        let cards = Cards::new(&CardFacts {
+            config: &config,
+            public_url: "http://agent.test:8080/",
+            skills: &skills,
+            user_header: "X-User",
+            push: false,
+            signer: Some(&key),
+        });
+        let v1: Value = serde_json::from_str(&cards.v1.json).unwrap();
+        let jwks = json!({"keys": [key.public_jwk()]});
+        let signer = fundi_peers::signature::verify(&v1, &jwks).unwrap();
+        assert_eq!(
+            signer.jku.as_deref(),
+            Some("http://agent.test:8080/.well-known/jwks.json")
+        );
+        let both: Value = serde_json::from_str(&cards.unversioned.json).unwrap();
+        assert_eq!(both["signatures"], v1["signatures"]);
+        let v03: Value = serde_json::from_str(&cards.v03.json).unwrap();
+        assert!(v03.get("signatures").is_none());
+    }
+
     fn facts_cards(rest: bool) -> (Value, Value, Value) {
         let config = GatewayConfig {
             rest,
@@ -281,6 +330,7 @@ mod tests {
             skills: &skills,
             user_header: "X-User",
             push: true,
+            signer: None,
         };
         let cards = Cards::new(&facts);
         let parse = |body: &CardBody| serde_json::from_str(&body.json).unwrap();

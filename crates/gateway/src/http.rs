@@ -27,6 +27,7 @@ pub fn app(state: AppState) -> Router {
     let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
         .route("/.well-known/agent.json", get(agent_card))
+        .route(crate::card::JWKS_PATH, get(jwks))
         .route("/health", get(health))
         .route("/a2a", post(rpc))
         .route("/", post(rpc))
@@ -63,6 +64,23 @@ async fn single_host(request: axum::extract::Request, next: axum::middleware::Ne
         Ok(()) => next.run(request).await,
         Err(error) => refusal(&Value::Null, &error, Dialect::V1),
     }
+}
+
+/// The public keys that sign the agent card (404 while the card is not signed).
+async fn jwks(State(state): State<AppState>) -> Response {
+    let Some(jwks) = &state.jwks else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let cache = format!("public, max-age={}", state.config.card_max_age_secs);
+    (
+        [
+            (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),
+            (header::CACHE_CONTROL, cache),
+            (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*".to_owned()),
+        ],
+        jwks.as_str().to_owned(),
+    )
+        .into_response()
 }
 
 async fn health() -> Response {

@@ -25,6 +25,7 @@ use crate::mcp_sessions::{McpEndpoint, McpSessionLimits};
 use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
 use crate::stream_slots::StreamSlots;
+use fundi_peers::signature::CardKey;
 
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
 #[derive(Clone)]
@@ -51,6 +52,8 @@ pub struct AppState {
     pub(crate) console: Arc<Sessions>,
     /// The identity provider that signs people in to the console, when configured.
     pub(crate) console_provider: Option<Arc<Provider>>,
+    /// The JWK Set of the keys that sign the cards, serialized, when they are signed.
+    pub(crate) jwks: Option<Arc<String>>,
 }
 
 /// The services beside A2A, each present when configured.
@@ -75,10 +78,15 @@ pub(crate) struct Operators {
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
+#[derive(Clone)]
 struct CardInputs {
     public_url: String,
     skills: Vec<fundi_runtime::SkillCard>,
     user_header: String,
+    /// The key that signs the cards, when they are signed.
+    signer: Option<CardKey>,
+    /// Whether push notifications are served.
+    push: bool,
 }
 
 impl AppState {
@@ -96,8 +104,10 @@ impl AppState {
             public_url: public_url.to_owned(),
             skills: runtime.skills().to_vec(),
             user_header: auth.user_header().to_owned(),
+            signer: None,
+            push: false,
         };
-        let cards = facts.cards(&config, false);
+        let cards = facts.cards(&config);
         // The settings were checked (`GatewayConfig::validate`); what is left to fail is
         // the machine's (an HTTP client), and the console then says no provider is set.
         let console_provider = config.console_oidc.clone().and_then(|settings| {
@@ -130,6 +140,7 @@ impl AppState {
             operators: Arc::default(),
             console: Arc::new(Sessions::new(public_url)),
             console_provider,
+            jwks: None,
         }
     }
 
@@ -201,20 +212,34 @@ impl AppState {
     /// The same state serving the push-config methods and delivering through `push`;
     /// the cards then declare `pushNotifications: true`.
     pub fn with_push(mut self, push: Arc<PushService>) -> AppState {
-        self.cards = Arc::new(self.facts.cards(&self.config, true));
+        Arc::make_mut(&mut self.facts).push = true;
+        self.cards = Arc::new(self.facts.cards(&self.config));
         self.push = Some(push);
+        self
+    }
+
+    /// The same state signing its cards with `key` and publishing at
+    /// `/.well-known/jwks.json` its public half, and `retired`'s (the public JWKs of keys
+    /// that signed before it, kept for verifiers with a cached card).
+    pub fn with_card_key(mut self, key: CardKey, retired: Vec<serde_json::Value>) -> AppState {
+        let mut keys = vec![key.public_jwk()];
+        keys.extend(retired);
+        self.jwks = Some(Arc::new(serde_json::json!({"keys": keys}).to_string()));
+        Arc::make_mut(&mut self.facts).signer = Some(key);
+        self.cards = Arc::new(self.facts.cards(&self.config));
         self
     }
 }
 
 impl CardInputs {
-    fn cards(&self, config: &GatewayConfig, push: bool) -> Cards {
+    fn cards(&self, config: &GatewayConfig) -> Cards {
         Cards::new(&CardFacts {
             config,
             public_url: &self.public_url,
             skills: &self.skills,
             user_header: &self.user_header,
-            push,
+            push: self.push,
+            signer: self.signer.as_ref(),
         })
     }
 }

@@ -20,6 +20,7 @@ mod delegate;
 mod directory;
 mod error;
 mod remote;
+pub mod signature;
 mod wire;
 
 pub use card::{CardSkill, Interface, PeerCard};
