@@ -28,6 +28,8 @@ fn start_a(dir: &std::path::Path, b: &Server) -> Server {
             ("FUNDI__PEERS__B__TOKEN", b.token.as_str()),
             ("FUNDI__PEERS__B__USER_TOKEN", b.user_token.as_str()),
             ("FUNDI__PEERS__B__ALLOW_PRIVATE_NETWORKS", "true"),
+            // B signs its card (by default), so A may require it.
+            ("FUNDI__PEERS__B__REQUIRE_SIGNED_CARD", "true"),
         ],
     )
 }
@@ -203,7 +205,9 @@ async fn the_cli_lists_peers_reads_a_card_and_sends_to_a_peer() {
     );
     let (fine, said) = common::cli(&a, &["peers", "discover", "b"]);
     assert!(
-        fine && said.contains("skills: echo") && said.contains("JSONRPC 1.0"),
+        fine && said.contains("skills: echo")
+            && said.contains("JSONRPC 1.0")
+            && said.contains("card signature verified against the peer's own keys"),
         "{said}"
     );
     let (fine, said) = common::cli(

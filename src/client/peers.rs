@@ -100,6 +100,17 @@ fn print_card(name: &str, card: &Value) {
         .filter_map(|s| s["id"].as_str())
         .collect();
     println!("  skills: {}", skills.join(", "));
+    println!(
+        "  {}",
+        match (
+            card["signed"].as_bool(),
+            card["signatureVerified"].as_bool()
+        ) {
+            (_, Some(true)) => "card signature verified against the peer's own keys",
+            (Some(true), _) => "card signed, but the signature does not verify",
+            _ => "card not signed",
+        }
+    );
     if let Some(interface) = card.get("endpoint") {
         println!(
             "  calls go to {} ({} {}){}",

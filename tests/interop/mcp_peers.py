@@ -63,7 +63,8 @@ async def main():
             check("list_agents names b with its card", "- b: fundi (skills:" in text(listed), text(listed))
 
             found = await session.call_tool("fundi_discover_agent", {"peer": "b"})
-            check("discover_agent reads b's card", "echo" in text(found) and "called over JSONRPC" in text(found), text(found))
+            check("discover_agent reads b's card", "echo" in text(found) and "called over JSONRPC" in text(found)
+                  and "signature verified: true" in text(found), text(found))
 
             sent = await session.call_tool("fundi_send_message", {
                 "peer": "b", "skill": "echo", "text": "through mcp", "data": {"steps": 2, "delayMs": 50}})

@@ -63,7 +63,8 @@ pub(crate) fn listed(allow_writes: bool) -> Vec<Tool> {
         tool(
             DISCOVER_AGENT,
             "Read one peer's agent card now (revalidated): its name, skills, interfaces, \
-             whether it streams and whether the card is signed.",
+             whether it streams and whether its signature verified against the keys the \
+             peer's own origin publishes.",
             json!({"type": "object", "required": ["peer"], "properties": {
                 "peer": {"type": "string", "description": "The peer's name, from fundi_list_agents."}
             }}),
@@ -237,10 +238,11 @@ async fn discover(call: &Call<'_>, arguments: &Value) -> Answer {
         .map_err(said)?;
     let card = &found["card"];
     let text = format!(
-        "{peer}: {}\nstreaming: {}; card signed: {}",
+        "{peer}: {}\nstreaming: {}; card signed: {}; signature verified: {}",
         card_line(card),
         card["streaming"],
-        card["signed"]
+        card["signed"],
+        card["signatureVerified"]
     );
     Ok((text, found))
 }

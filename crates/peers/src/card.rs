@@ -54,6 +54,8 @@ pub struct PeerCard {
     pub streaming: bool,
     /// Whether the card carries signatures (`signatures`).
     pub signed: bool,
+    /// Whether one of them verified against the keys the peer's own origin publishes.
+    pub signature_verified: bool,
     /// The header an API-key scheme of the card asks for (a fundi peer's user token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_header: Option<String>,
@@ -133,6 +135,7 @@ impl PeerCard {
             endpoint,
             streaming: json["capabilities"]["streaming"].as_bool() == Some(true),
             signed: json["signatures"].as_array().is_some_and(|s| !s.is_empty()),
+            signature_verified: false,
             user_header,
         })
     }

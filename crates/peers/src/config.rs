@@ -21,7 +21,8 @@ pub struct PeerConfig {
     /// Whether the peer may be on a loopback, private or other special-purpose address.
     /// Default: false.
     pub allow_private_networks: bool,
-    /// Whether the peer's card must carry a signature fundi verifies. Default: false.
+    /// Whether the peer's card must carry a signature that verifies against the keys
+    /// its own origin publishes (a card that does not is refused). Default: false.
     pub require_signed_card: bool,
     /// Hosts besides the card's own that the card's interfaces may point at (an agent
     /// whose card is served from another host than its endpoint). Default: none.

@@ -9,14 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use fundi_ops::addresses::special_purpose;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::card::{PeerCard, check_hosts};
+use crate::card::PeerCard;
 use crate::config::PeerConfig;
 use crate::error::PeerError;
-use crate::wire::{Endpoint, error_chain};
+use crate::wire::Endpoint;
 use fundi_ops::peers::PeerStore;
 
 /// The A2A methods a caller may send a peer through [`PeerDirectory::call`], each with
@@ -36,6 +35,7 @@ pub const PEER_METHODS: [(&str, bool); 8] = [
 /// The largest agent card read.
 const MAX_CARD_BYTES: usize = 1 << 20;
 
+mod fetch;
 mod stored;
 
 /// The known peers: those of the config, and those an admin added at run time (kept in
@@ -266,122 +266,6 @@ impl PeerDirectory {
                 false => peers.keys().cloned().collect::<Vec<_>>().join(", "),
             },
         })
-    }
-}
-
-impl Peer {
-    fn cached(&self) -> Option<Cached> {
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn card_error(&self, reason: impl Into<String>) -> PeerError {
-        PeerError::Card {
-            peer: self.name.clone(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Refuses a URL whose host is a special-purpose IP literal (the resolver, which
-    /// guards names, is not asked about those), unless private networks are allowed.
-    fn check_literal(&self, url: &reqwest::Url) -> Result<(), String> {
-        if self.config.allow_private_networks {
-            return Ok(());
-        }
-        let host = url.host_str().unwrap_or_default();
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        match host.parse().ok().and_then(special_purpose) {
-            Some(kind) => Err(format!(
-                "{host} is {kind} address; set peers.{}.allow-private-networks to reach it",
-                self.name
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// Reads the card, revalidating the cached one.
-    async fn fetch(&self) -> Result<Arc<PeerCard>, PeerError> {
-        self.check_literal(&self.card_url)
-            .map_err(|reason| self.card_error(reason))?;
-        let cached = self.cached();
-        let mut request = self
-            .http
-            .get(self.card_url.clone())
-            .header("A2A-Version", "1.0")
-            .header("Accept", "application/json");
-        if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
-            request = request.header(reqwest::header::IF_NONE_MATCH, etag);
-        }
-        let unreachable = |reason: String| PeerError::Unreachable {
-            peer: self.name.clone(),
-            reason,
-        };
-        let mut response = request.send().await.map_err(|e| {
-            unreachable(format!(
-                "its agent card at {}: {}",
-                self.card_url,
-                error_chain(&e)
-            ))
-        })?;
-        let status = response.status();
-        if status == reqwest::StatusCode::NOT_MODIFIED
-            && let Some(mut cached) = cached
-        {
-            cached.checked = Instant::now();
-            let card = cached.card.clone();
-            *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(cached);
-            return Ok(card);
-        }
-        if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            return Err(unreachable(format!(
-                "its agent card at {} answered HTTP {status}",
-                self.card_url
-            )));
-        }
-        if !status.is_success() {
-            return Err(self.card_error(format!("{} answered HTTP {status}", self.card_url)));
-        }
-        let etag = response
-            .headers()
-            .get(reqwest::header::ETAG)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| unreachable(error_chain(&e)))?
-        {
-            body.extend_from_slice(&chunk);
-            if body.len() > MAX_CARD_BYTES {
-                return Err(self.card_error(format!("it is larger than {MAX_CARD_BYTES} bytes")));
-            }
-        }
-        let json: Value = serde_json::from_slice(&body)
-            .map_err(|e| self.card_error(format!("{} is not JSON: {e}", self.card_url)))?;
-        let card = PeerCard::parse(&json).map_err(|reason| self.card_error(reason))?;
-        check_hosts(&card, &self.card_url, &self.config.interface_hosts)
-            .map_err(|reason| self.card_error(reason))?;
-        if self.config.require_signed_card {
-            // Fail closed: a card fundi cannot verify is not taken as signed.
-            return Err(self.card_error(match card.signed {
-                false => "it is not signed, and the peer's require-signed-card is set",
-                true => {
-                    "it is signed, but this fundi cannot verify card signatures yet; \
-                         unset the peer's require-signed-card to use it unverified"
-                }
-            }));
-        }
-        let card = Arc::new(card);
-        *self.cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(Cached {
-            card: card.clone(),
-            etag,
-            checked: Instant::now(),
-            fetched_at: Utc::now(),
-        });
-        Ok(card)
     }
 }
 

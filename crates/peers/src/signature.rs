@@ -105,11 +105,14 @@ impl std::fmt::Debug for CardKey {
 }
 
 impl CardKey {
-    /// A new random key, with a key id made from the time.
+    /// A new random key, with a key id made from the time and the public key (two keys
+    /// made in the same second have different ids).
     pub fn generate() -> CardKey {
         let seed: [u8; 32] = rand::random();
-        let kid = format!("fundi-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
-        CardKey::from_seed(kid, seed)
+        let mut key = CardKey::from_seed(String::new(), seed);
+        let at = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        key.kid = format!("fundi-{at}-{}", &key.x[..8]);
+        key
     }
 
     /// The key `kid` of this private seed (32 bytes).
@@ -298,8 +301,13 @@ mod tests {
     }
 
     #[test]
-    fn a_key_survives_being_kept() {
+    fn a_key_survives_being_kept_and_two_keys_have_two_ids() {
         let key = CardKey::generate();
+        assert_ne!(
+            CardKey::generate().kid(),
+            key.kid(),
+            "made in the same second"
+        );
         let again = CardKey::from_seed_base64(key.kid().to_owned(), &key.seed_base64()).unwrap();
         assert_eq!(again.public_jwk(), key.public_jwk());
         assert!(CardKey::from_seed_base64("k".into(), "c2hvcnQ=").is_err());

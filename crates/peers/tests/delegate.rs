@@ -1,7 +1,7 @@
 //! The delegate skill against scripted peers on loopback, through a real runtime: the
 //! peer's task mirrored to completion by polling, a 401 never tried again, a 429 tried
 //! again after its `Retry-After`, a card pointing elsewhere refused before any call,
-//! and a card revalidated with `If-None-Match`.
+//! a card revalidated with `If-None-Match`, and a card whose signature must verify.
 
 mod fake_peer;
 
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_peer::Script;
+use fundi_peers::signature::CardKey;
 use fundi_peers::{DelegateConfig, DelegateSkill, PeerConfig, PeerDirectory};
 use fundi_runtime::{
     Access, Grants, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task,
@@ -200,4 +201,52 @@ async fn a_card_is_revalidated_and_a_304_keeps_it() {
     assert_eq!((seen.card_reads, seen.not_modified), (2, 1));
     let listed = peers.list();
     assert_eq!(listed[0].card.as_ref().unwrap().name, "fake peer");
+}
+
+#[tokio::test]
+async fn a_peer_that_must_sign_its_card_is_used_only_when_its_signature_verifies() {
+    let required = || PeerConfig {
+        require_signed_card: true,
+        ..PeerConfig::default()
+    };
+    let signed = |tamper: bool, jku_elsewhere: bool| Script {
+        signing_key: Some(CardKey::generate()),
+        tamper,
+        jku_elsewhere,
+        ..Script::default()
+    };
+    let (addr, _) = fake_peer::start(signed(false, false)).await;
+    let (runtime, peers) = start(addr, required()).await;
+    assert_eq!(delegate(&runtime).await.status.state, TaskState::Completed);
+    assert!(peers.list()[0].card.as_ref().unwrap().signature_verified);
+
+    for (script, says) in [
+        (signed(true, false), "does not match the card"),
+        (
+            signed(false, true),
+            "no signature names a key set (jku) on http://127.0.0.1",
+        ),
+        (Script::default(), "it is not signed"),
+    ] {
+        let (addr, seen) = fake_peer::start(script).await;
+        let (runtime, _) = start(addr, required()).await;
+        let task = delegate(&runtime).await;
+        assert_eq!(task.status.state, TaskState::Failed);
+        let said = status_text(&task);
+        assert!(
+            said.contains(says) && said.contains("require-signed-card"),
+            "{said}"
+        );
+        assert!(
+            seen.lock().unwrap().calls.is_empty(),
+            "an A2A call went out"
+        );
+    }
+
+    // Not required, a card that does not verify is used, and said to be unverified.
+    let (addr, _) = fake_peer::start(signed(true, false)).await;
+    let (runtime, peers) = start(addr, PeerConfig::default()).await;
+    assert_eq!(delegate(&runtime).await.status.state, TaskState::Completed);
+    let card = peers.list()[0].card.clone().unwrap();
+    assert!(card.signed && !card.signature_verified);
 }

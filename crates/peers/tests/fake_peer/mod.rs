@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_peers::signature::CardKey;
 use serde_json::{Value, json};
 
 /// How the peer answers.
@@ -25,6 +26,12 @@ pub struct Script {
     pub interface_host: Option<String>,
     /// How many `GetTask` calls see the task working before it completes.
     pub working_reads: usize,
+    /// The key that signs the card (its JWKS at `/jwks.json`).
+    pub signing_key: Option<CardKey>,
+    /// Change the card after signing it.
+    pub tamper: bool,
+    /// Name a key set on another origin (`localhost` for `127.0.0.1`).
+    pub jku_elsewhere: bool,
 }
 
 /// What the peer saw.
@@ -58,6 +65,7 @@ pub async fn start(script: Script) -> (SocketAddr, Arc<Mutex<Seen>>) {
     let app = Router::new()
         .route("/.well-known/agent-card.json", get(card))
         .route("/a2a", post(rpc))
+        .route("/jwks.json", get(jwks))
         .with_state(peer);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (addr, seen)
@@ -75,14 +83,32 @@ async fn card(State(peer): State<Peer>, headers: HeaderMap) -> Response {
         .interface_host
         .clone()
         .unwrap_or_else(|| "127.0.0.1".into());
-    let card = json!({
+    let mut card = json!({
         "name": "fake peer", "description": "scripted",
         "supportedInterfaces": [{"url": format!("http://{host}:{}/a2a", peer.addr.port()),
             "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": false},
         "skills": [{"id": "work", "name": "Work", "description": "works"}],
     });
+    if let Some(key) = &peer.script.signing_key {
+        let host = match peer.script.jku_elsewhere {
+            true => "localhost",
+            false => "127.0.0.1",
+        };
+        let jku = format!("http://{host}:{}/jwks.json", peer.addr.port());
+        card["signatures"] = json!([key.sign(&card, &jku).unwrap()]);
+        if peer.script.tamper {
+            card["description"] = json!("scripted!");
+        }
+    }
     ([("etag", "\"v1\"")], axum::Json(card)).into_response()
+}
+
+async fn jwks(State(peer): State<Peer>) -> Response {
+    match &peer.script.signing_key {
+        Some(key) => axum::Json(json!({"keys": [key.public_jwk()]})).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn rpc(State(peer): State<Peer>, axum::Json(body): axum::Json<Value>) -> Response {
