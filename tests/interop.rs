@@ -15,6 +15,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use common::Server;
+use serde_json::Value;
 
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
@@ -136,15 +137,15 @@ fn the_official_python_sdk_1x_rest_client_speaks_http_json_with_fundi() {
     drive("v1", "a2a_sdk_v1.py", &["HTTP+JSON"]);
 }
 
-/// The official Python SDK's own server (`a2a_sdk_peer.py`) as a peer of fundi's,
-/// preferring `binding`: a delegation mirrored to its end, and a question answered
-/// through fundi.
-fn python_sdk_server_as_a_peer(binding: &str) {
+/// The official Python SDK's own server (`script` in the virtualenv `venv_name`, with
+/// `args`) as a peer of fundi's: a delegation mirrored to its end, and a question
+/// answered through fundi.
+fn python_sdk_server_as_a_peer(venv_name: &str, script: &str, args: &[&str], data: Value) {
     use std::io::{BufRead, BufReader};
-    let python = venv("v1");
+    let python = venv(venv_name);
     let mut peer = Command::new(python)
-        .arg(interop_dir().join("a2a_sdk_peer.py"))
-        .arg(binding)
+        .arg(interop_dir().join(script))
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("starting the Python SDK server");
@@ -167,7 +168,7 @@ fn python_sdk_server_as_a_peer(binding: &str) {
     );
     let checked = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(delegate_to_python(&server));
+        .block_on(delegate_to_python(&server, data));
     let _ = peer.kill();
     let _ = peer.wait();
     if let Err(failed) = checked {
@@ -178,7 +179,9 @@ fn python_sdk_server_as_a_peer(binding: &str) {
     }
 }
 
-async fn delegate_to_python(server: &Server) -> Result<(), String> {
+/// Delegations to the Python peer: one mirrored to its end (its data artifact is
+/// `data` as the SDK writes it back), and one whose question is answered through fundi.
+async fn delegate_to_python(server: &Server, data: Value) -> Result<(), String> {
     use common::{message, ok, poll_task, state};
     use serde_json::json;
     let delegate = |text: &str, data: serde_json::Value| {
@@ -202,8 +205,7 @@ async fn delegate_to_python(server: &Server) -> Result<(), String> {
     let artifacts = &done["artifacts"];
     if state(&done) != "TASK_STATE_COMPLETED"
         || artifacts[0]["parts"][0]["text"] != "HELLO PEER"
-        // Protobuf's Struct holds every number as a double: 1 comes back as 1.0.
-        || artifacts[1]["parts"][0]["data"] != json!({"n": 1.0})
+        || artifacts[1]["parts"][0]["data"] != data
     {
         return Err(format!(
             "the delegation did not mirror the peer's work: {done}"
@@ -241,14 +243,23 @@ async fn delegate_to_python(server: &Server) -> Result<(), String> {
     Ok(())
 }
 
+// Protobuf's Struct holds every number as a double: 1 comes back as 1.0 from a 1.x SDK.
 #[test]
 fn the_official_python_sdk_server_is_a_peer_over_json_rpc() {
-    python_sdk_server_as_a_peer("JSONRPC");
+    let data = serde_json::json!({"n": 1.0});
+    python_sdk_server_as_a_peer("v1", "a2a_sdk_peer.py", &["JSONRPC"], data);
 }
 
 #[test]
 fn the_official_python_sdk_server_is_a_peer_over_http_json() {
-    python_sdk_server_as_a_peer("HTTP+JSON");
+    let data = serde_json::json!({"n": 1.0});
+    python_sdk_server_as_a_peer("v1", "a2a_sdk_peer.py", &["HTTP+JSON"], data);
+}
+
+#[test]
+fn the_official_python_sdk_0_3_server_is_a_peer_over_v03_json_rpc() {
+    let data = serde_json::json!({"n": 1});
+    python_sdk_server_as_a_peer("v03", "a2a_sdk_v03_peer.py", &[], data);
 }
 
 #[test]

@@ -47,7 +47,7 @@ pub struct PeerCard {
     /// Its interfaces, preferred first.
     pub interfaces: Vec<Interface>,
     /// The interface fundi calls: the first at A2A v1.0 in a binding fundi speaks
-    /// (JSON-RPC, HTTP+JSON), if the card lists one.
+    /// (JSON-RPC, HTTP+JSON), else the first JSON-RPC one at v0.3, if the card lists one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<Interface>,
     /// Whether it streams (`SubscribeToTask` is then used to follow a task).
@@ -83,19 +83,29 @@ impl PeerCard {
                     .map(str::to_owned),
             })
             .collect();
-        // A v0.3 card: its main endpoint is `url` with `preferredTransport`.
+        // A v0.3 card: its main endpoint is `url` with `preferredTransport`, then its
+        // `additionalInterfaces`.
         if interfaces.is_empty()
             && let Some(url) = json["url"].as_str()
         {
-            interfaces.push(Interface {
-                url: url.to_owned(),
-                protocol_binding: json["preferredTransport"]
-                    .as_str()
-                    .unwrap_or("JSONRPC")
-                    .to_owned(),
-                protocol_version: json["protocolVersion"].as_str().unwrap_or("0.3").to_owned(),
-                tenant: None,
-            });
+            let version = json["protocolVersion"].as_str().unwrap_or("0.3").to_owned();
+            let main = (
+                url,
+                json["preferredTransport"].as_str().unwrap_or("JSONRPC"),
+            );
+            let more = json["additionalInterfaces"]
+                .as_array()
+                .into_iter()
+                .flatten();
+            let more = more.filter_map(|i| Some((i["url"].as_str()?, i["transport"].as_str()?)));
+            for (url, transport) in std::iter::once(main).chain(more) {
+                interfaces.push(Interface {
+                    url: url.to_owned(),
+                    protocol_binding: transport.to_owned(),
+                    protocol_version: version.clone(),
+                    tenant: None,
+                });
+            }
         }
         let skills = json["skills"]
             .as_array()
@@ -120,11 +130,18 @@ impl PeerCard {
                 (api_key && header).then(|| key["name"].as_str().map(str::to_owned))?
             })
             .next();
+        // The first v1.0 interface in a binding fundi speaks, else the first v0.3 JSON-RPC
+        // one (v0.3 over HTTP+JSON is not spoken).
         let endpoint = interfaces
             .iter()
             .find(|i| {
                 i.protocol_version.starts_with("1.")
                     && SPOKEN.contains(&i.protocol_binding.as_str())
+            })
+            .or_else(|| {
+                interfaces.iter().find(|i| {
+                    i.protocol_version.starts_with("0.3") && i.protocol_binding == "JSONRPC"
+                })
             })
             .cloned();
         Ok(PeerCard {
@@ -140,11 +157,10 @@ impl PeerCard {
         })
     }
 
-    /// The interface fundi calls: the first one at A2A v1.0 in a binding it speaks.
+    /// The interface fundi calls (see [`PeerCard::endpoint`]); the error lists what the
+    /// card offers instead.
     pub fn preferred(&self) -> Result<&Interface, String> {
-        if let Some(found) = self.interfaces.iter().find(|i| {
-            i.protocol_version.starts_with("1.") && SPOKEN.contains(&i.protocol_binding.as_str())
-        }) {
+        if let Some(found) = &self.endpoint {
             return Ok(found);
         }
         let listed: Vec<String> = self
@@ -153,8 +169,8 @@ impl PeerCard {
             .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
             .collect();
         Err(format!(
-            "it lists no JSON-RPC or HTTP+JSON interface at A2A v1.0, which delegation speaks \
-             (it lists: {})",
+            "it lists no interface delegation speaks: JSON-RPC or HTTP+JSON at A2A v1.0, or \
+             JSON-RPC at v0.3 (it lists: {})",
             match listed.is_empty() {
                 true => "none".to_owned(),
                 false => listed.join(", "),
@@ -225,10 +241,23 @@ mod tests {
         assert!(card.streaming);
         assert_eq!(card.user_header.as_deref(), Some("X-User"));
         let old = self::card(json!([
+            {"url": "http://b/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
             {"url": "http://b/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ]));
-        let error = old.preferred().unwrap_err();
-        assert!(error.contains("JSONRPC 0.3"), "{error}");
+        assert_eq!(old.preferred().unwrap().url, "http://b/a2a");
+        let v03 = PeerCard::parse(&json!({"name": "old", "url": "http://b/",
+            "protocolVersion": "0.3.0", "preferredTransport": "GRPC",
+            "additionalInterfaces": [{"url": "http://b/rpc", "transport": "JSONRPC"}]}))
+        .unwrap();
+        assert_eq!(v03.preferred().unwrap().url, "http://b/rpc");
+        let grpc = self::card(json!([
+            {"url": "b:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+        ]));
+        let error = grpc.preferred().unwrap_err();
+        assert!(
+            error.contains("GRPC 1.0") && error.contains("v0.3"),
+            "{error}"
+        );
     }
 
     #[test]

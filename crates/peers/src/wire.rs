@@ -4,6 +4,7 @@
 //! are worth another try, an A2A error is the peer's last word.
 
 mod sse;
+mod v03;
 
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ const DEFAULT_USER_HEADER: &str = "X-Fundi-User-Token";
 enum Binding {
     JsonRpc,
     Rest,
+    /// JSON-RPC at A2A v0.3.
+    JsonRpc03,
 }
 
 /// One peer's endpoint with fundi's credentials for it.
@@ -47,6 +50,7 @@ impl Endpoint {
 
     fn binding(&self) -> Binding {
         match self.interface.protocol_binding.as_str() {
+            _ if self.interface.protocol_version.starts_with("0.3") => Binding::JsonRpc03,
             "HTTP+JSON" => Binding::Rest,
             _ => Binding::JsonRpc,
         }
@@ -55,6 +59,11 @@ impl Endpoint {
     /// Sends `message` (a new task's first, or one to `message.task_id`) and returns at
     /// once with the peer's task (or its whole reply, when it answers without one).
     pub(crate) async fn send(&self, message: &Message) -> Result<Sent, PeerError> {
+        if self.binding() == Binding::JsonRpc03 {
+            let answer = self.call("SendMessage", v03::send_params(message)).await?;
+            let answer = v03::event(answer).map_err(|reason| self.unexpected(reason))?;
+            return Sent::parse(&answer).map_err(|reason| self.unexpected(reason));
+        }
         let params = json!({"message": message, "configuration": {"returnImmediately": true}});
         let answer = self.call("SendMessage", params).await?;
         Sent::parse(&answer).map_err(|reason| self.unexpected(reason))
@@ -65,12 +74,21 @@ impl Endpoint {
         let answer = self
             .call("GetTask", json!({"id": id, "historyLength": 0}))
             .await?;
-        RemoteTask::parse(&answer).map_err(|reason| self.unexpected(reason))
+        self.task(answer)
     }
 
     /// Cancels the peer's task `id`.
     pub(crate) async fn cancel_task(&self, id: &str) -> Result<RemoteTask, PeerError> {
         let answer = self.call("CancelTask", json!({"id": id})).await?;
+        self.task(answer)
+    }
+
+    /// A task answer, read as v1.0 whatever the binding.
+    fn task(&self, answer: Value) -> Result<RemoteTask, PeerError> {
+        let answer = match self.binding() {
+            Binding::JsonRpc03 => v03::task(answer).map_err(|reason| self.unexpected(reason))?,
+            _ => answer,
+        };
         RemoteTask::parse(&answer).map_err(|reason| self.unexpected(reason))
     }
 
@@ -90,11 +108,12 @@ impl Endpoint {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if is_stream && response.status().is_success() {
-            return Ok(sse::events(
-                response,
-                self.peer.clone(),
-                self.binding() == Binding::JsonRpc,
-            ));
+            let frames = match self.binding() {
+                Binding::JsonRpc => sse::Frames::Enveloped,
+                Binding::JsonRpc03 => sse::Frames::EnvelopedV03,
+                Binding::Rest => sse::Frames::Bare,
+            };
+            return Ok(sse::events(response, self.peer.clone(), frames));
         }
         let status = response.status();
         let retry_after = retry_after(response.headers());
@@ -121,7 +140,11 @@ impl Endpoint {
     }
 
     fn authorised(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let mut request = request.header("A2A-Version", "1.0");
+        let version = match self.binding() {
+            Binding::JsonRpc03 => "0.3",
+            _ => "1.0",
+        };
+        let mut request = request.header("A2A-Version", version);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -137,7 +160,11 @@ impl Endpoint {
             params["tenant"] = json!(tenant);
         }
         let base = self.interface.url.trim_end_matches('/');
-        if self.binding() == Binding::JsonRpc {
+        if self.binding() != Binding::Rest {
+            let method = match self.binding() {
+                Binding::JsonRpc03 => v03::method(method),
+                _ => method,
+            };
             let body = json!({"jsonrpc": "2.0", "id": uuid::Uuid::now_v7().to_string(),
                 "method": method, "params": params});
             return (Method::POST, base.to_owned(), body);

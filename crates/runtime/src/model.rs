@@ -10,6 +10,7 @@ mod part;
 mod sender;
 mod storable;
 mod task;
+pub mod v03;
 
 pub use enums::{Role, TaskState};
 pub use event::{TaskEvent, TaskEventKind, TaskUpdate};

@@ -11,9 +11,19 @@ use crate::remote::RemoteEvent;
 /// The events of a subscription, in the order the peer sent them; an error ends it.
 pub(crate) type Events = Pin<Box<dyn Stream<Item = Result<RemoteEvent, PeerError>> + Send>>;
 
-/// The frames of `response`: JSON-RPC envelopes when `enveloped`, else the events
-/// themselves (HTTP+JSON).
-pub(crate) fn events(response: reqwest::Response, peer: String, enveloped: bool) -> Events {
+/// How a stream's frames carry their events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frames {
+    /// JSON-RPC envelopes of v1.0 `StreamResponse`s.
+    Enveloped,
+    /// JSON-RPC envelopes of v0.3 kind-tagged objects.
+    EnvelopedV03,
+    /// The events themselves (HTTP+JSON).
+    Bare,
+}
+
+/// The events of `response`, its frames read as `frames` says.
+pub(crate) fn events(response: reqwest::Response, peer: String, frames: Frames) -> Events {
     let mut bytes = response.bytes_stream();
     Box::pin(async_stream::stream! {
         let mut buffer = String::new();
@@ -39,7 +49,7 @@ pub(crate) fn events(response: reqwest::Response, peer: String, enveloped: bool)
                 if data.is_empty() {
                     continue;
                 }
-                let event = event_of(&data.join("\n"), &peer, enveloped);
+                let event = event_of(&data.join("\n"), &peer, frames);
                 let ended = event.is_err();
                 yield event;
                 if ended {
@@ -50,7 +60,7 @@ pub(crate) fn events(response: reqwest::Response, peer: String, enveloped: bool)
     })
 }
 
-fn event_of(data: &str, peer: &str, enveloped: bool) -> Result<RemoteEvent, PeerError> {
+fn event_of(data: &str, peer: &str, frames: Frames) -> Result<RemoteEvent, PeerError> {
     let unexpected = |reason: String| PeerError::Unexpected {
         peer: peer.to_owned(),
         reason,
@@ -64,11 +74,16 @@ fn event_of(data: &str, peer: &str, enveloped: bool) -> Result<RemoteEvent, Peer
             code: error["code"].as_i64(),
         });
     }
-    let event = match enveloped {
-        true => frame
+    let event = match frames {
+        Frames::Bare => frame,
+        _ => frame
             .get("result")
+            .cloned()
             .ok_or_else(|| unexpected("a stream frame without a result".into()))?,
-        false => &frame,
     };
-    RemoteEvent::parse(event).map_err(unexpected)
+    let event = match frames {
+        Frames::EnvelopedV03 => super::v03::event(event).map_err(unexpected)?,
+        _ => event,
+    };
+    RemoteEvent::parse(&event).map_err(unexpected)
 }
