@@ -3,6 +3,7 @@
 //! is final, 429 and 503 carry their `Retry-After`, other 5xx and broken connections
 //! are worth another try, an A2A error is the peer's last word.
 
+mod shape;
 mod sse;
 mod v03;
 
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use crate::card::Interface;
 use crate::error::{PeerError, env_name};
 use crate::remote::{RemoteTask, Sent};
+use shape::{query, retry_after, said, segment, start};
 pub(crate) use sse::Events;
 
 /// The user-token header of a fundi peer whose card names none.
@@ -309,189 +311,5 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// A path segment, percent-encoded.
-fn segment(text: &str) -> String {
-    let mut url = reqwest::Url::parse("http://x/").expect("a constant URL");
-    url.path_segments_mut()
-        .expect("an http URL has segments")
-        .push(text);
-    url.path().trim_start_matches('/').to_owned()
-}
-
-/// The query string of `params`' scalar fields but `skip` (`?pageSize=10&status=...`).
-fn query(params: &Value, skip: &[&str]) -> String {
-    let mut url = reqwest::Url::parse("http://x/").expect("a constant URL");
-    {
-        let mut pairs = url.query_pairs_mut();
-        for (key, value) in params.as_object().into_iter().flatten() {
-            if skip.contains(&key.as_str()) {
-                continue;
-            }
-            let text = match value {
-                Value::String(text) => text.clone(),
-                Value::Number(_) | Value::Bool(_) => value.to_string(),
-                _ => continue,
-            };
-            pairs.append_pair(key, &text);
-        }
-    }
-    match url.query() {
-        Some(q) if !q.is_empty() => format!("?{q}"),
-        _ => String::new(),
-    }
-}
-
-/// The words of an error answer: JSON-RPC's or google.rpc.Status's message, or the
-/// start of the body.
-fn said(body: &Value, text: &str) -> String {
-    body["error"]["message"]
-        .as_str()
-        .or_else(|| body["error"].as_str())
-        .or_else(|| body["message"].as_str())
-        .map(str::to_owned)
-        .unwrap_or_else(|| match text.trim().is_empty() {
-            true => "no message".to_owned(),
-            false => start(text),
-        })
-}
-
-fn start(text: &str) -> String {
-    text.chars().take(200).collect()
-}
-
-/// `Retry-After` in seconds or as an HTTP date, as a pause from now.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let pause = at.signed_duration_since(chrono::Utc::now());
-    Some(pause.to_std().unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_after_is_read_as_seconds_or_a_date() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("retry-after", "3".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
-        headers.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&headers), Some(Duration::ZERO));
-        headers.insert("retry-after", "soon".parse().unwrap());
-        assert_eq!(retry_after(&headers), None);
-    }
-
-    fn endpoint(binding: &str, tenant: Option<&str>) -> Endpoint {
-        Endpoint {
-            peer: "b".into(),
-            http: reqwest::Client::new(),
-            streaming: reqwest::Client::new(),
-            interface: Interface {
-                url: "http://b/rest/".into(),
-                protocol_binding: binding.into(),
-                protocol_version: "1.0".into(),
-                tenant: tenant.map(str::to_owned),
-            },
-            token: None,
-            user: None,
-        }
-    }
-
-    #[test]
-    fn each_method_has_its_http_json_route() {
-        let rest = endpoint("HTTP+JSON", None);
-        for (method, params, verb, url) in [
-            (
-                "GetTask",
-                json!({"id": "t/1", "historyLength": 0}),
-                Method::GET,
-                "http://b/rest/tasks/t%2F1?historyLength=0",
-            ),
-            (
-                "CancelTask",
-                json!({"id": "t"}),
-                Method::POST,
-                "http://b/rest/tasks/t:cancel",
-            ),
-            (
-                "SubscribeToTask",
-                json!({"id": "t"}),
-                Method::GET,
-                "http://b/rest/tasks/t:subscribe",
-            ),
-            (
-                "ListTasks",
-                json!({"pageSize": 5, "status": "TASK_STATE_WORKING"}),
-                Method::GET,
-                "http://b/rest/tasks?pageSize=5&status=TASK_STATE_WORKING",
-            ),
-            (
-                "GetExtendedAgentCard",
-                json!({}),
-                Method::GET,
-                "http://b/rest/extendedAgentCard",
-            ),
-            (
-                "CreateTaskPushNotificationConfig",
-                json!({"taskId": "t", "url": "http://h/"}),
-                Method::POST,
-                "http://b/rest/tasks/t/pushNotificationConfigs",
-            ),
-            (
-                "ListTaskPushNotificationConfigs",
-                json!({"taskId": "t"}),
-                Method::GET,
-                "http://b/rest/tasks/t/pushNotificationConfigs",
-            ),
-            (
-                "GetTaskPushNotificationConfig",
-                json!({"taskId": "t", "id": "c"}),
-                Method::GET,
-                "http://b/rest/tasks/t/pushNotificationConfigs/c",
-            ),
-            (
-                "DeleteTaskPushNotificationConfig",
-                json!({"taskId": "t", "id": "c"}),
-                Method::DELETE,
-                "http://b/rest/tasks/t/pushNotificationConfigs/c",
-            ),
-            (
-                "SendMessage",
-                json!({"message": {}}),
-                Method::POST,
-                "http://b/rest/message:send",
-            ),
-        ] {
-            let (got_verb, got_url, _) = rest.request(method, params);
-            assert_eq!((got_verb, got_url.as_str()), (verb, url), "{method}");
-        }
-        let tenant = endpoint("HTTP+JSON", Some("acme"));
-        assert_eq!(
-            tenant.request("CancelTask", json!({"id": "t"})).1,
-            "http://b/rest/acme/tasks/t:cancel"
-        );
-        let (verb, url, body) =
-            endpoint("JSONRPC", Some("acme")).request("GetTask", json!({"id": "t"}));
-        assert_eq!((verb, url.as_str()), (Method::POST, "http://b/rest"));
-        assert_eq!(
-            (body["method"].as_str(), body["params"]["tenant"].as_str()),
-            (Some("GetTask"), Some("acme"))
-        );
-    }
-
-    #[test]
-    fn task_ids_are_escaped_in_paths() {
-        assert_eq!(segment("a/b c"), "a%2Fb%20c");
-    }
-}
+mod tests;
