@@ -266,7 +266,11 @@ fn the_official_python_sdk_0_3_server_is_a_peer_over_v03_json_rpc() {
 fn the_official_mcp_python_sdk_delegates_to_a_peer_through_fundi_mcp() {
     let python = venv("mcp");
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let b = Server::start(b_dir.path(), &[]);
+    // B takes push configs pointing at loopback (never delivered: nothing listens).
+    let b = Server::start(
+        b_dir.path(),
+        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]")],
+    );
     let a = Server::start(
         a_dir.path(),
         &[

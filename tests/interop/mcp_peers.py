@@ -1,8 +1,8 @@
 """The official MCP Python SDK (`mcp` from PyPI) driving `fundi mcp --allow-writes`
 against a fundi server A that knows another fundi, B, as peer "b": the setup report,
 list and discover the peer, delegate to it, wait for the delegated task, a raw
-read-only call on the peer's task, a question answered through the tools, and a write
-call refused without writes.
+read-only call on the peer's task, a push config set, listed and deleted on the peer's
+task, a question answered through the tools, and a write call refused without writes.
 
 Usage: mcp_peers.py A_URL FUNDI_BINARY, with FUNDI_TOKEN and FUNDI_USER_TOKEN set for A."""
 
@@ -76,6 +76,25 @@ async def main():
             raw = await session.call_tool("fundi_request", {"peer": "b", "method": "ListTasks", "params": {"pageSize": 5}})
             tasks = data(raw).get("tasks", [])
             check("request: ListTasks on b shows b's task", len(tasks) == 1, text(raw))
+
+            b_task = tasks[0]["id"] if tasks else "none"
+            refused = await session.call_tool("fundi_set_push_config", {
+                "peer": "b", "taskId": b_task, "url": "http://127.0.0.1:9/hook", "confirm": False})
+            check("set_push_config needs confirm", refused.is_error and "confirm" in text(refused), text(refused))
+            pushed = await session.call_tool("fundi_set_push_config", {
+                "peer": "b", "taskId": b_task, "url": "http://127.0.0.1:9/hook", "token": "t-1",
+                "confirm": True})
+            config_id = data(pushed).get("id")
+            check("set_push_config makes a push config on b's task", not pushed.is_error and config_id, text(pushed))
+            listed = await session.call_tool("fundi_request", {
+                "peer": "b", "method": "ListTaskPushNotificationConfigs", "params": {"taskId": b_task}})
+            check("request lists it", config_id and config_id in text(listed), text(listed))
+            deleted = await session.call_tool("fundi_delete_push_config", {
+                "peer": "b", "taskId": b_task, "configId": config_id or "", "confirm": True})
+            check("delete_push_config removes it", not deleted.is_error, text(deleted))
+            listed = await session.call_tool("fundi_request", {
+                "peer": "b", "method": "ListTaskPushNotificationConfigs", "params": {"taskId": b_task}})
+            check("and it is gone", config_id and config_id not in text(listed), text(listed))
 
             asked = await session.call_tool("fundi_send_message", {
                 "peer": "b", "skill": "echo", "text": "x", "data": {"askInput": True}})

@@ -1,6 +1,6 @@
 //! The delegate skill against scripted peers on loopback, through a real runtime: the
 //! peer's task mirrored to completion by polling, a 401 never tried again, a 429 tried
-//! again after its `Retry-After`, a card pointing elsewhere refused before any call,
+//! again after its `Retry-After`, a 500 tried again until it is given up, a card pointing elsewhere refused before any call,
 //! a card revalidated with `If-None-Match`, and a card whose signature must verify.
 
 mod fake_peer;
@@ -23,6 +23,15 @@ async fn start(
     peer: std::net::SocketAddr,
     config: PeerConfig,
 ) -> (RuntimeHandle, Arc<PeerDirectory>) {
+    start_giving_up_after(peer, config, 20).await
+}
+
+/// A runtime delegating to the peer at `peer`, giving it up after that many seconds.
+async fn start_giving_up_after(
+    peer: std::net::SocketAddr,
+    config: PeerConfig,
+    give_up_after_s: u64,
+) -> (RuntimeHandle, Arc<PeerDirectory>) {
     let config = PeerConfig {
         url: format!("http://127.0.0.1:{}", peer.port()),
         allow_private_networks: true,
@@ -34,7 +43,7 @@ async fn start(
     let skill = DelegateSkill::new(
         peers.clone(),
         DelegateConfig {
-            give_up_after_s: 20,
+            give_up_after_s,
             poll_max_ms: 50,
             ..DelegateConfig::default()
         },
@@ -249,4 +258,24 @@ async fn a_peer_that_must_sign_its_card_is_used_only_when_its_signature_verifies
     assert_eq!(delegate(&runtime).await.status.state, TaskState::Completed);
     let card = peers.list()[0].card.clone().unwrap();
     assert!(card.signed && !card.signature_verified);
+}
+
+#[tokio::test]
+async fn a_peer_that_keeps_failing_is_tried_again_then_given_up_in_bounded_time() {
+    let (addr, seen) = fake_peer::start(Script {
+        failing: true,
+        ..Script::default()
+    })
+    .await;
+    let (runtime, _) = start_giving_up_after(addr, PeerConfig::default(), 1).await;
+    let task = delegate(&runtime).await;
+    assert_eq!(task.status.state, TaskState::Failed);
+    let said = status_text(&task);
+    assert!(
+        said.contains("HTTP 500")
+            && said.contains("the peer broke")
+            && said.contains("gave up after"),
+        "{said}"
+    );
+    assert!(seen.lock().unwrap().calls.len() > 1, "never tried again");
 }

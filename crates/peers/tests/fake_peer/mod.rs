@@ -32,6 +32,8 @@ pub struct Script {
     pub tamper: bool,
     /// Name a key set on another origin (`localhost` for `127.0.0.1`).
     pub jku_elsewhere: bool,
+    /// Answer every A2A call 500.
+    pub failing: bool,
 }
 
 /// What the peer saw.
@@ -126,6 +128,9 @@ async fn rpc(State(peer): State<Peer>, axum::Json(body): axum::Json<Value>) -> R
             axum::Json(json!({"error": {"message": "who are you?"}})),
         )
             .into_response();
+    }
+    if peer.script.failing {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "the peer broke").into_response();
     }
     if calls <= peer.script.busy {
         return (
