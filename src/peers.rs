@@ -1,6 +1,8 @@
-//! The peers added at run time, read from the store every few seconds, so that a peer an
-//! admin adds or removes on one node of a cluster is known to this one too (a delegation
-//! to it is checked here, before anything is stored).
+//! The peers added at run time, read from the store every few seconds on a node of a
+//! cluster (several nodes on one PostgreSQL schema), so that a peer an admin adds or
+//! removes on another node is known to this one too (a delegation to it is checked
+//! here, before anything is stored). A single process needs no reading: its peers change
+//! only through its own directory.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -247,7 +247,16 @@ impl ServerBuilder {
         if let Some((key, retired)) = self.card_key {
             state = state.with_card_key(key, retired);
         }
-        crate::peers::keep_fresh(peers.clone(), shutdown.clone());
+        // Several nodes on one database: a peer another node adds is read from the store.
+        // One process alone changes its peers only through its own directory.
+        let several_nodes = config
+            .store
+            .postgres_lease()
+            .map_err(|e| ServerError::Config(format!("{e:#}")))?
+            .is_some();
+        if several_nodes {
+            crate::peers::keep_fresh(peers.clone(), shutdown.clone());
+        }
         state = state.with_peers(peers);
         if config.mcp.enabled {
             // The tools call this server's own /a2a with the MCP request's credentials.
