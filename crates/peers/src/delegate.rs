@@ -87,7 +87,7 @@ impl Skill for DelegateSkill {
 
     fn check(&self, message: &Message) -> Result<(), InputRefused> {
         let plan = Plan::of(message)?;
-        let known: Vec<String> = self.peers.list().into_iter().map(|p| p.name).collect();
+        let known = self.peers.names();
         if !known.contains(&plan.peer) {
             return Err(format!(
                 "delegate: no peer is named {:?} (known peers: {})",

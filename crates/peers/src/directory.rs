@@ -169,6 +169,12 @@ impl PeerDirectory {
         Ok(())
     }
 
+    /// The names of the peers known now (those added at run time as last read).
+    pub fn names(&self) -> Vec<String> {
+        let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
+        peers.keys().cloned().collect()
+    }
+
     /// Every peer, with what its cached card says; nothing is fetched, and the peers
     /// added at run time are as last read from the store (see
     /// [`PeerDirectory::listing`]).
