@@ -163,8 +163,8 @@ pub enum StoreKind {
     Sled,
     /// In memory: everything is lost at exit (demos, tests).
     Memory,
-    /// PostgreSQL, at `store.postgres.url` (one node; several nodes sharing one
-    /// database is not supported yet).
+    /// PostgreSQL, at `store.postgres.url` (several nodes share one schema when each
+    /// sets `store.postgres.node-id`).
     Postgres,
 }
 

@@ -1,6 +1,7 @@
 //! `fundi serve`: the config, logging and telemetry, local credentials, signals and
 //! the exit watchdog around the library's [`fundi::Server`].
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -37,6 +38,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
         let path = credentials::install_local(&mut config.auth, &config.store.path)?;
         println!("fundi credentials in {}", path.display());
+        // The client commands look in ./data by default: say how they find these.
+        if credentials::path_in(Path::new("data")) != path {
+            println!(
+                "fundi client commands: FUNDI_CREDENTIALS={} fundi list",
+                path.display()
+            );
+        }
         local_credentials = Some(path);
     }
     let card_key = match config.card_signing.enabled {

@@ -36,6 +36,10 @@ async fn the_console_says_what_runs_and_then_only_what_matters() {
             "fundi credentials in {}",
             data.join("credentials.json").display()
         ),
+        format!(
+            "fundi client commands: FUNDI_CREDENTIALS={} fundi list",
+            data.join("credentials.json").display()
+        ),
         format!("fundi store: sled in {} (sync", data.display()),
         "fundi skills: echo, a11y-audit, security-scan".to_owned(),
         "fundi listening on http://127.0.0.1:".to_owned(),

@@ -34,7 +34,8 @@ async fn a_node_on_postgres_keeps_every_task_across_a_kill() {
     let (status, stderr) = start_failing(other.path(), &["--bind", "127.0.0.1:0"], &env);
     assert!(!status.success());
     assert!(
-        stderr.contains("another fundi node is using schema"),
+        stderr.contains("another fundi node is using schema")
+            && stderr.contains("set store.postgres.node-id on each"),
         "{stderr}"
     );
     let quick = ok(

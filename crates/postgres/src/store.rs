@@ -104,9 +104,9 @@ async fn lock(
                 lease.node, config.schema
             ),
             None => format!(
-                "another fundi node is using schema {} of this database (several nodes on \
-                 one database are not supported yet): stop that one, or give this one \
-                 another store.postgres.schema",
+                "another fundi node is using schema {} of this database: stop that one, give \
+                 this one another store.postgres.schema, or run both as nodes of one cluster \
+                 (set store.postgres.node-id on each)",
                 config.schema
             ),
         })),
