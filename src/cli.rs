@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod access;
+
+pub(crate) use access::AccessCommand;
+
 /// fundi: an A2A server and runtime for long-running agent skills.
 #[derive(Debug, Parser)]
 #[command(name = "fundi", version, about)]
@@ -216,6 +220,12 @@ pub(crate) enum ClientCommand {
     Grants {
         #[command(subcommand)]
         action: GrantCommand,
+    },
+    /// Requests for access by other agents: list, approve (vending a grant), reject;
+    /// needs scope fundi:approve or fundi:admin.
+    Access {
+        #[command(subcommand)]
+        action: AccessCommand,
     },
     /// The audit log: every grant, revocation and admin change, oldest first; needs
     /// scope fundi:admin.

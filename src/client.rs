@@ -4,6 +4,7 @@ use anyhow::{Context, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+mod access;
 mod approvals;
 mod chaos;
 mod grants;
@@ -92,6 +93,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
         }
         ClientCommand::Schedules { action } => schedules::run(action).await,
         ClientCommand::Grants { action } => grants::run(action).await,
+        ClientCommand::Access { action } => access::run(action).await,
         ClientCommand::Console { endpoint } => {
             let result = admin_post(&endpoint, "/console/sign-in-links", None).await?;
             show(&endpoint, &result, |r| {

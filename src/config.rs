@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
-use fundi_gateway::{AuthConfig, GatewayConfig, PushSettings};
+use fundi_gateway::{AuthConfig, FriendsConfig, GatewayConfig, PushSettings};
 use fundi_peers::{DelegateConfig, PeerConfig};
 use fundi_runtime::RuntimeConfig;
 use fundi_skills::{A11yConfig, ChaosConfig, EchoConfig, HealConfig, InboxConfig, SecurityConfig};
@@ -48,6 +48,9 @@ pub struct AppConfig {
     pub peers: BTreeMap<String, PeerConfig>,
     /// The keys that sign the agent card.
     pub card_signing: CardSigningConfig,
+    /// Requests for access by other agents: the identity providers that vouch for the
+    /// people behind them, and the bounds on their requests.
+    pub friends: FriendsConfig,
 }
 
 /// The keys that sign the agent card (A2A §8.4).
@@ -452,6 +455,7 @@ impl AppConfig {
         for (name, peer) in &self.peers {
             peer.validate(name).map_err(anyhow::Error::msg)?;
         }
+        self.friends.validate().map_err(anyhow::Error::msg)?;
         if !self.server.bind.ip().is_loopback() && !self.auth.is_production_grade() {
             bail!(
                 "refusing to listen on {}: it is not a loopback address, and static tokens are \

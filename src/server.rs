@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, McpSessionLimits, PushService};
+use fundi_ops::access::{AccessRequestStore, MemoryAccessRequestStore};
 use fundi_ops::audit::{AuditLog, MemoryAuditLog};
 use fundi_ops::chaos::{ChaosLog, MemoryChaosLog};
 use fundi_ops::grants::{GrantStore, MemoryGrantStore};
@@ -40,8 +41,8 @@ use fundi_skills::{
     SecurityScanSkill,
 };
 use fundi_store_sled::{
-    Durability, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore, SledPeerStore,
-    SledScheduleStore, SledStore,
+    Durability, SledAccessRequestStore, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore,
+    SledPeerStore, SledScheduleStore, SledStore,
 };
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -240,7 +241,9 @@ impl ServerBuilder {
         .with_grants(stores.grants)
         .with_audit(stores.audit)
         .with_console_sessions(stores.sessions)
-        .with_chaos_events(stores.chaos);
+        .with_chaos_events(stores.chaos)
+        .with_access_requests(&config.friends, stores.access)
+        .map_err(ServerError::Config)?;
         if let Some(inbox) = inbox {
             state = state.with_inbox(inbox);
         }
@@ -409,6 +412,7 @@ struct Stores {
     schedules: Arc<dyn ScheduleStore>,
     grants: Arc<dyn GrantStore>,
     peers: Arc<dyn PeerStore>,
+    access: Arc<dyn AccessRequestStore>,
     audit: Arc<dyn AuditLog>,
     chaos: Arc<dyn ChaosLog>,
     /// The console's sessions: in memory, except on PostgreSQL, where every node
@@ -429,6 +433,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 schedules: Arc::new(MemoryScheduleStore::new()),
                 grants: Arc::new(MemoryGrantStore::new()),
                 peers: Arc::new(MemoryPeerStore::new()),
+                access: Arc::new(MemoryAccessRequestStore::new()),
                 sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(MemoryAuditLog::new()),
                 chaos: Arc::new(MemoryChaosLog::new()),
@@ -459,6 +464,12 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 schedules: Arc::new(SledScheduleStore::new(sled.clone())),
                 grants: Arc::new(SledGrantStore::new(sled.clone())),
                 peers: Arc::new(SledPeerStore::new(sled.clone())),
+                access: Arc::new(SledAccessRequestStore::new(sled.clone()).map_err(|source| {
+                    ServerError::OpenStore {
+                        path: store.path.clone(),
+                        source,
+                    }
+                })?),
                 sessions: Arc::new(MemorySessionStore::new()),
                 audit: Arc::new(SledAuditLog::new(sled.clone())),
                 chaos: Arc::new(SledChaosLog::new(sled.clone())),
@@ -497,6 +508,7 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
                 schedules: postgres.clone(),
                 grants: postgres.clone(),
                 peers: postgres.clone(),
+                access: postgres.clone(),
                 sessions: postgres.clone(),
                 audit: postgres.clone(),
                 chaos: postgres,

@@ -5,7 +5,7 @@
 
 mod config;
 mod error;
-mod jwks;
+pub(crate) mod jwks;
 mod jwt;
 mod scopes_now;
 mod static_tokens;
@@ -130,6 +130,7 @@ impl Authenticator {
             client: grant.client,
             scopes: grant.scopes,
             grant: Some(grant.id),
+            acts_as: grant.acts_as,
         }))
     }
 
@@ -138,12 +139,28 @@ impl Authenticator {
         &self.user_header_spelling
     }
 
-    /// Checks both credentials of a request.
+    /// Checks both credentials of a request (a grant that acts for a person stands for
+    /// both: its holder sends no user token).
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
         let machine_name = "the bearer token (Authorization: Bearer)".to_owned();
         let user_name = format!("the user token ({})", self.user_header_spelling);
         let bearer =
             bearer_token(headers).ok_or_else(|| AuthError::Missing(machine_name.clone()))?;
+        let granted = self.granted(bearer, &machine_name).await?;
+        if let Some(Granted {
+            client,
+            scopes,
+            grant,
+            acts_as: Some(user),
+        }) = granted
+        {
+            return Ok(Caller {
+                user,
+                client,
+                grants: Grants::scopes(scopes),
+                grant,
+            });
+        }
         let user_token = headers
             .get(&self.user_header)
             .and_then(|v| v.to_str().ok())
@@ -152,7 +169,7 @@ impl Authenticator {
             .ok_or_else(|| AuthError::Missing(user_name.clone()))?;
         match &self.kind {
             Kind::Static(table) => {
-                let granted = match self.granted(bearer, &machine_name).await? {
+                let granted = match granted {
                     Some(granted) => granted,
                     None => {
                         let (client, scopes) = table.client(bearer).ok_or(AuthError::Invalid {
@@ -163,6 +180,7 @@ impl Authenticator {
                             client,
                             scopes,
                             grant: None,
+                            acts_as: None,
                         }
                     }
                 };
@@ -179,7 +197,7 @@ impl Authenticator {
             }
             Kind::Jwt(pair) => {
                 let JwtPair { machine, user } = pair.as_ref();
-                let granted = match self.granted(bearer, &machine_name).await? {
+                let granted = match granted {
                     Some(granted) => granted,
                     None => {
                         let client = machine
@@ -190,6 +208,7 @@ impl Authenticator {
                             client: client.subject,
                             scopes: client.scopes.unwrap_or_default(),
                             grant: None,
+                            acts_as: None,
                         }
                     }
                 };
@@ -218,6 +237,8 @@ struct Granted {
     client: String,
     scopes: Vec<String>,
     grant: Option<String>,
+    /// The person the grant acts for, when it stands for one.
+    acts_as: Option<String>,
 }
 
 fn refusal(credential: String, refusal: Refusal) -> AuthError {

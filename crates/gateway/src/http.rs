@@ -18,7 +18,9 @@ use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
-use crate::{admin, body, console, inbox, mcp_gate, methods, peers, rest, streaming, telemetry};
+use crate::{
+    access, admin, body, console, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
+};
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
@@ -32,6 +34,7 @@ pub fn app(state: AppState) -> Router {
         .route("/a2a", post(rpc))
         .route("/", post(rpc))
         .merge(admin::routes())
+        .merge(access::routes())
         .merge(inbox::routes())
         .merge(peers::routes());
     let router = match state.config.console {

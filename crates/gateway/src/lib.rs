@@ -12,6 +12,7 @@
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
 //! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
 
+mod access;
 mod admin;
 mod admission;
 mod auth;
@@ -56,6 +57,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub use access::{FriendsConfig, IssuerConfig};
 pub use auth::{
     AuthConfig, AuthError, AuthMode, Authenticator, Caller, ConfiguredScopes, DEFAULT_USER_HEADER,
     JwtConfig, StaticClient, StaticTokens,

@@ -27,6 +27,18 @@ impl UserRateLimit {
         }
     }
 
+    /// `per_hour == 0` turns the limit off.
+    pub(crate) fn per_hour(per_hour: u32, burst: u32) -> UserRateLimit {
+        let limiter = NonZeroU32::new(per_hour).map(|rate| {
+            let burst = NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN);
+            RateLimiter::keyed(Quota::per_hour(rate).allow_burst(burst))
+        });
+        UserRateLimit {
+            limiter,
+            checks: AtomicU64::new(0),
+        }
+    }
+
     /// Counts a request of `user`; `Err(seconds)` says when to retry.
     pub(crate) fn check(&self, user: &str) -> Result<(), u64> {
         let Some(limiter) = &self.limiter else {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fundi_ops::access::AccessRequestStore;
 use fundi_ops::audit::AuditLog;
 use fundi_ops::chaos::ChaosLog;
 use fundi_ops::grants::GrantStore;
@@ -13,6 +14,8 @@ use fundi_ops::sessions::SessionStore;
 use fundi_runtime::TaskService;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::config::FriendsConfig;
+use crate::access::desk::AccessDesk;
 use crate::admin::grant_desk::GrantDesk;
 use crate::auth::Authenticator;
 use crate::body::BodyLimits;
@@ -75,6 +78,8 @@ pub(crate) struct Operators {
     pub(crate) peers: Option<Arc<fundi_peers::PeerDirectory>>,
     /// The MCP endpoint's service and its sessions, served at `/mcp` behind the gate.
     pub(crate) mcp: Option<McpEndpoint>,
+    /// Requests for access by other agents, when identity providers are listed.
+    pub(crate) access: Option<Arc<AccessDesk>>,
 }
 
 /// The inputs of the cards that outlive `AppState::new`.
@@ -175,6 +180,27 @@ impl AppState {
     pub fn with_grants(mut self, grants: Arc<dyn GrantStore>) -> AppState {
         Arc::make_mut(&mut self.operators).grants = Some(Arc::new(GrantDesk::new(grants)));
         self
+    }
+
+    /// The same state serving requests for access (`POST /access-requests`, and
+    /// `/admin/access-requests` for approvers) as `friends` says, kept in `store`; an
+    /// approval vends a grant into the store of [`AppState::with_grants`], which must be
+    /// called first. Nothing changes when `friends` lists no identity provider.
+    pub fn with_access_requests(
+        mut self,
+        friends: &FriendsConfig,
+        store: Arc<dyn AccessRequestStore>,
+    ) -> Result<AppState, String> {
+        if !friends.enabled() {
+            return Ok(self);
+        }
+        friends.validate()?;
+        let grants = self.operators.grants.clone().ok_or(
+            "requests for access need a grant store: call with_grants before with_access_requests",
+        )?;
+        let desk = AccessDesk::new(friends, self.public_url(), store, grants)?;
+        Arc::make_mut(&mut self.operators).access = Some(Arc::new(desk));
+        Ok(self)
     }
 
     /// The same state serving `/inbox` (scope `fundi:inbox`) from `inbox`.

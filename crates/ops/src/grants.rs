@@ -36,6 +36,11 @@ pub struct Grant {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked, if it was.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The user its requests act for, when the grant stands for a person as well as a
+    /// client (a grant vended by approving a request for access): its holder then needs
+    /// no user token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acts_as: Option<String>,
     /// The digest of its token (hex SHA-256); never shown.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub token_digest: String,
@@ -79,7 +84,9 @@ pub fn token_digest(token: &str) -> String {
 /// Where grants are kept.
 #[async_trait]
 pub trait GrantStore: Send + Sync + 'static {
-    /// Stores a grant (new or changed); its digest never changes.
+    /// Stores a grant (new or changed). Its digest changes at most once: a grant vended
+    /// by approving a request for access is stored with the digest of a token nobody
+    /// holds, and gets its own when the requester collects it.
     async fn put(&self, grant: &Grant) -> Result<(), StoreError>;
 
     /// One grant by id.

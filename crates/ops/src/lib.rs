@@ -7,6 +7,7 @@
 //! - [`schedules`]: recurring runs, cron in a time zone, and the [`schedules::Scheduler`]
 //!   that fires them into a runtime;
 //! - [`grants`]: client credentials a person vends and revokes;
+//! - [`access`]: requests for access by agents, which a person approves into grants;
 //! - [`audit`]: what operators and approvers did;
 //! - [`chaos`]: the faults chaos skills injected on purpose;
 //! - [`sessions`]: the web console's sign-in links and sessions;
@@ -17,6 +18,7 @@
 //! None of it is needed to run tasks: an embedder of `fundi-runtime` alone compiles none
 //! of it (nor cron, nor time zones).
 
+pub mod access;
 pub mod addresses;
 pub mod audit;
 pub mod chaos;

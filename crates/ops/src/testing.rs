@@ -1,9 +1,10 @@
 //! Test helpers (feature `test-util`): the contracts every backend of these records
 //! keeps (`records_contract`: issues, grants, the audit and chaos logs;
-//! `session_contract`: console sessions), and a schedule to store.
+//! `session_contract`: console sessions; `access_contract`: requests for access), and a schedule to store.
 
 use chrono::Utc;
 
+pub mod access_contract;
 pub mod records_contract;
 pub mod session_contract;
 

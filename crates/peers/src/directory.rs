@@ -169,6 +169,25 @@ impl PeerDirectory {
         Ok(())
     }
 
+    /// Reads the agent card at `url` once, as a peer's card is read (the special-purpose
+    /// address filter unless `allow_private_networks`, no redirects, the size limit, its
+    /// signature checked against keys on its own origin), and keeps nothing: how fundi
+    /// reads the card of an agent that asks it for access.
+    pub async fn read_card(url: &str, allow_private_networks: bool) -> Result<PeerCard, PeerError> {
+        let mut config = PeerConfig::new(url);
+        config.allow_private_networks = allow_private_networks;
+        let once = PeerDirectory::new(
+            &BTreeMap::from([("requester".to_owned(), config)]),
+            Duration::ZERO,
+        )
+        .map_err(|reason| PeerError::Card {
+            peer: "requester".into(),
+            reason,
+        })?;
+        let card = once.discover("requester").await?;
+        Ok(PeerCard::clone(&card))
+    }
+
     /// The names of the peers known now (those added at run time as last read).
     pub fn names(&self) -> Vec<String> {
         let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);

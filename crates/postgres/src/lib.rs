@@ -5,6 +5,7 @@
 //! refused. A commit is one transaction, durable when it returns (PostgreSQL's
 //! `synchronous_commit`), so `settle` has nothing to wait for.
 
+mod access;
 mod cluster;
 mod columns;
 mod commit;

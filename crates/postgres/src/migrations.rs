@@ -153,6 +153,15 @@ const MIGRATIONS: &[&str] = &[
         peer jsonb NOT NULL
     );
     "#,
+    // 9: requests for access, each assertion (issuer and jti) usable once.
+    r#"
+    CREATE TABLE {s}.access_requests (
+        id text COLLATE "C" PRIMARY KEY,
+        assertion text NOT NULL UNIQUE,
+        version bigint NOT NULL,
+        request jsonb NOT NULL
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

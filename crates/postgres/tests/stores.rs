@@ -135,6 +135,7 @@ async fn the_operations_records_keep_their_contracts() {
     check_audit_log("postgres", store).await;
     check_chaos_log("postgres", store).await;
     check_peer_store("postgres", store).await;
+    fundi_ops::testing::access_contract::check_access_request_store("postgres", store).await;
     fresh.drop().await;
 }
 

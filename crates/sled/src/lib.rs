@@ -8,6 +8,7 @@
 //! [`TaskStore`]: fundi_runtime::store::TaskStore
 //! [`PushStore`]: fundi_runtime::store::PushStore
 
+mod access;
 mod active_set;
 mod audit;
 mod chaos;
@@ -33,6 +34,7 @@ mod task_store;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
+pub use access::SledAccessRequestStore;
 pub use audit::SledAuditLog;
 pub use chaos::SledChaosLog;
 pub use grants::SledGrantStore;

@@ -1,5 +1,5 @@
 //! The operations records kept in a sled store (issues, grants, the audit and chaos
-//! logs, peers) keep their contracts, and what they hold survives a reopen.
+//! logs, peers, requests for access) keep their contracts, and what they hold survives a reopen.
 
 use std::sync::Arc;
 
@@ -78,4 +78,21 @@ async fn peers_keep_their_contract_and_survive_a_reopen() {
         .map(|p| p.name)
         .collect();
     assert_eq!(names, ["b", "zeta"], "kept across a reopen");
+}
+
+#[tokio::test]
+async fn requests_for_access_keep_their_contract_and_survive_a_reopen() {
+    use fundi_ops::access::AccessRequestStore;
+    use fundi_ops::testing::access_contract::{check_access_request_store, request};
+    use fundi_store_sled::SledAccessRequestStore;
+    let dir = tempfile::tempdir().unwrap();
+    let sled = Arc::new(open_sled(dir.path()).await);
+    check_access_request_store("sled", &SledAccessRequestStore::new(sled.clone()).unwrap()).await;
+    drop(sled);
+    let store = SledAccessRequestStore::new(Arc::new(open_sled(dir.path()).await)).unwrap();
+    assert_eq!(store.list().await.unwrap().len(), 2, "kept across a reopen");
+    assert!(
+        !store.insert(&request("ar-4", "j-1")).await.unwrap(),
+        "an assertion used before a reopen is refused after it"
+    );
 }

@@ -10,9 +10,9 @@ use tokio::sync::Mutex;
 /// The grants, and the lock that keeps their changes one at a time (so that a narrowing
 /// read before a revocation cannot write the grant back unrevoked).
 pub(crate) struct GrantDesk {
-    pub(super) store: Arc<dyn GrantStore>,
+    pub(crate) store: Arc<dyn GrantStore>,
     /// Held while a grant changes.
-    pub(super) changing: Mutex<()>,
+    pub(crate) changing: Mutex<()>,
 }
 
 impl GrantDesk {

@@ -77,6 +77,7 @@ async fn create(
         created_at: now,
         expires_at,
         revoked_at: None,
+        acts_as: None,
         token_digest: token_digest(&token),
     };
     if let Err(error) = desk.store.put(&grant).await {

@@ -111,6 +111,7 @@ mod tests {
             created_at: Utc::now(),
             expires_at: None,
             revoked_at: None,
+            acts_as: None,
             token_digest: "d".into(),
         };
         grants.put(&grant).await.unwrap();

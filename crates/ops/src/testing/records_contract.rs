@@ -112,6 +112,7 @@ pub fn grant(id: &str, token: &str) -> Grant {
         created_at: Utc::now(),
         expires_at: None,
         revoked_at: None,
+        acts_as: None,
         token_digest: token_digest(token),
     }
 }
@@ -136,6 +137,15 @@ pub async fn check_grant_store(name: &str, store: &dyn GrantStore) {
         "{name}"
     );
     assert_eq!(store.get("gr-2").await.unwrap().unwrap().id, "gr-2");
+    // A token issued later: the grant is found by the new digest, never by the old.
+    let mut second = grant("gr-2", "fundi_grant_unheld");
+    second.acts_as = Some("idp:alice".into());
+    second.token_digest = token_digest("fundi_grant_issued");
+    store.put(&second).await.unwrap();
+    let found = store.by_digest(&second.token_digest).await.unwrap();
+    assert_eq!(found.as_ref(), Some(&second), "{name}");
+    let old = store.by_digest(&token_digest("fundi_grant_two")).await;
+    assert_eq!(old.unwrap(), None, "{name}: the old digest finds nothing");
     let ids: Vec<String> = store
         .list()
         .await

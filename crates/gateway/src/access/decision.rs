@@ -1,0 +1,211 @@
+//! A person's decision on a request for access, and the requester's collection of its
+//! token. Each is one change of the stored request, made only from the version read
+//! (so two approvers, or two collections, cannot both win, on any node).
+
+use chrono::Utc;
+use fundi_ops::access::{AccessRequest, Decision, Standing};
+use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
+use fundi_runtime::approval::APPROVE_SCOPE;
+use fundi_runtime::{ADMIN_SCOPE, Grants};
+
+use super::desk::{AccessDesk, random_hex};
+use super::error::AccessError;
+
+/// What an approval vended.
+pub(crate) struct Approved {
+    pub(crate) request: AccessRequest,
+    pub(crate) grant: Grant,
+    /// Scopes asked for that the grant does not hold (narrowed away, or beyond what the
+    /// approver may give).
+    pub(crate) withheld: Vec<String>,
+}
+
+/// What a collection handed out.
+pub(crate) struct Collected {
+    pub(crate) grant: Grant,
+    pub(crate) token: String,
+}
+
+/// Scopes no request for access is ever granted: they are for people and local agents.
+fn never_granted(scope: &str) -> bool {
+    scope == ADMIN_SCOPE || scope.starts_with(APPROVE_SCOPE) || scope == "fundi:inbox"
+}
+
+impl AccessDesk {
+    /// Approves `id` for `by` (holding `held`): a grant of the scopes asked for, narrowed
+    /// to `narrowing` when given and to what `held` may give, lasting `lasts`.
+    pub(crate) async fn approve(
+        &self,
+        id: &str,
+        by: &str,
+        held: &Grants,
+        narrowing: Option<Vec<String>>,
+        lasts: Option<chrono::DateTime<Utc>>,
+    ) -> Result<Approved, AccessError> {
+        let request = self.pending(id).await?;
+        if let Some(narrowing) = &narrowing
+            && let Some(wider) = narrowing.iter().find(|s| !request.scopes.contains(s))
+        {
+            return Err(AccessError::Malformed(format!(
+                "{wider:?} was not asked for: an approval can only narrow (asked: {:?})",
+                request.scopes
+            )));
+        }
+        let (given, withheld): (Vec<String>, Vec<String>) =
+            request.scopes.iter().cloned().partition(|scope| {
+                narrowing.as_ref().is_none_or(|n| n.contains(scope))
+                    && held.allows(Some(scope))
+                    && !never_granted(scope)
+            });
+        if given.is_empty() {
+            return Err(AccessError::Forbidden(format!(
+                "nothing is left to grant of {:?}: {by} may not give these scopes, or the \
+                 narrowing removed them all (fundi:admin, fundi:approve and fundi:inbox are \
+                 never granted to a requester); reject the request instead",
+                request.scopes
+            )));
+        }
+        let now = Utc::now();
+        let grant = Grant {
+            id: format!("gr-{}", uuid::Uuid::now_v7()),
+            client: request.id.clone(),
+            scopes: given.clone(),
+            created_by: by.to_owned(),
+            created_at: now,
+            expires_at: lasts,
+            revoked_at: None,
+            acts_as: Some(request.requester.user()),
+            // A token nobody holds, until the requester collects its own.
+            token_digest: token_digest(&random_hex()),
+        };
+        self.grants.store.put(&grant).await?;
+        let mut next = request.clone();
+        next.version += 1;
+        next.expires_at = now + self.lifetime;
+        next.decision = Some(Decision {
+            approved: true,
+            by: by.to_owned(),
+            at: now,
+            scopes: given,
+            grant: Some(grant.id.clone()),
+            reason: None,
+        });
+        if !self.store.replace(&request, &next).await? {
+            // Someone else decided meanwhile: the grant vended here must admit nothing.
+            self.grants.revoke(&grant.id).await?;
+            return Err(decided_meanwhile(id));
+        }
+        Ok(Approved {
+            request: next,
+            grant,
+            withheld,
+        })
+    }
+
+    /// Rejects `id` for `by`, saying `reason` to the requester when given.
+    pub(crate) async fn reject(
+        &self,
+        id: &str,
+        by: &str,
+        reason: Option<String>,
+    ) -> Result<AccessRequest, AccessError> {
+        let request = self.pending(id).await?;
+        let mut next = request.clone();
+        next.version += 1;
+        next.decision = Some(Decision {
+            approved: false,
+            by: by.to_owned(),
+            at: Utc::now(),
+            scopes: Vec::new(),
+            grant: None,
+            reason,
+        });
+        if !self.store.replace(&request, &next).await? {
+            return Err(decided_meanwhile(id));
+        }
+        Ok(next)
+    }
+
+    /// The request `id`, still pending.
+    async fn pending(&self, id: &str) -> Result<AccessRequest, AccessError> {
+        let request = self.find(id).await?;
+        match request.standing(Utc::now()) {
+            Standing::Pending => Ok(request),
+            other => Err(AccessError::Conflict(format!(
+                "request {id} is {}, not pending: it was decided or lapsed",
+                other.as_str()
+            ))),
+        }
+    }
+
+    /// Hands `request`'s token to its requester: once, and only once it is approved.
+    /// `Ok(None)`: still pending.
+    pub(crate) async fn collect(
+        &self,
+        request: AccessRequest,
+    ) -> Result<Option<Collected>, AccessError> {
+        let now = Utc::now();
+        let id = &request.id;
+        match request.standing(now) {
+            Standing::Pending => return Ok(None),
+            Standing::Approved => {}
+            Standing::Collected => {
+                return Err(AccessError::Gone(format!(
+                    "the token of request {id} was collected at {}: it is handed out once \
+                     (ask for access again if it was lost)",
+                    request.collected_at.unwrap_or(now).to_rfc3339()
+                )));
+            }
+            Standing::Rejected => {
+                let decision = request.decision.as_ref();
+                let why = decision
+                    .and_then(|d| d.reason.as_deref())
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                return Err(AccessError::Gone(format!(
+                    "request {id} was rejected by a person{why}"
+                )));
+            }
+            Standing::Expired => {
+                return Err(AccessError::Gone(format!(
+                    "request {id} lapsed at {} without being {}",
+                    request.expires_at.to_rfc3339(),
+                    match request.decision {
+                        Some(_) => "collected",
+                        None => "decided",
+                    }
+                )));
+            }
+        }
+        let grant_id = request
+            .decision
+            .as_ref()
+            .and_then(|d| d.grant.clone())
+            .unwrap_or_default();
+        let mut next = request.clone();
+        next.version += 1;
+        next.collected_at = Some(now);
+        if !self.store.replace(&request, &next).await? {
+            return Err(AccessError::Gone(format!(
+                "the token of request {id} was collected meanwhile: it is handed out once"
+            )));
+        }
+        let _changing = self.grants.changing.lock().await;
+        let mut grant = self.grants.store.get(&grant_id).await?.ok_or_else(|| {
+            AccessError::Gone(format!("the grant of request {id} no longer exists"))
+        })?;
+        if let Some(refusal) = grant.refusal(now) {
+            return Err(AccessError::Gone(refusal));
+        }
+        let token = format!("{GRANT_TOKEN_PREFIX}{}", random_hex());
+        grant.token_digest = token_digest(&token);
+        self.grants.store.put(&grant).await?;
+        Ok(Some(Collected { grant, token }))
+    }
+}
+
+fn decided_meanwhile(id: &str) -> AccessError {
+    AccessError::Conflict(format!(
+        "request {id} was decided by someone else meanwhile; read it again"
+    ))
+}

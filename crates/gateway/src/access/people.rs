@@ -1,0 +1,184 @@
+//! The approvers' routes (`fundi:approve` or `fundi:admin`): `GET /admin/access-requests`
+//! (`?status=pending`), `GET /admin/access-requests/{id}`, `POST .../{id}/approve`
+//! (`{"scopes"?: [...], "expires"?: "30d"}`: approval is the vend, never wider than asked
+//! nor than the approver may give) and `POST .../{id}/reject` (`{"reason"?: "..."}`).
+//! Every decision is recorded in the audit log.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::Utc;
+use fundi_ops::access::AccessRequest;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::AccessDeskOf;
+use super::error::AccessError;
+use crate::admin::audit::record;
+use crate::admin::{admin_error, parse};
+use crate::operator::{Approver, Operator};
+use crate::state::AppState;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/access-requests", get(list))
+        .route("/admin/access-requests/{id}", get(show))
+        .route("/admin/access-requests/{id}/approve", post(approve))
+        .route("/admin/access-requests/{id}/reject", post(reject))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Approval {
+    #[serde(default)]
+    scopes: Option<Vec<String>>,
+    /// How long the grant admits requests ("30d"); until revoked when absent.
+    #[serde(default)]
+    expires: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Rejection {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// A request as people see it: its standing now, never its secret's digest.
+pub(crate) fn shown(request: &AccessRequest) -> Value {
+    let mut value = serde_json::to_value(request.shown()).unwrap_or(Value::Null);
+    value["status"] = json!(request.standing(Utc::now()).as_str());
+    value
+}
+
+async fn list(
+    _approver: Operator<Approver>,
+    AccessDeskOf(desk): AccessDeskOf,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let wanted = query.get("status").map(String::as_str);
+    let known = ["pending", "approved", "collected", "rejected", "expired"];
+    if let Some(status) = wanted
+        && !known.contains(&status)
+    {
+        return admin_error(
+            StatusCode::BAD_REQUEST,
+            &format!("status must be one of {known:?}, got {status:?}"),
+        );
+    }
+    match desk.store.list().await {
+        Ok(all) => {
+            let now = Utc::now();
+            let shown: Vec<Value> = all
+                .iter()
+                .rev()
+                .filter(|r| wanted.is_none_or(|s| r.standing(now).as_str() == s))
+                .map(shown)
+                .collect();
+            axum::Json(json!({"requests": shown})).into_response()
+        }
+        Err(error) => AccessError::from(error).into_response(),
+    }
+}
+
+async fn show(
+    _approver: Operator<Approver>,
+    AccessDeskOf(desk): AccessDeskOf,
+    Path(id): Path<String>,
+) -> Response {
+    match desk.find(&id).await {
+        Ok(request) => axum::Json(shown(&request)).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    Operator(caller, _): Operator<Approver>,
+    AccessDeskOf(desk): AccessDeskOf,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let approval: Approval = match body.is_empty() {
+        true => Approval::default(),
+        false => match parse(&body, "{\"scopes\"?: [...], \"expires\"?: \"30d\"}") {
+            Ok(approval) => approval,
+            Err(refused) => return refused,
+        },
+    };
+    let lasts = match approval.expires.as_deref().map(grant_expiry).transpose() {
+        Ok(lasts) => lasts,
+        Err(problem) => return admin_error(StatusCode::BAD_REQUEST, &problem),
+    };
+    let approved = match desk
+        .approve(&id, &caller.user, &caller.grants, approval.scopes, lasts)
+        .await
+    {
+        Ok(approved) => approved,
+        Err(error) => return error.into_response(),
+    };
+    let detail = json!({
+        "grant": approved.grant.id,
+        "scopes": approved.grant.scopes,
+        "withheld": approved.withheld,
+        "actsAs": approved.grant.acts_as,
+        "expiresAt": approved.grant.expires_at,
+    });
+    if let Err(failed) = record(&state, &caller, "access.approve", &id, detail).await {
+        return failed;
+    }
+    super::callback::notify(&desk, &approved.request);
+    let mut body = shown(&approved.request);
+    body["withheld"] = json!(approved.withheld);
+    axum::Json(body).into_response()
+}
+
+async fn reject(
+    State(state): State<AppState>,
+    Operator(caller, _): Operator<Approver>,
+    AccessDeskOf(desk): AccessDeskOf,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let rejection: Rejection = match body.is_empty() {
+        true => Rejection::default(),
+        false => match parse(&body, "{\"reason\"?: \"...\"}") {
+            Ok(rejection) => rejection,
+            Err(refused) => return refused,
+        },
+    };
+    let reason = rejection.reason.filter(|r| !r.trim().is_empty());
+    let rejected = match desk.reject(&id, &caller.user, reason.clone()).await {
+        Ok(rejected) => rejected,
+        Err(error) => return error.into_response(),
+    };
+    if let Err(failed) = record(
+        &state,
+        &caller,
+        "access.reject",
+        &id,
+        json!({"reason": reason}),
+    )
+    .await
+    {
+        return failed;
+    }
+    super::callback::notify(&desk, &rejected);
+    axum::Json(shown(&rejected)).into_response()
+}
+
+/// When a grant lasting `text` ("30d") from now expires.
+fn grant_expiry(text: &str) -> Result<chrono::DateTime<Utc>, String> {
+    let lasts = humantime::parse_duration(text)
+        .map_err(|e| format!("expires must be a duration such as \"30d\" or \"12h\": {e}"))?;
+    chrono::Duration::from_std(lasts)
+        .ok()
+        .filter(|lasts| !lasts.is_zero())
+        .and_then(|lasts| Utc::now().checked_add_signed(lasts))
+        .ok_or_else(|| format!("expires must be more than nothing, got {text:?}"))
+}
