@@ -169,3 +169,114 @@ async fn an_agent_asks_a_person_approves_narrowed_and_its_token_is_collected_onc
     }
     assert!(audit.contains("by acme:agent-b"), "{audit}");
 }
+
+/// B (a fundi) asks A for access as its own agent, a person at A approves, B collects
+/// the token and delegates to A with it; A's tasks belong to the person who asked.
+// Worker threads: the provider's JWK Set is served while the CLI blocks this thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fundi_asks_its_peer_for_access_and_delegates_with_what_it_collects() {
+    let idp = Idp::start().await;
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = start_a(a_dir.path(), &idp, &[]);
+    let b = Server::start(b_dir.path(), &[]);
+    let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", a.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let offer = &card["capabilities"]["extensions"][0];
+    assert_eq!(offer["uri"], "urn:fundi:access-requests:1", "{card}");
+    assert_eq!(offer["params"]["url"], format!("{}/access-requests", a.url));
+    assert_eq!(offer["params"]["issuers"], json!([idp.issuer]));
+
+    let added = [
+        "peers",
+        "add",
+        "a",
+        "--peer-url",
+        &a.url,
+        "--allow-private-networks",
+    ];
+    let (added_ok, said) = cli(&b, &added);
+    assert!(added_ok, "{said}");
+    let assertion = b_dir.path().join("assertion.jwt");
+    std::fs::write(&assertion, idp.sign(&idp.claims("b-operator", &a.url))).unwrap();
+    let asking = [
+        "access",
+        "request",
+        "--peer",
+        "a",
+        "--scopes",
+        "fundi:audit",
+        "--reason",
+        "B audits our shared site",
+        "--assertion-file",
+        assertion.to_str().unwrap(),
+    ];
+    let (asked_ok, asked) = cli(&b, &asking);
+    assert!(asked_ok, "{asked}");
+    let id = asked.split_whitespace().next().unwrap().to_owned();
+    let secret = asked.lines().nth(2).unwrap().trim().to_owned();
+    assert!(secret.starts_with("fundi_continue_"), "{asked}");
+
+    // A's queue names B's card, signed and verified, and the person B's operator is.
+    let (_, listed) = cli(&a, &["access", "list"]);
+    assert!(
+        listed.contains(&id) && listed.contains("b-operator"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!("{}/.well-known/agent-card.json", b.url)),
+        "{listed}"
+    );
+    assert!(listed.contains("signed card verified"), "{listed}");
+
+    let collecting = [
+        "access",
+        "collect",
+        "--peer",
+        "a",
+        &id,
+        "--continuation",
+        &secret,
+    ];
+    let (pending_ok, pending) = cli(&b, &collecting);
+    assert!(pending_ok && pending.contains("still pending"), "{pending}");
+    let (approved_ok, approved) = cli(&a, &["access", "approve", &id]);
+    assert!(approved_ok, "{approved}");
+    let (collected_ok, collected) = cli(&b, &collecting);
+    assert!(
+        collected_ok && collected.contains("collected"),
+        "{collected}"
+    );
+    let (again_ok, again) = cli(&b, &collecting);
+    assert!(!again_ok && again.contains("handed out once"), "{again}");
+
+    // B's delegation reaches A with the collected token, as the person who asked.
+    let mut sent = message("through the grant", json!({"peer": "a", "skill": "echo"}));
+    sent["metadata"] = json!({"skill": "delegate"});
+    let task = common::ok(
+        &b,
+        "SendMessage",
+        json!({"message": sent, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let id = task["task"]["id"].as_str().unwrap();
+    let done = common::poll_task(&b, id, |t| {
+        common::state(t) != "TASK_STATE_WORKING" && common::state(t) != "TASK_STATE_SUBMITTED"
+    })
+    .await;
+    assert_eq!(common::state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let (_, audit) = cli(&a, &["audit"]);
+    assert!(
+        audit.contains("access.collect") && audit.contains("by acme:b-operator"),
+        "{audit}"
+    );
+    let (_, b_audit) = cli(&b, &["audit"]);
+    assert!(
+        b_audit.contains("peer.access-request") && b_audit.contains("peer.access-collect"),
+        "{b_audit}"
+    );
+    assert!(!b_audit.contains(&secret), "the secret is never recorded");
+}

@@ -54,7 +54,66 @@ pub(super) async fn run(command: AccessCommand) -> anyhow::Result<()> {
             let result = admin_post(&endpoint, &path, Some(&json!({"reason": reason}))).await?;
             show(&endpoint, &result, print_request)
         }
+        AccessCommand::Request {
+            endpoint,
+            peer,
+            scopes,
+            reason,
+            assertion_file,
+        } => {
+            let assertion = read_assertion(&assertion_file)?;
+            let body = json!({"scopes": scopes, "reason": reason, "assertion": assertion});
+            let path = format!("/admin/peers/{peer}/access-requests");
+            let result = admin_post(&endpoint, &path, Some(&body)).await?;
+            show(&endpoint, &result, |r| {
+                let id = r["request"]["id"].as_str().unwrap_or_default();
+                println!("{id} asked of peer {peer}: pending until a person there decides");
+                println!("continuation secret (shown once):");
+                println!(
+                    "{}",
+                    r["request"]["continuation"].as_str().unwrap_or_default()
+                );
+                println!(
+                    "once approved: fundi access collect --peer {peer} {id} --continuation <secret>"
+                );
+            })
+        }
+        AccessCommand::Collect {
+            endpoint,
+            peer,
+            id,
+            continuation,
+        } => {
+            let path = format!("/admin/peers/{peer}/access-requests/{id}/collect");
+            let body = json!({"continuation": continuation});
+            let result = admin_post(&endpoint, &path, Some(&body)).await?;
+            show(&endpoint, &result, |r| match r["status"].as_str() {
+                Some("collected") => println!(
+                    "{id}: collected; peer {peer} is now called with the token granted for {}",
+                    scopes_of(&r["scopes"])
+                ),
+                _ => println!("{id}: still pending at peer {peer}; collect again once approved"),
+            })
+        }
     }
+}
+
+/// The assertion in `path` (`-`: standard input), trimmed.
+fn read_assertion(path: &std::path::Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let text = match path.as_os_str() == "-" {
+        true => std::io::read_to_string(std::io::stdin())
+            .context("reading the assertion from standard input")?,
+        false => std::fs::read_to_string(path)
+            .with_context(|| format!("reading the assertion from {}", path.display()))?,
+    };
+    let assertion = text.trim().to_owned();
+    anyhow::ensure!(
+        !assertion.is_empty(),
+        "the assertion file {} is empty",
+        path.display()
+    );
+    Ok(assertion)
 }
 
 /// A request in a few lines: who, which agent, what and why, and where it stands.

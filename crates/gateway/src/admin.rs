@@ -28,6 +28,7 @@ pub(crate) mod audit;
 mod chaos;
 pub(crate) mod grant_desk;
 mod grants;
+mod peer_access;
 mod peers;
 mod schedules;
 
@@ -40,6 +41,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .merge(schedules::routes())
         .merge(grants::routes())
         .merge(peers::routes())
+        .merge(peer_access::routes())
         .merge(audit::routes())
         .merge(chaos::routes())
         .merge(approvals::routes())

@@ -44,6 +44,9 @@ pub(crate) struct CardFacts<'a> {
     pub(crate) push: bool,
     /// The key that signs the cards, when they are signed.
     pub(crate) signer: Option<&'a CardKey>,
+    /// The offer of requests for access (an entry of `capabilities.extensions`), when
+    /// they are served.
+    pub(crate) access_requests: Option<&'a serde_json::Value>,
 }
 
 /// The three documents, each serialized once with its ETag.
@@ -151,6 +154,9 @@ fn v1_card(facts: &CardFacts<'_>) -> Value {
         "skills": facts.skills.iter().map(|s| skill(s, "securityRequirements", v1_requirement)).collect::<Vec<_>>(),
     });
     provider_and_docs(&mut card, facts.config);
+    if let Some(offer) = facts.access_requests {
+        card["capabilities"]["extensions"] = json!([offer]);
+    }
     card
 }
 
@@ -190,6 +196,9 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         "skills": facts.skills.iter().map(|s| skill(s, "security", v03_requirement)).collect::<Vec<_>>(),
     });
     provider_and_docs(&mut card, facts.config);
+    if let Some(offer) = facts.access_requests {
+        card["capabilities"]["extensions"] = json!([offer]);
+    }
     card
 }
 
@@ -304,6 +313,7 @@ mod tests {
             user_header: "X-User",
             push: false,
             signer: Some(&key),
+            access_requests: None,
         });
         let v1: Value = serde_json::from_str(&cards.v1.json).unwrap();
         let jwks = json!({"keys": [key.public_jwk()]});
@@ -331,6 +341,7 @@ mod tests {
             user_header: "X-User",
             push: true,
             signer: None,
+            access_requests: None,
         };
         let cards = Cards::new(&facts);
         let parse = |body: &CardBody| serde_json::from_str(&body.json).unwrap();

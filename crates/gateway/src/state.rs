@@ -92,6 +92,8 @@ struct CardInputs {
     signer: Option<CardKey>,
     /// Whether push notifications are served.
     push: bool,
+    /// The card's offer of requests for access, when they are served.
+    access_requests: Option<serde_json::Value>,
 }
 
 impl AppState {
@@ -111,6 +113,7 @@ impl AppState {
             user_header: auth.user_header().to_owned(),
             signer: None,
             push: false,
+            access_requests: None,
         };
         let cards = facts.cards(&config);
         // The settings were checked (`GatewayConfig::validate`); what is left to fail is
@@ -200,6 +203,19 @@ impl AppState {
         )?;
         let desk = AccessDesk::new(friends, self.public_url(), store, grants)?;
         Arc::make_mut(&mut self.operators).access = Some(Arc::new(desk));
+        let offer = serde_json::json!({
+            "uri": fundi_peers::ACCESS_REQUESTS_EXTENSION,
+            "description": "Ask for access: POST {card, scopes, reason, assertion} to \
+                            params.url, the assertion a JWT of one of params.issuers for \
+                            this agent; a person decides (docs/trust.md).",
+            "required": false,
+            "params": {
+                "url": format!("{}/access-requests", self.public_url().trim_end_matches('/')),
+                "issuers": friends.issuers.values().map(|i| i.issuer.clone()).collect::<Vec<_>>(),
+            },
+        });
+        Arc::make_mut(&mut self.facts).access_requests = Some(offer);
+        self.cards = Arc::new(self.facts.cards(&self.config));
         Ok(self)
     }
 
@@ -266,6 +282,7 @@ impl CardInputs {
             user_header: &self.user_header,
             push: self.push,
             signer: self.signer.as_ref(),
+            access_requests: self.access_requests.as_ref(),
         })
     }
 }

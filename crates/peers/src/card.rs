@@ -4,6 +4,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// The card extension through which an agent offers requests for access (fundi's
+/// `POST /access-requests`): its `params.url` is where to ask, `params.issuers` the
+/// identity providers whose assertions are accepted.
+pub const ACCESS_REQUESTS_EXTENSION: &str = "urn:fundi:access-requests:1";
+
 /// The bindings fundi speaks to a peer, in no order of its own: the card's order wins.
 const SPOKEN: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
 
@@ -56,6 +61,10 @@ pub struct PeerCard {
     pub signed: bool,
     /// Whether one of them verified against the keys the peer's own origin publishes.
     pub signature_verified: bool,
+    /// Where the agent takes requests for access, when its card offers them
+    /// ([`ACCESS_REQUESTS_EXTENSION`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_requests: Option<String>,
     /// The header an API-key scheme of the card asks for (a fundi peer's user token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_header: Option<String>,
@@ -153,6 +162,13 @@ impl PeerCard {
             streaming: json["capabilities"]["streaming"].as_bool() == Some(true),
             signed: json["signatures"].as_array().is_some_and(|s| !s.is_empty()),
             signature_verified: false,
+            access_requests: json["capabilities"]["extensions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["uri"].as_str() == Some(ACCESS_REQUESTS_EXTENSION))
+                .and_then(|e| e["params"]["url"].as_str())
+                .map(str::to_owned),
             user_header,
         })
     }

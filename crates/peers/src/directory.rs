@@ -35,8 +35,11 @@ pub const PEER_METHODS: [(&str, bool); 8] = [
 /// The largest agent card read.
 const MAX_CARD_BYTES: usize = 1 << 20;
 
+mod access;
 mod fetch;
 mod stored;
+
+pub use access::AccessAsked;
 
 /// The known peers: those of the config, and those an admin added at run time (kept in
 /// the store, when there is one: see `stored`).

@@ -23,8 +23,8 @@ mod remote;
 pub mod signature;
 mod wire;
 
-pub use card::{CardSkill, Interface, PeerCard};
+pub use card::{ACCESS_REQUESTS_EXTENSION, CardSkill, Interface, PeerCard};
 pub use config::{DelegateConfig, PeerConfig};
 pub use delegate::{DELEGATE_SCOPE, DelegateSkill};
-pub use directory::{PEER_METHODS, PeerDirectory, PeerSummary};
+pub use directory::{AccessAsked, PEER_METHODS, PeerDirectory, PeerSummary};
 pub use error::PeerError;

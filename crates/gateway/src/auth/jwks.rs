@@ -36,8 +36,9 @@ pub(crate) struct Jwks {
     max_age: Duration,
     min_refresh: Duration,
     cache: RwLock<Cached>,
-    /// When the last fetch started; held while fetching, so one fetch runs at a time.
-    last_attempt: tokio::sync::Mutex<Option<Instant>>,
+    /// When the last fetch started, and why it failed if it did; held while fetching,
+    /// so one fetch runs at a time.
+    last_attempt: tokio::sync::Mutex<Option<(Instant, Option<String>)>>,
 }
 
 #[derive(Default)]
@@ -91,19 +92,28 @@ impl Jwks {
             return Ok(key);
         }
         let stale = self.cached(kid, false);
-        let may_fetch = last_attempt.is_none_or(|at| at.elapsed() >= self.min_refresh);
+        let may_fetch = last_attempt
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= self.min_refresh);
         if !may_fetch {
-            return stale.ok_or_else(|| unknown(kid));
+            // Until the next fetch may start, a failed one is what is known of the keys.
+            let failed = last_attempt.as_ref().and_then(|(_, error)| error.clone());
+            return stale.ok_or_else(|| match failed {
+                Some(error) => KeyError::Unavailable(error),
+                None => unknown(kid),
+            });
         }
-        *last_attempt = Some(Instant::now());
+        let started = Instant::now();
         match self.fetch().await {
             Ok(fresh) => {
+                *last_attempt = Some((started, None));
                 let found = fresh.find(kid);
                 *self.cache.write().unwrap_or_else(|e| e.into_inner()) = fresh;
                 found.ok_or_else(|| unknown(kid))
             }
             Err(error) => {
                 tracing::warn!(url = %self.url, %error, "JWKS fetch failed");
+                *last_attempt = Some((started, Some(error.clone())));
                 stale.ok_or(KeyError::Unavailable(error))
             }
         }
@@ -214,4 +224,30 @@ fn usable_key(raw: serde_json::Value) -> Result<(Option<String>, Key), String> {
         None => None,
     };
     Ok((jwk.common.key_id.clone(), Key { key, alg }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keys_that_cannot_be_fetched_are_unavailable_until_the_next_fetch_too() {
+        // A port nothing listens on: the fetch fails at once.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/jwks.json", closed.local_addr().unwrap());
+        drop(closed);
+        let jwks = Jwks::new(
+            url,
+            reqwest::Client::new(),
+            Duration::from_secs(300),
+            Duration::from_secs(60),
+        );
+        for attempt in ["the fetch", "the wait before the next fetch"] {
+            match jwks.key(Some("k")).await {
+                Err(KeyError::Unavailable(_)) => {}
+                Err(KeyError::Unknown(why)) => panic!("{attempt}: unknown key: {why}"),
+                Ok(_) => panic!("{attempt}: a key from nowhere"),
+            }
+        }
+    }
 }
