@@ -245,6 +245,12 @@ pub(crate) fn chromium() -> PathBuf {
 /// playwright-core, pinned by tests/web_console/package-lock.json, installed once per
 /// target directory beside the script (ES modules find packages from their folder).
 pub(crate) fn browser_script() -> PathBuf {
+    browser_script_named("browser.mjs")
+}
+
+/// The browser script `name` of tests/web_console, beside playwright-core (installed as
+/// for [`browser_script`]).
+pub(crate) fn browser_script_named(name: &str) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web_console");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-console-npm");
     let lock = std::fs::read_to_string(source.join("package-lock.json")).expect("lock");
@@ -267,8 +273,8 @@ pub(crate) fn browser_script() -> PathBuf {
         );
         std::fs::write(&stamp, lock).unwrap();
     }
-    let script = dir.join("browser.mjs");
-    std::fs::copy(source.join("browser.mjs"), &script).unwrap();
+    let script = dir.join(name);
+    std::fs::copy(source.join(name), &script).unwrap();
     script
 }
 

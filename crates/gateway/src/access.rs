@@ -6,11 +6,12 @@
 mod assertion;
 mod callback;
 pub(crate) mod config;
-mod decision;
+pub(crate) mod decision;
 pub(crate) mod desk;
-mod error;
-mod people;
+pub(crate) mod error;
+pub(crate) mod people;
 mod public;
+pub(crate) mod steps;
 
 use std::sync::Arc;
 

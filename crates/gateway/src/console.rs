@@ -9,6 +9,7 @@
 //! or through an OpenID Connect identity provider (`provider.rs`).
 //! The console is off with `gateway.console = false`. See docs/console.md.
 
+mod access;
 mod actions;
 mod approvals;
 mod artifacts;
@@ -60,6 +61,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/console/approvals", get(approvals::list))
         .route("/console/approvals/{id}/approve", post(actions::approve))
         .route("/console/approvals/{id}/reject", post(actions::reject))
+        .route("/console/access-requests", get(access::list))
+        .route(
+            "/console/access-requests/{id}/approve",
+            post(access::approve),
+        )
+        .route("/console/access-requests/{id}/reject", post(access::reject))
         .route("/console/issues", get(issues::list))
         .route("/console/dead-letters", get(operators::dead_letters))
         .route("/console/dead-letters/replay", post(operators::replay))

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::AccessDeskOf;
 use super::error::AccessError;
-use crate::admin::audit::record;
+use super::steps::{Undecided, approve_as, reject_as};
 use crate::admin::{admin_error, parse};
 use crate::operator::{Approver, Operator};
 use crate::state::AppState;
@@ -111,31 +111,15 @@ async fn approve(
             Err(refused) => return refused,
         },
     };
-    let lasts = match approval.expires.as_deref().map(grant_expiry).transpose() {
-        Ok(lasts) => lasts,
-        Err(problem) => return admin_error(StatusCode::BAD_REQUEST, &problem),
-    };
-    let approved = match desk
-        .approve(&id, &caller.user, &caller.grants, approval.scopes, lasts)
-        .await
-    {
-        Ok(approved) => approved,
-        Err(error) => return error.into_response(),
-    };
-    let detail = json!({
-        "grant": approved.grant.id,
-        "scopes": approved.grant.scopes,
-        "withheld": approved.withheld,
-        "actsAs": approved.grant.acts_as,
-        "expiresAt": approved.grant.expires_at,
-    });
-    if let Err(failed) = record(&state, &caller, "access.approve", &id, detail).await {
-        return failed;
+    let expires = approval.expires.as_deref();
+    match approve_as(&state, &desk, &caller, &id, approval.scopes, expires, "api").await {
+        Ok(approved) => {
+            let mut body = shown(&approved.request);
+            body["withheld"] = json!(approved.withheld);
+            axum::Json(body).into_response()
+        }
+        Err(undecided) => answer(undecided),
     }
-    super::callback::notify(&desk, &approved.request);
-    let mut body = shown(&approved.request);
-    body["withheld"] = json!(approved.withheld);
-    axum::Json(body).into_response()
 }
 
 async fn reject(
@@ -152,33 +136,15 @@ async fn reject(
             Err(refused) => return refused,
         },
     };
-    let reason = rejection.reason.filter(|r| !r.trim().is_empty());
-    let rejected = match desk.reject(&id, &caller.user, reason.clone()).await {
-        Ok(rejected) => rejected,
-        Err(error) => return error.into_response(),
-    };
-    if let Err(failed) = record(
-        &state,
-        &caller,
-        "access.reject",
-        &id,
-        json!({"reason": reason}),
-    )
-    .await
-    {
-        return failed;
+    match reject_as(&state, &desk, &caller, &id, rejection.reason, "api").await {
+        Ok(rejected) => axum::Json(shown(&rejected)).into_response(),
+        Err(undecided) => answer(undecided),
     }
-    super::callback::notify(&desk, &rejected);
-    axum::Json(shown(&rejected)).into_response()
 }
 
-/// When a grant lasting `text` ("30d") from now expires.
-fn grant_expiry(text: &str) -> Result<chrono::DateTime<Utc>, String> {
-    let lasts = humantime::parse_duration(text)
-        .map_err(|e| format!("expires must be a duration such as \"30d\" or \"12h\": {e}"))?;
-    chrono::Duration::from_std(lasts)
-        .ok()
-        .filter(|lasts| !lasts.is_zero())
-        .and_then(|lasts| Utc::now().checked_add_signed(lasts))
-        .ok_or_else(|| format!("expires must be more than nothing, got {text:?}"))
+fn answer(undecided: Undecided) -> Response {
+    match undecided {
+        Undecided::Refused(error) => error.into_response(),
+        Undecided::NotRecorded(failed) => failed,
+    }
 }

@@ -15,6 +15,7 @@ use crate::error::ApiError;
 pub(crate) enum Section {
     Tasks,
     Approvals,
+    Access,
     Issues,
     DeadLetters,
     Schedules,
@@ -55,6 +56,7 @@ fn navigation(viewer: &Viewer, section: Section) -> Markup {
     let mut links = vec![("/console/tasks", "Tasks", Section::Tasks)];
     if viewer.may_approve_some() {
         links.push(("/console/approvals", "Approvals", Section::Approvals));
+        links.push(("/console/access-requests", "Access", Section::Access));
     }
     if viewer.is_admin() {
         links.extend([

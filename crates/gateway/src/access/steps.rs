@@ -1,0 +1,95 @@
+//! A person's decision as one step, whichever page or route it comes from: decided,
+//! recorded in the audit log, and told to the requester's callback.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use chrono::Utc;
+use fundi_ops::access::AccessRequest;
+use serde_json::json;
+
+use super::decision::Approved;
+use super::desk::AccessDesk;
+use super::error::AccessError;
+use crate::admin::audit::record;
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// Why a decision step did not complete.
+pub(crate) enum Undecided {
+    /// It was refused (or failed) before anything changed.
+    Refused(AccessError),
+    /// It was made, but the audit log could not be written: the answer to give.
+    NotRecorded(Response),
+}
+
+impl From<AccessError> for Undecided {
+    fn from(error: AccessError) -> Undecided {
+        Undecided::Refused(error)
+    }
+}
+
+/// `caller` approves request `id`, narrowed to `scopes` when given, the grant lasting
+/// `expires` ("30d") when given.
+pub(crate) async fn approve_as(
+    state: &AppState,
+    desk: &Arc<AccessDesk>,
+    caller: &Caller,
+    id: &str,
+    scopes: Option<Vec<String>>,
+    expires: Option<&str>,
+    through: &str,
+) -> Result<Approved, Undecided> {
+    let lasts = expires.map(grant_expiry).transpose()?;
+    let approved = desk
+        .approve(id, &caller.user, &caller.grants, scopes, lasts)
+        .await?;
+    let detail = json!({
+        "grant": approved.grant.id,
+        "scopes": approved.grant.scopes,
+        "withheld": approved.withheld,
+        "actsAs": approved.grant.acts_as,
+        "expiresAt": approved.grant.expires_at,
+        "through": through,
+    });
+    record(state, caller, "access.approve", id, detail)
+        .await
+        .map_err(Undecided::NotRecorded)?;
+    super::callback::notify(desk, &approved.request);
+    Ok(approved)
+}
+
+/// `caller` rejects request `id`, telling the requester `reason` when given.
+pub(crate) async fn reject_as(
+    state: &AppState,
+    desk: &Arc<AccessDesk>,
+    caller: &Caller,
+    id: &str,
+    reason: Option<String>,
+    through: &str,
+) -> Result<AccessRequest, Undecided> {
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    let rejected = desk.reject(id, &caller.user, reason.clone()).await?;
+    let detail = json!({"reason": reason, "through": through});
+    record(state, caller, "access.reject", id, detail)
+        .await
+        .map_err(Undecided::NotRecorded)?;
+    super::callback::notify(desk, &rejected);
+    Ok(rejected)
+}
+
+/// When a grant lasting `text` ("30d") from now expires.
+fn grant_expiry(text: &str) -> Result<chrono::DateTime<Utc>, AccessError> {
+    let lasts = humantime::parse_duration(text).map_err(|e| {
+        AccessError::Malformed(format!(
+            "expires must be a duration such as \"30d\" or \"12h\": {e}"
+        ))
+    })?;
+    chrono::Duration::from_std(lasts)
+        .ok()
+        .filter(|lasts| !lasts.is_zero())
+        .and_then(|lasts| Utc::now().checked_add_signed(lasts))
+        .ok_or_else(|| {
+            AccessError::Malformed(format!("expires must be more than nothing, got {text:?}"))
+        })
+}
