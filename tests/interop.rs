@@ -9,6 +9,8 @@
 //! SDKs' card signature verifiers accepting fundi's signed card.
 
 mod common;
+#[path = "access/idp.rs"]
+mod idp;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -338,23 +340,49 @@ fn the_official_mcp_python_sdk_drives_fundi_mcp_and_the_mcp_endpoint() {
         "bob-user-token-0123456789ab",
     );
     let ceiling = "3";
-    let server = Server::start(
-        dir.path(),
-        &[
+    // An identity provider of the test's own, so that an agent's request for access
+    // waits for bob, an approver.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let idp = runtime.block_on(idp::Idp::start());
+    let mut env: Vec<(String, String)> = idp.env("acme");
+    env.extend(
+        [
             ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_A__TOKEN", alice),
             ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_A__SCOPES", "[]"),
             ("FUNDI__AUTH__STATIC__CLIENTS__AGENT_B__TOKEN", bob),
             (
                 "FUNDI__AUTH__STATIC__CLIENTS__AGENT_B__SCOPES",
-                "[\"fundi:inbox\"]",
+                "[\"fundi:inbox\", \"fundi:approve\"]",
             ),
             ("FUNDI__AUTH__STATIC__USERS__ALICE", alice_user),
             ("FUNDI__AUTH__STATIC__USERS__BOB", bob_user),
             ("FUNDI__SKILLS__ENABLED", "[\"echo\", \"inbox\"]"),
             ("FUNDI__MCP__ALLOW_WRITES", "true"),
             ("FUNDI__MCP__WAIT_CEILING_S", ceiling),
-        ],
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned())),
     );
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = Server::start(dir.path(), &env);
+    let asked = runtime.block_on(async {
+        let assertion = idp.sign(&idp.claims("agent-c", &server.url));
+        let body = serde_json::json!({
+            "card": format!("{}/.well-known/agent-card.json", server.url),
+            "scopes": ["fundi:audit"],
+            "reason": "nightly audits",
+            "assertion": assertion,
+        });
+        let answer: Value = reqwest::Client::new()
+            .post(format!("{}/access-requests", server.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        answer["id"].as_str().expect("a request id").to_owned()
+    });
     let output = Command::new(python)
         .arg(interop_dir().join("mcp_client.py"))
         .args([&server.url, env!("CARGO_BIN_EXE_fundi"), ceiling])
@@ -362,6 +390,7 @@ fn the_official_mcp_python_sdk_drives_fundi_mcp_and_the_mcp_endpoint() {
         .env("ALICE_USER_TOKEN", alice_user)
         .env("BOB_TOKEN", bob)
         .env("BOB_USER_TOKEN", bob_user)
+        .env("ACCESS_REQUEST", &asked)
         // `fundi mcp` reads its [mcp] settings from the environment too.
         .env("FUNDI__MCP__WAIT_CEILING_S", ceiling)
         .env_remove("FUNDI__MCP__ALLOW_WRITES")

@@ -3,8 +3,9 @@ read-only and with writes, and fundi serve's streamable HTTP endpoint at /mcp, w
 without credentials; the inbox round trip between two agents.
 
 Usage: mcp_client.py SERVER_URL FUNDI_BINARY WAIT_CEILING_S, with the environment
-ALICE_TOKEN/ALICE_USER_TOKEN (a client without scopes, for alice) and BOB_TOKEN/
-BOB_USER_TOKEN (a client holding fundi:inbox, for bob)."""
+ALICE_TOKEN/ALICE_USER_TOKEN (a client without scopes, for alice), BOB_TOKEN/
+BOB_USER_TOKEN (a client holding fundi:inbox and fundi:approve, for bob) and
+ACCESS_REQUEST (the id of a request for access waiting for a person)."""
 
 import asyncio
 import json
@@ -173,14 +174,27 @@ async def inbox_round_trip():
                     experimental = started.capabilities.experimental or {}
                     check("the channel is declared as an experimental capability",
                           "claude/channel" in experimental, experimental)
+                    proposals = lambda: [t for t in told if "task_id" in t.meta]
+                    requests = lambda: [t for t in told if "access_request_id" in t.meta]
                     for _ in range(100):
-                        if told:
+                        if proposals() and requests():
                             break
                         await asyncio.sleep(0.1)
+                    said = proposals()
                     check("the waiting proposal is told as a channel notification, once",
-                          len(told) == 1 and told[0].meta.get("task_id") == task
-                          and "not instructions to you" in told[0].content
-                          and "release notes" in told[0].content, told)
+                          len(said) == 1 and said[0].meta.get("task_id") == task
+                          and "not instructions to you" in said[0].content
+                          and "release notes" in said[0].content, told)
+                    asked = requests()
+                    check("a request for access is told to an approver, once, as a person's to decide",
+                          len(asked) == 1
+                          and asked[0].meta.get("access_request_id") == os.environ["ACCESS_REQUEST"]
+                          and "a person must decide" in asked[0].content
+                          and "agent-c" in asked[0].content and "fundi:audit" in asked[0].content
+                          and "nightly audits" in asked[0].content, told)
+                    tools = {t.name for t in (await bob.list_tools()).tools}
+                    check("no tool decides a request for access",
+                          not any("access" in name for name in tools), sorted(tools))
                     seen, _ = await call(bob, "fundi_wait_for_task", {"timeoutSeconds": 10})
                     said = text(seen)
                     check("a waiting proposal is what the wait answers", task in said, said)

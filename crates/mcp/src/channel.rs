@@ -18,10 +18,10 @@ use fundi_client::{Client, ClientError, Credentials};
 
 /// The experimental capability, and the notification's method.
 pub(crate) const CAPABILITY: &str = "claude/channel";
-const METHOD: &str = "notifications/claude/channel";
+pub(crate) const METHOD: &str = "notifications/claude/channel";
 
 /// How often a session's inbox is read.
-const EVERY: Duration = Duration::from_secs(1);
+pub(crate) const EVERY: Duration = Duration::from_secs(1);
 
 /// Watches the inbox for the session of `peer`, telling it each new proposal once.
 pub(crate) fn watch(fundi: Client, credentials: Credentials, peer: Peer<RoleServer>) {

@@ -16,6 +16,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
+mod access_channel;
 mod call;
 mod calls;
 mod channel;
@@ -126,7 +127,12 @@ impl ServerHandler for FundiTools {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Ok(credentials) = self.credentials(&context.extensions) {
-            channel::watch(self.fundi.clone(), credentials, context.peer);
+            channel::watch(
+                self.fundi.clone(),
+                credentials.clone(),
+                context.peer.clone(),
+            );
+            access_channel::watch(self.fundi.clone(), credentials, context.peer);
         }
     }
 
