@@ -280,3 +280,75 @@ async fn a_fundi_asks_its_peer_for_access_and_delegates_with_what_it_collects() 
     );
     assert!(!b_audit.contains(&secret), "the secret is never recorded");
 }
+
+/// An agent of the test's own on loopback: an unsigned card, and a callback route that
+/// keeps what it is told.
+async fn agent_with_callback() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = told.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let card = json!({"name": "Callback agent", "description": "asks for access",
+        "supportedInterfaces": [{"url": format!("{base}/a2a"), "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0"}], "version": "1", "capabilities": {}, "skills": []});
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            axum::routing::get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route(
+            "/decided",
+            axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                let kept = kept.clone();
+                async move {
+                    kept.lock().unwrap().push(body);
+                    "ok"
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, told)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_is_told_to_the_callback_on_the_cards_origin_without_the_token() {
+    let idp = Idp::start().await;
+    let a_dir = tempfile::tempdir().unwrap();
+    let a = start_a(a_dir.path(), &idp, &[]);
+    let (agent, told) = agent_with_callback().await;
+    let assertion = idp.sign(&idp.claims("agent-d", &a.url));
+    let mut body = json!({"card": format!("{agent}/.well-known/agent-card.json"),
+        "scopes": ["fundi:audit"], "reason": "callbacks", "assertion": assertion,
+        "callback": "https://elsewhere.test/decided"});
+    let (status, refused, _) = ask(&a, &body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("card's origin"),
+        "{refused}"
+    );
+    body["callback"] = json!(format!("{agent}/decided"));
+    let (status, asked, _) = ask(&a, &body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let (_, listed) = cli(&a, &["access", "list"]);
+    assert!(
+        listed.contains("Callback agent") && listed.contains("card not signed"),
+        "{listed}"
+    );
+    let (approved_ok, approved) = cli(&a, &["access", "approve", &id]);
+    assert!(approved_ok, "{approved}");
+    let deadline = std::time::Instant::now() + common::DEADLINE;
+    while told.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no callback came");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let said = told.lock().unwrap()[0].clone();
+    assert_eq!(
+        said,
+        json!({"id": id, "status": "approved"}),
+        "no token in it"
+    );
+}

@@ -209,3 +209,91 @@ fn decided_meanwhile(id: &str) -> AccessError {
         "request {id} was decided by someone else meanwhile; read it again"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use fundi_ops::access::{AccessRequestStore, MemoryAccessRequestStore};
+    use fundi_ops::grants::MemoryGrantStore;
+    use fundi_ops::testing::access_contract::request;
+
+    use super::*;
+    use crate::access::config::{FriendsConfig, IssuerConfig};
+    use crate::admin::grant_desk::GrantDesk;
+
+    async fn desk_with(scopes: &[&str]) -> AccessDesk {
+        let store = Arc::new(MemoryAccessRequestStore::new());
+        let mut asked = request("ar-1", "j-1");
+        asked.scopes = scopes.iter().map(|s| (*s).to_owned()).collect();
+        store.insert(&asked).await.unwrap();
+        let friends = FriendsConfig {
+            issuers: BTreeMap::from([(
+                "idp".to_owned(),
+                IssuerConfig {
+                    issuer: "https://idp.test".into(),
+                    ..IssuerConfig::default()
+                },
+            )]),
+            ..FriendsConfig::default()
+        };
+        let grants = Arc::new(GrantDesk::new(Arc::new(MemoryGrantStore::new())));
+        AccessDesk::new(&friends, "https://fundi.test", store, grants).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_approval_gives_no_more_than_asked_nor_than_the_approver_holds() {
+        let desk = desk_with(&["fundi:audit", "fundi:security", "fundi:admin"]).await;
+        let approver = Grants::scopes(["fundi:approve", "fundi:audit", "fundi:admin"]);
+        let wider = desk
+            .approve(
+                "ar-1",
+                "ann",
+                &approver,
+                Some(vec!["fundi:chaos".into()]),
+                None,
+            )
+            .await;
+        assert!(
+            matches!(wider, Err(AccessError::Malformed(_))),
+            "a narrowing that widens"
+        );
+        // An admin may give any scope but the never-granted ones.
+        let approved = desk.approve("ar-1", "ann", &approver, None, None).await;
+        let approved = approved.unwrap_or_else(|_| panic!("approved"));
+        assert_eq!(approved.grant.scopes, ["fundi:audit", "fundi:security"]);
+        assert_eq!(approved.withheld, ["fundi:admin"]);
+        assert_eq!(approved.grant.acts_as.as_deref(), Some("idp:alice"));
+        let stored = desk.grants.store.get(&approved.grant.id).await.unwrap();
+        assert!(stored.is_some(), "the grant is vended by the approval");
+        let again = desk.approve("ar-1", "bob", &approver, None, None).await;
+        assert!(
+            matches!(again, Err(AccessError::Conflict(_))),
+            "decided once"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_approver_gives_only_the_scopes_they_hold() {
+        let desk = desk_with(&["fundi:audit", "fundi:security"]).await;
+        let approver = Grants::scopes(["fundi:approve", "fundi:audit"]);
+        let approved = desk.approve("ar-1", "ann", &approver, None, None).await;
+        let approved = approved.unwrap_or_else(|_| panic!("approved"));
+        assert_eq!(approved.grant.scopes, ["fundi:audit"]);
+        assert_eq!(approved.withheld, ["fundi:security"]);
+
+        let desk = desk_with(&["fundi:security"]).await;
+        let nothing = desk.approve("ar-1", "ann", &approver, None, None).await;
+        assert!(
+            matches!(nothing, Err(AccessError::Forbidden(_))),
+            "nothing left to give"
+        );
+        let still = desk.find("ar-1").await.unwrap();
+        assert_eq!(
+            still.standing(Utc::now()),
+            Standing::Pending,
+            "a refusal changes nothing"
+        );
+    }
+}
