@@ -132,6 +132,37 @@ async fn an_agent_asks_a_person_approves_narrowed_and_its_token_is_collected_onc
         );
     }
 
+    // ...and the refusal says which scope the routes need, not that admin is a skill.
+    let refused: Value = reqwest::Client::new()
+        .get(format!("{}/admin/grants", a.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("the admin routes (/admin/...) need the scope \"fundi:admin\"")
+            && !said.contains("skill"),
+        "{said}"
+    );
+    // A token nobody knows is told where tokens come from.
+    let unknown = common::rpc_with(
+        &a,
+        "not-a-token-of-anyone",
+        &a.user_token,
+        "ListTasks",
+        json!({}),
+    )
+    .await;
+    let said = unknown["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("credentials.json") && said.contains("auth.static"),
+        "{said}"
+    );
+
     // The other direction is unaffected: A holds nothing of B's, and B knows no A.
     assert_eq!(
         get_as(&b, &token, "/a2a").await,

@@ -122,7 +122,13 @@ impl Authenticator {
             .by_digest(&token_digest(bearer))
             .await
             .map_err(|e| AuthError::GrantsUnavailable(e.to_string()))?
-            .ok_or_else(|| invalid("not a known token".into()))?;
+            .ok_or_else(|| {
+                invalid(
+                    "not a known grant token (a grant's token is shown once, when it is vended \
+                     or collected; `fundi grants list` shows the grants that exist)"
+                        .into(),
+                )
+            })?;
         if let Some(refusal) = grant.refusal(chrono::Utc::now()) {
             return Err(invalid(refusal));
         }
@@ -174,7 +180,7 @@ impl Authenticator {
                     None => {
                         let (client, scopes) = table.client(bearer).ok_or(AuthError::Invalid {
                             credential: machine_name,
-                            reason: "not a known token".into(),
+                            reason: UNKNOWN_STATIC.into(),
                         })?;
                         Granted {
                             client,
@@ -186,7 +192,7 @@ impl Authenticator {
                 };
                 let user = table.user(user_token).ok_or(AuthError::Invalid {
                     credential: user_name,
-                    reason: "not a known token".into(),
+                    reason: UNKNOWN_STATIC.into(),
                 })?;
                 Ok(Caller {
                     user,
@@ -231,6 +237,12 @@ impl Authenticator {
         }
     }
 }
+
+/// Why a static token is refused, and where the right one is.
+const UNKNOWN_STATIC: &str = "not a known token: static tokens are the server's \
+    auth.static settings (clients and users, also FUNDI__AUTH__STATIC__...), or the pair \
+    `fundi serve` wrote at its first start to <data dir>/credentials.json, which the CLI \
+    reads (FUNDI_CREDENTIALS names another file)";
 
 /// The client a bearer token stands for, and what it holds.
 struct Granted {

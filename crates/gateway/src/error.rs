@@ -43,6 +43,13 @@ pub enum ApiError {
     BodiesBusy,
     /// -32601: no such method (in the dialect asked for).
     MethodNotFound(String),
+    /// HTTP 404: no route at this method and path; the answer names the A2A endpoints.
+    NoRoute {
+        /// The method and path asked for.
+        request: String,
+        /// Whether the HTTP+JSON binding is served.
+        rest: bool,
+    },
     /// -32602: the params are wrong; `field` names where (empty: the params as a whole).
     InvalidParams {
         /// A path into the params: `message.parts[0].data`.
@@ -103,6 +110,13 @@ pub enum ApiError {
         /// The skill asked for.
         skill: String,
         /// The scope it requires.
+        scope: String,
+    },
+    /// HTTP 403: authenticated, but these routes need a scope the caller lacks.
+    RoleScope {
+        /// The routes, in words ("the admin routes (/admin/...)").
+        routes: String,
+        /// The scope they need.
         scope: String,
     },
     /// HTTP 403 for a request refused before authentication (Host, Origin).
@@ -169,6 +183,14 @@ impl ApiError {
         }
     }
 
+    /// HTTP 403: the `routes` need `scope`, which the caller lacks.
+    pub fn role_scope(routes: &str, scope: &str) -> ApiError {
+        ApiError::RoleScope {
+            routes: routes.to_owned(),
+            scope: scope.to_owned(),
+        }
+    }
+
     /// HTTP 403 for a request refused before authentication (Host, Origin).
     pub fn forbidden_request(detail: impl std::fmt::Display) -> ApiError {
         ApiError::ForbiddenRequest(detail.to_string())
@@ -197,6 +219,14 @@ impl ApiError {
     /// -32601.
     pub fn method_not_found(method: &str) -> ApiError {
         ApiError::MethodNotFound(method.to_owned())
+    }
+
+    /// HTTP 404 for `request` ("POST /nothing"), naming the A2A endpoints there are.
+    pub fn no_route(request: &str, rest: bool) -> ApiError {
+        ApiError::NoRoute {
+            request: request.to_owned(),
+            rest,
+        }
     }
 
     /// -32602: the params are wrong; `field` names where.

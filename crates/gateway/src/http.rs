@@ -52,7 +52,7 @@ pub fn app(state: AppState) -> Router {
     // are split by hand (`rest::route`): axum matches no `{id}:verb` segment.
     let router = match state.config.rest {
         true => router.fallback(rest::handle),
-        false => router,
+        false => router.fallback(no_route),
     };
     router
         .layer(body::GuardBodiesLayer(state.bodies.clone()))
@@ -84,6 +84,15 @@ async fn jwks(State(state): State<AppState>) -> Response {
         jwks.as_str().to_owned(),
     )
         .into_response()
+}
+
+/// Any path that is no route, when the HTTP+JSON binding is off: a 404 that names the
+/// A2A endpoints there are.
+async fn no_route(method: axum::http::Method, uri: Uri) -> Response {
+    reply::rest_failure(&ApiError::no_route(
+        &format!("{method} {}", uri.path()),
+        false,
+    ))
 }
 
 async fn health() -> Response {

@@ -30,7 +30,7 @@ use crate::state::AppState;
 
 /// What a route's caller must hold beyond being admitted.
 pub(crate) trait Role: Send + Sync + 'static {
-    /// What the role is for, as a refusal names it.
+    /// The routes the role opens, as a refusal names them.
     const WHAT: &'static str;
     /// The scope a refusal names.
     const SCOPE: &'static str;
@@ -42,7 +42,7 @@ pub(crate) trait Role: Send + Sync + 'static {
 pub(crate) struct Admin;
 
 impl Role for Admin {
-    const WHAT: &'static str = "admin";
+    const WHAT: &'static str = "the admin routes (/admin/...)";
     const SCOPE: &'static str = ADMIN_SCOPE;
     fn held_by(grants: &Grants) -> bool {
         grants.allows(Some(ADMIN_SCOPE))
@@ -54,7 +54,8 @@ impl Role for Admin {
 pub(crate) struct Approver;
 
 impl Role for Approver {
-    const WHAT: &'static str = "approvals";
+    const WHAT: &'static str =
+        "approvals and requests for access (/admin/approvals, /admin/access-requests)";
     const SCOPE: &'static str = APPROVE_SCOPE;
     fn held_by(grants: &Grants) -> bool {
         grants.list().is_none_or(|held| {
@@ -68,7 +69,7 @@ impl Role for Approver {
 pub(crate) struct Responder;
 
 impl Role for Responder {
-    const WHAT: &'static str = "inbox";
+    const WHAT: &'static str = "the inbox (/inbox)";
     const SCOPE: &'static str = INBOX_SCOPE;
     fn held_by(grants: &Grants) -> bool {
         grants.allows(Some(INBOX_SCOPE))
@@ -79,7 +80,7 @@ impl Role for Responder {
 pub(crate) struct Delegator;
 
 impl Role for Delegator {
-    const WHAT: &'static str = "peers";
+    const WHAT: &'static str = "the peers (/peers)";
     const SCOPE: &'static str = DELEGATE_SCOPE;
     fn held_by(grants: &Grants) -> bool {
         grants.allows(Some(DELEGATE_SCOPE))
@@ -97,7 +98,7 @@ impl<R: Role> FromRequestParts<AppState> for Operator<R> {
             .await
             .map_err(|e| refusal(&Value::Null, &e, Dialect::V1))?;
         if !R::held_by(&caller.grants) {
-            let error = ApiError::insufficient_scope(R::WHAT, R::SCOPE);
+            let error = ApiError::role_scope(R::WHAT, R::SCOPE);
             return Err(refusal(&Value::Null, &error, Dialect::V1));
         }
         Ok(Operator(caller, PhantomData))

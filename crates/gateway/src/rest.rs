@@ -49,10 +49,7 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
     let found = match route(&http, uri.path()) {
         Ok(found) => found,
         Err(Miss::NotFound) => {
-            return rest_failure(&ApiError::method_not_found(&format!(
-                "{http} {}",
-                uri.path()
-            )));
+            return rest_failure(&ApiError::no_route(&format!("{http} {}", uri.path()), true));
         }
         Err(Miss::MethodNotAllowed(allowed)) => return method_not_allowed(&http, &uri, allowed),
     };

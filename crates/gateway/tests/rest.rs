@@ -353,10 +353,18 @@ async fn paths_versions_media_types_and_sizes_are_checked() {
     })
     .await;
     // Nothing there: 404 without asking for credentials.
-    let nothing = gw
-        .send(Request::get("/no/such/path").body(Body::empty()).unwrap())
-        .await;
-    assert_eq!(nothing.status(), 404);
+    let nothing = rest(&gw, Method::POST, "/no/such/path", Some(json!({}))).await;
+    assert_eq!(nothing.status, 404);
+    // ...saying where the A2A endpoints are.
+    let said = nothing.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.contains("POST /no/such/path")
+            && said.contains("POST /a2a")
+            && said.contains("/message:send"),
+        "{said}"
+    );
     // The wrong method: 405 with Allow.
     let wrong = rest(&gw, Method::GET, "/message:send", None).await;
     assert_eq!(wrong.status, 405);
@@ -427,7 +435,13 @@ async fn the_binding_can_be_turned_off() {
         ..GatewayConfig::default()
     })
     .await;
-    assert_eq!(rest(&gw, Method::GET, "/tasks", None).await.status, 404);
+    let off = rest(&gw, Method::GET, "/tasks", None).await;
+    assert_eq!(off.status, 404);
+    let said = off.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("POST /a2a") && said.contains("gateway.rest"),
+        "{said}"
+    );
     let card = gw
         .send(
             Request::get("/.well-known/agent-card.json")

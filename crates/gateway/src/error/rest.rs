@@ -24,6 +24,7 @@ impl ApiError {
             ApiError::BodyTimedOut { .. } => (S::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
             ApiError::BodiesBusy => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::MethodNotFound(_)
+            | ApiError::NoRoute { .. }
             | ApiError::TaskNotFound { .. }
             | ApiError::PushConfigNotFound { .. } => (S::NOT_FOUND, "NOT_FOUND"),
             ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "INTERNAL"),
@@ -38,9 +39,9 @@ impl ApiError {
             | ApiError::VersionNotSupported { .. } => (S::BAD_REQUEST, "FAILED_PRECONDITION"),
             ApiError::Unauthenticated { .. } => (S::UNAUTHORIZED, "UNAUTHENTICATED"),
             ApiError::KeysUnavailable => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
-            ApiError::InsufficientScope { .. } | ApiError::ForbiddenRequest(_) => {
-                (S::FORBIDDEN, "PERMISSION_DENIED")
-            }
+            ApiError::InsufficientScope { .. }
+            | ApiError::RoleScope { .. }
+            | ApiError::ForbiddenRequest(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
             ApiError::RateLimited { .. } | ApiError::TooManyOpen { .. } => {
                 (S::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")
             }

@@ -142,6 +142,25 @@ impl ApiError {
             ApiError::MethodNotFound(method) => {
                 Wire::plain(-32601, format!("Method not found: {}", clip(method)))
             }
+            ApiError::NoRoute { request, rest } => {
+                let rest = match rest {
+                    true => {
+                        "; the HTTP+JSON binding at POST /message:send, POST /message:stream, \
+                         GET /tasks, GET /tasks/{id}, POST /tasks/{id}:cancel, \
+                         POST /tasks/{id}:subscribe and /tasks/{id}/pushNotificationConfigs"
+                    }
+                    false => "; the HTTP+JSON binding is off here (gateway.rest)",
+                };
+                Wire::plain(
+                    -32601,
+                    format!(
+                        "No route: {}. This server's A2A endpoints are JSON-RPC at POST /a2a \
+                         (or POST /){rest}; the agent card is at \
+                         /.well-known/agent-card.json (docs/a2a.md)",
+                        clip(request)
+                    ),
+                )
+            }
             ApiError::InvalidParams { field, detail } => {
                 let (field, detail) = (clip(field), clip_to(detail, DETAIL_CHARS));
                 let message = match field.is_empty() {
@@ -265,6 +284,22 @@ impl ApiError {
             ))
             .with("skill", skill)
             .with("requiredScope", scope),
+            ApiError::RoleScope { routes, scope } => {
+                let also = match scope.as_str() {
+                    fundi_runtime::ADMIN_SCOPE => String::new(),
+                    _ => format!(" (or {:?})", fundi_runtime::ADMIN_SCOPE),
+                };
+                Wire::refused(
+                    StatusCode::FORBIDDEN,
+                    "PERMISSION_DENIED",
+                    format!("Forbidden: {routes} need the scope {scope:?}{also}"),
+                )
+                .challenge(format!(
+                    "Bearer realm=\"{REALM}\", error=\"insufficient_scope\", scope=\"{}\"",
+                    quoted(scope)
+                ))
+                .with("requiredScope", scope)
+            }
             ApiError::ForbiddenRequest(detail) => Wire::refused(
                 StatusCode::FORBIDDEN,
                 "PERMISSION_DENIED",
