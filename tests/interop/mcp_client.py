@@ -53,7 +53,14 @@ async def call(session, name, arguments):
 async def read_only():
     async with stdio_client(stdio("ALICE")) as (read, write):
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            started = await session.initialize()
+            check("the server introduces itself as fundi, with its version",
+                  started.server_info.name == "fundi" and started.server_info.version[:1].isdigit(),
+                  started.server_info)
+            skills, _ = await call(session, "fundi_list_skills", {})
+            check("skills say which tool argument picks them, not A2A metadata",
+                  'fundi_submit_test, skill "echo"' in text(skills)
+                  and "message metadata" not in text(skills), text(skills))
             tools = {t.name: t for t in (await session.list_tools()).tools}
             check("read-only by default: no write tools", not (WRITES & set(tools)), sorted(tools))
             status = tools["fundi_task_status"].annotations

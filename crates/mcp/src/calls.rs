@@ -30,11 +30,19 @@ async fn list_skills(call: &Call<'_>) -> Answer {
     let mut rows = Vec::new();
     for skill in &skills {
         let id = skill["id"].as_str().unwrap_or("");
-        let description = skill["description"].as_str().unwrap_or("");
+        let description = for_tools(skill["description"].as_str().unwrap_or(""), id);
         text.push_str(&format!("\n- {id}: {description}"));
         rows.push(json!({"id": id, "name": skill["name"], "description": description}));
     }
     Ok((text, json!({"skills": rows})))
+}
+
+/// A skill's card description as a tool's caller acts on it: the card tells A2A clients
+/// to pick the skill with message metadata; here it is the `skill` argument.
+fn for_tools(description: &str, id: &str) -> String {
+    let a2a = format!("Pick it with the message metadata {{\"skill\": \"{id}\"}}.");
+    let tools = format!("Start it with fundi_submit_test, skill \"{id}\" (its input as data).");
+    description.replace(&a2a, &tools)
 }
 
 async fn submit(call: &Call<'_>, arguments: &Value) -> Answer {
@@ -126,4 +134,17 @@ async fn respond(call: &Call<'_>, arguments: &Value) -> Answer {
         format!("answered task {id} ({action})"),
         json!({"taskId": id, "action": action}),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_card_description_is_told_as_the_tool_argument_that_picks_the_skill() {
+        let card = "Echoes. Pick it with the message metadata {\"skill\": \"echo\"}. Queued.";
+        let told = super::for_tools(card, "echo");
+        assert_eq!(
+            told,
+            "Echoes. Start it with fundi_submit_test, skill \"echo\" (its input as data). Queued."
+        );
+    }
 }
