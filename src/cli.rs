@@ -173,6 +173,14 @@ pub(crate) enum ClientCommand {
         #[arg(long)]
         history: Option<u32>,
     },
+    /// Follow a task's progress live until it ends or waits for someone (a stream that
+    /// breaks off is resumed where it stopped).
+    Watch {
+        #[command(flatten)]
+        endpoint: Endpoint,
+        /// The task id.
+        id: String,
+    },
     /// Cancel a task.
     Cancel {
         #[command(flatten)]

@@ -11,6 +11,7 @@ mod grants;
 mod peers;
 mod print;
 mod schedules;
+mod watch;
 
 use print::{
     print_dead_letters, print_issues, print_list, print_stream_item, print_task, short_state,
@@ -27,15 +28,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             endpoint,
             message,
             no_wait,
-        } => {
-            let params = json!({
-                "message": message_json(&message)?,
-                "configuration": {"returnImmediately": no_wait},
-            });
-            let result = call(&endpoint, "SendMessage", params).await?;
-            show(&endpoint, &result, |r| print_task(&r["task"]))?;
-            ended_well(&result["task"]["status"]["state"])
-        }
+        } => send(endpoint, message, no_wait).await,
         ClientCommand::Stream { endpoint, message } => {
             let last = stream(&endpoint, json!({"message": message_json(&message)?})).await?;
             ended_well(&last)
@@ -52,6 +45,7 @@ pub(crate) async fn run(command: ClientCommand) -> anyhow::Result<()> {
             let result = call(&endpoint, "GetTask", params).await?;
             show(&endpoint, &result, print_task)
         }
+        ClientCommand::Watch { endpoint, id } => watch::watch(endpoint, id).await,
         ClientCommand::Cancel { endpoint, id } => {
             let result = call(&endpoint, "CancelTask", json!({"id": id})).await?;
             show(&endpoint, &result, print_task)
@@ -171,6 +165,47 @@ fn spelled_short(text: &str) -> String {
 
 /// A task that ended failed, rejected or canceled makes the command fail (scripts rely
 /// on the exit status); one that completed, waits for input, or still runs does not.
+/// `fundi send`: waits for the task to end or ask for someone, except for a message to
+/// a task whose run is working, which the run takes in its time: that returns once the
+/// message is stored. A wait that ends with the task still working says so.
+async fn send(endpoint: Endpoint, message: MessageArgs, no_wait: bool) -> anyhow::Result<()> {
+    let mut queued = false;
+    if let (Some(task), false) = (&message.task, no_wait) {
+        let current = call(
+            &endpoint,
+            "GetTask",
+            json!({"id": task, "historyLength": 0}),
+        )
+        .await?;
+        let state = short_state(&current["status"]["state"]);
+        queued = matches!(state.as_str(), "working" | "submitted");
+    }
+    let params = json!({
+        "message": message_json(&message)?,
+        "configuration": {"returnImmediately": no_wait || queued},
+    });
+    let result = call(&endpoint, "SendMessage", params).await?;
+    show(&endpoint, &result, |r| print_task(&r["task"]))?;
+    let task = &result["task"];
+    let id = task["id"].as_str().unwrap_or("?");
+    let state = short_state(&task["status"]["state"]);
+    let settled = !matches!(state.as_str(), "working" | "submitted");
+    match (no_wait, queued, settled) {
+        (false, true, false) => {
+            eprintln!(
+                "(the message is stored for the task's run, which takes it while it works: \
+                 `fundi watch {id}` follows it)"
+            );
+            Ok(())
+        }
+        (false, false, false) => bail!(
+            "the task is still {state} after the server's wait: `fundi watch {id}` follows \
+             it, `fundi get {id}` shows it"
+        ),
+        _ => ended_well(&task["status"]["state"]),
+    }
+}
+
 fn ended_well(state: &Value) -> anyhow::Result<()> {
     let state = short_state(state);
     match state.as_str() {

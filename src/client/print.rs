@@ -94,16 +94,41 @@ pub(super) fn print_task(task: &Value) {
         task["contextId"].as_str().unwrap_or("?"),
         short_state(&task["status"]["state"])
     );
+    let id = task["id"].as_str().unwrap_or("?");
     if let Some(message) = task["status"].get("message") {
-        println!("  {}", text_of(message));
+        println!("  {}", summarised(&text_of(message), id));
     }
     for artifact in task["artifacts"].as_array().into_iter().flatten() {
         let name = artifact["name"]
             .as_str()
             .or(artifact["artifactId"].as_str())
             .unwrap_or("?");
-        println!("  artifact {name}: {}", text_of(artifact));
+        println!("  artifact {name}: {}", summarised(&text_of(artifact), id));
     }
+}
+
+/// Most lines of an artifact printed in a task's summary.
+const MOST_LINES: usize = 40;
+/// Most characters of an artifact printed in a task's summary.
+const MOST_CHARS: usize = 4000;
+
+/// `text` whole when it is short; else its start, saying how much is left out and how
+/// to get it whole.
+fn summarised(text: &str, task: &str) -> String {
+    let lines = text.lines().count();
+    let chars = text.chars().count();
+    if lines <= MOST_LINES && chars <= MOST_CHARS {
+        return text.to_owned();
+    }
+    let mut shown: String = text.lines().take(MOST_LINES).collect::<Vec<_>>().join("\n");
+    if let Some((cut, _)) = shown.char_indices().nth(MOST_CHARS) {
+        shown.truncate(cut);
+    }
+    let left = chars.saturating_sub(shown.chars().count());
+    format!(
+        "{shown}\n  ... ({left} more characters of {lines} line(s): `fundi get {task} --json` \
+         shows it whole)"
+    )
 }
 
 pub(super) fn print_list(page: &Value) {

@@ -32,7 +32,12 @@ impl Server {
     /// Starts the binary with the repository's config file, `--data-dir dir`, and extra
     /// environment variables; returns once it prints the address it listens on.
     pub fn start(dir: &Path, env: &[(&str, &str)]) -> Server {
-        let (child, stderr, lines) = spawn(dir, &["--bind", "127.0.0.1:0"], env);
+        Server::start_bound(dir, "127.0.0.1:0", env)
+    }
+
+    /// [`Server::start`] listening at `bind` (a restart at the same address).
+    pub fn start_bound(dir: &Path, bind: &str, env: &[(&str, &str)]) -> Server {
+        let (child, stderr, lines) = spawn(dir, &["--bind", bind], env);
         let deadline = Instant::now() + DEADLINE;
         let mut banner = Vec::new();
         loop {

@@ -87,15 +87,46 @@ impl Client {
         method: &str,
         params: Value,
     ) -> Result<crate::Results, ClientError> {
+        let response = self.open_stream(credentials, method, params, None).await?;
+        Ok(crate::stream::results(response))
+    }
+
+    /// `SubscribeToTask` on `task`, resuming after the event `after` (sent as
+    /// `Last-Event-ID`) when given: each result with its event id, so that a dropped
+    /// stream can be resumed where it broke off.
+    pub async fn subscribe(
+        &self,
+        credentials: &Credentials,
+        task: &str,
+        after: Option<&str>,
+    ) -> Result<crate::Events, ClientError> {
+        let params = json!({"id": task});
+        let response = self
+            .open_stream(credentials, "SubscribeToTask", params, after)
+            .await?;
+        Ok(crate::stream::events(response))
+    }
+
+    async fn open_stream(
+        &self,
+        credentials: &Credentials,
+        method: &str,
+        params: Value,
+        after: Option<&str>,
+    ) -> Result<reqwest::Response, ClientError> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let url = format!("{}/a2a", self.base);
-        let response = self
+        let mut request = self
             .http_streaming
             .post(&url)
             .header("A2A-Version", "1.0")
             .header("Accept", "text/event-stream")
             .bearer_auth(&credentials.token)
-            .header(credentials.user_header.as_str(), &credentials.user_token)
+            .header(credentials.user_header.as_str(), &credentials.user_token);
+        if let Some(after) = after {
+            request = request.header("Last-Event-ID", after);
+        }
+        let response = request
             .json(&body)
             .send()
             .await
@@ -106,7 +137,7 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if is_stream {
-            return Ok(crate::stream::results(response));
+            return Ok(response);
         }
         let status = response.status();
         let text = response.text().await.unwrap_or_default();

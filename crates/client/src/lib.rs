@@ -27,4 +27,4 @@ pub use a2a;
 pub use client::{Client, user_message};
 pub use credentials::{Credentials, DEFAULT_USER_HEADER};
 pub use error::ClientError;
-pub use stream::Results;
+pub use stream::{Event, Events, Results};

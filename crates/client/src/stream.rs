@@ -12,8 +12,26 @@ use crate::ClientError;
 /// ends the stream with its error.
 pub type Results = Pin<Box<dyn Stream<Item = Result<Value, ClientError>> + Send>>;
 
+/// One result of a stream with the event id the server gave it (what `Last-Event-ID`
+/// resumes after).
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The SSE `id:` of its frame, when it had one.
+    pub id: Option<String>,
+    /// The frame's JSON-RPC `result`.
+    pub result: Value,
+}
+
+/// A stream's results with their event ids.
+pub type Events = Pin<Box<dyn Stream<Item = Result<Event, ClientError>> + Send>>;
+
 /// The `data:` payloads of the SSE frames in `body`, each frame's JSON-RPC `result`.
 pub(crate) fn results(body: reqwest::Response) -> Results {
+    Box::pin(events(body).map(|event| event.map(|event| event.result)))
+}
+
+/// The SSE frames of `body`: each frame's JSON-RPC `result`, with its `id:`.
+pub(crate) fn events(body: reqwest::Response) -> Events {
     let mut bytes = body.bytes_stream();
     Box::pin(async_stream::stream! {
         let mut buffer = String::new();
@@ -28,8 +46,15 @@ pub(crate) fn results(body: reqwest::Response) -> Results {
             buffer.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = buffer.find("\n\n") {
                 let frame: String = buffer.drain(..end + 2).collect();
+                let id = frame
+                    .lines()
+                    .find_map(|line| line.strip_prefix("id:"))
+                    .map(|id| id.trim().to_owned());
                 for data in frame.lines().filter_map(|line| line.strip_prefix("data:")) {
-                    let item = result_of(data.trim_start());
+                    let item = result_of(data.trim_start()).map(|result| Event {
+                        id: id.clone(),
+                        result,
+                    });
                     let ended = item.is_err();
                     yield item;
                     if ended {
