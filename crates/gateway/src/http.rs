@@ -26,6 +26,7 @@ use crate::{
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
 /// (`gateway.rest`) the HTTP+JSON binding's routes on whatever path is left.
 pub fn app(state: AppState) -> Router {
+    telemetry::metrics().announce();
     let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
         .route("/.well-known/agent.json", get(agent_card))

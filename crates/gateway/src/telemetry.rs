@@ -45,6 +45,18 @@ pub(crate) fn metrics() -> &'static Metrics {
 }
 
 impl Metrics {
+    /// Exports the counters a dashboard reads as zero from the start, rather than as
+    /// absent until their first event: push attempts by outcome, dead letters and open
+    /// SSE streams.
+    pub(crate) fn announce(&self) {
+        for outcome in ["delivered", "failed"] {
+            self.push_attempts
+                .add(0, &[KeyValue::new("outcome", outcome)]);
+        }
+        self.push_dead_letters.add(0, &[]);
+        self.sse_subscribers.add(0, &[]);
+    }
+
     /// `outcome`: `ok`, `error` (a JSON-RPC error) or `refused` (401/403/429...).
     pub(crate) fn request(&self, method: &'static str, outcome: &'static str) {
         self.requests.add(

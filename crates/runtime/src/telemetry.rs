@@ -110,6 +110,18 @@ pub(crate) fn metrics() -> &'static Metrics {
 }
 
 impl Metrics {
+    /// Exports the counters a dashboard reads as zero from the start, rather than as
+    /// absent until their first event: genuine failures and recoveries, by each of their
+    /// labels.
+    pub(crate) fn announce(&self) {
+        for source in ["skill", "panic", "runtime", "restart"] {
+            self.failures.add(0, &[KeyValue::new("source", source)]);
+        }
+        for outcome in ["resumed", "failed", "waiting", "quarantined"] {
+            self.recoveries.add(0, &[KeyValue::new("outcome", outcome)]);
+        }
+    }
+
     pub(crate) fn submitted(&self, skill: &str) {
         let skill = KeyValue::new("skill", skill.to_owned());
         self.submissions.add(1, std::slice::from_ref(&skill));

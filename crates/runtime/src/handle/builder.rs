@@ -119,6 +119,7 @@ impl RuntimeBuilder {
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
             .map_err(|e| RuntimeError::Unavailable(format!("supervisor did not start: {e}")))?;
+        telemetry::metrics().announce();
         let gauges = {
             let (live, slots, cpu) = (live_watch.clone(), slots.clone(), cpu.clone());
             telemetry::live_gauges(
