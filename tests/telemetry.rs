@@ -527,11 +527,14 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
             v == 1.0
         })
         .await;
-    assert_eq!(
-        collector.latest("fundi.failures", &[]),
-        None,
-        "a rejection is not a failure"
-    );
+    // Exported at zero from the start, and still zero: a rejection is not a failure.
+    for source in ["skill", "panic", "runtime", "restart"] {
+        assert_eq!(
+            collector.latest("fundi.failures", &[("source", source)]),
+            Some(0.0),
+            "a rejection is not a failure ({source})"
+        );
+    }
 
     // The same, scraped in the Prometheus format.
     let text = reqwest::get(format!("{}/metrics", server.url))
