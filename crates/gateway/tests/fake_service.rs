@@ -116,6 +116,7 @@ impl TaskService for Fake {
         self.record(format!("list {page_size} {owner:?}"))?;
         Ok(TaskPage {
             tasks: vec![task(TaskState::Completed)],
+            skills: vec!["echo".into()],
             next_page_token: None,
             total_size: 1,
         })

@@ -195,9 +195,10 @@ impl RuntimeHandle {
         };
         let page = self.inner.store.list(&query).await?;
         self.settle().await?;
-        let tasks = page.records.into_iter().map(|r| r.task).collect();
+        let (tasks, skills) = page.records.into_iter().map(|r| (r.task, r.skill)).unzip();
         Ok(TaskPage {
             tasks,
+            skills,
             next_page_token: page.next.map(|c| c.encode()),
             total_size: page.total,
         })
@@ -270,6 +271,11 @@ impl RuntimeHandle {
     /// The W3C `traceparent` the task was created under (see [`crate::telemetry`]).
     pub async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
         self.inner.store.get(task_id).await.ok().flatten()?.trace
+    }
+
+    /// The skill that runs the task, if it is stored (no access check).
+    pub async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+        Some(self.inner.store.get(task_id).await.ok().flatten()?.skill)
     }
 
     /// The number of tasks that have a live actor.

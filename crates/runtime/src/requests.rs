@@ -105,6 +105,8 @@ pub struct TaskSnapshot {
 pub struct TaskPage {
     /// The tasks, newest update first.
     pub tasks: Vec<Task>,
+    /// The skill of each task, in the order of `tasks`.
+    pub skills: Vec<String>,
     /// The token of the next page; `None` on the last page.
     pub next_page_token: Option<String>,
     /// How many tasks match, over all pages.

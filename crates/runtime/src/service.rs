@@ -102,6 +102,13 @@ pub trait TaskService: Send + Sync + 'static {
     /// The W3C `traceparent` the task was created under.
     async fn traceparent(&self, task_id: &TaskId) -> Option<String>;
 
+    /// The skill that runs the task, if the service knows the task (no access check:
+    /// ask only about a task the caller was shown).
+    async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+        let _ = task_id;
+        None
+    }
+
     /// The tasks waiting for an approver (`RuntimeHandle::approvals`). A service
     /// without approval gates has none.
     async fn approvals(&self) -> Result<Vec<PendingApproval>, RuntimeError> {
@@ -184,6 +191,10 @@ impl TaskService for RuntimeHandle {
 
     async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
         RuntimeHandle::traceparent(self, task_id).await
+    }
+
+    async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+        RuntimeHandle::skill_of(self, task_id).await
     }
 
     async fn approvals(&self) -> Result<Vec<PendingApproval>, RuntimeError> {

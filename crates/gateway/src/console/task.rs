@@ -21,7 +21,7 @@ use super::actions;
 use super::artifacts;
 use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
-use super::timeline::{entry, status_block};
+use super::timeline::{InStateSince, entry, status_block};
 use super::viewer::Viewer;
 use crate::admission::last_event_id;
 use crate::state::AppState;
@@ -39,6 +39,9 @@ pub(super) async fn show(
     let (task, seq) = readable(&state, &viewer, &TaskId::from(id)).await?;
     let mut events = past_events(&state, &task.id, seq).await?;
     let delegation = delegation(&events);
+    let mut since = InStateSince::default();
+    events.iter().for_each(|event| since.see(event));
+    let skill = state.runtime.skill_of(&task.id).await;
     let left_out = events.len().saturating_sub(MOST_ENTRIES);
     events.drain(..left_out);
     let stream = (!task.status.state.is_terminal()).then(|| {
@@ -52,6 +55,7 @@ pub(super) async fn show(
         div data-events=[stream] {
             dl class="facts" {
                 dt { "Task" } dd { code { (task.id.as_str()) } }
+                @if let Some(skill) = &skill { dt { "Skill" } dd { (skill) } }
                 dt { "Context" } dd { a href={ "/console/tasks?context=" (encode(task.context_id.as_str())) } { code { (task.context_id.as_str()) } } }
                 @if let Some((peer, remote)) = &delegation {
                     dt { "Delegated to" } dd { "peer " strong { (peer) } ", as its task " code { (remote) } }
@@ -59,7 +63,7 @@ pub(super) async fn show(
             }
             section aria-labelledby="status-title" {
                 h2 id="status-title" { "Status" }
-                div id="status" aria-live="polite" { (status_block(&task)) }
+                div id="status" aria-live="polite" { (status_block(&task, &since)) }
             }
             div id="actions" { (actions::for_task(&viewer, &task)) }
             section aria-labelledby="artifacts-title" {
@@ -176,6 +180,12 @@ pub(super) async fn live(
         state.streams.for_user(viewer.user())?,
         state.streams.for_task(id.as_str())?,
     ];
+    // Since when the task is in its state, as of the event the page last had.
+    let mut since = InStateSince::default();
+    past_events(&state, &id, after)
+        .await?
+        .iter()
+        .for_each(|event| since.see(event));
     let mut events = state.runtime.subscribe(&id, after, Access::Any).await?;
     let stop = state.shutdown.clone();
     let stream = async_stream::stream! {
@@ -198,6 +208,7 @@ pub(super) async fn live(
             if !matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {
                 break;
             }
+            since.see(&event);
             let seq = event.seq.to_string();
             yield Ok::<Event, Infallible>(Event::default().event("timeline").id(seq).data(fragment(entry(&event))));
             // Access was checked when the stream opened: read the task as it stands now.
@@ -210,7 +221,7 @@ pub(super) async fn live(
                 if let Ok(now) = state.runtime.snapshot(&id, Some(0), Access::Any).await {
                     let task = now.task;
                     if status {
-                        yield Ok(Event::default().event("status").data(fragment(status_block(&task))));
+                        yield Ok(Event::default().event("status").data(fragment(status_block(&task, &since))));
                         yield Ok(Event::default().event("actions").data(fragment(actions::for_task(&viewer, &task))));
                     }
                     if artifact {

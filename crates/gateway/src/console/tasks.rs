@@ -128,13 +128,14 @@ pub(super) async fn list(
             } @else {
                 table {
                     caption class="visually-hidden" { "Your tasks, most recently updated first" }
-                    thead { tr { th scope="col" { "Task" } th scope="col" { "State" }
+                    thead { tr { th scope="col" { "Task" } th scope="col" { "Skill" } th scope="col" { "State" }
                                  th scope="col" { "Updated" } th scope="col" { "Latest word" }
                                  th scope="col" { "Context" } } }
                     tbody {
-                        @for task in &page_of_tasks.tasks {
+                        @for (task, skill) in page_of_tasks.tasks.iter().zip(&page_of_tasks.skills) {
                             tr {
                                 td { a href={ "/console/tasks/" (encode(task.id.as_str())) } { code { (task.id.as_str()) } } }
+                                td { (skill) }
                                 td { (badge(task.status.state)) }
                                 td { (when(task.status.timestamp)) }
                                 td { (clip(&task.status.message.as_ref().map(|m| m.text()).unwrap_or_default(), 120)) }

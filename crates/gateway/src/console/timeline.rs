@@ -1,8 +1,9 @@
 //! A task's events as timeline entries, and its status as a block: the same markup on
 //! the page and in the live stream that extends it.
 
+use chrono::{DateTime, Utc};
 use fundi_runtime::approval::pending;
-use fundi_runtime::{Message, Task, TaskEvent, TaskEventKind, TaskStatus};
+use fundi_runtime::{Message, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus};
 use maud::{Markup, html};
 
 use super::words::{badge, clip, when};
@@ -70,8 +71,39 @@ fn message_line(message: &Message) -> Markup {
     html! { (who) ": " span class="words" { (clip(&message.text(), ENTRY_TEXT)) } }
 }
 
-/// The task's status as the page's status block.
-pub(crate) fn status_block(task: &Task) -> Markup {
+/// Since when a task has been in its state: the first status of the latest run of
+/// statuses in that state (a working task's progress notes do not move it).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct InStateSince {
+    state: Option<TaskState>,
+    at: Option<DateTime<Utc>>,
+}
+
+impl InStateSince {
+    /// Takes `event` into account.
+    pub(crate) fn see(&mut self, event: &TaskEvent) {
+        let status = match &event.kind {
+            TaskEventKind::Created(task) => &task.status,
+            TaskEventKind::Status(status) => status,
+            _ => return,
+        };
+        if self.state != Some(status.state) {
+            self.state = Some(status.state);
+            self.at = Some(status.timestamp);
+        }
+    }
+
+    /// Since when a task in `status` has been in its state.
+    fn of(&self, status: &TaskStatus) -> DateTime<Utc> {
+        match self.state == Some(status.state) {
+            true => self.at.unwrap_or(status.timestamp),
+            false => status.timestamp,
+        }
+    }
+}
+
+/// The task's status as the page's status block; `since` says when its state began.
+pub(crate) fn status_block(task: &Task, since: &InStateSince) -> Markup {
     let status = &task.status;
     let text = status
         .message
@@ -79,7 +111,7 @@ pub(crate) fn status_block(task: &Task) -> Markup {
         .map(Message::text)
         .unwrap_or_default();
     html! {
-        p { (badge(status.state)) " since " (when(status.timestamp)) }
+        p { (badge(status.state)) " since " (when(since.of(status))) }
         @if let Some(request) = pending(task) {
             p class="note" { "Waiting for an approver: " (request.skill) " was asked for"
                 @if let Some(by) = &request.requested_by { " by " strong { (by) } }
