@@ -63,3 +63,76 @@ async fn the_console_names_each_tasks_skill_and_when_its_run_began() {
         "working since {since}, the run's start, not step 5 at {latest}"
     );
 }
+
+/// "Heal this" on the issues page starts a heal of that issue as the viewer, and goes to
+/// its page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issue_is_healed_from_the_issues_page() {
+    use fundi_skills::testing::{TestRepo, serve_dir};
+    let repo = TestRepo::new(&[(
+        "public/index.html",
+        "<!doctype html>\n<html>\n<head><title>Home</title></head>\n<body><main><h1>Home</h1></main></body>\n</html>\n",
+    )]);
+    let site = serve_dir(repo.work.join("public")).await;
+    let env = [
+        (
+            "FUNDI__SKILLS__A11Y_AUDIT__ALLOWED_ORIGINS",
+            format!("[\"{}\"]", site.trim_end_matches('/')),
+        ),
+        (
+            "FUNDI__SKILLS__HEAL_ISSUE__WORKSPACES",
+            format!("[\"{}\"]", repo.workspace.display()),
+        ),
+    ];
+    let server = start(repo.temp.path(), &env);
+    let mut audit = common::message("audit", json!({"url": format!("{site}index.html")}));
+    audit["metadata"] = json!({"skill": "a11y-audit"});
+    let audit = rpc_as(&server, ALICE, "SendMessage", json!({"message": audit})).await;
+    let audit = audit["task"]["id"].as_str().unwrap().to_owned();
+    poll_as(&server, ALICE, &audit, |t| {
+        common::state(t) == "TASK_STATE_COMPLETED"
+    })
+    .await;
+    let issues = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/issues").await;
+    let issue = issues["issues"][0]["fingerprint"]
+        .as_str()
+        .expect("an issue")
+        .to_owned();
+
+    let session = sign_in(&server, ALICE).await;
+    let listed = page(&server, &session.cookie, "/console/issues").await;
+    assert_accessible(&listed, "/console/issues");
+    assert!(
+        listed.contains(&issue) && listed.contains("Heal this"),
+        "{listed}"
+    );
+    let healed = plain_client()
+        .post(format!("{}/console/issues/{issue}/heal", server.url))
+        .header("cookie", &session.cookie)
+        .header("origin", &server.url)
+        .form(&[
+            ("csrf", session.csrf.as_str()),
+            ("repository", repo.work.to_str().unwrap()),
+            ("site", site.as_str()),
+            ("root", "public"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(healed.status(), 303);
+    let to = healed.headers()["location"].to_str().unwrap().to_owned();
+    let task = to
+        .strip_prefix("/console/tasks/")
+        .expect("the heal's page")
+        .to_owned();
+    let proposed = poll_as(&server, ALICE, &task, |t| {
+        common::state(t) == "TASK_STATE_INPUT_REQUIRED"
+    })
+    .await;
+    assert!(
+        proposed.to_string().contains("approve"),
+        "a fix proposed: {proposed}"
+    );
+    let held = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/issues").await;
+    assert_eq!(held["issues"][0]["heal"]["taskId"], task.as_str(), "{held}");
+}

@@ -17,6 +17,7 @@ mod assets;
 mod charts;
 mod diff;
 mod gate;
+mod heal;
 mod issues;
 mod operators;
 pub(crate) mod page;
@@ -68,6 +69,7 @@ pub(crate) fn routes() -> Router<AppState> {
         )
         .route("/console/access-requests/{id}/reject", post(access::reject))
         .route("/console/issues", get(issues::list))
+        .route("/console/issues/{id}/heal", post(heal::heal))
         .route("/console/dead-letters", get(operators::dead_letters))
         .route("/console/dead-letters/replay", post(operators::replay))
         .route("/console/schedules", get(operators::schedules))

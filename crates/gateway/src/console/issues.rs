@@ -67,6 +67,7 @@ pub(super) async fn list(
     issues.retain(|i| status.is_none_or(|s| i.status == s));
     issues.retain(|i| severity.is_empty() || i.finding.severity == severity);
     issues.sort_by_key(|i| (rank(&i.finding.severity), std::cmp::Reverse(i.last_seen)));
+    let heals = heal_skill(&state, &viewer).is_some();
     let mut rows = Vec::with_capacity(issues.len());
     for issue in &issues {
         let heal = match &issue.heal {
@@ -78,7 +79,7 @@ pub(super) async fn list(
                 .map(|t| t.status.state),
             None => None,
         };
-        rows.push(row(issue, heal));
+        rows.push(row(issue, heal, heals.then(|| viewer.csrf())));
     }
     let body = html! {
         form class="filters" method="get" action="/console/issues" {
@@ -118,12 +119,36 @@ fn rank(severity: &str) -> usize {
         .unwrap_or(SEVERITY_ORDER.len())
 }
 
-fn row(issue: &Issue, heal: Option<fundi_runtime::TaskState>) -> Markup {
+/// The heal skill's id, when this server runs it and `viewer` holds its scope.
+pub(super) fn heal_skill(state: &AppState, viewer: &Viewer) -> Option<&'static str> {
+    let card = state.runtime.skills().iter().find(|c| c.id == HEAL_SKILL)?;
+    viewer
+        .grants()
+        .allows(card.required_scope.as_deref())
+        .then_some(HEAL_SKILL)
+}
+
+/// The origin of a finding's location (`https://site.example/`), when it is a URL: the
+/// site a heal most likely fixes.
+fn origin_of(location: &str) -> String {
+    match reqwest::Url::parse(location) {
+        Ok(url) if url.has_host() => format!("{}/", url.origin().ascii_serialization()),
+        _ => String::new(),
+    }
+}
+
+/// The skill that turns an issue into a fix on a branch.
+const HEAL_SKILL: &str = "heal-issue";
+
+/// One issue's row; `csrf`, when the viewer may heal, adds the form that starts a heal.
+fn row(issue: &Issue, heal: Option<fundi_runtime::TaskState>, csrf: Option<&str>) -> Markup {
     let finding = &issue.finding;
+    let id = issue.id();
     html! {
         tr {
             td { span class={ "severity " (finding.severity) } { (finding.severity) } }
-            td { (finding.title) br; code { (finding.source) " · " (finding.rule) } }
+            td { (finding.title) br; code { (finding.source) " · " (finding.rule) } br;
+                 "id " code { (id) } }
             td { (link(&finding.location))
                  @if let Some(target) = &finding.target { br; code { (clip(target, 80)) } } }
             td { (issue.status.as_str()) }
@@ -133,6 +158,17 @@ fn row(issue: &Issue, heal: Option<fundi_runtime::TaskState>) -> Markup {
                     a href={ "/console/tasks/" (encode(link.task_id.as_str())) } { code { (link.task_id.as_str()) } }
                     @if let Some(state) = heal { " " (badge(state)) }
                     @if let Some(branch) = &link.branch { br; "branch " code { (branch) } }
+                } @else if let Some(csrf) = csrf {
+                    form class="heal" method="post" action={ "/console/issues/" (encode(id)) "/heal" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        label for={ "repository-" (id) } { "Repository" }
+                        input id={ "repository-" (id) } name="repository" type="text" required;
+                        label for={ "site-" (id) } { "Site the repository serves" }
+                        input id={ "site-" (id) } name="site" type="text" value=(origin_of(&finding.location));
+                        label for={ "root-" (id) } { "Site root in it (optional)" }
+                        input id={ "root-" (id) } name="root" type="text";
+                        button type="submit" aria-label={ "Heal issue " (id) } { "Heal this" }
+                    }
                 } @else { "none" }
             }
         }
