@@ -12,10 +12,18 @@ mod limits;
 mod peers;
 mod retention;
 mod server;
+mod signals;
 pub mod telemetry;
 
+/// The A2A gateway (the `fundi-gateway` crate): its settings types (`StaticClient`,
+/// `AuthConfig`...) for a config built in code.
+pub use fundi_gateway as gateway;
+/// The runtime, its model and the Skill API (the `fundi-runtime` crate): what a skill of
+/// an embedder implements.
+pub use fundi_runtime as runtime;
 pub use limits::raise_descriptor_limit;
 pub use server::{Server, ServerBuilder, ServerError};
+pub use signals::shutdown_signal;
 
 /// docs/embedding.md, whose code is compiled (and run) as doctests: the guide cannot
 /// drift from the API.

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use fundi::Server;
 use fundi::config::AppConfig;
 use fundi::telemetry;
+use fundi::{Server, shutdown_signal};
 use fundi_gateway::AuthMode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -187,28 +187,4 @@ fn exit_if_stuck(limit: Duration) {
         );
         std::process::exit(2);
     });
-}
-
-/// SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are installed here, when it is
-/// made, not at its first poll: made before the "listening" line, a signal sent as soon
-/// as that line is read shuts the server down gracefully instead of killing it.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut terminate = signal(SignalKind::terminate())?;
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        Ok(async move {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
-            }
-        })
-    }
-    #[cfg(not(unix))]
-    Ok(async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    })
 }

@@ -49,6 +49,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AppConfig, DurabilityMode, StoreKind};
 
+mod observed;
+
 /// Why the server could not start, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -108,6 +110,7 @@ impl Server {
             routes: Router::new(),
             started: None,
             card_key: None,
+            telemetry: false,
         }
     }
 }
@@ -119,6 +122,8 @@ pub struct ServerBuilder {
     routes: Router,
     started: Option<OnStarted>,
     card_key: Option<(CardKey, Vec<serde_json::Value>)>,
+    /// Install logging and telemetry from the config while serving.
+    telemetry: bool,
 }
 
 /// What [`ServerBuilder::on_started`] runs.
@@ -167,10 +172,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Serves A2A on `listener` until `shutdown` is canceled; then stops taking
-    /// requests, gives running tasks `server.shutdown-grace-ms`, leaves the rest stored
-    /// for recovery, and flushes the store.
-    pub async fn serve(
+    /// Serves A2A on `listener` until `shutdown` is canceled (`observed.rs` wraps it
+    /// in logging and telemetry when asked).
+    async fn serve_configured(
         self,
         listener: TcpListener,
         shutdown: CancellationToken,
