@@ -61,6 +61,10 @@ async def read_only():
             check("skills say which tool argument picks them, not A2A metadata",
                   'fundi_submit_test, skill "echo"' in text(skills)
                   and "message metadata" not in text(skills), text(skills))
+            echo = next(s for s in skills.structured_content["skills"] if s["id"] == "echo")
+            check("a skill's input schema is listed for the model",
+                  "data (JSON Schema)" in text(skills)
+                  and echo["inputSchema"]["properties"]["steps"]["type"] == "integer", echo)
             tools = {t.name: t for t in (await session.list_tools()).tools}
             check("read-only by default: no write tools", not (WRITES & set(tools)), sorted(tools))
             status = tools["fundi_task_status"].annotations

@@ -154,10 +154,36 @@ fn v1_card(facts: &CardFacts<'_>) -> Value {
         "skills": facts.skills.iter().map(|s| skill(s, "securityRequirements", v1_requirement)).collect::<Vec<_>>(),
     });
     provider_and_docs(&mut card, facts.config);
-    if let Some(offer) = facts.access_requests {
-        card["capabilities"]["extensions"] = json!([offer]);
+    let extensions = extensions(facts);
+    if !extensions.is_empty() {
+        card["capabilities"]["extensions"] = json!(extensions);
     }
     card
+}
+
+/// The card extension that carries the skills' input schemas (`AgentSkill` has no field
+/// for one): `params` maps a skill's id to the JSON Schema of its data input.
+pub(crate) const INPUT_SCHEMAS_EXTENSION: &str = "urn:fundi:skill-input-schemas:1";
+
+/// The extensions the card declares: the offer of requests for access, and the skills'
+/// input schemas, each when there is one.
+fn extensions(facts: &CardFacts<'_>) -> Vec<Value> {
+    let mut extensions: Vec<Value> = facts.access_requests.into_iter().cloned().collect();
+    let schemas: serde_json::Map<String, Value> = facts
+        .skills
+        .iter()
+        .filter_map(|s| Some((s.id.clone(), s.input_schema.clone()?)))
+        .collect();
+    if !schemas.is_empty() {
+        extensions.push(json!({
+            "uri": INPUT_SCHEMAS_EXTENSION,
+            "description": "The JSON Schema of each skill's data input (the data part of a \
+                            task's first message), by skill id.",
+            "required": false,
+            "params": schemas,
+        }));
+    }
+    extensions
 }
 
 /// The v0.3 card: the fields of v0.3's `AgentCard` (`type`-tagged security schemes,
@@ -196,8 +222,9 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         "skills": facts.skills.iter().map(|s| skill(s, "security", v03_requirement)).collect::<Vec<_>>(),
     });
     provider_and_docs(&mut card, facts.config);
-    if let Some(offer) = facts.access_requests {
-        card["capabilities"]["extensions"] = json!([offer]);
+    let extensions = extensions(facts);
+    if !extensions.is_empty() {
+        card["capabilities"]["extensions"] = json!(extensions);
     }
     card
 }

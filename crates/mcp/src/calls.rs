@@ -26,16 +26,32 @@ pub(crate) async fn run(call: &Call<'_>, name: &str, arguments: &Value) -> Answe
 async fn list_skills(call: &Call<'_>) -> Answer {
     let card = call.fundi.card().await.map_err(said)?;
     let skills = card["skills"].as_array().cloned().unwrap_or_default();
+    // The input schemas travel in a card extension: `AgentSkill` has no field for one.
+    let schemas = card["capabilities"]["extensions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["uri"] == INPUT_SCHEMAS)
+        .map(|e| e["params"].clone())
+        .unwrap_or(Value::Null);
     let mut text = format!("{} skill(s):", skills.len());
     let mut rows = Vec::new();
     for skill in &skills {
         let id = skill["id"].as_str().unwrap_or("");
         let description = for_tools(skill["description"].as_str().unwrap_or(""), id);
         text.push_str(&format!("\n- {id}: {description}"));
-        rows.push(json!({"id": id, "name": skill["name"], "description": description}));
+        let mut row = json!({"id": id, "name": skill["name"], "description": description});
+        if let Some(schema) = schemas.get(id) {
+            text.push_str(&format!("\n  data (JSON Schema): {schema}"));
+            row["inputSchema"] = schema.clone();
+        }
+        rows.push(row);
     }
     Ok((text, json!({"skills": rows})))
 }
+
+/// The card extension with the skills' input schemas (fundi-gateway's card).
+const INPUT_SCHEMAS: &str = "urn:fundi:skill-input-schemas:1";
 
 /// A skill's card description as a tool's caller acts on it: the card tells A2A clients
 /// to pick the skill with message metadata; here it is the `skill` argument.

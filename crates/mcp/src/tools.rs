@@ -80,8 +80,9 @@ pub fn listed(allow_writes: bool) -> Vec<Tool> {
                 SUBMIT,
                 "Start a task of a skill and return its id and state at once (it never \
                  waits for the run: follow it with fundi_wait_for_task or \
-                 fundi_task_status). Give the skill's input as data, and/or text. The same \
-                 idempotencyKey returns the same task instead of starting another.",
+                 fundi_task_status). Give the skill's input as data (fundi_list_skills shows \
+                 each skill's JSON Schema of it), and/or text. The same idempotencyKey \
+                 returns the same task instead of starting another.",
                 json!({"type": "object", "required": ["skill"], "properties": {
                     "skill": {"type": "string"},
                     "text": {"type": "string"},

@@ -80,6 +80,11 @@ pub struct SkillCard {
     /// (`RuntimeHandle::get_as`); listing, subscribing and cancelling stay the owner's.
     #[serde(default)]
     pub answered_by_scope: bool,
+    /// The JSON Schema of the data part a task's first message carries, when the skill
+    /// declares one: shown to clients on the agent card and by the MCP tools (the skill
+    /// checks its input against it in [`Skill::check`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
 }
 
 /// What a user's message does when it arrives while a task's run works (the "double
@@ -148,7 +153,14 @@ impl SkillCard {
             resumable: false,
             while_working: MessagePolicy::Reject,
             answered_by_scope: false,
+            input_schema: None,
         }
+    }
+
+    /// Declares the JSON Schema of the skill's data input.
+    pub fn input_schema(mut self, schema: serde_json::Value) -> SkillCard {
+        self.input_schema = Some(schema);
+        self
     }
 
     /// Sets the human-readable name.

@@ -3,7 +3,7 @@
 
 mod config;
 mod connection;
-mod fault;
+pub(crate) mod fault;
 mod fields;
 mod http_proxy;
 mod ledger;

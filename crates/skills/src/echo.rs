@@ -107,6 +107,11 @@ fn whole_number(value: &Value) -> Option<u64> {
 
 #[async_trait]
 impl Skill for EchoSkill {
+    /// The data part against the schema the card declares.
+    fn check(&self, message: &fundi_runtime::Message) -> Result<(), fundi_runtime::InputRefused> {
+        crate::schemas::check("echo", message)
+    }
+
     fn card(&self) -> SkillCard {
         SkillCard::new(
             "echo",
@@ -123,6 +128,7 @@ impl Skill for EchoSkill {
         .output_modes(["text/plain"])
         .resumable()
         .while_working(MessagePolicy::Enqueue)
+        .input_schema(crate::schemas::of("echo").unwrap_or_default())
     }
 
     /// A narrowing asks for no more steps and no longer a delay than the original did,

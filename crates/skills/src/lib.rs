@@ -9,6 +9,8 @@ pub mod heal;
 pub mod inbox;
 mod markup;
 mod origins;
+pub mod schema;
+mod schemas;
 pub mod security;
 #[cfg(feature = "test-util")]
 pub mod testing;

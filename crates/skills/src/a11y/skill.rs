@@ -351,6 +351,11 @@ fn page_note(outcome: &PageOutcome) -> String {
 
 #[async_trait]
 impl Skill for A11yAuditSkill {
+    /// The data part against the schema the card declares.
+    fn check(&self, message: &fundi_runtime::Message) -> Result<(), fundi_runtime::InputRefused> {
+        crate::schemas::check(SKILL_ID, message)
+    }
+
     fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         self.narrowing(original, narrowed)
             .map_err(InputRefused::from)
@@ -374,6 +379,7 @@ impl Skill for A11yAuditSkill {
             // A re-run is a fresh audit, and issues are deduplicated: safe to run again.
             .resumable()
             .while_working(MessagePolicy::Interrupt)
+            .input_schema(crate::schemas::of(SKILL_ID).unwrap_or_default())
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {

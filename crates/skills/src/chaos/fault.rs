@@ -59,6 +59,21 @@ pub(crate) enum FaultKind {
     BodyDelay { delay: u64 },
 }
 
+/// Every fault's type, as [`FaultKind::name`] spells them (the input schema lists them).
+pub(crate) const FAULT_TYPES: [&str; 11] = [
+    "latency",
+    "bandwidth",
+    "slow_close",
+    "timeout",
+    "reset_peer",
+    "slicer",
+    "limit_data",
+    "down",
+    "http_error",
+    "header_delay",
+    "body_delay",
+];
+
 impl FaultKind {
     /// The fault's type, as Toxiproxy (and the chaos-event log) names it.
     pub(crate) fn name(&self) -> &'static str {
@@ -277,6 +292,17 @@ fn attributes_of(kind: &str, at: &str, value: &Value, path: &str) -> Result<Faul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_fault_type_is_one() {
+        for kind in FAULT_TYPES {
+            let parsed = Fault::parse("f", &json!({"type": kind}));
+            let said = parsed.err().unwrap_or_default();
+            assert!(!said.contains("is not a fault"), "{kind}: {said}");
+        }
+        let unknown = Fault::parse("f", &json!({"type": "nope"})).unwrap_err();
+        assert!(unknown.contains("is not a fault"), "{unknown}");
+    }
 
     #[test]
     fn toxiproxy_toxics_are_read_with_their_defaults() {

@@ -177,9 +177,11 @@ impl Skill for ChaosRunSkill {
             .input_modes(["application/json"])
             .output_modes(["application/json", "text/plain"])
             .scope(SCOPE)
+            .input_schema(crate::schemas::of(SKILL_ID).unwrap_or_default())
     }
 
     fn check(&self, message: &Message) -> Result<(), InputRefused> {
+        crate::schemas::check(SKILL_ID, message)?;
         Plan::read(message, &self.config)
             .map(drop)
             .map_err(InputRefused::from)

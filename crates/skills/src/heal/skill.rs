@@ -90,9 +90,11 @@ impl Skill for HealIssueSkill {
         .resumable()
         .answered_by_scope()
         .while_working(MessagePolicy::Reject)
+        .input_schema(crate::schemas::of(SKILL_ID).unwrap_or_default())
     }
 
     fn check(&self, message: &Message) -> Result<(), InputRefused> {
+        crate::schemas::check(SKILL_ID, message)?;
         let request = parse(message, &fundi_runtime::TaskId::from("-"))?;
         super::input::inside_workspace(&request.repository, &self.config.workspaces)?;
         Ok(())

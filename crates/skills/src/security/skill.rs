@@ -235,6 +235,11 @@ impl SecurityScanSkill {
 
 #[async_trait]
 impl Skill for SecurityScanSkill {
+    /// The data part against the schema the card declares.
+    fn check(&self, message: &fundi_runtime::Message) -> Result<(), fundi_runtime::InputRefused> {
+        crate::schemas::check(SKILL_ID, message)
+    }
+
     fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
         self.narrowing(original, narrowed)
             .map_err(InputRefused::from)
@@ -258,6 +263,7 @@ impl Skill for SecurityScanSkill {
         .required_scope(Some(SCOPE.into()))
         .resumable()
         .while_working(MessagePolicy::Interrupt)
+        .input_schema(crate::schemas::of(SKILL_ID).unwrap_or_default())
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
