@@ -135,4 +135,57 @@ async fn an_issue_is_healed_from_the_issues_page() {
     );
     let held = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/issues").await;
     assert_eq!(held["issues"][0]["heal"]["taskId"], task.as_str(), "{held}");
+
+    // The proposal waits as an approval: listed with the others, its diff beside the
+    // buttons, decided like them.
+    let approvals = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/approvals").await;
+    let fix = approvals["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["taskId"] == task.as_str())
+        .unwrap_or_else(|| panic!("the fix is not listed: {approvals}"));
+    assert_eq!(fix["kind"], "fix");
+    assert!(fix["diff"].as_str().unwrap_or("").contains("@@"), "{fix}");
+    let page_of = |path: String| {
+        let cookie = session.cookie.clone();
+        let server = &server;
+        async move { page(server, &cookie, &path).await }
+    };
+    let listed = page_of("/console/approvals".into()).await;
+    assert_accessible(&listed, "/console/approvals");
+    assert!(
+        listed.contains(&task) && listed.contains("A fix proposed by heal-issue"),
+        "{listed}"
+    );
+    let shown = page_of(format!("/console/tasks/{task}")).await;
+    assert!(shown.contains("Decide on the proposed fix"), "{shown}");
+    assert!(
+        !shown.contains("Your answer"),
+        "no free-text box for a fix: {shown}"
+    );
+    let rejected = std::process::Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args(["reject", &task, "--reason", "not this way"])
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_TOKEN", OPS)
+        .env("FUNDI_USER_TOKEN", ALICE)
+        .output()
+        .unwrap();
+    assert!(
+        rejected.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rejected.stderr)
+    );
+    let ended = poll_as(&server, ALICE, &task, |t| {
+        common::state(t) != "TASK_STATE_INPUT_REQUIRED"
+    })
+    .await;
+    assert!(ended.to_string().contains("not this way"), "{ended}");
+    let log = admin_as(&server, ALICE, reqwest::Method::GET, "/admin/audit").await;
+    let decided = log["records"].as_array().unwrap().iter().any(|r| {
+        r["action"] == "approval.reject"
+            && r["target"] == task.as_str()
+            && r["detail"]["kind"] == "fix"
+    });
+    assert!(decided, "{log}");
 }

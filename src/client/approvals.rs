@@ -20,7 +20,17 @@ pub(super) async fn list(endpoint: Endpoint) -> anyhow::Result<()> {
                 approval["taskId"].as_str().unwrap_or(""),
                 approval["summary"].as_str().unwrap_or("")
             );
-            if let Some(input) = approval.get("input").filter(|i| !i.is_null()) {
+            if approval["kind"] == "fix" {
+                let proposal = &approval["input"];
+                println!(
+                    "  fix on branch {} (+{} -{}): `fundi get {}` shows its diff; approve \
+                     pushes the branch, reject deletes it",
+                    proposal["branch"].as_str().unwrap_or("?"),
+                    proposal["linesAdded"],
+                    proposal["linesRemoved"],
+                    approval["taskId"].as_str().unwrap_or("")
+                );
+            } else if let Some(input) = approval.get("input").filter(|i| !i.is_null()) {
                 println!("  input: {input}");
             }
         }

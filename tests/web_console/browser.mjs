@@ -163,7 +163,10 @@ await check("a gated task is approved with the keyboard alone", async () => {
   expect(reached, "Tab never reached the Approve button");
   await Promise.all([page.waitForURL(`${given.url}/console/approvals`), page.keyboard.press("Enter")]);
   const after = await page.textContent("main");
-  expect(after.includes("No task waits for you to decide"), after);
+  expect(!after.includes("release check"), after);
+  // The heal's proposed fix waits on the same page, its diff beside its buttons.
+  expect(after.includes("A fix proposed by heal-issue"), after);
+  expect((await page.locator("article.approval pre, article.approval table").count()) >= 1, "no diff shown");
 });
 
 await check("a form posted from another origin is refused, even with the CSRF token", async () => {

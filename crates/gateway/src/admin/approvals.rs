@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::audit::record;
+use super::fixes;
 use super::{admin_error, parse, runtime_failure};
 use crate::auth::Caller;
 use crate::dialect::Dialect;
@@ -33,13 +34,23 @@ pub(super) fn routes() -> Router<AppState> {
 }
 
 async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Approver>) -> Response {
-    match state.runtime.approvals().await {
-        Ok(mut approvals) => {
-            approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
-            axum::Json(json!({"approvals": approvals})).into_response()
+    let mut approvals = match state.runtime.approvals().await {
+        Ok(approvals) => approvals,
+        Err(error) => return runtime_failure(error),
+    };
+    approvals.retain(|p| may_approve(&caller.grants, &p.request.skill));
+    let mut listed: Vec<Value> = approvals
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .collect();
+    // Proposed fixes wait for the same kind of decision.
+    if may_approve(&caller.grants, fixes::HEAL_SKILL) {
+        match fixes::waiting(&state).await {
+            Ok(waiting) => listed.extend(waiting),
+            Err(error) => return runtime_failure(error),
         }
-        Err(error) => runtime_failure(error),
     }
+    axum::Json(json!({"approvals": listed})).into_response()
 }
 
 #[derive(Deserialize, Default)]
@@ -113,7 +124,9 @@ async fn decide(
             axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
         }
         Err(Undecided::Runtime(error)) => runtime_failure(error),
-        Err(Undecided::Scope(error)) => refusal(&Value::Null, &error, Dialect::V1),
+        Err(Undecided::Scope(error) | Undecided::Refused(error)) => {
+            refusal(&Value::Null, &error, Dialect::V1)
+        }
         Err(Undecided::NotRecorded(failed)) => failed,
     }
 }
@@ -124,8 +137,41 @@ pub(crate) enum Undecided {
     Runtime(RuntimeError),
     /// The caller may not approve this skill's tasks.
     Scope(ApiError),
+    /// The decision cannot be made as asked (a fix approved on another input).
+    Refused(ApiError),
     /// Made, but the audit log could not be written (the answer says so).
     NotRecorded(Response),
+}
+
+/// Decides on the fix a heal task proposes, as `caller` (who must hold an approving
+/// scope for the heal skill), and records the decision.
+async fn decide_fix(
+    state: &AppState,
+    caller: &Caller,
+    task_id: TaskId,
+    verdict: Verdict,
+    mut detail: Value,
+) -> Result<fundi_runtime::Task, Undecided> {
+    if !may_approve(&caller.grants, fixes::HEAL_SKILL) {
+        let scope = format!("{APPROVE_SCOPE}:{}", fixes::HEAL_SKILL);
+        return Err(Undecided::Scope(ApiError::insufficient_scope(
+            fixes::HEAL_SKILL,
+            &scope,
+        )));
+    }
+    let task = fixes::decide(state, caller, &task_id, &verdict)
+        .await
+        .map_err(Undecided::Refused)?;
+    let action = match verdict {
+        Verdict::Approve { .. } => "approval.approve",
+        _ => "approval.reject",
+    };
+    detail["skill"] = json!(fixes::HEAL_SKILL);
+    detail["kind"] = json!("fix");
+    record(state, caller, action, task_id.as_str(), detail)
+        .await
+        .map_err(Undecided::NotRecorded)?;
+    Ok(task)
 }
 
 /// Decides on a waiting task as `caller` (who must hold an approving scope for its
@@ -146,6 +192,9 @@ pub(crate) async fn decide_as(
         .map_err(Undecided::Runtime)?
         .task;
     let Some(request) = pending(&waiting) else {
+        if fixes::proposal(&waiting).is_some() {
+            return decide_fix(state, caller, task_id, verdict, detail).await;
+        }
         return Err(Undecided::Runtime(RuntimeError::NotAwaitingApproval {
             id: task_id,
             state: waiting.status.state,

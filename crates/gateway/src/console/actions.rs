@@ -19,20 +19,30 @@ use super::page::Problem;
 use super::tasks::encode;
 use super::viewer::Viewer;
 use crate::admin::approvals::{Undecided, decide_as};
+use crate::admin::fixes;
 use crate::state::AppState;
 
 /// The forms that apply to `task` for `viewer`.
 pub(crate) fn for_task(viewer: &Viewer, task: &Task) -> Markup {
     let back = format!("/console/tasks/{}", encode(task.id.as_str()));
     let state = task.status.state;
+    // A heal's proposal is decided with buttons, as approvals are (its free-text answer
+    // stays for A2A clients).
+    let fix = fixes::proposal(task).is_some() && may_approve(viewer.grants(), fixes::HEAL_SKILL);
     html! {
         @if let Some(request) = pending(task).filter(|r| may_approve(viewer.grants(), &r.skill)) {
             section aria-labelledby="decide-title" {
                 h2 id="decide-title" { "Decide" }
-                (approval_forms(viewer, task.id.as_str(), &back, request.skill.as_str()))
+                (approval_forms(viewer, task.id.as_str(), &back, Some(request.skill.as_str())))
             }
         }
-        @if state == TaskState::InputRequired {
+        @if fix {
+            section aria-labelledby="decide-title" {
+                h2 id="decide-title" { "Decide on the proposed fix" }
+                p { "Approving pushes the fix's branch (the diff is under Artifacts); rejecting deletes it. Nothing is merged." }
+                (approval_forms(viewer, task.id.as_str(), &back, None))
+            }
+        } @else if state == TaskState::InputRequired {
             section aria-labelledby="answer-title" {
                 h2 id="answer-title" { "Answer" }
                 form method="post" action={ "/console/tasks/" (encode(task.id.as_str())) "/answer" } {
@@ -52,9 +62,14 @@ pub(crate) fn for_task(viewer: &Viewer, task: &Task) -> Markup {
     }
 }
 
-/// Approve (with an optional narrower input) and reject (with a reason) for one task;
-/// `back` is where the decision returns to.
-pub(crate) fn approval_forms(viewer: &Viewer, task: &str, back: &str, skill: &str) -> Markup {
+/// Approve (with an optional narrower input for `narrowable`'s skill) and reject (with
+/// a reason) for one task; `back` is where the decision returns to.
+pub(crate) fn approval_forms(
+    viewer: &Viewer,
+    task: &str,
+    back: &str,
+    narrowable: Option<&str>,
+) -> Markup {
     let path = format!("/console/approvals/{}", encode(task));
     let id = encode(task);
     html! {
@@ -62,8 +77,10 @@ pub(crate) fn approval_forms(viewer: &Viewer, task: &str, back: &str, skill: &st
             form method="post" action={ (path) "/approve" } {
                 input type="hidden" name="csrf" value=(viewer.csrf());
                 input type="hidden" name="back" value=(back);
-                label for={ "narrow-" (id) } { "Narrower input for " (skill) " (JSON, optional)" }
-                textarea id={ "narrow-" (id) } name="narrowed" rows="3" {}
+                @if let Some(skill) = narrowable {
+                    label for={ "narrow-" (id) } { "Narrower input for " (skill) " (JSON, optional)" }
+                    textarea id={ "narrow-" (id) } name="narrowed" rows="3" {}
+                }
                 button type="submit" { "Approve" }
             }
             form method="post" action={ (path) "/reject" } {
@@ -197,7 +214,7 @@ async fn decide(
     match decide_as(state, &viewer.caller(), TaskId::from(id), verdict, detail).await {
         Ok(_) => Ok(()),
         Err(Undecided::Runtime(error)) => Err(error.into()),
-        Err(Undecided::Scope(error)) => Err(error.into()),
+        Err(Undecided::Scope(error) | Undecided::Refused(error)) => Err(error.into()),
         Err(Undecided::NotRecorded(_)) => Err(Problem::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "Not recorded",

@@ -10,9 +10,12 @@ use maud::html;
 
 use super::actions::approval_forms;
 use super::artifacts::pretty;
+use super::diff::highlighted;
 use super::page::{Problem, Section, page, respond};
+use super::tasks::encode;
 use super::viewer::Viewer;
 use super::words::when;
+use crate::admin::fixes;
 use crate::state::AppState;
 
 pub(super) async fn list(
@@ -26,8 +29,12 @@ pub(super) async fn list(
     }
     let mut waiting = state.runtime.approvals().await?;
     waiting.retain(|p| may_approve(viewer.grants(), &p.request.skill));
+    let proposed = match may_approve(viewer.grants(), fixes::HEAL_SKILL) {
+        true => fixes::waiting(&state).await?,
+        false => Vec::new(),
+    };
     let body = html! {
-        @if waiting.is_empty() {
+        @if waiting.is_empty() && proposed.is_empty() {
             p { "No task waits for you to decide." }
         }
         @for pending in &waiting {
@@ -47,7 +54,25 @@ pub(super) async fn list(
                     h3 { "Input" }
                     pre class="json" { (pretty(input)) }
                 }
-                (approval_forms(&viewer, id, "/console/approvals", &pending.request.skill))
+                (approval_forms(&viewer, id, "/console/approvals", Some(&pending.request.skill)))
+            }
+        }
+        @for fix in &proposed {
+            @let id = fix["taskId"].as_str().unwrap_or_default();
+            article class="approval" aria-labelledby={ "approval-" (id) } {
+                h2 id={ "approval-" (id) } { "A fix proposed by heal-issue, asked by "
+                    (fix["requestedBy"].as_str().unwrap_or("an in-process caller")) }
+                p class="words" { (fix["summary"].as_str().unwrap_or_default()) }
+                dl class="facts" {
+                    dt { "Task" } dd { a href={ "/console/tasks/" (encode(id)) } { code { (id) } } }
+                    dt { "Branch" } dd { code { (fix["input"]["branch"].as_str().unwrap_or_default()) } }
+                    dt { "Asked" } dd { (fix["since"].as_str().unwrap_or_default()) }
+                }
+                @if let Some(diff) = fix["diff"].as_str() {
+                    h3 { "Diff" }
+                    (highlighted(diff))
+                }
+                (approval_forms(&viewer, id, "/console/approvals", None))
             }
         }
     };
