@@ -121,15 +121,28 @@ fn the_cli_says_what_to_do_and_its_exit_status_tells_how_the_task_ended() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains(": completed"), "{out}");
 
-    // A task that ends rejected (or failed, or canceled) fails the command.
-    let bad = ["send", "bad", "--data", r#"{"steps": -1}"#];
+    // A task that ends rejected (or failed, or canceled) fails the command: an audit of
+    // an origin that is not allowed is rejected by its run.
+    let off = r#"{"url": "http://169.254.169.254/"}"#;
+    let bad = ["send", "bad", "--skill", "a11y-audit", "--data", off];
     let (code, out, err) = fundi_at(&server, &server.url, &bad);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains(": rejected"), "{out}");
     assert!(err.contains("the task ended rejected"), "{err}");
-    let streamed = ["stream", "bad", "--data", r#"{"steps": -1}"#];
+    let streamed = ["stream", "bad", "--skill", "a11y-audit", "--data", off];
     let (code, _, err) = fundi_at(&server, &server.url, &streamed);
     assert_eq!(code, Some(1), "{err}");
+    // Data against the skill's input schema is refused, naming the field.
+    let (code, _, err) = fundi_at(
+        &server,
+        &server.url,
+        &["send", "x", "--data", r#"{"steps": -1}"#],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("data.steps") && err.contains("-32602"),
+        "{err}"
+    );
 
     // An unknown skill: the skills there are.
     let (code, _, err) = fundi_at(&server, &server.url, &["send", "x", "--skill", "nope"]);

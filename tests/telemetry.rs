@@ -473,21 +473,18 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
         .await;
         assert_eq!(done["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     }
-    let failed = ok(
+    let refused = rpc(
         &server,
         "SendMessage",
         json!({"message": {"messageId": "bad", "role": "ROLE_USER",
                            "parts": [{"text": "x"}, {"data": {"steps": -1}}]}}),
     )
     .await;
-    // echo refuses a negative step count: the task ends rejected.
-    assert_eq!(
-        failed["task"]["status"]["state"], "TASK_STATE_REJECTED",
-        "{failed}"
-    );
+    // echo's input schema refuses a negative step count: no task is made.
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let echo = [("skill", "echo")];
     collector
-        .wait_for_metric("fundi.task.submissions", &echo, |v| v == 3.0)
+        .wait_for_metric("fundi.task.submissions", &echo, |v| v == 2.0)
         .await;
     collector
         .wait_for_metric(
@@ -505,15 +502,21 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
         .await;
     collector
         // Each send: stored before its run starts, then what its run did in the one
-        // poll its actor gave it (the posted step with the completion, or the
-        // rejection), in one commit.
-        .wait_for_metric("fundi.store.commit.duration", &[], |count| count == 6.0)
+        // poll its actor gave it (the posted step with the completion), in one commit.
+        .wait_for_metric("fundi.store.commit.duration", &[], |count| count == 4.0)
         .await;
     collector
         .wait_for_metric(
             "fundi.rpc.requests",
             &[("method", "SendMessage"), ("outcome", "ok")],
-            |v| v == 3.0,
+            |v| v == 2.0,
+        )
+        .await;
+    collector
+        .wait_for_metric(
+            "fundi.rpc.requests",
+            &[("method", "SendMessage"), ("outcome", "error")],
+            |v| v == 1.0,
         )
         .await;
     collector
@@ -522,17 +525,12 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
     collector
         .wait_for_metric("fundi.task_actors.live", &[], |v| v == 0.0)
         .await;
-    collector
-        .wait_for_metric("fundi.tasks.finished", &[("state", "rejected")], |v| {
-            v == 1.0
-        })
-        .await;
-    // Exported at zero from the start, and still zero: a rejection is not a failure.
+    // Exported at zero from the start, and still zero: a refusal is not a failure.
     for source in ["skill", "panic", "runtime", "restart"] {
         assert_eq!(
             collector.latest("fundi.failures", &[("source", source)]),
             Some(0.0),
-            "a rejection is not a failure ({source})"
+            "a refusal is not a failure ({source})"
         );
     }
 
@@ -554,9 +552,9 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
         assert!(text.contains(name), "{name} missing from /metrics:\n{text}");
     }
     assert!(
-        text.contains("fundi_task_submissions_total{otel_scope_name=\"fundi\",skill=\"echo\"} 3")
+        text.contains("fundi_task_submissions_total{otel_scope_name=\"fundi\",skill=\"echo\"} 2")
             || text.contains(
-                "fundi_task_submissions_total{skill=\"echo\",otel_scope_name=\"fundi\"} 3"
+                "fundi_task_submissions_total{skill=\"echo\",otel_scope_name=\"fundi\"} 2"
             ),
         "{text}"
     );

@@ -166,7 +166,8 @@ impl Drop for Server {
 
 /// Runs `fundi serve` expecting it to fail; returns its exit status and stderr.
 pub fn start_failing(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
-    let (mut child, stderr, _) = spawn(dir, args, env);
+    // The lines are read (and dropped) until it exits: its stdout stays open.
+    let (mut child, stderr, _lines) = spawn(dir, args, env);
     let deadline = Instant::now() + DEADLINE;
     let status = loop {
         if let Some(status) = child.try_wait().expect("try_wait") {

@@ -179,7 +179,7 @@ fn extensions(facts: &CardFacts<'_>) -> Vec<Value> {
             "uri": INPUT_SCHEMAS_EXTENSION,
             "description": "The JSON Schema of each skill's data input (the data part of a \
                             task's first message), by skill id.",
-            "required": false,
+            // `required` is left out: false is its default, which signers drop.
             "params": schemas,
         }));
     }

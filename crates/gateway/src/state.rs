@@ -208,7 +208,6 @@ impl AppState {
             "description": "Ask for access: POST {card, scopes, reason, assertion} to \
                             params.url, the assertion a JWT of one of params.issuers for \
                             this agent; a person decides (docs/trust.md).",
-            "required": false,
             "params": {
                 "url": format!("{}/access-requests", self.public_url().trim_end_matches('/')),
                 "issuers": friends.issuers.values().map(|i| i.issuer.clone()).collect::<Vec<_>>(),
