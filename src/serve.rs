@@ -16,6 +16,16 @@ use crate::card_keys;
 use crate::cli::ServeArgs;
 use crate::credentials;
 
+/// A line on stdout for the person or script that started the server; a stdout nobody
+/// reads any more (`fundi serve | head -1`) must not stop the server, as `println!`
+/// would by panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = AppConfig::load(args.config.as_deref())?;
     if let Some(bind) = args.bind {
@@ -37,10 +47,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut local_credentials = None;
     if config.auth.mode == AuthMode::Static && config.auth.has_no_static_tokens() {
         let path = credentials::install_local(&mut config.auth, &config.store.path)?;
-        println!("fundi credentials in {}", path.display());
+        say!("fundi credentials in {}", path.display());
         // The client commands look in ./data by default: say how they find these.
         if credentials::path_in(Path::new("data")) != path {
-            println!(
+            say!(
                 "fundi client commands: FUNDI_CREDENTIALS={} fundi list",
                 path.display()
             );
@@ -72,11 +82,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .config(config)
         .routes(telemetry.routes())
         .on_started(move |runtime| {
-            println!("fundi store: {store}");
+            say!("fundi store: {store}");
             let skills: Vec<&str> = runtime.skills().iter().map(|c| c.id.as_str()).collect();
-            println!("fundi skills: {}", skills.join(", "));
+            say!("fundi skills: {}", skills.join(", "));
             // Tests and scripts read this line to find the port when binding port 0.
-            println!("fundi listening on http://{local}");
+            say!("fundi listening on http://{local}");
             if let (true, Some(path)) = (console, local_credentials) {
                 tokio::spawn(print_sign_in_link(local, path, stopping));
             }
@@ -160,7 +170,7 @@ async fn print_sign_in_link(
         made = made => made,
     };
     match made {
-        Ok(url) => println!(
+        Ok(url) => say!(
             "fundi console: {url} (signs in once, within ten minutes; `fundi console` makes another)"
         ),
         // A server told to stop at once refuses the request: nothing worth a warning.
