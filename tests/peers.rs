@@ -339,3 +339,18 @@ async fn a_question_waiting_across_a_restart_of_the_delegator_is_answered_on_the
     let tasks = b_tasks(&b).await;
     assert_eq!(tasks.len(), 1, "B ran the work more than once: {tasks:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_lists_a_delegated_task_with_its_peer() {
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, _b) = start_pair(a_dir.path(), b_dir.path());
+    let id = delegate(&a, "listed", json!({})).await;
+    poll_task(&a, &id, |t| state(t) == "TASK_STATE_COMPLETED").await;
+    let (signed, said) = common::cli(&a, &["console"]);
+    assert!(signed, "{said}");
+    let cookie = support::open_link(said.lines().next().unwrap().trim()).await;
+    let listed = support::page(&a, &cookie, "/console/tasks").await;
+    let row = &listed[listed.find(&id).expect("the task listed")..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains("delegate to peer <strong>b</strong>"), "{row}");
+}

@@ -10,7 +10,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use fundi_runtime::{ListRequest, TaskService, TaskState};
+use fundi_runtime::{Access, ListRequest, TaskPage, TaskService, TaskState};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -96,6 +96,7 @@ pub(super) async fn list(
             ..ListRequest::default()
         })
         .await?;
+    let peers = delegated_to(&state, &viewer, &page_of_tasks).await;
     let counts = counts(&*state.runtime, viewer.user(), context.as_deref()).await?;
     let counts_url = match &context {
         Some(c) => format!("/console/tasks/counts?context={}", encode(c)),
@@ -132,10 +133,10 @@ pub(super) async fn list(
                                  th scope="col" { "Updated" } th scope="col" { "Latest word" }
                                  th scope="col" { "Context" } } }
                     tbody {
-                        @for (task, skill) in page_of_tasks.tasks.iter().zip(&page_of_tasks.skills) {
+                        @for ((task, skill), peer) in page_of_tasks.tasks.iter().zip(&page_of_tasks.skills).zip(&peers) {
                             tr {
                                 td { a href={ "/console/tasks/" (encode(task.id.as_str())) } { code { (task.id.as_str()) } } }
-                                td { (skill) }
+                                td { (skill) @if let Some(peer) = peer { " to peer " strong { (peer) } } }
                                 td { (badge(task.status.state)) }
                                 td { (when(task.status.timestamp)) }
                                 td { (clip(&task.status.message.as_ref().map(|m| m.text()).unwrap_or_default(), 120)) }
@@ -155,6 +156,31 @@ pub(super) async fn list(
         page("Tasks", Some(&viewer), Section::Tasks, body),
     ))
 }
+
+/// The peer each delegated task of the page was handed to (its first message names it),
+/// in the page's order; `None` for the rest. Only delegated tasks are read again.
+async fn delegated_to(state: &AppState, viewer: &Viewer, page: &TaskPage) -> Vec<Option<String>> {
+    let mut peers = Vec::with_capacity(page.tasks.len());
+    for (task, skill) in page.tasks.iter().zip(&page.skills) {
+        let peer = match skill.as_str() {
+            DELEGATE_SKILL => state
+                .runtime
+                .snapshot(&task.id, None, Access::Owner(viewer.user()))
+                .await
+                .ok()
+                .and_then(|s| {
+                    let first = s.task.history.into_iter().next()?;
+                    first.data()?.get("peer")?.as_str().map(str::to_owned)
+                }),
+            _ => None,
+        };
+        peers.push(peer);
+    }
+    peers
+}
+
+/// The skill that hands a task to a peer.
+const DELEGATE_SKILL: &str = "delegate";
 
 fn filter_form(
     wanted: Option<TaskState>,
