@@ -133,12 +133,14 @@ impl ServerHandler for FundiTools {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         if let Ok(credentials) = self.credentials(&context.extensions) {
+            let (fundi, peer) = (self.fundi.clone(), context.peer);
             channel::watch(
-                self.fundi.clone(),
+                fundi.clone(),
                 credentials.clone(),
-                context.peer.clone(),
+                peer.clone(),
+                channel::PROPOSALS,
             );
-            access_channel::watch(self.fundi.clone(), credentials, context.peer);
+            channel::watch(fundi, credentials, peer, access_channel::REQUESTS);
         }
     }
 
