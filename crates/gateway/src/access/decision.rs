@@ -199,7 +199,17 @@ impl AccessDesk {
         }
         let token = format!("{GRANT_TOKEN_PREFIX}{}", random_hex());
         grant.token_digest = token_digest(&token);
-        self.grants.store.put(&grant).await?;
+        if let Err(error) = self.grants.store.put(&grant).await {
+            // The token was never kept: undo the collection, so that the requester can
+            // collect again rather than hold a request marked collected and no token.
+            let mut undone = next.clone();
+            undone.version += 1;
+            undone.collected_at = None;
+            if let Err(also) = self.store.replace(&next, &undone).await {
+                tracing::error!(%also, request = %id, "undoing a collection");
+            }
+            return Err(error.into());
+        }
         Ok(Some(Collected { grant, token }))
     }
 }
@@ -216,14 +226,80 @@ mod tests {
     use std::sync::Arc;
 
     use fundi_ops::access::{AccessRequestStore, MemoryAccessRequestStore};
-    use fundi_ops::grants::MemoryGrantStore;
+    use fundi_ops::grants::{GrantStore, MemoryGrantStore};
     use fundi_ops::testing::access_contract::request;
 
     use super::*;
     use crate::access::config::{FriendsConfig, IssuerConfig};
     use crate::admin::grant_desk::GrantDesk;
 
+    /// Grants in memory whose writes fail while `failing` is set.
+    #[derive(Default)]
+    struct Flaky {
+        grants: MemoryGrantStore,
+        failing: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl GrantStore for Flaky {
+        async fn put(&self, grant: &Grant) -> Result<(), fundi_runtime::StoreError> {
+            if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+                let refused = std::io::Error::other("the disk is full");
+                return Err(fundi_runtime::StoreError::Engine(Box::new(refused)));
+            }
+            self.grants.put(grant).await
+        }
+        async fn get(&self, id: &str) -> Result<Option<Grant>, fundi_runtime::StoreError> {
+            self.grants.get(id).await
+        }
+        async fn by_digest(&self, d: &str) -> Result<Option<Grant>, fundi_runtime::StoreError> {
+            self.grants.by_digest(d).await
+        }
+        async fn list(&self) -> Result<Vec<Grant>, fundi_runtime::StoreError> {
+            self.grants.list().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_collection_whose_token_cannot_be_kept_can_be_made_again() {
+        let grants = Arc::new(Flaky::default());
+        let desk = desk_over(&["fundi:audit"], grants.clone()).await;
+        let approver = Grants::scopes(["fundi:admin"]);
+        assert!(
+            desk.approve("ar-1", "ann", &approver, None, None)
+                .await
+                .is_ok()
+        );
+        grants
+            .failing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let request = desk.find("ar-1").await.unwrap();
+        assert!(matches!(
+            desk.collect(request).await,
+            Err(AccessError::Store(_))
+        ));
+        let request = desk.find("ar-1").await.unwrap();
+        assert_eq!(
+            request.standing(Utc::now()),
+            Standing::Approved,
+            "not marked collected"
+        );
+        grants
+            .failing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let collected = desk.collect(request).await.unwrap().expect("collected");
+        let admitted = grants
+            .by_digest(&token_digest(&collected.token))
+            .await
+            .unwrap();
+        assert_eq!(admitted.map(|g| g.id), Some(collected.grant.id));
+    }
+
     async fn desk_with(scopes: &[&str]) -> AccessDesk {
+        desk_over(scopes, Arc::new(MemoryGrantStore::new())).await
+    }
+
+    async fn desk_over(scopes: &[&str], grant_store: Arc<dyn GrantStore>) -> AccessDesk {
         let store = Arc::new(MemoryAccessRequestStore::new());
         let mut asked = request("ar-1", "j-1");
         asked.scopes = scopes.iter().map(|s| (*s).to_owned()).collect();
@@ -238,7 +314,7 @@ mod tests {
             )]),
             ..FriendsConfig::default()
         };
-        let grants = Arc::new(GrantDesk::new(Arc::new(MemoryGrantStore::new())));
+        let grants = Arc::new(GrantDesk::new(grant_store));
         AccessDesk::new(&friends, "https://fundi.test", store, grants).unwrap()
     }
 
