@@ -26,9 +26,14 @@ pub(crate) struct Collected {
     pub(crate) token: String,
 }
 
-/// Scopes no request for access is ever granted: they are for people and local agents.
+/// Scopes no request for access is ever granted: operating, approving and answering the
+/// inbox are for people and local agents; delegating would pass the requester on to
+/// fundi's peers, and a grant is not transitive.
 fn never_granted(scope: &str) -> bool {
-    scope == ADMIN_SCOPE || scope.starts_with(APPROVE_SCOPE) || scope == "fundi:inbox"
+    scope == ADMIN_SCOPE
+        || scope.starts_with(APPROVE_SCOPE)
+        || scope == fundi_ops::inbox::INBOX_SCOPE
+        || scope == fundi_peers::DELEGATE_SCOPE
 }
 
 impl AccessDesk {
@@ -60,8 +65,8 @@ impl AccessDesk {
         if given.is_empty() {
             return Err(AccessError::Forbidden(format!(
                 "nothing is left to grant of {:?}: {by} may not give these scopes, or the \
-                 narrowing removed them all (fundi:admin, fundi:approve and fundi:inbox are \
-                 never granted to a requester); reject the request instead",
+                 narrowing removed them all (fundi:admin, fundi:approve, fundi:inbox and \
+                 fundi:delegate are never granted to a requester); reject the request instead",
                 request.scopes
             )));
         }
@@ -320,7 +325,13 @@ mod tests {
 
     #[tokio::test]
     async fn an_approval_gives_no_more_than_asked_nor_than_the_approver_holds() {
-        let desk = desk_with(&["fundi:audit", "fundi:security", "fundi:admin"]).await;
+        let desk = desk_with(&[
+            "fundi:audit",
+            "fundi:security",
+            "fundi:admin",
+            "fundi:delegate",
+        ])
+        .await;
         let approver = Grants::scopes(["fundi:approve", "fundi:audit", "fundi:admin"]);
         let wider = desk
             .approve(
@@ -339,7 +350,7 @@ mod tests {
         let approved = desk.approve("ar-1", "ann", &approver, None, None).await;
         let approved = approved.unwrap_or_else(|_| panic!("approved"));
         assert_eq!(approved.grant.scopes, ["fundi:audit", "fundi:security"]);
-        assert_eq!(approved.withheld, ["fundi:admin"]);
+        assert_eq!(approved.withheld, ["fundi:admin", "fundi:delegate"]);
         assert_eq!(approved.grant.acts_as.as_deref(), Some("idp:alice"));
         let stored = desk.grants.store.get(&approved.grant.id).await.unwrap();
         assert!(stored.is_some(), "the grant is vended by the approval");
