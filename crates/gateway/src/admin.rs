@@ -70,6 +70,18 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// A JSON body as `T`, or `T::default()` when there is none (all its fields optional).
+#[allow(clippy::result_large_err)]
+pub(crate) fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
+    body: &[u8],
+    expected: &str,
+) -> Result<T, Response> {
+    match body.is_empty() {
+        true => Ok(T::default()),
+        false => parse(body, expected),
+    }
+}
+
 /// Push configs whose delivery was given up (operators; scope `fundi:admin`).
 async fn dead_letters(State(state): State<AppState>, _operator: Operator<Admin>) -> Response {
     let Some(push) = &state.push else {

@@ -261,7 +261,7 @@ fn refusal(credential: String, refusal: Refusal) -> AuthError {
 }
 
 /// The token of `Authorization: Bearer <token>` (scheme name case-insensitive).
-fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     let token = token.trim();

@@ -29,6 +29,9 @@ use plan::Plan;
 /// The scope a caller needs to delegate.
 pub const DELEGATE_SCOPE: &str = "fundi:delegate";
 
+/// The delegate skill's id.
+pub const DELEGATE_SKILL: &str = "delegate";
+
 /// The `delegate` skill.
 #[derive(Debug, Clone)]
 pub struct DelegateSkill {
@@ -67,7 +70,7 @@ pub(crate) struct Progress {
 impl Skill for DelegateSkill {
     fn card(&self) -> SkillCard {
         SkillCard::new(
-            "delegate",
+            DELEGATE_SKILL,
             "Hands work on to another A2A agent that this fundi knows (a peer) and follows \
              the peer's task to its end: its notes, questions, artifacts and outcome show \
              in this task. The message's data part names the peer, and optionally the \

@@ -25,6 +25,6 @@ mod wire;
 
 pub use card::{ACCESS_REQUESTS_EXTENSION, CardSkill, Interface, PeerCard};
 pub use config::{DelegateConfig, PeerConfig};
-pub use delegate::{DELEGATE_SCOPE, DelegateSkill};
+pub use delegate::{DELEGATE_SCOPE, DELEGATE_SKILL, DelegateSkill};
 pub use directory::{AccessAsked, PEER_METHODS, PeerDirectory, PeerSummary};
 pub use error::PeerError;

@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 use super::assertion::AssertionVerifier;
 use super::config::FriendsConfig;
 use super::error::AccessError;
-use crate::admin::grant_desk::GrantDesk;
+use crate::admin::grant_desk::{GrantDesk, check_scopes, random_hex};
 use crate::rate_limit::UserRateLimit;
 
 /// The longest reason kept, in characters.
@@ -233,15 +233,9 @@ fn check_new(new: &NewRequest) -> Result<String, AccessError> {
             ));
         }
     };
-    if new.scopes.is_empty() || new.scopes.len() > MAX_SCOPES {
-        return malformed(format!(
-            "scopes must name 1 to {MAX_SCOPES} scopes (e.g. \"fundi:audit\")"
-        ));
-    }
-    if let Some(bad) = new.scopes.iter().find(|s| {
-        s.is_empty() || s.len() > 128 || s.chars().any(|c| c.is_whitespace() || c.is_control())
-    }) {
-        return malformed(format!("scopes: {bad:?} is not a scope name"));
+    check_scopes(&new.scopes).map_err(AccessError::Malformed)?;
+    if new.scopes.len() > MAX_SCOPES {
+        return malformed(format!("scopes may name at most {MAX_SCOPES} scopes"));
     }
     let reason = new.reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS || reason.contains('\0') {
@@ -274,10 +268,4 @@ fn dedup(scopes: Vec<String>) -> Vec<String> {
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// 256 random bits from the OS's generator, as hex.
-pub(crate) fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

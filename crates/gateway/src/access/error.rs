@@ -67,9 +67,10 @@ impl AccessError {
     }
 }
 
-impl IntoResponse for AccessError {
-    fn into_response(self) -> Response {
-        let status = match &self {
+impl AccessError {
+    /// The HTTP status that answers it, on the routes and on the console's pages alike.
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
             AccessError::Malformed(_) => StatusCode::BAD_REQUEST,
             AccessError::Assertion(_) => StatusCode::UNAUTHORIZED,
             AccessError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -78,16 +79,26 @@ impl IntoResponse for AccessError {
             AccessError::Gone(_) => StatusCode::GONE,
             AccessError::Forbidden(_) => StatusCode::FORBIDDEN,
             AccessError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AccessError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// What it says to the one asking (a store's failure is logged, not told).
+    pub(crate) fn told(&self) -> String {
+        match self {
             AccessError::Store(error) => {
                 tracing::error!(%error, "a request for access");
-                StatusCode::INTERNAL_SERVER_ERROR
+                "the store failed; try again".to_owned()
             }
-        };
-        let message = match &self {
-            AccessError::Store(_) => "the store failed; try again".to_owned(),
             other => other.to_string(),
-        };
-        let mut response = (status, axum::Json(json!({"error": message}))).into_response();
+        }
+    }
+}
+
+impl IntoResponse for AccessError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, axum::Json(json!({"error": self.told()}))).into_response();
         if let AccessError::TooMany { retry_after, .. } = &self {
             let seconds = retry_after.as_secs().max(1);
             if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {

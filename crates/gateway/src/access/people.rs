@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::AccessDeskOf;
 use super::error::AccessError;
 use super::steps::{Undecided, approve_as, reject_as};
-use crate::admin::{admin_error, parse};
+use crate::admin::{admin_error, parse_or_default};
 use crate::operator::{Approver, Operator};
 use crate::state::AppState;
 
@@ -104,12 +104,10 @@ async fn approve(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let approval: Approval = match body.is_empty() {
-        true => Approval::default(),
-        false => match parse(&body, "{\"scopes\"?: [...], \"expires\"?: \"30d\"}") {
-            Ok(approval) => approval,
-            Err(refused) => return refused,
-        },
+    let expected = "{\"scopes\"?: [...], \"expires\"?: \"30d\"}";
+    let approval: Approval = match parse_or_default(&body, expected) {
+        Ok(approval) => approval,
+        Err(refused) => return refused,
     };
     let expires = approval.expires.as_deref();
     match approve_as(&state, &desk, &caller, &id, approval.scopes, expires, "api").await {
@@ -129,12 +127,9 @@ async fn reject(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let rejection: Rejection = match body.is_empty() {
-        true => Rejection::default(),
-        false => match parse(&body, "{\"reason\"?: \"...\"}") {
-            Ok(rejection) => rejection,
-            Err(refused) => return refused,
-        },
+    let rejection: Rejection = match parse_or_default(&body, "{\"reason\"?: \"...\"}") {
+        Ok(rejection) => rejection,
+        Err(refused) => return refused,
     };
     match reject_as(&state, &desk, &caller, &id, rejection.reason, "api").await {
         Ok(rejected) => axum::Json(shown(&rejected)).into_response(),

@@ -7,7 +7,7 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use fundi_runtime::Grants;
@@ -17,7 +17,7 @@ use super::desk::NewRequest;
 use super::error::AccessError;
 use super::{AccessDeskOf, counted};
 use crate::admin::audit::record;
-use crate::auth::Caller;
+use crate::auth::{Caller, bearer_token};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -80,7 +80,7 @@ async fn collect(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(secret) = bearer(&headers) else {
+    let Some(secret) = bearer_token(&headers) else {
         return counted(AccessError::Malformed(
             "send the continuation secret as the bearer token (Authorization: Bearer \
              fundi_continue_...)"
@@ -127,11 +127,4 @@ fn requester(request: &fundi_ops::access::AccessRequest) -> Caller {
         grants: Grants::scopes(Vec::<String>::new()),
         grant: None,
     }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }

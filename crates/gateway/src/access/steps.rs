@@ -12,6 +12,7 @@ use super::decision::Approved;
 use super::desk::AccessDesk;
 use super::error::AccessError;
 use crate::admin::audit::record;
+use crate::admin::grant_desk::expiry;
 use crate::auth::Caller;
 use crate::state::AppState;
 
@@ -40,7 +41,10 @@ pub(crate) async fn approve_as(
     expires: Option<&str>,
     through: &str,
 ) -> Result<Approved, Undecided> {
-    let lasts = expires.map(grant_expiry).transpose()?;
+    let lasts = expires
+        .map(|text| expiry(Utc::now(), text))
+        .transpose()
+        .map_err(AccessError::Malformed)?;
     let approved = desk
         .approve(id, &caller.user, &caller.grants, scopes, lasts)
         .await?;
@@ -76,20 +80,4 @@ pub(crate) async fn reject_as(
         .map_err(Undecided::NotRecorded)?;
     super::callback::notify(desk, &rejected);
     Ok(rejected)
-}
-
-/// When a grant lasting `text` ("30d") from now expires.
-fn grant_expiry(text: &str) -> Result<chrono::DateTime<Utc>, AccessError> {
-    let lasts = humantime::parse_duration(text).map_err(|e| {
-        AccessError::Malformed(format!(
-            "expires must be a duration such as \"30d\" or \"12h\": {e}"
-        ))
-    })?;
-    chrono::Duration::from_std(lasts)
-        .ok()
-        .filter(|lasts| !lasts.is_zero())
-        .and_then(|lasts| Utc::now().checked_add_signed(lasts))
-        .ok_or_else(|| {
-            AccessError::Malformed(format!("expires must be more than nothing, got {text:?}"))
-        })
 }

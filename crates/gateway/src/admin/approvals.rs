@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::audit::record;
 use super::fixes;
-use super::{admin_error, parse, runtime_failure};
+use super::{admin_error, parse, parse_or_default, runtime_failure};
 use crate::auth::Caller;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
@@ -73,12 +73,10 @@ async fn approve(
     Path(task): Path<String>,
     body: Bytes,
 ) -> Response {
-    let approval: Approval = match body.is_empty() {
-        true => Approval::default(),
-        false => match parse(&body, "no body, or {\"data\": <a narrower input>}") {
-            Ok(approval) => approval,
-            Err(refused) => return refused,
-        },
+    let expected = "no body, or {\"data\": <a narrower input>}";
+    let approval: Approval = match parse_or_default(&body, expected) {
+        Ok(approval) => approval,
+        Err(refused) => return refused,
     };
     let narrowed = approval.data.is_some();
     let verdict = Verdict::Approve {

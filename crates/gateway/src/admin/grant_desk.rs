@@ -1,4 +1,6 @@
-//! The grants desk: the grant store, and the lock that keeps grant changes one at a time.
+//! The grants desk: the grant store, the lock that keeps grant changes one at a time,
+//! and what vending a grant needs (its token, its expiry, its scopes checked), shared by
+//! the grants routes and the approval of requests for access.
 
 use std::sync::Arc;
 
@@ -53,4 +55,39 @@ impl GrantDesk {
     pub(crate) async fn list(&self) -> Result<Vec<Grant>, StoreError> {
         Ok(self.store.list().await?.iter().map(Grant::shown).collect())
     }
+}
+
+/// When a grant made at `now` lasting `text` ("30d") expires.
+pub(crate) fn expiry(
+    now: chrono::DateTime<Utc>,
+    text: &str,
+) -> Result<chrono::DateTime<Utc>, String> {
+    let lasts = humantime::parse_duration(text)
+        .map_err(|e| format!("expires must be a duration such as \"30d\" or \"12h\": {e}"))?;
+    chrono::Duration::from_std(lasts)
+        .ok()
+        .filter(|lasts| !lasts.is_zero())
+        .and_then(|lasts| now.checked_add_signed(lasts))
+        .ok_or_else(|| {
+            format!("expires must be more than nothing and less than for ever, got {text:?}")
+        })
+}
+
+/// Checks scope names a grant may hold: at least one, each a short name without spaces.
+pub(crate) fn check_scopes(scopes: &[String]) -> Result<(), String> {
+    if scopes.is_empty() {
+        return Err("scopes must name at least one scope (e.g. \"fundi:audit\")".into());
+    }
+    match scopes.iter().find(|s| {
+        s.is_empty() || s.len() > 128 || s.chars().any(|c| c.is_whitespace() || c.is_control())
+    }) {
+        Some(bad) => Err(format!("scopes: {bad:?} is not a scope name")),
+        None => Ok(()),
+    }
+}
+
+/// 256 random bits from the OS's generator, as hex.
+pub(crate) fn random_hex() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::audit::record;
-use super::grant_desk::{GrantDesk, Revoked};
+use super::grant_desk::{GrantDesk, Revoked, check_scopes, expiry, random_hex};
 use super::{admin_error, parse};
 use crate::operator::{Admin, GrantsDesk, Operator};
 use crate::state::AppState;
@@ -209,19 +209,6 @@ async fn find(desk: &GrantDesk, id: &str) -> Result<Grant, Response> {
     }
 }
 
-/// When a grant made at `now` lasting `text` ("30d") expires.
-fn expiry(now: chrono::DateTime<Utc>, text: &str) -> Result<chrono::DateTime<Utc>, String> {
-    let lasts = humantime::parse_duration(text)
-        .map_err(|e| format!("expires must be a duration such as \"30d\" or \"12h\": {e}"))?;
-    chrono::Duration::from_std(lasts)
-        .ok()
-        .filter(|lasts| !lasts.is_zero())
-        .and_then(|lasts| now.checked_add_signed(lasts))
-        .ok_or_else(|| {
-            format!("expires must be more than nothing and less than for ever, got {text:?}")
-        })
-}
-
 fn check_client(client: &str) -> Result<(), String> {
     let fine = !client.is_empty()
         && client.len() <= 128
@@ -234,22 +221,4 @@ fn check_client(client: &str) -> Result<(), String> {
             "client must be 1 to 128 letters, digits or -_.@, got {client:?}"
         )),
     }
-}
-
-fn check_scopes(scopes: &[String]) -> Result<(), String> {
-    if scopes.is_empty() {
-        return Err("scopes must name at least one scope (e.g. \"fundi:audit\")".into());
-    }
-    match scopes.iter().find(|s| {
-        s.is_empty() || s.len() > 128 || s.chars().any(|c| c.is_whitespace() || c.is_control())
-    }) {
-        Some(bad) => Err(format!("scopes: {bad:?} is not a scope name")),
-        None => Ok(()),
-    }
-}
-
-/// 256 random bits from the OS's generator, as hex.
-fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -210,25 +210,14 @@ fn problem(undecided: Undecided) -> Problem {
 
 impl From<AccessError> for Problem {
     fn from(error: AccessError) -> Problem {
-        let (status, title) = match &error {
-            AccessError::Malformed(_) => (StatusCode::BAD_REQUEST, "Not understood"),
-            AccessError::Forbidden(_) => (StatusCode::FORBIDDEN, "Not allowed"),
-            AccessError::Unknown(_) | AccessError::NoSuchRequest(_) => {
-                (StatusCode::NOT_FOUND, "Not found")
-            }
-            AccessError::Conflict(_) | AccessError::Gone(_) => {
-                (StatusCode::CONFLICT, "Not possible")
-            }
-            AccessError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "Try again later"),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong"),
+        let status = error.status();
+        let title = match status {
+            StatusCode::BAD_REQUEST => "Not understood",
+            StatusCode::FORBIDDEN => "Not allowed",
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::CONFLICT | StatusCode::GONE => "Not possible",
+            _ => "Something went wrong",
         };
-        let detail = match &error {
-            AccessError::Store(inner) => {
-                tracing::error!(error = %inner, "the console's access requests");
-                "The store failed; see the server's log.".to_owned()
-            }
-            other => other.to_string(),
-        };
-        Problem::new(status, title, detail)
+        Problem::new(status, title, error.told())
     }
 }

@@ -15,6 +15,7 @@ use super::page::{Problem, Section, page, respond};
 use super::tasks::encode;
 use super::viewer::Viewer;
 use super::words::{badge, clip, when};
+use crate::admin::fixes::HEAL_SKILL;
 use crate::state::AppState;
 
 /// Severities from worst to least, over both auditing skills' scales.
@@ -136,9 +137,6 @@ fn origin_of(location: &str) -> String {
         _ => String::new(),
     }
 }
-
-/// The skill that turns an issue into a fix on a branch.
-const HEAL_SKILL: &str = "heal-issue";
 
 /// One issue's row; `csrf`, when the viewer may heal, adds the form that starts a heal.
 fn row(issue: &Issue, heal: Option<fundi_runtime::TaskState>, csrf: Option<&str>) -> Markup {

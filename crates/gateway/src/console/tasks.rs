@@ -18,6 +18,7 @@ use super::page::{Problem, Section, page, respond};
 use super::viewer::Viewer;
 use super::words::{badge, clip, parse_state, state_key, state_words, when};
 use crate::state::AppState;
+use fundi_peers::DELEGATE_SKILL;
 
 /// Tasks per page.
 const PAGE_SIZE: usize = 50;
@@ -178,9 +179,6 @@ async fn delegated_to(state: &AppState, viewer: &Viewer, page: &TaskPage) -> Vec
     }
     peers
 }
-
-/// The skill that hands a task to a peer.
-const DELEGATE_SKILL: &str = "delegate";
 
 fn filter_form(
     wanted: Option<TaskState>,
