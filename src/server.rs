@@ -300,6 +300,29 @@ impl ServerBuilder {
         if let Some(started) = self.started {
             started(&runtime);
         }
+        // gRPC on a port of its own: HTTP/2 without TLS there, its address on the card.
+        let grpc = match &config.gateway.grpc_bind {
+            Some(bind) if config.gateway.grpc => {
+                let listener = TcpListener::bind(bind).await.map_err(|e| {
+                    ServerError::Config(format!("gateway.grpc-bind {bind:?} cannot be bound: {e}"))
+                })?;
+                let address = listener.local_addr()?;
+                state = state.with_grpc_address(&address.to_string());
+                let grpc_listening = fundi_gateway::Listening {
+                    http2: true,
+                    ..listening
+                };
+                tracing::info!(%address, "gRPC listening");
+                let app = fundi_gateway::grpc_app(state.clone());
+                Some(tokio::spawn(fundi_gateway::serve(
+                    listener,
+                    app,
+                    shutdown.clone(),
+                    grpc_listening,
+                )))
+            }
+            _ => None,
+        };
         let server = tokio::spawn(fundi_gateway::serve(
             listener,
             fundi_gateway::app(state).merge(self.routes),
@@ -312,10 +335,14 @@ impl ServerBuilder {
         tracing::info!("shutting down: no new requests; running tasks get the grace period");
         let grace = Duration::from_millis(config.server.shutdown_grace_ms);
         runtime.shutdown(grace).await;
-        match tokio::time::timeout(grace, server).await {
-            Ok(Ok(served)) => served?,
-            Ok(Err(e)) => return Err(ServerError::Io(std::io::Error::other(e))),
-            Err(_) => tracing::warn!("requests still open after the grace period; leaving them"),
+        for server in std::iter::once(server).chain(grpc) {
+            match tokio::time::timeout(grace, server).await {
+                Ok(Ok(served)) => served?,
+                Ok(Err(e)) => return Err(ServerError::Io(std::io::Error::other(e))),
+                Err(_) => {
+                    tracing::warn!("requests still open after the grace period; leaving them");
+                }
+            }
         }
         if let Some(sled) = stores.sled {
             sled.flush().await?;

@@ -1,6 +1,7 @@
 //! Interoperability with the official A2A Rust client (`a2a-client-lf`, from the
 //! a2a-rs project): card resolution, transport negotiation, and every v1.0 task method
-//! against the real binary, over JSON-RPC and over HTTP+JSON.
+//! against the real binary, over JSON-RPC, HTTP+JSON and gRPC (its `a2a-grpc`
+//! transport, dialling the address the card lists).
 
 mod common;
 
@@ -57,6 +58,11 @@ async fn the_official_rust_client_drives_every_task_method_over_http_json() {
     drive_every_task_method("HTTP+JSON").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_rust_client_drives_every_task_method_over_grpc() {
+    drive_every_task_method("GRPC").await;
+}
+
 /// Every task method through the client, which picks `binding` from the card.
 async fn drive_every_task_method(binding: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -67,6 +73,7 @@ async fn drive_every_task_method(binding: &str) {
         .expect("card resolves");
     assert!(card.capabilities.streaming.unwrap_or(false));
     let (client, interface) = A2AClientFactory::builder()
+        .register(Arc::new(a2a_grpc::GrpcTransportFactory::new()))
         .preferred_bindings(vec![binding.to_owned()])
         .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
         .with_interceptor(Arc::new(AuthInterceptor::custom(
@@ -198,4 +205,78 @@ async fn drive_every_task_method(binding: &str) {
         })
         .await;
     assert!(missing.is_err());
+}
+
+/// `gateway.grpc-bind`: gRPC on a port of its own, the one the card lists, where the
+/// client follows it; the HTTP port then speaks HTTP/1.1 only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_rust_client_follows_grpc_to_a_port_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[("FUNDI__GATEWAY__GRPC_BIND", "127.0.0.1:0")]);
+    let card = AgentCardResolver::new(None)
+        .resolve(&server.url)
+        .await
+        .expect("card resolves");
+    let grpc = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "GRPC")
+        .expect("the card lists gRPC");
+    let http_port = server.url.rsplit(':').next().unwrap();
+    assert!(grpc.url.starts_with("127.0.0.1:"), "{}", grpc.url);
+    assert_ne!(grpc.url.rsplit(':').next().unwrap(), http_port);
+    let (client, interface) = A2AClientFactory::builder()
+        .register(Arc::new(a2a_grpc::GrpcTransportFactory::new()))
+        .preferred_bindings(vec!["GRPC".to_owned()])
+        .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
+        .with_interceptor(Arc::new(AuthInterceptor::custom(
+            "X-Fundi-User-Token",
+            &server.user_token,
+        )))
+        .build()
+        .create_from_card_with_interface(&card)
+        .await
+        .expect("a transport from the card");
+    assert_eq!(interface.url, grpc.url);
+    let done = task_of(
+        client
+            .send_message(&send("over there", None, false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done.status.state, TaskState::Completed);
+
+    // The HTTP port no longer speaks HTTP/2: a gRPC client cannot call there.
+    let elsewhere = a2a_grpc::GrpcTransport::connect(format!("127.0.0.1:{http_port}")).await;
+    if let Ok(transport) = elsewhere {
+        let call = a2a_client::transport::Transport::get_task(
+            &transport,
+            &Default::default(),
+            &GetTaskRequest {
+                id: done.id.clone(),
+                history_length: None,
+                tenant: None,
+            },
+        )
+        .await;
+        assert!(call.is_err(), "gRPC was answered on the HTTP port");
+    }
+}
+
+/// `gateway.grpc = false`: the card lists no gRPC interface.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_turned_off_leaves_the_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[("FUNDI__GATEWAY__GRPC", "false")]);
+    let card = AgentCardResolver::new(None)
+        .resolve(&server.url)
+        .await
+        .expect("card resolves");
+    let bindings: Vec<&str> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| i.protocol_binding.as_str())
+        .collect();
+    assert!(!bindings.contains(&"GRPC"), "{bindings:?}");
+    assert!(bindings.contains(&"JSONRPC"));
 }

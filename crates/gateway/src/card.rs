@@ -47,6 +47,20 @@ pub(crate) struct CardFacts<'a> {
     /// The offer of requests for access (an entry of `capabilities.extensions`), when
     /// they are served.
     pub(crate) access_requests: Option<&'a serde_json::Value>,
+    /// The address gRPC clients dial (`host:port`), when gRPC is served.
+    pub(crate) grpc: Option<&'a str>,
+}
+
+/// The address a gRPC client dials to reach `public_url`: its host and port (the
+/// scheme's default port when it names none).
+pub(crate) fn grpc_address(public_url: &str) -> Option<String> {
+    let url = url::Url::parse(public_url).ok()?;
+    let host = url.host()?;
+    let port = url.port_or_known_default()?;
+    Some(match host {
+        url::Host::Ipv6(ip) => format!("[{ip}]:{port}"),
+        other => format!("{other}:{port}"),
+    })
 }
 
 /// The three documents, each serialized once with its ETag.
@@ -105,8 +119,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 fn description(facts: &CardFacts<'_>) -> String {
     format!(
-        "{} Authentication: every call (JSON-RPC or HTTP+JSON) needs two credentials \
-         together, the calling application's bearer token (Authorization: Bearer) and the \
+        "{} Authentication: every call (JSON-RPC, HTTP+JSON or gRPC, whose metadata \
+         carries them) needs two credentials together, the calling application's bearer token (Authorization: Bearer) and the \
          end user's token in the {} header; the user owns the tasks they create and sees \
          only those. Each skill needs the scope named in its security requirements, held by \
          the bearer token (fundi:admin grants every skill); the agent card cannot tie a \
@@ -125,6 +139,10 @@ fn v1_card(facts: &CardFacts<'_>) -> Value {
         let base = facts.public_url.trim_end_matches('/');
         interfaces
             .push(json!({"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}));
+    }
+    if let Some(address) = facts.grpc {
+        interfaces
+            .push(json!({"url": address, "protocolBinding": "GRPC", "protocolVersion": "1.0"}));
     }
     interfaces.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
     let mut card = json!({
@@ -341,6 +359,7 @@ mod tests {
             push: false,
             signer: Some(&key),
             access_requests: None,
+            grpc: None,
         });
         let v1: Value = serde_json::from_str(&cards.v1.json).unwrap();
         let jwks = json!({"keys": [key.public_jwk()]});
@@ -356,6 +375,10 @@ mod tests {
     }
 
     fn facts_cards(rest: bool) -> (Value, Value, Value) {
+        facts_cards_with(rest, None)
+    }
+
+    fn facts_cards_with(rest: bool, grpc: Option<&str>) -> (Value, Value, Value) {
         let config = GatewayConfig {
             rest,
             ..GatewayConfig::default()
@@ -369,6 +392,7 @@ mod tests {
             push: true,
             signer: None,
             access_requests: None,
+            grpc,
         };
         let cards = Cards::new(&facts);
         let parse = |body: &CardBody| serde_json::from_str(&body.json).unwrap();
@@ -439,5 +463,30 @@ mod tests {
         let (v1, _, _) = facts_cards(false);
         let listed = v1["supportedInterfaces"].as_array().unwrap();
         assert!(listed.iter().all(|i| i["protocolBinding"] == "JSONRPC"));
+    }
+
+    #[test]
+    fn the_grpc_interface_is_listed_only_when_served_with_the_address_clients_dial() {
+        let (v1, _, _) = facts_cards_with(true, Some("agent.test:8080"));
+        let listed = v1["supportedInterfaces"].as_array().unwrap();
+        assert_eq!(
+            listed[2],
+            json!({"url": "agent.test:8080", "protocolBinding": "GRPC", "protocolVersion": "1.0"})
+        );
+        let (v1, _, _) = facts_cards(true);
+        let listed = v1["supportedInterfaces"].as_array().unwrap();
+        assert!(listed.iter().all(|i| i["protocolBinding"] != "GRPC"));
+        assert_eq!(
+            grpc_address("https://agent.example/").as_deref(),
+            Some("agent.example:443")
+        );
+        assert_eq!(
+            grpc_address("http://[::1]:8080").as_deref(),
+            Some("[::1]:8080")
+        );
+        assert_eq!(
+            grpc_address("http://127.0.0.1:9/").as_deref(),
+            Some("127.0.0.1:9")
+        );
     }
 }

@@ -25,6 +25,16 @@ pub struct GatewayConfig {
     /// Serve the HTTP+JSON (REST) binding (`POST /message:send`, `GET /tasks/{id}`, ...)
     /// beside JSON-RPC, and list it on the agent card. Default: true.
     pub rest: bool,
+    /// Serve the gRPC binding (`lf.a2a.v1.A2AService`) and list it on the agent card.
+    /// Default: true.
+    pub grpc: bool,
+    /// Serve gRPC on this address of its own (`host:port`) instead of beside HTTP on
+    /// the gateway's port (where it is HTTP/2 without TLS, or TLS at a proxy).
+    /// Default: none.
+    pub grpc_bind: Option<String>,
+    /// The address gRPC clients dial (`host:port`), as the card lists it. Default: the
+    /// host and port of `public-url` (or of `grpc-bind` when set).
+    pub grpc_public_address: Option<String>,
     /// Largest accepted request body, in bytes. Default: 1048576 (1 MiB).
     pub max_body_bytes: usize,
     /// Longest a non-streaming call may take, in ms; a blocking SendMessage returns the
@@ -128,6 +138,9 @@ impl Default for GatewayConfig {
             provider_url: None,
             documentation_url: None,
             rest: true,
+            grpc: true,
+            grpc_bind: None,
+            grpc_public_address: None,
             max_body_bytes: 1024 * 1024,
             request_timeout_ms: 30_000,
             sse_keep_alive_ms: 15_000,
@@ -169,6 +182,18 @@ impl GatewayConfig {
                 "gateway.provider-organization and gateway.provider-url go together: set both or neither"
                     .into(),
             );
+        }
+        for (address, name) in [
+            (&self.grpc_bind, "grpc-bind"),
+            (&self.grpc_public_address, "grpc-public-address"),
+        ] {
+            if let Some(address) = address
+                && !is_host_and_port(address)
+            {
+                return Err(format!(
+                    "gateway.{name} must be host:port (no scheme or path), got {address:?}"
+                ));
+            }
         }
         if self.max_body_bytes == 0 {
             return Err("gateway.max-body-bytes must be at least 1".into());
@@ -217,4 +242,13 @@ impl GatewayConfig {
         }
         Ok(())
     }
+}
+
+/// `host:port` (a name, an IPv4 address or a bracketed IPv6 one), nothing else.
+fn is_host_and_port(address: &str) -> bool {
+    let Some((host, port)) = address.rsplit_once(':') else {
+        return false;
+    };
+    let host_ok = !host.is_empty() && !host.contains(['/', '@', '?', '#', ' ']);
+    host_ok && port.parse::<u16>().is_ok()
 }

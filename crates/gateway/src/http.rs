@@ -19,7 +19,7 @@ use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
 use crate::{
-    access, admin, body, console, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
+    access, admin, body, console, grpc, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
 };
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
@@ -38,6 +38,12 @@ pub fn app(state: AppState) -> Router {
         .merge(access::routes())
         .merge(inbox::routes())
         .merge(peers::routes());
+    // gRPC on this port, unless it has one of its own: its paths are the service's
+    // (`/lf.a2a.v1.A2AService/...`), which no other route has.
+    let router = match state.config.grpc && state.config.grpc_bind.is_none() {
+        true => router.merge(grpc::routes(&state)),
+        false => router,
+    };
     let router = match state.config.console {
         true => router.merge(console::routes()),
         false => router,
@@ -56,6 +62,19 @@ pub fn app(state: AppState) -> Router {
         false => router.fallback(no_route),
     };
     router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            grpc::elsewhere,
+        ))
+        .layer(body::GuardBodiesLayer(state.bodies.clone()))
+        .layer(axum::middleware::from_fn(single_host))
+        .with_state(state)
+}
+
+/// The router of `gateway.grpc-bind`: the gRPC service alone, behind the same guards.
+pub fn grpc_app(state: AppState) -> Router {
+    telemetry::metrics().announce();
+    grpc::routes(&state)
         .layer(body::GuardBodiesLayer(state.bodies.clone()))
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
@@ -144,7 +163,7 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
 }
 
 async fn rpc(State(state): State<AppState>, headers: HeaderMap, uri: Uri, body: Body) -> Response {
-    let span = telemetry::request_span(&headers);
+    let span = telemetry::request_span(&headers, "jsonrpc");
     handle_rpc(state, headers, uri, body).instrument(span).await
 }
 

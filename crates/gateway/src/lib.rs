@@ -7,6 +7,9 @@
 //! - The HTTP+JSON binding (v1.0): `POST /message:send`, `GET /tasks/{id}`, ... with or
 //!   without a `/{tenant}` prefix (`gateway.rest`).
 //!
+//! - gRPC (`gateway.grpc`): the `lf.a2a.v1.A2AService` of the specification's proto,
+//!   over HTTP/2 on the same port (or `gateway.grpc-bind`).
+//!
 //! - `/console`: the web console for people (`gateway.console`).
 //!
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
@@ -24,6 +27,7 @@ mod console;
 mod dialect;
 mod encode;
 mod error;
+mod grpc;
 mod guard;
 mod http;
 mod inbox;
@@ -50,7 +54,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -65,7 +70,7 @@ pub use auth::{
 pub use config::{ConsoleOidc, GatewayConfig};
 pub use dialect::{Dialect, Method};
 pub use error::{ApiError, REFUSED};
-pub use http::app;
+pub use http::{app, grpc_app};
 pub use jsonrpc::{EnvelopeError, Request, parse as parse_envelope};
 pub use mcp_sessions::McpSessionLimits;
 pub use push::{PushService, PushSettings};
@@ -81,6 +86,9 @@ pub struct Listening {
     /// Most connections open at once: past it, new ones wait in the listen backlog
     /// until one closes, so that the process never runs out of file descriptors.
     pub max_connections: usize,
+    /// Also speak HTTP/2 without TLS (h2c, prior knowledge): what gRPC clients speak
+    /// when gRPC is served on this port.
+    pub http2: bool,
 }
 
 impl Listening {
@@ -89,6 +97,7 @@ impl Listening {
         Listening {
             header_read_timeout: Duration::from_millis(config.header_read_timeout_ms),
             max_connections: config.max_connections,
+            http2: config.grpc && config.grpc_bind.is_none(),
         }
     }
 }
@@ -109,9 +118,16 @@ pub async fn serve(
     shutdown: CancellationToken,
     listening: Listening,
 ) -> io::Result<()> {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
         .header_read_timeout(listening.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let http = match listening.http2 {
+        true => builder,
+        false => builder.http1_only(),
+    };
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(listening.max_connections.max(1)));
     loop {
@@ -139,7 +155,7 @@ pub async fn serve(
         }
         let service = TowerToHyperService::new(app.clone());
         let connection = http.serve_connection(TokioIo::new(tcp), service);
-        let connection = graceful.watch(connection);
+        let connection = graceful.watch(connection.into_owned());
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");

@@ -37,7 +37,7 @@ pub(crate) async fn handle(
     uri: Uri,
     body: Body,
 ) -> Response {
-    let span = telemetry::request_span(&headers);
+    let span = telemetry::request_span(&headers, "http");
     serve(state, method, headers, uri, body)
         .instrument(span)
         .await
@@ -109,7 +109,7 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
 
 /// The binding speaks v1.0; a request that names another version is refused (none
 /// named is v1.0: this binding's routes exist in no other version).
-fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
     match requested_version(headers, uri) {
         Some(version) if !version.is_empty() && version != VERSION => {
             Err(ApiError::version_not_supported_by(&version, VERSION))

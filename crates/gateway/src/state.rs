@@ -94,6 +94,8 @@ struct CardInputs {
     push: bool,
     /// The card's offer of requests for access, when they are served.
     access_requests: Option<serde_json::Value>,
+    /// The address gRPC clients dial, when gRPC is served.
+    grpc: Option<String>,
 }
 
 impl AppState {
@@ -114,6 +116,13 @@ impl AppState {
             signer: None,
             push: false,
             access_requests: None,
+            grpc: match config.grpc {
+                true => config
+                    .grpc_public_address
+                    .clone()
+                    .or_else(|| crate::card::grpc_address(public_url)),
+                false => None,
+            },
         };
         let cards = facts.cards(&config);
         // The settings were checked (`GatewayConfig::validate`); what is left to fail is
@@ -259,6 +268,16 @@ impl AppState {
         self
     }
 
+    /// The same state listing gRPC on its card at `address` (where `gateway.grpc-bind`
+    /// was bound), unless `gateway.grpc-public-address` names another.
+    pub fn with_grpc_address(mut self, address: &str) -> AppState {
+        if self.config.grpc && self.config.grpc_public_address.is_none() {
+            Arc::make_mut(&mut self.facts).grpc = Some(address.to_owned());
+            self.cards = Arc::new(self.facts.cards(&self.config));
+        }
+        self
+    }
+
     /// The same state signing its cards with `key` and publishing at
     /// `/.well-known/jwks.json` its public half, and `retired`'s (the public JWKs of keys
     /// that signed before it, kept for verifiers with a cached card).
@@ -282,6 +301,7 @@ impl CardInputs {
             push: self.push,
             signer: self.signer.as_ref(),
             access_requests: self.access_requests.as_ref(),
+            grpc: self.grpc.as_deref(),
         })
     }
 }

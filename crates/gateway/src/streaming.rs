@@ -62,15 +62,7 @@ pub(crate) async fn respond(
     let method = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
-        None => {
-            async {
-                let slot = state.streams.for_user(&caller.user)?;
-                let mut opened = open(&state, &caller, request, last_event_id).await?;
-                opened.slots.push(slot);
-                Ok(opened)
-            }
-            .await
-        }
+        None => open_stream(&state, &caller, request, last_event_id).await,
     };
     let metrics = crate::telemetry::metrics();
     let events: BoxStream<'static, Event> = match opened {
@@ -89,9 +81,9 @@ pub(crate) async fn respond(
             }
             stream::once(async move { frame.error(&error) }).boxed()
         }
-        Ok(opened) => {
+        Ok(items) => {
             metrics.request(method, "ok");
-            frames(opened, frame)
+            items.map(move |item| frame.item(item)).boxed()
         }
     };
     let keep_alive = KeepAlive::new()
@@ -105,6 +97,33 @@ pub(crate) async fn respond(
     headers.insert("cache-control", "no-cache".parse().expect("static header"));
     headers.insert("x-accel-buffering", "no".parse().expect("static header"));
     response
+}
+
+/// Opens a stream for `caller` (both bindings over HTTP and gRPC): its slots are taken,
+/// and its items are the task's updates, each with its sequence, until one ends the
+/// stream, or the error that ends it.
+pub(crate) async fn open_stream(
+    state: &AppState,
+    caller: &Caller,
+    request: Request,
+    last_event_id: Option<u64>,
+) -> Result<BoxStream<'static, Item>, ApiError> {
+    let slot = state.streams.for_user(&caller.user)?;
+    let mut opened = open(state, caller, request, last_event_id).await?;
+    opened.slots.push(slot);
+    Ok(items(opened))
+}
+
+/// One item of an open stream.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "items pass one at a time; boxing the update would cost an allocation per event"
+)]
+pub(crate) enum Item {
+    /// An update, with its sequence in the task's events.
+    Update(u64, TaskUpdate),
+    /// What ended the stream early (a store failing, a task that went away).
+    Failed(ApiError),
 }
 
 async fn open(
@@ -170,7 +189,7 @@ fn ends_stream(state: TaskState) -> bool {
     state.is_terminal() || state == TaskState::InputRequired
 }
 
-fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
+fn items(opened: Opened) -> BoxStream<'static, Item> {
     let Opened {
         first,
         mut events,
@@ -183,7 +202,7 @@ fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
         let _slots = slots;
         if let Some((seq, update)) = first {
             let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
-            yield frame.data(seq, &update);
+            yield Item::Update(seq, update);
             if done {
                 return;
             }
@@ -192,7 +211,7 @@ fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
             let event = match event {
                 Ok(event) => event,
                 Err(error) => {
-                    yield frame.error(&ApiError::from(error));
+                    yield Item::Failed(ApiError::from(error));
                     return;
                 }
             };
@@ -201,7 +220,7 @@ fn frames(opened: Opened, frame: Frame) -> BoxStream<'static, Event> {
                 continue;
             };
             let done = event.status().is_some_and(|s| ends_stream(s.state));
-            yield frame.data(event.seq, &update);
+            yield Item::Update(event.seq, update);
             if done {
                 return;
             }
@@ -219,6 +238,13 @@ struct Frame {
 }
 
 impl Frame {
+    fn item(&self, item: Item) -> Event {
+        match item {
+            Item::Update(seq, update) => self.data(seq, &update),
+            Item::Failed(error) => self.error(&error),
+        }
+    }
+
     fn data(&self, seq: u64, update: &TaskUpdate) -> Event {
         let result = encode::update_result(update, self.dialect);
         let body = match self.framing {

@@ -117,16 +117,16 @@ fn trace_carrier(headers: &HeaderMap) -> HashMap<String, String> {
         .collect()
 }
 
-/// The span of one `/a2a` request: a child of the caller's W3C `traceparent` when it
+/// The span of one A2A request over `system` (`jsonrpc`, `http`, `grpc`): a child of the caller's W3C `traceparent` when it
 /// sends one (ignored unless OpenTelemetry tracing is installed), untraced when it does
 /// not (see `fundi_runtime::context_span!`).
-pub(crate) fn request_span(headers: &HeaderMap) -> tracing::Span {
+pub(crate) fn request_span(headers: &HeaderMap, system: &'static str) -> tracing::Span {
     let carrier = trace_carrier(headers);
     let span = fundi_runtime::context_span!(
         carrier.contains_key("traceparent"),
         "a2a.request",
         otel.kind = "server",
-        rpc.system = "jsonrpc",
+        rpc.system = system,
         rpc.method = tracing::field::Empty,
         user = tracing::field::Empty,
     );

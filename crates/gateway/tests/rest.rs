@@ -70,32 +70,6 @@ async fn rest_with(
     }
 }
 
-/// The value with ids and times that differ between two runs of one scenario blanked;
-/// an error message names its task, so the text from "task " on is left out.
-fn comparable(value: &Value) -> Value {
-    match value {
-        Value::Object(object) => Value::Object(
-            object
-                .iter()
-                .map(|(key, value)| {
-                    let blank = matches!(
-                        key.as_str(),
-                        "id" | "taskId" | "contextId" | "messageId" | "timestamp"
-                    );
-                    let value = match blank {
-                        true if value.is_string() => json!("_"),
-                        _ => comparable(value),
-                    };
-                    (key.clone(), value)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(comparable).collect()),
-        Value::String(text) => Value::String(text.split("task ").next().unwrap().to_owned()),
-        other => other.clone(),
-    }
-}
-
 /// A JSON-RPC error and an HTTP+JSON error say the same thing.
 fn same_error(rpc: &Value, rest: &Answer, status: u16) {
     assert_eq!(rest.status, status, "{}", rest.body);
