@@ -139,6 +139,11 @@ fn the_official_python_sdk_1x_rest_client_speaks_http_json_with_fundi() {
     drive("v1", "a2a_sdk_v1.py", &["HTTP+JSON"]);
 }
 
+#[test]
+fn the_official_python_sdk_1x_grpc_client_speaks_grpc_with_fundi() {
+    drive("v1", "a2a_sdk_v1.py", &["GRPC"]);
+}
+
 /// The official Python SDK's own server (`script` in the virtualenv `venv_name`, with
 /// `args`) as a peer of fundi's: a delegation mirrored to its end, and a question
 /// answered through fundi.

@@ -1,7 +1,8 @@
 """Drives a fundi server with the official A2A Python SDK 1.x client (A2A v1.0), over
-the JSON-RPC binding or the HTTP+JSON (REST) one.
+the JSON-RPC binding, the HTTP+JSON (REST) one, or gRPC (`a2a-sdk[grpc]`, dialling the
+address the card lists).
 
-Usage: python a2a_sdk_v1.py BASE_URL [JSONRPC|HTTP+JSON]
+Usage: python a2a_sdk_v1.py BASE_URL [JSONRPC|HTTP+JSON|GRPC]
 Prints one line per check and a closing "N passed, N failed" line; exits non-zero on
 any failure.
 """
@@ -11,6 +12,7 @@ import sys
 import time
 import uuid
 
+import grpc
 import httpx
 
 from google.protobuf import json_format
@@ -35,7 +37,38 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
-from checks import DEADLINE_S, WebhookReceiver, check, http_client, run  # this folder
+from checks import DEADLINE_S, WebhookReceiver, check, credentials, http_client, run  # this folder
+
+
+class Credentials:
+    """Puts fundi's two credentials in a gRPC call's metadata."""
+
+    def __init__(self, authenticated):
+        self.metadata = [(k.lower(), v) for k, v in credentials(authenticated).items()]
+
+    def _with(self, details):
+        metadata = grpc.aio.Metadata(*(details.metadata or []), *self.metadata)
+        return details._replace(metadata=metadata)
+
+
+# grpc.aio files an interceptor under the first kind it is (unary-unary before
+# unary-stream), so each kind is a class of its own.
+class UnaryCredentials(Credentials, grpc.aio.UnaryUnaryClientInterceptor):
+    async def intercept_unary_unary(self, continuation, details, request):
+        return await continuation(self._with(details), request)
+
+
+class StreamCredentials(Credentials, grpc.aio.UnaryStreamClientInterceptor):
+    async def intercept_unary_stream(self, continuation, details, request):
+        return await continuation(self._with(details), request)
+
+
+def grpc_channels(authenticated):
+    """The channel factory the SDK calls with the card's gRPC address."""
+    return lambda target: grpc.aio.insecure_channel(
+        target,
+        interceptors=[UnaryCredentials(authenticated), StreamCredentials(authenticated)],
+    )
 
 
 def message(text, data=None, task_id=None):
@@ -110,13 +143,18 @@ async def main(url, binding="JSONRPC"):
         return ClientConfig(
             streaming=streaming,
             httpx_client=http_client(authenticated),
+            grpc_channel_factory=grpc_channels(authenticated),
             supported_protocol_bindings=[binding],
         )
 
     blocking = await create_client(url, config(streaming=False))
     streaming = await create_client(url, config(streaming=True))
     transport = type(blocking._transport).__name__
-    expected = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[binding]
+    expected = {
+        "JSONRPC": "JsonRpcTransport",
+        "HTTP+JSON": "RestTransport",
+        "GRPC": "GrpcTransport",
+    }[binding]
     check(f"the client speaks v1.0 over {binding}", transport == expected, transport)
 
     # The card declares both credentials; a client without them is refused with 401.
@@ -125,7 +163,12 @@ async def main(url, binding="JSONRPC"):
         await anonymous.get_task(GetTaskRequest(id="any"))
         check("a client without credentials is refused", False, "it was answered")
     except Exception as error:  # the SDK's HTTP error type differs across versions
-        check("a client without credentials is refused with 401", "401" in str(error), repr(error))
+        refusal = "UNAUTHENTICATED" if binding == "GRPC" else "401"
+        check(
+            f"a client without credentials is refused with {refusal}",
+            refusal in str(error),
+            repr(error),
+        )
 
     # Blocking send: the completed task with its artifact.
     task = await last_task(blocking, send(message("hello v1")))

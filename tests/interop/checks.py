@@ -26,16 +26,20 @@ def check(name, condition, detail=""):
         print(f"FAILED: {name} {detail}")
 
 
+def credentials(authenticated=True):
+    """fundi's two credentials (from FUNDI_TOKEN and FUNDI_USER_TOKEN) as headers, or
+    none."""
+    if not authenticated:
+        return {}
+    return {
+        "Authorization": f"Bearer {os.environ['FUNDI_TOKEN']}",
+        "X-Fundi-User-Token": os.environ["FUNDI_USER_TOKEN"],
+    }
+
+
 def http_client(authenticated=True):
-    """An httpx client that sends fundi's two credentials (from FUNDI_TOKEN and
-    FUNDI_USER_TOKEN) on every request, or none."""
-    headers = {}
-    if authenticated:
-        headers = {
-            "Authorization": f"Bearer {os.environ['FUNDI_TOKEN']}",
-            "X-Fundi-User-Token": os.environ["FUNDI_USER_TOKEN"],
-        }
-    return httpx.AsyncClient(headers=headers, timeout=DEADLINE_S)
+    """An httpx client that sends fundi's two credentials on every request, or none."""
+    return httpx.AsyncClient(headers=credentials(authenticated), timeout=DEADLINE_S)
 
 
 class WebhookReceiver:
