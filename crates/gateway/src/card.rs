@@ -153,7 +153,7 @@ fn v1_card(facts: &CardFacts<'_>) -> Value {
         "capabilities": {
             "streaming": true,
             "pushNotifications": facts.push,
-            "extendedAgentCard": false,
+            "extendedAgentCard": facts.config.extended_card,
         },
         "defaultInputModes": DEFAULT_MODES,
         "defaultOutputModes": DEFAULT_MODES,
@@ -214,6 +214,7 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         "url": endpoint(facts.public_url),
         "preferredTransport": "JSONRPC",
         "version": facts.config.version,
+        "supportsAuthenticatedExtendedCard": facts.config.extended_card,
         "capabilities": {
             "streaming": true,
             "pushNotifications": facts.push,
@@ -415,12 +416,18 @@ mod tests {
         only_v03.sort_unstable();
         assert_eq!(
             only_v03,
-            ["preferredTransport", "protocolVersion", "security", "url"]
+            [
+                "preferredTransport",
+                "protocolVersion",
+                "security",
+                "supportsAuthenticatedExtendedCard",
+                "url"
+            ]
         );
         let mut only_v1 = extra_keys(v1, v03);
         only_v1.sort_unstable();
         assert_eq!(only_v1, ["securityRequirements", "supportedInterfaces"]);
-        assert!(extra_keys(both, v1).len() == 4 && extra_keys(both, v03).len() == 2);
+        assert!(extra_keys(both, v1).len() == 5 && extra_keys(both, v03).len() == 2);
         // Each scheme in both forms, and each skill's scope in both shapes.
         let user = &both["securitySchemes"]["userToken"];
         assert_eq!(user["in"], "header");

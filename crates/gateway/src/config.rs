@@ -35,6 +35,10 @@ pub struct GatewayConfig {
     /// The address gRPC clients dial (`host:port`), as the card lists it. Default: the
     /// host and port of `public-url` (or of `grpc-bind` when set).
     pub grpc_public_address: Option<String>,
+    /// Serve GetExtendedAgentCard: to an authenticated caller, the card with the skills
+    /// it may run, the scopes it holds and its limits (`capabilities.extendedAgentCard`).
+    /// Default: true.
+    pub extended_card: bool,
     /// Largest accepted request body, in bytes. Default: 1048576 (1 MiB).
     pub max_body_bytes: usize,
     /// Longest a non-streaming call may take, in ms; a blocking SendMessage returns the
@@ -141,6 +145,7 @@ impl Default for GatewayConfig {
             grpc: true,
             grpc_bind: None,
             grpc_public_address: None,
+            extended_card: true,
             max_body_bytes: 1024 * 1024,
             request_timeout_ms: 30_000,
             sse_keep_alive_ms: 15_000,

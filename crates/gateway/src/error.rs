@@ -82,6 +82,8 @@ pub enum ApiError {
     },
     /// -32003.
     PushNotSupported,
+    /// -32007: the extended agent card is turned off (`gateway.extended-card`).
+    ExtendedCardNotConfigured,
     /// -32004.
     Unsupported {
         /// What is not supported, and why.

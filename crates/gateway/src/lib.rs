@@ -27,6 +27,7 @@ mod console;
 mod dialect;
 mod encode;
 mod error;
+mod extended_card;
 mod grpc;
 mod guard;
 mod http;

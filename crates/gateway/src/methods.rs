@@ -18,8 +18,8 @@ use crate::encode::{self, Encoded};
 use crate::error::ApiError;
 use crate::jsonrpc::Request;
 use crate::params::{
-    GetTaskParams, ListTasksParams, SendMessageParams, TaskIdParams, decode, history_length,
-    require_objects,
+    GetTaskParams, ListTasksParams, SendMessageParams, TaskIdParams, check_tenant, decode,
+    history_length, require_objects,
 };
 use crate::push::{Prepared, PushService};
 use crate::state::AppState;
@@ -41,6 +41,7 @@ pub(crate) async fn call(
     let runtime = &*state.runtime;
     let owner = caller.user.as_str();
     let work = async move {
+        check_tenant(&params)?;
         match request.method {
             Method::SendMessage => send_message(state, caller, params, dialect, timeout).await,
             Method::GetTask => get_task(runtime, caller, params, dialect).await,
@@ -58,9 +59,9 @@ pub(crate) async fn call(
                     .map(|v| encode::raw(&v)),
                 None => Err(ApiError::push_not_supported()),
             },
-            Method::GetExtendedAgentCard => Err(ApiError::unsupported(
-                "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
-            )),
+            Method::GetExtendedAgentCard => {
+                crate::extended_card::extended_card(state, caller, dialect)
+            }
             Method::SendStreamingMessage | Method::SubscribeToTask => Err(ApiError::internal(
                 "streaming method routed as a plain call",
             )),

@@ -26,6 +26,25 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ApiError> 
     })
 }
 
+/// Refuses a request that names a tenant: fundi serves none (its card's interfaces name
+/// none, so a client of the specification sends none), and a caller that asks for one
+/// expects a separation fundi does not make.
+pub(crate) fn check_tenant(params: &Value) -> Result<(), ApiError> {
+    match params.get("tenant") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(tenant)) if tenant.is_empty() => Ok(()),
+        Some(Value::String(tenant)) => Err(ApiError::invalid_params(
+            "tenant",
+            format!(
+                "tenant {:?} is not served here: this agent serves no tenants (its card's \
+                 interfaces name none), so send none",
+                crate::clip::clip(tenant)
+            ),
+        )),
+        Some(_) => Err(ApiError::invalid_params("tenant", "must be a string")),
+    }
+}
+
 /// Refuses a member of `params` that is present but not an object: serde would read an
 /// array as a struct's fields in order (`"configuration": []` as an empty configuration).
 pub(crate) fn require_objects(params: &Value, members: &[&str]) -> Result<(), ApiError> {

@@ -166,6 +166,11 @@ impl AppState {
         &self.facts.public_url
     }
 
+    /// The key that signs the cards, when they are signed.
+    pub(crate) fn card_signer(&self) -> Option<&CardKey> {
+        self.facts.signer.as_ref()
+    }
+
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
     pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
         Arc::make_mut(&mut self.operators).issues = Some(issues);

@@ -108,6 +108,7 @@ pub(crate) async fn open_stream(
     request: Request,
     last_event_id: Option<u64>,
 ) -> Result<BoxStream<'static, Item>, ApiError> {
+    crate::params::check_tenant(&request.params)?;
     let slot = state.streams.for_user(&caller.user)?;
     let mut opened = open(state, caller, request, last_event_id).await?;
     opened.slots.push(slot);

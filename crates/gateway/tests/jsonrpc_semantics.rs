@@ -430,7 +430,7 @@ async fn list_tasks_filters_pages_and_validates() {
 }
 
 #[tokio::test]
-async fn push_and_extended_card_methods_say_they_are_not_supported() {
+async fn push_methods_say_they_are_not_supported() {
     let gw = gateway().await;
     for method in [
         "CreateTaskPushNotificationConfig",
@@ -457,14 +457,6 @@ async fn push_and_extended_card_methods_say_they_are_not_supported() {
         )
         .await;
     assert_eq!(code(&error), -32003);
-    let error = gw.err("GetExtendedAgentCard", Value::Null).await;
-    assert_eq!(code(&error), -32004);
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("operation is not supported")
-    );
 }
 
 #[tokio::test]

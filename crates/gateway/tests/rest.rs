@@ -313,10 +313,11 @@ async fn rest_refusals_carry_http_statuses_and_their_headers() {
             .status,
         404
     );
-    // Under a tenant prefix: the same task (fundi serves one tenant).
+    // Under a tenant prefix: refused, naming the tenant (fundi serves none).
     let tenant = rest(&gw, Method::GET, &format!("/acme/tasks/{id}"), None).await;
-    assert_eq!(tenant.status, 200);
-    assert_eq!(tenant.body["id"], id.as_str());
+    assert_eq!(tenant.status, 400, "{}", tenant.body);
+    let message = tenant.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"acme\" is not served here"), "{message}");
 }
 
 #[tokio::test]
@@ -427,7 +428,11 @@ async fn the_binding_can_be_turned_off() {
     let bytes = card.into_body().collect().await.unwrap().to_bytes();
     let card: Value = serde_json::from_slice(&bytes).unwrap();
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
-    assert!(interfaces.iter().all(|i| i["protocolBinding"] == "JSONRPC"));
+    assert!(
+        interfaces
+            .iter()
+            .all(|i| i["protocolBinding"] != "HTTP+JSON")
+    );
     // JSON-RPC is unaffected.
     gw.ok("ListTasks", json!({})).await;
 }

@@ -35,6 +35,7 @@ impl ApiError {
             ApiError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
             ApiError::TaskNotCancelable { .. }
             | ApiError::PushNotSupported
+            | ApiError::ExtendedCardNotConfigured
             | ApiError::Unsupported { .. }
             | ApiError::VersionNotSupported { .. } => (S::BAD_REQUEST, "FAILED_PRECONDITION"),
             ApiError::Unauthenticated { .. } => (S::UNAUTHORIZED, "UNAUTHENTICATED"),

@@ -225,6 +225,13 @@ impl ApiError {
                 "PUSH_NOTIFICATION_NOT_SUPPORTED",
                 "Push Notification is not supported by this agent".into(),
             ),
+            ApiError::ExtendedCardNotConfigured => Wire::a2a(
+                -32007,
+                "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+                "Extended agent card not configured: this agent serves none \
+                 (gateway.extended-card is false)"
+                    .into(),
+            ),
             ApiError::Unsupported { detail, task_id } => {
                 let wire = Wire::a2a(
                     -32004,

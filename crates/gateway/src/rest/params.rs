@@ -34,6 +34,7 @@ pub(crate) fn params(route: &Route, query: Option<&str>, body: &[u8]) -> Result<
         }
         _ => set_path_id(&mut params, "id", route.task_id.as_deref())?,
     }
+    set_path_id(&mut params, "tenant", route.tenant.as_deref())?;
     Ok(Value::Object(params))
 }
 
@@ -113,6 +114,7 @@ mod tests {
             method,
             task_id: task.map(str::to_owned),
             config_id: config.map(str::to_owned),
+            tenant: None,
         }
     }
 

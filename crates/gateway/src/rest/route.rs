@@ -19,6 +19,8 @@ pub(crate) struct Route {
     pub(crate) task_id: Option<String>,
     /// The push config in the path (`.../pushNotificationConfigs/{configId}`).
     pub(crate) config_id: Option<String>,
+    /// The leading tenant segment (`/{tenant}/tasks/{id}`).
+    pub(crate) tenant: Option<String>,
 }
 
 /// Why a request names no operation.
@@ -30,8 +32,8 @@ pub(crate) enum Miss {
     MethodNotAllowed(&'static [Http]),
 }
 
-/// The operation that `method` on `path` asks for. A leading tenant segment is
-/// accepted and dropped: fundi serves one tenant.
+/// The operation that `method` on `path` asks for, and the tenant a leading segment
+/// names (which the operation's params carry, and which fundi refuses: it serves none).
 pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     let segments: Vec<String> = path
         .trim_start_matches('/')
@@ -43,7 +45,12 @@ pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     }
     // The path without a tenant first: `/tasks/tasks` is the task named "tasks".
     match resource(method, &segments) {
-        Err(Miss::NotFound) if segments.len() > 1 => resource(method, &segments[1..]),
+        Err(Miss::NotFound) if segments.len() > 1 => {
+            resource(method, &segments[1..]).map(|found| Route {
+                tenant: Some(segments[0].clone()),
+                ..found
+            })
+        }
         other => other,
     }
 }
@@ -54,6 +61,7 @@ fn resource(http: &Http, segments: &[String]) -> Result<Route, Miss> {
         method,
         task_id: task.map(str::to_owned),
         config_id: config.map(str::to_owned),
+        tenant: None,
     };
     let only = |allowed: &'static [Http], method: Method, task, config| {
         if allowed.contains(http) {
@@ -91,6 +99,7 @@ fn task_segment(http: &Http, segment: &str) -> Result<Route, Miss> {
         method,
         task_id: Some(id.to_owned()),
         config_id: None,
+        tenant: None,
     };
     if let Some((id, verb)) = segment.rsplit_once(':')
         && !id.is_empty()
@@ -173,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tenant_segment_is_accepted_before_any_route() {
+    fn a_tenant_segment_is_read_before_any_route() {
         assert_eq!(
             ok(Http::POST, "/acme/tasks/t-1:cancel"),
             (Method::CancelTask, s("t-1"), None)
@@ -193,6 +202,10 @@ mod tests {
         );
         // A tenant and nothing it could name.
         assert_eq!(route(&Http::GET, "/acme/nothing"), Err(Miss::NotFound));
+        // The tenant is kept for the params (and refused there).
+        let named = route(&Http::GET, "/acme/tasks/t").unwrap();
+        assert_eq!(named.tenant.as_deref(), Some("acme"));
+        assert_eq!(route(&Http::GET, "/tasks/t").unwrap().tenant, None);
     }
 
     #[test]
