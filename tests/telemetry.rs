@@ -1,249 +1,17 @@
 //! Telemetry end to end: the real binary exports to an in-process OTLP/HTTP collector
 //! (axum, decoding the OTLP protobuf messages), and serves /metrics.
 
+#[path = "telemetry/collector.rs"]
+mod collector;
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::routing::post;
+use collector::*;
 use common::*;
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
-use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message;
 use serde_json::{Value, json};
-
-/// One metric data point: name, attributes, value (a sum, a gauge's value or a
-/// histogram's count).
-type Point = (String, Vec<(String, String)>, f64);
-
-/// What the collector received.
-#[derive(Clone, Default)]
-struct Collector {
-    url: String,
-    spans: Arc<Mutex<Vec<Span>>>,
-    /// Resource attributes seen on traces.
-    resource: Arc<Mutex<Vec<KeyValue>>>,
-    /// Every metric data point received.
-    points: Arc<Mutex<Vec<Point>>>,
-}
-
-async fn collector() -> Collector {
-    let mut collector = Collector::default();
-    let traces = collector.clone();
-    let metrics = collector.clone();
-    let router = Router::new()
-        .route(
-            "/v1/traces",
-            post(move |body: Bytes| {
-                let c = traces.clone();
-                async move {
-                    let request = ExportTraceServiceRequest::decode(body).expect("OTLP traces");
-                    for resource_spans in request.resource_spans {
-                        if let Some(resource) = resource_spans.resource {
-                            *c.resource.lock().unwrap() = resource.attributes;
-                        }
-                        for scope in resource_spans.scope_spans {
-                            c.spans.lock().unwrap().extend(scope.spans);
-                        }
-                    }
-                    ""
-                }
-            }),
-        )
-        .route(
-            "/v1/metrics",
-            post(move |body: Bytes| {
-                let c = metrics.clone();
-                async move {
-                    let request = ExportMetricsServiceRequest::decode(body).expect("OTLP metrics");
-                    let mut points = c.points.lock().unwrap();
-                    for resource in request.resource_metrics {
-                        for scope in resource.scope_metrics {
-                            for m in scope.metrics {
-                                for (attrs, value) in data_points(m.data) {
-                                    points.push((m.name.clone(), attrs, value));
-                                }
-                            }
-                        }
-                    }
-                    ""
-                }
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    collector.url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    collector
-}
-
-fn text_attrs(attributes: &[KeyValue]) -> Vec<(String, String)> {
-    attributes
-        .iter()
-        .map(|kv| {
-            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                Some(any_value::Value::StringValue(s)) => s.clone(),
-                Some(any_value::Value::IntValue(i)) => i.to_string(),
-                Some(any_value::Value::DoubleValue(d)) => d.to_string(),
-                Some(any_value::Value::BoolValue(b)) => b.to_string(),
-                _ => String::new(),
-            };
-            (kv.key.clone(), value)
-        })
-        .collect()
-}
-
-fn data_points(data: Option<metric::Data>) -> Vec<(Vec<(String, String)>, f64)> {
-    let number = |v: Option<number_data_point::Value>| match v {
-        Some(number_data_point::Value::AsInt(i)) => i as f64,
-        Some(number_data_point::Value::AsDouble(d)) => d,
-        None => 0.0,
-    };
-    match data {
-        Some(metric::Data::Sum(sum)) => sum
-            .data_points
-            .into_iter()
-            .map(|p| (text_attrs(&p.attributes), number(p.value)))
-            .collect(),
-        Some(metric::Data::Gauge(gauge)) => gauge
-            .data_points
-            .into_iter()
-            .map(|p| (text_attrs(&p.attributes), number(p.value)))
-            .collect(),
-        Some(metric::Data::Histogram(h)) => h
-            .data_points
-            .into_iter()
-            .map(|p| (text_attrs(&p.attributes), p.count as f64))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn attr(span: &Span, key: &str) -> Option<String> {
-    text_attrs(&span.attributes)
-        .into_iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-impl Collector {
-    fn spans(&self) -> Vec<Span> {
-        self.spans.lock().unwrap().clone()
-    }
-
-    async fn wait_for_spans(&self, what: &str, done: impl Fn(&[Span]) -> bool) -> Vec<Span> {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let spans = self.spans();
-            if done(&spans) {
-                return spans;
-            }
-            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
-            assert!(
-                Instant::now() < deadline,
-                "{what}: never exported; got {names:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// The latest value of `name` whose attributes include `with`.
-    fn latest(&self, name: &str, with: &[(&str, &str)]) -> Option<f64> {
-        self.points
-            .lock()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|(n, attrs, _)| {
-                n == name
-                    && with
-                        .iter()
-                        .all(|(k, v)| attrs.iter().any(|(ak, av)| ak == k && av == v))
-            })
-            .map(|(_, _, value)| *value)
-    }
-
-    async fn wait_for_metric(&self, name: &str, with: &[(&str, &str)], done: impl Fn(f64) -> bool) {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if self.latest(name, with).is_some_and(&done) {
-                return;
-            }
-            let value = self.latest(name, with);
-            assert!(
-                Instant::now() < deadline,
-                "metric {name} {with:?}: latest {value:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-fn env_for(collector_url: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("FUNDI__TELEMETRY__OTLP_ENDPOINT", collector_url.to_owned()),
-        ("FUNDI__TELEMETRY__TRACE_BATCH_DELAY_MS", "100".into()),
-        ("FUNDI__TELEMETRY__METRICS_INTERVAL_MS", "200".into()),
-        ("FUNDI__TELEMETRY__EXPORT_TIMEOUT_MS", "1000".into()),
-        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into()),
-    ]
-}
-
-fn start(dir: &std::path::Path, env: &[(&'static str, String)]) -> Server {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Server::start(dir, &env)
-}
-
-/// A collector, and a server exporting to it in a fresh data directory (kept alive
-/// by the caller).
-async fn start_exporting() -> (Collector, tempfile::TempDir, Server) {
-    let collector = collector().await;
-    let dir = tempfile::tempdir().unwrap();
-    let server = start(dir.path(), &env_for(&collector.url));
-    (collector, dir, server)
-}
-
-/// A server exporting nothing, allowed to deliver webhooks to loopback.
-fn start_without_collector(dir: &std::path::Path) -> Server {
-    start(
-        dir,
-        &[("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]".into())],
-    )
-}
-
-/// A webhook that records the `traceparent` of each delivery.
-async fn webhook() -> (String, Arc<Mutex<Vec<String>>>) {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let record = seen.clone();
-    let router = Router::new().route(
-        "/hook",
-        post(move |headers: axum::http::HeaderMap| {
-            let record = record.clone();
-            async move {
-                let parent = headers
-                    .get("traceparent")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
-                record.lock().unwrap().push(parent);
-                ""
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    (url, seen)
-}
 
 /// A blocking echo of two steps, with a webhook, under a new caller trace; returns the
 /// trace id and the caller's span id.
@@ -272,7 +40,7 @@ async fn send_traced(server: &Server, hook: &str) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
     let (collector, _dir, server) = start_exporting().await;
-    let (hook, traceparents) = webhook().await;
+    let (hook, traceparents) = traceparent_webhook().await;
     let (trace, caller_span) = send_traced(&server, &hook).await;
 
     let in_trace = |spans: &[Span], name: &str| -> Vec<Span> {
@@ -365,7 +133,7 @@ async fn a_tasks_spans_form_one_tree_under_the_callers_trace() {
 async fn without_a_collector_the_callers_trace_still_reaches_webhooks() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_without_collector(dir.path());
-    let (hook, traceparents) = webhook().await;
+    let (hook, traceparents) = traceparent_webhook().await;
     let (trace, caller_span) = send_traced(&server, &hook).await;
     // created, working, two progress notes, the artifact, completed
     let sent = deliveries(&traceparents, 6).await;
@@ -415,7 +183,7 @@ async fn deliveries(traceparents: &Mutex<Vec<String>>, n: usize) -> Vec<String> 
 async fn without_a_collector_an_untraced_request_starts_no_trace() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_without_collector(dir.path());
-    let (hook, traceparents) = webhook().await;
+    let (hook, traceparents) = traceparent_webhook().await;
     let task_id = send_untraced(&server, &hook).await;
     let own = uuid::Uuid::parse_str(&task_id)
         .unwrap()
@@ -434,7 +202,7 @@ async fn without_a_collector_an_untraced_request_starts_no_trace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exporting_an_untraced_request_roots_its_tasks_trace() {
     let (collector, _dir, server) = start_exporting().await;
-    let (hook, traceparents) = webhook().await;
+    let (hook, traceparents) = traceparent_webhook().await;
     let task_id = send_untraced(&server, &hook).await;
     let is_task = |s: &Span| s.name == "task" && attr(s, "task_id").as_deref() == Some(&task_id);
     // The two spans may arrive in different export batches: wait for both.
@@ -656,18 +424,6 @@ async fn an_admin_change_is_exported_as_an_audit_event_of_its_span() {
     collector
         .wait_for_spans("the schedule's creation as an audit event", audited)
         .await;
-}
-
-fn rand_u128() -> u128 {
-    let a = uuid_like();
-    let b = uuid_like();
-    (a << 64) | b
-}
-
-/// Randomness without another dependency: the clock and a counter through a hash.
-fn uuid_like() -> u128 {
-    use std::hash::{BuildHasher, RandomState};
-    u128::from(RandomState::new().hash_one(std::time::SystemTime::now()))
 }
 
 #[test]

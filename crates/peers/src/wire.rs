@@ -10,6 +10,7 @@ mod v03;
 use std::time::Duration;
 
 use fundi_runtime::Message;
+use fundi_runtime::telemetry::traceparent_of;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -147,6 +148,10 @@ impl Endpoint {
             _ => "1.0",
         };
         let mut request = request.header("A2A-Version", version);
+        // The peer's spans join the delegating task's trace (W3C Trace Context).
+        if let Some(traceparent) = traceparent_of(&tracing::Span::current()) {
+            request = request.header("traceparent", traceparent);
+        }
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
