@@ -321,7 +321,12 @@ fn the_official_js_sdk_verifies_fundis_signed_card() {
 
 #[test]
 fn the_official_python_sdk_0_3_client_speaks_v03_with_fundi() {
-    drive("v03", "a2a_sdk_v03.py", &[]);
+    drive("v03", "a2a_sdk_v03.py", &["JSONRPC"]);
+}
+
+#[test]
+fn the_official_python_sdk_0_3_rest_client_speaks_v03_http_json_with_fundi() {
+    drive("v03", "a2a_sdk_v03.py", &["HTTP+JSON"]);
 }
 
 #[test]

@@ -1,19 +1,21 @@
 """Drives a fundi server with the official A2A Python SDK 0.3.x client (A2A v0.3:
-message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe).
+message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe), over JSON-RPC
+or over v0.3's HTTP+JSON routes (`/v1/...`).
 
-Usage: python a2a_sdk_v03.py BASE_URL
+Usage: python a2a_sdk_v03.py BASE_URL [JSONRPC|HTTP+JSON]
 Prints one line per check and a closing "N passed, N failed" line; exits non-zero on
 any failure.
 """
 
 import asyncio
+import sys
 import time
 import uuid
 
 import httpx
 
 from a2a.client import ClientConfig, ClientFactory
-from a2a.client.errors import A2AClientJSONRPCError
+from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.types import (
     AgentCard,
     DataPart,
@@ -61,6 +63,13 @@ async def poll(client, task_id, states):
     raise AssertionError(f"task {task_id} never reached {states}")
 
 
+def refused(error, code, status):
+    """Whether `error` is the JSON-RPC error `code`, or over REST the HTTP `status`."""
+    if isinstance(error, A2AClientJSONRPCError):
+        return error.error.code == code
+    return isinstance(error, A2AClientHTTPError) and error.status_code == status
+
+
 async def check_cards(url):
     """The v0.3 card is a valid v0.3 AgentCard with no field the v0.3 model does not
     know (the model is generated from v0.3's JSON schema); the unversioned card reads as
@@ -81,18 +90,24 @@ async def check_cards(url):
     check("the unversioned card reads as v0.3", read.url == card.url and read.skills == card.skills)
 
 
-async def main(url):
+async def main(url, transport="JSONRPC"):
     await check_cards(url)
-    blocking = await ClientFactory.connect(
-        url, client_config=ClientConfig(streaming=False, httpx_client=http_client())
-    )
-    streaming = await ClientFactory.connect(
-        url, client_config=ClientConfig(streaming=True, httpx_client=http_client())
-    )
+
+    def config(streaming, authenticated=True):
+        return ClientConfig(
+            streaming=streaming,
+            httpx_client=http_client(authenticated),
+            supported_transports=[transport],
+        )
+
+    blocking = await ClientFactory.connect(url, client_config=config(streaming=False))
+    streaming = await ClientFactory.connect(url, client_config=config(streaming=True))
     anonymous = await ClientFactory.connect(
-        url,
-        client_config=ClientConfig(streaming=False, httpx_client=http_client(authenticated=False)),
+        url, client_config=config(streaming=False, authenticated=False)
     )
+    spoken = type(blocking._transport).__name__
+    expected = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[transport]
+    check(f"the client speaks v0.3 over {transport}", spoken == expected, spoken)
     try:
         await anonymous.get_task(TaskQueryParams(id="any"))
         check("a client without credentials is refused", False, "it was answered")
@@ -140,15 +155,15 @@ async def main(url):
     check("tasks/cancel returns canceled", canceled.status.state == TaskState.canceled)
     try:
         await blocking.cancel_task(TaskIdParams(id=slow.id))
-        check("second cancel is refused with -32002", False)
-    except A2AClientJSONRPCError as error:
-        check("second cancel is refused with -32002", error.error.code == -32002, error)
+        check("second cancel is refused (-32002, HTTP 400)", False)
+    except (A2AClientJSONRPCError, A2AClientHTTPError) as error:
+        check("second cancel is refused (-32002, HTTP 400)", refused(error, -32002, 400), error)
 
     try:
         await blocking.get_task(TaskQueryParams(id="no-such-task"))
-        check("unknown task gives -32001", False)
-    except A2AClientJSONRPCError as error:
-        check("unknown task gives -32001", error.error.code == -32001, error)
+        check("unknown task is not found (-32001, HTTP 404)", False)
+    except (A2AClientJSONRPCError, A2AClientHTTPError) as error:
+        check("unknown task is not found (-32001, HTTP 404)", refused(error, -32001, 404), error)
 
     asking = await final_task(blocking, message("ask", {"askInput": True}))
     check("stops at input-required", asking.status.state == TaskState.input_required)
@@ -157,13 +172,31 @@ async def main(url):
 
     # Push notifications: v0.3 bodies are the task itself.
     receiver = WebhookReceiver()
-    pushed = await final_task(
-        blocking,
-        message("pushed", {"steps": 2}),
-        MessageSendConfiguration(
-            push_notification_config=PushNotificationConfig(url=receiver.url, token="v03-token")
-        ),
-    )
+    if transport == "JSONRPC":
+        pushed = await final_task(
+            blocking,
+            message("pushed", {"steps": 2}),
+            MessageSendConfiguration(
+                push_notification_config=PushNotificationConfig(url=receiver.url, token="v03-token")
+            ),
+        )
+    else:
+        # The 0.3 SDK's REST transport cannot send a config with a message (it passes
+        # the config on as a dict and fails before sending), so the config is set on
+        # the running task instead.
+        pushed = await final_task(
+            blocking,
+            message("pushed", {"steps": 5, "delayMs": 100}),
+            MessageSendConfiguration(blocking=False),
+        )
+        await blocking.set_task_callback(
+            TaskPushNotificationConfig(
+                task_id=pushed.id,
+                push_notification_config=PushNotificationConfig(
+                    id="first", url=receiver.url, token="v03-token"
+                ),
+            )
+        )
     hits = await receiver.wait_for(
         lambda hits: any(
             body.get("kind") == "task" and body.get("status", {}).get("state") == "completed"
@@ -189,4 +222,4 @@ async def main(url):
 
 
 if __name__ == "__main__":
-    run(main)
+    run(main, *sys.argv[2:])

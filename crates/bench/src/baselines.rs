@@ -65,6 +65,8 @@ pub(crate) enum Baseline {
     SledFlush,
     /// The official A2A Rust SDK's server with its in-memory store (`rust_sdk`).
     RustSdk,
+    /// The same, over its gRPC binding (`a2a-grpc`).
+    RustSdkGrpc,
 }
 
 /// Serves `baseline` (in `dir` for sled), prints `baseline listening on URL` and serves
@@ -74,6 +76,7 @@ pub(crate) async fn serve_forever(baseline: Baseline, dir: &std::path::Path) -> 
         Baseline::Axum => bare_axum().await?,
         Baseline::SledFlush => sled_per_request(dir).await?,
         Baseline::RustSdk => serve(crate::rust_sdk::router()).await?,
+        Baseline::RustSdkGrpc => serve_grpc().await?,
     };
     println!("baseline listening on {url}");
     std::future::pending::<()>().await;
@@ -89,6 +92,19 @@ async fn serve(router: Router) -> anyhow::Result<String> {
         let _ = tcp.set_nodelay(true);
     });
     tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(url)
+}
+
+/// Serves the Rust SDK's gRPC service with tonic's own server (HTTP/2 without TLS,
+/// TCP_NODELAY); returns the URL a channel dials.
+async fn serve_grpc() -> anyhow::Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let server = tonic::transport::Server::builder()
+        .add_service(crate::rust_sdk::grpc_service())
+        .serve_with_incoming(incoming);
+    tokio::spawn(server);
     Ok(url)
 }
 

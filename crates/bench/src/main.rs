@@ -11,6 +11,7 @@
 //! ```
 
 mod baselines;
+mod grpc;
 mod instructions;
 mod load;
 mod rust_sdk;
@@ -136,6 +137,8 @@ enum Target {
     FundiPostgresTwoNodes,
     /// The official A2A Rust SDK's server, in memory (`rust_sdk`).
     RustSdk,
+    /// The same over its gRPC binding.
+    RustSdkGrpc,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -147,11 +150,18 @@ enum Workload {
     /// W3 with each step stored before the next (echo's `waitEachStep`): the cost of
     /// `SkillContext::progress_with_checkpoint`. Set beside the SDK's plain W3.
     StreamEachStepStored,
+    /// W1 over gRPC (`grpc.rs`).
+    SendBlockingGrpc,
+    /// W3 over gRPC.
+    StreamGrpc,
 }
 
 impl Workload {
     fn is_stream(self) -> bool {
-        matches!(self, Workload::Stream | Workload::StreamEachStepStored)
+        matches!(
+            self,
+            Workload::Stream | Workload::StreamEachStepStored | Workload::StreamGrpc
+        )
     }
 }
 
@@ -196,6 +206,20 @@ fn cases() -> Vec<Case> {
             });
         }
     }
+    for (name, target) in [
+        ("W1 send, sync, gRPC", FundiSync),
+        ("W1 send, Rust SDK in memory, gRPC", RustSdkGrpc),
+    ] {
+        for c in [1, 16, 64] {
+            cases.push(Case {
+                name,
+                target,
+                workload: SendBlockingGrpc,
+                concurrency: c,
+                compared: false,
+            });
+        }
+    }
     cases.push(Case {
         name: "W2 get, sync",
         target: FundiSync,
@@ -226,6 +250,20 @@ fn cases() -> Vec<Case> {
         }
     }
     for (name, target) in [
+        ("W3 stream, sync, gRPC", FundiSync),
+        ("W3 stream, Rust SDK in memory, gRPC", RustSdkGrpc),
+    ] {
+        for c in [1, 50] {
+            cases.push(Case {
+                name,
+                target,
+                workload: StreamGrpc,
+                concurrency: c,
+                compared: false,
+            });
+        }
+    }
+    for (name, target) in [
         ("W3 stream, each step stored, sync", FundiSync),
         ("W3 stream, each step stored, batched", FundiBatched),
     ] {
@@ -246,6 +284,7 @@ struct Urls {
     bare: String,
     sled: String,
     rust_sdk: String,
+    rust_sdk_grpc: String,
     main: FundiUrls,
     compare: Option<FundiUrls>,
 }
@@ -331,6 +370,7 @@ async fn measure(
     case: &Case,
     urls: &Urls,
     client: &reqwest::Client,
+    credentials: &Credentials,
     duration: Duration,
 ) -> anyhow::Result<Sample> {
     let fundi = match case.compared {
@@ -342,6 +382,7 @@ async fn measure(
         Target::BareAxum => vec![urls.bare.clone()],
         Target::SledFlushPerRequest => vec![urls.sled.clone()],
         Target::RustSdk => vec![urls.rust_sdk.clone()],
+        Target::RustSdkGrpc => vec![urls.rust_sdk_grpc.clone()],
         Target::FundiSync => vec![fundi.sync.clone()],
         Target::FundiBatched => vec![fundi.batched.clone()],
         Target::FundiMemory => vec![fundi.memory.clone()],
@@ -372,6 +413,22 @@ async fn measure(
             load::run(case.concurrency, duration, move |_, _| {
                 let (client, url, id) = (client.clone(), url.clone(), id.clone());
                 async move { workloads::get_task(&client, &url, &id).await }
+            })
+            .await
+        }
+        Workload::SendBlockingGrpc | Workload::StreamGrpc => {
+            let clients =
+                grpc::Client::connect_all(&servers, case.concurrency, credentials).await?;
+            let clients = Arc::new(clients);
+            let stream = case.workload == Workload::StreamGrpc;
+            load::run(case.concurrency, duration, move |w, i| {
+                let client = clients[w].clone();
+                async move {
+                    match stream {
+                        true => grpc::stream(&client, w, i, false).await,
+                        false => grpc::send_blocking(&client, w, i).await,
+                    }
+                }
             })
             .await
         }
@@ -519,6 +576,7 @@ async fn main() -> anyhow::Result<()> {
     let bare = Server::baseline(Baseline::Axum, &dir.path().join("bare"))?;
     let sled_flush = Server::baseline(Baseline::SledFlush, &dir.path().join("sled-baseline"))?;
     let rust_sdk = Server::baseline(Baseline::RustSdk, &dir.path().join("rust-sdk"))?;
+    let rust_sdk_grpc = Server::baseline(Baseline::RustSdkGrpc, &dir.path().join("rust-sdk-grpc"))?;
     let schema = format!("fundi_bench_{}", std::process::id());
     let postgres = args
         .postgres_url
@@ -543,6 +601,7 @@ async fn main() -> anyhow::Result<()> {
         bare: bare.url.clone(),
         sled: sled_flush.url.clone(),
         rust_sdk: rust_sdk.url.clone(),
+        rust_sdk_grpc: rust_sdk_grpc.url.clone(),
         main: fundi.urls(&client).await?,
         compare: match &compare {
             Some(servers) => Some(servers.urls(&client).await?),
@@ -587,7 +646,7 @@ async fn main() -> anyhow::Result<()> {
                 case.label(),
                 case.concurrency
             );
-            samples[i].push(measure(case, &urls, &client, duration).await?);
+            samples[i].push(measure(case, &urls, &client, &credentials, duration).await?);
         }
     }
 
@@ -611,7 +670,7 @@ async fn main() -> anyhow::Result<()> {
                     Workload::StreamEachStepStored => Workload::Stream,
                     workload => workload,
                 };
-                k.target == Target::RustSdk
+                matches!(k.target, Target::RustSdk | Target::RustSdkGrpc)
                     && k.workload == same
                     && k.concurrency == case.concurrency
             })
@@ -717,7 +776,7 @@ async fn main() -> anyhow::Result<()> {
         "inputRequired": input_required, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
-    drop((fundi, compare, bare, sled_flush, rust_sdk));
+    drop((fundi, compare, bare, sled_flush, rust_sdk, rust_sdk_grpc));
     if let Some(url) = &args.postgres_url {
         let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
         tokio::spawn(connection);

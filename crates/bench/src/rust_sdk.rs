@@ -123,17 +123,29 @@ impl AgentExecutor for Echo {
     }
 }
 
-/// The SDK's JSON-RPC router at `/a2a` (where the bench posts), with the echo executor
-/// and the SDK's in-memory task store.
-pub(crate) fn router() -> axum::Router {
-    let handler = DefaultRequestHandler::new(Echo, InMemoryTaskStore::new()).with_capabilities(
+/// The SDK's request handler: the echo executor and its in-memory task store.
+fn handler() -> DefaultRequestHandler {
+    DefaultRequestHandler::new(Echo, InMemoryTaskStore::new()).with_capabilities(
         AgentCapabilities {
             streaming: Some(true),
             ..AgentCapabilities::default()
         },
-    );
+    )
+}
+
+/// The SDK's JSON-RPC router at `/a2a` (where the bench posts).
+pub(crate) fn router() -> axum::Router {
     axum::Router::new().nest(
         "/a2a",
-        a2a_server::jsonrpc::jsonrpc_router(Arc::new(handler)),
+        a2a_server::jsonrpc::jsonrpc_router(Arc::new(handler())),
     )
+}
+
+/// The SDK's gRPC service (its `a2a-grpc` binding) over the same handler.
+pub(crate) fn grpc_service()
+-> a2a_pb::proto::a2a_service_server::A2aServiceServer<a2a_grpc::GrpcHandler<DefaultRequestHandler>>
+{
+    a2a_pb::proto::a2a_service_server::A2aServiceServer::new(a2a_grpc::GrpcHandler::new(Arc::new(
+        handler(),
+    )))
 }

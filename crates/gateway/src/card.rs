@@ -145,6 +145,11 @@ fn v1_card(facts: &CardFacts<'_>) -> Value {
             .push(json!({"url": address, "protocolBinding": "GRPC", "protocolVersion": "1.0"}));
     }
     interfaces.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
+    if facts.config.rest {
+        let base = facts.public_url.trim_end_matches('/');
+        interfaces
+            .push(json!({"url": base, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"}));
+    }
     let mut card = json!({
         "name": facts.config.name,
         "description": description(facts),
@@ -213,6 +218,7 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         "description": description(facts),
         "url": endpoint(facts.public_url),
         "preferredTransport": "JSONRPC",
+        "additionalInterfaces": v03_interfaces(facts),
         "version": facts.config.version,
         "supportsAuthenticatedExtendedCard": facts.config.extended_card,
         "capabilities": {
@@ -246,6 +252,18 @@ fn v03_card(facts: &CardFacts<'_>) -> Value {
         card["capabilities"]["extensions"] = json!(extensions);
     }
     card
+}
+
+/// v0.3's interfaces: JSON-RPC (the preferred one, listed again as v0.3 asks), and the
+/// HTTP+JSON routes under `/v1` when `gateway.rest` is on (the URL is the base they are
+/// under).
+fn v03_interfaces(facts: &CardFacts<'_>) -> Value {
+    let mut interfaces = vec![json!({"url": endpoint(facts.public_url), "transport": "JSONRPC"})];
+    if facts.config.rest {
+        let base = facts.public_url.trim_end_matches('/');
+        interfaces.push(json!({"url": base, "transport": "HTTP+JSON"}));
+    }
+    json!(interfaces)
 }
 
 fn provider_and_docs(card: &mut Value, config: &GatewayConfig) {
@@ -417,6 +435,7 @@ mod tests {
         assert_eq!(
             only_v03,
             [
+                "additionalInterfaces",
                 "preferredTransport",
                 "protocolVersion",
                 "security",
@@ -427,7 +446,7 @@ mod tests {
         let mut only_v1 = extra_keys(v1, v03);
         only_v1.sort_unstable();
         assert_eq!(only_v1, ["securityRequirements", "supportedInterfaces"]);
-        assert!(extra_keys(both, v1).len() == 5 && extra_keys(both, v03).len() == 2);
+        assert!(extra_keys(both, v1).len() == 6 && extra_keys(both, v03).len() == 2);
         // Each scheme in both forms, and each skill's scope in both shapes.
         let user = &both["securitySchemes"]["userToken"];
         assert_eq!(user["in"], "header");
@@ -465,6 +484,7 @@ mod tests {
                 ("JSONRPC", "1.0", "http://agent.test:8080/a2a"),
                 ("HTTP+JSON", "1.0", "http://agent.test:8080"),
                 ("JSONRPC", "0.3", "http://agent.test:8080/a2a"),
+                ("HTTP+JSON", "0.3", "http://agent.test:8080"),
             ]
         );
         let (v1, _, _) = facts_cards(false);

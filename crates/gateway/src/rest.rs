@@ -22,6 +22,7 @@ use crate::jsonrpc::Request;
 use crate::reply::{A2A_JSON, rest_failure};
 use crate::state::AppState;
 use crate::streaming::{self, Framing};
+use crate::v03::rest as v03_rest;
 use crate::{methods, telemetry};
 use route::{Miss, route};
 
@@ -70,9 +71,17 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
             return rest_failure(&error);
         }
     };
-    let prepared = check_version(&headers, &uri)
+    let version = match found.v03 {
+        true => check_version_of(&headers, &uri, "0.3"),
+        false => check_version(&headers, &uri),
+    };
+    let prepared = version
         .and_then(|()| check_content_type(&headers, &bytes))
-        .and_then(|()| params::params(&found, uri.query(), &bytes));
+        .and_then(|()| params::params(&found, uri.query(), &bytes))
+        .and_then(|params| match found.v03 {
+            true => v03_rest::request(found.method, params),
+            false => Ok(params),
+        });
     let params = match prepared {
         Ok(params) => params,
         Err(error) => {
@@ -80,20 +89,35 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
             return rest_failure(&error);
         }
     };
+    // A v0.3 route is answered by the v0.3 JSON-RPC method, its answer turned into
+    // v0.3's REST form here (`v03/rest.rs`).
+    let dialect = match found.v03 {
+        true => Dialect::V03,
+        false => Dialect::V1,
+    };
     let request = Request {
         id: Value::Null,
         method: found.method,
-        dialect: Dialect::V1,
+        dialect,
         params,
     };
     if found.method.is_streaming() {
         let resume = last_event_id(&headers);
-        return streaming::respond(state, caller, request, resume, None, Framing::Rest).await;
+        let framing = match found.v03 {
+            true => Framing::RestV03,
+            false => Framing::Rest,
+        };
+        return streaming::respond(state, caller, request, resume, None, framing).await;
     }
     match methods::call(&state, &caller, request).await {
         Ok(result) => {
             metrics.request(name, "ok");
-            let body = result.get().to_owned();
+            let body = match found.v03 {
+                true => serde_json::from_str(result.get())
+                    .map(|answer| v03_rest::answer(found.method, answer).to_string())
+                    .unwrap_or_else(|_| result.get().to_owned()),
+                false => result.get().to_owned(),
+            };
             ([(header::CONTENT_TYPE, A2A_JSON)], body).into_response()
         }
         Err(error) => {
@@ -110,9 +134,14 @@ async fn serve(state: AppState, http: Http, headers: HeaderMap, uri: Uri, body: 
 /// The binding speaks v1.0; a request that names another version is refused (none
 /// named is v1.0: this binding's routes exist in no other version).
 pub(crate) fn check_version(headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+    check_version_of(headers, uri, VERSION)
+}
+
+/// A request that names a version other than `spoken` is refused (none named is it).
+fn check_version_of(headers: &HeaderMap, uri: &Uri, spoken: &'static str) -> Result<(), ApiError> {
     match requested_version(headers, uri) {
-        Some(version) if !version.is_empty() && version != VERSION => {
-            Err(ApiError::version_not_supported_by(&version, VERSION))
+        Some(version) if !version.is_empty() && version != spoken => {
+            Err(ApiError::version_not_supported_by(&version, spoken))
         }
         _ => Ok(()),
     }

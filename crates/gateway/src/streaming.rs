@@ -34,6 +34,8 @@ pub(crate) enum Framing {
     /// Each event a bare v1.0 `StreamResponse`; a failure to open the stream is an HTTP
     /// error, a failure after it opened an `error` event with a `google.rpc.Status`.
     Rest,
+    /// As `Rest`, each event in the v0.3 proto's form (the `/v1/...` routes).
+    RestV03,
 }
 
 /// What an opened stream starts with and continues from, and the slots it holds.
@@ -71,12 +73,12 @@ pub(crate) async fn respond(
             metrics.request(method, "refused");
             return match frame.framing {
                 Framing::JsonRpc => reply::refusal(&frame.id, &error, frame.dialect),
-                Framing::Rest => reply::rest_failure(&error),
+                Framing::Rest | Framing::RestV03 => reply::rest_failure(&error),
             };
         }
         Err(error) => {
             metrics.request(method, "error");
-            if let Framing::Rest = frame.framing {
+            if let Framing::Rest | Framing::RestV03 = frame.framing {
                 return reply::rest_failure(&error);
             }
             stream::once(async move { frame.error(&error) }).boxed()
@@ -251,6 +253,9 @@ impl Frame {
         let body = match self.framing {
             Framing::JsonRpc => success(&self.id, &result),
             Framing::Rest => result.get().to_owned(),
+            Framing::RestV03 => serde_json::from_str(result.get())
+                .map(|item| crate::v03::rest::stream_response(item).to_string())
+                .unwrap_or_else(|_| result.get().to_owned()),
         };
         Event::default().data(body).id(seq.to_string())
     }
@@ -258,7 +263,7 @@ impl Frame {
     fn error(&self, error: &ApiError) -> Event {
         let body = match self.framing {
             Framing::JsonRpc => failure(&self.id, error, self.dialect),
-            Framing::Rest => error.to_rest_json(),
+            Framing::Rest | Framing::RestV03 => error.to_rest_json(),
         };
         Event::default().event("error").data(body.to_string())
     }

@@ -2,6 +2,8 @@
 //! way in; results go out through `fundi_runtime::model::v03`. The runtime only ever
 //! sees v1.0.
 
+pub(crate) mod rest;
+
 use fundi_runtime::model::v03::message_in;
 pub(crate) use fundi_runtime::model::v03::{stream_item_out as stream_item, task_out as task};
 use serde_json::{Map, Value, json};

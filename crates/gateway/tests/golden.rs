@@ -118,12 +118,15 @@ async fn the_unversioned_agent_card_matches_the_golden_file() {
         .iter()
         .map(|i| i["protocolVersion"].as_str().unwrap())
         .collect();
-    assert_eq!(versions, ["1.0", "1.0", "1.0", "0.3"]);
+    assert_eq!(versions, ["1.0", "1.0", "1.0", "0.3", "0.3"]);
     let bindings: Vec<&str> = interfaces
         .iter()
         .map(|i| i["protocolBinding"].as_str().unwrap())
         .collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON", "GRPC", "JSONRPC"]);
+    assert_eq!(
+        bindings,
+        ["JSONRPC", "HTTP+JSON", "GRPC", "JSONRPC", "HTTP+JSON"]
+    );
     assert_eq!(interfaces[1]["url"], "http://agent.test:8080");
     assert_eq!(interfaces[2]["url"], "agent.test:8080");
     assert_eq!(

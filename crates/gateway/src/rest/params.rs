@@ -115,6 +115,7 @@ mod tests {
             task_id: task.map(str::to_owned),
             config_id: config.map(str::to_owned),
             tenant: None,
+            v03: false,
         }
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct Route {
     pub(crate) config_id: Option<String>,
     /// The leading tenant segment (`/{tenant}/tasks/{id}`).
     pub(crate) tenant: Option<String>,
+    /// A v0.3 route (`/v1/...`, `v03/rest.rs`).
+    pub(crate) v03: bool,
 }
 
 /// Why a request names no operation.
@@ -43,6 +45,17 @@ pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     if segments.iter().any(String::is_empty) {
         return Err(Miss::NotFound);
     }
+    // v0.3's routes: `/v1/message:send`, `/v1/tasks/{id}`, ..., and `/v1/card`.
+    if segments.len() > 1 && segments[0] == crate::v03::rest::PREFIX {
+        let found = match segments[1..] {
+            [ref card] if card == "card" => match *method == Http::GET {
+                true => Ok(Route::of(Method::GetExtendedAgentCard)),
+                false => Err(Miss::MethodNotAllowed(&[Http::GET])),
+            },
+            _ => resource(method, &segments[1..]),
+        };
+        return found.map(|found| Route { v03: true, ..found });
+    }
     // The path without a tenant first: `/tasks/tasks` is the task named "tasks".
     match resource(method, &segments) {
         Err(Miss::NotFound) if segments.len() > 1 => {
@@ -55,6 +68,18 @@ pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
     }
 }
 
+impl Route {
+    fn of(method: Method) -> Route {
+        Route {
+            method,
+            task_id: None,
+            config_id: None,
+            tenant: None,
+            v03: false,
+        }
+    }
+}
+
 fn resource(http: &Http, segments: &[String]) -> Result<Route, Miss> {
     let strs: Vec<&str> = segments.iter().map(String::as_str).collect();
     let found = |method: Method, task: Option<&str>, config: Option<&str>| Route {
@@ -62,6 +87,7 @@ fn resource(http: &Http, segments: &[String]) -> Result<Route, Miss> {
         task_id: task.map(str::to_owned),
         config_id: config.map(str::to_owned),
         tenant: None,
+        v03: false,
     };
     let only = |allowed: &'static [Http], method: Method, task, config| {
         if allowed.contains(http) {
@@ -100,6 +126,7 @@ fn task_segment(http: &Http, segment: &str) -> Result<Route, Miss> {
         task_id: Some(id.to_owned()),
         config_id: None,
         tenant: None,
+        v03: false,
     };
     if let Some((id, verb)) = segment.rsplit_once(':')
         && !id.is_empty()
@@ -204,8 +231,29 @@ mod tests {
         assert_eq!(route(&Http::GET, "/acme/nothing"), Err(Miss::NotFound));
         // The tenant is kept for the params (and refused there).
         let named = route(&Http::GET, "/acme/tasks/t").unwrap();
+        assert!(!named.v03);
         assert_eq!(named.tenant.as_deref(), Some("acme"));
         assert_eq!(route(&Http::GET, "/tasks/t").unwrap().tenant, None);
+    }
+
+    #[test]
+    fn v1_prefixed_paths_are_v03_routes() {
+        let cancel = route(&Http::POST, "/v1/tasks/t-1:cancel").unwrap();
+        assert!(cancel.v03 && cancel.tenant.is_none());
+        assert_eq!(cancel.method, Method::CancelTask);
+        let card = route(&Http::GET, "/v1/card").unwrap();
+        assert_eq!(
+            (card.method, card.v03),
+            (Method::GetExtendedAgentCard, true)
+        );
+        assert_eq!(
+            route(&Http::POST, "/v1/card"),
+            Err(Miss::MethodNotAllowed(&[Http::GET]))
+        );
+        assert_eq!(
+            ok(Http::GET, "/v1/tasks/t/pushNotificationConfigs/c"),
+            (Method::GetPushConfig, s("t"), s("c"))
+        );
     }
 
     #[test]
