@@ -12,12 +12,13 @@ mod transcode;
 
 use a2a_pb::proto::a2a_service_server::A2aServiceServer;
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header};
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use tonic::server::NamedService;
 
+use crate::config::GatewayConfig;
 use crate::state::AppState;
 use service::GrpcBinding;
 
@@ -33,36 +34,31 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
         .layer(axum::middleware::from_fn(authority_as_host))
 }
 
-/// A gRPC call (`content-type: application/grpc...`) that this port does not serve is
-/// answered in gRPC's own terms, `UNIMPLEMENTED` naming why, rather than with the HTTP
-/// 404 of the other bindings, which a gRPC client cannot read.
-pub(crate) async fn elsewhere(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let is_grpc = request
-        .headers()
+/// A gRPC call (`content-type: application/grpc...`) that no route took (another
+/// service, or gRPC not served on this port) is answered in gRPC's own terms,
+/// `UNIMPLEMENTED` naming why, rather than with the HTTP 404 of the other bindings,
+/// which a gRPC client cannot read. Asked by the router's fallbacks only, so that no
+/// other request pays for the check.
+pub(crate) fn unserved(
+    config: &GatewayConfig,
+    headers: &HeaderMap,
+    path: &str,
+) -> Option<Response> {
+    let is_grpc = headers
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
     if !is_grpc {
-        return next.run(request).await;
+        return None;
     }
-    let config = &state.config;
     let service = A2aServiceServer::<GrpcBinding>::NAME;
     let why = if !config.grpc {
         "gRPC is not served (gateway.grpc is false)".to_owned()
     } else if config.grpc_bind.is_some() {
         "gRPC is served on a port of its own (gateway.grpc-bind), not this one".to_owned()
-    } else if !request.uri().path().starts_with(&format!("/{service}/")) {
-        format!(
-            "{} is not a method of a service here; fundi serves {service}",
-            request.uri().path()
-        )
     } else {
-        return next.run(request).await;
+        format!("{path} is not a method of a service here; fundi serves {service}")
     };
-    tonic::Status::unimplemented(why).into_http::<axum::body::Body>()
+    Some(tonic::Status::unimplemented(why).into_http::<axum::body::Body>())
 }
 
 /// HTTP/2 carries the host as the `:authority` of the target, not a `Host` header: the

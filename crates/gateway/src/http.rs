@@ -62,10 +62,6 @@ pub fn app(state: AppState) -> Router {
         false => router.fallback(no_route),
     };
     router
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            grpc::elsewhere,
-        ))
         .layer(body::GuardBodiesLayer(state.bodies.clone()))
         .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
@@ -108,7 +104,15 @@ async fn jwks(State(state): State<AppState>) -> Response {
 
 /// Any path that is no route, when the HTTP+JSON binding is off: a 404 that names the
 /// A2A endpoints there are.
-async fn no_route(method: axum::http::Method, uri: Uri) -> Response {
+async fn no_route(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    if let Some(unserved) = grpc::unserved(&state.config, &headers, uri.path()) {
+        return unserved;
+    }
     reply::rest_failure(&ApiError::no_route(
         &format!("{method} {}", uri.path()),
         false,

@@ -38,6 +38,9 @@ pub(crate) async fn handle(
     uri: Uri,
     body: Body,
 ) -> Response {
+    if let Some(unserved) = crate::grpc::unserved(&state.config, &headers, uri.path()) {
+        return unserved;
+    }
     let span = telemetry::request_span(&headers, "http");
     serve(state, method, headers, uri, body)
         .instrument(span)

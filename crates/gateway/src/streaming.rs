@@ -64,7 +64,11 @@ pub(crate) async fn respond(
     let method = request.method.name();
     let opened = match refused {
         Some(error) => Err(error),
-        None => open_stream(&state, &caller, request, last_event_id).await,
+        None => {
+            let frame = frame.clone();
+            let write = move |item| frame.item(item);
+            open_stream(&state, &caller, request, last_event_id, write).await
+        }
     };
     let metrics = crate::telemetry::metrics();
     let events: BoxStream<'static, Event> = match opened {
@@ -83,9 +87,9 @@ pub(crate) async fn respond(
             }
             stream::once(async move { frame.error(&error) }).boxed()
         }
-        Ok(items) => {
+        Ok(events) => {
             metrics.request(method, "ok");
-            items.map(move |item| frame.item(item)).boxed()
+            events
         }
     };
     let keep_alive = KeepAlive::new()
@@ -102,19 +106,21 @@ pub(crate) async fn respond(
 }
 
 /// Opens a stream for `caller` (both bindings over HTTP and gRPC): its slots are taken,
-/// and its items are the task's updates, each with its sequence, until one ends the
-/// stream, or the error that ends it.
-pub(crate) async fn open_stream(
+/// and it yields each item (the task's updates, each with its sequence, until one ends
+/// the stream, or the error that ends it) as `write` frames it. Framed inside the
+/// stream, so that an update is written where it is made, not moved through another.
+pub(crate) async fn open_stream<T: Send + 'static>(
     state: &AppState,
     caller: &Caller,
     request: Request,
     last_event_id: Option<u64>,
-) -> Result<BoxStream<'static, Item>, ApiError> {
+    write: impl FnMut(Item) -> T + Send + 'static,
+) -> Result<BoxStream<'static, T>, ApiError> {
     crate::params::check_tenant(&request.params)?;
     let slot = state.streams.for_user(&caller.user)?;
     let mut opened = open(state, caller, request, last_event_id).await?;
     opened.slots.push(slot);
-    Ok(items(opened))
+    Ok(items(opened, write))
 }
 
 /// One item of an open stream.
@@ -192,7 +198,10 @@ fn ends_stream(state: TaskState) -> bool {
     state.is_terminal() || state == TaskState::InputRequired
 }
 
-fn items(opened: Opened) -> BoxStream<'static, Item> {
+fn items<T: Send + 'static>(
+    opened: Opened,
+    mut write: impl FnMut(Item) -> T + Send + 'static,
+) -> BoxStream<'static, T> {
     let Opened {
         first,
         mut events,
@@ -205,7 +214,7 @@ fn items(opened: Opened) -> BoxStream<'static, Item> {
         let _slots = slots;
         if let Some((seq, update)) = first {
             let done = matches!(&update, TaskUpdate::Task(t) if ends_stream(t.status.state));
-            yield Item::Update(seq, update);
+            yield write(Item::Update(seq, update));
             if done {
                 return;
             }
@@ -214,7 +223,7 @@ fn items(opened: Opened) -> BoxStream<'static, Item> {
             let event = match event {
                 Ok(event) => event,
                 Err(error) => {
-                    yield Item::Failed(ApiError::from(error));
+                    yield write(Item::Failed(ApiError::from(error)));
                     return;
                 }
             };
@@ -223,7 +232,7 @@ fn items(opened: Opened) -> BoxStream<'static, Item> {
                 continue;
             };
             let done = event.status().is_some_and(|s| ends_stream(s.state));
-            yield Item::Update(event.seq, update);
+            yield write(Item::Update(event.seq, update));
             if done {
                 return;
             }
@@ -233,6 +242,7 @@ fn items(opened: Opened) -> BoxStream<'static, Item> {
 }
 
 /// How this stream writes its events.
+#[derive(Clone)]
 struct Frame {
     /// The JSON-RPC request's id (JSON-RPC only).
     id: Value,

@@ -99,21 +99,13 @@ impl GrpcBinding {
         async {
             let opened = async {
                 let (caller, request) = self.admit(&headers, call.get_ref(), method).await?;
-                open_stream(&self.state, &caller, request, last_event_id(&headers)).await
+                let resume = last_event_id(&headers);
+                open_stream(&self.state, &caller, request, resume, grpc_update).await
             }
             .await;
             let items = self.answer(method, opened)?;
             let shutdown = self.state.shutdown.clone().cancelled_owned();
-            let updates = items.take_until(shutdown).map(|item| match item {
-                Item::Update(seq, update) => {
-                    let json = encode::update_result(&update, Dialect::V1);
-                    let mut response: proto::StreamResponse =
-                        from_result(json.get()).map_err(|e| status(&e))?;
-                    tag_event_id(&mut response, seq);
-                    Ok(response)
-                }
-                Item::Failed(error) => Err(status(&error)),
-            });
+            let updates = items.take_until(shutdown);
             Ok(Response::new(Box::pin(updates) as Updates))
         }
         .instrument(span)
@@ -129,6 +121,20 @@ impl GrpcBinding {
         };
         telemetry::metrics().request(method.name(), outcome);
         answered.map_err(|error| status(&error))
+    }
+}
+
+/// One item of a stream as gRPC sends it.
+fn grpc_update(item: Item) -> Result<proto::StreamResponse, Status> {
+    match item {
+        Item::Update(seq, update) => {
+            let json = encode::update_result(&update, Dialect::V1);
+            let mut response: proto::StreamResponse =
+                from_result(json.get()).map_err(|e| status(&e))?;
+            tag_event_id(&mut response, seq);
+            Ok(response)
+        }
+        Item::Failed(error) => Err(status(&error)),
     }
 }
 
