@@ -124,7 +124,11 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(listening.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+    // An HTTP/2 connection outlives its requests; pings close one whose client is gone.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(listening.header_read_timeout));
     let http = match listening.http2 {
         true => builder,
         false => builder.http1_only(),
@@ -155,10 +159,22 @@ pub async fn serve(
             tracing::warn!(%error, "could not set TCP_NODELAY");
         }
         let service = TowerToHyperService::new(app.clone());
-        let connection = http.serve_connection(TokioIo::new(tcp), service);
-        let connection = graceful.watch(connection.into_owned());
+        let (http, watcher) = (http.clone(), graceful.watcher());
+        let (http2, deadline) = (listening.http2, listening.header_read_timeout);
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            // Telling HTTP/1.1 from HTTP/2 waits for the client's first bytes, which
+            // the header read timeout does not cover: a client that sends nothing (or
+            // half the HTTP/2 preface) is cut off here instead of holding its slot.
+            if http2
+                && tokio::time::timeout(deadline, version_known(&tcp))
+                    .await
+                    .is_err()
+            {
+                drop(slot);
+                return;
+            }
+            let connection = http.serve_connection(TokioIo::new(tcp), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
                 tracing::debug!(%error, "connection ended with an error");
             }
             drop(slot);
@@ -167,4 +183,23 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The client's preface to HTTP/2 (RFC 9113 section 3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Returns once the first bytes the client sent tell HTTP/1.1 from HTTP/2 (or it closed
+/// or failed): any byte that differs from the HTTP/2 preface, or the whole preface.
+async fn version_known(tcp: &tokio::net::TcpStream) -> io::Result<()> {
+    let mut seen = [0u8; HTTP2_PREFACE.len()];
+    loop {
+        tcp.readable().await?;
+        let n = tcp.peek(&mut seen).await?;
+        if n == 0 || n == seen.len() || seen[..n] != HTTP2_PREFACE[..n] {
+            return Ok(());
+        }
+        // Part of the preface so far: peeking again returns the same bytes at once, so
+        // wait a little for the rest.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -865,6 +865,32 @@ async fn a_client_that_never_finishes_its_headers_is_disconnected() {
     );
 }
 
+#[tokio::test]
+async fn a_client_that_sends_nothing_or_half_the_http2_preface_is_disconnected() {
+    let fx = fixture(
+        GatewayConfig {
+            header_read_timeout_ms: 200,
+            ..GatewayConfig::default()
+        },
+        0,
+    )
+    .await;
+    let addr = fx.url.trim_start_matches("http://");
+    // Serving gRPC, the server tells HTTP/1.1 from HTTP/2 by the first bytes; waiting
+    // for them is bounded by the header read timeout too.
+    for sent in [&b""[..], b"PRI * HTTP/2.0\r\n"] {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(sent).await.unwrap();
+        let mut buffer = Vec::new();
+        let read = tokio::time::timeout(DEADLINE, tcp.read_to_end(&mut buffer)).await;
+        assert!(
+            read.is_ok(),
+            "after {:?} the connection was still open {DEADLINE:?} later",
+            String::from_utf8_lossy(sent)
+        );
+    }
+}
+
 /// A PEM SubjectPublicKeyInfo for an Ed25519 public key (RFC 8410): a fixed prefix,
 /// then the key.
 fn ed25519_public_pem(jwk: &Value) -> String {
