@@ -63,6 +63,30 @@ async fn the_official_rust_client_drives_every_task_method_over_grpc() {
     drive_every_task_method("GRPC").await;
 }
 
+/// The official client for `server`'s `card`, with both credentials, speaking the
+/// card's interface in `binding` (gRPC through `a2a-grpc`'s transport).
+async fn client_for(
+    server: &Server,
+    card: &a2a::AgentCard,
+    binding: &str,
+) -> (
+    a2a_client::A2AClient<Box<dyn a2a_client::Transport>>,
+    a2a::AgentInterface,
+) {
+    A2AClientFactory::builder()
+        .register(Arc::new(a2a_grpc::GrpcTransportFactory::new()))
+        .preferred_bindings(vec![binding.to_owned()])
+        .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
+        .with_interceptor(Arc::new(AuthInterceptor::custom(
+            "X-Fundi-User-Token",
+            &server.user_token,
+        )))
+        .build()
+        .create_from_card_with_interface(card)
+        .await
+        .expect("a transport from the card")
+}
+
 /// Every task method through the client, which picks `binding` from the card.
 async fn drive_every_task_method(binding: &str) {
     let dir = tempfile::tempdir().unwrap();
@@ -72,18 +96,7 @@ async fn drive_every_task_method(binding: &str) {
         .await
         .expect("card resolves");
     assert!(card.capabilities.streaming.unwrap_or(false));
-    let (client, interface) = A2AClientFactory::builder()
-        .register(Arc::new(a2a_grpc::GrpcTransportFactory::new()))
-        .preferred_bindings(vec![binding.to_owned()])
-        .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
-        .with_interceptor(Arc::new(AuthInterceptor::custom(
-            "X-Fundi-User-Token",
-            &server.user_token,
-        )))
-        .build()
-        .create_from_card_with_interface(&card)
-        .await
-        .expect("a transport from the card");
+    let (client, interface) = client_for(&server, &card, binding).await;
     assert_eq!(interface.protocol_binding, binding);
     assert_eq!(interface.protocol_version, "1.0");
 
@@ -225,18 +238,7 @@ async fn the_official_rust_client_follows_grpc_to_a_port_of_its_own() {
     let http_port = server.url.rsplit(':').next().unwrap();
     assert!(grpc.url.starts_with("127.0.0.1:"), "{}", grpc.url);
     assert_ne!(grpc.url.rsplit(':').next().unwrap(), http_port);
-    let (client, interface) = A2AClientFactory::builder()
-        .register(Arc::new(a2a_grpc::GrpcTransportFactory::new()))
-        .preferred_bindings(vec!["GRPC".to_owned()])
-        .with_interceptor(Arc::new(AuthInterceptor::bearer(&server.token)))
-        .with_interceptor(Arc::new(AuthInterceptor::custom(
-            "X-Fundi-User-Token",
-            &server.user_token,
-        )))
-        .build()
-        .create_from_card_with_interface(&card)
-        .await
-        .expect("a transport from the card");
+    let (client, interface) = client_for(&server, &card, "GRPC").await;
     assert_eq!(interface.url, grpc.url);
     let done = task_of(
         client

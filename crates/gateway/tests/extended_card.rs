@@ -52,21 +52,6 @@ async fn get(gw: &Gateway, uri: &str) -> (u16, Value) {
     )
 }
 
-fn grpc_call<T>(gw: &Gateway, message: T) -> tonic::Request<T> {
-    let mut call = tonic::Request::new(message);
-    let metadata = call.metadata_mut();
-    metadata.insert(
-        "authorization",
-        format!("Bearer {}", gw.identity.0).parse().unwrap(),
-    );
-    let user = DEFAULT_USER_HEADER.to_ascii_lowercase();
-    metadata.insert(
-        tonic::metadata::MetadataKey::from_bytes(user.as_bytes()).unwrap(),
-        gw.identity.1.parse().unwrap(),
-    );
-    call
-}
-
 #[tokio::test]
 async fn each_caller_reads_the_skills_it_may_run_on_every_binding() {
     let gw = gateway().await;

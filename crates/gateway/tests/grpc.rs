@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use a2a_pb::proto::a2a_service_client::A2aServiceClient;
 use a2a_pb::{proto, protojson};
 use common::*;
-use fundi_gateway::{DEFAULT_USER_HEADER, GatewayConfig};
+use fundi_gateway::GatewayConfig;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tonic::transport::Channel;
@@ -24,21 +24,6 @@ async fn client(address: SocketAddr) -> A2aServiceClient<Channel> {
     A2aServiceClient::connect(format!("http://{address}"))
         .await
         .expect("the gRPC client connects")
-}
-
-/// `message` as a call with `gw`'s two credentials in its metadata.
-fn call<T>(gw: &Gateway, message: T) -> tonic::Request<T> {
-    let mut call = tonic::Request::new(message);
-    let metadata = call.metadata_mut();
-    let bearer = format!("Bearer {}", gw.identity.0);
-    metadata.insert("authorization", bearer.parse().unwrap());
-    let user_header = DEFAULT_USER_HEADER.to_ascii_lowercase();
-    let user = gw.identity.1.parse().unwrap();
-    metadata.insert(
-        tonic::metadata::MetadataKey::from_bytes(user_header.as_bytes()).unwrap(),
-        user,
-    );
-    call
 }
 
 /// A JSON-RPC params object as the protobuf request `P`.
@@ -147,7 +132,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     // SendMessage, blocking.
     let rpc = gw.ok("SendMessage", send()).await;
     let sent = grpc
-        .send_message(call(&gw, send_proto()))
+        .send_message(grpc_call(&gw, send_proto()))
         .await
         .unwrap()
         .into_inner();
@@ -167,7 +152,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         ..Default::default()
     };
     let got = grpc
-        .get_task(call(&gw, request))
+        .get_task(grpc_call(&gw, request))
         .await
         .unwrap()
         .into_inner();
@@ -191,7 +176,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         ..Default::default()
     };
     let listed = grpc
-        .list_tasks(call(&gw, request))
+        .list_tasks(grpc_call(&gw, request))
         .await
         .unwrap()
         .into_inner();
@@ -204,7 +189,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     let (_, rpc_events) = gw.stream("SendStreamingMessage", stream(), None).await;
     let request = proto::<proto::SendMessageRequest, protojson::SendMessageRequest>(stream());
     let events = read_stream(
-        grpc.send_streaming_message(call(&gw, request))
+        grpc.send_streaming_message(grpc_call(&gw, request))
             .await
             .unwrap(),
     )
@@ -225,7 +210,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     let (_, rpc_replay) = gw
         .stream("SubscribeToTask", json!({"id": rpc_streamed}), Some(2))
         .await;
-    let mut resume = call(
+    let mut resume = grpc_call(
         &gw,
         proto::SubscribeToTaskRequest {
             id: streamed.clone(),
@@ -252,7 +237,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         ..Default::default()
     };
     let refused = grpc
-        .subscribe_to_task(call(&gw, request))
+        .subscribe_to_task(grpc_call(&gw, request))
         .await
         .unwrap_err();
     same_error(&rpc.1[0].1["error"], &refused, Code::FailedPrecondition);
@@ -265,7 +250,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     let rpc_held = gw.ok("SendMessage", held()).await;
     let request = proto::<proto::SendMessageRequest, protojson::SendMessageRequest>(held());
     let grpc_held = grpc
-        .send_message(call(&gw, request))
+        .send_message(grpc_call(&gw, request))
         .await
         .unwrap()
         .into_inner();
@@ -279,7 +264,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         .ok("CancelTask", json!({"id": rpc_held["task"]["id"]}))
         .await;
     let canceled = grpc
-        .cancel_task(call(&gw, cancel()))
+        .cancel_task(grpc_call(&gw, cancel()))
         .await
         .unwrap()
         .into_inner();
@@ -294,7 +279,10 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     let rpc = gw
         .err("CancelTask", json!({"id": rpc_held["task"]["id"]}))
         .await;
-    let again = grpc.cancel_task(call(&gw, cancel())).await.unwrap_err();
+    let again = grpc
+        .cancel_task(grpc_call(&gw, cancel()))
+        .await
+        .unwrap_err();
     same_error(&rpc, &again, Code::FailedPrecondition);
     assert_eq!(
         again.get_details_error_info().unwrap().reason,
@@ -307,7 +295,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         id: "no-such-task".into(),
         ..Default::default()
     };
-    let missing = grpc.get_task(call(&gw, request)).await.unwrap_err();
+    let missing = grpc.get_task(grpc_call(&gw, request)).await.unwrap_err();
     same_error(&rpc, &missing, Code::NotFound);
     let rpc = gw
         .err("SendMessage", json!({"message": {"role": "ROLE_USER"}}))
@@ -315,7 +303,10 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
     let request = proto::<proto::SendMessageRequest, protojson::SendMessageRequest>(
         json!({"message": {"role": "ROLE_USER"}}),
     );
-    let bad = grpc.send_message(call(&gw, request)).await.unwrap_err();
+    let bad = grpc
+        .send_message(grpc_call(&gw, request))
+        .await
+        .unwrap_err();
     same_error(&rpc, &bad, Code::InvalidArgument);
     let rpc = gw
         .err(
@@ -329,7 +320,7 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
         ..Default::default()
     };
     let no_push = grpc
-        .get_task_push_notification_config(call(&gw, request))
+        .get_task_push_notification_config(grpc_call(&gw, request))
         .await
         .unwrap_err();
     same_error(&rpc, &no_push, Code::FailedPrecondition);
@@ -368,7 +359,7 @@ async fn the_gate_holds_on_grpc_as_on_http() {
     assert_eq!(half.code(), Code::Unauthenticated);
 
     // A version this binding does not speak.
-    let mut older = call(&gw, get());
+    let mut older = grpc_call(&gw, get());
     older
         .metadata_mut()
         .insert("a2a-version", "0.3".parse().unwrap());
@@ -382,12 +373,12 @@ async fn the_gate_holds_on_grpc_as_on_http() {
     // A message above gateway.max-body-bytes is refused before it is decoded.
     let large = json!({"message": message(&"x".repeat(8192), Value::Null)});
     let large = proto::<proto::SendMessageRequest, protojson::SendMessageRequest>(large);
-    let refused = grpc.send_message(call(&gw, large)).await.unwrap_err();
+    let refused = grpc.send_message(grpc_call(&gw, large)).await.unwrap_err();
     assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
 
     // The rate limit: past the burst, RESOURCE_EXHAUSTED with Retry-After.
     let limited = loop {
-        match grpc.get_task(call(&gw, get())).await {
+        match grpc.get_task(grpc_call(&gw, get())).await {
             Err(status) if status.code() == Code::ResourceExhausted => break status,
             Err(status) => assert_eq!(status.code(), Code::NotFound, "{status:?}"),
             Ok(task) => panic!("an unknown task was found: {task:?}"),
@@ -445,7 +436,7 @@ async fn grpc_off_is_neither_served_nor_on_the_card() {
         id: "t".into(),
         ..Default::default()
     };
-    let refused = grpc.get_task(call(&off, request)).await.unwrap_err();
+    let refused = grpc.get_task(grpc_call(&off, request)).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unimplemented, "{refused:?}");
     assert!(refused.message().contains("gateway.grpc"), "{refused:?}");
     assert!(

@@ -418,3 +418,17 @@ pub async fn serve_on_loopback(gw: &Gateway) -> std::net::SocketAddr {
     ));
     address
 }
+
+/// `message` as a gRPC call with `gw`'s two credentials in its metadata.
+pub fn grpc_call<T>(gw: &Gateway, message: T) -> tonic::Request<T> {
+    let mut call = tonic::Request::new(message);
+    let metadata = call.metadata_mut();
+    let bearer = format!("Bearer {}", gw.identity.0);
+    metadata.insert("authorization", bearer.parse().unwrap());
+    let user_header = DEFAULT_USER_HEADER.to_ascii_lowercase();
+    metadata.insert(
+        tonic::metadata::MetadataKey::from_bytes(user_header.as_bytes()).unwrap(),
+        gw.identity.1.parse().unwrap(),
+    );
+    call
+}
