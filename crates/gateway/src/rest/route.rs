@@ -54,7 +54,11 @@ pub(crate) fn route(method: &Http, path: &str) -> Result<Route, Miss> {
             },
             _ => resource(method, &segments[1..]),
         };
-        return found.map(|found| Route { v03: true, ..found });
+        // v0.3 has no ListTasks.
+        return match found {
+            Ok(found) if found.method == Method::ListTasks => Err(Miss::NotFound),
+            found => found.map(|found| Route { v03: true, ..found }),
+        };
     }
     // The path without a tenant first: `/tasks/tasks` is the task named "tasks".
     match resource(method, &segments) {
@@ -254,6 +258,7 @@ mod tests {
             ok(Http::GET, "/v1/tasks/t/pushNotificationConfigs/c"),
             (Method::GetPushConfig, s("t"), s("c"))
         );
+        assert_eq!(route(&Http::GET, "/v1/tasks"), Err(Miss::NotFound));
     }
 
     #[test]
