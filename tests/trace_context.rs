@@ -50,10 +50,8 @@ async fn a_traceparent_on_http_json_or_grpc_parents_the_request_and_its_task() {
 
     // HTTP+JSON.
     let (trace, caller, traceparent) = caller_trace();
-    let sent: Value = reqwest::Client::new()
-        .post(format!("{}/message:send", server.url))
-        .bearer_auth(&server.token)
-        .header("X-Fundi-User-Token", &server.user_token)
+    let sent: Value = server
+        .post_to("/message:send")
         .header("traceparent", traceparent)
         .json(&json!({"message": message("over rest", Value::Null)}))
         .send()

@@ -150,8 +150,13 @@ impl Server {
 
     /// A POST to the JSON-RPC endpoint with both credentials.
     pub fn post(&self) -> reqwest::RequestBuilder {
+        self.post_to("/a2a")
+    }
+
+    /// A POST to `path` with both credentials.
+    pub fn post_to(&self, path: &str) -> reqwest::RequestBuilder {
         reqwest::Client::new()
-            .post(self.rpc_url())
+            .post(format!("{}{path}", self.url))
             .bearer_auth(&self.token)
             .header("X-Fundi-User-Token", &self.user_token)
     }

@@ -1,8 +1,10 @@
 //! `ApiError`: every way the gateway refuses or fails a request, as an enum. Runtime
 //! errors become variants here (`From<RuntimeError>`); how each variant goes out (its
 //! JSON-RPC code, message and data, and its HTTP status where it is not 200) is decided
-//! in one place, `error/wire.rs`. Internal details are logged, never sent.
+//! in one place, `error/wire.rs` (HTTP+JSON's statuses in `error/rest.rs`, gRPC's
+//! in `error/grpc.rs`, both from it). Internal details are logged, never sent.
 
+mod grpc;
 mod rest;
 mod wire;
 

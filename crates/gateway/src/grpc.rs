@@ -2,12 +2,11 @@
 //! through tonic and the official `a2a-pb` types. Each call becomes the operation and
 //! params the JSON-RPC binding would carry (`transcode`) and goes through the same
 //! admission, decoding, runtime calls and encoding; only the framing differs: protobuf
-//! messages, errors as `google.rpc.Status` (`status`), server streams of
+//! messages, errors as `google.rpc.Status` (`error/grpc.rs`), server streams of
 //! `StreamResponse`. Served on the HTTP port over HTTP/2 (h2c, or TLS at a proxy) at
 //! the service's own paths, or on a port of its own (`gateway.grpc-bind`).
 
 mod service;
-mod status;
 mod transcode;
 
 use a2a_pb::proto::a2a_service_server::A2aServiceServer;

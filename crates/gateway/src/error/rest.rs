@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use super::wire::v1_data;
+use super::wire::{Wire, v1_data};
 
 impl ApiError {
     /// The HTTP status and its `google.rpc.Code` name.
@@ -52,8 +52,22 @@ impl ApiError {
 
     /// The `{"error": google.rpc.Status}` body.
     pub(crate) fn to_rest_json(&self) -> Value {
-        let mut wire = self.wire();
+        let wire = self.wire_with_reason();
         let (status, name) = self.rest_status();
+        json!({"error": {
+            "code": status.as_u16(),
+            "status": name,
+            "message": wire.message,
+            "details": v1_data(&wire).unwrap_or_else(|| json!([])),
+        }})
+    }
+}
+
+impl ApiError {
+    /// The error as it goes out, with a reason for JSON-RPC's own errors too: the
+    /// bindings without JSON-RPC codes (HTTP+JSON, gRPC) name them by reason.
+    pub(super) fn wire_with_reason(&self) -> Wire {
+        let mut wire = self.wire();
         if wire.reason.is_none() {
             wire.reason = match wire.code {
                 -32700 | -32600 => Some("INVALID_REQUEST"),
@@ -63,12 +77,7 @@ impl ApiError {
                 _ => None,
             };
         }
-        json!({"error": {
-            "code": status.as_u16(),
-            "status": name,
-            "message": wire.message,
-            "details": v1_data(&wire).unwrap_or_else(|| json!([])),
-        }})
+        wire
     }
 }
 

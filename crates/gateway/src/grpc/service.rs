@@ -11,7 +11,6 @@ use serde_json::Value;
 use tonic::{Request as Call, Response, Status};
 use tracing::Instrument;
 
-use super::status::status;
 use super::transcode::{Twin, from_result, to_params};
 use crate::admission::{admit, last_event_id};
 use crate::auth::Caller;
@@ -72,13 +71,23 @@ impl GrpcBinding {
         call: Call<P>,
         method: Method,
     ) -> Result<Response<R>, Status> {
+        self.plain(call, method, from_result::<R>).await
+    }
+
+    /// A plain method whose answer `read` makes from the JSON the other bindings send.
+    async fn plain<P: Twin, T>(
+        &self,
+        call: Call<P>,
+        method: Method,
+        read: impl FnOnce(&str) -> Result<T, ApiError>,
+    ) -> Result<Response<T>, Status> {
         let headers = call.metadata().clone().into_headers();
         let span = telemetry::request_span(&headers, "grpc");
         async {
             let answered = async {
                 let (caller, request) = self.admit(&headers, call.get_ref(), method).await?;
                 let result = methods::call(&self.state, &caller, request).await?;
-                from_result::<R>(result.get())
+                read(result.get())
             }
             .await;
             self.answer(method, answered).map(Response::new)
@@ -120,7 +129,7 @@ impl GrpcBinding {
             Err(_) => "error",
         };
         telemetry::metrics().request(method.name(), outcome);
-        answered.map_err(|error| status(&error))
+        answered.map_err(|error| error.to_grpc_status())
     }
 }
 
@@ -130,11 +139,11 @@ fn grpc_update(item: Item) -> Result<proto::StreamResponse, Status> {
         Item::Update(seq, update) => {
             let json = encode::update_result(&update, Dialect::V1);
             let mut response: proto::StreamResponse =
-                from_result(json.get()).map_err(|e| status(&e))?;
+                from_result(json.get()).map_err(|e| e.to_grpc_status())?;
             tag_event_id(&mut response, seq);
             Ok(response)
         }
-        Item::Failed(error) => Err(status(&error)),
+        Item::Failed(error) => Err(error.to_grpc_status()),
     }
 }
 
@@ -237,18 +246,7 @@ impl A2aService for GrpcBinding {
         &self,
         call: Call<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        let headers = call.metadata().clone().into_headers();
-        let span = telemetry::request_span(&headers, "grpc");
-        let method = Method::DeletePushConfig;
-        async {
-            let answered = async {
-                let (caller, request) = self.admit(&headers, call.get_ref(), method).await?;
-                methods::call(&self.state, &caller, request).await.map(drop)
-            }
-            .await;
-            self.answer(method, answered).map(Response::new)
-        }
-        .instrument(span)
-        .await
+        // `google.protobuf.Empty`: nothing of the answer is read.
+        self.plain(call, Method::DeletePushConfig, |_| Ok(())).await
     }
 }
