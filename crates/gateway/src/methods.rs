@@ -3,12 +3,9 @@
 use fundi_runtime::Access;
 use std::time::Duration;
 
-use fundi_runtime::approval::at_rest;
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, SubmitRequest, Task, TaskEvent, TaskId, TaskService,
-    TaskSnapshot,
+    ListRequest, Message, RuntimeError, SubmitRequest, Task, TaskId, TaskService, TaskSnapshot,
 };
-use futures::FutureExt;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -136,11 +133,6 @@ impl<'a> CheckedSend<'a> {
 pub(crate) struct PushToAttach<'a>(Option<(&'a PushService, Prepared)>);
 
 impl PushToAttach<'_> {
-    /// Whether the send came without a push config.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
-
     /// Attaches the config to the accepted task, from the event before the accepted
     /// one: a new task's creation, or the message that continued it.
     pub(crate) async fn attach(self, accepted: &TaskSnapshot) -> Result<(), ApiError> {
@@ -191,7 +183,6 @@ async fn send_message(
     timeout: Duration,
 ) -> Result<Encoded, ApiError> {
     let runtime = &*state.runtime;
-    let access = Access::Owner(caller.user.as_str());
     let mut send = CheckedSend::decode(state, caller, params, dialect).await?;
     let (push, history) = (send.take_push(), send.history);
     if send.return_immediately {
@@ -200,32 +191,12 @@ async fn send_message(
         let task = accepted.task.with_history_limit(history);
         return Ok(encode::send_result(&task, dialect));
     }
-    // Blocking: wait until the task is at rest (ended, or waiting for someone), but never
-    // past the deadline (a skill may park a task in working): then answer with the task
-    // as it stands.
-    let until = |event: &TaskEvent| event.status().is_some_and(at_rest);
-    let (id, outcome) = match push.is_empty() {
-        // Only the outcome is told.
-        true => {
-            let waited = runtime.wait(send.request, Box::new(until)).await?;
-            (waited.accepted.task.id, waited.outcome)
-        }
-        // A push worker reads the task as soon as its config is attached: the task is
-        // followed from a durable submission.
-        false => {
-            let following = runtime.follow(send.request).await?;
-            push.attach(&following.accepted).await?;
-            let id = following.accepted.task.id.clone();
-            (id, following.outcome(until).boxed())
-        }
-    };
-    let task = match tokio::time::timeout(timeout, outcome).await {
-        // Durable when it comes back.
-        Ok(Ok(Some(reached))) => reached.task.with_history_limit(history),
-        Ok(Err(error)) => return Err(error.into()),
-        // Past the deadline, or the task stopped being live first: as it stands.
-        Ok(Ok(None)) | Err(_) => runtime.get(&id, history, access).await?,
-    };
+    // Blocking: the task once it is at rest (ended, or waiting for someone), or as it
+    // stands at the deadline (a skill may keep a task working for long).
+    let waited = runtime.wait(send.request, timeout).await?;
+    // Push deliveries settle before they send: attached to the task as accepted.
+    push.attach(&waited.accepted).await?;
+    let task = waited.outcome.await?.task.with_history_limit(history);
     Ok(encode::send_result(&task, dialect))
 }
 

@@ -16,7 +16,7 @@ use fundi_gateway::{AppState, Authenticator, DEFAULT_USER_HEADER, GatewayConfig,
 use fundi_runtime::model::limits::InvalidField;
 use fundi_runtime::{
     ContextId, Following, ListRequest, RuntimeError, SkillCard, StoreError, SubmitRequest, Task,
-    TaskId, TaskPage, TaskService, TaskSnapshot, TaskState, Until, Waited,
+    TaskId, TaskPage, TaskService, TaskSnapshot, TaskState, Waited,
 };
 use futures::FutureExt;
 use http_body_util::BodyExt;
@@ -91,11 +91,15 @@ impl TaskService for Fake {
         })
     }
 
-    async fn wait(&self, request: SubmitRequest, _until: Until) -> Result<Waited, RuntimeError> {
+    async fn wait(
+        &self,
+        request: SubmitRequest,
+        _deadline: std::time::Duration,
+    ) -> Result<Waited, RuntimeError> {
         self.record(format!("wait {}", submitted(&request)))?;
         Ok(Waited {
             accepted: snapshot(TaskState::Working),
-            outcome: async { Ok(Some(snapshot(TaskState::Completed))) }.boxed(),
+            outcome: async { Ok(snapshot(TaskState::Completed)) }.boxed(),
         })
     }
 

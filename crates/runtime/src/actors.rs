@@ -17,9 +17,9 @@ mod while_working;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
-pub(crate) use journal::{FirstCommit, NewTask, TaskJournal};
+pub(crate) use journal::{NewTask, TaskJournal};
 pub(crate) use slots::Slots;
 pub(crate) use supervisor::{Supervisor, SupervisorArgs};
 pub(crate) use supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
-pub(crate) use task_msg::{StartMode, TaskMsg};
+pub(crate) use task_msg::{StartMode, TaskMsg, Waiter};
 pub use while_working::MAX_QUEUED_MESSAGES;

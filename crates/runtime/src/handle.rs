@@ -7,6 +7,7 @@ mod builder;
 mod dedup;
 mod forward;
 mod intake;
+mod outcome;
 mod submit;
 
 use std::collections::HashMap;
@@ -19,7 +20,8 @@ use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::watch;
 
 pub use builder::{Runtime, RuntimeBuilder};
-pub use submit::{Following, Submission, Waiting};
+pub use outcome::Waiting;
+pub use submit::{Following, Submission};
 
 use crate::access::Access;
 use crate::actors::{
@@ -33,7 +35,7 @@ use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, TaskRecord, TaskStore};
-use crate::subscription::{Durable, EventStream, event_stream};
+use crate::subscription::{EventStream, event_stream};
 use crate::telemetry;
 use forward::TaskRequest;
 
@@ -241,11 +243,7 @@ impl RuntimeHandle {
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
         self.visible_record(task_id, access).await?;
-        Ok(self.events(task_id, after_seq, Durable::EachEvent))
-    }
-
-    fn events(&self, task_id: &TaskId, after_seq: u64, durable: Durable) -> EventStream {
-        self.event_stream(task_id, after_seq, durable, None)
+        Ok(self.event_stream(task_id, after_seq, None))
     }
 
     /// The events after `after_seq`, from the subscriber attached to the task's actor if
@@ -254,7 +252,6 @@ impl RuntimeHandle {
         &self,
         task_id: &TaskId,
         after_seq: u64,
-        durable: Durable,
         attached: Option<Attached>,
     ) -> EventStream {
         event_stream(
@@ -263,7 +260,6 @@ impl RuntimeHandle {
             task_id.clone(),
             after_seq,
             self.inner.config.call_timeout(),
-            durable,
             attached,
         )
     }

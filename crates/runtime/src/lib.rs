@@ -83,7 +83,7 @@ pub use model::{
 };
 pub use recovery_plan::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
-pub use service::{TaskService, Until, Waited};
+pub use service::{TaskService, Waited};
 pub use skill::{
     InputRefused, MessagePolicy, Skill, SkillCard, SkillError, SkillInput, SkillOutput,
 };

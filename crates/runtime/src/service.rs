@@ -3,6 +3,8 @@
 //! tests can put a fake behind it where a real runtime is not the point.
 //! `RuntimeHandle` implements it.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -11,21 +13,19 @@ use crate::access::{Access, Grants};
 use crate::approval::{Decision, PendingApproval};
 use crate::error::RuntimeError;
 use crate::handle::{Following, RuntimeHandle};
-use crate::model::{Task, TaskEvent, TaskId};
+use crate::model::{Task, TaskId};
 use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 use crate::skill::SkillCard;
 use crate::subscription::EventStream;
 
-/// Which event a caller waits for (see [`TaskService::wait`]).
-pub type Until = Box<dyn Fn(&TaskEvent) -> bool + Send + Sync>;
-
 /// A task submitted for its outcome (see [`TaskService::wait`]).
 pub struct Waited {
-    /// The task as accepted: not durable, perhaps not stored yet (tell only its id).
+    /// The task as accepted: stored, not durable yet (tell only its id; a push config
+    /// may be attached to it).
     pub accepted: TaskSnapshot,
-    /// The task as it stood after the first event that matched, durable; `None` if the
-    /// task stopped being live first.
-    pub outcome: BoxFuture<'static, Result<Option<TaskSnapshot>, RuntimeError>>,
+    /// The task once it is at rest, or as it stands at the deadline; durable
+    /// (`Waiting::outcome`).
+    pub outcome: BoxFuture<'static, Result<TaskSnapshot, RuntimeError>>,
 }
 
 impl std::fmt::Debug for Waited {
@@ -50,8 +50,13 @@ pub trait TaskService: Send + Sync + 'static {
     /// Submits and follows the task's events, each durable (`Submission::follow`).
     async fn follow(&self, request: SubmitRequest) -> Result<Following, RuntimeError>;
 
-    /// Submits for a caller that tells only the outcome (`Submission::wait`).
-    async fn wait(&self, request: SubmitRequest, until: Until) -> Result<Waited, RuntimeError>;
+    /// Submits for a caller that tells only the outcome (`Submission::wait`), which
+    /// comes at the latest after `deadline`.
+    async fn wait(
+        &self,
+        request: SubmitRequest,
+        deadline: Duration,
+    ) -> Result<Waited, RuntimeError>;
 
     /// The task and the sequence number of its last event.
     async fn snapshot(
@@ -145,11 +150,15 @@ impl TaskService for RuntimeHandle {
         RuntimeHandle::submit(self, request).follow().await
     }
 
-    async fn wait(&self, request: SubmitRequest, until: Until) -> Result<Waited, RuntimeError> {
+    async fn wait(
+        &self,
+        request: SubmitRequest,
+        deadline: Duration,
+    ) -> Result<Waited, RuntimeError> {
         let waiting = RuntimeHandle::submit(self, request).wait().await?;
         Ok(Waited {
             accepted: waiting.accepted().clone(),
-            outcome: waiting.outcome(until).boxed(),
+            outcome: waiting.outcome(deadline).boxed(),
         })
     }
 

@@ -5,8 +5,6 @@
 //! The task writes its events without waiting for the disk; a stream yields an event
 //! only once it is durable (`TaskStore::settle`). Events that arrive together are
 //! settled together, so one flush serves a burst and every stream waiting at the time.
-//! (`Waiting::outcome` follows a stream that does not settle, and settles once, when
-//! the event it waits for arrives.)
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -34,15 +32,6 @@ const REPLAY_BATCH: usize = 256;
 /// again where the task runs.
 const REMOTE_RECHECK: Duration = Duration::from_secs(1);
 
-/// Whether a stream waits for its events to be durable before yielding them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Durable {
-    /// Every event yielded is durable (what anyone outside may be told).
-    EachEvent,
-    /// Events are yielded once written; the caller settles before telling anyone.
-    CallerSettles,
-}
-
 /// The events of `task_id` after `after_seq`. `attached`: the task's actor and a queue
 /// it adopted as it started, when event `after_seq` was already stored (a new task's
 /// creation); the stream then starts from it instead of subscribing.
@@ -52,10 +41,8 @@ pub(crate) fn event_stream(
     task_id: TaskId,
     after_seq: u64,
     call_timeout: Duration,
-    durable: Durable,
     attached: Option<(ActorRef<TaskMsg>, LiveEvents)>,
 ) -> EventStream {
-    let settles = durable == Durable::EachEvent;
     Box::pin(async_stream::try_stream! {
         let mut next = after_seq + 1;
         let mut attached = attached;
@@ -89,9 +76,7 @@ pub(crate) fn event_stream(
                     }
                     // Written is not yet durable: a task's latest events may still be on
                     // their way to disk.
-                    if settles {
-                        store.settle().await?;
-                    }
+                    store.settle().await?;
                     for event in batch {
                         next = event.seq + 1;
                         let terminal = event.is_terminal();
@@ -122,7 +107,7 @@ pub(crate) fn event_stream(
             };
             while let Some(receiver) = live.receiver.as_mut() {
                 let (batch, intact) = receive_burst(receiver).await;
-                if settles && !batch.is_empty() {
+                if !batch.is_empty() {
                     store.settle().await?;
                 }
                 for event in batch {

@@ -261,18 +261,43 @@ async fn waiting_for_an_outcome_returns_it_durable_and_as_stored() {
     let id = waiting.accepted().task.id.clone();
     // The submission itself does not wait for the disk.
     assert_eq!(store.durable_seq(&id), 0);
-    let outcome = waiting
-        .outcome(|e| e.is_terminal())
-        .await
-        .unwrap()
-        .expect("the task ends");
+    let outcome = waiting.outcome(DEADLINE).await.unwrap();
+    assert_eq!(
+        outcome.task.status.state,
+        fundi_runtime::TaskState::Completed
+    );
     // created, working, 30 notes, completed (with the reply)
     assert_eq!(outcome.seq, 33);
     assert!(
         store.durable_seq(&id) >= outcome.seq,
         "outcome returned before durable"
     );
-    // Rebuilt from the events, it is the task the actor stored.
+    // The actor's answer is the task it stored.
+    let stored = store.inner.get(&id).await.unwrap().unwrap();
+    assert_eq!(outcome.task, stored.task);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_whose_deadline_passes_first_returns_the_task_as_it_stands_durable() {
+    let (rt, store) = start().await;
+    // The run waits at a gate nobody opens: the task stays working.
+    let waiting = rt
+        .submit(request("scripted", json!({"gate": true})))
+        .wait()
+        .await
+        .unwrap();
+    let id = waiting.accepted().task.id.clone();
+    let outcome = waiting.outcome(std::time::Duration::from_millis(50));
+    let outcome = tokio::time::timeout(DEADLINE, outcome)
+        .await
+        .expect("the wait ended at its deadline")
+        .unwrap();
+    assert_eq!(outcome.task.id, id);
+    assert_eq!(outcome.task.status.state, fundi_runtime::TaskState::Working);
+    assert!(
+        store.durable_seq(&id) >= outcome.seq,
+        "outcome returned before durable"
+    );
     let stored = store.inner.get(&id).await.unwrap().unwrap();
     assert_eq!(outcome.task, stored.task);
 }

@@ -195,12 +195,7 @@ async fn notes_posted_at_once_follow_the_stored_task_in_order() {
         .await
         .unwrap();
     let id = waiting.accepted().task.id.clone();
-    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    let reached = tokio::time::timeout(DEADLINE, outcome)
-        .await
-        .expect("an outcome in time")
-        .unwrap()
-        .expect("the task ended");
+    let reached = waiting.outcome(DEADLINE).await.unwrap();
     assert_eq!(reached.task.status.state, TaskState::Completed);
     // The task first (created, working), then its 20 notes and completion, together
     // as they came (one commit each at most).

@@ -106,14 +106,9 @@ fn request(data: Value) -> SubmitRequest {
     request
 }
 
-/// Follows a submitted task to a terminal state (within the deadline); returns it.
+/// The state of a submitted task once at rest (or as it stands after the deadline).
 async fn terminal_state(waiting: Waiting) -> TaskState {
-    let outcome = waiting.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    let reached = tokio::time::timeout(DEADLINE, outcome)
-        .await
-        .expect("an outcome in time")
-        .unwrap()
-        .expect("the task reached a terminal state");
+    let reached = waiting.outcome(DEADLINE).await.unwrap();
     reached.task.status.state
 }
 
@@ -244,13 +239,23 @@ async fn a_followed_task_is_stored_before_follow_returns() {
         (vec![1, 2], TaskState::Working)
     );
     scripted.gate.add_permits(1);
-    let outcome = following.outcome(|e| e.status().is_some_and(|s| s.state.is_terminal()));
-    let reached = tokio::time::timeout(DEADLINE, outcome)
-        .await
-        .expect("an outcome in time")
-        .unwrap()
-        .expect("the task reached a terminal state");
-    assert_eq!(reached.task.status.state, TaskState::Completed);
+    use futures::StreamExt;
+    let mut events = following.events;
+    let last = tokio::time::timeout(DEADLINE, async {
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            last = Some(event.unwrap());
+        }
+        last
+    })
+    .await
+    .expect("the stream ended in time")
+    .expect("the task had events");
+    assert_eq!(
+        last.status().map(|s| s.state),
+        Some(TaskState::Completed),
+        "{last:?}"
+    );
     assert_eq!(store.writes_of(&id).len(), 2);
 }
 

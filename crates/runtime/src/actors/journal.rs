@@ -6,7 +6,7 @@
 //! leaves the journal as it was.
 //!
 //! A new task's journal is made by its submitter (`TaskJournal::create`, which writes
-//! its first commit or leaves it to the task's actor), then owned by that actor; a
+//! its first commit), then owned by that actor; a
 //! stored task's journal is made by whoever starts its actor, and by `fail_stored`
 //! for a task with none.
 
@@ -55,16 +55,6 @@ enum Checkpoint {
     Remove,
 }
 
-/// When a new task's first commit is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FirstCommit {
-    /// Before `create` returns, durable.
-    Durable,
-    /// Before `create` returns, readable at once and durable after the next settle: for
-    /// a submitter that tells only durable events.
-    Readable,
-}
-
 /// A task to create.
 pub(crate) struct NewTask {
     /// The user's first message (its task and context ids are set here).
@@ -107,13 +97,14 @@ impl TaskJournal {
         }
     }
 
-    /// Creates a task (submitted, or working when `new.working`), its first commit made
-    /// as `first` says, with `follower` subscribed from the start (it receives what
-    /// comes after the created event). Returns the journal and the task as created.
+    /// Creates a task (submitted, or working when `new.working`), its first commit
+    /// written (readable at once, durable after the next settle, which the submitter
+    /// makes before telling anyone), with `follower` subscribed from the start (it
+    /// receives what comes after the created event). Returns the journal and the task
+    /// as created.
     pub(crate) async fn create(
         store: Arc<dyn TaskStore>,
         new: NewTask,
-        first: FirstCommit,
         follower: Option<Follower>,
         subscriber_buffer: usize,
     ) -> Result<(TaskJournal, TaskSnapshot), JournalError> {
@@ -155,10 +146,7 @@ impl TaskJournal {
             record.last_seq += 1;
             events.push(event_of(&record.task, record.last_seq, kind));
         }
-        match first {
-            FirstCommit::Durable => store.commit(&record, 0, &events).await?,
-            FirstCommit::Readable => store.write(&record, 0, &events).await?,
-        }
+        store.write(&record, 0, &events).await?;
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
         if new.working {

@@ -301,6 +301,7 @@ impl SupervisorState {
             journal,
             mode,
             slot,
+            waiter: None,
         }
     }
 

@@ -6,7 +6,7 @@ use ractor::{ActorRef, RpcReplyPort};
 
 use super::journal::TaskJournal;
 use super::slots::Slot;
-use super::task_msg::{StartMode, TaskMsg};
+use super::task_msg::{StartMode, TaskMsg, Waiter};
 use crate::error::RuntimeError;
 use crate::model::TaskId;
 
@@ -56,9 +56,12 @@ pub(crate) struct Spawn {
     /// events (see `TaskJournal::create`).
     pub(crate) journal: TaskJournal,
     pub(crate) mode: StartMode,
-    /// A fresh task that has this slot of its skill (stored already working, or to be
-    /// stored with its first step): the actor runs it at once.
+    /// A fresh task that has this slot of its skill (stored already working): the
+    /// actor runs it at once.
     pub(crate) slot: Option<Slot>,
+    /// A new task's submitter that tells only its outcome. The run's first poll is then
+    /// made on the actor's own task, so that a run that ends at once ends in one commit.
+    pub(crate) waiter: Option<Waiter>,
 }
 
 /// How many tasks have a live actor, and how many of those are busy (not just waiting

@@ -13,7 +13,7 @@ use super::journal::{JournalError, TaskJournal, status_change};
 use super::phase::Phase;
 use super::slots::{Slot, Slots};
 use super::supervisor_msg::{Spawn, SupervisorMsg};
-use super::task_msg::{StartMode, TaskMsg};
+use super::task_msg::{StartMode, TaskMsg, Waiter};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::model::{Message, TaskEventKind, TaskState};
@@ -52,8 +52,10 @@ pub(crate) struct TaskActorState {
     pub(super) queued: Arc<QueuedMessages>,
     /// Runs started so far (the current run's id).
     pub(super) runs_started: u64,
-    /// The next run's first poll is made here (`StartMode::Waited`).
+    /// The next run's first poll is made here (a new task spawned with a waiter).
     pub(super) first_poll_here: bool,
+    /// Submitters that tell only the task's outcome, answered once it is at rest.
+    waiters: Vec<Waiter>,
     /// A wait for a slot, cast to the actor as `Start` once it has one.
     pub(super) slot_wait: Option<AbortHandle>,
     pub(super) span: tracing::Span,
@@ -73,6 +75,7 @@ impl Actor for TaskActor {
             mut journal,
             mode,
             slot,
+            waiter,
         } = args.spawn;
         let record = journal.record();
         let task = &record.task;
@@ -87,7 +90,7 @@ impl Actor for TaskActor {
         // process or, after a restart, in the next.
         telemetry::set_parent(&span, record.trace.as_deref());
         let phase = match mode {
-            StartMode::Fresh | StartMode::Waited | StartMode::Resume => Phase::Queued {
+            StartMode::Fresh | StartMode::Resume => Phase::Queued {
                 message: record
                     .inputs
                     .run_message(task)
@@ -111,7 +114,8 @@ impl Actor for TaskActor {
             posted: Arc::default(),
             queued: Arc::default(),
             runs_started: 0,
-            first_poll_here: mode == StartMode::Waited,
+            first_poll_here: waiter.is_some() && mode == StartMode::Fresh,
+            waiters: Vec::from_iter(waiter),
             slot_wait: None,
             span,
         };
@@ -125,7 +129,7 @@ impl Actor for TaskActor {
             // Resumed (its first commit says so), or polled first here: the run and its
             // first commit happen on this actor's own task, not in the spawn (the
             // supervisor waits for `pre_start`).
-            Some(slot) if mode == StartMode::Resume || mode == StartMode::Waited => {
+            Some(slot) if mode == StartMode::Resume || state.first_poll_here => {
                 myself.cast(TaskMsg::Start(slot))?;
             }
             // Stored already working: run now.
@@ -133,6 +137,7 @@ impl Actor for TaskActor {
             None if matches!(state.phase, Phase::Queued { .. }) => state.want_slot(&myself),
             None => {}
         }
+        state.answer_waiters();
         Ok(state)
     }
 
@@ -155,7 +160,13 @@ impl Actor for TaskActor {
                         .await;
                 }
             }
-            TaskMsg::Deliver(message, reply) => state.on_deliver(&myself, message, reply).await,
+            TaskMsg::Deliver(message, reply, waiter) => {
+                let delivered = state.on_deliver(&myself, message).await;
+                if let (Ok(_), Some(waiter)) = (&delivered, waiter) {
+                    state.waiters.push(waiter);
+                }
+                let _ = reply.send(delivered);
+            }
             TaskMsg::Cancel(reply) => state.on_cancel(&myself, reply).await,
             TaskMsg::Subscribe(reply) => {
                 let _ = reply.send(state.journal.subscribe());
@@ -171,8 +182,12 @@ impl Actor for TaskActor {
             // Another node took the task over (this one's lease expired): its run stops
             // here (`post_stop`), without another write; the new holder carries it on.
             tracing::warn!(parent: &state.span, "the task's lease is held by another node now; its run here stops");
+            // Its waiters are let go: they read the task where it is now.
             myself.stop(Some("the task is leased to another node".into()));
-        } else if state.journal.state().is_terminal() {
+            return Ok(());
+        }
+        state.answer_waiters();
+        if state.journal.state().is_terminal() {
             state.finish(&myself);
         }
         Ok(())
@@ -210,6 +225,18 @@ impl TaskActorState {
         });
         if let Some(stale) = self.slot_wait.replace(wait.abort_handle()) {
             stale.abort();
+        }
+    }
+
+    /// Answers the submitters waiting for the task's outcome, if the task is at rest:
+    /// with the task as it stands (written; each settles before telling it).
+    fn answer_waiters(&mut self) {
+        if self.waiters.is_empty() || !crate::approval::at_rest(&self.journal.task().status) {
+            return;
+        }
+        let snapshot = self.journal.snapshot();
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(snapshot.clone());
         }
     }
 

@@ -16,43 +16,36 @@ use crate::requests::TaskSnapshot;
 use crate::skill::{MessagePolicy, SkillError};
 
 impl TaskActorState {
+    /// Delivers a user's follow-up message; the task after it was accepted.
     pub(super) async fn on_deliver(
         &mut self,
         myself: &ActorRef<TaskMsg>,
         message: Message,
-        reply: RpcReplyPort<Result<TaskSnapshot, RuntimeError>>,
-    ) {
+    ) -> Result<TaskSnapshot, RuntimeError> {
         // Delivered already (a retry racing the first): the task as it stands.
         if self.journal.task().has_user_message(&message.message_id) {
-            let _ = reply.send(Ok(self.journal.snapshot()));
-            return;
+            return Ok(self.journal.snapshot());
         }
         let state = self.journal.state();
         let id = self.journal.task().id.clone();
         if state.is_terminal() {
-            let _ = reply.send(Err(RuntimeError::TaskTerminal { id, state }));
-            return;
+            return Err(RuntimeError::TaskTerminal { id, state });
         }
         if crate::approval::awaits_approval(&self.journal.task().status) {
-            let _ = reply.send(Err(RuntimeError::AwaitingApproval { id }));
-            return;
+            return Err(RuntimeError::AwaitingApproval { id });
         }
         if self.phase.is_canceling() && !self.phase.is_restarting() {
-            let _ = reply.send(Err(RuntimeError::BeingCanceled { id }));
-            return;
+            return Err(RuntimeError::BeingCanceled { id });
         }
         if !state.is_interrupted() || self.phase.is_restarting() {
             // The run works (or has yet to start): the skill's policy decides.
-            let result = match self.policy {
+            return match self.policy {
                 MessagePolicy::Enqueue => self.enqueue(message).await,
                 MessagePolicy::Interrupt => self.interrupt(myself, message).await,
                 MessagePolicy::Reject => Err(RuntimeError::NotAcceptingInput { id, state }),
             };
-            let _ = reply.send(result);
-            return;
         }
-        let accepted = self
-            .journal
+        self.journal
             .append(
                 vec![
                     TaskEventKind::Message(message.clone()),
@@ -60,11 +53,7 @@ impl TaskActorState {
                 ],
                 None,
             )
-            .await;
-        if let Err(error) = accepted {
-            let _ = reply.send(Err(error.into()));
-            return;
-        }
+            .await?;
         self.phase = match std::mem::take(&mut self.phase) {
             // The waiting run gets the answer once its skill has a free slot.
             Phase::AwaitingInput { run, waiter } => {
@@ -89,7 +78,7 @@ impl TaskActorState {
             other @ (Phase::Running { .. } | Phase::Canceling { .. }) => other,
         };
         self.want_slot(myself);
-        let _ = reply.send(Ok(self.journal.snapshot()));
+        Ok(self.journal.snapshot())
     }
 
     pub(super) async fn on_cancel(

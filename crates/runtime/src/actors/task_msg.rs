@@ -1,7 +1,8 @@
-//! What a task actor is sent (`TaskMsg`), how it was started (`StartMode`), and how its
-//! skill's run ended (`RunOutcome`).
+//! What a task actor is sent (`TaskMsg`), how it was started (`StartMode`), who waits
+//! for its outcome (`Waiter`), and how its skill's run ended (`RunOutcome`).
 
 use ractor::RpcReplyPort;
+use tokio::sync::oneshot;
 
 use super::fanout::LiveEvents;
 use super::slots::Slot;
@@ -26,8 +27,12 @@ pub(crate) enum TaskMsg {
     Skill(SkillCall, RpcReplyPort<SkillReply>, u64),
     /// The run posted a note to an empty queue (`PostedNotes`): commit what waits.
     Posted,
-    /// A user's follow-up message.
-    Deliver(Message, RpcReplyPort<Result<TaskSnapshot, RuntimeError>>),
+    /// A user's follow-up message, and who waits for the task's outcome after it.
+    Deliver(
+        Message,
+        RpcReplyPort<Result<TaskSnapshot, RuntimeError>>,
+        Option<Waiter>,
+    ),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
     Subscribe(RpcReplyPort<LiveEvents>),
     /// A subscriber dropped its receiver: let go of its queue.
@@ -51,11 +56,13 @@ pub(crate) enum TaskMsg {
 pub(crate) enum StartMode {
     /// A new task: run it once a slot is free.
     Fresh,
-    /// A blocking send's new task: run it once a slot is free, its run's first poll
-    /// made by the actor itself.
-    Waited,
     /// A task a restart interrupted while submitted or working: run it again.
     Resume,
     /// An interrupted task woken by a message or a cancel after a restart: no run yet.
     Wake,
 }
+
+/// A submitter that tells only the task's outcome: the actor answers it with the task
+/// as it stands once the task is at rest (`approval::at_rest`: ended, or waiting for
+/// someone). Written, not yet durable: the submitter settles before telling it.
+pub(crate) type Waiter = oneshot::Sender<TaskSnapshot>;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{RuntimeHandle, WeakRuntimeHandle};
-use crate::actors::{Routed, TaskMsg};
+use crate::actors::{Routed, TaskMsg, Waiter};
 use crate::approval::Decision;
 use crate::error::RuntimeError;
 use crate::model::{Message, Task, TaskId, TaskState};
@@ -166,9 +166,22 @@ impl RuntimeHandle {
         request: TaskRequest,
         timeout: Duration,
     ) -> Option<Result<Answer, RuntimeError>> {
+        self.ask_waited(task_id, request, None, timeout).await
+    }
+
+    /// [`RuntimeHandle::ask`], with a waiter for the task's outcome that an actor here
+    /// takes on with the message it accepts. A request handed to another node lets the
+    /// waiter go (the caller then follows the task's events instead).
+    pub(crate) async fn ask_waited(
+        &self,
+        task_id: &TaskId,
+        request: TaskRequest,
+        waiter: Option<Waiter>,
+        timeout: Duration,
+    ) -> Option<Result<Answer, RuntimeError>> {
         match self.route(task_id).await {
             Err(error) => Some(Err(error)),
-            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, timeout).await,
+            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, waiter, timeout).await,
             Ok(Routed::Elsewhere) => self.forward(task_id, request, timeout).await,
         }
     }
@@ -177,12 +190,13 @@ impl RuntimeHandle {
         &self,
         actor: Option<ractor::ActorRef<TaskMsg>>,
         request: TaskRequest,
+        waiter: Option<Waiter>,
         timeout: Duration,
     ) -> Option<Result<Answer, RuntimeError>> {
         let actor = actor.as_ref();
         Some(match request {
             TaskRequest::Deliver { message } => self
-                .call(actor, |r| TaskMsg::Deliver(message, r), timeout)
+                .call(actor, |r| TaskMsg::Deliver(message, r, waiter), timeout)
                 .await?
                 .map(Answer::Snapshot),
             TaskRequest::Cancel => self
@@ -243,7 +257,7 @@ impl RuntimeHandle {
         let timeout = self.inner.config.call_timeout() + self.inner.config.cancel_grace();
         let asked = match self.route(task_id).await {
             Err(error) => Some(Err(error)),
-            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, timeout).await,
+            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, None, timeout).await,
             Ok(Routed::Elsewhere) => Some(Err(RuntimeError::Unavailable(format!(
                 "task {task_id} moved to another node as the request reached it; send it again"
             )))),

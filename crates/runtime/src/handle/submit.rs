@@ -1,28 +1,29 @@
-//! Submitting: one way in (`RuntimeHandle::submit`), whose use says when the caller
-//! tells the outside about the task, and so how soon it must be stored (see
-//! `FirstCommit`): awaited, the task is durable when it resolves; followed, each event
-//! is durable when it is yielded; waited on for its outcome, only the outcome is told,
-//! and a new task may be stored with its skill's first step, in one commit.
+//! Submitting: one way in (`RuntimeHandle::submit`), whose use says how the submitter
+//! tells the outside about the task (`Delivery`), and so when it must be durable.
+//! Awaited, the task as accepted is durable when it resolves; followed, so is each
+//! event when it is yielded; waited on, only the outcome is told, so the accepted task
+//! (written, readable) need only be durable by then, and one flush serves the send. The
+//! task's actor answers that waiter itself, with the task as it stands once at rest.
 
 use crate::access::Access;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
-use futures::StreamExt;
+use tokio::sync::oneshot;
 
-use super::dedup::{Claim, Found};
+use super::dedup::Found;
 use super::forward::TaskRequest;
+use super::outcome::Waiting;
 use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
-use crate::actors::{FirstCommit, NewTask, Spawn, StartMode, TaskJournal, follower};
+use crate::actors::{NewTask, Spawn, StartMode, TaskJournal, follower};
 use crate::approval;
 use crate::error::RuntimeError;
-use crate::model::{ContextId, Role, TaskEvent, TaskEventKind, TaskId, TaskState};
+use crate::model::{ContextId, Role, TaskId, TaskState};
 use crate::requests::{SubmitRequest, TaskSnapshot};
 use crate::store::TaskRecord;
-use crate::subscription::{Durable, EventStream};
+use crate::subscription::EventStream;
 use crate::telemetry;
-use crate::transition::apply;
 
 /// Longest accepted context id, in bytes.
 const MAX_CONTEXT_ID_LEN: usize = 256;
@@ -40,15 +41,37 @@ pub struct Submission {
     request: SubmitRequest,
 }
 
-/// When a submitter tells the outside about the task.
+/// How a submitter tells the outside about the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Told {
-    /// As soon as the submission returns.
-    AtOnce,
+enum Delivery {
+    /// The task as accepted, as soon as the submission returns.
+    Accepted,
     /// Each event, as it follows them.
-    EachEvent,
-    /// Only the outcome it waits for.
+    Events,
+    /// Only the outcome the task's actor answers with.
     Outcome,
+}
+
+/// What a submission was accepted as.
+struct Accepted {
+    /// The task after the message was accepted.
+    snapshot: TaskSnapshot,
+    /// A new task's actor and the queue it adopted for the submitter's stream.
+    attached: Option<Attached>,
+    /// The actor's answer once the task is at rest (for `Delivery::Outcome`, when the
+    /// task's actor is on this node).
+    outcome: Option<oneshot::Receiver<TaskSnapshot>>,
+}
+
+impl Accepted {
+    /// A task found as it stands (a message sent again): nobody was told to answer.
+    fn standing(snapshot: TaskSnapshot) -> Accepted {
+        Accepted {
+            snapshot,
+            attached: None,
+            outcome: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Submission {
@@ -65,8 +88,8 @@ impl IntoFuture for Submission {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let (accepted, _, _) = self.handle.accept(self.request, Told::AtOnce).await?;
-            Ok(accepted)
+            let accepted = self.handle.accept(self.request, Delivery::Accepted).await?;
+            Ok(accepted.snapshot)
         })
     }
 }
@@ -78,26 +101,24 @@ impl Submission {
     /// subscribing afterwards).
     pub async fn follow(self) -> Result<Following, RuntimeError> {
         let handle = self.handle;
-        let (accepted, attached, _) = handle.accept(self.request, Told::EachEvent).await?;
-        let id = &accepted.task.id;
-        let events = handle.event_stream(id, accepted.seq, Durable::EachEvent, attached);
-        Ok(Following { accepted, events })
+        let accepted = handle.accept(self.request, Delivery::Events).await?;
+        let Accepted {
+            snapshot, attached, ..
+        } = accepted;
+        let events = handle.event_stream(&snapshot.task.id, snapshot.seq, attached);
+        Ok(Following {
+            accepted: snapshot,
+            events,
+        })
     }
 
     /// Submits for a caller that tells only the outcome (a blocking send):
-    /// [`Waiting::outcome`] returns the task, durable, once it gets where the caller
-    /// waits for. The task as accepted is not durable yet, and a new task may not even
-    /// be stored yet (it is stored with its skill's first step): tell its id, not more.
+    /// [`Waiting::outcome`] returns the task, durable, once it is at rest. The task as
+    /// accepted is stored (readable) but not durable yet: tell its id, not more.
     pub async fn wait(self) -> Result<Waiting, RuntimeError> {
         let handle = self.handle;
-        let (accepted, attached, claim) = handle.accept(self.request, Told::Outcome).await?;
-        let id = &accepted.task.id;
-        let events = handle.event_stream(id, accepted.seq, Durable::CallerSettles, attached);
-        Ok(Waiting {
-            following: Following { accepted, events },
-            handle,
-            claim,
-        })
+        let accepted = handle.accept(self.request, Delivery::Outcome).await?;
+        Ok(Waiting::new(handle, accepted.snapshot, accepted.outcome))
     }
 }
 
@@ -117,118 +138,6 @@ impl std::fmt::Debug for Following {
     }
 }
 
-impl Following {
-    /// Follows the task until one of its events matches `until`, and returns the task
-    /// as it stood after that event; `None` if its event stream ended first. The task
-    /// is rebuilt from the accepted snapshot and the events, the way its journal builds
-    /// it, so the store is not read again. A task accepted at rest (ended, or waiting
-    /// for input: a message sent again, whose task got there already) is matched as it
-    /// stands first, its status as the event: no event may come.
-    pub async fn outcome(
-        self,
-        until: impl Fn(&TaskEvent) -> bool,
-    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
-        self.outcome_told(until, || {}).await
-    }
-
-    /// [`Following::outcome`], calling `stored` at the first event (the task is stored
-    /// by then, even one whose first commit waited for its skill's first step).
-    async fn outcome_told(
-        self,
-        until: impl Fn(&TaskEvent) -> bool,
-        stored: impl FnOnce(),
-    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
-        let Following {
-            accepted,
-            mut events,
-        } = self;
-        let mut task = accepted.task;
-        if approval::at_rest(&task.status) {
-            let standing = TaskEvent {
-                seq: accepted.seq,
-                task_id: task.id.clone(),
-                context_id: task.context_id.clone(),
-                kind: TaskEventKind::Status(task.status.clone()),
-            };
-            if until(&standing) {
-                stored();
-                let seq = accepted.seq;
-                return Ok(Some(TaskSnapshot { task, seq }));
-            }
-        }
-        let mut stored = Some(stored);
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if let Some(stored) = stored.take() {
-                stored();
-            }
-            apply(&mut task, &event.kind).map_err(|e| {
-                let what = format!(
-                    "event {} of task {} does not follow the task as followed",
-                    event.seq, task.id
-                );
-                RuntimeError::broken(what, e)
-            })?;
-            if until(&event) {
-                return Ok(Some(TaskSnapshot {
-                    task,
-                    seq: event.seq,
-                }));
-            }
-        }
-        Ok(None)
-    }
-}
-
-/// A task submitted by [`Submission::wait`], followed until its outcome.
-pub struct Waiting {
-    following: Following,
-    handle: RuntimeHandle,
-    /// Held until the task is stored (its first commit may wait for its skill's first
-    /// step): duplicates of its first message wait for it.
-    claim: Option<Claim>,
-}
-
-impl std::fmt::Debug for Waiting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Waiting")
-            .field("accepted", &self.following.accepted)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Waiting {
-    /// The task as accepted: stored (readable), not durable yet (tell only its id).
-    pub fn accepted(&self) -> &TaskSnapshot {
-        &self.following.accepted
-    }
-
-    /// Like [`Following::outcome`]; the task returned is durable. An error if the task
-    /// ended before it could be stored.
-    pub async fn outcome(
-        self,
-        until: impl Fn(&TaskEvent) -> bool,
-    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
-        let id = self.following.accepted.task.id.clone();
-        // Duplicates of its first message learn of the task once it is stored.
-        let claim = self.claim;
-        let reached = self.following.outcome_told(until, || drop(claim)).await?;
-        if let Some(reached) = reached {
-            self.handle.settle().await?;
-            return Ok(Some(reached));
-        }
-        // The task stopped being live first. One whose first write never became durable
-        // (a memory store's, or one lost to a shutdown) is not there to be read instead.
-        if self.handle.store().get(&id).await?.is_none() {
-            return Err(RuntimeError::Unavailable(format!(
-                "task {id} ended before it could be stored (a store error or a shutdown; \
-                 the server's log says which)"
-            )));
-        }
-        Ok(None)
-    }
-}
-
 impl RuntimeHandle {
     /// Starts a new task, or delivers a follow-up message to the task the message names;
     /// see [`Submission`] for how to use what it returns.
@@ -239,13 +148,13 @@ impl RuntimeHandle {
         }
     }
 
-    /// Checks and submits; a new task's actor starts with a subscriber (unless `told`
-    /// is at once), whose end comes back with the snapshot.
+    /// Checks and submits, as `delivery` tells the outside about it: durable before
+    /// it returns unless only the outcome is told.
     async fn accept(
         &self,
         mut request: SubmitRequest,
-        told: Told,
-    ) -> Result<(TaskSnapshot, Option<Attached>, Option<Claim>), RuntimeError> {
+        delivery: Delivery,
+    ) -> Result<Accepted, RuntimeError> {
         if !self.is_accepting() {
             return Err(RuntimeError::Unavailable(
                 "the runtime is shutting down".into(),
@@ -264,27 +173,26 @@ impl RuntimeHandle {
             validate_context_id(context)?;
         }
         if let Some(task_id) = message.task_id.clone() {
-            return Ok((self.follow_up(task_id, request, told).await?, None, None));
+            return self.follow_up(task_id, request, delivery).await;
         }
-        // The same first message from the same owner: the task it created.
+        // The same first message from the same owner: the task it created (settled).
         let owner = request.owner.as_deref();
         let mut claim = match self.first_message(owner, &message.message_id).await? {
-            Found::Existing(existing) => return Ok((*existing, None, None)),
+            Found::Existing(existing) => return Ok(Accepted::standing(*existing)),
             Found::New(claim) => claim,
         };
-        let (created, attached) = self.create(request, told).await?;
-        claim.created(&created.task.id);
-        // Duplicates learn of the task once it is durable: at once, unless it was sent
-        // blocking (readable at once, durable once its outcome is in).
-        let claim = (told == Told::Outcome).then_some(claim);
-        Ok((created, attached, claim))
+        let created = self.create(request, delivery).await?;
+        // Duplicates learn of the task now that it is stored; they settle before they
+        // tell anyone of it.
+        claim.created(&created.snapshot.task.id);
+        Ok(created)
     }
 
     async fn create(
         &self,
         request: SubmitRequest,
-        told: Told,
-    ) -> Result<(TaskSnapshot, Option<Attached>), RuntimeError> {
+        delivery: Delivery,
+    ) -> Result<Accepted, RuntimeError> {
         let skill = self.select_skill(&request)?;
         self.authorize(&skill, &request.grants)?;
         if let Some(chosen) = self.inner.skills.get(&skill) {
@@ -303,14 +211,13 @@ impl RuntimeHandle {
             true => None,
             false => self.inner.slots.try_claim(&skill).await,
         };
-        let first = match told {
-            Told::AtOnce | Told::EachEvent => FirstCommit::Durable,
-            // Readable now (stored before its skill runs), durable before the outcome
-            // is told.
-            Told::Outcome => FirstCommit::Readable,
-        };
         let buffer = self.inner.config.subscriber_buffer;
-        let (follower, receiver) = (told != Told::AtOnce).then(|| follower(buffer)).unzip();
+        let (follower, receiver) = (delivery == Delivery::Events)
+            .then(|| follower(buffer))
+            .unzip();
+        let (waiter, outcome) = (delivery == Delivery::Outcome)
+            .then(oneshot::channel)
+            .unzip();
         // Stored working with its slot, unless its skill says when work begins.
         let sets_working = self
             .inner
@@ -326,33 +233,41 @@ impl RuntimeHandle {
             working: slot.is_some() && !sets_working,
             gate,
         };
-        // Stored (unless left to the actor) before anyone is told: from here on, a
-        // crash leaves the task to recovery.
+        // Stored before its skill runs: from here on, a crash leaves the task to
+        // recovery.
         let store = self.inner.store.clone();
-        let (journal, created) = TaskJournal::create(store, new, first, follower, buffer).await?;
+        let (journal, created) = TaskJournal::create(store, new, follower, buffer).await?;
+        // Told as accepted: durable first. Told only its outcome: durable by then.
+        if delivery != Delivery::Outcome {
+            self.settle().await?;
+        }
         let actor = self
             .spawn(Spawn {
                 journal,
                 // A gated task's actor waits for the decision, as a woken one waits.
-                mode: match (gated, told) {
-                    (true, _) => StartMode::Wake,
-                    (false, Told::Outcome) => StartMode::Waited,
-                    (false, _) => StartMode::Fresh,
+                mode: match gated {
+                    true => StartMode::Wake,
+                    false => StartMode::Fresh,
                 },
                 slot,
+                waiter,
             })
             .await?;
         // No actor (the task failed to start): a stream subscribes the usual way.
         let attached = actor.zip(receiver);
-        Ok((created, attached))
+        Ok(Accepted {
+            snapshot: created,
+            attached,
+            outcome,
+        })
     }
 
     async fn follow_up(
         &self,
         task_id: TaskId,
         request: SubmitRequest,
-        told: Told,
-    ) -> Result<TaskSnapshot, RuntimeError> {
+        delivery: Delivery,
+    ) -> Result<Accepted, RuntimeError> {
         let record = match self
             .visible_record(&task_id, Access::of_owner(request.owner.as_deref()))
             .await
@@ -374,10 +289,11 @@ impl RuntimeHandle {
         self.authorize(&record.skill, &request.grants)?;
         // Sent already (a retry): the task as it stands, the message not delivered again.
         if record.task.has_user_message(&request.message.message_id) {
-            return Ok(TaskSnapshot {
+            self.settle().await?;
+            return Ok(Accepted::standing(TaskSnapshot {
                 task: record.task,
                 seq: record.last_seq,
-            });
+            }));
         }
         let state = record.state();
         if state.is_terminal() {
@@ -386,10 +302,11 @@ impl RuntimeHandle {
         let message = request.message;
         let message_id = message.message_id.clone();
         let timeout = self.inner.config.call_timeout();
-        let delivered = match self
-            .ask(&task_id, TaskRequest::Deliver { message }, timeout)
-            .await
-        {
+        let (waiter, outcome) = (delivery == Delivery::Outcome)
+            .then(oneshot::channel)
+            .unzip();
+        let deliver = TaskRequest::Deliver { message };
+        let delivered = match self.ask_waited(&task_id, deliver, waiter, timeout).await {
             Some(result) => result?.snapshot()?,
             None => {
                 // The actor ended meanwhile, perhaps with this very message: a copy sent
@@ -397,19 +314,23 @@ impl RuntimeHandle {
                 if let Ok(record) = self.visible_record(&task_id, Access::Any).await
                     && record.task.has_user_message(&message_id)
                 {
-                    let seq = record.last_seq;
-                    return Ok(TaskSnapshot {
+                    self.settle().await?;
+                    return Ok(Accepted::standing(TaskSnapshot {
+                        seq: record.last_seq,
                         task: record.task,
-                        seq,
-                    });
+                    }));
                 }
                 return Err(self.unanswered(&task_id).await);
             }
         };
-        if told != Told::Outcome {
+        if delivery != Delivery::Outcome {
             self.settle().await?;
         }
-        Ok(delivered)
+        Ok(Accepted {
+            snapshot: delivered,
+            attached: None,
+            outcome,
+        })
     }
 }
 
