@@ -4,7 +4,8 @@ use fundi_runtime::Access;
 use std::time::Duration;
 
 use fundi_runtime::{
-    ListRequest, Message, RuntimeError, SubmitRequest, Task, TaskId, TaskService, TaskSnapshot,
+    ListRequest, Message, RuntimeError, SubmitRequest, Task, TaskId, TaskOwner, TaskService,
+    TaskSnapshot,
 };
 use serde_json::{Value, json};
 
@@ -254,18 +255,15 @@ async fn list_tasks(
         }
     };
     let include_artifacts = params.include_artifacts.unwrap_or(false);
-    let request = ListRequest {
-        context_id: params.context_id.map(Into::into),
-        state: params.status,
-        updated_after: params.status_timestamp_after,
-        owner: Some(owner.to_owned()),
-        skill: None,
-        page_size: page_size as usize,
-        page_token: params.page_token,
-        history_length: history_length("historyLength", params.history_length)?,
-        include_artifacts,
-        max_bytes: Some(max_bytes),
-    };
+    let request = ListRequest::new(TaskOwner::user(owner))
+        .context(params.context_id.map(Into::into))
+        .state(params.status)
+        .updated_after(params.status_timestamp_after)
+        .page_size(page_size as usize)
+        .page_token(params.page_token)
+        .history_length(history_length("historyLength", params.history_length)?)
+        .with_artifacts(include_artifacts)
+        .max_bytes(Some(max_bytes));
     let page = runtime.list(request).await.map_err(|e| match e {
         // The only input the runtime checks here is the token.
         RuntimeError::InvalidInput(text) => ApiError::invalid_params("pageToken", text),

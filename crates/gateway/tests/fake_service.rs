@@ -235,7 +235,7 @@ async fn each_method_makes_its_one_call_for_the_caller_and_encodes_the_answer() 
         [
             format!("snapshot {TASK} Some(2) Owner(\"alice\")"),
             format!("cancel {TASK} Owner(\"alice\")"),
-            format!("list 7 {alice}"),
+            "list 7 User(\"alice\")".to_owned(),
             format!("wait blocking by {alice}"),
             format!("submit at-once by {alice}"),
         ]

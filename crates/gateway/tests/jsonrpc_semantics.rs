@@ -87,10 +87,7 @@ async fn oversized_bodies_are_refused() {
 }
 
 fn listing() -> fundi_runtime::ListRequest {
-    fundi_runtime::ListRequest {
-        page_size: 10,
-        ..Default::default()
-    }
+    fundi_runtime::ListRequest::new(fundi_runtime::TaskOwner::Any).page_size(10)
 }
 
 #[tokio::test]

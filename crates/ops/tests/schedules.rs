@@ -96,11 +96,7 @@ fn scheduler_for(
 
 /// Ann's tasks, newest first.
 async fn tasks_of_ann(runtime: &RuntimeHandle) -> Vec<fundi_runtime::Task> {
-    let request = ListRequest {
-        owner: Some("ann".into()),
-        page_size: 100,
-        ..ListRequest::default()
-    };
+    let request = ListRequest::new(fundi_runtime::TaskOwner::user("ann")).page_size(100);
     runtime.list(request).await.unwrap().tasks
 }
 

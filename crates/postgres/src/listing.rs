@@ -28,8 +28,8 @@ impl PostgresStore {
         if let Some(after) = query.updated_after {
             bind(Box::new(millis(after)), "updated_ms", ">=");
         }
-        if let Some(owner) = &query.owner {
-            bind(Box::new(owner.clone()), "owner", "=");
+        if let Some(owner) = query.owner.as_user() {
+            bind(Box::new(owner.to_owned()), "owner", "=");
         }
         if let Some(skill) = &query.skill {
             bind(Box::new(skill.clone()), "record->>'skill'", "=");

@@ -39,7 +39,7 @@ async fn an_unreadable_task_is_an_error_set_aside_and_failed_and_the_rest_is_ser
     let error = store.get(broken.id()).await.unwrap_err();
     assert!(error.to_string().contains("recursion limit"), "{error}");
     let owned = ListQuery {
-        owner: Some("ann".into()),
+        owner: fundi_runtime::TaskOwner::user("ann"),
         limit: 10,
         ..ListQuery::default()
     };

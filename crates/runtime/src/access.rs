@@ -37,6 +37,36 @@ impl<'a> Access<'a> {
     }
 }
 
+/// Whose tasks a listing holds: [`Access`] in a form a request or a query keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TaskOwner {
+    /// Every task, whoever created it (a store query's default: no owner filter).
+    #[default]
+    Any,
+    /// Only the tasks this user created.
+    User(String),
+}
+
+impl TaskOwner {
+    /// The tasks `user` created.
+    pub fn user(user: impl Into<String>) -> TaskOwner {
+        TaskOwner::User(user.into())
+    }
+
+    /// The user whose tasks these are (`None`: every task).
+    pub fn as_user(&self) -> Option<&str> {
+        match self {
+            TaskOwner::Any => None,
+            TaskOwner::User(user) => Some(user),
+        }
+    }
+
+    /// The access a caller with this filter has.
+    pub fn access(&self) -> Access<'_> {
+        Access::of_owner(self.as_user())
+    }
+}
+
 /// The scopes a caller holds. Embedders calling the runtime directly act with
 /// [`Grants::All`]; the gateway passes what the caller's credentials grant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -68,7 +68,7 @@ pub mod telemetry;
 pub mod testing;
 mod transition;
 
-pub use access::{ADMIN_SCOPE, Access, Grants};
+pub use access::{ADMIN_SCOPE, Access, Grants, TaskOwner};
 pub use actors::MAX_QUEUED_MESSAGES;
 pub use config::{ApprovalMode, RuntimeConfig};
 pub use context::{MAX_POSTED, SkillContext};

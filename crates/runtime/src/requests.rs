@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::access::Grants;
+use crate::access::{Grants, TaskOwner};
 use crate::model::{ContextId, Message, Task, TaskState};
 
 /// A request to start a task, or to continue one (when the message names a task). Made
@@ -65,8 +65,10 @@ impl SubmitRequest {
     }
 }
 
-/// What to list: filters are ANDed; newest update first.
-#[derive(Debug, Clone, Default)]
+/// What to list: filters are ANDed; newest update first. Made by
+/// [`ListRequest::new`], which says whose tasks; the other filters are set on it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ListRequest {
     /// Only this context.
     pub context_id: Option<ContextId>,
@@ -74,8 +76,8 @@ pub struct ListRequest {
     pub state: Option<TaskState>,
     /// Only tasks whose status timestamp is at or after this.
     pub updated_after: Option<DateTime<Utc>>,
-    /// Only this user's tasks (`None`: every task).
-    pub owner: Option<String>,
+    /// Whose tasks.
+    pub owner: TaskOwner,
     /// Only tasks of this skill (not an A2A filter: the web console's).
     pub skill: Option<String>,
     /// Tasks per page (at least 1).
@@ -89,6 +91,80 @@ pub struct ListRequest {
     /// Most bytes of tasks in the page, as JSON once trimmed: the page ends early, with
     /// a next-page token, before the task that would pass it (`None`: no bound).
     pub max_bytes: Option<usize>,
+}
+
+impl ListRequest {
+    /// The first page of `owner`'s tasks ([`TaskOwner::Any`]: every task), 50 to a
+    /// page, with their whole history and without artifacts.
+    pub fn new(owner: TaskOwner) -> ListRequest {
+        ListRequest {
+            context_id: None,
+            state: None,
+            updated_after: None,
+            owner,
+            skill: None,
+            page_size: 50,
+            page_token: None,
+            history_length: None,
+            include_artifacts: false,
+            max_bytes: None,
+        }
+    }
+
+    /// Only this context's tasks (`None`: any context).
+    pub fn context(mut self, context_id: Option<ContextId>) -> ListRequest {
+        self.context_id = context_id;
+        self
+    }
+
+    /// Only tasks in this state (`None`: any state).
+    pub fn state(mut self, state: Option<TaskState>) -> ListRequest {
+        self.state = state;
+        self
+    }
+
+    /// Only tasks whose status timestamp is at or after this (`None`: any time).
+    pub fn updated_after(mut self, after: Option<DateTime<Utc>>) -> ListRequest {
+        self.updated_after = after;
+        self
+    }
+
+    /// Only tasks of this skill (`None`: any skill).
+    pub fn skill(mut self, skill: Option<String>) -> ListRequest {
+        self.skill = skill;
+        self
+    }
+
+    /// Tasks per page (at least 1).
+    pub fn page_size(mut self, page_size: usize) -> ListRequest {
+        self.page_size = page_size;
+        self
+    }
+
+    /// The page after the one that gave this token (`None`: the first).
+    pub fn page_token(mut self, token: Option<String>) -> ListRequest {
+        self.page_token = token;
+        self
+    }
+
+    /// Keep at most this many recent history messages per task (`None`: all).
+    pub fn history_length(mut self, length: Option<usize>) -> ListRequest {
+        self.history_length = length;
+        self
+    }
+
+    /// Include each task's artifacts.
+    pub fn with_artifacts(mut self, include: bool) -> ListRequest {
+        self.include_artifacts = include;
+        self
+    }
+
+    /// End the page early, with a next-page token, before the task that would take it
+    /// past this many bytes of JSON (`None`: no bound).
+    pub fn max_bytes(mut self, max_bytes: Option<usize>) -> ListRequest {
+        self.max_bytes = max_bytes;
+        self
+    }
 }
 
 /// A task as it stood after a given event.

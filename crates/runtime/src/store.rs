@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::access::TaskOwner;
 use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
 
 pub use cluster::{Cluster, Holder, Incoming};
@@ -251,8 +252,8 @@ pub struct ListQuery {
     pub state: Option<TaskState>,
     /// Only tasks whose status timestamp is at or after this instant.
     pub updated_after: Option<DateTime<Utc>>,
-    /// Only tasks owned by this user.
-    pub owner: Option<String>,
+    /// Whose tasks.
+    pub owner: TaskOwner,
     /// Only tasks of this skill.
     pub skill: Option<String>,
     /// At most this many tasks.

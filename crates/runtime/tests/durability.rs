@@ -187,10 +187,7 @@ async fn reads_return_only_durable_state() {
             "read before durable"
         );
         let page = rt
-            .list(ListRequest {
-                page_size: 10,
-                ..Default::default()
-            })
+            .list(ListRequest::new(fundi_runtime::TaskOwner::Any).page_size(10))
             .await
             .unwrap();
         let listed = &page.tasks[0];

@@ -298,10 +298,7 @@ async fn a_new_task_the_store_refuses_is_refused_and_its_skill_never_runs() {
         "a skill ran for a task not stored"
     );
     let listed = rt
-        .list(fundi_runtime::ListRequest {
-            page_size: 10,
-            ..Default::default()
-        })
+        .list(fundi_runtime::ListRequest::new(fundi_runtime::TaskOwner::Any).page_size(10))
         .await
         .unwrap();
     assert_eq!(listed.total_size, 0);

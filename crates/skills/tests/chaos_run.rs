@@ -602,10 +602,7 @@ async fn bad_plans_and_missing_scopes_are_refused_before_anything_listens() {
     }
     let listed = h
         .runtime
-        .list(ListRequest {
-            page_size: 10,
-            ..ListRequest::default()
-        })
+        .list(ListRequest::new(fundi_runtime::TaskOwner::Any).page_size(10))
         .await
         .unwrap();
     assert!(

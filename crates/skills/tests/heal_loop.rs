@@ -81,10 +81,7 @@ async fn an_audited_issue_is_healed_on_approval_and_the_branch_passes_the_audit(
     let deadline = std::time::Instant::now() + DEADLINE;
     let heal = loop {
         let page = runtime
-            .list(ListRequest {
-                page_size: 50,
-                ..ListRequest::default()
-            })
+            .list(ListRequest::new(fundi_runtime::TaskOwner::Any))
             .await
             .unwrap();
         let heals: Vec<Task> = page
@@ -134,10 +131,7 @@ async fn an_audited_issue_is_healed_on_approval_and_the_branch_passes_the_audit(
         IssueStatus::Fixed
     );
     let tasks = runtime
-        .list(ListRequest {
-            page_size: 50,
-            ..ListRequest::default()
-        })
+        .list(ListRequest::new(fundi_runtime::TaskOwner::Any))
         .await
         .unwrap()
         .tasks;

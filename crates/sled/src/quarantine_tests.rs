@@ -27,7 +27,7 @@ fn too_deep() -> Value {
 
 fn owned_by_ann() -> ListQuery {
     ListQuery {
-        owner: Some("ann".into()),
+        owner: fundi_runtime::TaskOwner::user("ann"),
         limit: 10,
         ..ListQuery::default()
     }

@@ -134,7 +134,7 @@ impl TaskStore for SledStore {
             merge_newest_first(persisted.into_iter().flatten(), live.into_iter().flatten());
         // The counts are kept by owner and state only.
         let total = match (&query.context_id, query.updated_after, &query.skill) {
-            (None, None, None) => Some(self.count(query.owner.as_deref(), query.state)),
+            (None, None, None) => Some(self.count(query.owner.as_user(), query.state)),
             _ => None,
         };
         let skill_of = |id: &TaskId| Ok(self.read_task(id)?.map(|record| record.skill));

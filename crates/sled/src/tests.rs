@@ -200,7 +200,10 @@ pub(super) async fn assert_consistent(store: &SledStore, context: &str) {
         TaskState::Working,
         TaskState::Completed,
     ] {
-        for owner in [None, Some("u".to_string())] {
+        for owner in [
+            fundi_runtime::TaskOwner::Any,
+            fundi_runtime::TaskOwner::user("u"),
+        ] {
             let page = store
                 .list(&ListQuery {
                     limit: 100,

@@ -7,7 +7,7 @@
 
 use fundi_runtime::approval::Verdict;
 use fundi_runtime::{
-    ListRequest, Message, Part, RuntimeError, SubmitRequest, Task, TaskId, TaskState,
+    ListRequest, Message, Part, RuntimeError, SubmitRequest, Task, TaskId, TaskOwner, TaskState,
 };
 use serde_json::{Value, json};
 
@@ -44,14 +44,12 @@ fn artifact<'a>(task: &'a Task, id: &str) -> Option<&'a fundi_runtime::Artifact>
 /// Every fix waiting for a decision, as `/admin/approvals` lists approvals.
 pub(crate) async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
     let mut fixes = Vec::new();
-    let mut request = ListRequest {
-        state: Some(TaskState::InputRequired),
-        skill: Some(HEAL_SKILL.into()),
-        page_size: PAGE,
-        include_artifacts: true,
-        history_length: Some(0),
-        ..ListRequest::default()
-    };
+    let mut request = ListRequest::new(TaskOwner::Any)
+        .state(Some(TaskState::InputRequired))
+        .skill(Some(HEAL_SKILL.into()))
+        .page_size(PAGE)
+        .with_artifacts(true)
+        .history_length(Some(0));
     loop {
         let page = state.runtime.list(request.clone()).await?;
         for task in &page.tasks {

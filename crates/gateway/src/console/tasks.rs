@@ -10,7 +10,7 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use fundi_runtime::{Access, ListRequest, TaskPage, TaskService, TaskState};
+use fundi_runtime::{Access, ListRequest, TaskOwner, TaskPage, TaskService, TaskState};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -85,17 +85,16 @@ pub(super) async fn list(
     let context = filter.context();
     let page_of_tasks = state
         .runtime
-        .list(ListRequest {
-            context_id: context.clone().map(Into::into),
-            state: wanted,
-            owner: Some(viewer.user().to_owned()),
-            skill: skill.clone(),
-            page_size: PAGE_SIZE,
-            page_token: filter.page.clone().filter(|p| !p.is_empty()),
-            history_length: Some(0),
-            max_bytes: Some(state.config.max_list_bytes),
-            ..ListRequest::default()
-        })
+        .list(
+            ListRequest::new(TaskOwner::user(viewer.user()))
+                .context(context.clone().map(Into::into))
+                .state(wanted)
+                .skill(skill.clone())
+                .page_size(PAGE_SIZE)
+                .page_token(filter.page.clone().filter(|p| !p.is_empty()))
+                .history_length(Some(0))
+                .max_bytes(Some(state.config.max_list_bytes)),
+        )
         .await?;
     let peers = delegated_to(&state, &viewer, &page_of_tasks).await;
     let counts = counts(&*state.runtime, viewer.user(), context.as_deref()).await?;
@@ -237,14 +236,13 @@ async fn counts(
     let mut counts = BTreeMap::new();
     for s in TaskState::ALL {
         let page = runtime
-            .list(ListRequest {
-                context_id: context.map(Into::into),
-                state: Some(s),
-                owner: Some(user.to_owned()),
-                page_size: 1,
-                history_length: Some(0),
-                ..ListRequest::default()
-            })
+            .list(
+                ListRequest::new(TaskOwner::user(user))
+                    .context(context.map(Into::into))
+                    .state(Some(s))
+                    .page_size(1)
+                    .history_length(Some(0)),
+            )
             .await?;
         counts.insert(state_key(s), page.total_size);
     }

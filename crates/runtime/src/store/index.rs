@@ -53,10 +53,7 @@ impl IndexEntry {
             .as_ref()
             .is_none_or(|c| c == &self.context_id)
             && query.state.is_none_or(|s| Some(s) == self.state())
-            && query
-                .owner
-                .as_ref()
-                .is_none_or(|o| Some(o) == self.owner.as_ref())
+            && query.owner.access().sees(self.owner.as_deref())
     }
 
     /// True when this entry sorts strictly after (is older than) the cursor.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 
+use crate::access::TaskOwner;
 use crate::model::{
     ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
@@ -308,7 +309,7 @@ pub async fn listing_filters_orders_and_pages(name: &str, store: &dyn TaskStore)
 
     let ctx_a = ListQuery {
         context_id: Some(ContextId::from("a")),
-        owner: Some("x".into()),
+        owner: TaskOwner::user("x"),
         limit: 100,
         ..Default::default()
     };
@@ -320,7 +321,7 @@ pub async fn listing_filters_orders_and_pages(name: &str, store: &dyn TaskStore)
 
     let by_skill = |skill: &str, owner: Option<&str>| ListQuery {
         skill: Some(skill.into()),
-        owner: owner.map(Into::into),
+        owner: owner.map_or(TaskOwner::Any, TaskOwner::user),
         limit: 100,
         ..Default::default()
     };

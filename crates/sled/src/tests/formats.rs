@@ -53,7 +53,7 @@ async fn a_store_in_the_previous_layout_opens_and_moves_on() {
     let working = ListQuery {
         limit: 10,
         state: Some(TaskState::Working),
-        owner: Some("u".into()),
+        owner: fundi_runtime::TaskOwner::user("u"),
         ..Default::default()
     };
     assert_eq!(store.list(&working).await.unwrap().total, 1);
