@@ -298,10 +298,7 @@ impl StoreConfig {
         if ttl < std::time::Duration::from_secs(1) {
             bail!("store.postgres.lease-time must be at least 1s, got {text:?}");
         }
-        Ok(Some(fundi_postgres::LeaseConfig {
-            node: node.clone(),
-            ttl,
-        }))
+        Ok(Some(fundi_postgres::LeaseConfig::new(node.clone(), ttl)))
     }
 
     /// `retention` read: how long an ended task is kept; `None`: for ever.

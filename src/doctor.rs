@@ -45,14 +45,13 @@ async fn postgres(config: &AppConfig) -> anyhow::Result<()> {
         .url
         .clone()
         .context("store.kind = \"postgres\" needs store.postgres.url")?;
-    let store = fundi_postgres::PostgresStore::inspect(&fundi_postgres::PostgresConfig {
-        url,
-        ca_file: settings.ca_file.clone(),
-        schema: settings.schema.clone(),
-        pool_size: 1,
-        statement_timeout: config.store.postgres_statement_timeout()?,
-        exclusive: false,
-        lease: None,
+    let store = fundi_postgres::PostgresStore::inspect(&{
+        let mut postgres_config = fundi_postgres::PostgresConfig::new(url);
+        postgres_config.ca_file = settings.ca_file.clone();
+        postgres_config.schema = settings.schema.clone();
+        postgres_config.pool_size = 1;
+        postgres_config.statement_timeout = config.store.postgres_statement_timeout()?;
+        postgres_config
     })
     .await
     .with_context(|| format!("reading PostgreSQL schema {}", settings.schema))?;

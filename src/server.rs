@@ -37,8 +37,7 @@ use fundi_runtime::{
 };
 use fundi_skills::heal::{HealingLoop, RuntimeLink};
 use fundi_skills::{
-    A11yAuditSkill, ChaosConfig, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill,
-    SecurityScanSkill,
+    A11yAuditSkill, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill, SecurityScanSkill,
 };
 use fundi_store_sled::{
     Durability, SledAccessRequestStore, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore,
@@ -400,9 +399,10 @@ fn built_in_skills(
             ),
             "chaos-run" => Arc::new(
                 ChaosRunSkill::new(
-                    ChaosConfig {
-                        own_listeners: own_listeners.to_vec(),
-                        ..skills.chaos_run.clone()
+                    {
+                        let mut chaos_config = skills.chaos_run.clone();
+                        chaos_config.own_listeners = own_listeners.to_vec();
+                        chaos_config
                     },
                     issues.clone(),
                     stores.chaos.clone(),
@@ -512,19 +512,20 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             let url = settings.url.clone().ok_or_else(|| {
                 ServerError::Config("store.kind = \"postgres\" needs store.postgres.url".into())
             })?;
-            let postgres = PostgresStore::open(&PostgresConfig {
-                url,
-                ca_file: settings.ca_file.clone(),
-                schema: settings.schema.clone(),
-                pool_size: settings.pool_size,
-                statement_timeout: store
+            let postgres = PostgresStore::open(&{
+                let mut postgres_config = PostgresConfig::new(url);
+                postgres_config.ca_file = settings.ca_file.clone();
+                postgres_config.schema = settings.schema.clone();
+                postgres_config.pool_size = settings.pool_size;
+                postgres_config.statement_timeout = store
                     .postgres_statement_timeout()
-                    .map_err(|e| ServerError::Config(format!("{e:#}")))?,
+                    .map_err(|e| ServerError::Config(format!("{e:#}")))?;
                 // One process per schema, or with a node id, per node id.
-                exclusive: true,
-                lease: store
+                postgres_config.exclusive = true;
+                postgres_config.lease = store
                     .postgres_lease()
-                    .map_err(|e| ServerError::Config(format!("{e:#}")))?,
+                    .map_err(|e| ServerError::Config(format!("{e:#}")))?;
+                postgres_config
             })
             .await
             .map_err(|source| ServerError::OpenDatabase {

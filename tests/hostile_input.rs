@@ -156,16 +156,8 @@ async fn store_an_unreadable_task(data: &std::path::Path, id: &str) {
         history: vec![Message::user(vec![Part::text("x")])],
         metadata: None,
     };
-    let record = TaskRecord {
-        task: task.clone(),
-        version: 1,
-        last_seq: 1,
-        skill: "echo".into(),
-        owner: None,
-        checkpoint: Some(nested(300)),
-        trace: None,
-        inputs: fundi_runtime::store::RunInputs::default(),
-    };
+    let mut record = TaskRecord::new(task.clone(), "echo");
+    record.checkpoint = Some(nested(300));
     let event = TaskEvent {
         seq: 1,
         task_id: task.id.clone(),

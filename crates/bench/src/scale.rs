@@ -113,16 +113,8 @@ fn terminal_record(n: usize) -> (TaskRecord, TaskEvent) {
         context_id: context,
         kind: TaskEventKind::Created(task.clone()),
     };
-    let record = TaskRecord {
-        task,
-        version: 1,
-        last_seq: 1,
-        skill: "echo".into(),
-        owner: Some(BENCH_USER.into()),
-        checkpoint: None,
-        trace: None,
-        inputs: fundi_runtime::store::RunInputs::default(),
-    };
+    let mut record = TaskRecord::new(task, "echo");
+    record.owner = Some(BENCH_USER.into());
     (record, event)
 }
 

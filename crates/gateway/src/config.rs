@@ -2,9 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How the gateway presents the agent and guards its endpoint.
+/// How the gateway presents the agent and guards its endpoint. Start from the default
+/// and set what differs: a setting added later breaks no embedder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct GatewayConfig {
     /// Base URL clients reach this server at, advertised in the agent card (never taken
     /// from a request's Host header). Default: none, then `http://<bound address>`.

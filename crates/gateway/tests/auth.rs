@@ -91,18 +91,20 @@ async fn fixture(config: GatewayConfig, min_refresh_ms: u64) -> Fixture {
     let machine = SigningKey::generate("machine-1");
     let user = SigningKey::generate("user-1");
     let idp = idp(vec![machine.jwk.clone(), user.jwk.clone()]).await;
-    let jwt = |audience: &str| JwtConfig {
-        jwks_url: Some(idp.jwks_url.clone()),
-        issuer: Some(ISSUER.into()),
-        audience: Some(audience.into()),
-        jwks_min_refresh_ms: min_refresh_ms,
-        ..JwtConfig::default()
+    let jwt = |audience: &str| {
+        let mut jwt_config = JwtConfig::default();
+        jwt_config.jwks_url = Some(idp.jwks_url.clone());
+        jwt_config.issuer = Some(ISSUER.into());
+        jwt_config.audience = Some(audience.into());
+        jwt_config.jwks_min_refresh_ms = min_refresh_ms;
+        jwt_config
     };
-    let auth = AuthConfig {
-        mode: AuthMode::Jwt,
-        machine: jwt(MACHINE_AUDIENCE),
-        user: jwt(USER_AUDIENCE),
-        ..AuthConfig::default()
+    let auth = {
+        let mut auth_config = AuthConfig::default();
+        auth_config.mode = AuthMode::Jwt;
+        auth_config.machine = jwt(MACHINE_AUDIENCE);
+        auth_config.user = jwt(USER_AUDIENCE);
+        auth_config
     };
     let store = Arc::new(MemoryStore::new());
     let runtime = Runtime::builder()
@@ -110,10 +112,11 @@ async fn fixture(config: GatewayConfig, min_refresh_ms: u64) -> Fixture {
         .skill(Steps)
         .skill(Scoped("audit", "fundi:audit"))
         .skill(Scoped("chaos", "fundi:chaos"))
-        .config(RuntimeConfig {
-            default_skill: Some("steps".into()),
-            cancel_grace_ms: 200,
-            ..RuntimeConfig::default()
+        .config({
+            let mut runtime_config = RuntimeConfig::default();
+            runtime_config.default_skill = Some("steps".into());
+            runtime_config.cancel_grace_ms = 200;
+            runtime_config
         })
         .start()
         .await
@@ -715,9 +718,10 @@ async fn unknown_key_ids_cannot_hammer_the_key_server() {
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_refused_before_authentication() {
     let fx = fixture(
-        GatewayConfig {
-            allowed_origins: vec!["https://app.example.com".into()],
-            ..GatewayConfig::default()
+        {
+            let mut gateway_config = GatewayConfig::default();
+            gateway_config.allowed_origins = vec!["https://app.example.com".into()];
+            gateway_config
         },
         0,
     )
@@ -753,11 +757,12 @@ async fn foreign_hosts_and_origins_are_refused_before_authentication() {
 #[tokio::test]
 async fn oversize_bodies_and_messages_are_refused_and_create_nothing() {
     let fx = fixture(
-        GatewayConfig {
-            max_body_bytes: 64 * 1024,
-            max_parts_per_message: 3,
-            max_text_bytes: 1000,
-            ..GatewayConfig::default()
+        {
+            let mut gateway_config = GatewayConfig::default();
+            gateway_config.max_body_bytes = 64 * 1024;
+            gateway_config.max_parts_per_message = 3;
+            gateway_config.max_text_bytes = 1000;
+            gateway_config
         },
         0,
     )
@@ -809,10 +814,11 @@ async fn oversize_bodies_and_messages_are_refused_and_create_nothing() {
 #[tokio::test]
 async fn each_user_is_rate_limited_on_their_own() {
     let fx = fixture(
-        GatewayConfig {
-            rate_limit_per_minute: 1,
-            rate_limit_burst: 2,
-            ..GatewayConfig::default()
+        {
+            let mut gateway_config = GatewayConfig::default();
+            gateway_config.rate_limit_per_minute = 1;
+            gateway_config.rate_limit_burst = 2;
+            gateway_config
         },
         0,
     )
@@ -839,9 +845,10 @@ async fn each_user_is_rate_limited_on_their_own() {
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_disconnected() {
     let fx = fixture(
-        GatewayConfig {
-            header_read_timeout_ms: 200,
-            ..GatewayConfig::default()
+        {
+            let mut gateway_config = GatewayConfig::default();
+            gateway_config.header_read_timeout_ms = 200;
+            gateway_config
         },
         0,
     )
@@ -896,17 +903,19 @@ async fn a_configured_public_key_verifies_tokens_without_a_jwks() {
     let user_pem = dir.path().join("user.pem");
     std::fs::write(&machine_pem, ed25519_public_pem(&machine.jwk)).unwrap();
     std::fs::write(&user_pem, ed25519_public_pem(&user.jwk)).unwrap();
-    let jwt = |file: &std::path::Path, audience: &str| JwtConfig {
-        public_key_file: Some(file.to_path_buf()),
-        issuer: Some(ISSUER.into()),
-        audience: Some(audience.into()),
-        ..JwtConfig::default()
+    let jwt = |file: &std::path::Path, audience: &str| {
+        let mut jwt_config = JwtConfig::default();
+        jwt_config.public_key_file = Some(file.to_path_buf());
+        jwt_config.issuer = Some(ISSUER.into());
+        jwt_config.audience = Some(audience.into());
+        jwt_config
     };
-    let auth = Authenticator::from_config(&AuthConfig {
-        mode: AuthMode::Jwt,
-        machine: jwt(&machine_pem, MACHINE_AUDIENCE),
-        user: jwt(&user_pem, USER_AUDIENCE),
-        ..AuthConfig::default()
+    let auth = Authenticator::from_config(&{
+        let mut auth_config = AuthConfig::default();
+        auth_config.mode = AuthMode::Jwt;
+        auth_config.machine = jwt(&machine_pem, MACHINE_AUDIENCE);
+        auth_config.user = jwt(&user_pem, USER_AUDIENCE);
+        auth_config
     })
     .unwrap();
     let headers = |bearer: &str, user_token: &str| {
@@ -933,11 +942,12 @@ async fn a_configured_public_key_verifies_tokens_without_a_jwks() {
         .await;
     assert!(swapped.is_err());
     // A missing key file is refused at start, naming the setting.
-    let err = Authenticator::from_config(&AuthConfig {
-        mode: AuthMode::Jwt,
-        machine: jwt(&dir.path().join("nope.pem"), MACHINE_AUDIENCE),
-        user: jwt(&user_pem, USER_AUDIENCE),
-        ..AuthConfig::default()
+    let err = Authenticator::from_config(&{
+        let mut auth_config = AuthConfig::default();
+        auth_config.mode = AuthMode::Jwt;
+        auth_config.machine = jwt(&dir.path().join("nope.pem"), MACHINE_AUDIENCE);
+        auth_config.user = jwt(&user_pem, USER_AUDIENCE);
+        auth_config
     })
     .unwrap_err()
     .to_string();

@@ -167,13 +167,14 @@ async fn console_sharing(
     let runtime = Runtime::builder().skill(Steps).start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let config = GatewayConfig {
-        console_oidc: Some(fundi_gateway::ConsoleOidc {
+    let config = {
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.console_oidc = Some(fundi_gateway::ConsoleOidc {
             issuer: provider.issuer.clone(),
             client_id: CLIENT_ID.into(),
             ..Default::default()
-        }),
-        ..GatewayConfig::default()
+        });
+        gateway_config
     };
     let shutdown = CancellationToken::new();
     let auth = Authenticator::from_config(&AuthConfig::default()).unwrap();

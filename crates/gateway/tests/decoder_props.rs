@@ -106,9 +106,10 @@ fn runtime_and_gateway() -> (tokio::runtime::Runtime, Gateway) {
         .enable_all()
         .build()
         .unwrap();
-    let gw = rt.block_on(gateway_with(GatewayConfig {
-        request_timeout_ms: 500,
-        ..GatewayConfig::default()
+    let gw = rt.block_on(gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.request_timeout_ms = 500;
+        gateway_config
     }));
     (rt, gw)
 }

@@ -113,9 +113,10 @@ async fn each_caller_reads_the_skills_it_may_run_on_every_binding() {
 
 #[tokio::test]
 async fn an_extended_card_turned_off_is_not_declared_and_says_so() {
-    let gw = gateway_with(GatewayConfig {
-        extended_card: false,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.extended_card = false;
+        gateway_config
     })
     .await;
     let (_, public) = get(&gw, "/.well-known/agent-card.json").await;

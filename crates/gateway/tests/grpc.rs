@@ -332,11 +332,12 @@ async fn every_scenario_answers_the_same_over_grpc_and_json_rpc() {
 
 #[tokio::test]
 async fn the_gate_holds_on_grpc_as_on_http() {
-    let gw = gateway_with(GatewayConfig {
-        max_body_bytes: 4096,
-        rate_limit_per_minute: 1,
-        rate_limit_burst: 3,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.max_body_bytes = 4096;
+        gateway_config.rate_limit_per_minute = 1;
+        gateway_config.rate_limit_burst = 3;
+        gateway_config
     })
     .await;
     let mut grpc = client(serve_on_loopback(&gw).await).await;
@@ -426,9 +427,10 @@ async fn grpc_off_is_neither_served_nor_on_the_card() {
     assert_eq!(grpc["url"], "agent.test:8080");
     assert_eq!(grpc["protocolVersion"], "1.0");
 
-    let off = gateway_with(GatewayConfig {
-        grpc: false,
-        ..GatewayConfig::default()
+    let off = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.grpc = false;
+        gateway_config
     })
     .await;
     let mut grpc = client(serve_on_loopback(&off).await).await;

@@ -61,9 +61,10 @@ async fn envelope_errors_are_http_200_with_the_right_code_and_id() {
 
 #[tokio::test]
 async fn oversized_bodies_are_refused() {
-    let gw = gateway_with(GatewayConfig {
-        max_body_bytes: 1024,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.max_body_bytes = 1024;
+        gateway_config
     })
     .await;
     let big = request(
@@ -500,9 +501,10 @@ async fn health_answers() {
 
 #[tokio::test]
 async fn a_blocking_send_that_outlives_the_request_timeout_returns_the_task_as_it_stands() {
-    let gw = gateway_with(GatewayConfig {
-        request_timeout_ms: 300,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.request_timeout_ms = 300;
+        gateway_config
     })
     .await;
     let sent = gw

@@ -233,10 +233,11 @@ async fn fixture(settings: PushSettings) -> Fixture {
         .shared_store(store.clone())
         .skill(Steps)
         .skill(peek)
-        .config(RuntimeConfig {
-            cancel_grace_ms: 200,
-            default_skill: Some("steps".into()),
-            ..RuntimeConfig::default()
+        .config({
+            let mut runtime_config = RuntimeConfig::default();
+            runtime_config.cancel_grace_ms = 200;
+            runtime_config.default_skill = Some("steps".into());
+            runtime_config
         })
         .start()
         .await

@@ -322,9 +322,10 @@ async fn rest_refusals_carry_http_statuses_and_their_headers() {
 
 #[tokio::test]
 async fn paths_versions_media_types_and_sizes_are_checked() {
-    let gw = gateway_with(GatewayConfig {
-        max_body_bytes: 4096,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.max_body_bytes = 4096;
+        gateway_config
     })
     .await;
     // Nothing there: 404 without asking for credentials.
@@ -405,9 +406,10 @@ async fn paths_versions_media_types_and_sizes_are_checked() {
 
 #[tokio::test]
 async fn the_binding_can_be_turned_off() {
-    let gw = gateway_with(GatewayConfig {
-        rest: false,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.rest = false;
+        gateway_config
     })
     .await;
     let off = rest(&gw, Method::GET, "/tasks", None).await;

@@ -141,9 +141,10 @@ async fn v03_routes_are_on_the_cards_only_with_rest() {
         json!([{"url": "http://agent.test:8080/a2a", "transport": "JSONRPC"},
                {"url": "http://agent.test:8080", "transport": "HTTP+JSON"}])
     );
-    let off = gateway_with(GatewayConfig {
-        rest: false,
-        ..GatewayConfig::default()
+    let off = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.rest = false;
+        gateway_config
     })
     .await;
     let v03 = card(off, "0.3").await;

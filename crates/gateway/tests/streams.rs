@@ -193,9 +193,10 @@ async fn v03_streams_carry_kind_tagged_events_with_final() {
 
 #[tokio::test]
 async fn idle_streams_get_keep_alives_and_end_on_shutdown() {
-    let gw = gateway_with(GatewayConfig {
-        sse_keep_alive_ms: 20,
-        ..GatewayConfig::default()
+    let gw = gateway_with({
+        let mut gateway_config = GatewayConfig::default();
+        gateway_config.sse_keep_alive_ms = 20;
+        gateway_config
     })
     .await;
     let body = request(

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// `FUNDI__PEERS__<NAME>__TOKEN` and so on.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct PeerConfig {
     /// The peer's agent card URL, or its base URL (the card is then read at
     /// `/.well-known/agent-card.json` under it). Calls go only to the endpoints the card
@@ -112,6 +113,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 /// The `delegate` skill's settings (`[skills.delegate]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct DelegateConfig {
     /// How long a peer may keep failing (unreachable, 5xx, busy) before the delegated
     /// task ends `failed`, in seconds. Default: 300.

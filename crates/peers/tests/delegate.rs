@@ -32,22 +32,21 @@ async fn start_giving_up_after(
     config: PeerConfig,
     give_up_after_s: u64,
 ) -> (RuntimeHandle, Arc<PeerDirectory>) {
-    let config = PeerConfig {
-        url: format!("http://127.0.0.1:{}", peer.port()),
-        allow_private_networks: true,
-        ..config
+    let config = {
+        let mut peer_config = config;
+        peer_config.url = format!("http://127.0.0.1:{}", peer.port());
+        peer_config.allow_private_networks = true;
+        peer_config
     };
     let peers = Arc::new(
         PeerDirectory::new(&[("b".to_owned(), config)].into(), Duration::from_secs(60)).unwrap(),
     );
-    let skill = DelegateSkill::new(
-        peers.clone(),
-        DelegateConfig {
-            give_up_after_s,
-            poll_max_ms: 50,
-            ..DelegateConfig::default()
-        },
-    );
+    let skill = DelegateSkill::new(peers.clone(), {
+        let mut delegate_config = DelegateConfig::default();
+        delegate_config.give_up_after_s = give_up_after_s;
+        delegate_config.poll_max_ms = 50;
+        delegate_config
+    });
     let runtime = Runtime::builder()
         .shared_store(Arc::new(MemoryStore::new()))
         .skill(skill)
@@ -118,13 +117,11 @@ async fn a_401_is_not_tried_again_and_names_the_setting() {
         ..Script::default()
     })
     .await;
-    let (runtime, _) = start(
-        addr,
-        PeerConfig {
-            token: Some("wrong".into()),
-            ..PeerConfig::default()
-        },
-    )
+    let (runtime, _) = start(addr, {
+        let mut peer_config = PeerConfig::default();
+        peer_config.token = Some("wrong".into());
+        peer_config
+    })
     .await;
     let task = delegate(&runtime).await;
     assert_eq!(task.status.state, TaskState::Failed);
@@ -187,13 +184,11 @@ async fn a_card_pointing_at_another_host_is_refused_before_any_call() {
     );
 
     // Allowed by name, the same card is used.
-    let (runtime, _) = start(
-        addr,
-        PeerConfig {
-            interface_hosts: vec!["localhost".into()],
-            ..PeerConfig::default()
-        },
-    )
+    let (runtime, _) = start(addr, {
+        let mut peer_config = PeerConfig::default();
+        peer_config.interface_hosts = vec!["localhost".into()];
+        peer_config
+    })
     .await;
     assert_eq!(delegate(&runtime).await.status.state, TaskState::Completed);
 }
@@ -214,9 +209,10 @@ async fn a_card_is_revalidated_and_a_304_keeps_it() {
 
 #[tokio::test]
 async fn a_peer_that_must_sign_its_card_is_used_only_when_its_signature_verifies() {
-    let required = || PeerConfig {
-        require_signed_card: true,
-        ..PeerConfig::default()
+    let required = || {
+        let mut peer_config = PeerConfig::default();
+        peer_config.require_signed_card = true;
+        peer_config
     };
     let signed = |tamper: bool, jku_elsewhere: bool| Script {
         signing_key: Some(CardKey::generate()),

@@ -16,8 +16,9 @@ use fundi_runtime::store::StoreError;
 
 use crate::errors::{db, pool_error};
 
-/// Whose leases a store takes, and for how long.
+/// Whose leases a store takes, and for how long ([`LeaseConfig::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LeaseConfig {
     /// This node's id: unique among the nodes on the schema, and the same across its
     /// restarts (a restarted node takes its own tasks back at once, fencing a former
@@ -26,6 +27,16 @@ pub struct LeaseConfig {
     /// How long a lease lasts unless renewed: how long a dead node's tasks wait before
     /// another node takes them over.
     pub ttl: Duration,
+}
+
+impl LeaseConfig {
+    /// Leases of node `node`, each lasting `ttl` unless renewed.
+    pub fn new(node: impl Into<String>, ttl: Duration) -> LeaseConfig {
+        LeaseConfig {
+            node: node.into(),
+            ttl,
+        }
+    }
 }
 
 /// The unfinished tasks one node holds (for an operator: `fundi doctor`).

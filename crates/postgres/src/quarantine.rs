@@ -9,7 +9,7 @@
 //! was, to be set aside at the next start.
 
 use chrono::{DateTime, Utc};
-use fundi_runtime::store::{QuarantinedTask, RunInputs, StoreError, TaskRecord};
+use fundi_runtime::store::{QuarantinedTask, StoreError, TaskRecord};
 use fundi_runtime::{
     ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
@@ -164,23 +164,18 @@ fn failure(
         message: Some(Message::agent(vec![Part::text(text)])),
         timestamp: at,
     };
-    let record = TaskRecord {
-        task: Task {
-            id: id.clone(),
-            context_id: context_id.clone(),
-            status: status.clone(),
-            artifacts: Vec::new(),
-            history: Vec::new(),
-            metadata: None,
-        },
-        version,
-        last_seq: seq,
-        skill,
-        owner,
-        checkpoint: None,
-        trace: None,
-        inputs: RunInputs::default(),
+    let task = Task {
+        id: id.clone(),
+        context_id: context_id.clone(),
+        status: status.clone(),
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
     };
+    let mut record = TaskRecord::new(task, skill);
+    record.version = version;
+    record.last_seq = seq;
+    record.owner = owner;
     let event = TaskEvent {
         seq,
         task_id: id.clone(),

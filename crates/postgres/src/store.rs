@@ -20,8 +20,10 @@ use crate::statements::HotStatements;
 use crate::tls::connector;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// Where the store is.
+/// Where the store is. Made by [`PostgresConfig::new`]; the other settings are set on
+/// it, so that one added later breaks nobody.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PostgresConfig {
     /// A `postgres://` URL (or key=value connection string). With `sslmode=require`
     /// the connection is TLS, its certificate verified (see `ca_file`); otherwise plain.
@@ -44,6 +46,22 @@ pub struct PostgresConfig {
     /// Leases, for several nodes on one schema (see `LeaseConfig`); `None`: this store's
     /// node is the schema's only one.
     pub lease: Option<LeaseConfig>,
+}
+
+impl PostgresConfig {
+    /// The store at `url`, in schema `public`, with at most 16 connections, the
+    /// server's own statement timeout, not exclusive, without leases.
+    pub fn new(url: impl Into<String>) -> PostgresConfig {
+        PostgresConfig {
+            url: url.into(),
+            ca_file: None,
+            schema: "public".into(),
+            pool_size: 16,
+            statement_timeout: None,
+            exclusive: false,
+            lease: None,
+        }
+    }
 }
 
 /// Tasks and their events in PostgreSQL.

@@ -106,9 +106,10 @@ async fn push_configs_keep_their_contract_and_leave_with_their_task() {
 #[tokio::test]
 async fn one_exclusive_store_at_a_time_holds_a_schema() {
     let schema = fresh_schema();
-    let exclusive = PostgresConfig {
-        exclusive: true,
-        ..config(&schema)
+    let exclusive = {
+        let mut postgres_config = config(&schema);
+        postgres_config.exclusive = true;
+        postgres_config
     };
     let first = PostgresStore::open(&exclusive).await.unwrap();
     let refused = PostgresStore::open(&exclusive).await.unwrap_err();
@@ -138,10 +139,11 @@ async fn one_exclusive_store_at_a_time_holds_a_schema() {
 #[tokio::test]
 async fn the_statement_timeout_holds_on_every_pooled_connection() {
     let schema = fresh_schema();
-    let timed = PostgresConfig {
-        statement_timeout: Some(std::time::Duration::from_millis(1500)),
-        pool_size: 2,
-        ..config(&schema)
+    let timed = {
+        let mut postgres_config = config(&schema);
+        postgres_config.statement_timeout = Some(std::time::Duration::from_millis(1500));
+        postgres_config.pool_size = 2;
+        postgres_config
     };
     let store = PostgresStore::open(&timed).await.unwrap();
     // Two connections at once: each says the timeout, and a slower statement is cut.

@@ -22,13 +22,9 @@ use serde_json::json;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn config(schema: &str, node: &str, ttl_ms: u64) -> PostgresConfig {
-    PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: node.into(),
-            ttl: Duration::from_millis(ttl_ms),
-        }),
-        ..test_config(schema)
-    }
+    let mut postgres_config = test_config(schema);
+    postgres_config.lease = Some(LeaseConfig::new(node, Duration::from_millis(ttl_ms)));
+    postgres_config
 }
 
 async fn open(schema: &str, node: &str, ttl_ms: u64) -> PostgresStore {
@@ -216,9 +212,10 @@ async fn a_restarted_node_takes_its_own_tasks_back_at_once_and_fences_its_former
     after.commit(&stale, task.version, &events).await.unwrap();
 
     // One process per node id when a node holds its schema.
-    let exclusive = PostgresConfig {
-        exclusive: true,
-        ..config(&schema, "node-c", 60_000)
+    let exclusive = {
+        let mut postgres_config = config(&schema, "node-c", 60_000);
+        postgres_config.exclusive = true;
+        postgres_config
     };
     let _first = PostgresStore::open(&exclusive).await.unwrap();
     let refused = PostgresStore::open(&exclusive).await.unwrap_err();

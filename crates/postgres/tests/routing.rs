@@ -86,12 +86,10 @@ impl Skill for Looper {
 
 /// Node `name`'s store on `schema`, its leases lasting `ttl_ms`.
 async fn leased(schema: &str, name: &str, ttl_ms: u64) -> PostgresStore {
-    let config = fundi_postgres::PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: name.into(),
-            ttl: Duration::from_millis(ttl_ms),
-        }),
-        ..test_config(schema)
+    let config = {
+        let mut postgres_config = test_config(schema);
+        postgres_config.lease = Some(LeaseConfig::new(name, Duration::from_millis(ttl_ms)));
+        postgres_config
     };
     PostgresStore::open(&config)
         .await
@@ -329,9 +327,10 @@ async fn a_skills_concurrency_limit_holds_across_the_nodes() {
         let store = leased(&schema, name, 2_000).await;
         let runtime = Runtime::builder()
             .store(store)
-            .config(fundi_runtime::RuntimeConfig {
-                max_concurrent_runs: 1,
-                ..fundi_runtime::RuntimeConfig::default()
+            .config({
+                let mut runtime_config = fundi_runtime::RuntimeConfig::default();
+                runtime_config.max_concurrent_runs = 1;
+                runtime_config
             })
             .skill(Exclusive {
                 running: running.clone(),
@@ -439,10 +438,11 @@ async fn a_request_the_holding_node_never_answers_times_out_with_a_clear_error()
     let b = leased(&schema, "node-b", 1_000).await;
     let b = Runtime::builder()
         .store(b)
-        .config(fundi_runtime::RuntimeConfig {
-            actor_call_timeout_ms: 200,
-            cancel_grace_ms: 100,
-            ..fundi_runtime::RuntimeConfig::default()
+        .config({
+            let mut runtime_config = fundi_runtime::RuntimeConfig::default();
+            runtime_config.actor_call_timeout_ms = 200;
+            runtime_config.cancel_grace_ms = 100;
+            runtime_config
         })
         .start()
         .await

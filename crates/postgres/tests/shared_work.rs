@@ -17,12 +17,10 @@ use fundi_runtime::{TaskId, TaskState};
 const DEADLINE: Duration = Duration::from_secs(30);
 
 async fn open(schema: &str, node: &str) -> PostgresStore {
-    let config = fundi_postgres::PostgresConfig {
-        lease: Some(LeaseConfig {
-            node: node.into(),
-            ttl: Duration::from_millis(1_000),
-        }),
-        ..test_config(schema)
+    let config = {
+        let mut postgres_config = test_config(schema);
+        postgres_config.lease = Some(LeaseConfig::new(node, Duration::from_millis(1_000)));
+        postgres_config
     };
     PostgresStore::open(&config)
         .await

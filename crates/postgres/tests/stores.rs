@@ -12,8 +12,8 @@ use fundi_ops::testing::records_contract::{
     chaos_event, check_audit_log, check_chaos_log, check_grant_store, check_issue_store,
     check_peer_store,
 };
+use fundi_postgres::PostgresStore;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
-use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::TaskStore;
 use fundi_runtime::testing::store_contract::{advance, created, record};
 use fundi_runtime::{TaskId, TaskState};
@@ -26,9 +26,10 @@ struct Fresh {
 impl Fresh {
     async fn new() -> Fresh {
         let schema = fresh_schema();
-        let config = PostgresConfig {
-            pool_size: 8,
-            ..test_config(&schema)
+        let config = {
+            let mut postgres_config = test_config(&schema);
+            postgres_config.pool_size = 8;
+            postgres_config
         };
         let store = PostgresStore::open(&config)
             .await

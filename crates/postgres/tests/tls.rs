@@ -28,12 +28,11 @@ fn url_as(host: &str, extra: &str) -> String {
 }
 
 fn config(url: String, ca_file: Option<std::path::PathBuf>, schema: &str) -> PostgresConfig {
-    PostgresConfig {
-        url,
-        ca_file,
-        pool_size: 2,
-        ..test_config(schema)
-    }
+    let mut postgres_config = test_config(schema);
+    postgres_config.url = url;
+    postgres_config.ca_file = ca_file;
+    postgres_config.pool_size = 2;
+    postgres_config
 }
 
 /// Whether the store's own connections are encrypted.

@@ -16,10 +16,9 @@ fn too_deep() -> Value {
 }
 
 fn ann(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
-    TaskRecord {
-        checkpoint,
-        ..record(id, "ctx", state, Utc::now().timestamp_millis(), "ann")
-    }
+    let mut record = record(id, "ctx", state, Utc::now().timestamp_millis(), "ann");
+    record.checkpoint = checkpoint;
+    record
 }
 
 #[tokio::test]

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// How the runtime runs tasks.
+/// How the runtime runs tasks. Start from `RuntimeConfig::default()` and set what
+/// differs: a setting added later breaks no embedder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// Skill for messages that name none (message metadata `skill`). Default: none, unless
     /// exactly one skill is registered, which is then used.

@@ -205,8 +205,10 @@ pub fn first_message<'a>(
 }
 
 /// A task as stored: the A2A task plus what the runtime needs to run and recover it.
+/// Made by [`TaskRecord::new`] (or read from a store); the other fields are set on it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct TaskRecord {
     /// The task, as clients see it.
     pub task: Task,
@@ -232,6 +234,21 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// `task` as first stored for `skill`: version 1, its creation the last event, no
+    /// owner, checkpoint, trace or run inputs.
+    pub fn new(task: Task, skill: impl Into<String>) -> TaskRecord {
+        TaskRecord {
+            task,
+            version: 1,
+            last_seq: 1,
+            skill: skill.into(),
+            owner: None,
+            checkpoint: None,
+            trace: None,
+            inputs: RunInputs::default(),
+        }
+    }
+
     /// The task's id.
     pub fn id(&self) -> &TaskId {
         &self.task.id

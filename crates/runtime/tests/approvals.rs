@@ -56,11 +56,10 @@ impl Pages {
 }
 
 fn gated(must_differ: bool) -> RuntimeConfig {
-    RuntimeConfig {
-        approvals: HashMap::from([("pages".to_owned(), ApprovalMode::Required)]),
-        approver_must_differ: must_differ,
-        ..RuntimeConfig::default()
-    }
+    let mut runtime_config = RuntimeConfig::default();
+    runtime_config.approvals = HashMap::from([("pages".to_owned(), ApprovalMode::Required)]);
+    runtime_config.approver_must_differ = must_differ;
+    runtime_config
 }
 
 async fn start(

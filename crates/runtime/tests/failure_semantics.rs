@@ -12,10 +12,9 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 fn config() -> RuntimeConfig {
-    RuntimeConfig {
-        cancel_grace_ms: 200,
-        ..RuntimeConfig::default()
-    }
+    let mut runtime_config = RuntimeConfig::default();
+    runtime_config.cancel_grace_ms = 200;
+    runtime_config
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,9 +244,10 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
     let skill = Scripted::new("s", true);
     let rt = Runtime::builder()
         .skill(skill.clone())
-        .config(RuntimeConfig {
-            skill_concurrency: HashMap::from([("s".to_owned(), 1)]),
-            ..config()
+        .config({
+            let mut runtime_config = config();
+            runtime_config.skill_concurrency = HashMap::from([("s".to_owned(), 1)]);
+            runtime_config
         })
         .start()
         .await
@@ -283,9 +283,10 @@ async fn a_task_waiting_for_input_holds_no_slot() {
     let skill = Scripted::new("s", true);
     let rt = Runtime::builder()
         .skill(skill.clone())
-        .config(RuntimeConfig {
-            skill_concurrency: HashMap::from([("s".to_owned(), 1)]),
-            ..config()
+        .config({
+            let mut runtime_config = config();
+            runtime_config.skill_concurrency = HashMap::from([("s".to_owned(), 1)]);
+            runtime_config
         })
         .start()
         .await
@@ -326,9 +327,10 @@ async fn small_buffer_runtime() -> (Scripted, RuntimeHandle) {
     let skill = Scripted::new("s", true);
     let rt = Runtime::builder()
         .skill(skill.clone())
-        .config(RuntimeConfig {
-            subscriber_buffer: 2,
-            ..config()
+        .config({
+            let mut runtime_config = config();
+            runtime_config.subscriber_buffer = 2;
+            runtime_config
         })
         .start()
         .await

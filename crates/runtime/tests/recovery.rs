@@ -65,16 +65,8 @@ async fn store_working(
         history,
         metadata: None,
     };
-    let record = TaskRecord {
-        task: task.clone(),
-        version: 1,
-        last_seq: 1,
-        skill: skill.into(),
-        owner: None,
-        checkpoint,
-        trace: None,
-        inputs: fundi_runtime::store::RunInputs::default(),
-    };
+    let mut record = TaskRecord::new(task.clone(), skill);
+    record.checkpoint = checkpoint;
     let event = TaskEvent {
         seq: 1,
         task_id: id.clone(),
@@ -180,9 +172,10 @@ async fn live_actors(rt: &RuntimeHandle, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_resumed_after_a_restart_get_actors_only_as_slots_free_up() {
     let dir = tempfile::tempdir().unwrap();
-    let one_at_a_time = || RuntimeConfig {
-        max_concurrent_runs: 1,
-        ..RuntimeConfig::default()
+    let one_at_a_time = || {
+        let mut runtime_config = RuntimeConfig::default();
+        runtime_config.max_concurrent_runs = 1;
+        runtime_config
     };
     let (rt, _, _) = start_with(dir.path(), one_at_a_time()).await;
     let mut ids = Vec::new();

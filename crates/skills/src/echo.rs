@@ -25,6 +25,7 @@ const MAX_DELAY_MS: u64 = 60_000;
 /// Defaults for messages that carry no data part.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct EchoConfig {
     /// Progress events before completing. Default: 0.
     pub steps: u64,

@@ -23,6 +23,7 @@ pub const SKILL_ID: &str = "inbox";
 /// `[skills.inbox]` settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct InboxConfig {
     /// How long a proposal (or a sender's reply) waits for an answer, in seconds, before
     /// its task is rejected. Default: 86400 (24 h).

@@ -64,10 +64,11 @@ struct Fixture {
 }
 
 async fn fixture(origins: Vec<String>) -> Fixture {
-    let config = A11yConfig {
-        allowed_origins: origins,
-        max_page_bytes: 100_000,
-        ..A11yConfig::default()
+    let config = {
+        let mut a11y_config = A11yConfig::default();
+        a11y_config.allowed_origins = origins;
+        a11y_config.max_page_bytes = 100_000;
+        a11y_config
     };
     fixture_with(config, fundi_runtime::RuntimeConfig::default()).await
 }
@@ -79,9 +80,10 @@ async fn fixture_with(config: A11yConfig, runtime: fundi_runtime::RuntimeConfig)
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(skill)
-        .config(fundi_runtime::RuntimeConfig {
-            cancel_grace_ms: 5_000,
-            ..runtime
+        .config({
+            let mut runtime_config = runtime;
+            runtime_config.cancel_grace_ms = 5_000;
+            runtime_config
         })
         .start()
         .await
@@ -361,15 +363,17 @@ fn costly_page() -> String {
 /// One CPU worker, and no page time limit to speak of: only the budget and cancel stop
 /// the work.
 async fn one_worker(cpu_budget_ms: u64) -> Fixture {
-    let config = A11yConfig {
-        max_page_bytes: 1 << 20,
-        page_time_limit_ms: 3_600_000,
-        ..A11yConfig::default()
+    let config = {
+        let mut a11y_config = A11yConfig::default();
+        a11y_config.max_page_bytes = 1 << 20;
+        a11y_config.page_time_limit_ms = 3_600_000;
+        a11y_config
     };
-    let runtime = fundi_runtime::RuntimeConfig {
-        cpu_workers: 1,
-        cpu_budget_ms,
-        ..Default::default()
+    let runtime = {
+        let mut runtime_config = fundi_runtime::RuntimeConfig::default();
+        runtime_config.cpu_workers = 1;
+        runtime_config.cpu_budget_ms = cpu_budget_ms;
+        runtime_config
     };
     fixture_with(config, runtime).await
 }

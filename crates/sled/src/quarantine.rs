@@ -139,23 +139,18 @@ impl SledStore {
             timestamp: Utc::now(),
         };
         let seq = header.last_seq.max(header.inline_through) + 1;
-        let record = TaskRecord {
-            task: Task {
-                id: id.clone(),
-                context_id: entry.context_id.clone(),
-                status: status.clone(),
-                artifacts: Vec::new(),
-                history: Vec::new(),
-                metadata: None,
-            },
-            version: header.version + 1,
-            last_seq: seq,
-            skill,
-            owner: entry.owner.clone(),
-            checkpoint: None,
-            trace: None,
-            inputs: fundi_runtime::store::RunInputs::default(),
+        let task = Task {
+            id: id.clone(),
+            context_id: entry.context_id.clone(),
+            status: status.clone(),
+            artifacts: Vec::new(),
+            history: Vec::new(),
+            metadata: None,
         };
+        let mut record = TaskRecord::new(task, skill);
+        record.version = header.version + 1;
+        record.last_seq = seq;
+        record.owner = entry.owner.clone();
         let event = TaskEvent {
             seq,
             task_id: id.clone(),

@@ -14,10 +14,9 @@ use fundi_runtime::testing::store_contract::created;
 /// A task of ann's in `state`, with `checkpoint`.
 fn record(id: &str, state: TaskState, checkpoint: Option<Value>) -> TaskRecord {
     let now = Utc::now().timestamp_millis();
-    TaskRecord {
-        checkpoint,
-        ..fundi_runtime::testing::store_contract::record(id, "ctx", state, now, "ann")
-    }
+    let mut record = fundi_runtime::testing::store_contract::record(id, "ctx", state, now, "ann");
+    record.checkpoint = checkpoint;
+    record
 }
 
 /// A value nested deeper than serde_json reads back (it writes it all the same).

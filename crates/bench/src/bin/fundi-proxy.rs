@@ -103,9 +103,10 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn runtime(targets: &[String]) -> anyhow::Result<RuntimeHandle> {
-    let config = ChaosConfig {
-        allowed_targets: targets.to_vec(),
-        ..ChaosConfig::default()
+    let config = {
+        let mut chaos_config = ChaosConfig::default();
+        chaos_config.allowed_targets = targets.to_vec();
+        chaos_config
     };
     let skill = ChaosRunSkill::new(
         config,
@@ -115,9 +116,10 @@ async fn runtime(targets: &[String]) -> anyhow::Result<RuntimeHandle> {
     .map_err(anyhow::Error::msg)?;
     Ok(Runtime::builder()
         .shared_store(Arc::new(MemoryStore::new()))
-        .config(RuntimeConfig {
-            approvals: Default::default(),
-            ..RuntimeConfig::default()
+        .config({
+            let mut runtime_config = RuntimeConfig::default();
+            runtime_config.approvals = Default::default();
+            runtime_config
         })
         .skill(skill)
         .start()

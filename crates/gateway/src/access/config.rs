@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct FriendsConfig {
     /// The identity providers whose assertions are accepted, by name; the name prefixes
     /// the user a vended grant acts as (`<name>:<sub>`). Default: none (requests for
@@ -45,6 +46,7 @@ impl Default for FriendsConfig {
 /// One identity provider.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct IssuerConfig {
     /// Its `iss`, exactly as its assertions carry it.
     pub issuer: String,

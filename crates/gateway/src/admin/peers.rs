@@ -60,13 +60,15 @@ async fn add(
         Ok(new) => new,
         Err(refused) => return refused,
     };
-    let config = PeerConfig {
-        url: new.url,
-        token: new.token,
-        user_token: new.user_token,
-        allow_private_networks: new.allow_private_networks,
-        require_signed_card: new.require_signed_card,
-        interface_hosts: new.interface_hosts,
+    let config = {
+        let mut peer_config = PeerConfig::default();
+        peer_config.url = new.url;
+        peer_config.token = new.token;
+        peer_config.user_token = new.user_token;
+        peer_config.allow_private_networks = new.allow_private_networks;
+        peer_config.require_signed_card = new.require_signed_card;
+        peer_config.interface_hosts = new.interface_hosts;
+        peer_config
     };
     match peers.add_peer(&new.name, config, &caller.user).await {
         Ok(added) => {

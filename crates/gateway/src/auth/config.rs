@@ -14,6 +14,7 @@ pub const DEFAULT_USER_HEADER: &str = "X-Fundi-User-Token";
 /// `user-header`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct AuthConfig {
     /// `static` (tokens listed here, for local use) or `jwt` (signed tokens checked
     /// against a JWKS or a public key). Default: static.
@@ -74,6 +75,7 @@ pub struct StaticClient {
 /// How one kind of JWT is checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct JwtConfig {
     /// Where the signing keys are published (a JWKS document). Either this or
     /// `public-key-file`.

@@ -218,10 +218,11 @@ pub async fn gateway_on(store: Arc<dyn TaskStore>, config: GatewayConfig) -> Gat
         .skill(Steps)
         .skill(Scoped("audit", "fundi:audit"))
         .skill(Scoped("chaos", "fundi:chaos"))
-        .config(RuntimeConfig {
-            default_skill: Some("steps".into()),
-            cancel_grace_ms: 200,
-            ..RuntimeConfig::default()
+        .config({
+            let mut runtime_config = RuntimeConfig::default();
+            runtime_config.default_skill = Some("steps".into());
+            runtime_config.cancel_grace_ms = 200;
+            runtime_config
         })
         .start()
         .await

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Limits and the origins pages may be fetched from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct A11yConfig {
     /// Origins (`https://site.example`) whose pages may be fetched and crawled; any other
     /// URL is refused. Default: none (only inline HTML is audited).

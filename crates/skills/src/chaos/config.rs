@@ -9,6 +9,7 @@ use super::target::Target;
 /// Targets, bounds and listen addresses for chaos runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ChaosConfig {
     /// Targets a run may put its proxy in front of: `host:port` (TCP) or an
     /// `http(s)://` origin; anything else is refused. Default: none.

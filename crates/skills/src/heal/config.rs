@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// which new issues the self-healing loop turns into heal tasks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct HealConfig {
     /// Directories whose git repositories heal may change; a repository outside every
     /// one of them is refused. Default: none (every heal is refused).

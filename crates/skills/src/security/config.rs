@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Targets, limits and trust for security scans.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct SecurityConfig {
     /// Origins (`https://app.example.com`) that may be scanned; anything else is
     /// refused. Default: none.

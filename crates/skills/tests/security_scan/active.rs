@@ -11,13 +11,11 @@ async fn active_checks_only_when_asked_within_their_budget() {
         ..Site::default()
     })
     .await;
-    let leaky_scanner = scanner(
-        &[&leaky],
-        SecurityConfig {
-            active_requests_per_second: 100,
-            ..SecurityConfig::default()
-        },
-    )
+    let leaky_scanner = scanner(&[&leaky], {
+        let mut security_config = SecurityConfig::default();
+        security_config.active_requests_per_second = 100;
+        security_config
+    })
     .await;
     let passive = leaky_scanner.scan(json!({"url": leaky})).await;
     let active_ids = [
@@ -69,13 +67,11 @@ async fn active_checks_only_when_asked_within_their_budget() {
         ..Site::default()
     })
     .await;
-    let soft_scanner = scanner(
-        &[&soft],
-        SecurityConfig {
-            active_requests_per_second: 100,
-            ..SecurityConfig::default()
-        },
-    )
+    let soft_scanner = scanner(&[&soft], {
+        let mut security_config = SecurityConfig::default();
+        security_config.active_requests_per_second = 100;
+        security_config
+    })
     .await;
     let task = soft_scanner
         .scan(json!({"url": soft, "active": true}))

@@ -404,13 +404,11 @@ async fn every_check_fires_on_a_bad_site_and_not_on_a_good_one() {
     let mut wrong = Vec::new();
     for case in cases {
         let url = https_site(case.site, pki.leaf(&["127.0.0.1"], false)).await;
-        let scanner = scanner(
-            &[&url],
-            SecurityConfig {
-                extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-                ..SecurityConfig::default()
-            },
-        )
+        let scanner = scanner(&[&url], {
+            let mut security_config = SecurityConfig::default();
+            security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
+            security_config
+        })
         .await;
         let task = scanner.scan(json!({"url": url})).await;
         if task.status.state != TaskState::Completed {

@@ -93,10 +93,11 @@ async fn hostile_targets_stay_bounded() {
         tokio::spawn(async move { axum::serve(listener, app).await });
         url
     };
-    let config = SecurityConfig {
-        request_timeout_ms: 500,
-        max_body_bytes: 256 * 1024,
-        ..SecurityConfig::default()
+    let config = {
+        let mut security_config = SecurityConfig::default();
+        security_config.request_timeout_ms = 500;
+        security_config.max_body_bytes = 256 * 1024;
+        security_config
     };
     let all = [
         huge.as_str(),

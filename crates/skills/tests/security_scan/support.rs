@@ -230,9 +230,10 @@ pub(crate) struct Scanner {
 pub(crate) async fn scanner(origins: &[&str], config: SecurityConfig) -> Scanner {
     let store = Arc::new(MemoryStore::new());
     let skill = SecurityScanSkill::new(
-        SecurityConfig {
-            allowed_origins: origins.iter().map(|o| o.to_string()).collect(),
-            ..config
+        {
+            let mut security_config = config;
+            security_config.allowed_origins = origins.iter().map(|o| o.to_string()).collect();
+            security_config
         },
         Arc::new(fundi_ops::issues::MemoryIssueStore::new()),
     )
@@ -335,9 +336,10 @@ pub(crate) async fn well_configured_https_site(pki: &Pki, body: String) -> (Stri
         ..Site::default()
     };
     let url = https_site(site, pki.leaf(&["127.0.0.1"], false)).await;
-    let config = SecurityConfig {
-        extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-        ..SecurityConfig::default()
+    let config = {
+        let mut security_config = SecurityConfig::default();
+        security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
+        security_config
     };
     let scanner = scanner(&[&url], config).await;
     (url, scanner)
@@ -390,14 +392,12 @@ pub(crate) async fn redirecting_site(to: &str) -> String {
 }
 
 pub(crate) async fn scanner_with_budget(url: &str, requests: usize) -> Scanner {
-    scanner(
-        &[url],
-        SecurityConfig {
-            max_active_requests: requests,
-            active_requests_per_second: 100,
-            ..SecurityConfig::default()
-        },
-    )
+    scanner(&[url], {
+        let mut security_config = SecurityConfig::default();
+        security_config.max_active_requests = requests;
+        security_config.active_requests_per_second = 100;
+        security_config
+    })
     .await
 }
 
@@ -407,9 +407,10 @@ pub(crate) async fn observatory_of(pki: &Pki, site: Site) -> Value {
     let https = https_site(site, pki.leaf(&["127.0.0.1"], false)).await;
     let http = redirecting_site(&https).await;
     let http_port = reqwest::Url::parse(&http).unwrap().port().unwrap();
-    let config = SecurityConfig {
-        extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-        ..SecurityConfig::default()
+    let config = {
+        let mut security_config = SecurityConfig::default();
+        security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
+        security_config
     };
     let scanner = scanner(&[&https, &http], config).await;
     let task = scanner

@@ -20,13 +20,11 @@ async fn tls_problems_are_findings_and_the_scan_goes_on() {
         (pki.leaf(&["127.0.0.1"], true), "tls-expired-certificate"),
     ] {
         let url = https_site(site.clone(), cert).await;
-        let scanner = scanner(
-            &[&url],
-            SecurityConfig {
-                extra_ca_files: vec![pki.ca_file.path().to_path_buf()],
-                ..SecurityConfig::default()
-            },
-        )
+        let scanner = scanner(&[&url], {
+            let mut security_config = SecurityConfig::default();
+            security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
+            security_config
+        })
         .await;
         let task = scanner.scan(json!({"url": url})).await;
         assert_eq!(
@@ -102,13 +100,11 @@ async fn probes_go_to_the_origin_the_scan_landed_on() {
     })
     .await;
     let entry = redirecting_site(&site).await;
-    let both = scanner(
-        &[&entry, &site],
-        SecurityConfig {
-            active_requests_per_second: 100,
-            ..SecurityConfig::default()
-        },
-    )
+    let both = scanner(&[&entry, &site], {
+        let mut security_config = SecurityConfig::default();
+        security_config.active_requests_per_second = 100;
+        security_config
+    })
     .await;
     let task = both.scan(json!({"url": entry, "active": true})).await;
     let found = ids(&task);
