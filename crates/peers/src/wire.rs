@@ -9,8 +9,8 @@ mod v03;
 
 use std::time::Duration;
 
-use fundi_runtime::Message;
 use fundi_runtime::telemetry::traceparent_of;
+use fundi_runtime::{Message, error_chain};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -302,18 +302,6 @@ impl Endpoint {
             reason,
         }
     }
-}
-
-/// An error with its sources ("error sending request: connection refused").
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Peer, PeerDirectory};
 use crate::error::PeerError;
-use crate::wire::error_chain;
+use fundi_runtime::error_chain;
 
 /// A request for access a peer took, pending there.
 #[derive(Debug, Clone, Serialize)]

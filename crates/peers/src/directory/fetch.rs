@@ -13,7 +13,7 @@ use super::{Cached, MAX_CARD_BYTES, Peer};
 use crate::card::{PeerCard, check_hosts};
 use crate::error::PeerError;
 use crate::signature;
-use crate::wire::error_chain;
+use fundi_runtime::error_chain;
 
 impl Peer {
     pub(super) fn cached(&self) -> Option<Cached> {

@@ -33,7 +33,7 @@ pub(crate) fn events(response: reqwest::Response, peer: String, frames: Frames) 
                 Err(error) => {
                     yield Err(PeerError::Unreachable {
                         peer: peer.clone(),
-                        reason: format!("the stream broke off: {}", super::error_chain(&error)),
+                        reason: format!("the stream broke off: {}", fundi_runtime::error_chain(&error)),
                     });
                     return;
                 }
