@@ -76,16 +76,10 @@ mod tests {
     use crate::model::{ContextId, Task};
 
     fn record(id: &str, skill: &str, state: TaskState) -> TaskRecord {
-        TaskRecord {
-            task: Task::new(TaskId::from(id), ContextId::from("c"), state),
-            version: 1,
-            last_seq: 1,
-            skill: skill.into(),
-            owner: None,
-            checkpoint: None,
-            trace: None,
-            inputs: crate::store::RunInputs::default(),
-        }
+        TaskRecord::new(
+            Task::new(TaskId::from(id), ContextId::from("c"), state),
+            skill,
+        )
     }
 
     #[test]

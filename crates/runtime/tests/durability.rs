@@ -206,7 +206,7 @@ async fn reads_return_only_durable_state() {
 async fn writers_do_not_wait_for_the_disk_and_a_skill_can() {
     let (rt, store) = start().await;
     // A submission whose caller tells only the outcome (a blocking send) does not
-    // settle; its task is stored by its actor with its skill's first step.
+    // settle: its task is written, and durable only once the outcome is told.
     let waiting = rt
         .submit(request("scripted", json!({"gate": true})))
         .wait()
@@ -299,7 +299,7 @@ async fn a_wait_whose_deadline_passes_first_returns_the_task_as_it_stands_durabl
     assert_eq!(outcome.task, stored.task);
 }
 
-/// Waits until the store has the task (a blocking send's task is stored by its actor).
+/// Waits until the store has the task.
 async fn stored(store: &Watched, id: &TaskId) {
     let deadline = std::time::Instant::now() + DEADLINE;
     while store.inner.get(id).await.unwrap().is_none() {
