@@ -32,7 +32,7 @@ use static_tokens::StaticTable;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Caller {
     /// The end user's subject: owner of the tasks this caller creates.
-    pub user: String,
+    pub user: fundi_runtime::UserId,
     /// The client application (static client name or JWT subject).
     pub client: String,
     /// The scopes that decide which skills may run.
@@ -161,7 +161,7 @@ impl Authenticator {
         }) = granted
         {
             return Ok(Caller {
-                user,
+                user: user.into(),
                 client,
                 grants: Grants::scopes(scopes),
                 grant,
@@ -195,7 +195,7 @@ impl Authenticator {
                     reason: UNKNOWN_STATIC.into(),
                 })?;
                 Ok(Caller {
-                    user,
+                    user: user.into(),
                     client: granted.client,
                     grants: Grants::scopes(granted.scopes),
                     grant: granted.grant,
@@ -228,7 +228,7 @@ impl Authenticator {
                     scopes.retain(|s| user_scopes.contains(s));
                 }
                 Ok(Caller {
-                    user: person.subject,
+                    user: person.subject.into(),
                     client: granted.client,
                     grants: Grants::scopes(scopes),
                     grant: granted.grant,

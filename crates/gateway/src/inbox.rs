@@ -52,7 +52,7 @@ async fn respond(
     let task_id = TaskId::from(task);
     let reply = Reply {
         answer,
-        by: caller.user.clone(),
+        by: caller.user.to_string(),
     };
     match inbox.respond(&task_id, reply) {
         Ok(()) => {

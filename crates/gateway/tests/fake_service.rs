@@ -195,7 +195,7 @@ impl Front {
 async fn each_method_makes_its_one_call_for_the_caller_and_encodes_the_answer() {
     let fake = Fake::default();
     let front = Front::new(fake.clone());
-    let alice = "Some(\"alice\")";
+    let alice = "Some(UserId(\"alice\"))";
 
     let (_, got) = front
         .call("GetTask", json!({"id": TASK, "historyLength": 2}))
@@ -235,7 +235,7 @@ async fn each_method_makes_its_one_call_for_the_caller_and_encodes_the_answer() 
         [
             format!("snapshot {TASK} Some(2) Owner(\"alice\")"),
             format!("cancel {TASK} Owner(\"alice\")"),
-            "list 7 User(\"alice\")".to_owned(),
+            "list 7 User(UserId(\"alice\"))".to_owned(),
             format!("wait blocking by {alice}"),
             format!("submit at-once by {alice}"),
         ]

@@ -39,6 +39,7 @@ impl PostgresStore {
             let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
             let context_id = record.task.context_id.as_str();
             let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
+            let record_owner = record.owner.as_deref();
             let mut params: Vec<&(dyn ToSql + Sync)> = vec![
                 &id,
                 &version,
@@ -46,7 +47,7 @@ impl PostgresStore {
                 &context_id,
                 &state,
                 &terminal,
-                &record.owner,
+                &record_owner,
                 &updated,
                 &seqs,
                 &bodies,

@@ -175,7 +175,7 @@ fn failure(
     let mut record = TaskRecord::new(task, skill);
     record.version = version;
     record.last_seq = seq;
-    record.owner = owner;
+    record.owner = owner.map(Into::into);
     let event = TaskEvent {
         seq,
         task_id: id.clone(),

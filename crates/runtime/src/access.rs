@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::model::UserId;
+
 /// The scope that grants every skill.
 pub const ADMIN_SCOPE: &str = "fundi:admin";
 
@@ -44,12 +46,12 @@ pub enum TaskOwner {
     #[default]
     Any,
     /// Only the tasks this user created.
-    User(String),
+    User(UserId),
 }
 
 impl TaskOwner {
     /// The tasks `user` created.
-    pub fn user(user: impl Into<String>) -> TaskOwner {
+    pub fn user(user: impl Into<UserId>) -> TaskOwner {
         TaskOwner::User(user.into())
     }
 
@@ -57,7 +59,7 @@ impl TaskOwner {
     pub fn as_user(&self) -> Option<&str> {
         match self {
             TaskOwner::Any => None,
-            TaskOwner::User(user) => Some(user),
+            TaskOwner::User(user) => Some(user.as_str()),
         }
     }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::access::{ADMIN_SCOPE, Grants};
-use crate::model::{Message, Part, Task, TaskId, TaskState, TaskStatus};
+use crate::model::{Message, Part, Task, TaskId, TaskState, TaskStatus, UserId};
 
 /// The scope that lets its holder approve or reject any gated skill's tasks;
 /// `fundi:approve:<skill>` does it for one skill.
@@ -24,7 +24,7 @@ const KEY: &str = "approval";
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
     /// The user who asked.
-    pub requested_by: Option<String>,
+    pub requested_by: Option<UserId>,
     /// Through which client.
     pub client: Option<String>,
     /// The skill.

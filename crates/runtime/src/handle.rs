@@ -30,7 +30,7 @@ use crate::actors::{
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::model::{Task, TaskId};
+use crate::model::{Task, TaskId, UserId};
 use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
@@ -165,7 +165,7 @@ impl RuntimeHandle {
     /// The user who owns a task (`None`: it has none), for trusted in-process callers
     /// acting on a task's behalf (the heal loop submits a fix for the user whose audit
     /// found the issue).
-    pub async fn owner_of(&self, task_id: &TaskId) -> Result<Option<String>, RuntimeError> {
+    pub async fn owner_of(&self, task_id: &TaskId) -> Result<Option<UserId>, RuntimeError> {
         Ok(self.visible_record(task_id, Access::Any).await?.owner)
     }
 

@@ -79,7 +79,7 @@ pub use handle::{
 pub use model::{
     Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Task,
     TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
-    TaskStatusUpdateEvent, TaskUpdate,
+    TaskStatusUpdateEvent, TaskUpdate, UserId,
 };
 pub use recovery_plan::{INTERRUPTED_BY_RESTART, RecoveryReport};
 pub use requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};

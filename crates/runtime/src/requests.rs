@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::access::{Grants, TaskOwner};
-use crate::model::{ContextId, Message, Task, TaskState};
+use crate::model::{ContextId, Message, Task, TaskState, UserId};
 
 /// A request to start a task, or to continue one (when the message names a task). Made
 /// with [`SubmitRequest::new`] and the methods after it, so that a field added later
@@ -19,7 +19,7 @@ pub struct SubmitRequest {
     /// default, then the only registered skill.
     pub skill: Option<String>,
     /// The authenticated end user; tasks of other owners are invisible to them.
-    pub owner: Option<String>,
+    pub owner: Option<UserId>,
     /// The client application the user acts through (for the record: an approval
     /// request names it).
     pub client: Option<String>,
@@ -47,7 +47,7 @@ impl SubmitRequest {
     }
 
     /// The authenticated end user the task is for.
-    pub fn owner(mut self, owner: Option<String>) -> SubmitRequest {
+    pub fn owner(mut self, owner: Option<UserId>) -> SubmitRequest {
         self.owner = owner;
         self
     }

@@ -41,7 +41,7 @@ impl From<&str> for InputRefused {
         InputRefused::new(reason)
     }
 }
-use crate::model::{Artifact, ContextId, Message, Part, TaskId};
+use crate::model::{Artifact, ContextId, Message, Part, TaskId, UserId};
 
 /// What a skill tells the world about itself (it becomes an A2A `AgentSkill`). Made
 /// with [`SkillCard::new`] and the methods after it, so that a field added later breaks
@@ -274,7 +274,7 @@ pub struct SkillInput {
     /// True when this run resumes a task interrupted by a restart.
     pub resumed: bool,
     /// The user who owns the task (who asked), when there is one.
-    pub owner: Option<String>,
+    pub owner: Option<UserId>,
 }
 
 /// What a finished run produced. Artifacts are stored before the task completes.

@@ -17,7 +17,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::access::TaskOwner;
-use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState};
+use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState, UserId};
 
 pub use cluster::{Cluster, Holder, Incoming};
 pub use cursor::Cursor;
@@ -220,7 +220,7 @@ pub struct TaskRecord {
     pub skill: String,
     /// Who created the task (the authenticated end user), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
+    pub owner: Option<UserId>,
     /// The skill's last checkpoint, handed back when the task is resumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Value>,

@@ -87,7 +87,7 @@ impl Skill for InboxSkill {
                 since + chrono::Duration::from_std(lasts).unwrap_or(chrono::Duration::MAX);
             let answer = self.inbox.offer(Proposal {
                 task_id: ctx.task_id().clone(),
-                from: input.owner.clone(),
+                from: input.owner.as_ref().map(ToString::to_string),
                 message: latest.clone(),
                 since,
                 expires_at,

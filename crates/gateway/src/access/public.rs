@@ -122,7 +122,7 @@ async fn collect(
 /// client.
 fn requester(request: &fundi_ops::access::AccessRequest) -> Caller {
     Caller {
-        user: request.requester.user(),
+        user: request.requester.user().into(),
         client: request.id.clone(),
         grants: Grants::scopes(Vec::<String>::new()),
         grant: None,

@@ -211,7 +211,7 @@ pub(crate) async fn decide_as(
     };
     let decision = Decision {
         verdict,
-        by: caller.user.clone(),
+        by: caller.user.to_string(),
         client: Some(caller.client.clone()),
     };
     let task = state

@@ -43,7 +43,7 @@ pub(crate) async fn record(
         return Ok(());
     };
     let entry = AuditEntry {
-        user: caller.user.clone(),
+        user: caller.user.to_string(),
         client: caller.client.clone(),
         action: action.to_owned(),
         target: target.to_owned(),

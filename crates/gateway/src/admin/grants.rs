@@ -73,7 +73,7 @@ async fn create(
         id: format!("gr-{}", uuid::Uuid::now_v7()),
         client: new.client,
         scopes: new.scopes,
-        created_by: caller.user.clone(),
+        created_by: caller.user.to_string(),
         created_at: now,
         expires_at,
         revoked_at: None,

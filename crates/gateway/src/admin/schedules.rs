@@ -58,7 +58,7 @@ async fn create(
         None => caller.client.clone(),
     };
     let creator = Creator {
-        owner: Some(caller.user.clone()),
+        owner: Some(caller.user.to_string()),
         client: Some(client),
         grants: caller.grants.clone(),
     };

@@ -42,7 +42,7 @@ pub(super) async fn make_link(
         return refusal(&Value::Null, &error, Dialect::V1);
     }
     let person = Person {
-        user: caller.user.clone(),
+        user: caller.user.to_string(),
         client: caller.client.clone(),
         grants: caller.grants.clone(),
     };

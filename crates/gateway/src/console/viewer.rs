@@ -45,7 +45,7 @@ impl Viewer {
     pub(crate) fn caller(&self) -> Caller {
         let person = self.person();
         Caller {
-            user: person.user.clone(),
+            user: person.user.clone().into(),
             client: person.client.clone(),
             grants: person.grants.clone(),
             grant: None,

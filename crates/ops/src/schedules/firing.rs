@@ -7,7 +7,7 @@ use super::{Firing, NewSchedule, Schedule, ScopeAuthority};
 use fundi_runtime::RuntimeError;
 use fundi_runtime::RuntimeHandle;
 use fundi_runtime::SubmitRequest;
-use fundi_runtime::model::{Message, Part};
+use fundi_runtime::model::{Message, Part, UserId};
 
 /// The message of the firing due at `due`. Its id is made of the schedule and the due
 /// time, so that submitting the same firing again (after a crash kept it from being
@@ -67,7 +67,7 @@ pub(super) async fn fire(
     };
     let request = SubmitRequest::new(message)
         .skill(Some(schedule.spec.skill.clone()))
-        .owner(schedule.owner.clone())
+        .owner(schedule.owner.clone().map(UserId::from))
         .client(schedule.client.clone())
         .grants(grants);
     match runtime.submit(request).await {

@@ -19,7 +19,7 @@ use super::fanout::{Fanout, Follower, LiveEvents};
 use crate::error::RuntimeError;
 use crate::model::limits::{self, InvalidField};
 use crate::model::{
-    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, UserId,
 };
 use crate::requests::TaskSnapshot;
 use crate::store::{RunInputs, StoreError, TaskRecord, TaskStore};
@@ -61,7 +61,7 @@ pub(crate) struct NewTask {
     pub(crate) message: Message,
     pub(crate) context_id: Option<ContextId>,
     pub(crate) skill: String,
-    pub(crate) owner: Option<String>,
+    pub(crate) owner: Option<UserId>,
     pub(crate) trace: Option<String>,
     /// Stored already working: its skill has a slot and runs at once.
     pub(crate) working: bool,

@@ -14,11 +14,6 @@ macro_rules! id_type {
         pub struct $name(Arc<str>);
 
         impl $name {
-            /// A new random id (UUIDv7: time-ordered, so ids sort roughly by creation).
-            pub fn generate() -> Self {
-                Self(Uuid::now_v7().to_string().into())
-            }
-
             /// The id as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -53,3 +48,43 @@ id_type!(
     /// A context id: groups related tasks and messages of one conversation.
     ContextId
 );
+id_type!(
+    /// A user's id: who created a task (its owner), or who sent a message, as the
+    /// authenticated end user's credentials say.
+    UserId
+);
+
+macro_rules! generated {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// A new random id (UUIDv7: time-ordered, so ids sort roughly by creation).
+            pub fn generate() -> Self {
+                Self(Uuid::now_v7().to_string().into())
+            }
+        }
+    )*};
+}
+
+generated!(TaskId, ContextId);
+
+/// A user id reads as the string it is (`Option<UserId>::as_deref` gives an
+/// `Option<&str>`, as `Access::of_owner` takes).
+impl std::ops::Deref for UserId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for UserId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for UserId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Cursor, ListQuery, StoreError, TaskRecord};
-use crate::model::{ContextId, TaskId, TaskState};
+use crate::model::{ContextId, TaskId, TaskState, UserId};
 
 /// What listing needs to filter a task without reading its snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct IndexEntry {
     pub state: u8,
     /// Who created it.
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
+    pub owner: Option<UserId>,
     /// The task's skill; `None` in entries written before the index kept it.
     #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,

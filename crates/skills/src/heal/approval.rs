@@ -94,7 +94,9 @@ impl HealIssueSkill {
             };
             let by = message.sender().map(str::to_owned);
             let approver = by.as_deref().unwrap_or("an in-process caller");
-            if self.config.require_distinct_approver && by == proposed.requested_by {
+            if self.config.require_distinct_approver
+                && by.as_deref() == proposed.requested_by.as_deref()
+            {
                 prompt = format!(
                     "{approver} asked for this fix and cannot approve or reject it too: another \
                      person holding fundi:heal must. {}",

@@ -28,7 +28,7 @@ pub(crate) struct Proposed {
     /// What the approver should look at.
     pub(crate) notes: Vec<String>,
     /// Who asked.
-    pub(crate) requested_by: Option<String>,
+    pub(crate) requested_by: Option<fundi_runtime::UserId>,
     /// The diff.
     pub(crate) diff: String,
 }

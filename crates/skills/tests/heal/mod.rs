@@ -60,7 +60,7 @@ pub async fn record_missing_lang(issues: &dyn IssueStore) -> String {
 /// A request from `user` holding `scopes` (no user: an in-process caller).
 pub fn from(user: Option<&str>, scopes: &[&str], message: Message) -> SubmitRequest {
     let mut request = SubmitRequest::new(message);
-    request.owner = user.map(str::to_owned);
+    request.owner = user.map(Into::into);
     if user.is_some() {
         request.grants = Grants::scopes(scopes.iter().copied());
     }
