@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::UserId;
+use crate::model::{Scope, UserId};
 
 /// The scope that grants every skill.
 pub const ADMIN_SCOPE: &str = "fundi:admin";
@@ -77,7 +77,7 @@ pub enum Grants {
     #[default]
     All,
     /// Exactly these scopes; [`ADMIN_SCOPE`] among them grants every skill.
-    Scopes(BTreeSet<String>),
+    Scopes(BTreeSet<Scope>),
 }
 
 impl Grants {
@@ -85,7 +85,7 @@ impl Grants {
     pub fn scopes<I, S>(scopes: I) -> Grants
     where
         I: IntoIterator<Item = S>,
-        S: Into<String>,
+        S: Into<Scope>,
     {
         Grants::Scopes(scopes.into_iter().map(Into::into).collect())
     }
@@ -104,7 +104,7 @@ impl Grants {
     pub fn list(&self) -> Option<Vec<&str>> {
         match self {
             Grants::All => None,
-            Grants::Scopes(held) => Some(held.iter().map(String::as_str).collect()),
+            Grants::Scopes(held) => Some(held.iter().map(Scope::as_str).collect()),
         }
     }
 }

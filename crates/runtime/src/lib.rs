@@ -77,7 +77,7 @@ pub use handle::{
     Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting, WeakRuntimeHandle,
 };
 pub use model::{
-    Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Task,
+    Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Scope, Task,
     TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
     TaskStatusUpdateEvent, TaskUpdate, UserId,
 };

@@ -41,7 +41,7 @@ impl From<&str> for InputRefused {
         InputRefused::new(reason)
     }
 }
-use crate::model::{Artifact, ContextId, Message, Part, TaskId, UserId};
+use crate::model::{Artifact, ContextId, Message, Part, Scope, TaskId, UserId};
 
 /// What a skill tells the world about itself (it becomes an A2A `AgentSkill`). Made
 /// with [`SkillCard::new`] and the methods after it, so that a field added later breaks
@@ -65,7 +65,7 @@ pub struct SkillCard {
     /// Media types the skill produces.
     pub output_modes: Vec<String>,
     /// The scope a caller needs to start the skill (e.g. `fundi:audit`), if any.
-    pub required_scope: Option<String>,
+    pub required_scope: Option<Scope>,
     /// Whether an interrupted run may be started again with its last checkpoint after a
     /// restart. A non-resumable task that a restart interrupts ends `failed`.
     pub resumable: bool,
@@ -188,7 +188,7 @@ impl SkillCard {
     }
 
     /// The scope a caller needs (`None`: any caller).
-    pub fn required_scope(mut self, scope: Option<String>) -> SkillCard {
+    pub fn required_scope(mut self, scope: Option<Scope>) -> SkillCard {
         self.required_scope = scope;
         self
     }
@@ -228,7 +228,7 @@ impl SkillCard {
     }
 
     /// Requires callers to hold `scope` to start the skill.
-    pub fn scope(mut self, scope: impl Into<String>) -> SkillCard {
+    pub fn scope(mut self, scope: impl Into<Scope>) -> SkillCard {
         self.required_scope = Some(scope.into());
         self
     }

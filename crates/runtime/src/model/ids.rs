@@ -1,4 +1,5 @@
-//! Identifier newtypes, so a task id can never be passed where a context id belongs.
+//! Identifier newtypes, so a task id can never be passed where a context id belongs, nor
+//! a user where a scope does.
 
 use std::fmt;
 use std::sync::Arc;
@@ -53,6 +54,11 @@ id_type!(
     /// authenticated end user's credentials say.
     UserId
 );
+id_type!(
+    /// A scope: what a credential or a grant allows (`fundi:audit`), and what a skill's
+    /// card needs its callers to hold.
+    Scope
+);
 
 macro_rules! generated {
     ($($name:ident),*) => {$(
@@ -67,24 +73,36 @@ macro_rules! generated {
 
 generated!(TaskId, ContextId);
 
-/// A user id reads as the string it is (`Option<UserId>::as_deref` gives an
-/// `Option<&str>`, as `Access::of_owner` takes).
-impl std::ops::Deref for UserId {
-    type Target = str;
+macro_rules! reads_as_str {
+    ($($name:ident),*) => {$(
+        /// Reads as the string it is (so `Option<Self>::as_deref` gives an
+        /// `Option<&str>`, and a set of them is searched by `&str`).
+        impl std::ops::Deref for $name {
+            type Target = str;
 
-    fn deref(&self) -> &str {
-        &self.0
-    }
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+    )*};
 }
 
-impl PartialEq<str> for UserId {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for UserId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+reads_as_str!(UserId, Scope);
