@@ -15,7 +15,7 @@ use fundi_ops::inbox::{Answer, InboxError, Response as Reply};
 use fundi_runtime::TaskId;
 use serde_json::json;
 
-use crate::admin::audit::record;
+use crate::admin::audit::AuditTrail;
 use crate::admin::{admin_error as error, parse};
 use crate::operator::{Operator, Proposals, Responder};
 use crate::state::AppState;
@@ -31,7 +31,7 @@ async fn list(_responder: Operator<Responder>, Proposals(inbox): Proposals) -> R
 }
 
 async fn respond(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Responder>,
     Proposals(inbox): Proposals,
     Path(task): Path<String>,
@@ -57,8 +57,9 @@ async fn respond(
     match inbox.respond(&task_id, reply) {
         Ok(()) => {
             let detail = json!({"action": action});
-            if let Err(failed) =
-                record(&state, &caller, "inbox.respond", task_id.as_str(), detail).await
+            if let Err(failed) = audit
+                .record(&caller, "inbox.respond", task_id.as_str(), detail)
+                .await
             {
                 return failed;
             }

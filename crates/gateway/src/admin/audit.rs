@@ -1,14 +1,15 @@
-//! The audit log for operators (`GET /admin/audit?after=&limit=`), and the helper every
-//! admin action records itself with.
+//! The audit log for operators (`GET /admin/audit?after=&limit=`), and the trail every
+//! admin action records itself in ([`AuditTrail`], a sub-state a handler names).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use fundi_ops::audit::AuditEntry;
+use fundi_ops::audit::{AuditEntry, AuditLog};
 use serde_json::{Value, json};
 
 use super::{admin_error, page};
@@ -20,11 +21,47 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/admin/audit", get(read))
 }
 
-/// Records what `caller` did, after it was done: in the audit log (when one is kept)
-/// and as an event of the request's span (`fundi::audit`), which OpenTelemetry exports
-/// with the trace. `Err` is the answer to give when the record could not be written.
+/// Where admin actions are recorded: the audit log, when one is kept, and the request's
+/// span. A handler that records takes it as `State<AuditTrail>`.
+#[derive(Clone)]
+pub(crate) struct AuditTrail(Option<Arc<dyn AuditLog>>);
+
+impl FromRef<AppState> for AuditTrail {
+    fn from_ref(state: &AppState) -> AuditTrail {
+        AuditTrail(state.operators.audit.clone())
+    }
+}
+
+impl AuditTrail {
+    /// Records what `caller` did, after it was done: in the audit log (when one is
+    /// kept) and as an event of the request's span (`fundi::audit`), which
+    /// OpenTelemetry exports with the trace. `Err` is the answer to give when the
+    /// record could not be written.
+    pub(crate) async fn record(
+        &self,
+        caller: &Caller,
+        action: &str,
+        target: &str,
+        detail: Value,
+    ) -> Result<(), Response> {
+        record_in(self.0.as_deref(), caller, action, target, detail).await
+    }
+}
+
+/// [`AuditTrail::record`] for a handler that holds the whole state for other reasons.
 pub(crate) async fn record(
     state: &AppState,
+    caller: &Caller,
+    action: &str,
+    target: &str,
+    detail: Value,
+) -> Result<(), Response> {
+    let log = state.operators.audit.as_deref();
+    record_in(log, caller, action, target, detail).await
+}
+
+async fn record_in(
+    log: Option<&dyn AuditLog>,
     caller: &Caller,
     action: &str,
     target: &str,
@@ -39,7 +76,7 @@ pub(crate) async fn record(
         detail = %detail,
         "audit"
     );
-    let Some(log) = &state.operators.audit else {
+    let Some(log) = log else {
         return Ok(());
     };
     let entry = AuditEntry {
@@ -59,11 +96,11 @@ pub(crate) async fn record(
 }
 
 async fn read(
-    State(state): State<AppState>,
+    State(AuditTrail(log)): State<AuditTrail>,
     _operator: Operator<Admin>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let Some(log) = &state.operators.audit else {
+    let Some(log) = log else {
         return admin_error(StatusCode::NOT_FOUND, "no audit log is kept on this server");
     };
     let (after, limit) = match page(&query) {

@@ -14,7 +14,7 @@ use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::audit::record;
+use super::audit::AuditTrail;
 use super::grant_desk::{GrantDesk, Revoked, check_scopes, expiry, random_hex};
 use super::{admin_error, parse};
 use crate::operator::{Admin, GrantsDesk, Operator};
@@ -45,7 +45,7 @@ struct Narrowing {
 }
 
 async fn create(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     GrantsDesk(desk): GrantsDesk,
     body: Bytes,
@@ -86,18 +86,17 @@ async fn create(
     }
     let detail =
         json!({"client": grant.client, "scopes": grant.scopes, "expiresAt": grant.expires_at});
-    if let Err(failed) = record(&state, &caller, "grant.create", &grant.id, detail).await {
+    if let Err(failed) = audit
+        .record(&caller, "grant.create", &grant.id, detail)
+        .await
+    {
         return failed;
     }
     let body = json!({"grant": grant.shown(), "token": token});
     (StatusCode::CREATED, axum::Json(body)).into_response()
 }
 
-async fn list(
-    State(_state): State<AppState>,
-    _operator: Operator<Admin>,
-    GrantsDesk(desk): GrantsDesk,
-) -> Response {
+async fn list(_operator: Operator<Admin>, GrantsDesk(desk): GrantsDesk) -> Response {
     match desk.store.list().await {
         Ok(grants) => {
             let shown: Vec<Grant> = grants.iter().map(Grant::shown).collect();
@@ -111,7 +110,6 @@ async fn list(
 }
 
 async fn show(
-    State(_state): State<AppState>,
     _operator: Operator<Admin>,
     GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
@@ -123,7 +121,7 @@ async fn show(
 }
 
 async fn narrow(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
@@ -161,14 +159,17 @@ async fn narrow(
         return admin_error(StatusCode::INTERNAL_SERVER_ERROR, "the store failed");
     }
     let detail = json!({"from": before, "to": grant.scopes});
-    if let Err(failed) = record(&state, &caller, "grant.narrow", &grant.id, detail).await {
+    if let Err(failed) = audit
+        .record(&caller, "grant.narrow", &grant.id, detail)
+        .await
+    {
         return failed;
     }
     axum::Json(grant.shown()).into_response()
 }
 
 async fn revoke(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     GrantsDesk(desk): GrantsDesk,
     Path(id): Path<String>,
@@ -176,7 +177,10 @@ async fn revoke(
     match desk.revoke(&id).await {
         Ok(Revoked::Now(grant)) => {
             let detail = json!({"client": grant.client});
-            if let Err(failed) = record(&state, &caller, "grant.revoke", &grant.id, detail).await {
+            if let Err(failed) = audit
+                .record(&caller, "grant.revoke", &grant.id, detail)
+                .await
+            {
                 return failed;
             }
             axum::Json(grant.shown()).into_response()

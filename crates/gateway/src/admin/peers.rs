@@ -15,7 +15,7 @@ use fundi_peers::{PeerConfig, PeerError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::audit::record;
+use super::audit::AuditTrail;
 use super::{admin_error, parse};
 use crate::operator::{Admin, Operator, Peers};
 use crate::state::AppState;
@@ -48,7 +48,7 @@ async fn list(_operator: Operator<Admin>, Peers(peers): Peers) -> Response {
 }
 
 async fn add(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Peers(peers): Peers,
     body: Bytes,
@@ -74,7 +74,7 @@ async fn add(
         Ok(added) => {
             let detail =
                 json!({"url": added.url, "allowPrivateNetworks": added.allow_private_networks});
-            if let Err(failed) = record(&state, &caller, "peer.add", &added.name, detail).await {
+            if let Err(failed) = audit.record(&caller, "peer.add", &added.name, detail).await {
                 return failed;
             }
             (StatusCode::CREATED, axum::Json(json!({"peer": added}))).into_response()
@@ -84,14 +84,14 @@ async fn add(
 }
 
 async fn remove(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Peers(peers): Peers,
     Path(name): Path<String>,
 ) -> Response {
     match peers.remove_peer(&name).await {
         Ok(true) => {
-            if let Err(failed) = record(&state, &caller, "peer.remove", &name, json!({})).await {
+            if let Err(failed) = audit.record(&caller, "peer.remove", &name, json!({})).await {
                 return failed;
             }
             StatusCode::NO_CONTENT.into_response()

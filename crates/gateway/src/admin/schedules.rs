@@ -13,7 +13,7 @@ use fundi_ops::schedules::{Creator, NewSchedule, Scheduler};
 use fundi_runtime::RuntimeError;
 use serde_json::{Value, json};
 
-use super::audit::record;
+use super::audit::AuditTrail;
 use super::parse;
 use crate::auth::Caller;
 use crate::auth::grant_client;
@@ -28,11 +28,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/admin/schedules/{id}/resume", post(resume))
 }
 
-async fn list(
-    State(_state): State<AppState>,
-    _operator: Operator<Admin>,
-    Schedules(scheduler): Schedules,
-) -> Response {
+async fn list(_operator: Operator<Admin>, Schedules(scheduler): Schedules) -> Response {
     answer(
         StatusCode::OK,
         scheduler.list().await.map(|s| json!({"schedules": s})),
@@ -40,7 +36,7 @@ async fn list(
 }
 
 async fn create(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Schedules(scheduler): Schedules,
     body: Bytes,
@@ -66,7 +62,7 @@ async fn create(
     if let Ok(schedule) = &created {
         let detail = json!({"skill": schedule.spec.skill, "cron": schedule.spec.cron,
                             "zone": schedule.zone});
-        let recorded = record(&state, &caller, "schedule.create", &schedule.id, detail);
+        let recorded = audit.record(&caller, "schedule.create", &schedule.id, detail);
         if let Err(failed) = recorded.await {
             return failed;
         }
@@ -75,7 +71,6 @@ async fn create(
 }
 
 async fn show(
-    State(_state): State<AppState>,
     _operator: Operator<Admin>,
     Schedules(scheduler): Schedules,
     Path(id): Path<String>,
@@ -84,14 +79,16 @@ async fn show(
 }
 
 async fn delete(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
     let deleted = scheduler.delete(&id).await;
     if deleted.is_ok()
-        && let Err(failed) = record(&state, &caller, "schedule.delete", &id, Value::Null).await
+        && let Err(failed) = audit
+            .record(&caller, "schedule.delete", &id, Value::Null)
+            .await
     {
         return failed;
     }
@@ -99,25 +96,25 @@ async fn delete(
 }
 
 async fn pause(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    set_paused(&state, &caller, &scheduler, &id, true).await
+    set_paused(&audit, &caller, &scheduler, &id, true).await
 }
 
 async fn resume(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Schedules(scheduler): Schedules,
     Path(id): Path<String>,
 ) -> Response {
-    set_paused(&state, &caller, &scheduler, &id, false).await
+    set_paused(&audit, &caller, &scheduler, &id, false).await
 }
 
 async fn set_paused(
-    state: &AppState,
+    audit: &AuditTrail,
     caller: &Caller,
     scheduler: &Scheduler,
     id: &str,
@@ -129,7 +126,7 @@ async fn set_paused(
         false => "schedule.resume",
     };
     if changed.is_ok()
-        && let Err(failed) = record(state, caller, action, id, Value::Null).await
+        && let Err(failed) = audit.record(caller, action, id, Value::Null).await
     {
         return failed;
     }
