@@ -214,6 +214,33 @@ async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_str
 }
 
 #[tokio::test]
+async fn a_blocking_answer_sent_to_another_node_returns_the_outcome_of_the_run_there() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, _a_store) = node(&schema, "node-a", &log).await;
+    let (b, b_store) = node(&schema, "node-b", &log).await;
+
+    let id = start(&a, "asker").await;
+    reaches(&b, &id, TaskState::InputRequired).await;
+    // Sent on b, waited on for its outcome: no actor here answers the wait (the run is
+    // on a), so b follows the task's events to its rest and reads it there.
+    let waiting = b.submit(answer(&id, "kiwi")).wait().await.unwrap();
+    assert_eq!(waiting.accepted().task.id, id);
+    let outcome = tokio::time::timeout(DEADLINE, waiting.outcome(DEADLINE * 4))
+        .await
+        .expect("the outcome came before the deadline")
+        .unwrap();
+    assert_eq!(outcome.task.status.state, TaskState::Completed);
+    let reply = outcome.task.status.message.as_ref().map(Message::text);
+    assert_eq!(reply.as_deref(), Some("the word is kiwi"));
+    let stored = b_store.get(&id).await.unwrap().unwrap();
+    assert_eq!(outcome.task, stored.task);
+    a.shutdown(Duration::from_secs(1)).await;
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
 async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stops_it() {
     let schema = fresh_schema();
     let log = Log::default();
