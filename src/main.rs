@@ -37,9 +37,20 @@ fn rotate_card_key(args: cli::DoctorArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Rust ignores SIGPIPE, so a write to a closed pipe fails and `println!` panics on
+    // it. A client command whose reader has gone (`fundi list | head`) ends quietly
+    // instead, as `cat` does. The server keeps ignoring the signal: a client gone is an
+    // error it handles, not a reason to stop.
+    if matches!(cli.command, Command::Client(_) | Command::RotateCardKey(_)) {
+        sigpipe::reset();
+    }
+    run(cli)
+}
+
+#[tokio::main]
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Doctor(args) => doctor::run(args).await,

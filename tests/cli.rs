@@ -181,3 +181,37 @@ fn the_cli_says_what_to_do_and_its_exit_status_tells_how_the_task_ended() {
         "{err}"
     );
 }
+
+#[test]
+fn output_read_only_in_part_ends_the_cli_quietly_as_other_tools_end() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    // A stream of many lines, read up to its first (as `fundi stream ... | head -1`).
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_fundi"))
+        .args([
+            "stream",
+            "many",
+            "--data",
+            r#"{"steps": 2000, "delayMs": 0}"#,
+        ])
+        .env("FUNDI_URL", &server.url)
+        .env("FUNDI_CREDENTIALS", &server.credentials)
+        .env_remove("FUNDI_TOKEN")
+        .env_remove("FUNDI_USER_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fundi");
+    let mut first = String::new();
+    BufReader::new(cli.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("task "), "{first}");
+    // The reader is gone: the next writes find the pipe closed.
+    let output = cli.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+}
