@@ -1,5 +1,6 @@
 //! Routes and the HTTP side of the handlers.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -12,6 +13,8 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::admission::{admit, last_event_id, read_body, requested_version};
+use crate::card::Cards;
+use crate::config::GatewayConfig;
 use crate::dialect::{Dialect, is_supported_version};
 use crate::error::ApiError;
 use crate::guard::check_single_host;
@@ -105,12 +108,12 @@ async fn jwks(State(state): State<AppState>) -> Response {
 /// Any path that is no route, when the HTTP+JSON binding is off: a 404 that names the
 /// A2A endpoints there are.
 async fn no_route(
-    State(state): State<AppState>,
+    State(config): State<Arc<GatewayConfig>>,
     method: axum::http::Method,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    if let Some(unserved) = grpc::unserved(&state.config, &headers, uri.path()) {
+    if let Some(unserved) = grpc::unserved(&config, &headers, uri.path()) {
         return unserved;
     }
     reply::rest_failure(&ApiError::no_route(
@@ -126,9 +129,13 @@ async fn health() -> Response {
 /// The agent card of the version the client names (`A2A-Version`, header or query):
 /// `1.0` or `0.3`; none named gets the card both versions read (`card.rs`), except on
 /// the older path, whose readers predate v1.0.
-async fn agent_card(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+async fn agent_card(
+    State(cards): State<Arc<Cards>>,
+    State(config): State<Arc<GatewayConfig>>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
     let older_path = uri.path() == "/.well-known/agent.json";
-    let cards = &state.cards;
     let card = match requested_version(&headers, &uri).as_deref() {
         None | Some("") if older_path => &cards.v03,
         None | Some("") => &cards.unversioned,
@@ -136,7 +143,7 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap, uri: Uri)
         Some("0.3") => &cards.v03,
         Some(other) => return reply::rest_failure(&ApiError::version_not_supported(other)),
     };
-    let max_age = format!("public, max-age={}", state.config.card_max_age_secs);
+    let max_age = format!("public, max-age={}", config.card_max_age_secs);
     let cache = [
         (header::CACHE_CONTROL, max_age),
         (header::ETAG, card.etag.clone()),

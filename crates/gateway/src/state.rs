@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::FromRef;
 use fundi_ops::access::AccessRequestStore;
 use fundi_ops::audit::AuditLog;
 use fundi_ops::chaos::ChaosLog;
@@ -57,6 +58,26 @@ pub struct AppState {
     pub(crate) console_provider: Option<Arc<Provider>>,
     /// The JWK Set of the keys that sign the cards, serialized, when they are signed.
     pub(crate) jwks: Option<Arc<String>>,
+}
+
+// Sub-states a handler names instead of the whole state, when that is all it needs.
+
+impl FromRef<AppState> for Arc<GatewayConfig> {
+    fn from_ref(state: &AppState) -> Arc<GatewayConfig> {
+        state.config.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Cards> {
+    fn from_ref(state: &AppState) -> Arc<Cards> {
+        state.cards.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<dyn TaskService> {
+    fn from_ref(state: &AppState) -> Arc<dyn TaskService> {
+        state.runtime.clone()
+    }
 }
 
 /// The services beside A2A, each present when configured.

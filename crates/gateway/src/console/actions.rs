@@ -4,12 +4,14 @@
 //! session's CSRF token and is checked against its Origin; each handler then does what
 //! the API would do for the same caller, and goes back to the page it came from.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use fundi_runtime::Access;
 use fundi_runtime::approval::{Verdict, may_approve, pending};
-use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskId, TaskState};
+use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskId, TaskService, TaskState};
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -109,7 +111,7 @@ impl Csrf for Answer {
 }
 
 pub(super) async fn answer(
-    State(state): State<AppState>,
+    State(runtime): State<Arc<dyn TaskService>>,
     Path(id): Path<String>,
     Change(viewer, form): Change<Answer>,
 ) -> Result<Response, Problem> {
@@ -124,18 +126,17 @@ pub(super) async fn answer(
         .owner(Some(caller.user))
         .client(Some(caller.client))
         .grants(caller.grants);
-    state.runtime.submit(request).await?;
+    runtime.submit(request).await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
 }
 
 pub(super) async fn cancel(
-    State(state): State<AppState>,
+    State(runtime): State<Arc<dyn TaskService>>,
     Path(id): Path<String>,
     Change(viewer, _form): Change<CsrfOnly>,
 ) -> Result<Response, Problem> {
     let task_id = TaskId::from(id.clone());
-    state
-        .runtime
+    runtime
         .cancel(&task_id, Access::Owner(viewer.user()))
         .await?;
     Ok(back_to(&format!("/console/tasks/{}", encode(&id))))
