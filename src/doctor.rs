@@ -45,16 +45,14 @@ async fn postgres(config: &AppConfig) -> anyhow::Result<()> {
         .url
         .clone()
         .context("store.kind = \"postgres\" needs store.postgres.url")?;
-    let store = fundi_postgres::PostgresStore::inspect(&{
-        let mut postgres_config = fundi_postgres::PostgresConfig::new(url);
-        postgres_config.ca_file = settings.ca_file.clone();
-        postgres_config.schema = settings.schema.clone();
-        postgres_config.pool_size = 1;
-        postgres_config.statement_timeout = config.store.postgres_statement_timeout()?;
-        postgres_config
-    })
-    .await
-    .with_context(|| format!("reading PostgreSQL schema {}", settings.schema))?;
+    let mut inspected = fundi_postgres::PostgresConfig::new(url);
+    inspected.ca_file = settings.ca_file.clone();
+    inspected.schema = settings.schema.clone();
+    inspected.pool_size = 1;
+    inspected.statement_timeout = config.store.postgres_statement_timeout()?;
+    let store = fundi_postgres::PostgresStore::inspect(&inspected)
+        .await
+        .with_context(|| format!("reading PostgreSQL schema {}", settings.schema))?;
     let holders = store.node_leases().await?;
     let unfinished: u64 = holders.iter().map(|h| h.tasks).sum();
     println!("schema {}: {unfinished} unfinished tasks", settings.schema);

@@ -385,6 +385,9 @@ fn built_in_skills(
         )),
         false => stores.issues.clone(),
     };
+    // chaos-run leaves fundi's own listeners alone.
+    let mut chaos_run = skills.chaos_run.clone();
+    chaos_run.own_listeners = own_listeners.to_vec();
     let mut built = Vec::new();
     for id in &skills.enabled {
         let skill: Arc<dyn Skill> = match id.as_str() {
@@ -398,16 +401,8 @@ fn built_in_skills(
                     .map_err(ServerError::Config)?,
             ),
             "chaos-run" => Arc::new(
-                ChaosRunSkill::new(
-                    {
-                        let mut chaos_config = skills.chaos_run.clone();
-                        chaos_config.own_listeners = own_listeners.to_vec();
-                        chaos_config
-                    },
-                    issues.clone(),
-                    stores.chaos.clone(),
-                )
-                .map_err(ServerError::Config)?,
+                ChaosRunSkill::new(chaos_run.clone(), issues.clone(), stores.chaos.clone())
+                    .map_err(ServerError::Config)?,
             ),
             "heal-issue" => Arc::new(
                 HealIssueSkill::new(
@@ -512,26 +507,25 @@ async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
             let url = settings.url.clone().ok_or_else(|| {
                 ServerError::Config("store.kind = \"postgres\" needs store.postgres.url".into())
             })?;
-            let postgres = PostgresStore::open(&{
-                let mut postgres_config = PostgresConfig::new(url);
-                postgres_config.ca_file = settings.ca_file.clone();
-                postgres_config.schema = settings.schema.clone();
-                postgres_config.pool_size = settings.pool_size;
-                postgres_config.statement_timeout = store
-                    .postgres_statement_timeout()
-                    .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-                // One process per schema, or with a node id, per node id.
-                postgres_config.exclusive = true;
-                postgres_config.lease = store
-                    .postgres_lease()
-                    .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-                postgres_config
-            })
-            .await
-            .map_err(|source| ServerError::OpenDatabase {
-                schema: settings.schema.clone(),
-                source,
-            })?;
+            let mut opened = PostgresConfig::new(url);
+            opened.ca_file = settings.ca_file.clone();
+            opened.schema = settings.schema.clone();
+            opened.pool_size = settings.pool_size;
+            opened.statement_timeout = store
+                .postgres_statement_timeout()
+                .map_err(|e| ServerError::Config(format!("{e:#}")))?;
+            // One process per schema, or with a node id, per node id.
+            opened.exclusive = true;
+            opened.lease = store
+                .postgres_lease()
+                .map_err(|e| ServerError::Config(format!("{e:#}")))?;
+            let postgres =
+                PostgresStore::open(&opened)
+                    .await
+                    .map_err(|source| ServerError::OpenDatabase {
+                        schema: settings.schema.clone(),
+                        source,
+                    })?;
             let postgres = Arc::new(postgres);
             Ok(Stores {
                 tasks: postgres.clone(),

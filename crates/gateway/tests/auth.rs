@@ -99,13 +99,10 @@ async fn fixture(config: GatewayConfig, min_refresh_ms: u64) -> Fixture {
         jwt_config.jwks_min_refresh_ms = min_refresh_ms;
         jwt_config
     };
-    let auth = {
-        let mut auth_config = AuthConfig::default();
-        auth_config.mode = AuthMode::Jwt;
-        auth_config.machine = jwt(MACHINE_AUDIENCE);
-        auth_config.user = jwt(USER_AUDIENCE);
-        auth_config
-    };
+    let mut auth = AuthConfig::default();
+    auth.mode = AuthMode::Jwt;
+    auth.machine = jwt(MACHINE_AUDIENCE);
+    auth.user = jwt(USER_AUDIENCE);
     let store = Arc::new(MemoryStore::new());
     let runtime = Runtime::builder()
         .shared_store(store.clone())

@@ -167,15 +167,12 @@ async fn console_sharing(
     let runtime = Runtime::builder().skill(Steps).start().await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let config = {
-        let mut gateway_config = GatewayConfig::default();
-        gateway_config.console_oidc = Some(fundi_gateway::ConsoleOidc {
-            issuer: provider.issuer.clone(),
-            client_id: CLIENT_ID.into(),
-            ..Default::default()
-        });
-        gateway_config
-    };
+    let mut config = GatewayConfig::default();
+    config.console_oidc = Some(fundi_gateway::ConsoleOidc {
+        issuer: provider.issuer.clone(),
+        client_id: CLIENT_ID.into(),
+        ..Default::default()
+    });
     let shutdown = CancellationToken::new();
     let auth = Authenticator::from_config(&AuthConfig::default()).unwrap();
     let public = public_url.map_or_else(|| url.clone(), str::to_owned);

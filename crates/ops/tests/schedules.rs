@@ -320,11 +320,8 @@ impl ScheduleStore for FailingWrites {
 /// firing is not doubled whatever `runtime.dedup-window-s` says.
 async fn start_on(dir: &std::path::Path) -> (RuntimeHandle, Arc<fundi_store_sled::SledStore>) {
     let sled = Arc::new(open_sled(dir).await);
-    let config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.dedup_window_s = 0;
-        runtime_config
-    };
+    let mut config = RuntimeConfig::default();
+    config.dedup_window_s = 0;
     let runtime = Runtime::builder()
         .skill(Audit)
         .config(config)

@@ -32,12 +32,9 @@ async fn start_giving_up_after(
     config: PeerConfig,
     give_up_after_s: u64,
 ) -> (RuntimeHandle, Arc<PeerDirectory>) {
-    let config = {
-        let mut peer_config = config;
-        peer_config.url = format!("http://127.0.0.1:{}", peer.port());
-        peer_config.allow_private_networks = true;
-        peer_config
-    };
+    let mut config = config;
+    config.url = format!("http://127.0.0.1:{}", peer.port());
+    config.allow_private_networks = true;
     let peers = Arc::new(
         PeerDirectory::new(&[("b".to_owned(), config)].into(), Duration::from_secs(60)).unwrap(),
     );

@@ -139,12 +139,9 @@ async fn one_exclusive_store_at_a_time_holds_a_schema() {
 #[tokio::test]
 async fn the_statement_timeout_holds_on_every_pooled_connection() {
     let schema = fresh_schema();
-    let timed = {
-        let mut postgres_config = config(&schema);
-        postgres_config.statement_timeout = Some(std::time::Duration::from_millis(1500));
-        postgres_config.pool_size = 2;
-        postgres_config
-    };
+    let mut timed = config(&schema);
+    timed.statement_timeout = Some(std::time::Duration::from_millis(1500));
+    timed.pool_size = 2;
     let store = PostgresStore::open(&timed).await.unwrap();
     // Two connections at once: each says the timeout, and a slower statement is cut.
     let (a, b) = (store.testing_client().await, store.testing_client().await);

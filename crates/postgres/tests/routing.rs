@@ -86,11 +86,8 @@ impl Skill for Looper {
 
 /// Node `name`'s store on `schema`, its leases lasting `ttl_ms`.
 async fn leased(schema: &str, name: &str, ttl_ms: u64) -> PostgresStore {
-    let config = {
-        let mut postgres_config = test_config(schema);
-        postgres_config.lease = Some(LeaseConfig::new(name, Duration::from_millis(ttl_ms)));
-        postgres_config
-    };
+    let mut config = test_config(schema);
+    config.lease = Some(LeaseConfig::new(name, Duration::from_millis(ttl_ms)));
     PostgresStore::open(&config)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))

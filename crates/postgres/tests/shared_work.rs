@@ -17,11 +17,8 @@ use fundi_runtime::{TaskId, TaskState};
 const DEADLINE: Duration = Duration::from_secs(30);
 
 async fn open(schema: &str, node: &str) -> PostgresStore {
-    let config = {
-        let mut postgres_config = test_config(schema);
-        postgres_config.lease = Some(LeaseConfig::new(node, Duration::from_millis(1_000)));
-        postgres_config
-    };
+    let mut config = test_config(schema);
+    config.lease = Some(LeaseConfig::new(node, Duration::from_millis(1_000)));
     PostgresStore::open(&config)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))

@@ -26,11 +26,8 @@ struct Fresh {
 impl Fresh {
     async fn new() -> Fresh {
         let schema = fresh_schema();
-        let config = {
-            let mut postgres_config = test_config(&schema);
-            postgres_config.pool_size = 8;
-            postgres_config
-        };
+        let mut config = test_config(&schema);
+        config.pool_size = 8;
         let store = PostgresStore::open(&config)
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));

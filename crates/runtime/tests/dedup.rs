@@ -204,11 +204,8 @@ async fn a_first_message_older_than_the_window_or_with_the_window_off_makes_a_ne
     );
     rt.shutdown(Duration::ZERO).await;
 
-    let config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.dedup_window_s = 0;
-        runtime_config
-    };
+    let mut config = RuntimeConfig::default();
+    config.dedup_window_s = 0;
     let rt = start_with(&skill, None, config).await;
     let first = message("twice", Value::Null);
     let one = rt.submit(from("ann", &first)).await.unwrap().task;

@@ -111,11 +111,8 @@ async fn start(
     skill: &Listener,
     dir: Option<&std::path::Path>,
 ) -> (RuntimeHandle, Arc<dyn TaskStore>) {
-    let config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.cancel_grace_ms = 300;
-        runtime_config
-    };
+    let mut config = RuntimeConfig::default();
+    config.cancel_grace_ms = 300;
     let store: Arc<dyn TaskStore> = match dir {
         Some(dir) => Arc::new(open_sled(dir).await),
         None => Arc::new(MemoryStore::new()),
@@ -416,11 +413,8 @@ async fn a_message_that_interrupts_restarts_the_task_from_it_without_the_old_che
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_starts_from() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
-    let config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.skill_concurrency = [("restart".to_owned(), 1)].into();
-        runtime_config
-    };
+    let mut config = RuntimeConfig::default();
+    config.skill_concurrency = [("restart".to_owned(), 1)].into();
     let rt = Runtime::builder()
         .config(config)
         .skill(skill.clone())
@@ -453,12 +447,9 @@ async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_star
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_interrupts_a_run_whose_answer_waits_for_a_slot() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
-    let config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.skill_concurrency = [("restart".to_owned(), 1)].into();
-        runtime_config.cancel_grace_ms = 300;
-        runtime_config
-    };
+    let mut config = RuntimeConfig::default();
+    config.skill_concurrency = [("restart".to_owned(), 1)].into();
+    config.cancel_grace_ms = 300;
     let rt = Runtime::builder()
         .config(config)
         .skill(skill.clone())

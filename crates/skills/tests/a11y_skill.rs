@@ -64,12 +64,9 @@ struct Fixture {
 }
 
 async fn fixture(origins: Vec<String>) -> Fixture {
-    let config = {
-        let mut a11y_config = A11yConfig::default();
-        a11y_config.allowed_origins = origins;
-        a11y_config.max_page_bytes = 100_000;
-        a11y_config
-    };
+    let mut config = A11yConfig::default();
+    config.allowed_origins = origins;
+    config.max_page_bytes = 100_000;
     fixture_with(config, fundi_runtime::RuntimeConfig::default()).await
 }
 
@@ -363,18 +360,12 @@ fn costly_page() -> String {
 /// One CPU worker, and no page time limit to speak of: only the budget and cancel stop
 /// the work.
 async fn one_worker(cpu_budget_ms: u64) -> Fixture {
-    let config = {
-        let mut a11y_config = A11yConfig::default();
-        a11y_config.max_page_bytes = 1 << 20;
-        a11y_config.page_time_limit_ms = 3_600_000;
-        a11y_config
-    };
-    let runtime = {
-        let mut runtime_config = fundi_runtime::RuntimeConfig::default();
-        runtime_config.cpu_workers = 1;
-        runtime_config.cpu_budget_ms = cpu_budget_ms;
-        runtime_config
-    };
+    let mut config = A11yConfig::default();
+    config.max_page_bytes = 1 << 20;
+    config.page_time_limit_ms = 3_600_000;
+    let mut runtime = fundi_runtime::RuntimeConfig::default();
+    runtime.cpu_workers = 1;
+    runtime.cpu_budget_ms = cpu_budget_ms;
     fixture_with(config, runtime).await
 }
 

@@ -89,18 +89,12 @@ struct Harness {
 async fn harness(targets: &[String]) -> Harness {
     let log = Arc::new(MemoryChaosLog::new());
     let issues = Arc::new(MemoryIssueStore::new());
-    let config = {
-        let mut chaos_config = ChaosConfig::default();
-        chaos_config.allowed_targets = targets.to_vec();
-        chaos_config.max_duration_s = 60;
-        chaos_config
-    };
+    let mut config = ChaosConfig::default();
+    config.allowed_targets = targets.to_vec();
+    config.max_duration_s = 60;
     let skill = ChaosRunSkill::new(config, issues.clone(), log.clone()).unwrap();
-    let runtime_config = {
-        let mut runtime_config = RuntimeConfig::default();
-        runtime_config.approvals = Default::default();
-        runtime_config
-    };
+    let mut runtime_config = RuntimeConfig::default();
+    runtime_config.approvals = Default::default();
     let runtime = Runtime::builder()
         .shared_store(Arc::new(MemoryStore::new()))
         .config(runtime_config)
@@ -655,11 +649,8 @@ async fn a_target_that_is_down_for_real_is_a_genuine_error_never_a_chaos_event()
 #[test]
 fn an_approver_may_narrow_a_plan_but_not_widen_it() {
     use fundi_runtime::Skill;
-    let config = {
-        let mut chaos_config = ChaosConfig::default();
-        chaos_config.allowed_targets = vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()];
-        chaos_config
-    };
+    let mut config = ChaosConfig::default();
+    config.allowed_targets = vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()];
     let skill = ChaosRunSkill::new(
         config,
         Arc::new(MemoryIssueStore::new()),

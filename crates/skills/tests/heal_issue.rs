@@ -33,11 +33,8 @@ async fn node_on(
     store: Arc<dyn TaskStore>,
 ) -> RuntimeHandle {
     let link = RuntimeLink::new();
-    let config = {
-        let mut heal_config = config;
-        heal_config.workspaces = vec![repo.workspace.clone()];
-        heal_config
-    };
+    let mut config = config;
+    config.workspaces = vec![repo.workspace.clone()];
     let skill = HealIssueSkill::new(config, issues, link.clone()).unwrap();
     let runtime = Runtime::builder()
         .shared_store(store)
@@ -291,11 +288,8 @@ async fn a_heal_canceled_after_a_restart_leaves_its_issue_and_branch_to_the_next
 async fn only_holders_of_the_scope_approve_and_the_config_can_ask_for_someone_else() {
     let repo = Repo::new(&[("index.html", PAGE)]);
     let issues = shared(MemoryIssueStore::new());
-    let config = {
-        let mut heal_config = HealConfig::default();
-        heal_config.require_distinct_approver = true;
-        heal_config
-    };
+    let mut config = HealConfig::default();
+    config.require_distinct_approver = true;
     let runtime = node(&repo, config, issues.clone()).await;
     let id = record_missing_lang(issues.as_ref()).await;
     let waiting = proposed(&runtime, &repo, &id).await;

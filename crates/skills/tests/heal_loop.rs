@@ -34,28 +34,22 @@ fn violations(audit: &Task) -> Vec<String> {
 async fn an_audited_issue_is_healed_on_approval_and_the_branch_passes_the_audit() {
     let repo = Repo::new(&[("public/index.html", PAGE)]);
     let site = serve_dir(repo.work.join("public")).await;
-    let config = {
-        let mut heal_config = HealConfig::default();
-        heal_config.workspaces = vec![repo.workspace.clone()];
-        heal_config.watch = vec![LoopRule {
-            source: "a11y-audit".into(),
-            min_severity: Some("serious".into()),
-            site: site.clone(),
-            repository: repo.work.clone(),
-            root: Some("public".into()),
-        }];
-        heal_config
-    };
+    let mut config = HealConfig::default();
+    config.workspaces = vec![repo.workspace.clone()];
+    config.watch = vec![LoopRule {
+        source: "a11y-audit".into(),
+        min_severity: Some("serious".into()),
+        site: site.clone(),
+        repository: repo.work.clone(),
+        root: Some("public".into()),
+    }];
     let store: Arc<dyn IssueStore> = Arc::new(MemoryIssueStore::new());
     let link = RuntimeLink::new();
     let watched: Arc<dyn IssueStore> =
         Arc::new(HealingLoop::new(store.clone(), &config, link.clone()));
     let origin = site.trim_end_matches('/').to_owned();
-    let a11y = {
-        let mut a11y_config = A11yConfig::default();
-        a11y_config.allowed_origins = vec![origin.clone()];
-        a11y_config
-    };
+    let mut a11y = A11yConfig::default();
+    a11y.allowed_origins = vec![origin.clone()];
     let runtime = Runtime::builder()
         .skill(A11yAuditSkill::new(a11y.clone(), watched.clone()).unwrap())
         .skill(HealIssueSkill::new(config, watched.clone(), link.clone()).unwrap())

@@ -103,11 +103,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn runtime(targets: &[String]) -> anyhow::Result<RuntimeHandle> {
-    let config = {
-        let mut chaos_config = ChaosConfig::default();
-        chaos_config.allowed_targets = targets.to_vec();
-        chaos_config
-    };
+    let mut config = ChaosConfig::default();
+    config.allowed_targets = targets.to_vec();
     let skill = ChaosRunSkill::new(
         config,
         Arc::new(MemoryIssueStore::new()),

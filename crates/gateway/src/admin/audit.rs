@@ -44,7 +44,32 @@ impl AuditTrail {
         target: &str,
         detail: Value,
     ) -> Result<(), Response> {
-        record_in(self.0.as_deref(), caller, action, target, detail).await
+        tracing::info!(
+            target: "fundi::audit",
+            action,
+            audit.target = target,
+            user = %caller.user,
+            client = %caller.client,
+            detail = %detail,
+            "audit"
+        );
+        let Some(log) = &self.0 else {
+            return Ok(());
+        };
+        let entry = AuditEntry {
+            user: caller.user.to_string(),
+            client: caller.client.clone(),
+            action: action.to_owned(),
+            target: target.to_owned(),
+            detail,
+        };
+        log.append(entry).await.map(drop).map_err(|error| {
+            tracing::error!(%error, action, target, "writing the audit log");
+            admin_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("{action} of {target} was done, but the audit log could not be written"),
+            )
+        })
     }
 }
 
@@ -56,43 +81,8 @@ pub(crate) async fn record(
     target: &str,
     detail: Value,
 ) -> Result<(), Response> {
-    let log = state.operators.audit.as_deref();
-    record_in(log, caller, action, target, detail).await
-}
-
-async fn record_in(
-    log: Option<&dyn AuditLog>,
-    caller: &Caller,
-    action: &str,
-    target: &str,
-    detail: Value,
-) -> Result<(), Response> {
-    tracing::info!(
-        target: "fundi::audit",
-        action,
-        audit.target = target,
-        user = %caller.user,
-        client = %caller.client,
-        detail = %detail,
-        "audit"
-    );
-    let Some(log) = log else {
-        return Ok(());
-    };
-    let entry = AuditEntry {
-        user: caller.user.to_string(),
-        client: caller.client.clone(),
-        action: action.to_owned(),
-        target: target.to_owned(),
-        detail,
-    };
-    log.append(entry).await.map(drop).map_err(|error| {
-        tracing::error!(%error, action, target, "writing the audit log");
-        admin_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("{action} of {target} was done, but the audit log could not be written"),
-        )
-    })
+    let trail = AuditTrail::from_ref(state);
+    trail.record(caller, action, target, detail).await
 }
 
 async fn read(

@@ -60,16 +60,13 @@ async fn add(
         Ok(new) => new,
         Err(refused) => return refused,
     };
-    let config = {
-        let mut peer_config = PeerConfig::default();
-        peer_config.url = new.url;
-        peer_config.token = new.token;
-        peer_config.user_token = new.user_token;
-        peer_config.allow_private_networks = new.allow_private_networks;
-        peer_config.require_signed_card = new.require_signed_card;
-        peer_config.interface_hosts = new.interface_hosts;
-        peer_config
-    };
+    let mut config = PeerConfig::default();
+    config.url = new.url;
+    config.token = new.token;
+    config.user_token = new.user_token;
+    config.allow_private_networks = new.allow_private_networks;
+    config.require_signed_card = new.require_signed_card;
+    config.interface_hosts = new.interface_hosts;
     match peers.add_peer(&new.name, config, &caller.user).await {
         Ok(added) => {
             let detail =

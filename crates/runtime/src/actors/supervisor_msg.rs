@@ -59,8 +59,9 @@ pub(crate) struct Spawn {
     /// A fresh task that has this slot of its skill (stored already working): the
     /// actor runs it at once.
     pub(crate) slot: Option<Slot>,
-    /// A new task's submitter that tells only its outcome. The run's first poll is then
-    /// made on the actor's own task, so that a run that ends at once ends in one commit.
+    /// A new task's submitter that tells only its outcome. A fresh task's run then has
+    /// its first poll made on the actor's own task, so that a run that ends at once
+    /// ends in one commit.
     pub(crate) waiter: Option<Waiter>,
 }
 

@@ -172,8 +172,6 @@ impl RuntimeHandle {
         owner: Option<&str>,
     ) -> Result<TaskSnapshot, RuntimeError> {
         let record = self.visible_record(id, Access::of_owner(owner)).await?;
-        // Its submitter may tell only its outcome, and not have settled yet.
-        self.settle().await?;
         Ok(TaskSnapshot {
             task: record.task,
             seq: record.last_seq,

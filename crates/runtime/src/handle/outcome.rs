@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
 
 use super::RuntimeHandle;
 use crate::access::Access;
@@ -56,17 +55,14 @@ impl Waiting {
     /// working for long), durable. An error if the task ended before it could be stored
     /// (a store error or a shutdown).
     pub async fn outcome(mut self, deadline: Duration) -> Result<TaskSnapshot, RuntimeError> {
-        let by = Instant::now().checked_add(deadline);
         let reached = match at_rest(&self.accepted.task.status) {
             // Accepted at rest (ended, or waiting: a message sent again, whose task got
             // there already): nothing more may come.
             true => Some(self.accepted.clone()),
-            false => match by {
-                Some(by) => match tokio::time::timeout_at(by, self.reached()).await {
-                    Ok(reached) => reached?,
-                    Err(_) => None,
-                },
-                None => self.reached().await?,
+            // (A deadline too far to represent never passes.)
+            false => match tokio::time::timeout(deadline, self.reached()).await {
+                Ok(reached) => reached?,
+                Err(_) => None,
             },
         };
         let reached = match reached {

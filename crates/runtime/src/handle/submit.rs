@@ -173,19 +173,32 @@ impl RuntimeHandle {
             validate_context_id(context)?;
         }
         if let Some(task_id) = message.task_id.clone() {
-            return self.follow_up(task_id, request, delivery).await;
+            let delivered = self.follow_up(task_id, request, delivery).await?;
+            return self.told(delivery, delivered).await;
         }
-        // The same first message from the same owner: the task it created (settled).
+        // The same first message from the same owner: the task it created.
         let owner = request.owner.as_deref();
         let mut claim = match self.first_message(owner, &message.message_id).await? {
-            Found::Existing(existing) => return Ok(Accepted::standing(*existing)),
+            Found::Existing(existing) => {
+                return self.told(delivery, Accepted::standing(*existing)).await;
+            }
             Found::New(claim) => claim,
         };
         let created = self.create(request, delivery).await?;
-        // Duplicates learn of the task now that it is stored; they settle before they
-        // tell anyone of it.
+        // Duplicates learn of the task now that it is stored; each settles as its own
+        // delivery says before it tells anyone of it (`told`).
         claim.created(&created.snapshot.task.id);
         Ok(created)
+    }
+
+    /// A submission that found its task stored already, or delivered to it: durable
+    /// before it is told as accepted. One that tells only the outcome settles then
+    /// (`Waiting::outcome`).
+    async fn told(&self, delivery: Delivery, accepted: Accepted) -> Result<Accepted, RuntimeError> {
+        if delivery != Delivery::Outcome {
+            self.settle().await?;
+        }
+        Ok(accepted)
     }
 
     async fn create(
@@ -289,7 +302,6 @@ impl RuntimeHandle {
         self.authorize(&record.skill, &request.grants)?;
         // Sent already (a retry): the task as it stands, the message not delivered again.
         if record.task.has_user_message(&request.message.message_id) {
-            self.settle().await?;
             return Ok(Accepted::standing(TaskSnapshot {
                 task: record.task,
                 seq: record.last_seq,
@@ -314,7 +326,6 @@ impl RuntimeHandle {
                 if let Ok(record) = self.visible_record(&task_id, Access::Any).await
                     && record.task.has_user_message(&message_id)
                 {
-                    self.settle().await?;
                     return Ok(Accepted::standing(TaskSnapshot {
                         seq: record.last_seq,
                         task: record.task,
@@ -323,9 +334,6 @@ impl RuntimeHandle {
                 return Err(self.unanswered(&task_id).await);
             }
         };
-        if delivery != Delivery::Outcome {
-            self.settle().await?;
-        }
         Ok(Accepted {
             snapshot: delivered,
             attached: None,

@@ -42,11 +42,8 @@ async fn the_observatory_grade_follows_observatorys_method() {
     .await;
     let http = redirecting_site(&https).await;
     let http_port = reqwest::Url::parse(&http).unwrap().port().unwrap();
-    let config = {
-        let mut security_config = SecurityConfig::default();
-        security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
-        security_config
-    };
+    let mut config = SecurityConfig::default();
+    config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
     let redirected = scanner(&[&https, &http], config).await;
     let task = redirected
         .scan(json!({"url": https, "observatory": {"httpPort": http_port}}))

@@ -93,12 +93,9 @@ async fn hostile_targets_stay_bounded() {
         tokio::spawn(async move { axum::serve(listener, app).await });
         url
     };
-    let config = {
-        let mut security_config = SecurityConfig::default();
-        security_config.request_timeout_ms = 500;
-        security_config.max_body_bytes = 256 * 1024;
-        security_config
-    };
+    let mut config = SecurityConfig::default();
+    config.request_timeout_ms = 500;
+    config.max_body_bytes = 256 * 1024;
     let all = [
         huge.as_str(),
         endless.as_str(),

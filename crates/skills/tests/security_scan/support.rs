@@ -336,11 +336,8 @@ pub(crate) async fn well_configured_https_site(pki: &Pki, body: String) -> (Stri
         ..Site::default()
     };
     let url = https_site(site, pki.leaf(&["127.0.0.1"], false)).await;
-    let config = {
-        let mut security_config = SecurityConfig::default();
-        security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
-        security_config
-    };
+    let mut config = SecurityConfig::default();
+    config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
     let scanner = scanner(&[&url], config).await;
     (url, scanner)
 }
@@ -407,11 +404,8 @@ pub(crate) async fn observatory_of(pki: &Pki, site: Site) -> Value {
     let https = https_site(site, pki.leaf(&["127.0.0.1"], false)).await;
     let http = redirecting_site(&https).await;
     let http_port = reqwest::Url::parse(&http).unwrap().port().unwrap();
-    let config = {
-        let mut security_config = SecurityConfig::default();
-        security_config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
-        security_config
-    };
+    let mut config = SecurityConfig::default();
+    config.extra_ca_files = vec![pki.ca_file.path().to_path_buf()];
     let scanner = scanner(&[&https, &http], config).await;
     let task = scanner
         .scan(json!({"url": https, "observatory": {"httpPort": http_port}}))
