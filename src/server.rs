@@ -243,7 +243,6 @@ impl ServerBuilder {
         .with_schedules(scheduler)
         .with_grants(stores.grants)
         .with_audit(stores.audit)
-        .with_console_sessions(stores.sessions)
         .with_chaos_events(stores.chaos)
         .with_access_requests(&config.friends, stores.access)
         .map_err(ServerError::Config)?;
@@ -322,9 +321,16 @@ impl ServerBuilder {
             }
             _ => None,
         };
+        // The web console beside the A2A routes, its sessions shared by the nodes.
+        let pages = match config.gateway.console {
+            true => fundi_console::Console::new(state.clone())
+                .with_sessions(stores.sessions)
+                .router(),
+            false => Router::new(),
+        };
         let server = tokio::spawn(fundi_gateway::serve(
             listener,
-            fundi_gateway::app(state).merge(self.routes),
+            fundi_gateway::app_with(state, pages).merge(self.routes),
             shutdown.clone(),
             listening,
         ));

@@ -55,6 +55,7 @@ fn a_program_embedding_the_runtime_alone_compiles_no_store_engine_and_no_operati
         "croner",
         "chrono-tz",
         "fundi-gateway",
+        "fundi-console",
         "fundi-skills",
         "axum",
     ];
@@ -79,10 +80,11 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         "fundi-skills",
         "fundi-peers",
         "fundi-gateway",
+        "fundi-console",
         "fundi-mcp",
         "fundi-client",
     ];
-    let below: [(&str, &[&str]); 9] = [
+    let below: [(&str, &[&str]); 10] = [
         ("fundi-runtime", &[]),
         ("fundi-ops", &["fundi-runtime"]),
         ("fundi-store-sled", &["fundi-runtime", "fundi-ops"]),
@@ -92,6 +94,10 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         (
             "fundi-gateway",
             &["fundi-runtime", "fundi-ops", "fundi-peers"],
+        ),
+        (
+            "fundi-console",
+            &["fundi-runtime", "fundi-ops", "fundi-peers", "fundi-gateway"],
         ),
         ("fundi-client", &[]),
         ("fundi-mcp", &["fundi-client"]),

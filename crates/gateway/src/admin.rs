@@ -26,7 +26,7 @@ pub(crate) mod answer;
 pub(crate) mod approvals;
 pub(crate) mod audit;
 mod chaos;
-pub(crate) mod fixes;
+pub mod fixes;
 pub(crate) mod grant_desk;
 mod grants;
 mod peer_access;

@@ -13,11 +13,7 @@ use crate::state::AppState;
 
 /// The checks every authenticated route makes, in order: Host and Origin, both
 /// credentials, the caller's rate limit.
-pub(crate) async fn admit(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-) -> Result<Caller, ApiError> {
+pub async fn admit(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, ApiError> {
     state.guard.check(headers, uri)?;
     let caller = state
         .auth
@@ -71,7 +67,7 @@ pub(crate) fn requested_version(headers: &HeaderMap, uri: &Uri) -> Option<String
 }
 
 /// The `Last-Event-ID` a reconnecting SSE client sends: the sequence it saw last.
-pub(crate) fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+pub fn last_event_id(headers: &HeaderMap) -> Option<u64> {
     headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -89,7 +89,8 @@ pub struct GatewayConfig {
     pub rate_limit_per_minute: u32,
     /// Requests a user may make at once above that rate. Default: 100.
     pub rate_limit_burst: u32,
-    /// Serve the web console at `/console` (docs/console.md). Default: true.
+    /// Serve the web console at `/console` (docs/console.md; `fundi-console`'s router,
+    /// which the server merges with `app_with`). Default: true.
     pub console: bool,
     /// Sign people in to the console through an OpenID Connect identity provider
     /// (beside one-time links). Default: none.

@@ -22,13 +22,20 @@ use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
 use crate::state::AppState;
 use crate::{
-    access, admin, body, console, grpc, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
+    access, admin, body, grpc, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
 };
 
 /// The gateway's router: the agent cards (public), health, the JSON-RPC endpoint at
 /// `/a2a` and `/` (the official SDKs' default path), the operators' admin routes, and
 /// (`gateway.rest`) the HTTP+JSON binding's routes on whatever path is left.
 pub fn app(state: AppState) -> Router {
+    app_with(state, Router::new())
+}
+
+/// The gateway's router with `pages` beside its routes (the web console's), behind the
+/// same guards: a request with two `Host` headers is refused, and request bodies share
+/// the same budget and read deadline.
+pub fn app_with(state: AppState, pages: Router) -> Router {
     telemetry::metrics().announce();
     let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
@@ -47,10 +54,6 @@ pub fn app(state: AppState) -> Router {
         true => router.merge(grpc::routes(&state)),
         false => router,
     };
-    let router = match state.config.console {
-        true => router.merge(console::routes()),
-        false => router,
-    };
     let router = match state.operators.mcp.clone() {
         Some(mcp) => {
             let gate = axum::middleware::from_fn_with_state(state.clone(), mcp_gate::mcp_gate);
@@ -64,10 +67,12 @@ pub fn app(state: AppState) -> Router {
         true => router.fallback(rest::handle),
         false => router.fallback(no_route),
     };
+    let bodies = state.bodies.clone();
     router
-        .layer(body::GuardBodiesLayer(state.bodies.clone()))
-        .layer(axum::middleware::from_fn(single_host))
         .with_state(state)
+        .merge(pages)
+        .layer(body::GuardBodiesLayer(bodies))
+        .layer(axum::middleware::from_fn(single_host))
 }
 
 /// The router of `gateway.grpc-bind`: the gRPC service alone, behind the same guards.

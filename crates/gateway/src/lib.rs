@@ -10,7 +10,8 @@
 //! - gRPC (`gateway.grpc`): the `lf.a2a.v1.A2AService` of the specification's proto,
 //!   over HTTP/2 on the same port (or `gateway.grpc-bind`).
 //!
-//! - `/console`: the web console for people (`gateway.console`).
+//! - `/console`: the web console for people (`gateway.console`), from `fundi-console`,
+//!   merged with [`app_with`].
 //!
 //! Handlers decode, call the [`fundi_runtime::TaskService`] (a `RuntimeHandle`, or a
 //! fake in tests), and encode: the runtime does the work. Only this crate maps errors to wire codes ([`ApiError`]).
@@ -23,7 +24,6 @@ mod body;
 mod card;
 mod clip;
 mod config;
-mod console;
 mod dialect;
 mod encode;
 mod error;
@@ -48,7 +48,24 @@ mod state;
 mod stream_slots;
 mod streaming;
 mod telemetry;
+#[cfg(feature = "test-util")]
+pub mod testing;
 mod v03;
+
+/// What front ends beside the A2A bindings (the web console, `fundi-console`) act
+/// through: the same steps the admin routes take, each recorded in the audit log as
+/// theirs are.
+pub mod operations {
+    pub use crate::access::decision::Approved;
+    pub use crate::access::desk::AccessDesk;
+    pub use crate::access::error::AccessError;
+    pub use crate::access::steps::{Undecided as UndecidedAccess, approve_as, reject_as};
+    pub use crate::admin::approvals::{Undecided, decide_as};
+    pub use crate::admin::audit::record;
+    pub use crate::admin::fixes;
+    pub use crate::admin::grant_desk::{GrantDesk, Revoked};
+    pub use crate::stream_slots::StreamSlot;
+}
 
 use std::io;
 use std::sync::Arc;
@@ -64,6 +81,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use access::{FriendsConfig, IssuerConfig};
+pub use admission::{admit, last_event_id};
 pub use auth::{
     AuthConfig, AuthError, AuthMode, Authenticator, Caller, ConfiguredScopes, DEFAULT_USER_HEADER,
     JwtConfig, StaticClient, StaticTokens,
@@ -71,10 +89,11 @@ pub use auth::{
 pub use config::{ConsoleOidc, GatewayConfig};
 pub use dialect::{Dialect, Method};
 pub use error::{ApiError, REFUSED};
-pub use http::{app, grpc_app};
+pub use http::{app, app_with, grpc_app};
 pub use jsonrpc::{EnvelopeError, Request, parse as parse_envelope};
 pub use mcp_sessions::McpSessionLimits;
 pub use push::{PushService, PushSettings};
+pub use reply::{refusal, rest_failure};
 pub use setup::SetupError;
 pub use state::AppState;
 

@@ -15,7 +15,7 @@ use crate::jsonrpc::failure;
 pub(crate) const A2A_JSON: &str = "application/a2a+json";
 
 /// A 401, 403, 429 or 503 with its headers and a JSON-RPC error body.
-pub(crate) fn refusal(id: &Value, error: &ApiError, dialect: Dialect) -> Response {
+pub fn refusal(id: &Value, error: &ApiError, dialect: Dialect) -> Response {
     let mut response = axum::Json(failure(id, error, dialect)).into_response();
     if let Some(http) = error.http_refusal() {
         *response.status_mut() = http.status;
@@ -24,7 +24,7 @@ pub(crate) fn refusal(id: &Value, error: &ApiError, dialect: Dialect) -> Respons
 }
 
 /// Any error on the HTTP+JSON binding: its status, headers and `google.rpc.Status`.
-pub(crate) fn rest_failure(error: &ApiError) -> Response {
+pub fn rest_failure(error: &ApiError) -> Response {
     let (status, _) = error.rest_status();
     let body = error.to_rest_json().to_string();
     let response = (status, [(header::CONTENT_TYPE, A2A_JSON)], body).into_response();

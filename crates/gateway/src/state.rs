@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::FromRef;
+use axum::http::{HeaderMap, Uri};
 use fundi_ops::access::AccessRequestStore;
 use fundi_ops::audit::AuditLog;
 use fundi_ops::chaos::ChaosLog;
@@ -11,7 +12,6 @@ use fundi_ops::grants::GrantStore;
 use fundi_ops::inbox::Inbox;
 use fundi_ops::issues::IssueStore;
 use fundi_ops::schedules::Scheduler;
-use fundi_ops::sessions::SessionStore;
 use fundi_runtime::TaskService;
 use tokio_util::sync::CancellationToken;
 
@@ -22,13 +22,12 @@ use crate::auth::Authenticator;
 use crate::body::BodyLimits;
 use crate::card::{CardFacts, Cards};
 use crate::config::GatewayConfig;
-use crate::console::provider::Provider;
-use crate::console::sessions::Sessions;
+use crate::error::ApiError;
 use crate::guard::RequestGuard;
 use crate::mcp_sessions::{McpEndpoint, McpSessionLimits};
 use crate::push::PushService;
 use crate::rate_limit::UserRateLimit;
-use crate::stream_slots::StreamSlots;
+use crate::stream_slots::{StreamSlot, StreamSlots};
 use fundi_peers::signature::CardKey;
 
 /// The gateway's state: the runtime it fronts, its settings, and the prepared card.
@@ -52,10 +51,6 @@ pub struct AppState {
     /// What operators, approvers and local agents use beyond A2A (one pointer, so that
     /// the per-request clone of the state stays cheap).
     pub(crate) operators: Arc<Operators>,
-    /// The web console's sign-in links and sessions.
-    pub(crate) console: Arc<Sessions>,
-    /// The identity provider that signs people in to the console, when configured.
-    pub(crate) console_provider: Option<Arc<Provider>>,
     /// The JWK Set of the keys that sign the cards, serialized, when they are signed.
     pub(crate) jwks: Option<Arc<String>>,
 }
@@ -146,14 +141,6 @@ impl AppState {
             },
         };
         let cards = facts.cards(&config);
-        // The settings were checked (`GatewayConfig::validate`); what is left to fail is
-        // the machine's (an HTTP client), and the console then says no provider is set.
-        let console_provider = config.console_oidc.clone().and_then(|settings| {
-            Provider::new(settings, public_url)
-                .map(Arc::new)
-                .inspect_err(|error| tracing::error!(%error, "the console's identity provider"))
-                .ok()
-        });
         AppState {
             runtime: Arc::new(runtime),
             guard: Arc::new(RequestGuard::new(&config, public_url)),
@@ -176,15 +163,74 @@ impl AppState {
             auth: Arc::new(auth),
             push: None,
             operators: Arc::default(),
-            console: Arc::new(Sessions::new(public_url)),
-            console_provider,
             jwks: None,
         }
     }
 
     /// The base URL clients reach this server at.
-    pub(crate) fn public_url(&self) -> &str {
+    pub fn public_url(&self) -> &str {
         &self.facts.public_url
+    }
+
+    /// The runtime the gateway fronts.
+    pub fn runtime(&self) -> &Arc<dyn TaskService> {
+        &self.runtime
+    }
+
+    /// The gateway's settings.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// Cancelled when the server shuts down: open streams end on it.
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Refuses a request whose `Host` is not this server's (`gateway.allowed-hosts`).
+    pub fn check_host(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), ApiError> {
+        self.guard.check_host(headers, uri)
+    }
+
+    /// Counts a request of `user` against the per-user rate limit, refused past it.
+    pub fn check_rate(&self, user: &str) -> Result<(), ApiError> {
+        self.rate_limit.check(user).map_err(ApiError::rate_limited)
+    }
+
+    /// One of `user`'s open event streams (`gateway.max-streams-per-user`), held while
+    /// the slot lives.
+    pub fn stream_of_user(&self, user: &str) -> Result<StreamSlot, ApiError> {
+        self.streams.for_user(user)
+    }
+
+    /// One of the open event streams of `task` (`gateway.max-streams-per-task`).
+    pub fn stream_of_task(&self, task: &str) -> Result<StreamSlot, ApiError> {
+        self.streams.for_task(task)
+    }
+
+    /// Findings of the auditing skills, when served.
+    pub fn issues(&self) -> Option<&Arc<dyn IssueStore>> {
+        self.operators.issues.as_ref()
+    }
+
+    /// Scheduled runs, when served.
+    pub fn schedules(&self) -> Option<&Scheduler> {
+        self.operators.schedules.as_ref()
+    }
+
+    /// Grants, when served.
+    pub fn grants(&self) -> Option<&Arc<GrantDesk>> {
+        self.operators.grants.as_ref()
+    }
+
+    /// Requests for access, when served.
+    pub fn access_requests(&self) -> Option<&Arc<AccessDesk>> {
+        self.operators.access.as_ref()
+    }
+
+    /// Push notifications, when served.
+    pub fn push(&self) -> Option<&Arc<PushService>> {
+        self.push.as_ref()
     }
 
     /// The key that signs the cards, when they are signed.
@@ -195,14 +241,6 @@ impl AppState {
     /// The same state serving `GET /admin/issues` (scope `fundi:admin`) from `issues`.
     pub fn with_issues(mut self, issues: Arc<dyn IssueStore>) -> AppState {
         Arc::make_mut(&mut self.operators).issues = Some(issues);
-        self
-    }
-
-    /// The same state keeping the web console's sign-in links and sessions in `store`
-    /// (by default, in this process's memory): a store the nodes of a cluster share
-    /// signs a person in on all of them.
-    pub fn with_console_sessions(mut self, store: Arc<dyn SessionStore>) -> AppState {
-        self.console = Arc::new(Sessions::in_store(store, self.public_url()));
         self
     }
 

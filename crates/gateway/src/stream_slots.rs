@@ -29,7 +29,7 @@ enum Kind {
 
 /// One stream's hold on a user's or a task's slots, given back when dropped.
 #[derive(Debug)]
-pub(crate) struct StreamSlot {
+pub struct StreamSlot {
     slots: Arc<StreamSlots>,
     kind: Kind,
     key: String,

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use common::{DEADLINE, Scoped, SigningKey, Steps, message, parse_sse, request};
+use common::{DEADLINE, Scoped, Steps, message, parse_sse, request};
+use fundi_gateway::testing::SigningKey;
 
 const ISSUER: &str = "https://idp.test/";
 const MACHINE_AUDIENCE: &str = "fundi";

@@ -13,12 +13,14 @@ use super::error::AccessError;
 use crate::admin::grant_desk::random_hex;
 
 /// What an approval vended.
-pub(crate) struct Approved {
-    pub(crate) request: AccessRequest,
-    pub(crate) grant: Grant,
+pub struct Approved {
+    /// The request, approved.
+    pub request: AccessRequest,
+    /// The grant it vended.
+    pub grant: Grant,
     /// Scopes asked for that the grant does not hold (narrowed away, or beyond what the
     /// approver may give).
-    pub(crate) withheld: Vec<String>,
+    pub withheld: Vec<String>,
 }
 
 /// What a collection handed out.

@@ -50,7 +50,7 @@ pub(crate) struct Accepted {
 }
 
 /// The desk.
-pub(crate) struct AccessDesk {
+pub struct AccessDesk {
     pub(crate) store: Arc<dyn AccessRequestStore>,
     pub(crate) grants: Arc<GrantDesk>,
     verifier: AssertionVerifier,
@@ -212,8 +212,13 @@ impl AccessDesk {
             .ok_or_else(|| AccessError::Unknown(id.to_owned()))
     }
 
+    /// Every request kept, oldest first, for people.
+    pub async fn list(&self) -> Result<Vec<AccessRequest>, AccessError> {
+        Ok(self.store.list().await?)
+    }
+
     /// The request `id`, for a person.
-    pub(crate) async fn find(&self, id: &str) -> Result<AccessRequest, AccessError> {
+    pub async fn find(&self, id: &str) -> Result<AccessRequest, AccessError> {
         self.store
             .get(id)
             .await?

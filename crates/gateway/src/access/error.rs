@@ -10,7 +10,7 @@ use serde_json::json;
 
 /// A refused or failed step of a request for access.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum AccessError {
+pub enum AccessError {
     /// The body is not a request (400).
     #[error("{0}")]
     Malformed(String),
@@ -69,7 +69,7 @@ impl AccessError {
 
 impl AccessError {
     /// The HTTP status that answers it, on the routes and on the console's pages alike.
-    pub(crate) fn status(&self) -> StatusCode {
+    pub fn status(&self) -> StatusCode {
         match self {
             AccessError::Malformed(_) => StatusCode::BAD_REQUEST,
             AccessError::Assertion(_) => StatusCode::UNAUTHORIZED,
@@ -84,7 +84,7 @@ impl AccessError {
     }
 
     /// What it says to the one asking (a store's failure is logged, not told).
-    pub(crate) fn told(&self) -> String {
+    pub fn told(&self) -> String {
         match self {
             AccessError::Store(error) => {
                 tracing::error!(%error, "a request for access");

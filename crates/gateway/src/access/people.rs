@@ -18,7 +18,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AccessDeskOf;
-use super::error::AccessError;
 use super::steps::{Undecided, approve_as, reject_as};
 use crate::admin::{admin_error, parse_or_default};
 use crate::operator::{Approver, Operator};
@@ -71,7 +70,7 @@ async fn list(
             &format!("status must be one of {known:?}, got {status:?}"),
         );
     }
-    match desk.store.list().await {
+    match desk.list().await {
         Ok(all) => {
             let now = Utc::now();
             let shown: Vec<Value> = all
@@ -82,7 +81,7 @@ async fn list(
                 .collect();
             axum::Json(json!({"requests": shown})).into_response()
         }
-        Err(error) => AccessError::from(error).into_response(),
+        Err(error) => error.into_response(),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::auth::Caller;
 use crate::state::AppState;
 
 /// Why a decision step did not complete.
-pub(crate) enum Undecided {
+pub enum Undecided {
     /// It was refused (or failed) before anything changed.
     Refused(AccessError),
     /// It was made, but the audit log could not be written: the answer to give.
@@ -32,7 +32,7 @@ impl From<AccessError> for Undecided {
 
 /// `caller` approves request `id`, narrowed to `scopes` when given, the grant lasting
 /// `expires` ("30d") when given.
-pub(crate) async fn approve_as(
+pub async fn approve_as(
     state: &AppState,
     desk: &Arc<AccessDesk>,
     caller: &Caller,
@@ -64,7 +64,7 @@ pub(crate) async fn approve_as(
 }
 
 /// `caller` rejects request `id`, telling the requester `reason` when given.
-pub(crate) async fn reject_as(
+pub async fn reject_as(
     state: &AppState,
     desk: &Arc<AccessDesk>,
     caller: &Caller,

@@ -130,7 +130,7 @@ async fn decide(
 }
 
 /// Why a decision was not made, or not recorded.
-pub(crate) enum Undecided {
+pub enum Undecided {
     /// The runtime refused it (no such task, not waiting, the approver is the asker).
     Runtime(RuntimeError),
     /// The caller may not approve this skill's tasks.
@@ -175,7 +175,7 @@ async fn decide_fix(
 /// Decides on a waiting task as `caller` (who must hold an approving scope for its
 /// skill) and records the decision in the audit log; the web console decides through
 /// this too.
-pub(crate) async fn decide_as(
+pub async fn decide_as(
     state: &AppState,
     caller: &Caller,
     task_id: TaskId,

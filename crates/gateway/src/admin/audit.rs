@@ -74,7 +74,7 @@ impl AuditTrail {
 }
 
 /// [`AuditTrail::record`] for a handler that holds the whole state for other reasons.
-pub(crate) async fn record(
+pub async fn record(
     state: &AppState,
     caller: &Caller,
     action: &str,

@@ -16,12 +16,12 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The skill whose tasks wait for a decision on a proposed fix.
-pub(crate) const HEAL_SKILL: &str = "heal-issue";
+pub const HEAL_SKILL: &str = "heal-issue";
 /// Tasks read per page while listing.
 const PAGE: usize = 100;
 
 /// The proposal of a heal task waiting for its decision, if `task` is one.
-pub(crate) fn proposal(task: &Task) -> Option<&Value> {
+pub fn proposal(task: &Task) -> Option<&Value> {
     if task.status.state != TaskState::InputRequired {
         return None;
     }
@@ -42,7 +42,7 @@ fn artifact<'a>(task: &'a Task, id: &str) -> Option<&'a fundi_runtime::Artifact>
 }
 
 /// Every fix waiting for a decision, as `/admin/approvals` lists approvals.
-pub(crate) async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
+pub async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
     let mut fixes = Vec::new();
     let mut request = ListRequest::new(TaskOwner::Any)
         .state(Some(TaskState::InputRequired))

@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 
 /// The grants, and the lock that keeps their changes one at a time (so that a narrowing
 /// read before a revocation cannot write the grant back unrevoked).
-pub(crate) struct GrantDesk {
+pub struct GrantDesk {
     pub(crate) store: Arc<dyn GrantStore>,
     /// Held while a grant changes.
     pub(crate) changing: Mutex<()>,
@@ -27,7 +27,7 @@ impl GrantDesk {
 }
 
 /// What a revocation came to.
-pub(crate) enum Revoked {
+pub enum Revoked {
     /// Revoked now (to be recorded in the audit log).
     Now(Grant),
     /// It was revoked before.
@@ -38,7 +38,7 @@ pub(crate) enum Revoked {
 
 impl GrantDesk {
     /// Revokes a grant, one change at a time.
-    pub(crate) async fn revoke(&self, id: &str) -> Result<Revoked, StoreError> {
+    pub async fn revoke(&self, id: &str) -> Result<Revoked, StoreError> {
         let _changing = self.changing.lock().await;
         let Some(mut grant) = self.store.get(id).await? else {
             return Ok(Revoked::NoSuchGrant);
@@ -52,7 +52,7 @@ impl GrantDesk {
     }
 
     /// Every grant, as shown to operators.
-    pub(crate) async fn list(&self) -> Result<Vec<Grant>, StoreError> {
+    pub async fn list(&self) -> Result<Vec<Grant>, StoreError> {
         Ok(self.store.list().await?.iter().map(Grant::shown).collect())
     }
 }

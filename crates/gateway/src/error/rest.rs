@@ -13,7 +13,7 @@ use super::wire::{Wire, v1_data};
 
 impl ApiError {
     /// The HTTP status and its `google.rpc.Code` name.
-    pub(crate) fn rest_status(&self) -> (StatusCode, &'static str) {
+    pub fn rest_status(&self) -> (StatusCode, &'static str) {
         use StatusCode as S;
         match self {
             ApiError::Parse(_)

@@ -9,7 +9,6 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response};
-use base64::Engine as _;
 use fundi_gateway::{
     AppState, AuthConfig, Authenticator, DEFAULT_USER_HEADER, GatewayConfig, StaticClient, app,
 };
@@ -18,52 +17,9 @@ use fundi_runtime::{
     SkillContext, SkillError, SkillInput, SkillOutput, TaskStore,
 };
 use http_body_util::BodyExt;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
-
-/// An Ed25519 key made for this test run, and its public JWK.
-pub struct SigningKey {
-    pub kid: String,
-    encoding: EncodingKey,
-    pub jwk: Value,
-}
-
-impl SigningKey {
-    pub fn generate(kid: &str) -> SigningKey {
-        let seed: [u8; 32] = rand::random();
-        let public = ed25519_dalek::SigningKey::from_bytes(&seed)
-            .verifying_key()
-            .to_bytes();
-        // PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410): a fixed prefix, then the seed.
-        let mut der = vec![
-            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22,
-            0x04, 0x20,
-        ];
-        der.extend_from_slice(&seed);
-        SigningKey {
-            kid: kid.into(),
-            encoding: EncodingKey::from_ed_der(&der),
-            jwk: json!({
-                "kty": "OKP", "crv": "Ed25519", "use": "sig", "alg": "EdDSA", "kid": kid,
-                "x": base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public),
-            }),
-        }
-    }
-
-    pub fn sign(&self, claims: &Value) -> String {
-        self.sign_as(&self.kid, claims)
-    }
-
-    /// Signs with this key but names `kid` in the header (a forgery when `kid` is another
-    /// key's).
-    pub fn sign_as(&self, kid: &str, claims: &Value) -> String {
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some(kid.into());
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-}
 
 /// Longest a test waits for anything.
 pub const DEADLINE: Duration = Duration::from_secs(20);

@@ -16,13 +16,13 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{Change, Csrf, CsrfOnly};
-use super::page::Problem;
-use super::tasks::encode;
-use super::viewer::Viewer;
-use crate::admin::approvals::{Undecided, decide_as};
-use crate::admin::fixes;
-use crate::state::AppState;
+use crate::gate::{Change, Csrf, CsrfOnly};
+use crate::page::Problem;
+use crate::tasks::encode;
+use crate::viewer::Viewer;
+use fundi_gateway::AppState;
+use fundi_gateway::operations::fixes;
+use fundi_gateway::operations::{Undecided, decide_as};
 
 /// The forms that apply to `task` for `viewer`.
 pub(crate) fn for_task(viewer: &Viewer, task: &Task) -> Markup {

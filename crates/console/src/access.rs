@@ -12,16 +12,16 @@ use fundi_ops::access::{AccessRequest, Standing};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::actions::back_to;
-use super::gate::{Change, Csrf};
-use super::page::{Problem, Section, page, respond};
-use super::tasks::encode;
-use super::viewer::Viewer;
-use super::words::when;
-use crate::access::desk::AccessDesk;
-use crate::access::error::AccessError;
-use crate::access::steps::{Undecided, approve_as, reject_as};
-use crate::state::AppState;
+use crate::actions::back_to;
+use crate::gate::{Change, Csrf};
+use crate::page::{Problem, Section, page, respond};
+use crate::tasks::encode;
+use crate::viewer::Viewer;
+use crate::words::when;
+use fundi_gateway::AppState;
+use fundi_gateway::operations::AccessDesk;
+use fundi_gateway::operations::AccessError;
+use fundi_gateway::operations::{UndecidedAccess as Undecided, approve_as, reject_as};
 
 const BACK: &str = "/console/access-requests";
 
@@ -32,7 +32,7 @@ fn desk_for(state: &AppState, viewer: &Viewer) -> Result<std::sync::Arc<AccessDe
             "this page is for approvers: it needs the scope fundi:approve (or fundi:admin)",
         ));
     }
-    state.operators.access.clone().ok_or_else(|| {
+    state.access_requests().cloned().ok_or_else(|| {
         Problem::new(
             StatusCode::NOT_FOUND,
             "Not served",
@@ -49,10 +49,8 @@ pub(super) async fn list(
     let desk = desk_for(&state, &viewer)?;
     let now = Utc::now();
     let mut pending: Vec<AccessRequest> = desk
-        .store
         .list()
-        .await
-        .map_err(AccessError::from)?
+        .await?
         .into_iter()
         .filter(|r| r.standing(now) == Standing::Pending)
         .collect();

@@ -8,15 +8,15 @@ use axum::response::Response;
 use fundi_runtime::approval::may_approve;
 use maud::html;
 
-use super::actions::approval_forms;
-use super::artifacts::pretty;
-use super::diff::highlighted;
-use super::page::{Problem, Section, page, respond};
-use super::tasks::encode;
-use super::viewer::Viewer;
-use super::words::when;
-use crate::admin::fixes;
-use crate::state::AppState;
+use crate::actions::approval_forms;
+use crate::artifacts::pretty;
+use crate::diff::highlighted;
+use crate::page::{Problem, Section, page, respond};
+use crate::tasks::encode;
+use crate::viewer::Viewer;
+use crate::words::when;
+use fundi_gateway::AppState;
+use fundi_gateway::operations::fixes;
 
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -27,7 +27,7 @@ pub(super) async fn list(
             "this page is for approvers: it needs the scope fundi:approve (or fundi:approve:<skill>)",
         ));
     }
-    let mut waiting = state.runtime.approvals().await?;
+    let mut waiting = state.runtime().approvals().await?;
     waiting.retain(|p| may_approve(viewer.grants(), &p.request.skill));
     let proposed = match may_approve(viewer.grants(), fixes::HEAL_SKILL) {
         true => fixes::waiting(&state).await?,

@@ -4,8 +4,8 @@ use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-const STYLESHEET: &str = include_str!("../../assets/console.css");
-const SCRIPT: &str = include_str!("../../assets/console.js");
+const STYLESHEET: &str = include_str!("../assets/console.css");
+const SCRIPT: &str = include_str!("../assets/console.js");
 
 pub(super) async fn serve(Path(name): Path<String>) -> Response {
     let (body, kind) = match name.as_str() {

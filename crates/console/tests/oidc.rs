@@ -1,9 +1,7 @@
 //! Signing in to the web console through an OpenID Connect identity provider: a test
 //! provider on 127.0.0.1:0 (discovery, authorization, token and key endpoints, an
 //! Ed25519 key made for this run) that checks the PKCE verifier against the challenge;
-//! a real gateway; a real HTTP client following the browser's redirects by hand.
-
-mod common;
+//! a real gateway serving the console; a real HTTP client following the browser's redirects by hand.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,14 +13,15 @@ use axum::extract::{Form, Query, State};
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::{get, post};
 use base64::Engine as _;
-use fundi_gateway::{AppState, AuthConfig, Authenticator, GatewayConfig, app};
+use fundi_console::Console as Pages;
+use fundi_gateway::testing::SigningKey;
+use fundi_gateway::{AppState, AuthConfig, Authenticator, GatewayConfig, app_with};
 use fundi_ops::sessions::{MemorySessionStore, SessionStore};
+use fundi_runtime::testing::scripted::Scripted;
 use fundi_runtime::{Message, Part, Runtime, RuntimeHandle, SubmitRequest};
 use serde_json::json;
 use sha2::Digest;
 use tokio_util::sync::CancellationToken;
-
-use common::{SigningKey, Steps};
 
 const CLIENT_ID: &str = "fundi-console";
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -164,7 +163,11 @@ async fn console_sharing(
     sessions: Arc<dyn SessionStore>,
     public_url: Option<&str>,
 ) -> Console {
-    let runtime = Runtime::builder().skill(Steps).start().await.unwrap();
+    let runtime = Runtime::builder()
+        .skill(Scripted::new("steps", false))
+        .start()
+        .await
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let mut config = GatewayConfig::default();
@@ -176,11 +179,11 @@ async fn console_sharing(
     let shutdown = CancellationToken::new();
     let auth = Authenticator::from_config(&AuthConfig::default()).unwrap();
     let public = public_url.map_or_else(|| url.clone(), str::to_owned);
-    let state = AppState::new(runtime.clone(), config, auth, &public, shutdown.clone())
-        .with_console_sessions(sessions);
+    let state = AppState::new(runtime.clone(), config, auth, &public, shutdown.clone());
+    let pages = Pages::new(state.clone()).with_sessions(sessions).router();
     tokio::spawn(fundi_gateway::serve(
         listener,
-        app(state),
+        app_with(state, pages),
         shutdown.clone(),
         fundi_gateway::Listening {
             header_read_timeout: Duration::from_secs(30),

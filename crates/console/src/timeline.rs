@@ -6,7 +6,7 @@ use fundi_runtime::approval::pending;
 use fundi_runtime::{Message, Task, TaskEvent, TaskEventKind, TaskState, TaskStatus};
 use maud::{Markup, html};
 
-use super::words::{badge, clip, when};
+use crate::words::{badge, clip, when};
 
 /// Longest text an entry shows of a message.
 const ENTRY_TEXT: usize = 600;

@@ -9,14 +9,14 @@ use fundi_runtime::Access;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::artifacts::link;
-use super::gate::require_admin;
-use super::page::{Problem, Section, page, respond};
-use super::tasks::encode;
-use super::viewer::Viewer;
-use super::words::{badge, clip, when};
-use crate::admin::fixes::HEAL_SKILL;
-use crate::state::AppState;
+use crate::gate::require_admin;
+use crate::page::{Problem, Section, page, respond};
+use crate::tasks::encode;
+use crate::viewer::Viewer;
+use crate::words::link;
+use crate::words::{badge, clip, when};
+use fundi_gateway::AppState;
+use fundi_gateway::operations::fixes::HEAL_SKILL;
 
 /// Severities from worst to least, over both auditing skills' scales.
 const SEVERITY_ORDER: [&str; 8] = [
@@ -40,7 +40,7 @@ pub(super) async fn list(
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
     require_admin(&viewer)?;
-    let Some(store) = &state.operators.issues else {
+    let Some(store) = state.issues() else {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
             "Not kept",
@@ -73,7 +73,7 @@ pub(super) async fn list(
     for issue in &issues {
         let heal = match &issue.heal {
             Some(link) => state
-                .runtime
+                .runtime()
                 .get(&link.task_id, Some(0), Access::Any)
                 .await
                 .ok()
@@ -122,7 +122,11 @@ fn rank(severity: &str) -> usize {
 
 /// The heal skill's id, when this server runs it and `viewer` holds its scope.
 pub(super) fn heal_skill(state: &AppState, viewer: &Viewer) -> Option<&'static str> {
-    let card = state.runtime.skills().iter().find(|c| c.id == HEAL_SKILL)?;
+    let card = state
+        .runtime()
+        .skills()
+        .iter()
+        .find(|c| c.id == HEAL_SKILL)?;
     viewer
         .grants()
         .allows(card.required_scope.as_deref())

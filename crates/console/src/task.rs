@@ -17,14 +17,17 @@ use futures::StreamExt;
 use maud::html;
 use serde::Deserialize;
 
-use super::actions;
-use super::artifacts;
-use super::page::{Problem, Section, page, respond};
-use super::tasks::encode;
-use super::timeline::{InStateSince, entry, status_block};
-use super::viewer::Viewer;
-use crate::admission::last_event_id;
-use crate::state::AppState;
+use crate::actions;
+use crate::artifacts;
+use crate::page::{Problem, Section, page, respond};
+use crate::tasks::encode;
+use crate::timeline::{InStateSince, entry, status_block};
+use crate::viewer::Viewer;
+use fundi_gateway::AppState;
+use fundi_gateway::last_event_id;
+use std::sync::Arc;
+
+use crate::sessions::Sessions;
 
 /// Most timeline entries a page shows (the latest ones).
 const MOST_ENTRIES: usize = 1000;
@@ -41,7 +44,7 @@ pub(super) async fn show(
     let delegation = delegation(&events);
     let mut since = InStateSince::default();
     events.iter().for_each(|event| since.see(event));
-    let skill = state.runtime.skill_of(&task.id).await;
+    let skill = state.runtime().skill_of(&task.id).await;
     let left_out = events.len().saturating_sub(MOST_ENTRIES);
     events.drain(..left_out);
     let stream = (!task.status.state.is_terminal()).then(|| {
@@ -91,7 +94,7 @@ pub(super) async fn readable(
     id: &TaskId,
 ) -> Result<(Task, u64), Problem> {
     match state
-        .runtime
+        .runtime()
         .snapshot(id, None, Access::Owner(viewer.user()))
         .await
     {
@@ -99,10 +102,10 @@ pub(super) async fn readable(
         Err(RuntimeError::TaskNotFound(_)) => {
             let access = Access::Owner(viewer.user());
             state
-                .runtime
+                .runtime()
                 .get_as(id, Some(0), access, viewer.grants())
                 .await?;
-            let snapshot = state.runtime.snapshot(id, None, Access::Any).await?;
+            let snapshot = state.runtime().snapshot(id, None, Access::Any).await?;
             Ok((snapshot.task, snapshot.seq))
         }
         Err(error) => Err(error.into()),
@@ -135,7 +138,7 @@ async fn past_events(state: &AppState, id: &TaskId, seq: u64) -> Result<Vec<Task
     if seq == 0 {
         return Ok(events);
     }
-    let mut stream = state.runtime.subscribe(id, 0, Access::Any).await?;
+    let mut stream = state.runtime().subscribe(id, 0, Access::Any).await?;
     while let Ok(Some(next)) = tokio::time::timeout(READ_LIMIT, stream.next()).await {
         let event = next?;
         let at = event.seq;
@@ -168,6 +171,7 @@ pub(super) struct After {
 /// sends), as rendered fragments.
 pub(super) async fn live(
     State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     viewer: Viewer,
     headers: HeaderMap,
     Path(id): Path<String>,
@@ -177,8 +181,8 @@ pub(super) async fn live(
     readable(&state, &viewer, &id).await?;
     let after = last_event_id(&headers).unwrap_or(query.after);
     let slots = [
-        state.streams.for_user(viewer.user())?,
-        state.streams.for_task(id.as_str())?,
+        state.stream_of_user(viewer.user())?,
+        state.stream_of_task(id.as_str())?,
     ];
     // Since when the task is in its state, as of the event the page last had.
     let mut since = InStateSince::default();
@@ -186,8 +190,8 @@ pub(super) async fn live(
         .await?
         .iter()
         .for_each(|event| since.see(event));
-    let mut events = state.runtime.subscribe(&id, after, Access::Any).await?;
-    let stop = state.shutdown.clone();
+    let mut events = state.runtime().subscribe(&id, after, Access::Any).await?;
+    let stop = state.shutdown().clone();
     let stream = async_stream::stream! {
         // Held while the stream lives.
         let _slots = slots;
@@ -205,7 +209,7 @@ pub(super) async fn live(
                 None => break,
             };
             // Signing out ends the stream too.
-            if !matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {
+            if !matches!(sessions.find(viewer.id()).await, Ok(Some(_))) {
                 break;
             }
             since.see(&event);
@@ -218,7 +222,7 @@ pub(super) async fn live(
                 _ => (false, false),
             };
             if status || artifact {
-                if let Ok(now) = state.runtime.snapshot(&id, Some(0), Access::Any).await {
+                if let Ok(now) = state.runtime().snapshot(&id, Some(0), Access::Any).await {
                     let task = now.task;
                     if status {
                         yield Ok(Event::default().event("status").data(fragment(status_block(&task, &since))));

@@ -14,10 +14,13 @@ use fundi_runtime::{Access, ListRequest, TaskOwner, TaskPage, TaskService, TaskS
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::page::{Problem, Section, page, respond};
-use super::viewer::Viewer;
-use super::words::{badge, clip, parse_state, state_key, state_words, when};
-use crate::state::AppState;
+use crate::page::{Problem, Section, page, respond};
+use crate::viewer::Viewer;
+use crate::words::{badge, clip, parse_state, state_key, state_words, when};
+use fundi_gateway::AppState;
+use std::sync::Arc;
+
+use crate::sessions::Sessions;
 use fundi_peers::DELEGATE_SKILL;
 
 /// Tasks per page.
@@ -76,7 +79,7 @@ pub(super) async fn list(
 ) -> Result<Response, Problem> {
     let wanted = filter.state()?;
     let skills: Vec<String> = state
-        .runtime
+        .runtime()
         .skills()
         .iter()
         .map(|c| c.id.clone())
@@ -84,7 +87,7 @@ pub(super) async fn list(
     let skill = filter.skill(&skills)?;
     let context = filter.context();
     let page_of_tasks = state
-        .runtime
+        .runtime()
         .list(
             ListRequest::new(TaskOwner::user(viewer.user()))
                 .context(context.clone().map(Into::into))
@@ -93,11 +96,11 @@ pub(super) async fn list(
                 .page_size(PAGE_SIZE)
                 .page_token(filter.page.clone().filter(|p| !p.is_empty()))
                 .history_length(Some(0))
-                .max_bytes(Some(state.config.max_list_bytes)),
+                .max_bytes(Some(state.config().max_list_bytes)),
         )
         .await?;
     let peers = delegated_to(&state, &viewer, &page_of_tasks).await;
-    let counts = counts(&*state.runtime, viewer.user(), context.as_deref()).await?;
+    let counts = counts(&**state.runtime(), viewer.user(), context.as_deref()).await?;
     let counts_url = match &context {
         Some(c) => format!("/console/tasks/counts?context={}", encode(c)),
         None => "/console/tasks/counts".to_owned(),
@@ -164,7 +167,7 @@ async fn delegated_to(state: &AppState, viewer: &Viewer, page: &TaskPage) -> Vec
     for (task, skill) in page.tasks.iter().zip(&page.skills) {
         let peer = match skill.as_str() {
             DELEGATE_SKILL => state
-                .runtime
+                .runtime()
                 .snapshot(&task.id, None, Access::Owner(viewer.user()))
                 .await
                 .ok()
@@ -253,20 +256,21 @@ async fn counts(
 /// whenever they change.
 pub(super) async fn live_counts(
     State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     viewer: Viewer,
     Query(filter): Query<Filter>,
 ) -> Result<Response, Problem> {
     let context = filter.context();
     let user = viewer.user().to_owned();
-    let slot = state.streams.for_user(&user)?;
-    let stop = state.shutdown.clone();
+    let slot = state.stream_of_user(&user)?;
+    let stop = state.shutdown().clone();
     let stream = async_stream::stream! {
         // Held while the stream lives.
         let _slot = slot;
         let mut last = None;
         // Signing out ends the stream too.
-        while matches!(state.console.find(viewer.id()).await, Ok(Some(_))) {
-            match counts(&*state.runtime, &user, context.as_deref()).await {
+        while matches!(sessions.find(viewer.id()).await, Ok(Some(_))) {
+            match counts(&**state.runtime(), &user, context.as_deref()).await {
                 Ok(now) if last.as_ref() != Some(&now) => {
                     let json = serde_json::to_string(&now).unwrap_or_default();
                     yield Ok::<Event, Infallible>(Event::default().event("counts").data(json));

@@ -4,8 +4,8 @@
 use fundi_runtime::approval::APPROVE_SCOPE;
 use fundi_runtime::{ADMIN_SCOPE, Grants};
 
-use super::sessions::{Person, Session};
-use crate::auth::Caller;
+use crate::sessions::{Person, Session};
+use fundi_gateway::Caller;
 
 /// A signed-in person.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@ use axum::response::{IntoResponse, Response};
 use fundi_runtime::RuntimeError;
 use maud::{DOCTYPE, Markup, html};
 
-use super::viewer::Viewer;
-use crate::error::ApiError;
+use crate::viewer::Viewer;
+use fundi_gateway::ApiError;
 
 /// The console's pages, for the navigation's current mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,5 +212,55 @@ impl IntoResponse for Problem {
             response.headers_mut().remove(header::WWW_AUTHENTICATE);
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fundi_runtime::{TaskId, TaskState};
+
+    /// A runtime error answers the console with the status the A2A bindings and the
+    /// admin routes give it (the gateway's `each_runtime_error_has_one_status_on_every_surface`
+    /// lists the same): one classification, the gateway's.
+    #[test]
+    fn a_runtime_error_has_the_gateways_status_on_a_page() {
+        let id = TaskId::from("t");
+        let cases = [
+            (
+                RuntimeError::TaskNotFound(id.clone()),
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                RuntimeError::NotAwaitingApproval {
+                    id: id.clone(),
+                    state: TaskState::Working,
+                },
+                StatusCode::CONFLICT,
+            ),
+            (
+                RuntimeError::ApproverIsRequester {
+                    id,
+                    user: "ann".into(),
+                },
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                RuntimeError::InvalidInput("no text".into()),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                RuntimeError::Unavailable("stopping".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+            (
+                RuntimeError::invariant("a task without its message"),
+                StatusCode::INTERNAL_SERVER_ERROR,
+            ),
+        ];
+        for (error, status) in cases {
+            let said = error.to_string();
+            assert_eq!(Problem::from(error).status, status, "{said}");
+        }
     }
 }

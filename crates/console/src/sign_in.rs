@@ -13,20 +13,24 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::gate::{Change, CsrfOnly, check_origin};
-use super::page::{Problem, Section, page, respond};
-use super::sessions::{
+use crate::gate::{Change, CsrfOnly, check_origin};
+use crate::page::{Problem, Section, page, respond};
+use crate::sessions::{
     LINK_LIFETIME, Person, SIGN_IN_COOKIE, named_cookie, random_token, same_secret,
 };
-use crate::admission::admit;
-use crate::dialect::Dialect;
-use crate::error::ApiError;
-use crate::reply::refusal;
-use crate::state::AppState;
+use fundi_gateway::ApiError;
+use fundi_gateway::AppState;
+use fundi_gateway::Dialect;
+use fundi_gateway::admit;
+use fundi_gateway::refusal;
+use std::sync::Arc;
+
+use crate::sessions::Sessions;
 
 /// Makes a sign-in link for the authenticated caller.
 pub(super) async fn make_link(
     State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
@@ -46,12 +50,12 @@ pub(super) async fn make_link(
         client: caller.client.clone(),
         grants: caller.grants.clone(),
     };
-    let token = match state.console.link(&person).await {
+    let token = match sessions.link(&person).await {
         Ok(token) => token,
         Err(error) => {
             tracing::error!(%error, "keeping a console sign-in link");
             let error = ApiError::internal("the sign-in link could not be kept");
-            return crate::reply::rest_failure(&error);
+            return fundi_gateway::rest_failure(&error);
         }
     };
     let url = format!(
@@ -77,14 +81,15 @@ pub(super) struct SignIn {
 /// token this browser also holds as a cookie.
 pub(super) async fn sign_in(
     State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
     uri: Uri,
     Query(query): Query<SignIn>,
 ) -> Response {
-    if let Err(error) = state.guard.check_host(&headers, &uri) {
+    if let Err(error) = state.check_host(&headers, &uri) {
         return Problem::from(error).into_response();
     }
-    let confirmable = match state.console.confirmable(query.token.trim()).await {
+    let confirmable = match sessions.confirmable(query.token.trim()).await {
         Ok(confirmable) => confirmable,
         Err(error) => return Problem::from(error).into_response(),
     };
@@ -102,7 +107,7 @@ pub(super) async fn sign_in(
         }
     };
     let mut response = respond(StatusCode::OK, page("Sign in", None, Section::None, body));
-    if let Ok(cookie) = HeaderValue::from_str(&state.console.sign_in_cookie(&csrf)) {
+    if let Ok(cookie) = HeaderValue::from_str(&sessions.sign_in_cookie(&csrf)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
@@ -121,11 +126,12 @@ pub(super) struct Confirmation {
 /// token not yet used.
 pub(super) async fn confirm(
     State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     headers: HeaderMap,
     uri: Uri,
     Form(form): Form<Confirmation>,
 ) -> Result<Response, Problem> {
-    state.guard.check_host(&headers, &uri)?;
+    state.check_host(&headers, &uri)?;
     check_origin(&state, &headers)?;
     let held = named_cookie(&headers, SIGN_IN_COOKIE).unwrap_or_default();
     if form.csrf.is_empty() || !same_secret(&form.csrf, held) {
@@ -133,7 +139,7 @@ pub(super) async fn confirm(
             "this sign-in was not continued from the page that showed it: open the link again",
         ));
     }
-    let Some((id, _)) = state.console.redeem(form.token.trim()).await? else {
+    let Some((id, _)) = sessions.redeem(form.token.trim()).await? else {
         return Err(link_not_valid());
     };
     let mut response = (
@@ -141,7 +147,7 @@ pub(super) async fn confirm(
         [(header::LOCATION, "/console/tasks")],
     )
         .into_response();
-    let cookies = [state.console.cookie(&id), state.console.sign_in_cookie("")];
+    let cookies = [sessions.cookie(&id), sessions.sign_in_cookie("")];
     for cookie in cookies {
         if let Ok(cookie) = HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, cookie);
@@ -161,10 +167,10 @@ fn link_not_valid() -> Problem {
 
 /// Ends the session.
 pub(super) async fn sign_out(
-    State(state): State<AppState>,
+    State(sessions): State<Arc<Sessions>>,
     Change(viewer, _form): Change<CsrfOnly>,
 ) -> Result<Response, Problem> {
-    state.console.close(viewer.id()).await?;
+    sessions.close(viewer.id()).await?;
     let body = html! {
         p { "You are signed out. Run " code { "fundi console" } " for a new sign-in link." }
     };
@@ -172,7 +178,7 @@ pub(super) async fn sign_out(
         StatusCode::OK,
         page("Signed out", None, Section::None, body),
     );
-    if let Ok(cookie) = HeaderValue::from_str(&state.console.removed_cookie()) {
+    if let Ok(cookie) = HeaderValue::from_str(&sessions.removed_cookie()) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     Ok(response)

@@ -19,8 +19,8 @@ use openidconnect::{
 };
 use serde_json::Value;
 
-use super::sessions::{Person, Sessions};
-use crate::config::ConsoleOidc;
+use crate::sessions::{Person, Sessions};
+use fundi_gateway::ConsoleOidc;
 use fundi_runtime::error_chain;
 
 /// How long the provider's discovery document (with its keys) is used before it is

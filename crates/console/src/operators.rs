@@ -9,15 +9,15 @@ use maud::html;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::actions::back_to;
-use super::gate::{Change, ConsoleAdmin, Csrf, CsrfOnly};
-use super::page::{Problem, Section, page, respond};
-use super::tasks::encode;
-use super::viewer::Viewer;
-use super::words::{clip, when};
-use crate::admin::audit::record;
-use crate::admin::grant_desk::Revoked;
-use crate::state::AppState;
+use crate::actions::back_to;
+use crate::gate::{Change, ConsoleAdmin, Csrf, CsrfOnly};
+use crate::page::{Problem, Section, page, respond};
+use crate::tasks::encode;
+use crate::viewer::Viewer;
+use crate::words::{clip, when};
+use fundi_gateway::AppState;
+use fundi_gateway::operations::Revoked;
+use fundi_gateway::operations::record;
 
 fn not_kept(what: &str) -> Problem {
     Problem::new(
@@ -59,7 +59,7 @@ pub(super) async fn dead_letters(
     State(state): State<AppState>,
     ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let Some(push) = &state.push else {
+    let Some(push) = state.push() else {
         return Err(not_kept("Push notifications"));
     };
     let entries = push
@@ -121,7 +121,7 @@ pub(super) async fn replay(
     State(state): State<AppState>,
     Change(ConsoleAdmin(viewer), form): Change<Replay, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let Some(push) = &state.push else {
+    let Some(push) = state.push() else {
         return Err(not_kept("Push notifications"));
     };
     let task_id = fundi_runtime::TaskId::from(form.task.clone());
@@ -154,7 +154,7 @@ pub(super) async fn schedules(
     State(state): State<AppState>,
     ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let Some(scheduler) = &state.operators.schedules else {
+    let Some(scheduler) = state.schedules() else {
         return Err(not_kept("Schedules"));
     };
     let schedules = scheduler.list().await?;
@@ -197,7 +197,7 @@ pub(super) async fn set_paused(
     Path((id, change)): Path<(String, String)>,
     Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let Some(scheduler) = &state.operators.schedules else {
+    let Some(scheduler) = state.schedules() else {
         return Err(not_kept("Schedules"));
     };
     let paused = match change.as_str() {
@@ -225,7 +225,7 @@ pub(super) async fn grants(
     State(state): State<AppState>,
     ConsoleAdmin(viewer): ConsoleAdmin,
 ) -> Result<Response, Problem> {
-    let Some(desk) = &state.operators.grants else {
+    let Some(desk) = state.grants() else {
         return Err(not_kept("Grants"));
     };
     let grants = desk
@@ -272,7 +272,7 @@ pub(super) async fn revoke(
     Path(id): Path<String>,
     Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
-    let Some(desk) = &state.operators.grants else {
+    let Some(desk) = state.grants() else {
         return Err(not_kept("Grants"));
     };
     match desk

@@ -10,11 +10,12 @@ use axum::response::{IntoResponse, Response};
 use fundi_runtime::ADMIN_SCOPE;
 use serde::de::DeserializeOwned;
 
-use super::page::Problem;
-use super::sessions::{cookie_value, same_secret};
-use super::viewer::Viewer;
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::page::Problem;
+use crate::sessions::{cookie_value, same_secret};
+use crate::viewer::Viewer;
+use fundi_gateway::AppState;
+
+use crate::ConsoleState;
 
 /// Refused unless the viewer is an operator (`fundi:admin`).
 pub(crate) fn require_admin(viewer: &Viewer) -> Result<(), Problem> {
@@ -47,15 +48,18 @@ pub(crate) trait Csrf {
 
 /// Who may send a state-changing form: someone signed in (`Viewer`) or an operator
 /// (`ConsoleAdmin`).
-pub(crate) trait Signed: FromRequestParts<AppState, Rejection = Problem> {
+pub(crate) trait Signed: FromRequestParts<ConsoleState, Rejection = Problem> {
     /// The person.
     fn viewer(&self) -> &Viewer;
 }
 
-impl FromRequestParts<AppState> for Viewer {
+impl FromRequestParts<ConsoleState> for Viewer {
     type Rejection = Problem;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Viewer, Problem> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &ConsoleState,
+    ) -> Result<Viewer, Problem> {
         viewer(state, &parts.headers, &parts.uri).await
     }
 }
@@ -69,10 +73,10 @@ impl Signed for Viewer {
 /// A signed-in operator (`fundi:admin`): the operators' pages.
 pub(crate) struct ConsoleAdmin(pub(crate) Viewer);
 
-impl FromRequestParts<AppState> for ConsoleAdmin {
+impl FromRequestParts<ConsoleState> for ConsoleAdmin {
     type Rejection = Problem;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Problem> {
+    async fn from_request_parts(parts: &mut Parts, state: &ConsoleState) -> Result<Self, Problem> {
         let viewer = Viewer::from_request_parts(parts, state).await?;
         require_admin(&viewer)?;
         Ok(ConsoleAdmin(viewer))
@@ -91,19 +95,19 @@ impl Signed for ConsoleAdmin {
 /// session's. A form that cannot be read is refused as axum refuses it.
 pub(crate) struct Change<F, W = Viewer>(pub(crate) W, pub(crate) F);
 
-impl<F, W> FromRequest<AppState> for Change<F, W>
+impl<F, W> FromRequest<ConsoleState> for Change<F, W>
 where
     F: DeserializeOwned + Csrf + Send,
     W: Signed + Send,
 {
     type Rejection = Response;
 
-    async fn from_request(request: Request, state: &AppState) -> Result<Self, Response> {
+    async fn from_request(request: Request, state: &ConsoleState) -> Result<Self, Response> {
         let (mut parts, body) = request.into_parts();
         let who = W::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        check_origin(state, &parts.headers).map_err(IntoResponse::into_response)?;
+        check_origin(&state.app, &parts.headers).map_err(IntoResponse::into_response)?;
         let request = Request::from_parts(parts, body);
         let Form(form) = Form::<F>::from_request(request, state)
             .await
@@ -115,18 +119,15 @@ where
 
 /// The signed-in person a request comes from.
 pub(crate) async fn viewer(
-    state: &AppState,
+    state: &ConsoleState,
     headers: &HeaderMap,
     uri: &Uri,
 ) -> Result<Viewer, Problem> {
-    state.guard.check_host(headers, uri)?;
-    let not_signed_in = || Problem::not_signed_in(state.console_provider.is_some());
+    state.app.check_host(headers, uri)?;
+    let not_signed_in = || Problem::not_signed_in(state.provider.is_some());
     let id = cookie_value(headers).ok_or_else(not_signed_in)?;
-    let session = state.console.find(id).await?.ok_or_else(not_signed_in)?;
-    state
-        .rate_limit
-        .check(&session.person.user)
-        .map_err(ApiError::rate_limited)?;
+    let session = state.sessions.find(id).await?.ok_or_else(not_signed_in)?;
+    state.app.check_rate(&session.person.user)?;
     Ok(Viewer::new(id.to_owned(), session))
 }
 

@@ -7,12 +7,12 @@ use fundi_runtime::{Message, Part, SubmitRequest};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::actions::back_to;
-use super::gate::{Change, Csrf};
-use super::issues::heal_skill;
-use super::page::Problem;
-use super::tasks::encode;
-use crate::state::AppState;
+use crate::actions::back_to;
+use crate::gate::{Change, Csrf};
+use crate::issues::heal_skill;
+use crate::page::Problem;
+use crate::tasks::encode;
+use fundi_gateway::AppState;
 
 #[derive(Deserialize)]
 pub(super) struct Heal {
@@ -62,7 +62,7 @@ pub(super) async fn heal(
         .owner(Some(caller.user))
         .client(Some(caller.client))
         .grants(caller.grants);
-    let started = state.runtime.submit(request).await?;
+    let started = state.runtime().submit(request).await?;
     Ok(back_to(&format!(
         "/console/tasks/{}",
         encode(started.task.id.as_str())

@@ -6,7 +6,8 @@ use fundi_runtime::{Artifact, PartContent, Task};
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::{charts, diff, reports};
+use crate::words::link;
+use crate::{charts, diff, reports};
 
 /// Every artifact of the task, each in its own section.
 pub(crate) fn all(task: &Task) -> Markup {
@@ -60,18 +61,6 @@ fn plain(artifact: &Artifact) -> Markup {
                 PartContent::Raw(bytes) => p { (bytes.len()) " bytes"
                     @if let Some(name) = &part.filename { " (" (name) ")" } },
             }
-        }
-    }
-}
-
-/// A link to a web address; any other kind of address (`javascript:`) as plain text.
-pub(crate) fn link(url: &str) -> Markup {
-    let lower = url.to_ascii_lowercase();
-    html! {
-        @if lower.starts_with("https://") || lower.starts_with("http://") {
-            a href=(url) rel="noopener noreferrer" { (url) }
-        } @else {
-            code { (url) }
         }
     }
 }

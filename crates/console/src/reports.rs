@@ -6,7 +6,7 @@
 use maud::{Markup, html};
 use serde_json::Value;
 
-use super::artifacts::link;
+use crate::words::link;
 
 /// axe-core's impacts, worst first.
 const IMPACTS: [&str; 4] = ["critical", "serious", "moderate", "minor"];

@@ -1,4 +1,4 @@
-//! Small pieces every console page shows the same way: a state, a time, a badge.
+//! Small pieces every console page shows the same way: a state, a time, a badge, a link.
 
 use chrono::{DateTime, Utc};
 use fundi_runtime::TaskState;
@@ -43,5 +43,17 @@ pub(crate) fn clip(text: &str, most: usize) -> String {
     match text.char_indices().nth(most) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_owned(),
+    }
+}
+
+/// A link to a web address; any other kind of address (`javascript:`) as plain text.
+pub(crate) fn link(url: &str) -> Markup {
+    let lower = url.to_ascii_lowercase();
+    html! {
+        @if lower.starts_with("https://") || lower.starts_with("http://") {
+            a href=(url) rel="noopener noreferrer" { (url) }
+        } @else {
+            code { (url) }
+        }
     }
 }

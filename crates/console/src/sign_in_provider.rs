@@ -7,9 +7,9 @@ use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::page::{Problem, Section, page, respond};
-use super::provider::ProviderError;
-use crate::state::AppState;
+use crate::ConsoleState;
+use crate::page::{Problem, Section, page, respond};
+use crate::provider::ProviderError;
 
 fn not_configured() -> Problem {
     Problem::new(
@@ -26,14 +26,14 @@ fn failed(error: &ProviderError) -> Problem {
 
 /// Sends the browser to the provider.
 pub(super) async fn start(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Result<Response, Problem> {
-    state.guard.check_host(&headers, &uri)?;
-    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
+    state.app.check_host(&headers, &uri)?;
+    let provider = state.provider.as_ref().ok_or_else(not_configured)?;
     let url = provider
-        .start(&state.console)
+        .start(&state.sessions)
         .await
         .map_err(|e| failed(&e))?;
     Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response())
@@ -55,13 +55,13 @@ pub(super) struct Callback {
 /// session cookie is `SameSite=Strict`, and a browser does not send it on a redirect
 /// that began at the provider's site.
 pub(super) async fn callback(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     headers: HeaderMap,
     uri: Uri,
     Query(query): Query<Callback>,
 ) -> Result<Response, Problem> {
-    state.guard.check_host(&headers, &uri)?;
-    let provider = state.console_provider.as_ref().ok_or_else(not_configured)?;
+    state.app.check_host(&headers, &uri)?;
+    let provider = state.provider.as_ref().ok_or_else(not_configured)?;
     if let Some(error) = query.error {
         let detail = query
             .error_description
@@ -78,18 +78,18 @@ pub(super) async fn callback(
         .filter(|c| !c.is_empty())
         .ok_or_else(|| Problem::bad_form("the identity provider sent no code"))?;
     let person = provider
-        .finish(&state.console, code, &query.state)
+        .finish(&state.sessions, code, &query.state)
         .await
         .map_err(|e| failed(&e))?
         .ok_or_else(|| Problem::new(StatusCode::UNAUTHORIZED, "Sign-in not valid",
             "This sign-in was not started here, was already finished, or took longer than ten minutes: start again."))?;
-    let (id, _) = state.console.open(person).await?;
+    let (id, _) = state.sessions.open(person).await?;
     let body = html! {
         meta http-equiv="refresh" content="0; url=/console/tasks";
         p { "You are signed in. " a href="/console/tasks" { "Go to your tasks" } "." }
     };
     let mut response = respond(StatusCode::OK, page("Signed in", None, Section::None, body));
-    if let Ok(cookie) = HeaderValue::from_str(&state.console.cookie(&id)) {
+    if let Ok(cookie) = HeaderValue::from_str(&state.sessions.cookie(&id)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     Ok(response)

@@ -8,6 +8,11 @@
 //! scopes of the API caller that asked for the link, and sees what that caller would;
 //! or through an OpenID Connect identity provider (`provider.rs`).
 //! The console is off with `gateway.console = false`. See docs/console.md.
+//!
+//! The pages sit beside the A2A bindings: [`Console::router`] is merged into the
+//! gateway's own (`fundi_gateway::app_with`), behind the same guards, and acts through
+//! the gateway's [`fundi_gateway::operations`], so that a decision taken here is the
+//! same step, with the same audit record, as one taken through `/admin`.
 
 mod access;
 mod actions;
@@ -32,15 +37,89 @@ mod timeline;
 mod viewer;
 mod words;
 
+use std::sync::Arc;
+
 use axum::Router;
+use axum::extract::FromRef;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use fundi_gateway::AppState;
+use fundi_ops::sessions::SessionStore;
+use fundi_runtime::TaskService;
 
-use crate::state::AppState;
+use crate::provider::Provider;
+use crate::sessions::Sessions;
+
+/// The web console of one gateway: its pages, its sign-in links and sessions, and the
+/// identity provider that signs people in when `gateway.console-oidc` names one.
+pub struct Console {
+    state: ConsoleState,
+}
+
+/// What the console's handlers share: the gateway's state, and the console's own.
+#[derive(Clone)]
+pub(crate) struct ConsoleState {
+    pub(crate) app: AppState,
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) provider: Option<Arc<Provider>>,
+}
+
+impl FromRef<ConsoleState> for AppState {
+    fn from_ref(state: &ConsoleState) -> AppState {
+        state.app.clone()
+    }
+}
+
+impl FromRef<ConsoleState> for Arc<dyn TaskService> {
+    fn from_ref(state: &ConsoleState) -> Arc<dyn TaskService> {
+        state.app.runtime().clone()
+    }
+}
+
+impl FromRef<ConsoleState> for Arc<Sessions> {
+    fn from_ref(state: &ConsoleState) -> Arc<Sessions> {
+        state.sessions.clone()
+    }
+}
+
+impl Console {
+    /// The console of the gateway `app` serves, keeping its sign-in links and sessions
+    /// in this process's memory.
+    pub fn new(app: AppState) -> Console {
+        // The settings were checked (`GatewayConfig::validate`); what is left to fail is
+        // the machine's (an HTTP client), and the console then says no provider is set.
+        let provider = app.config().console_oidc.clone().and_then(|settings| {
+            Provider::new(settings, app.public_url())
+                .map(Arc::new)
+                .inspect_err(|error| tracing::error!(%error, "the console's identity provider"))
+                .ok()
+        });
+        Console {
+            state: ConsoleState {
+                sessions: Arc::new(Sessions::new(app.public_url())),
+                provider,
+                app,
+            },
+        }
+    }
+
+    /// The same console keeping its sign-in links and sessions in `store`: a store the
+    /// nodes of a cluster share signs a person in on all of them.
+    pub fn with_sessions(mut self, store: Arc<dyn SessionStore>) -> Console {
+        let public_url = self.state.app.public_url();
+        self.state.sessions = Arc::new(Sessions::in_store(store, public_url));
+        self
+    }
+
+    /// The console's routes under `/console`, for `fundi_gateway::app_with`.
+    pub fn router(self) -> Router {
+        routes().with_state(self.state)
+    }
+}
 
 /// The console's routes.
-pub(crate) fn routes() -> Router<AppState> {
+fn routes() -> Router<ConsoleState> {
     Router::new()
         .route("/console", get(home))
         .route("/console/", get(home))
