@@ -20,7 +20,7 @@ use crate::viewer::Viewer;
 use crate::words::when;
 use fundi_gateway::AppState;
 use fundi_gateway::operations::AccessDesk;
-use fundi_gateway::operations::AccessError;
+use fundi_gateway::operations::{AccessError, AuditTrail};
 use fundi_gateway::operations::{UndecidedAccess as Undecided, approve_as, reject_as};
 
 const BACK: &str = "/console/access-requests";
@@ -132,6 +132,7 @@ impl Csrf for Approval {
 
 pub(super) async fn approve(
     State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Path(id): Path<String>,
     Change(viewer, form): Change<Approval>,
 ) -> Result<Response, Problem> {
@@ -151,7 +152,7 @@ pub(super) async fn approve(
     let expires = Some(form.expires.trim()).filter(|e| !e.is_empty());
     let caller = viewer.caller();
     approve_as(
-        &state,
+        &audit,
         &desk,
         &caller,
         &id,
@@ -180,6 +181,7 @@ impl Csrf for Rejection {
 
 pub(super) async fn reject(
     State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Path(id): Path<String>,
     Change(viewer, form): Change<Rejection>,
 ) -> Result<Response, Problem> {
@@ -189,7 +191,7 @@ pub(super) async fn reject(
         return Err(Problem::bad_form("a rejection needs a reason"));
     }
     let caller = viewer.caller();
-    reject_as(&state, &desk, &caller, &id, Some(reason), "console")
+    reject_as(&audit, &desk, &caller, &id, Some(reason), "console")
         .await
         .map_err(problem)?;
     Ok(back_to(BACK))

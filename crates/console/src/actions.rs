@@ -20,9 +20,8 @@ use crate::gate::{Change, Csrf, CsrfOnly};
 use crate::page::Problem;
 use crate::tasks::encode;
 use crate::viewer::Viewer;
-use fundi_gateway::AppState;
 use fundi_gateway::operations::fixes;
-use fundi_gateway::operations::{Undecided, decide_as};
+use fundi_gateway::operations::{Deciding, Undecided, decide_as};
 
 /// The forms that apply to `task` for `viewer`.
 pub(crate) fn for_task(viewer: &Viewer, task: &Task) -> Markup {
@@ -159,7 +158,7 @@ impl Csrf for Approval {
 }
 
 pub(super) async fn approve(
-    State(state): State<AppState>,
+    State(deciding): State<Deciding>,
     Path(id): Path<String>,
     Change(viewer, form): Change<Approval>,
 ) -> Result<Response, Problem> {
@@ -171,7 +170,14 @@ pub(super) async fn approve(
         ),
     };
     let detail = json!({"narrowed": narrowed.is_some(), "through": "console"});
-    decide(&state, &viewer, id, Verdict::Approve { narrowed }, detail).await?;
+    decide(
+        &deciding,
+        &viewer,
+        id,
+        Verdict::Approve { narrowed },
+        detail,
+    )
+    .await?;
     Ok(back_to(&form.back))
 }
 
@@ -192,7 +198,7 @@ impl Csrf for Rejection {
 }
 
 pub(super) async fn reject(
-    State(state): State<AppState>,
+    State(deciding): State<Deciding>,
     Path(id): Path<String>,
     Change(viewer, form): Change<Rejection>,
 ) -> Result<Response, Problem> {
@@ -201,18 +207,26 @@ pub(super) async fn reject(
         return Err(Problem::bad_form("a rejection needs a reason"));
     }
     let detail = json!({"reason": reason, "through": "console"});
-    decide(&state, &viewer, id, Verdict::Reject { reason }, detail).await?;
+    decide(&deciding, &viewer, id, Verdict::Reject { reason }, detail).await?;
     Ok(back_to(&form.back))
 }
 
 async fn decide(
-    state: &AppState,
+    deciding: &Deciding,
     viewer: &Viewer,
     id: String,
     verdict: Verdict,
     detail: Value,
 ) -> Result<(), Problem> {
-    match decide_as(state, &viewer.caller(), TaskId::from(id), verdict, detail).await {
+    match decide_as(
+        deciding,
+        &viewer.caller(),
+        TaskId::from(id),
+        verdict,
+        detail,
+    )
+    .await
+    {
         Ok(_) => Ok(()),
         Err(Undecided::Runtime(error)) => Err(error.into()),
         Err(Undecided::Scope(error) | Undecided::Refused(error)) => Err(error.into()),

@@ -30,7 +30,7 @@ pub(super) async fn list(
     let mut waiting = state.runtime().approvals().await?;
     waiting.retain(|p| may_approve(viewer.grants(), &p.request.skill));
     let proposed = match may_approve(viewer.grants(), fixes::HEAL_SKILL) {
-        true => fixes::waiting(&state).await?,
+        true => fixes::waiting(&**state.runtime()).await?,
         false => Vec::new(),
     };
     let body = html! {

@@ -45,6 +45,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_gateway::AppState;
+use fundi_gateway::operations::{AuditTrail, Deciding};
 use fundi_ops::sessions::SessionStore;
 use fundi_runtime::TaskService;
 
@@ -74,6 +75,18 @@ impl FromRef<ConsoleState> for AppState {
 impl FromRef<ConsoleState> for Arc<dyn TaskService> {
     fn from_ref(state: &ConsoleState) -> Arc<dyn TaskService> {
         state.app.runtime().clone()
+    }
+}
+
+impl FromRef<ConsoleState> for AuditTrail {
+    fn from_ref(state: &ConsoleState) -> AuditTrail {
+        AuditTrail::from_ref(&state.app)
+    }
+}
+
+impl FromRef<ConsoleState> for Deciding {
+    fn from_ref(state: &ConsoleState) -> Deciding {
+        Deciding::from_ref(&state.app)
     }
 }
 

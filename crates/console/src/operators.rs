@@ -16,8 +16,8 @@ use crate::tasks::encode;
 use crate::viewer::Viewer;
 use crate::words::{clip, when};
 use fundi_gateway::AppState;
+use fundi_gateway::operations::AuditTrail;
 use fundi_gateway::operations::Revoked;
-use fundi_gateway::operations::record;
 
 fn not_kept(what: &str) -> Problem {
     Problem::new(
@@ -38,13 +38,14 @@ fn store_failed(error: impl std::fmt::Display, doing: &str) -> Problem {
 
 /// Checks an operator's change, then records it.
 async fn recorded(
-    state: &AppState,
+    audit: &AuditTrail,
     viewer: &Viewer,
     action: &str,
     target: &str,
     detail: Value,
 ) -> Result<(), Problem> {
-    record(state, &viewer.caller(), action, target, detail)
+    audit
+        .record(&viewer.caller(), action, target, detail)
         .await
         .map_err(|_| {
             Problem::new(
@@ -119,6 +120,7 @@ impl Csrf for Replay {
 
 pub(super) async fn replay(
     State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Change(ConsoleAdmin(viewer), form): Change<Replay, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
     let Some(push) = state.push() else {
@@ -140,7 +142,7 @@ pub(super) async fn replay(
         ));
     }
     recorded(
-        &state,
+        &audit,
         &viewer,
         "push.replay",
         &format!("{}/{}", form.task, form.config),
@@ -194,6 +196,7 @@ pub(super) async fn schedules(
 
 pub(super) async fn set_paused(
     State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Path((id, change)): Path<(String, String)>,
     Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
@@ -211,7 +214,7 @@ pub(super) async fn set_paused(
     };
     scheduler.set_paused(&id, paused).await?;
     recorded(
-        &state,
+        &audit,
         &viewer,
         &format!("schedule.{change}"),
         &id,
@@ -269,6 +272,7 @@ pub(super) async fn grants(
 
 pub(super) async fn revoke(
     State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Path(id): Path<String>,
     Change(ConsoleAdmin(viewer), _form): Change<CsrfOnly, ConsoleAdmin>,
 ) -> Result<Response, Problem> {
@@ -282,7 +286,7 @@ pub(super) async fn revoke(
     {
         Revoked::Now(grant) => {
             recorded(
-                &state,
+                &audit,
                 &viewer,
                 "grant.revoke",
                 &grant.id,

@@ -5,8 +5,9 @@
 //! (`admin/approvals.rs`), for approvers rather than admins. Every change is recorded
 //! in the audit log.
 
-use fundi_runtime::Access;
+use fundi_runtime::{Access, TaskService};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 pub(crate) use answer::admin_error;
 
 use crate::error::ApiError;
-use crate::operator::{Admin, Operator};
+use crate::operator::{Admin, Issues, Operator, Pushing};
 use crate::state::AppState;
 
 pub(crate) mod answer;
@@ -83,10 +84,7 @@ pub(crate) fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
 }
 
 /// Push configs whose delivery was given up (operators; scope `fundi:admin`).
-async fn dead_letters(State(state): State<AppState>, _operator: Operator<Admin>) -> Response {
-    let Some(push) = &state.push else {
-        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
-    };
+async fn dead_letters(_operator: Operator<Admin>, Pushing(push): Pushing) -> Response {
     match push.dead_letters().await {
         Ok(entries) => {
             let letters: Vec<Value> = entries
@@ -116,13 +114,11 @@ async fn dead_letters(State(state): State<AppState>, _operator: Operator<Admin>)
 
 /// Delivers a dead-lettered config again: `{"taskId": ..., "configId": ...}`.
 async fn replay(
-    State(state): State<AppState>,
+    State(audit): State<audit::AuditTrail>,
     Operator(caller, _): Operator<Admin>,
+    Pushing(push): Pushing,
     body: Bytes,
 ) -> Response {
-    let Some(push) = &state.push else {
-        return admin_error(StatusCode::NOT_FOUND, "push notifications are disabled");
-    };
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Target {
@@ -137,7 +133,10 @@ async fn replay(
     match push.replay(&task_id, &target.config_id).await {
         Ok(true) => {
             let target = format!("{task_id}/{}", target.config_id);
-            match audit::record(&state, &caller, "push.replay", &target, Value::Null).await {
+            match audit
+                .record(&caller, "push.replay", &target, Value::Null)
+                .await
+            {
                 Ok(()) => axum::Json(json!({"replayed": true})).into_response(),
                 Err(failed) => failed,
             }
@@ -158,13 +157,11 @@ async fn replay(
 
 /// The recorded issues (`?source=a11y-audit`, `?status=open`), newest first.
 async fn list_issues(
-    State(state): State<AppState>,
+    State(runtime): State<Arc<dyn TaskService>>,
     _operator: Operator<Admin>,
+    Issues(store): Issues,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let Some(store) = &state.operators.issues else {
-        return admin_error(StatusCode::NOT_FOUND, "no issue store is configured");
-    };
     let param = |name: &str| query.get(name).map(String::as_str);
     let status = match param("status") {
         None => None,
@@ -184,7 +181,7 @@ async fn list_issues(
             issues.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
             let mut listed = Vec::with_capacity(issues.len());
             for issue in issues {
-                listed.push(with_heal_state(&state, issue).await);
+                listed.push(with_heal_state(&*runtime, issue).await);
             }
             axum::Json(json!({"issues": listed})).into_response()
         }
@@ -197,11 +194,11 @@ async fn list_issues(
 
 /// An issue as listed: with the state of the heal task that holds it, if one does
 /// (`heal.state`; `null` once the task is gone).
-async fn with_heal_state(state: &AppState, issue: fundi_ops::issues::Issue) -> Value {
+async fn with_heal_state(runtime: &dyn TaskService, issue: fundi_ops::issues::Issue) -> Value {
     let task = issue.heal.as_ref().map(|link| link.task_id.clone());
     let mut listed = serde_json::to_value(issue).unwrap_or_default();
     if let Some(task) = task {
-        let task_state = match state.runtime.get(&task, Some(0), Access::Any).await {
+        let task_state = match runtime.get(&task, Some(0), Access::Any).await {
             Ok(task) => json!(task.status.state.wire_name()),
             Err(_) => Value::Null,
         };

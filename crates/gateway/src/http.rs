@@ -20,7 +20,7 @@ use crate::error::ApiError;
 use crate::guard::check_single_host;
 use crate::jsonrpc::{self, failure, success};
 use crate::reply::{self, refusal};
-use crate::state::AppState;
+use crate::state::{AppState, Jwks};
 use crate::{
     access, admin, body, grpc, inbox, mcp_gate, methods, peers, rest, streaming, telemetry,
 };
@@ -94,11 +94,14 @@ async fn single_host(request: axum::extract::Request, next: axum::middleware::Ne
 }
 
 /// The public keys that sign the agent card (404 while the card is not signed).
-async fn jwks(State(state): State<AppState>) -> Response {
-    let Some(jwks) = &state.jwks else {
+async fn jwks(
+    State(Jwks(jwks)): State<Jwks>,
+    State(config): State<Arc<GatewayConfig>>,
+) -> Response {
+    let Some(jwks) = jwks else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let cache = format!("public, max-age={}", state.config.card_max_age_secs);
+    let cache = format!("public, max-age={}", config.card_max_age_secs);
     (
         [
             (header::CONTENT_TYPE, "application/jwk-set+json".to_owned()),

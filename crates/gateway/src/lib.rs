@@ -60,8 +60,8 @@ pub mod operations {
     pub use crate::access::desk::AccessDesk;
     pub use crate::access::error::AccessError;
     pub use crate::access::steps::{Undecided as UndecidedAccess, approve_as, reject_as};
-    pub use crate::admin::approvals::{Undecided, decide_as};
-    pub use crate::admin::audit::record;
+    pub use crate::admin::approvals::{Deciding, Undecided, decide_as};
+    pub use crate::admin::audit::AuditTrail;
     pub use crate::admin::fixes;
     pub use crate::admin::grant_desk::{GrantDesk, Revoked};
     pub use crate::stream_slots::StreamSlot;

@@ -1,7 +1,8 @@
 //! Extractors of the routes beside A2A (`/admin`, `/inbox`): the caller, admitted as
 //! every authenticated route admits (Host and Origin, both credentials, the rate limit)
 //! and holding what the route's role needs ([`Operator`]); and the service a route
-//! works on, where this server keeps it ([`GrantsDesk`], [`Schedules`], [`Proposals`], [`Peers`]).
+//! works on, where this server keeps it ([`GrantsDesk`], [`Schedules`], [`Proposals`],
+//! [`Peers`], [`Pushing`], [`Issues`], [`ChaosEvents`]).
 //! A handler's signature says what it needs; a refusal is the whole answer, before the
 //! body is read: 401 or 403 for the caller, then 404 for a service this server lacks.
 
@@ -12,7 +13,9 @@ use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
+use fundi_ops::chaos::ChaosLog;
 use fundi_ops::inbox::{INBOX_SCOPE, Inbox};
+use fundi_ops::issues::IssueStore;
 use fundi_ops::schedules::Scheduler;
 use fundi_peers::{DELEGATE_SCOPE, PeerDirectory};
 use fundi_runtime::approval::APPROVE_SCOPE;
@@ -25,6 +28,7 @@ use crate::admission::admit;
 use crate::auth::Caller;
 use crate::dialect::Dialect;
 use crate::error::ApiError;
+use crate::push::PushService;
 use crate::reply::refusal;
 use crate::state::AppState;
 
@@ -105,60 +109,64 @@ impl<R: Role> FromRequestParts<AppState> for Operator<R> {
     }
 }
 
-/// The grants desk; 404 where this server keeps no grants.
-pub(crate) struct GrantsDesk(pub(crate) Arc<GrantDesk>);
+/// An extractor of a service a route works on, taken from the state where this server
+/// keeps it, and refused with a 404 that says `$missing` where it does not.
+macro_rules! served {
+    ($(#[$doc:meta])* $name:ident($service:ty) = |$state:ident| $get:expr, $missing:expr) => {
+        $(#[$doc])*
+        pub(crate) struct $name(pub(crate) $service);
 
-impl FromRequestParts<AppState> for GrantsDesk {
-    type Rejection = Response;
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = Response;
 
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let desk = state.operators.grants.clone();
-        desk.map(GrantsDesk)
-            .ok_or_else(|| missing("grants are not kept on this server"))
-    }
+            async fn from_request_parts(_: &mut Parts, $state: &AppState) -> Result<Self, Response> {
+                $get.clone().map($name).ok_or_else(|| missing($missing))
+            }
+        }
+    };
 }
 
-/// The scheduler; 404 where scheduled runs are not available.
-pub(crate) struct Schedules(pub(crate) Scheduler);
+served!(
+    /// The grants desk.
+    GrantsDesk(Arc<GrantDesk>) = |state| state.operators.grants,
+    "grants are not kept on this server"
+);
 
-impl FromRequestParts<AppState> for Schedules {
-    type Rejection = Response;
+served!(
+    /// The scheduler.
+    Schedules(Scheduler) = |state| state.operators.schedules,
+    "scheduled runs are not available on this server"
+);
 
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let scheduler = state.operators.schedules.clone();
-        scheduler
-            .map(Schedules)
-            .ok_or_else(|| missing("scheduled runs are not available on this server"))
-    }
-}
+served!(
+    /// The inbox of proposals (the inbox skill).
+    Proposals(Inbox) = |state| state.operators.inbox,
+    "the inbox skill is not enabled on this server"
+);
 
-/// The inbox of proposals; 404 where the inbox skill is not enabled.
-pub(crate) struct Proposals(pub(crate) Inbox);
+served!(
+    /// The peers this server delegates to.
+    Peers(Arc<PeerDirectory>) = |state| state.operators.peers,
+    "no peers are configured on this server ([peers.<name>])"
+);
 
-impl FromRequestParts<AppState> for Proposals {
-    type Rejection = Response;
+served!(
+    /// Push notifications' deliveries and dead letters.
+    Pushing(Arc<PushService>) = |state| state.push,
+    "push notifications are disabled"
+);
 
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let inbox = state.operators.inbox.clone();
-        inbox
-            .map(Proposals)
-            .ok_or_else(|| missing("the inbox skill is not enabled on this server"))
-    }
-}
+served!(
+    /// The findings of the auditing skills.
+    Issues(Arc<dyn IssueStore>) = |state| state.operators.issues,
+    "no issue store is configured"
+);
 
-/// The peers this server delegates to; 404 where none is configured.
-pub(crate) struct Peers(pub(crate) Arc<PeerDirectory>);
-
-impl FromRequestParts<AppState> for Peers {
-    type Rejection = Response;
-
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let peers = state.operators.peers.clone();
-        peers
-            .map(Peers)
-            .ok_or_else(|| missing("no peers are configured on this server ([peers.<name>])"))
-    }
-}
+served!(
+    /// The faults chaos runs injected.
+    ChaosEvents(Arc<dyn ChaosLog>) = |state| state.operators.chaos,
+    "no chaos-event log is kept on this server"
+);
 
 fn missing(what: &str) -> Response {
     admin_error(StatusCode::NOT_FOUND, what)

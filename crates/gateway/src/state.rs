@@ -69,6 +69,26 @@ impl FromRef<AppState> for Arc<Cards> {
     }
 }
 
+/// The JWK Set of the keys that sign the cards, serialized, when they are signed.
+#[derive(Clone)]
+pub(crate) struct Jwks(pub(crate) Option<Arc<String>>);
+
+impl FromRef<AppState> for Jwks {
+    fn from_ref(state: &AppState) -> Jwks {
+        Jwks(state.jwks.clone())
+    }
+}
+
+/// The base URL clients reach this server at, as a sub-state.
+#[derive(Clone)]
+pub(crate) struct PublicUrl(pub(crate) Arc<str>);
+
+impl FromRef<AppState> for PublicUrl {
+    fn from_ref(state: &AppState) -> PublicUrl {
+        PublicUrl(state.facts.public_url.clone())
+    }
+}
+
 impl FromRef<AppState> for Arc<dyn TaskService> {
     fn from_ref(state: &AppState) -> Arc<dyn TaskService> {
         state.runtime.clone()
@@ -101,7 +121,7 @@ pub(crate) struct Operators {
 /// The inputs of the cards that outlive `AppState::new`.
 #[derive(Clone)]
 struct CardInputs {
-    public_url: String,
+    public_url: Arc<str>,
     skills: Vec<fundi_runtime::SkillCard>,
     user_header: String,
     /// The key that signs the cards, when they are signed.
@@ -126,7 +146,7 @@ impl AppState {
         shutdown: CancellationToken,
     ) -> AppState {
         let facts = CardInputs {
-            public_url: public_url.to_owned(),
+            public_url: public_url.into(),
             skills: runtime.skills().to_vec(),
             user_header: auth.user_header().to_owned(),
             signer: None,

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::AccessDeskOf;
 use super::steps::{Undecided, approve_as, reject_as};
+use crate::admin::audit::AuditTrail;
 use crate::admin::{admin_error, parse_or_default};
 use crate::operator::{Approver, Operator};
 use crate::state::AppState;
@@ -97,7 +98,7 @@ async fn show(
 }
 
 async fn approve(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Approver>,
     AccessDeskOf(desk): AccessDeskOf,
     Path(id): Path<String>,
@@ -109,7 +110,7 @@ async fn approve(
         Err(refused) => return refused,
     };
     let expires = approval.expires.as_deref();
-    match approve_as(&state, &desk, &caller, &id, approval.scopes, expires, "api").await {
+    match approve_as(&audit, &desk, &caller, &id, approval.scopes, expires, "api").await {
         Ok(approved) => {
             let mut body = shown(&approved.request);
             body["withheld"] = json!(approved.withheld);
@@ -120,7 +121,7 @@ async fn approve(
 }
 
 async fn reject(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Approver>,
     AccessDeskOf(desk): AccessDeskOf,
     Path(id): Path<String>,
@@ -130,7 +131,7 @@ async fn reject(
         Ok(rejection) => rejection,
         Err(refused) => return refused,
     };
-    match reject_as(&state, &desk, &caller, &id, rejection.reason, "api").await {
+    match reject_as(&audit, &desk, &caller, &id, rejection.reason, "api").await {
         Ok(rejected) => axum::Json(shown(&rejected)).into_response(),
         Err(undecided) => answer(undecided),
     }

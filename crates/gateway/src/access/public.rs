@@ -16,9 +16,9 @@ use serde_json::json;
 use super::desk::NewRequest;
 use super::error::AccessError;
 use super::{AccessDeskOf, counted};
-use crate::admin::audit::record;
+use crate::admin::audit::AuditTrail;
 use crate::auth::{Caller, bearer_token};
-use crate::state::AppState;
+use crate::state::{AppState, PublicUrl};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -27,7 +27,8 @@ pub(super) fn routes() -> Router<AppState> {
 }
 
 async fn submit(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
+    State(PublicUrl(public_url)): State<PublicUrl>,
     AccessDeskOf(desk): AccessDeskOf,
     body: Bytes,
 ) -> Response {
@@ -52,18 +53,14 @@ async fn submit(
         "signatureVerified": request.card.signature_verified,
         "scopes": request.scopes,
     });
-    if let Err(failed) = record(
-        &state,
-        &requester(request),
-        "access.request",
-        &request.id,
-        detail,
-    )
-    .await
+    let who = requester(request);
+    if let Err(failed) = audit
+        .record(&who, "access.request", &request.id, detail)
+        .await
     {
         return failed;
     }
-    let base = state.public_url().trim_end_matches('/');
+    let base = public_url.trim_end_matches('/');
     let body = json!({
         "id": request.id,
         "status": "pending",
@@ -75,7 +72,7 @@ async fn submit(
 }
 
 async fn collect(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     AccessDeskOf(desk): AccessDeskOf,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -100,7 +97,7 @@ async fn collect(
         Ok(Some(collected)) => {
             let grant = &collected.grant;
             let detail = json!({"grant": grant.id, "scopes": grant.scopes});
-            if let Err(failed) = record(&state, &who, "access.collect", &id, detail).await {
+            if let Err(failed) = audit.record(&who, "access.collect", &id, detail).await {
                 return failed;
             }
             let body = json!({

@@ -11,10 +11,9 @@ use serde_json::json;
 use super::decision::Approved;
 use super::desk::AccessDesk;
 use super::error::AccessError;
-use crate::admin::audit::record;
+use crate::admin::audit::AuditTrail;
 use crate::admin::grant_desk::expiry;
 use crate::auth::Caller;
-use crate::state::AppState;
 
 /// Why a decision step did not complete.
 pub enum Undecided {
@@ -33,7 +32,7 @@ impl From<AccessError> for Undecided {
 /// `caller` approves request `id`, narrowed to `scopes` when given, the grant lasting
 /// `expires` ("30d") when given.
 pub async fn approve_as(
-    state: &AppState,
+    audit: &AuditTrail,
     desk: &Arc<AccessDesk>,
     caller: &Caller,
     id: &str,
@@ -56,7 +55,8 @@ pub async fn approve_as(
         "expiresAt": approved.grant.expires_at,
         "through": through,
     });
-    record(state, caller, "access.approve", id, detail)
+    audit
+        .record(caller, "access.approve", id, detail)
         .await
         .map_err(Undecided::NotRecorded)?;
     super::callback::notify(desk, &approved.request);
@@ -65,7 +65,7 @@ pub async fn approve_as(
 
 /// `caller` rejects request `id`, telling the requester `reason` when given.
 pub async fn reject_as(
-    state: &AppState,
+    audit: &AuditTrail,
     desk: &Arc<AccessDesk>,
     caller: &Caller,
     id: &str,
@@ -75,7 +75,8 @@ pub async fn reject_as(
     let reason = reason.filter(|r| !r.trim().is_empty());
     let rejected = desk.reject(id, &caller.user, reason.clone()).await?;
     let detail = json!({"reason": reason, "through": through});
-    record(state, caller, "access.reject", id, detail)
+    audit
+        .record(caller, "access.reject", id, detail)
         .await
         .map_err(Undecided::NotRecorded)?;
     super::callback::notify(desk, &rejected);

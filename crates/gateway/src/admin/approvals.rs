@@ -12,11 +12,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use fundi_runtime::Access;
 use fundi_runtime::approval::{APPROVE_SCOPE, Decision, Verdict, may_approve, pending};
-use fundi_runtime::{RuntimeError, TaskId};
+use fundi_runtime::{RuntimeError, TaskId, TaskService};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::audit::record;
+use super::audit::AuditTrail;
 use super::fixes;
 use super::{admin_error, parse, parse_or_default, runtime_failure};
 use crate::auth::Caller;
@@ -25,6 +25,7 @@ use crate::error::ApiError;
 use crate::operator::{Approver, Operator};
 use crate::reply::refusal;
 use crate::state::AppState;
+use std::sync::Arc;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -33,8 +34,11 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/admin/approvals/{task}/reject", post(reject))
 }
 
-async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Approver>) -> Response {
-    let mut approvals = match state.runtime.approvals().await {
+async fn list(
+    State(runtime): State<Arc<dyn TaskService>>,
+    Operator(caller, _): Operator<Approver>,
+) -> Response {
+    let mut approvals = match runtime.approvals().await {
         Ok(approvals) => approvals,
         Err(error) => return runtime_failure(error),
     };
@@ -45,7 +49,7 @@ async fn list(State(state): State<AppState>, Operator(caller, _): Operator<Appro
         .collect();
     // Proposed fixes wait for the same kind of decision.
     if may_approve(&caller.grants, fixes::HEAL_SKILL) {
-        match fixes::waiting(&state).await {
+        match fixes::waiting(&*runtime).await {
             Ok(waiting) => listed.extend(waiting),
             Err(error) => return runtime_failure(error),
         }
@@ -68,7 +72,7 @@ struct Rejection {
 }
 
 async fn approve(
-    State(state): State<AppState>,
+    State(deciding): State<Deciding>,
     Operator(caller, _): Operator<Approver>,
     Path(task): Path<String>,
     body: Bytes,
@@ -83,7 +87,7 @@ async fn approve(
         narrowed: approval.data,
     };
     decide(
-        &state,
+        &deciding,
         &caller,
         task,
         verdict,
@@ -93,7 +97,7 @@ async fn approve(
 }
 
 async fn reject(
-    State(state): State<AppState>,
+    State(deciding): State<Deciding>,
     Operator(caller, _): Operator<Approver>,
     Path(task): Path<String>,
     body: Bytes,
@@ -107,17 +111,17 @@ async fn reject(
         return admin_error(StatusCode::BAD_REQUEST, "a rejection needs a reason");
     }
     let detail = json!({"reason": reason});
-    decide(&state, &caller, task, Verdict::Reject { reason }, detail).await
+    decide(&deciding, &caller, task, Verdict::Reject { reason }, detail).await
 }
 
 async fn decide(
-    state: &AppState,
+    deciding: &Deciding,
     caller: &Caller,
     task: String,
     verdict: Verdict,
     detail: Value,
 ) -> Response {
-    match decide_as(state, caller, TaskId::from(task), verdict, detail).await {
+    match decide_as(deciding, caller, TaskId::from(task), verdict, detail).await {
         Ok(task) => {
             axum::Json(json!({"task": crate::encode::task(&task, Dialect::V1)})).into_response()
         }
@@ -126,6 +130,27 @@ async fn decide(
             refusal(&Value::Null, &error, Dialect::V1)
         }
         Err(Undecided::NotRecorded(failed)) => failed,
+    }
+}
+
+/// What a decision on a waiting task needs: the runtime that decides, and the trail
+/// that records it. A sub-state of the gateway's (and the console's) state.
+#[derive(Clone)]
+pub struct Deciding {
+    runtime: Arc<dyn TaskService>,
+    audit: AuditTrail,
+}
+
+impl Deciding {
+    /// Decisions made on `runtime`, recorded in `audit`.
+    pub fn new(runtime: Arc<dyn TaskService>, audit: AuditTrail) -> Deciding {
+        Deciding { runtime, audit }
+    }
+}
+
+impl axum::extract::FromRef<AppState> for Deciding {
+    fn from_ref(state: &AppState) -> Deciding {
+        Deciding::new(state.runtime.clone(), AuditTrail::from_ref(state))
     }
 }
 
@@ -144,7 +169,7 @@ pub enum Undecided {
 /// Decides on the fix a heal task proposes, as `caller` (who must hold an approving
 /// scope for the heal skill), and records the decision.
 async fn decide_fix(
-    state: &AppState,
+    deciding: &Deciding,
     caller: &Caller,
     task_id: TaskId,
     verdict: Verdict,
@@ -157,7 +182,7 @@ async fn decide_fix(
             &scope,
         )));
     }
-    let task = fixes::decide(state, caller, &task_id, &verdict)
+    let task = fixes::decide(&*deciding.runtime, caller, &task_id, &verdict)
         .await
         .map_err(Undecided::Refused)?;
     let action = match verdict {
@@ -166,7 +191,9 @@ async fn decide_fix(
     };
     detail["skill"] = json!(fixes::HEAL_SKILL);
     detail["kind"] = json!("fix");
-    record(state, caller, action, task_id.as_str(), detail)
+    deciding
+        .audit
+        .record(caller, action, task_id.as_str(), detail)
         .await
         .map_err(Undecided::NotRecorded)?;
     Ok(task)
@@ -176,14 +203,14 @@ async fn decide_fix(
 /// skill) and records the decision in the audit log; the web console decides through
 /// this too.
 pub async fn decide_as(
-    state: &AppState,
+    deciding: &Deciding,
     caller: &Caller,
     task_id: TaskId,
     verdict: Verdict,
     mut detail: Value,
 ) -> Result<fundi_runtime::Task, Undecided> {
     // The skill decides who may approve: read it before deciding.
-    let waiting = state
+    let waiting = deciding
         .runtime
         .snapshot(&task_id, Some(0), Access::Any)
         .await
@@ -191,7 +218,7 @@ pub async fn decide_as(
         .task;
     let Some(request) = pending(&waiting) else {
         if fixes::proposal(&waiting).is_some() {
-            return decide_fix(state, caller, task_id, verdict, detail).await;
+            return decide_fix(deciding, caller, task_id, verdict, detail).await;
         }
         return Err(Undecided::Runtime(RuntimeError::NotAwaitingApproval {
             id: task_id,
@@ -214,14 +241,16 @@ pub async fn decide_as(
         by: caller.user.to_string(),
         client: Some(caller.client.clone()),
     };
-    let task = state
+    let task = deciding
         .runtime
         .decide(&task_id, decision)
         .await
         .map_err(Undecided::Runtime)?;
     detail["skill"] = json!(request.skill);
     detail["requestedBy"] = json!(request.requested_by);
-    record(state, caller, action, task_id.as_str(), detail)
+    deciding
+        .audit
+        .record(caller, action, task_id.as_str(), detail)
         .await
         .map_err(Undecided::NotRecorded)?;
     Ok(task)

@@ -24,7 +24,7 @@ pub(super) fn routes() -> Router<AppState> {
 /// Where admin actions are recorded: the audit log, when one is kept, and the request's
 /// span. A handler that records takes it as `State<AuditTrail>`.
 #[derive(Clone)]
-pub(crate) struct AuditTrail(Option<Arc<dyn AuditLog>>);
+pub struct AuditTrail(Option<Arc<dyn AuditLog>>);
 
 impl FromRef<AppState> for AuditTrail {
     fn from_ref(state: &AppState) -> AuditTrail {
@@ -37,7 +37,7 @@ impl AuditTrail {
     /// kept) and as an event of the request's span (`fundi::audit`), which
     /// OpenTelemetry exports with the trace. `Err` is the answer to give when the
     /// record could not be written.
-    pub(crate) async fn record(
+    pub async fn record(
         &self,
         caller: &Caller,
         action: &str,
@@ -71,18 +71,6 @@ impl AuditTrail {
             )
         })
     }
-}
-
-/// [`AuditTrail::record`] for a handler that holds the whole state for other reasons.
-pub async fn record(
-    state: &AppState,
-    caller: &Caller,
-    action: &str,
-    target: &str,
-    detail: Value,
-) -> Result<(), Response> {
-    let trail = AuditTrail::from_ref(state);
-    trail.record(caller, action, target, detail).await
 }
 
 async fn read(

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -12,7 +12,7 @@ use fundi_runtime::TaskId;
 use serde_json::json;
 
 use super::{admin_error, page};
-use crate::operator::{Admin, Operator};
+use crate::operator::{Admin, ChaosEvents, Operator};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -20,16 +20,10 @@ pub(super) fn routes() -> Router<AppState> {
 }
 
 async fn read(
-    State(state): State<AppState>,
     _operator: Operator<Admin>,
+    ChaosEvents(log): ChaosEvents,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let Some(log) = &state.operators.chaos else {
-        return admin_error(
-            StatusCode::NOT_FOUND,
-            "no chaos-event log is kept on this server",
-        );
-    };
     let Some(task) = query.get("task").filter(|t| !t.is_empty()) else {
         return admin_error(
             StatusCode::BAD_REQUEST,

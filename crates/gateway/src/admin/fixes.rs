@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::state::AppState;
+use fundi_runtime::TaskService;
 
 /// The skill whose tasks wait for a decision on a proposed fix.
 pub const HEAL_SKILL: &str = "heal-issue";
@@ -42,7 +42,7 @@ fn artifact<'a>(task: &'a Task, id: &str) -> Option<&'a fundi_runtime::Artifact>
 }
 
 /// Every fix waiting for a decision, as `/admin/approvals` lists approvals.
-pub async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
+pub async fn waiting(runtime: &dyn TaskService) -> Result<Vec<Value>, RuntimeError> {
     let mut fixes = Vec::new();
     let mut request = ListRequest::new(TaskOwner::Any)
         .state(Some(TaskState::InputRequired))
@@ -51,7 +51,7 @@ pub async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
         .with_artifacts(true)
         .history_length(Some(0));
     loop {
-        let page = state.runtime.list(request.clone()).await?;
+        let page = runtime.list(request.clone()).await?;
         for task in &page.tasks {
             let Some(proposed) = proposal(task) else {
                 continue;
@@ -78,7 +78,7 @@ pub async fn waiting(state: &AppState) -> Result<Vec<Value>, RuntimeError> {
 /// Decides the fix heal task `task_id` proposes, as `caller`: its answer, sent as an A2A
 /// client would send it.
 pub(crate) async fn decide(
-    state: &AppState,
+    runtime: &dyn TaskService,
     caller: &Caller,
     task_id: &TaskId,
     verdict: &Verdict,
@@ -106,6 +106,6 @@ pub(crate) async fn decide(
         .owner(Some(caller.user.clone()))
         .client(Some(caller.client.clone()))
         .grants(caller.grants.clone());
-    let answered = state.runtime.submit(request).await?;
+    let answered = runtime.submit(request).await?;
     Ok(answered.task)
 }

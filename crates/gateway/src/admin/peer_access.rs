@@ -16,10 +16,10 @@ use fundi_peers::PeerError;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::audit::record;
+use super::audit::AuditTrail;
 use super::{admin_error, parse};
 use crate::operator::{Admin, Operator, Peers};
-use crate::state::AppState;
+use crate::state::{AppState, PublicUrl};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -45,7 +45,8 @@ struct Collecting {
 }
 
 async fn ask(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
+    State(PublicUrl(public_url)): State<PublicUrl>,
     Operator(caller, _): Operator<Admin>,
     Peers(peers): Peers,
     Path(name): Path<String>,
@@ -58,7 +59,7 @@ async fn ask(
     };
     let own_card = format!(
         "{}/.well-known/agent-card.json",
-        state.public_url().trim_end_matches('/')
+        public_url.trim_end_matches('/')
     );
     let asked = peers
         .ask_access(
@@ -73,7 +74,7 @@ async fn ask(
         Ok(asked) => {
             let detail = json!({"request": asked.id, "scopes": asking.scopes});
             let action = "peer.access-request";
-            if let Err(failed) = record(&state, &caller, action, &name, detail).await {
+            if let Err(failed) = audit.record(&caller, action, &name, detail).await {
                 return failed;
             }
             let body = json!({"peer": name, "request": asked});
@@ -84,7 +85,7 @@ async fn ask(
 }
 
 async fn collect(
-    State(state): State<AppState>,
+    State(audit): State<AuditTrail>,
     Operator(caller, _): Operator<Admin>,
     Peers(peers): Peers,
     Path((name, id)): Path<(String, String)>,
@@ -105,7 +106,7 @@ async fn collect(
         Ok(Some(scopes)) => {
             let detail = json!({"request": id, "scopes": scopes});
             let action = "peer.access-collect";
-            if let Err(failed) = record(&state, &caller, action, &name, detail).await {
+            if let Err(failed) = audit.record(&caller, action, &name, detail).await {
                 return failed;
             }
             let body =
