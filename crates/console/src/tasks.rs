@@ -82,7 +82,7 @@ pub(super) async fn list(
         .runtime()
         .skills()
         .iter()
-        .map(|c| c.id.clone())
+        .map(|c| c.id.to_string())
         .collect();
     let skill = filter.skill(&skills)?;
     let context = filter.context();
@@ -92,7 +92,7 @@ pub(super) async fn list(
             ListRequest::new(TaskOwner::user(viewer.user()))
                 .context(context.clone().map(Into::into))
                 .state(wanted)
-                .skill(skill.clone())
+                .skill(skill.clone().map(Into::into))
                 .page_size(PAGE_SIZE)
                 .page_token(filter.page.clone().filter(|p| !p.is_empty()))
                 .history_length(Some(0))

@@ -195,7 +195,7 @@ fn extensions(facts: &CardFacts<'_>) -> Vec<Value> {
     let schemas: serde_json::Map<String, Value> = facts
         .skills
         .iter()
-        .filter_map(|s| Some((s.id.clone(), s.input_schema.clone()?)))
+        .filter_map(|s| Some((s.id.to_string(), s.input_schema.clone()?)))
         .collect();
     if !schemas.is_empty() {
         extensions.push(json!({

@@ -37,7 +37,7 @@ pub(crate) fn extended_card(
         .skills()
         .iter()
         .filter(|skill| caller.grants.allows(skill.required_scope.as_deref()))
-        .map(|skill| skill.id.clone())
+        .map(|skill| skill.id.to_string())
         .collect();
     narrow_to(&mut card, &allowed);
     let scopes = caller.grants.list().map(|held| json!(held));

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use fundi_runtime::Grants;
-use fundi_runtime::model::TaskId;
+use fundi_runtime::model::{SkillId, TaskId};
 use fundi_runtime::store::StoreError;
 
 mod cron;
@@ -28,7 +28,7 @@ pub use scheduler::Scheduler;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewSchedule {
     /// The skill each firing runs.
-    pub skill: String,
+    pub skill: SkillId,
     /// A cron expression: five fields (minute hour day-of-month month day-of-week), or
     /// six with seconds first.
     pub cron: String,

@@ -32,7 +32,7 @@ impl PostgresStore {
             bind(Box::new(owner.to_owned()), "owner", "=");
         }
         if let Some(skill) = &query.skill {
-            bind(Box::new(skill.clone()), "record->>'skill'", "=");
+            bind(Box::new(skill.to_string()), "record->>'skill'", "=");
         }
         let filter = match conditions.is_empty() {
             true => "TRUE".to_owned(),

@@ -11,7 +11,8 @@
 use chrono::{DateTime, Utc};
 use fundi_runtime::store::{QuarantinedTask, StoreError, TaskRecord};
 use fundi_runtime::{
-    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+    ContextId, Message, Part, SkillId, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
+    TaskStatus,
 };
 
 use crate::errors::db;
@@ -84,7 +85,7 @@ impl PostgresStore {
             ContextId::from(row.get::<_, String>(1)),
             row.get(2),
             row.get::<_, Option<String>>(3)
-                .unwrap_or_else(|| UNKNOWN_SKILL.into()),
+                .map_or_else(|| UNKNOWN_SKILL.into(), SkillId::from),
             version as u64 + 1,
             last_seq as u64 + 1,
             &reason,
@@ -149,7 +150,7 @@ fn failure(
     id: &TaskId,
     context_id: ContextId,
     owner: Option<String>,
-    skill: String,
+    skill: SkillId,
     version: u64,
     seq: u64,
     reason: &str,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::access::{ADMIN_SCOPE, Grants};
-use crate::model::{Message, Part, Task, TaskId, TaskState, TaskStatus, UserId};
+use crate::model::{Message, Part, SkillId, Task, TaskId, TaskState, TaskStatus, UserId};
 
 /// The scope that lets its holder approve or reject any gated skill's tasks;
 /// `fundi:approve:<skill>` does it for one skill.
@@ -28,7 +28,7 @@ pub struct ApprovalRequest {
     /// Through which client.
     pub client: Option<String>,
     /// The skill.
-    pub skill: String,
+    pub skill: SkillId,
     /// What the skill would act on (the input's `url`, `target` or `urls`), if it says.
     pub target: Option<String>,
     /// Why, if the asker said (message metadata `reason`).

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::SkillId;
+
 /// How the runtime runs tasks. Start from `RuntimeConfig::default()` and set what
 /// differs: a setting added later breaks no embedder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,12 +16,12 @@ use serde::{Deserialize, Serialize};
 pub struct RuntimeConfig {
     /// Skill for messages that name none (message metadata `skill`). Default: none, unless
     /// exactly one skill is registered, which is then used.
-    pub default_skill: Option<String>,
+    pub default_skill: Option<SkillId>,
     /// Runs of one skill at a time; more tasks wait in `submitted`, first come first
     /// served. Default: 64.
     pub max_concurrent_runs: usize,
     /// Per-skill overrides of `max-concurrent-runs`, by skill id. Default: none.
-    pub skill_concurrency: HashMap<String, usize>,
+    pub skill_concurrency: HashMap<SkillId, usize>,
     /// How long a canceled skill may take to stop before it is aborted, in ms.
     /// Default: 5000.
     pub cancel_grace_ms: u64,

@@ -30,7 +30,7 @@ use crate::actors::{
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::model::{Task, TaskId, UserId};
+use crate::model::{SkillId, Task, TaskId, UserId};
 use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
@@ -74,7 +74,7 @@ impl RuntimeHandle {
 struct Inner {
     store: Arc<dyn TaskStore>,
     supervisor: ActorRef<SupervisorMsg>,
-    skills: Arc<HashMap<String, Arc<dyn Skill>>>,
+    skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
     cards: Vec<SkillCard>,
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
@@ -270,7 +270,7 @@ impl RuntimeHandle {
     }
 
     /// The skill that runs the task, if it is stored (no access check).
-    pub async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+    pub async fn skill_of(&self, task_id: &TaskId) -> Option<SkillId> {
         Some(self.inner.store.get(task_id).await.ok().flatten()?.skill)
     }
 
@@ -323,7 +323,7 @@ impl RuntimeHandle {
     /// slot: its actor starts then (see `SupervisorMsg::Resume`), so a backlog of tasks
     /// waiting for slots after a restart holds no actors. Up to the skill's concurrency
     /// wait for a slot at once, queued with the tasks submitted since.
-    pub(crate) fn resume_in_turn(&self, skill: String, ids: Vec<TaskId>) {
+    pub(crate) fn resume_in_turn(&self, skill: SkillId, ids: Vec<TaskId>) {
         let slots = self.inner.slots.clone();
         let supervisor = self.inner.supervisor.clone();
         let at_once = self.inner.config.concurrency_of(&skill).max(1);

@@ -77,7 +77,7 @@ pub use handle::{
     Following, Runtime, RuntimeBuilder, RuntimeHandle, Submission, Waiting, WeakRuntimeHandle,
 };
 pub use model::{
-    Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Scope, Task,
+    Artifact, ContextId, Message, Part, PartContent, Role, SENDER_KEY, Scope, SkillId, Task,
     TaskArtifactUpdateEvent, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
     TaskStatusUpdateEvent, TaskUpdate, UserId,
 };

@@ -14,7 +14,7 @@ pub mod v03;
 
 pub use enums::{Role, TaskState};
 pub use event::{TaskEvent, TaskEventKind, TaskUpdate};
-pub use ids::{ContextId, Scope, TaskId, UserId};
+pub use ids::{ContextId, Scope, SkillId, TaskId, UserId};
 pub use part::{Part, PartContent};
 pub use sender::SENDER_KEY;
 pub use task::{

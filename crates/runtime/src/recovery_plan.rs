@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::approval::awaits_approval;
-use crate::model::{TaskId, TaskState};
+use crate::model::{SkillId, TaskId, TaskState};
 use crate::skill::SkillCard;
 use crate::store::TaskRecord;
 
@@ -33,13 +33,13 @@ pub struct RecoveryReport {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct RecoveryPlan {
     /// Tasks to run again, by skill, in the order read: each once it has a slot.
-    pub(crate) resume: HashMap<String, Vec<TaskId>>,
+    pub(crate) resume: HashMap<SkillId, Vec<TaskId>>,
     /// Tasks to end `failed`, with the reason.
     pub(crate) fail: Vec<(TaskId, String)>,
     /// Tasks that wait again for input, with no actor.
     pub(crate) waiting: Vec<TaskId>,
     /// Every task read, with its skill and state (counted afresh in this process).
-    pub(crate) found: Vec<(String, TaskId, TaskState)>,
+    pub(crate) found: Vec<(SkillId, TaskId, TaskState)>,
 }
 
 /// Decides the fate of each unfinished task, given the card of each registered skill.

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::access::{Grants, TaskOwner};
-use crate::model::{ContextId, Message, Task, TaskState, UserId};
+use crate::model::{ContextId, Message, SkillId, Task, TaskState, UserId};
 
 /// A request to start a task, or to continue one (when the message names a task). Made
 /// with [`SubmitRequest::new`] and the methods after it, so that a field added later
@@ -17,7 +17,7 @@ pub struct SubmitRequest {
     pub message: Message,
     /// The skill to run; when `None`, the message metadata `skill`, then the configured
     /// default, then the only registered skill.
-    pub skill: Option<String>,
+    pub skill: Option<SkillId>,
     /// The authenticated end user; tasks of other owners are invisible to them.
     pub owner: Option<UserId>,
     /// The client application the user acts through (for the record: an approval
@@ -41,7 +41,7 @@ impl SubmitRequest {
     }
 
     /// The skill to run (`None`: chosen as [`SubmitRequest::skill`] says).
-    pub fn skill(mut self, skill: Option<String>) -> SubmitRequest {
+    pub fn skill(mut self, skill: Option<SkillId>) -> SubmitRequest {
         self.skill = skill;
         self
     }
@@ -79,7 +79,7 @@ pub struct ListRequest {
     /// Whose tasks.
     pub owner: TaskOwner,
     /// Only tasks of this skill (not an A2A filter: the web console's).
-    pub skill: Option<String>,
+    pub skill: Option<SkillId>,
     /// Tasks per page (at least 1).
     pub page_size: usize,
     /// The `next_page_token` of the previous page.
@@ -130,7 +130,7 @@ impl ListRequest {
     }
 
     /// Only tasks of this skill (`None`: any skill).
-    pub fn skill(mut self, skill: Option<String>) -> ListRequest {
+    pub fn skill(mut self, skill: Option<SkillId>) -> ListRequest {
         self.skill = skill;
         self
     }
@@ -182,7 +182,7 @@ pub struct TaskPage {
     /// The tasks, newest update first.
     pub tasks: Vec<Task>,
     /// The skill of each task, in the order of `tasks`.
-    pub skills: Vec<String>,
+    pub skills: Vec<SkillId>,
     /// The token of the next page; `None` on the last page.
     pub next_page_token: Option<String>,
     /// How many tasks match, over all pages.

@@ -13,7 +13,7 @@ use crate::access::{Access, Grants};
 use crate::approval::{Decision, PendingApproval};
 use crate::error::RuntimeError;
 use crate::handle::{Following, RuntimeHandle};
-use crate::model::{Task, TaskId};
+use crate::model::{SkillId, Task, TaskId};
 use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 use crate::skill::SkillCard;
 use crate::subscription::EventStream;
@@ -109,7 +109,7 @@ pub trait TaskService: Send + Sync + 'static {
 
     /// The skill that runs the task, if the service knows the task (no access check:
     /// ask only about a task the caller was shown).
-    async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+    async fn skill_of(&self, task_id: &TaskId) -> Option<SkillId> {
         let _ = task_id;
         None
     }
@@ -202,7 +202,7 @@ impl TaskService for RuntimeHandle {
         RuntimeHandle::traceparent(self, task_id).await
     }
 
-    async fn skill_of(&self, task_id: &TaskId) -> Option<String> {
+    async fn skill_of(&self, task_id: &TaskId) -> Option<SkillId> {
         RuntimeHandle::skill_of(self, task_id).await
     }
 

@@ -41,7 +41,7 @@ impl From<&str> for InputRefused {
         InputRefused::new(reason)
     }
 }
-use crate::model::{Artifact, ContextId, Message, Part, Scope, TaskId, UserId};
+use crate::model::{Artifact, ContextId, Message, Part, Scope, SkillId, TaskId, UserId};
 
 /// What a skill tells the world about itself (it becomes an A2A `AgentSkill`). Made
 /// with [`SkillCard::new`] and the methods after it, so that a field added later breaks
@@ -51,7 +51,7 @@ use crate::model::{Artifact, ContextId, Message, Part, Scope, TaskId, UserId};
 #[non_exhaustive]
 pub struct SkillCard {
     /// Stable id; messages select the skill by it.
-    pub id: String,
+    pub id: SkillId,
     /// Human-readable name.
     pub name: String,
     /// What the skill does.
@@ -139,10 +139,10 @@ impl SkillCard {
     ///     .resumable();
     /// assert_eq!((card.name.as_str(), card.resumable), ("shout", true));
     /// ```
-    pub fn new(id: impl Into<String>, description: impl Into<String>) -> SkillCard {
+    pub fn new(id: impl Into<SkillId>, description: impl Into<String>) -> SkillCard {
         let id = id.into();
         SkillCard {
-            name: id.clone(),
+            name: id.to_string(),
             id,
             description: description.into(),
             tags: Vec::new(),

@@ -17,7 +17,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::access::TaskOwner;
-use crate::model::{ContextId, Task, TaskEvent, TaskId, TaskState, UserId};
+use crate::model::{ContextId, SkillId, Task, TaskEvent, TaskId, TaskState, UserId};
 
 pub use cluster::{Cluster, Holder, Incoming};
 pub use cursor::Cursor;
@@ -217,7 +217,7 @@ pub struct TaskRecord {
     /// Sequence number of the task's last event.
     pub last_seq: u64,
     /// The skill that runs the task.
-    pub skill: String,
+    pub skill: SkillId,
     /// Who created the task (the authenticated end user), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<UserId>,
@@ -236,7 +236,7 @@ pub struct TaskRecord {
 impl TaskRecord {
     /// `task` as first stored for `skill`: version 1, its creation the last event, no
     /// owner, checkpoint, trace or run inputs.
-    pub fn new(task: Task, skill: impl Into<String>) -> TaskRecord {
+    pub fn new(task: Task, skill: impl Into<SkillId>) -> TaskRecord {
         TaskRecord {
             task,
             version: 1,
@@ -272,7 +272,7 @@ pub struct ListQuery {
     /// Whose tasks.
     pub owner: TaskOwner,
     /// Only tasks of this skill.
-    pub skill: Option<String>,
+    pub skill: Option<SkillId>,
     /// At most this many tasks.
     pub limit: usize,
     /// Continue after this position (from a previous page).

@@ -56,7 +56,7 @@ fn from(user: &str, scopes: &[&str], message: Message, skill: Option<&str>) -> S
     let mut request = SubmitRequest::new(message);
     request.owner = Some(user.into());
     request.grants = Grants::scopes(scopes.iter().copied());
-    request.skill = skill.map(str::to_owned);
+    request.skill = skill.map(Into::into);
     request
 }
 

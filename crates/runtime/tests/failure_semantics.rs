@@ -246,7 +246,7 @@ async fn a_concurrency_limit_keeps_extra_tasks_submitted_and_starts_them_in_orde
         .skill(skill.clone())
         .config({
             let mut runtime_config = config();
-            runtime_config.skill_concurrency = HashMap::from([("s".to_owned(), 1)]);
+            runtime_config.skill_concurrency = HashMap::from([("s".into(), 1)]);
             runtime_config
         })
         .start()
@@ -285,7 +285,7 @@ async fn a_task_waiting_for_input_holds_no_slot() {
         .skill(skill.clone())
         .config({
             let mut runtime_config = config();
-            runtime_config.skill_concurrency = HashMap::from([("s".to_owned(), 1)]);
+            runtime_config.skill_concurrency = HashMap::from([("s".into(), 1)]);
             runtime_config
         })
         .start()

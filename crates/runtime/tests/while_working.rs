@@ -414,7 +414,7 @@ async fn a_message_that_interrupts_restarts_the_task_from_it_without_the_old_che
 async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_starts_from() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
     let mut config = RuntimeConfig::default();
-    config.skill_concurrency = [("restart".to_owned(), 1)].into();
+    config.skill_concurrency = [("restart".into(), 1)].into();
     let rt = Runtime::builder()
         .config(config)
         .skill(skill.clone())
@@ -448,7 +448,7 @@ async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_star
 async fn a_message_interrupts_a_run_whose_answer_waits_for_a_slot() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
     let mut config = RuntimeConfig::default();
-    config.skill_concurrency = [("restart".to_owned(), 1)].into();
+    config.skill_concurrency = [("restart".into(), 1)].into();
     config.cancel_grace_ms = 300;
     let rt = Runtime::builder()
         .config(config)

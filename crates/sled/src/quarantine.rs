@@ -19,7 +19,7 @@ use crate::layout::{
 };
 use crate::store::SledStore;
 use fundi_runtime::model::{
-    Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
+    Message, Part, SkillId, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
 };
 use fundi_runtime::store::index::IndexEntry;
 use fundi_runtime::store::{QuarantinedTask, StoreError, TaskRecord};
@@ -37,7 +37,7 @@ fn note_key(id: &TaskId) -> Vec<u8> {
 /// Only the skill of a record, read without the rest (which may be what is damaged).
 #[derive(Deserialize)]
 struct SkillOnly {
-    skill: String,
+    skill: SkillId,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -93,7 +93,7 @@ impl SledStore {
                 let skill = header
                     .record_json(&bytes)
                     .and_then(|json| serde_json::from_slice::<SkillOnly>(json).ok())
-                    .map_or_else(|| UNKNOWN_SKILL.to_owned(), |s| s.skill);
+                    .map_or_else(|| UNKNOWN_SKILL.into(), |s| s.skill);
                 self.replace_with_failure(&header, entry, skill, &reason)?;
             }
             _ => {
@@ -125,7 +125,7 @@ impl SledStore {
         &self,
         header: &Header,
         entry: IndexEntry,
-        skill: String,
+        skill: SkillId,
         reason: &str,
     ) -> Result<(), StoreError> {
         let id = entry.task_id.clone();

@@ -19,7 +19,8 @@ use super::fanout::{Fanout, Follower, LiveEvents};
 use crate::error::RuntimeError;
 use crate::model::limits::{self, InvalidField};
 use crate::model::{
-    ContextId, Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus, UserId,
+    ContextId, Message, Part, SkillId, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
+    TaskStatus, UserId,
 };
 use crate::requests::TaskSnapshot;
 use crate::store::{RunInputs, StoreError, TaskRecord, TaskStore};
@@ -60,7 +61,7 @@ pub(crate) struct NewTask {
     /// The user's first message (its task and context ids are set here).
     pub(crate) message: Message,
     pub(crate) context_id: Option<ContextId>,
-    pub(crate) skill: String,
+    pub(crate) skill: SkillId,
     pub(crate) owner: Option<UserId>,
     pub(crate) trace: Option<String>,
     /// Stored already working: its skill has a slot and runs at once.

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::config::RuntimeConfig;
+use crate::model::SkillId;
 use crate::store::Cluster;
 
 /// How often the head of a node's queue looks for a slot another node freed.
@@ -31,7 +32,7 @@ pub(crate) struct Slot {
 /// One of a skill's slots in a store several nodes share, given back when dropped.
 struct SharedSlot {
     cluster: Arc<dyn Cluster>,
-    skill: String,
+    skill: SkillId,
     number: u32,
     freed: Arc<Notify>,
 }
@@ -63,7 +64,7 @@ impl Drop for SharedSlot {
 }
 
 pub(crate) struct Slots {
-    by_skill: HashMap<String, (Arc<Semaphore>, usize)>,
+    by_skill: HashMap<SkillId, (Arc<Semaphore>, usize)>,
     /// Tasks queued for a slot, all skills.
     waiting: AtomicUsize,
     /// The other nodes, whose runs count against the same limits.
@@ -76,7 +77,7 @@ impl Slots {
     /// Slots for these skills, as many as the configuration allows each.
     pub(crate) fn new<'a>(
         config: &RuntimeConfig,
-        skills: impl IntoIterator<Item = &'a String>,
+        skills: impl IntoIterator<Item = &'a SkillId>,
         cluster: Option<Arc<dyn Cluster>>,
     ) -> Slots {
         let by_skill = skills
@@ -164,7 +165,7 @@ impl Slots {
         match cluster.claim_run_slot(skill, limit).await {
             Ok(Some(number)) => Some(SharedSlot {
                 cluster: cluster.clone(),
-                skill: skill.to_owned(),
+                skill: skill.into(),
                 number,
                 freed: self.freed.clone(),
             }),
@@ -232,7 +233,7 @@ mod tests {
             max_concurrent_runs: limit,
             ..RuntimeConfig::default()
         };
-        Arc::new(Slots::new(&config, [&"s".to_owned()], None))
+        Arc::new(Slots::new(&config, [&SkillId::from("s")], None))
     }
 
     #[tokio::test]

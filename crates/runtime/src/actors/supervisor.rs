@@ -18,7 +18,7 @@ use crate::approval::{at_rest, awaits_approval};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
-use crate::model::TaskId;
+use crate::model::{SkillId, TaskId};
 use crate::skill::{MessagePolicy, Skill};
 use crate::store::{Holder, TaskRecord, TaskStore};
 
@@ -26,9 +26,9 @@ pub(crate) struct Supervisor;
 
 pub(crate) struct SupervisorArgs {
     pub(crate) store: Arc<dyn TaskStore>,
-    pub(crate) skills: Arc<HashMap<String, Arc<dyn Skill>>>,
+    pub(crate) skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
     /// What each skill does with a message while a task works (from its card).
-    pub(crate) policies: Arc<HashMap<String, MessagePolicy>>,
+    pub(crate) policies: Arc<HashMap<SkillId, MessagePolicy>>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) live_count: watch::Sender<LiveCount>,
     pub(crate) slots: Arc<Slots>,

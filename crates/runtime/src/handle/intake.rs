@@ -5,6 +5,7 @@ use super::RuntimeHandle;
 use crate::access::Grants;
 use crate::approval;
 use crate::error::RuntimeError;
+use crate::model::SkillId;
 use crate::requests::SubmitRequest;
 
 impl RuntimeHandle {
@@ -30,7 +31,7 @@ impl RuntimeHandle {
         Some(approval::ApprovalRequest {
             requested_by: request.owner.clone(),
             client: request.client.clone(),
-            skill: skill.to_owned(),
+            skill: skill.into(),
             target: approval::target_of(message),
             reason,
             expires_at: now
@@ -68,14 +69,14 @@ impl RuntimeHandle {
         }
     }
 
-    pub(super) fn select_skill(&self, request: &SubmitRequest) -> Result<String, RuntimeError> {
+    pub(super) fn select_skill(&self, request: &SubmitRequest) -> Result<SkillId, RuntimeError> {
         let from_metadata = request
             .message
             .metadata
             .as_ref()
             .and_then(|m| m.get("skill"))
             .map(|v| {
-                v.as_str().map(str::to_owned).ok_or_else(|| {
+                v.as_str().map(SkillId::from).ok_or_else(|| {
                     RuntimeError::InvalidInput("message.metadata.skill must be a string".into())
                 })
             })
@@ -92,7 +93,7 @@ impl RuntimeHandle {
         match chosen {
             Some(id) if self.inner.skills.contains_key(&id) => Ok(id),
             Some(id) => Err(RuntimeError::UnknownSkill {
-                id,
+                id: id.to_string(),
                 available: self.skill_ids(),
             }),
             None => Err(RuntimeError::NoSkillSelected {
@@ -103,7 +104,7 @@ impl RuntimeHandle {
 
     /// The registered skills' ids, sorted (for errors that list them).
     pub(super) fn skill_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.inner.skills.keys().cloned().collect();
+        let mut ids: Vec<String> = self.inner.skills.keys().map(SkillId::to_string).collect();
         ids.sort();
         ids
     }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Cursor, ListQuery, StoreError, TaskRecord};
-use crate::model::{ContextId, TaskId, TaskState, UserId};
+use crate::model::{ContextId, SkillId, TaskId, TaskState, UserId};
 
 /// What listing needs to filter a task without reading its snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct IndexEntry {
     pub owner: Option<UserId>,
     /// The task's skill; `None` in entries written before the index kept it.
     #[serde(rename = "k", default, skip_serializing_if = "Option::is_none")]
-    pub skill: Option<String>,
+    pub skill: Option<SkillId>,
 }
 
 impl IndexEntry {
@@ -91,7 +91,7 @@ pub struct PagePlan {
 
 /// Reads the skill of a task whose index entry does not say it (one written before the
 /// index kept skills), for a listing by skill.
-pub type SkillOf<'a> = &'a dyn Fn(&TaskId) -> Result<Option<String>, StoreError>;
+pub type SkillOf<'a> = &'a dyn Fn(&TaskId) -> Result<Option<SkillId>, StoreError>;
 
 /// Walks index entries in newest-first order and picks the page the query asks for.
 /// One pass: counts every match (for `totalSize`) and stops at `updated_after`. With
@@ -181,7 +181,7 @@ mod tests {
         let asked = RefCell::new(Vec::new());
         let skill_of = |id: &TaskId| {
             asked.borrow_mut().push(id.to_string());
-            Ok(Some(id.as_str().split('-').nth(1).unwrap().to_owned()))
+            Ok(Some(id.as_str().split('-').nth(1).unwrap().into()))
         };
         let query = ListQuery {
             skill: Some("echo".into()),
