@@ -2,17 +2,23 @@
 //! See docs/skills/a11y-audit.md.
 
 pub mod audit;
+mod browser;
 mod colors;
 mod config;
+mod frontier;
 mod implicit;
 mod names;
 mod narrowing;
 mod page;
+mod rendered;
+mod report;
+mod request;
 mod roles;
 pub mod rules;
 mod skill;
 mod style;
 
-pub use config::A11yConfig;
+pub use browser::axe_version;
+pub use config::{A11yConfig, AuditMode};
 pub use page::{Limits, PageError};
 pub use skill::{A11yAuditSkill, SCOPE, SKILL_ID};

@@ -15,7 +15,7 @@ pub mod security;
 #[cfg(feature = "test-util")]
 pub mod testing;
 
-pub use a11y::{A11yAuditSkill, A11yConfig};
+pub use a11y::{A11yAuditSkill, A11yConfig, AuditMode};
 pub use chaos::{ChaosConfig, ChaosRunSkill};
 pub use echo::{EchoConfig, EchoSkill};
 pub use heal::{HealConfig, HealIssueSkill};

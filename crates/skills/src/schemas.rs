@@ -21,10 +21,15 @@ pub(crate) fn of(id: &str) -> Option<Value> {
             "askInput": {"type": "boolean", "description": "Ask for the text first."},
             "waitEachStep": {"type": "boolean",
                              "description": "Store each step before the next."}}}),
-        "a11y-audit" => json!({"type": "object", "required": ["url"], "properties": {
-            "url": {"type": "string", "description": "The page to audit, on an allowed origin."},
+        "a11y-audit" => json!({"type": "object", "dependentRequired": {"maxPages": ["url"]},
+            "properties": {
+            "url": {"type": "string", "description": "The page to audit, on an allowed origin \
+                    (or the HTML in a text/html part)."},
             "maxPages": {"type": "integer", "minimum": 1,
-                         "description": "Same-origin pages to crawl from it (default 1)."}}}),
+                         "description": "Same-origin pages to crawl from it (default 1)."},
+            "mode": {"enum": ["static", "browser"],
+                     "description": "static: the HTML as served; browser: as headless Chromium \
+                                     renders it, scripts run (default: the server's setting)."}}}),
         "security-scan" => json!({"type": "object", "required": ["url"], "properties": {
             "url": {"type": "string", "description": "The site to scan, on an allowed origin."},
             "paths": {"type": "array", "minItems": 1, "items": {"type": "string"},
@@ -137,12 +142,24 @@ mod tests {
                 "site": "https://www.example.com/", "root": "public"}),
             ),
         ];
+        let fine = fine.into_iter().chain([
+            ("a11y-audit", json!({"mode": "browser"})),
+            (
+                "a11y-audit",
+                json!({"url": "https://a.example/", "mode": "static"}),
+            ),
+        ]);
         for (id, data) in fine {
             assert!(check(id, &with(data.clone())).is_ok(), "{id}: {data}");
         }
         let wrong = [
             ("echo", json!({"steps": "many"}), "data.steps: "),
             ("a11y-audit", json!({"maxPages": 2}), "data: "),
+            (
+                "a11y-audit",
+                json!({"url": "https://a.example/", "mode": "dom"}),
+                "data.mode: ",
+            ),
             (
                 "chaos-run",
                 json!({"target": "x", "plan": [{"durationMs": 50}]}),

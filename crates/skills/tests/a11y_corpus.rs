@@ -103,9 +103,14 @@ fn agreement() -> Agreement {
         )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
         let nodes =
-            |list: &[fundi_skills::a11y::audit::RuleReport]| -> BTreeMap<&str, BTreeSet<u64>> {
+            |list: &[fundi_skills::a11y::audit::RuleReport]| -> BTreeMap<String, BTreeSet<u64>> {
                 list.iter()
-                    .map(|r| (r.id, r.nodes.iter().filter_map(|n| key(&n.html)).collect()))
+                    .map(|r| {
+                        (
+                            r.id.to_string(),
+                            r.nodes.iter().filter_map(|n| key(&n.html)).collect(),
+                        )
+                    })
                     .collect()
             };
         let ours = [nodes(&report.violations), nodes(&report.incomplete)];

@@ -1,6 +1,8 @@
 //! Auditing one page: decode, parse within the limits, run every rule, and report in
 //! axe-core's result shape.
 
+use std::borrow::Cow;
+
 use encoding_rs::Encoding;
 use fundi_runtime::cpu::Budget;
 use serde::Serialize;
@@ -13,13 +15,13 @@ use super::rules::{self, Impact, NodeResult};
 #[serde(rename_all = "camelCase")]
 pub struct RuleReport {
     /// axe-core's rule id.
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// axe-core's impact.
     pub impact: Impact,
     /// WCAG and category tags.
-    pub tags: &'static [&'static str],
+    pub tags: Vec<Cow<'static, str>>,
     /// What the rule asks for.
-    pub help: &'static str,
+    pub help: Cow<'static, str>,
     /// Where to read more.
     pub help_url: String,
     /// The elements.
@@ -30,7 +32,7 @@ pub struct RuleReport {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassCount {
     /// The rule.
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// Elements that passed.
     pub count: usize,
 }
@@ -50,7 +52,7 @@ pub struct PageReport {
     /// Rules with passing elements, and how many.
     pub passes: Vec<PassCount>,
     /// Rules that found nothing to check.
-    pub inapplicable: Vec<&'static str>,
+    pub inapplicable: Vec<Cow<'static, str>>,
 }
 
 impl PageReport {
@@ -148,21 +150,21 @@ pub fn audit(
     };
     for (info, outcome) in results {
         let rule_report = |nodes: Vec<NodeResult>| RuleReport {
-            id: info.id,
+            id: info.id.into(),
             impact: info.impact,
-            tags: info.tags,
-            help: info.help,
+            tags: info.tags.iter().map(|t| Cow::Borrowed(*t)).collect(),
+            help: info.help.into(),
             help_url: info.help_url(),
             nodes,
         };
         let applied =
             !outcome.violations.is_empty() || !outcome.incomplete.is_empty() || outcome.passes > 0;
         if !applied {
-            report.inapplicable.push(info.id);
+            report.inapplicable.push(info.id.into());
         }
         if outcome.passes > 0 {
             report.passes.push(PassCount {
-                id: info.id,
+                id: info.id.into(),
                 count: outcome.passes,
             });
         }

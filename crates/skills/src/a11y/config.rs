@@ -1,6 +1,30 @@
 //! `[skills.a11y-audit]` settings.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
+
+/// How pages are audited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditMode {
+    /// The page's HTML as served, parsed and checked by fundi's own rules: no browser.
+    #[default]
+    Static,
+    /// The page as a browser renders it, scripts run, checked by axe-core in headless
+    /// Chromium.
+    Browser,
+}
+
+impl AuditMode {
+    /// The name a message and the settings use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditMode::Static => "static",
+            AuditMode::Browser => "browser",
+        }
+    }
+}
 
 /// Limits and the origins pages may be fetched from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +52,14 @@ pub struct A11yConfig {
     pub page_time_limit_ms: u64,
     /// Longest one fetch may take, in ms. Default: 15000.
     pub fetch_timeout_ms: u64,
+    /// How a message that names no `mode` is audited. Default: static.
+    pub default_mode: AuditMode,
+    /// The Chromium that browser mode starts. Default: `chromium` (then
+    /// `chromium-browser`, `google-chrome`) on PATH.
+    pub chromium: Option<PathBuf>,
+    /// Pages audited in the browser at once, over every run. Default: the number of
+    /// CPUs (as the runtime's CPU pool).
+    pub browser_pages: Option<usize>,
 }
 
 impl Default for A11yConfig {
@@ -42,6 +74,9 @@ impl Default for A11yConfig {
             max_attributes: 1_000,
             page_time_limit_ms: 20_000,
             fetch_timeout_ms: 15_000,
+            default_mode: AuditMode::Static,
+            chromium: None,
+            browser_pages: None,
         }
     }
 }
@@ -68,6 +103,9 @@ impl A11yConfig {
             if value == 0 {
                 return Err(format!("skills.a11y-audit.{name} must be at least 1"));
             }
+        }
+        if self.browser_pages == Some(0) {
+            return Err("skills.a11y-audit.browser-pages must be at least 1".into());
         }
         if self.page_time_limit_ms == 0 || self.fetch_timeout_ms == 0 {
             return Err(

@@ -4,9 +4,10 @@
 use fundi_runtime::Message;
 use serde_json::Value;
 
-use super::skill::{A11yAuditSkill, Source};
+use super::request::{Asking, Source};
 
-impl A11yAuditSkill {
+impl Asking<'_> {
+    /// Whether `narrowed` asks no more of the audit than `original` did.
     pub(super) fn narrowing(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
         let Source::Site { start, max_pages } = self.source(original).map_err(|e| e.to_string())?
         else {
@@ -38,26 +39,21 @@ impl A11yAuditSkill {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use fundi_ops::issues::MemoryIssueStore;
     use fundi_runtime::Part;
     use serde_json::json;
 
     use super::*;
-    use crate::a11y::A11yConfig;
-
-    fn skill() -> A11yAuditSkill {
-        let config = A11yConfig {
-            allowed_origins: vec!["https://docs.test".into()],
-            ..A11yConfig::default()
-        };
-        A11yAuditSkill::new(config, Arc::new(MemoryIssueStore::new())).unwrap()
-    }
+    use crate::a11y::AuditMode;
+    use crate::origins::Origins;
 
     #[test]
     fn an_audit_narrows_to_fewer_pages_of_the_same_site_only() {
-        let skill = skill();
+        let origins = Origins::new(&["https://docs.test".to_owned()]);
+        let skill = Asking {
+            origins: &origins,
+            max_pages: 20,
+            default_mode: AuditMode::Static,
+        };
         let asked = Message::user(vec![Part::data(
             json!({"url": "https://docs.test/", "maxPages": 10}),
         )]);

@@ -2,7 +2,6 @@
 //! same-origin links up to a limit), audits each page, records violations as issues, and
 //! answers with a JSON report and a short summary.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +9,8 @@ use async_trait::async_trait;
 use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::cpu::Exhausted;
 use fundi_runtime::{
-    Artifact, InputRefused, Message, MessagePolicy, Part, PartContent, Skill, SkillCard,
-    SkillContext, SkillError, SkillInput, SkillOutput, TaskId,
+    Artifact, InputRefused, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::Url;
 use serde_json::{Value, json};
@@ -20,8 +19,14 @@ use crate::findings;
 use crate::origins::Origins;
 
 use super::audit::{PageReport, audit, decode};
-use super::config::A11yConfig;
+use super::browser::{Chromium, axe_version};
+use super::config::{A11yConfig, AuditMode};
+use super::frontier::Frontier;
 use super::page::{Limits, PageError};
+use super::rendered;
+use super::report::{PageOutcome, page_note, summarize, summary_text};
+use super::request::{Asking, Source};
+use std::collections::BTreeMap;
 
 /// The skill's id.
 pub const SKILL_ID: &str = "a11y-audit";
@@ -36,6 +41,8 @@ pub struct A11yAuditSkill {
     origins: Origins,
     issues: Arc<dyn IssueStore>,
     client: reqwest::Client,
+    /// Browser mode's Chromium, started by the first run that needs it.
+    chromium: Chromium,
 }
 
 impl std::fmt::Debug for A11yAuditSkill {
@@ -44,19 +51,6 @@ impl std::fmt::Debug for A11yAuditSkill {
             .field("origins", &self.origins)
             .finish_non_exhaustive()
     }
-}
-
-/// What a message asks to audit.
-#[derive(Debug)]
-pub(super) enum Source {
-    Inline { name: String, html: String },
-    Site { start: Url, max_pages: usize },
-}
-
-/// One audited page, or why it could not be.
-enum PageOutcome {
-    Audited(PageReport),
-    Failed { url: String, error: String },
 }
 
 impl A11yAuditSkill {
@@ -71,12 +65,25 @@ impl A11yAuditSkill {
         let client = fundi_ops::resolver::guarded(client, config.allow_private_networks)
             .build()
             .map_err(|e| format!("a11y-audit: HTTP client: {e}"))?;
+        let pages = config.browser_pages.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
         Ok(A11yAuditSkill {
+            chromium: Chromium::new(config.chromium.clone(), pages),
             config,
             origins,
             issues,
             client,
         })
+    }
+
+    /// How this skill reads what a message asks.
+    pub(super) fn asking(&self) -> Asking<'_> {
+        Asking {
+            origins: &self.origins,
+            max_pages: self.config.max_pages,
+            default_mode: self.config.default_mode,
+        }
     }
 
     fn limits(&self) -> Limits {
@@ -88,86 +95,11 @@ impl A11yAuditSkill {
         }
     }
 
-    fn allowed(&self, url: &Url) -> bool {
-        self.origins.allows(url)
-    }
-
-    /// What the message asks for; a clear refusal otherwise.
-    pub(super) fn source(&self, message: &Message) -> Result<Source, SkillError> {
-        for part in &message.parts {
-            let html_type = part.media_type.as_deref().is_some_and(|t| {
-                t.starts_with("text/html") || t.starts_with("application/xhtml+xml")
-            });
-            let html_name = part.filename.as_deref().is_some_and(|f| {
-                let f = f.to_ascii_lowercase();
-                f.ends_with(".html") || f.ends_with(".htm")
-            });
-            let name = part.filename.clone().unwrap_or_else(|| "inline".into());
-            match &part.content {
-                PartContent::Text(text) if html_type => {
-                    return Ok(Source::Inline {
-                        name,
-                        html: text.clone(),
-                    });
-                }
-                PartContent::Raw(bytes) if html_type || html_name => {
-                    return Ok(Source::Inline {
-                        name,
-                        html: decode(bytes, part.media_type.as_deref()),
-                    });
-                }
-                PartContent::Data(data) if data.get("url").is_some() => {
-                    return self.site(data);
-                }
-                PartContent::Url(url) => {
-                    return self.site(&json!({"url": url}));
-                }
-                _ => {}
-            }
-        }
-        Err(SkillError::Rejected(
-            "a11y-audit needs HTML to audit: a text part with mediaType \"text/html\", an \
-             HTML file part, or a data part {\"url\": \"https://...\", \"maxPages\": N}"
-                .into(),
-        ))
-    }
-
-    pub(super) fn site(&self, data: &Value) -> Result<Source, SkillError> {
-        let raw = data["url"]
-            .as_str()
-            .ok_or_else(|| SkillError::Rejected("data.url must be a string".into()))?;
-        let start = Url::parse(raw)
-            .map_err(|e| SkillError::Rejected(format!("data.url {raw:?} is not a URL: {e}")))?;
-        if !self.allowed(&start) {
-            return Err(SkillError::Rejected(format!(
-                "{} is not an allowed origin for a11y-audit (allowed: {}); an operator can add \
-                 it to skills.a11y-audit.allowed-origins",
-                start.origin().ascii_serialization(),
-                self.origins.describe()
-            )));
-        }
-        let max_pages = match data.get("maxPages") {
-            None | Some(Value::Null) => 1,
-            Some(n) => match n.as_f64() {
-                Some(n) if n >= 1.0 && n.fract() == 0.0 => n as usize,
-                _ => {
-                    return Err(SkillError::Rejected(format!(
-                        "data.maxPages must be a whole number of at least 1, got {n}"
-                    )));
-                }
-            },
-        };
-        Ok(Source::Site {
-            start,
-            max_pages: max_pages.min(self.config.max_pages),
-        })
-    }
-
     /// Fetches an HTML page, following redirects that stay on allowed origins.
     async fn fetch(&self, url: &Url) -> Result<(Url, String), String> {
         let mut current = url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            if !self.allowed(&current) {
+            if !self.origins.allows(&current) {
                 return Err(format!(
                     "{current} is not on an allowed origin (skills.a11y-audit.allowed-origins)"
                 ));
@@ -254,10 +186,9 @@ impl A11yAuditSkill {
         max_pages: usize,
         ctx: &SkillContext,
     ) -> Result<Vec<PageOutcome>, SkillError> {
-        let mut queue = VecDeque::from([start.clone()]);
-        let mut seen: HashSet<String> = HashSet::from([start.to_string()]);
+        let mut frontier = Frontier::new(start, &self.origins);
         let mut outcomes = Vec::new();
-        while let Some(url) = queue.pop_front() {
+        while let Some(url) = frontier.next() {
             if outcomes.len() >= max_pages {
                 break;
             }
@@ -280,19 +211,7 @@ impl A11yAuditSkill {
                             error: error.to_string(),
                         },
                         Ok((report, links)) => {
-                            for link in links {
-                                let Ok(mut next) = final_url.join(&link) else {
-                                    continue;
-                                };
-                                next.set_fragment(None);
-                                let same_origin = next.origin() == start.origin();
-                                if same_origin
-                                    && self.allowed(&next)
-                                    && seen.insert(next.to_string())
-                                {
-                                    queue.push_back(next);
-                                }
-                            }
+                            frontier.add(&final_url, links.iter().map(String::as_str));
                             PageOutcome::Audited(report)
                         }
                     }
@@ -300,11 +219,45 @@ impl A11yAuditSkill {
             };
             outcomes.push(outcome);
             let done = outcomes.len();
-            let total = max_pages.min(done + queue.len()).max(done);
+            let total = max_pages.min(done + frontier.queued()).max(done);
             ctx.progress(done as f64 / total as f64, page_note(&outcomes[done - 1]))
                 .await?;
         }
         Ok(outcomes)
+    }
+
+    /// Audits in the run's own browser context; what its pages were refused comes back
+    /// with the outcomes.
+    async fn rendered(
+        &self,
+        source: Source,
+        ctx: &SkillContext,
+    ) -> Result<(Vec<PageOutcome>, String, Option<BTreeMap<String, usize>>), SkillError> {
+        let limit = Duration::from_millis(self.config.page_time_limit_ms);
+        let (client, origins) = (self.client.clone(), self.origins.clone());
+        let opening = self
+            .chromium
+            .session(client, origins, self.config.max_page_bytes);
+        let mut session = tokio::select! {
+            () = ctx.cancelled() => return Err(SkillError::Canceled),
+            opened = opening => opened.map_err(SkillError::Failed)?,
+        };
+        let (outcomes, scope) = match source {
+            Source::Inline { name, html } => {
+                ctx.status(format!("auditing {name} in the browser"))
+                    .await?;
+                let outcome = rendered::inline(&mut session, &name, html, limit, ctx).await?;
+                (vec![outcome], format!("inline:{name}"))
+            }
+            Source::Site { start, max_pages } => {
+                let origins = &self.origins;
+                let outcomes =
+                    rendered::crawl(&session, start.clone(), max_pages, origins, limit, ctx)
+                        .await?;
+                (outcomes, start.to_string())
+            }
+        };
+        Ok((outcomes, scope, Some(session.blocked())))
     }
 
     /// Records every violation as an issue; returns (new, updated).
@@ -318,34 +271,22 @@ impl A11yAuditSkill {
             .flat_map(|page| {
                 page.violations.iter().flat_map(move |rule| {
                     rule.nodes.iter().map(move |node| NewIssue {
-                        fingerprint: fingerprint(&[SKILL_ID, rule.id, &page.url, &node.target]),
+                        fingerprint: fingerprint(&[SKILL_ID, &rule.id, &page.url, &node.target]),
                         source: SKILL_ID.into(),
-                        rule: rule.id.into(),
+                        rule: rule.id.to_string(),
                         severity: rule.impact.as_str().into(),
-                        title: rule.help.into(),
+                        title: rule.help.to_string(),
                         location: page.url.clone(),
                         target: Some(node.target.clone()),
                         evidence: node.html.clone(),
                         remediation: format!("{} See {}", node.failure_summary, rule.help_url),
-                        tags: rule.tags.iter().map(|t| (*t).to_owned()).collect(),
+                        tags: rule.tags.iter().map(|t| t.to_string()).collect(),
                         task_id: task_id.clone(),
                     })
                 })
             })
             .collect();
         findings::record(&*self.issues, findings).await
-    }
-}
-
-fn page_note(outcome: &PageOutcome) -> String {
-    match outcome {
-        PageOutcome::Audited(page) => format!(
-            "audited {}: {} violations, {} to review",
-            page.url,
-            page.violation_count(),
-            page.incomplete_count()
-        ),
-        PageOutcome::Failed { url, error } => format!("could not audit {url}: {error}"),
     }
 }
 
@@ -357,7 +298,8 @@ impl Skill for A11yAuditSkill {
     }
 
     fn narrow(&self, original: &Message, narrowed: &Value) -> Result<(), InputRefused> {
-        self.narrowing(original, narrowed)
+        self.asking()
+            .narrowing(original, narrowed)
             .map_err(InputRefused::from)
     }
 
@@ -383,9 +325,11 @@ impl Skill for A11yAuditSkill {
     }
 
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        let source = self.source(&input.message)?;
-        let (outcomes, scope) = match source {
-            Source::Inline { name, html } => {
+        let asking = self.asking();
+        let (source, mode) = (asking.source(&input.message)?, asking.mode(&input.message)?);
+        let (outcomes, scope, blocked) = match (mode, source) {
+            (AuditMode::Browser, source) => self.rendered(source, &ctx).await?,
+            (AuditMode::Static, Source::Inline { name, html }) => {
                 ctx.status(format!("auditing {name}")).await?;
                 let url = format!("inline:{name}");
                 let outcome = match self.audit(&ctx, html, url.clone()).await? {
@@ -393,11 +337,11 @@ impl Skill for A11yAuditSkill {
                     Err(error) => return Err(SkillError::Rejected(format!("{url}: {error}"))),
                 };
                 ctx.progress(1.0, page_note(&outcome)).await?;
-                (vec![outcome], url)
+                (vec![outcome], url, None)
             }
-            Source::Site { start, max_pages } => {
+            (AuditMode::Static, Source::Site { start, max_pages }) => {
                 let outcomes = self.crawl(start.clone(), max_pages, &ctx).await?;
-                (outcomes, start.to_string())
+                (outcomes, start.to_string(), None)
             }
         };
         let pages: Vec<&PageReport> = outcomes
@@ -426,14 +370,22 @@ impl Skill for A11yAuditSkill {
         let (new, updated) = self.record(&input.task_id, &pages).await?;
         let summary = summarize(&pages);
         let text = summary_text(&scope, &pages, &summary, errors.len(), new, updated);
-        let report = json!({
+        let rules = match mode {
+            AuditMode::Static => "axe-core 4.10".to_owned(),
+            AuditMode::Browser => format!("axe-core {}", axe_version()),
+        };
+        let mut report = json!({
             "tool": {"name": "fundi a11y-audit", "version": env!("CARGO_PKG_VERSION"),
-                     "ruleIds": "axe-core 4.10"},
+                     "ruleIds": rules},
+            "mode": mode.as_str(),
             "pages": pages,
             "errors": errors,
             "summary": summary,
             "issues": {"new": new, "updated": updated},
         });
+        if let Some(blocked) = blocked {
+            report["blocked"] = json!(blocked);
+        }
         let artifact = Artifact::new(
             "a11y-report",
             "Accessibility report",
@@ -444,81 +396,4 @@ impl Skill for A11yAuditSkill {
             artifacts: vec![artifact],
         })
     }
-}
-
-fn summarize(pages: &[&PageReport]) -> Value {
-    let mut by_impact: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();
-    let (mut violations, mut incomplete, mut passes) = (0, 0, 0);
-    for page in pages {
-        for rule in &page.violations {
-            *by_impact.entry(rule.impact.as_str()).or_default() += rule.nodes.len();
-            *by_rule.entry(rule.id).or_default() += rule.nodes.len();
-            violations += rule.nodes.len();
-        }
-        incomplete += page.incomplete_count();
-        passes += page.passes.iter().map(|p| p.count).sum::<usize>();
-    }
-    json!({
-        "pages": pages.len(),
-        "violations": violations,
-        "incomplete": incomplete,
-        "passes": passes,
-        "byImpact": by_impact,
-        "byRule": by_rule,
-    })
-}
-
-fn summary_text(
-    scope: &str,
-    pages: &[&PageReport],
-    summary: &Value,
-    failed_pages: usize,
-    new: usize,
-    updated: usize,
-) -> String {
-    let violations = summary["violations"].as_u64().unwrap_or(0);
-    let mut text = format!(
-        "Audited {} page{} of {scope}: {violations} violation{}",
-        pages.len(),
-        if pages.len() == 1 { "" } else { "s" },
-        if violations == 1 { "" } else { "s" },
-    );
-    if let Some(by_impact) = summary["byImpact"].as_object()
-        && !by_impact.is_empty()
-    {
-        let order = ["critical", "serious", "moderate", "minor"];
-        let parts: Vec<String> = order
-            .iter()
-            .filter_map(|i| by_impact.get(*i).map(|n| format!("{n} {i}")))
-            .collect();
-        text.push_str(&format!(" ({})", parts.join(", ")));
-    }
-    text.push_str(&format!(
-        ", {} check{} to review by hand.",
-        summary["incomplete"],
-        if summary["incomplete"] == 1 { "" } else { "s" }
-    ));
-    if let Some(by_rule) = summary["byRule"].as_object()
-        && !by_rule.is_empty()
-    {
-        let mut rules: Vec<(&String, u64)> = by_rule
-            .iter()
-            .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
-            .collect();
-        rules.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let top: Vec<String> = rules
-            .iter()
-            .take(3)
-            .map(|(id, n)| format!("{id} ({n})"))
-            .collect();
-        text.push_str(&format!(" Most frequent: {}.", top.join(", ")));
-    }
-    if failed_pages > 0 {
-        text.push_str(&format!(
-            " {failed_pages} page(s) could not be audited (see the report)."
-        ));
-    }
-    text.push_str(&format!(" Issues: {new} new, {updated} seen before."));
-    text
 }

@@ -38,7 +38,7 @@ pub fn a11y_issue(page: &str, url: &str, rule: &str) -> NewIssue {
         source: "a11y-audit".into(),
         rule: rule.into(),
         severity: failing.impact.as_str().into(),
-        title: failing.help.into(),
+        title: failing.help.to_string(),
         location: url.into(),
         target: Some(node.target.clone()),
         evidence: node.html.clone(),
