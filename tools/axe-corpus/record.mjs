@@ -3,6 +3,10 @@
 // violating node and of each node axe-core could not decide (incomplete).
 //
 //   node record.mjs [PAGES_DIR] [VERDICTS_FILE]
+//
+// RULES=all records every rule axe-core runs by default (the scripted corpus, which
+// browser mode audits with axe-core itself); SETTLE_MS waits that long after the load
+// event, for what the pages' scripts do then.
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createRequire } from "node:module";
@@ -15,8 +19,11 @@ const axePath = require.resolve("axe-core/axe.min.js");
 const axeVersion = JSON.parse(readFileSync(require.resolve("axe-core/package.json"), "utf8")).version;
 
 // fundi's rules, as its rule table names them.
-const table = readFileSync("../../crates/skills/src/a11y/rules/mod.rs", "utf8");
-const rules = [...table.matchAll(/rule!\(\s*"([a-z0-9-]+)"/g)].map((m) => m[1]);
+const table = readFileSync("../../crates/skills/src/a11y/rules.rs", "utf8");
+const allRules = process.env.RULES === "all";
+const settle = Number(process.env.SETTLE_MS ?? 0);
+let rules = [...table.matchAll(/rule!\(\s*"([a-z0-9-]+)"/g)].map((m) => m[1]);
+const seen = new Set();
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
@@ -43,15 +50,19 @@ const pages = {};
 for (const name of readdirSync(corpus).filter((n) => n.endsWith(".html")).sort()) {
   const page = await context.newPage();
   await page.goto(`file://${join(corpus, name)}`, { waitUntil: "load" });
+  if (settle > 0) await page.waitForTimeout(settle);
   await page.addScriptTag({ path: axePath });
   const results = await page.evaluate(
-    (values) =>
+    ({ values, all }) =>
       globalThis.axe.run(document, {
-        runOnly: { type: "rule", values },
+        ...(all ? {} : { runOnly: { type: "rule", values } }),
         resultTypes: ["violations", "incomplete"],
       }),
-    rules
+    { values: rules, all: allRules }
   );
+  for (const list of [results.violations, results.incomplete, results.passes, results.inapplicable]) {
+    for (const rule of list) seen.add(rule.id);
+  }
   const verdict = {};
   for (const [kind, list] of [["violations", results.violations], ["incomplete", results.incomplete]]) {
     for (const rule of list) {
@@ -63,6 +74,7 @@ for (const name of readdirSync(corpus).filter((n) => n.endsWith(".html")).sort()
   await page.close();
 }
 await browser.close();
+if (allRules) rules = [...seen].sort();
 const sorted = Object.fromEntries(Object.entries(pages).sort());
 writeFileSync(
   verdictsFile,

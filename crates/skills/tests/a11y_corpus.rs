@@ -5,74 +5,19 @@
 //! docs/skills/a11y-audit.md, which this test checks (`FUNDI_WRITE_AGREEMENT=1` writes
 //! it after a change).
 
+mod corpus;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use fundi_runtime::cpu::Budget;
 use fundi_skills::a11y::Limits;
 use fundi_skills::a11y::audit::audit;
 use serde_json::Value;
 
+use corpus::{Agreement, Nodes, check_docs, compare, key, root, table};
+
 const BEGIN: &str = "<!-- axe-corpus agreement: written by crates/skills/tests/a11y_corpus.rs -->";
 const END: &str = "<!-- end of axe-corpus agreement -->";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn key(html: &str) -> Option<u64> {
-    let start = html.find("data-k=\"")? + "data-k=\"".len();
-    let end = html[start..].find('"')? + start;
-    html[start..end].parse().ok()
-}
-
-/// True positives, false positives, false negatives.
-#[derive(Default, Clone, Copy)]
-struct Counts {
-    tp: usize,
-    fp: usize,
-    fn_: usize,
-}
-
-impl Counts {
-    fn add(&mut self, other: Counts) {
-        self.tp += other.tp;
-        self.fp += other.fp;
-        self.fn_ += other.fn_;
-    }
-
-    fn ratio(part: usize, whole: usize) -> f64 {
-        if whole == 0 {
-            1.0
-        } else {
-            part as f64 / whole as f64
-        }
-    }
-
-    fn precision(&self) -> f64 {
-        Counts::ratio(self.tp, self.tp + self.fp)
-    }
-
-    fn recall(&self) -> f64 {
-        Counts::ratio(self.tp, self.tp + self.fn_)
-    }
-
-    fn f1(&self) -> f64 {
-        let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 {
-            0.0
-        } else {
-            2.0 * p * r / (p + r)
-        }
-    }
-}
-
-/// Per rule, the counts on violating nodes and on nodes needing review; and the pages
-/// where the two disagree.
-type Agreement = (
-    BTreeMap<String, (Counts, Counts)>,
-    BTreeMap<String, Vec<String>>,
-);
 
 fn agreement() -> Agreement {
     let fixtures = root().join("tests/fixtures/axe-corpus");
@@ -85,15 +30,7 @@ fn agreement() -> Agreement {
         max_depth: 512,
         max_attributes: 1_000,
     };
-    let mut per_rule: BTreeMap<String, (Counts, Counts)> = BTreeMap::new();
-    let mut disagreements: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for rule in verdicts["rules"].as_array().unwrap() {
-        per_rule.insert(
-            rule.as_str().unwrap().to_owned(),
-            (Counts::default(), Counts::default()),
-        );
-    }
-    for (name, expected) in verdicts["pages"].as_object().unwrap() {
+    compare(&verdicts, |name| {
         let source = std::fs::read_to_string(fixtures.join("pages").join(name)).unwrap();
         let (report, _) = audit(
             &source,
@@ -113,89 +50,9 @@ fn agreement() -> Agreement {
                     })
                     .collect()
             };
-        let ours = [nodes(&report.violations), nodes(&report.incomplete)];
-        for (rule, counts) in per_rule.iter_mut() {
-            for (at, kind) in ["violations", "incomplete"].into_iter().enumerate() {
-                let theirs: BTreeSet<u64> = expected[rule.as_str()][kind]
-                    .as_array()
-                    .map(|nodes| nodes.iter().filter_map(Value::as_u64).collect())
-                    .unwrap_or_default();
-                let mine = ours[at].get(rule.as_str()).cloned().unwrap_or_default();
-                let page = Counts {
-                    tp: mine.intersection(&theirs).count(),
-                    fp: mine.difference(&theirs).count(),
-                    fn_: theirs.difference(&mine).count(),
-                };
-                if page.fp + page.fn_ > 0 {
-                    disagreements
-                        .entry(format!("{rule} {kind}"))
-                        .or_default()
-                        .push(format!(
-                            "{name}: only fundi {:?}, only axe {:?}",
-                            mine.difference(&theirs).collect::<Vec<_>>(),
-                            theirs.difference(&mine).collect::<Vec<_>>()
-                        ));
-                }
-                match at {
-                    0 => counts.0.add(page),
-                    _ => counts.1.add(page),
-                }
-            }
-        }
-    }
-    (per_rule, disagreements)
-}
-
-fn row(rule: &str, c: &Counts) -> String {
-    format!(
-        "| {rule} | {} | {} | {} | {:.2} | {:.2} | {:.2} |",
-        c.tp + c.fn_,
-        c.tp + c.fp,
-        c.tp,
-        c.precision(),
-        c.recall(),
-        c.f1()
-    )
-}
-
-const HEADER: [&str; 2] = [
-    "| rule | axe-core nodes | fundi nodes | both | precision | recall | F1 |",
-    "|---|---:|---:|---:|---:|---:|---:|",
-];
-
-fn table(per_rule: &BTreeMap<String, (Counts, Counts)>, axe: &str) -> String {
-    let mut total = Counts::default();
-    let mut lines = vec![
-        format!(
-            "Violating nodes, against axe-core {axe}, over the {} rules (rules with no \
-             violating node on either side are left out):",
-            per_rule.len()
-        ),
-        String::new(),
-    ];
-    lines.extend(HEADER.map(String::from));
-    let mut macro_f1 = Vec::new();
-    for (rule, (c, _)) in per_rule {
-        total.add(*c);
-        if c.tp + c.fp + c.fn_ > 0 {
-            macro_f1.push(c.f1());
-            lines.push(row(&format!("`{rule}`"), c));
-        }
-    }
-    lines.push(row("**all nodes**", &total));
-    let mean = macro_f1.iter().sum::<f64>() / macro_f1.len().max(1) as f64;
-    lines.push(String::new());
-    lines.push(format!("The mean of the per-rule F1: {mean:.3}."));
-    lines.push(String::new());
-    lines.push("Nodes needing review (axe-core's incomplete), where either side has any:".into());
-    lines.push(String::new());
-    lines.extend(HEADER.map(String::from));
-    for (rule, (_, c)) in per_rule {
-        if c.tp + c.fp + c.fn_ > 0 {
-            lines.push(row(&format!("`{rule}`"), c));
-        }
-    }
-    lines.join("\n")
+        let ours: Nodes = [nodes(&report.violations), nodes(&report.incomplete)];
+        ours
+    })
 }
 
 #[test]
@@ -206,24 +63,5 @@ fn agreement_with_axe_core_is_as_documented() {
     .unwrap();
     let (per_rule, disagreements) = agreement();
     let written = table(&per_rule, verdicts["axeCore"].as_str().unwrap());
-    let docs_path = root().join("../../docs/skills/a11y-audit.md");
-    let docs = std::fs::read_to_string(&docs_path).unwrap();
-    let (Some(start), Some(end)) = (docs.find(BEGIN), docs.find(END)) else {
-        panic!("docs/skills/a11y-audit.md has no agreement table between its markers");
-    };
-    let documented = docs[start + BEGIN.len()..end].trim();
-    if std::env::var_os("FUNDI_WRITE_AGREEMENT").is_some() {
-        let updated = format!("{}{BEGIN}\n{written}\n{}", &docs[..start], &docs[end..]);
-        std::fs::write(&docs_path, updated).unwrap();
-        for (rule, pages) in &disagreements {
-            eprintln!("{rule}:\n  {}", pages.join("\n  "));
-        }
-        return;
-    }
-    assert_eq!(
-        documented,
-        written.trim(),
-        "the agreement changed: run with FUNDI_WRITE_AGREEMENT=1 to update the docs \
-         (disagreements: {disagreements:#?})"
-    );
+    check_docs(BEGIN, END, &written, &disagreements);
 }

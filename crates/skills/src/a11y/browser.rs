@@ -21,6 +21,7 @@ use chromiumoxide::cdp::browser_protocol::network::SetBypassServiceWorkerParams;
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams,
 };
+use chromiumoxide::handler::viewport::Viewport;
 use chromiumoxide::{Browser, BrowserConfig, Page};
 use futures::StreamExt;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -39,6 +40,9 @@ const CHROMIUM_NAMES: [&str; 4] = [
     "google-chrome",
     "google-chrome-stable",
 ];
+
+/// The window pages are laid out in: width, height.
+const VIEWPORT: (u32, u32) = (1280, 800);
 
 /// How long Chromium may take to start.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
@@ -159,6 +163,14 @@ async fn launch(executable: &Path) -> Result<Launched, String> {
         .chrome_executable(executable)
         .new_headless_mode()
         .user_data_dir(profile.path())
+        // A desktop's window, as the corpus's verdicts were recorded in (what is visible,
+        // and so what contrast and target sizes are judged on, depends on it).
+        .window_size(VIEWPORT.0, VIEWPORT.1)
+        .viewport(Viewport {
+            width: VIEWPORT.0,
+            height: VIEWPORT.1,
+            ..Viewport::default()
+        })
         .launch_timeout(LAUNCH_TIMEOUT)
         .args([
             // Nothing reaches the network but through fundi: a proxy that answers
