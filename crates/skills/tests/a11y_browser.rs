@@ -37,6 +37,11 @@ fetch('/items.json').then((r) => r.json()).then((items) => {
     items.map((i) => '<li><button>' + '</button>' + i + '</li>').join('');
   document.getElementById('nav').innerHTML = '<a href="/about">About</a>';
 });
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.register('/sw.js').then(() => { document.title += ' (offline)'; });
+} else {
+  document.title += ' (online only)';
+}
 </script></body></html>"#;
 const ABOUT: &str = r#"<!doctype html><html lang="en"><head><title>About</title></head>
 <body><main><h1>About</h1><p>Made by people.</p></main></body></html>"#;
@@ -49,6 +54,15 @@ async fn site() -> String {
         .route("/", get(|| async { Html(HOME) }))
         .route("/about", get(|| async { Html(ABOUT) }))
         .route("/spins", get(|| async { Html(SPINS) }))
+        .route(
+            "/sw.js",
+            get(|| async {
+                (
+                    [("content-type", "text/javascript")],
+                    "self.onfetch = () => {};",
+                )
+            }),
+        )
         .route(
             "/items.json",
             get(|| async { axum::Json(json!(["tea", "cake"])) }),
@@ -199,6 +213,8 @@ async fn a_client_rendered_site_is_crawled_through_its_rendered_links() {
     assert_eq!(unnamed["nodes"].as_array().unwrap().len(), 2);
     // The tracker's script is on no allowed origin: never fetched.
     assert!(report["blocked"]["not an allowed origin"].as_u64().unwrap() >= 1);
+    // A service worker would serve the page from outside fundi: the page has none.
+    assert_eq!(home["title"], "Shop (online only)", "{home}");
 }
 
 #[tokio::test]

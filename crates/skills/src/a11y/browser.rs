@@ -41,6 +41,9 @@ const CHROMIUM_NAMES: [&str; 4] = [
     "google-chrome-stable",
 ];
 
+/// Run in every document before its own scripts.
+const NO_SERVICE_WORKERS: &str = "delete Navigator.prototype.serviceWorker;";
+
 /// The window pages are laid out in: width, height.
 const VIEWPORT: (u32, u32) = (1280, 800);
 
@@ -282,7 +285,12 @@ impl Session {
             .new_page(target)
             .await
             .map_err(|e| format!("Chromium did not open a page: {e}"))?;
+        // No service worker: it would serve the page from outside fundi's interception.
+        // The page sees a browser without them, as on a page served over plain HTTP.
         page.execute(SetBypassServiceWorkerParams::new(true))
+            .await
+            .map_err(|e| format!("service workers: {e}"))?;
+        page.evaluate_on_new_document(NO_SERVICE_WORKERS)
             .await
             .map_err(|e| format!("service workers: {e}"))?;
         page.execute(EnableParams::default())
