@@ -3,21 +3,20 @@
 //! content come from scripts, requests off the allowed origins refused and counted, a
 //! page whose script never ends, cancel, and a missing browser named clearly.
 
+mod a11y_runs;
+
 use fundi_runtime::Access;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::response::Html;
 use axum::routing::get;
-use fundi_ops::issues::{IssueStore, MemoryIssueStore};
-use fundi_runtime::{
-    MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState,
-};
-use fundi_skills::{A11yAuditSkill, A11yConfig, AuditMode};
+use fundi_ops::issues::IssueStore;
+use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskState};
+use fundi_skills::{A11yConfig, AuditMode};
 use serde_json::{Value, json};
 
-const DEADLINE: Duration = Duration::from_secs(60);
+use a11y_runs::{DEADLINE, Fixture, fixture_with, reply, report};
 
 /// A page whose one image only its script adds: empty to a parser, failing
 /// `image-alt` in a browser.
@@ -73,11 +72,6 @@ async fn site() -> String {
     url
 }
 
-struct Fixture {
-    runtime: RuntimeHandle,
-    issues: Arc<MemoryIssueStore>,
-}
-
 fn browser_config(origins: Vec<String>) -> A11yConfig {
     let mut config = A11yConfig::default();
     config.allowed_origins = origins;
@@ -87,48 +81,7 @@ fn browser_config(origins: Vec<String>) -> A11yConfig {
 }
 
 async fn fixture(config: A11yConfig) -> Fixture {
-    let issues = Arc::new(MemoryIssueStore::new());
-    let skill = A11yAuditSkill::new(config, issues.clone()).unwrap();
-    let runtime = Runtime::builder()
-        .shared_store(Arc::new(MemoryStore::new()))
-        .skill(skill)
-        .start()
-        .await
-        .unwrap();
-    Fixture { runtime, issues }
-}
-
-impl Fixture {
-    async fn submit(&self, parts: Vec<Part>) -> TaskId {
-        let request = SubmitRequest::new(Message::user(parts));
-        self.runtime.submit(request).await.unwrap().task.id
-    }
-
-    async fn finish(&self, id: &TaskId) -> Task {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let task = self.runtime.get(id, None, Access::Any).await.unwrap();
-            if task.status.state.is_terminal() {
-                return task;
-            }
-            assert!(Instant::now() < deadline, "task never ended: {task:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn run(&self, parts: Vec<Part>) -> Task {
-        let id = self.submit(parts).await;
-        self.finish(&id).await
-    }
-}
-
-fn report(task: &Task) -> Value {
-    task.artifacts[0].parts[0].as_data().unwrap().clone()
-}
-
-fn reply(task: &Task) -> String {
-    let message = task.status.message.as_ref();
-    message.map(|m| m.text()).unwrap_or_default()
+    fixture_with(config, fundi_runtime::RuntimeConfig::default()).await
 }
 
 fn violated(page: &Value) -> Vec<String> {

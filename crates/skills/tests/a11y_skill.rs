@@ -1,22 +1,21 @@
 //! The a11y-audit skill in a real runtime: inline HTML, HTML files, crawling a site
 //! served on 127.0.0.1, refusals, cancel, and issues recorded once.
 
+mod a11y_runs;
+
 use fundi_runtime::Access;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::response::{Html, IntoResponse, Redirect};
 use axum::routing::get;
-use fundi_ops::issues::{IssueStore, MemoryIssueStore};
-use fundi_runtime::{
-    MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState,
-};
-use fundi_skills::{A11yAuditSkill, A11yConfig};
+use fundi_ops::issues::IssueStore;
+use fundi_runtime::{Message, Part, RuntimeHandle, SubmitRequest, Task, TaskId, TaskState};
+use fundi_skills::A11yConfig;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+use a11y_runs::{DEADLINE, Fixture, fixture, fixture_with, html_part, reply, report};
 
 const HOME: &str = r#"<!doctype html><html lang="en"><head><title>Home</title></head><body>
 <main><h1>Home</h1><img src="hero.png"><a href="/about">About</a> <a href="/shop#top">Shop</a>
@@ -56,80 +55,6 @@ async fn site() -> String {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await });
     url
-}
-
-struct Fixture {
-    runtime: RuntimeHandle,
-    issues: Arc<MemoryIssueStore>,
-}
-
-async fn fixture(origins: Vec<String>) -> Fixture {
-    let mut config = A11yConfig::default();
-    config.allowed_origins = origins;
-    config.max_page_bytes = 100_000;
-    fixture_with(config, fundi_runtime::RuntimeConfig::default()).await
-}
-
-async fn fixture_with(config: A11yConfig, runtime: fundi_runtime::RuntimeConfig) -> Fixture {
-    let store = Arc::new(MemoryStore::new());
-    let issues = Arc::new(MemoryIssueStore::new());
-    let skill = A11yAuditSkill::new(config, issues.clone()).unwrap();
-    let runtime = Runtime::builder()
-        .shared_store(store.clone())
-        .skill(skill)
-        .config({
-            let mut runtime_config = runtime;
-            runtime_config.cancel_grace_ms = 5_000;
-            runtime_config
-        })
-        .start()
-        .await
-        .unwrap();
-    Fixture { runtime, issues }
-}
-
-impl Fixture {
-    async fn submit(&self, parts: Vec<Part>) -> TaskId {
-        self.runtime
-            .submit(SubmitRequest::new(Message::user(parts)))
-            .await
-            .unwrap()
-            .task
-            .id
-    }
-
-    async fn finish(&self, id: &TaskId) -> Task {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let task = self.runtime.get(id, None, Access::Any).await.unwrap();
-            if task.status.state.is_terminal() {
-                return task;
-            }
-            assert!(Instant::now() < deadline, "task never ended: {task:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn run(&self, parts: Vec<Part>) -> Task {
-        let id = self.submit(parts).await;
-        self.finish(&id).await
-    }
-}
-
-fn report(task: &Task) -> Value {
-    task.artifacts[0].parts[0].as_data().unwrap().clone()
-}
-
-fn reply(task: &Task) -> String {
-    task.status
-        .message
-        .as_ref()
-        .map(|m| m.text())
-        .unwrap_or_default()
-}
-
-fn html_part(html: &str) -> Part {
-    Part::text(html).with_media_type("text/html")
 }
 
 #[tokio::test]
