@@ -44,6 +44,13 @@ if ('serviceWorker' in navigator) {
 </script></body></html>"#;
 const ABOUT: &str = r#"<!doctype html><html lang="en"><head><title>About</title></head>
 <body><main><h1>About</h1><p>Made by people.</p></main></body></html>"#;
+/// A page that asks for more every 100 ms, for ever, each answer taking 250 ms: one of
+/// its requests is always under way.
+const POLLS: &str = r#"<!doctype html><html lang="en"><head><title>Live</title></head>
+<body><main><h1>Live</h1><p id="n">0</p></main>
+<script>setInterval(() => fetch('/slow.json').then((r) => r.json())
+  .then((items) => { document.getElementById('n').textContent = items.length; }), 100);</script>
+</body></html>"#;
 /// A page whose script never ends.
 const SPINS: &str = r#"<!doctype html><html lang="en"><head><title>Spins</title></head>
 <body><script>while (true) {}</script></body></html>"#;
@@ -53,6 +60,15 @@ async fn site() -> String {
         .route("/", get(|| async { Html(HOME) }))
         .route("/about", get(|| async { Html(ABOUT) }))
         .route("/spins", get(|| async { Html(SPINS) }))
+        .route("/polls", get(|| async { Html(POLLS) }))
+        .route(
+            "/slow.json",
+            get(|| async {
+                // A slow server, not a wait of the test's.
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                axum::Json(json!(["tea"]))
+            }),
+        )
         .route(
             "/sw.js",
             get(|| async {
@@ -190,6 +206,17 @@ async fn a_page_whose_script_never_ends_is_stopped_by_the_page_limit() {
         .run(vec![Part::data(json!({"url": format!("{base}/about")}))])
         .await;
     assert_eq!(next.status.state, TaskState::Completed, "{}", reply(&next));
+}
+
+#[tokio::test]
+async fn a_page_whose_requests_never_stop_is_audited_as_it_stands() {
+    let base = site().await;
+    let fx = fixture(browser_config(vec![base.clone()])).await;
+    let task = fx
+        .run(vec![Part::data(json!({"url": format!("{base}/polls")}))])
+        .await;
+    let report = completed(&task);
+    assert_eq!(report["pages"][0]["title"], "Live", "{report}");
 }
 
 #[tokio::test]

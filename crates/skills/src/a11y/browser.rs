@@ -54,6 +54,10 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
 /// answered, what they render rendered).
 const QUIET: Duration = Duration::from_millis(300);
 
+/// Longest a page's requests are waited on to stop: one that never stops (polling, a
+/// live feed) is audited as it stands then.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(5);
+
 /// The browser of a11y-audit's browser mode, started on demand and shared by its runs.
 pub(super) struct Chromium {
     executable: Option<PathBuf>,
@@ -317,11 +321,13 @@ impl Session {
         serde_json::from_str(&text).map_err(|e| format!("axe-core's results from {url}: {e}"))
     }
 
-    /// Returns once no request of the page has been under way for [`QUIET`].
+    /// Returns once no request of the page has been under way for [`QUIET`], or after
+    /// [`SETTLE_AT_MOST`].
     async fn settle(&self) {
         let step = QUIET / 3;
         let mut quiet = Duration::ZERO;
-        while quiet < QUIET {
+        let deadline = tokio::time::Instant::now() + SETTLE_AT_MOST;
+        while quiet < QUIET && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(step).await;
             match self.gate.blocked.in_flight.load(Ordering::SeqCst) {
                 0 => quiet += step,

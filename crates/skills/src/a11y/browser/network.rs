@@ -67,8 +67,10 @@ pub(super) async fn serve(page: Page, gate: Gate) {
     };
     while let Some(event) = paused.next().await {
         let (page, gate) = (page.clone(), gate.clone());
+        // Counted before the answer is under way, so that the page is never seen quiet
+        // between a request and its fetch.
+        gate.blocked.in_flight.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            gate.blocked.in_flight.fetch_add(1, Ordering::SeqCst);
             let answer = gate.answer(&event).await;
             let sent = match answer {
                 Ok(fulfilled) => page.execute(fulfilled).await.map(drop),
