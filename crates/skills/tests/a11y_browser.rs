@@ -6,14 +6,15 @@
 mod a11y_runs;
 
 use fundi_runtime::Access;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::response::Html;
 use axum::routing::get;
-use fundi_ops::issues::IssueStore;
+use fundi_ops::issues::{IssueStore, MemoryIssueStore};
 use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskState};
-use fundi_skills::{A11yConfig, AuditMode};
+use fundi_skills::{A11yAuditSkill, A11yConfig, AuditMode};
 use serde_json::{Value, json};
 
 use a11y_runs::{DEADLINE, Fixture, fixture_with, reply, report};
@@ -249,11 +250,21 @@ async fn cancel_ends_a_run_whose_page_is_still_loading() {
 
 #[tokio::test]
 async fn a_missing_browser_is_named_with_the_setting_to_change() {
+    // Browser mode by default: the skill is not made, and the error says why.
     let mut config = browser_config(Vec::new());
     config.chromium = Some("/nonexistent/chromium".into());
+    let refused =
+        A11yAuditSkill::new(config.clone(), Arc::new(MemoryIssueStore::new())).unwrap_err();
+    assert!(refused.contains("default-mode"), "{refused}");
+    assert!(refused.contains("skills.a11y-audit.chromium"), "{refused}");
+    // Static by default, a message that asks for the browser fails, naming the setting.
+    config.default_mode = AuditMode::Static;
     let fx = fixture(config).await;
     let task = fx
-        .run(vec![Part::text(SCRIPTED).with_media_type("text/html")])
+        .run(vec![
+            Part::text(SCRIPTED).with_media_type("text/html"),
+            Part::data(json!({"mode": "browser"})),
+        ])
         .await;
     assert_eq!(task.status.state, TaskState::Failed);
     let said = reply(&task);

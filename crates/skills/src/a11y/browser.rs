@@ -137,24 +137,7 @@ impl Chromium {
         {
             return Ok(running.clone());
         }
-        let executable = match &self.executable {
-            Some(path) if !path.is_file() => {
-                return Err(format!(
-                    "skills.a11y-audit.chromium names {}, which is not a file: install \
-                     Chromium there, or leave the setting out to find it on PATH",
-                    path.display()
-                ));
-            }
-            Some(path) => path.clone(),
-            None => on_path().ok_or_else(|| {
-                format!(
-                    "a11y-audit's browser mode needs Chromium, and none is on PATH ({}): \
-                     install it (Debian: apt-get install chromium) or name it in \
-                     skills.a11y-audit.chromium",
-                    CHROMIUM_NAMES.join(", ")
-                )
-            })?,
-        };
+        let executable = find(self.executable.as_deref())?;
         let running = Arc::new(launch(&executable).await?);
         *launched = Some(running.clone());
         Ok(running)
@@ -215,6 +198,26 @@ async fn launch(executable: &Path) -> Result<Launched, String> {
         handler,
         _profile: profile,
     })
+}
+
+/// The Chromium to start: `configured` (`skills.a11y-audit.chromium`), or the first of
+/// [`CHROMIUM_NAMES`] on PATH; the error names the setting.
+pub(super) fn find(configured: Option<&Path>) -> Result<PathBuf, String> {
+    match configured {
+        Some(path) if !path.is_file() => Err(format!(
+            "skills.a11y-audit.chromium names {}, which is not a file: install Chromium \
+             there, or leave the setting out to find it on PATH",
+            path.display()
+        )),
+        Some(path) => Ok(path.to_path_buf()),
+        None => on_path().ok_or_else(|| {
+            format!(
+                "a11y-audit's browser mode needs Chromium, and none is on PATH ({}): install \
+                 it (Debian: apt-get install chromium) or name it in skills.a11y-audit.chromium",
+                CHROMIUM_NAMES.join(", ")
+            )
+        }),
+    }
 }
 
 /// The first of [`CHROMIUM_NAMES`] on PATH.

@@ -19,7 +19,7 @@ use crate::findings;
 use crate::origins::Origins;
 
 use super::audit::{PageReport, audit, decode};
-use super::browser::{Chromium, axe_version};
+use super::browser::{self, Chromium, axe_version};
 use super::config::{A11yConfig, AuditMode};
 use super::frontier::Frontier;
 use super::page::{Limits, PageError};
@@ -57,6 +57,12 @@ impl A11yAuditSkill {
     /// The skill with these settings, recording findings in `issues`.
     pub fn new(config: A11yConfig, issues: Arc<dyn IssueStore>) -> Result<A11yAuditSkill, String> {
         config.validate()?;
+        // Every message is audited in the browser unless it says otherwise: without one,
+        // the server would accept audits it can only fail.
+        if config.default_mode == AuditMode::Browser {
+            browser::find(config.chromium.as_deref())
+                .map_err(|why| format!("skills.a11y-audit.default-mode = \"browser\": {why}"))?;
+        }
         let origins = Origins::new(&config.allowed_origins);
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
