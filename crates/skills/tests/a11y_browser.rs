@@ -7,7 +7,7 @@ mod a11y_runs;
 
 use fundi_runtime::Access;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::response::Html;
@@ -17,7 +17,7 @@ use fundi_runtime::{Message, Part, SubmitRequest, Task, TaskState};
 use fundi_skills::{A11yAuditSkill, A11yConfig, AuditMode};
 use serde_json::{Value, json};
 
-use a11y_runs::{DEADLINE, Fixture, fixture_with, reply, report};
+use a11y_runs::{Fixture, fixture_with, reply, report};
 
 /// A page whose one image only its script adds: empty to a parser, failing
 /// `image-alt` in a browser.
@@ -229,19 +229,7 @@ async fn cancel_ends_a_run_whose_page_is_still_loading() {
     let id = fx
         .submit(vec![Part::data(json!({"url": format!("{base}/spins")}))])
         .await;
-    let deadline = Instant::now() + DEADLINE;
-    while fx
-        .runtime
-        .get(&id, None, Access::Any)
-        .await
-        .unwrap()
-        .status
-        .state
-        != TaskState::Working
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    fx.working(&id).await;
     let canceled = fx.runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // The run stopped by itself, not aborted at the end of the grace period.

@@ -254,19 +254,7 @@ async fn cancel_stops_a_crawl_promptly() {
         .submit(vec![Part::data(json!({"url": format!("{base}/hang")}))])
         .await;
     // Wait until the run is under way (the fetch hangs), then cancel.
-    let deadline = Instant::now() + DEADLINE;
-    while fx
-        .runtime
-        .get(&id, None, Access::Any)
-        .await
-        .unwrap()
-        .status
-        .state
-        != TaskState::Working
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    fx.working(&id).await;
     let canceled = fx.runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     // The skill stopped by itself, well within the grace period (not aborted).

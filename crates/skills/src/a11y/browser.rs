@@ -10,7 +10,6 @@ mod network;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chromiumoxide::cdp::browser_protocol::browser::{
@@ -113,7 +112,7 @@ impl Chromium {
                 origins,
                 max_bytes,
                 inline: None,
-                blocked: Arc::default(),
+                traffic: Arc::default(),
             },
         };
         let deny = SetDownloadBehaviorParams::builder()
@@ -280,7 +279,7 @@ impl Session {
 
     /// Requests refused so far, by why.
     pub(super) fn blocked(&self) -> std::collections::BTreeMap<String, usize> {
-        self.gate.blocked.counts()
+        self.gate.traffic.refused()
     }
 
     async fn page(&self) -> Result<Page, String> {
@@ -327,16 +326,22 @@ impl Session {
     /// Returns once no request of the page has been under way for [`QUIET`], or after
     /// [`SETTLE_AT_MOST`].
     async fn settle(&self) {
-        let step = QUIET / 3;
-        let mut quiet = Duration::ZERO;
-        let deadline = tokio::time::Instant::now() + SETTLE_AT_MOST;
-        while quiet < QUIET && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(step).await;
-            match self.gate.blocked.in_flight.load(Ordering::SeqCst) {
-                0 => quiet += step,
-                _ => quiet = Duration::ZERO,
+        let mut in_flight = self.gate.traffic.in_flight();
+        let quiet = async {
+            loop {
+                if in_flight.wait_for(|n| *n == 0).await.is_err() {
+                    return;
+                }
+                // Quiet unless a request starts (or one ends) before QUIET is over.
+                if tokio::time::timeout(QUIET, in_flight.changed())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
             }
-        }
+        };
+        let _ = tokio::time::timeout(SETTLE_AT_MOST, quiet).await;
     }
 }
 

@@ -9,7 +9,7 @@ use fundi_runtime::{SkillContext, SkillError};
 use reqwest::Url;
 
 use super::browser::{Rendered, Session};
-use super::frontier::Frontier;
+use super::frontier::Crawl;
 use super::report::{PageOutcome, page_note};
 use crate::origins::Origins;
 
@@ -40,12 +40,8 @@ pub(super) async fn crawl(
     limit: Duration,
     ctx: &SkillContext,
 ) -> Result<Vec<PageOutcome>, SkillError> {
-    let mut frontier = Frontier::new(start, origins);
-    let mut outcomes = Vec::new();
-    while let Some(url) = frontier.next() {
-        if outcomes.len() >= max_pages {
-            break;
-        }
+    let mut crawl = Crawl::new(start, origins, max_pages);
+    while let Some(url) = crawl.next() {
         let outcome = match one(session, url.as_str(), limit, ctx).await? {
             Err(error) => PageOutcome::Failed {
                 url: url.to_string(),
@@ -53,18 +49,14 @@ pub(super) async fn crawl(
             },
             Ok(rendered) => {
                 let at = Url::parse(&rendered.url).unwrap_or_else(|_| url.clone());
-                frontier.visited(&at);
-                frontier.add(&at, rendered.links.iter().map(String::as_str));
+                crawl.visited(&at);
+                crawl.add(&at, rendered.links.iter().map(String::as_str));
                 PageOutcome::Audited(rendered.report(at.to_string()))
             }
         };
-        outcomes.push(outcome);
-        let done = outcomes.len();
-        let total = max_pages.min(done + frontier.queued()).max(done);
-        ctx.progress(done as f64 / total as f64, page_note(&outcomes[done - 1]))
-            .await?;
+        crawl.record(outcome, ctx).await?;
     }
-    Ok(outcomes)
+    Ok(crawl.outcomes())
 }
 
 /// One page, or the run canceled while it loads (its context is closed as the run

@@ -21,7 +21,7 @@ use crate::origins::Origins;
 use super::audit::{PageReport, audit, decode};
 use super::browser::{self, Chromium, axe_version};
 use super::config::{A11yConfig, AuditMode};
-use super::frontier::Frontier;
+use super::frontier::Crawl;
 use super::page::{Limits, PageError};
 use super::rendered;
 use super::report::{PageOutcome, page_note, summarize, summary_text};
@@ -192,12 +192,8 @@ impl A11yAuditSkill {
         max_pages: usize,
         ctx: &SkillContext,
     ) -> Result<Vec<PageOutcome>, SkillError> {
-        let mut frontier = Frontier::new(start, &self.origins);
-        let mut outcomes = Vec::new();
-        while let Some(url) = frontier.next() {
-            if outcomes.len() >= max_pages {
-                break;
-            }
+        let mut crawl = Crawl::new(start, &self.origins, max_pages);
+        while let Some(url) = crawl.next() {
             if ctx.is_cancelled() {
                 return Err(SkillError::Canceled);
             }
@@ -217,19 +213,15 @@ impl A11yAuditSkill {
                             error: error.to_string(),
                         },
                         Ok((report, links)) => {
-                            frontier.add(&final_url, links.iter().map(String::as_str));
+                            crawl.add(&final_url, links.iter().map(String::as_str));
                             PageOutcome::Audited(report)
                         }
                     }
                 }
             };
-            outcomes.push(outcome);
-            let done = outcomes.len();
-            let total = max_pages.min(done + frontier.queued()).max(done);
-            ctx.progress(done as f64 / total as f64, page_note(&outcomes[done - 1]))
-                .await?;
+            crawl.record(outcome, ctx).await?;
         }
-        Ok(outcomes)
+        Ok(crawl.outcomes())
     }
 
     /// Audits in the run's own browser context; what its pages were refused comes back

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use fundi_ops::issues::MemoryIssueStore;
 use fundi_runtime::{
     Access, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task, TaskId,
+    TaskState,
 };
 use fundi_skills::{A11yAuditSkill, A11yConfig};
 use serde_json::Value;
@@ -55,16 +56,28 @@ impl Fixture {
             .id
     }
 
-    pub async fn finish(&self, id: &TaskId) -> Task {
+    /// The task once `done` holds of it (within [`DEADLINE`]).
+    pub async fn until(&self, id: &TaskId, done: impl Fn(&Task) -> bool) -> Task {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let task = self.runtime.get(id, None, Access::Any).await.unwrap();
-            if task.status.state.is_terminal() {
+            if done(&task) {
                 return task;
             }
-            assert!(Instant::now() < deadline, "task never ended: {task:?}");
+            assert!(Instant::now() < deadline, "task never got there: {task:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The task once it ended.
+    pub async fn finish(&self, id: &TaskId) -> Task {
+        self.until(id, |task| task.status.state.is_terminal()).await
+    }
+
+    /// The task once its run is under way.
+    pub async fn working(&self, id: &TaskId) -> Task {
+        self.until(id, |task| task.status.state == TaskState::Working)
+            .await
     }
 
     pub async fn run(&self, parts: Vec<Part>) -> Task {

@@ -6,7 +6,6 @@
 //! so what is not served here is not reached at all: WebSockets included.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
@@ -17,6 +16,7 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
 use chromiumoxide::cdp::browser_protocol::network::ErrorReason;
 use futures::StreamExt;
 use reqwest::Url;
+use tokio::sync::watch;
 
 use crate::origins::Origins;
 
@@ -24,27 +24,41 @@ use crate::origins::Origins;
 /// (`.invalid`, RFC 2606), served by fundi alone.
 pub(super) const INLINE_ORIGIN: &str = "https://inline.fundi.invalid";
 
-/// What the pages of a run asked for and did not get.
-#[derive(Debug, Default)]
-pub(super) struct Blocked {
+/// The requests of a run's pages: those under way now, and those refused.
+#[derive(Debug)]
+pub(super) struct Traffic {
     /// Requests refused, by why (`not an allowed origin`, `service worker`, ...).
-    reasons: Mutex<BTreeMap<String, usize>>,
-    /// Requests being fetched now (the page settles when none is).
-    pub(super) in_flight: AtomicUsize,
+    refused: Mutex<BTreeMap<String, usize>>,
+    /// Requests being answered now; a page settles when it stays at none.
+    in_flight: watch::Sender<usize>,
 }
 
-impl Blocked {
-    fn count(&self, why: &str) {
-        let mut reasons = self.reasons.lock().unwrap_or_else(|p| p.into_inner());
-        *reasons.entry(why.to_owned()).or_default() += 1;
+impl Default for Traffic {
+    fn default() -> Traffic {
+        Traffic {
+            refused: Mutex::default(),
+            in_flight: watch::Sender::new(0),
+        }
+    }
+}
+
+impl Traffic {
+    fn refuse(&self, why: &str) {
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        *refused.entry(why.to_owned()).or_default() += 1;
     }
 
-    /// The counts so far, for the report.
-    pub(super) fn counts(&self) -> BTreeMap<String, usize> {
-        self.reasons
+    /// The refusals so far, by why, for the report.
+    pub(super) fn refused(&self) -> BTreeMap<String, usize> {
+        self.refused
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Follows the count of requests under way.
+    pub(super) fn in_flight(&self) -> watch::Receiver<usize> {
+        self.in_flight.subscribe()
     }
 }
 
@@ -57,7 +71,7 @@ pub(super) struct Gate {
     pub(super) max_bytes: usize,
     /// The inline page, served at [`INLINE_ORIGIN`], when the run audits one.
     pub(super) inline: Option<Arc<String>>,
-    pub(super) blocked: Arc<Blocked>,
+    pub(super) traffic: Arc<Traffic>,
 }
 
 /// Serves `page`'s paused requests until the page goes.
@@ -69,13 +83,13 @@ pub(super) async fn serve(page: Page, gate: Gate) {
         let (page, gate) = (page.clone(), gate.clone());
         // Counted before the answer is under way, so that the page is never seen quiet
         // between a request and its fetch.
-        gate.blocked.in_flight.fetch_add(1, Ordering::SeqCst);
+        gate.traffic.in_flight.send_modify(|n| *n += 1);
         tokio::spawn(async move {
             let answer = gate.answer(&event).await;
             let sent = match answer {
                 Ok(fulfilled) => page.execute(fulfilled).await.map(drop),
                 Err((why, reason)) => {
-                    gate.blocked.count(why);
+                    gate.traffic.refuse(why);
                     let refused = FailRequestParams::new(event.request_id.clone(), reason);
                     page.execute(refused).await.map(drop)
                 }
@@ -83,7 +97,7 @@ pub(super) async fn serve(page: Page, gate: Gate) {
             if let Err(error) = sent {
                 tracing::debug!(%error, "a paused request could not be answered");
             }
-            gate.blocked.in_flight.fetch_sub(1, Ordering::SeqCst);
+            gate.traffic.in_flight.send_modify(|n| *n -= 1);
         });
     }
 }
@@ -101,13 +115,9 @@ impl Gate {
         if let Some(html) = &self.inline
             && url.origin().ascii_serialization() == INLINE_ORIGIN
         {
+            let kind = HeaderEntry::new("content-type", "text/html; charset=utf-8");
             return match url.path() {
-                "/" => Ok(fulfilled(
-                    event,
-                    200,
-                    "text/html; charset=utf-8",
-                    html.as_bytes(),
-                )),
+                "/" => Ok(fulfilled(event, 200, vec![kind], html.as_bytes())),
                 _ => Err(("not an allowed origin", ErrorReason::BlockedByClient)),
             };
         }
@@ -158,14 +168,7 @@ impl Gate {
             }
             body.extend_from_slice(&chunk);
         }
-        let mut answer = FulfillRequestParams::new(event.request_id.clone(), status);
-        answer.response_headers = Some(headers);
-        answer.body = Some(
-            base64::engine::general_purpose::STANDARD
-                .encode(body)
-                .into(),
-        );
-        Ok(answer)
+        Ok(fulfilled(event, status.into(), headers, &body))
     }
 }
 
@@ -179,14 +182,15 @@ const HOP_BY_HOP: [&str; 6] = [
     "content-length",
 ];
 
+/// The browser's answer to a paused request.
 fn fulfilled(
     event: &EventRequestPaused,
     status: i64,
-    kind: &str,
+    headers: Vec<HeaderEntry>,
     body: &[u8],
 ) -> FulfillRequestParams {
     let mut answer = FulfillRequestParams::new(event.request_id.clone(), status);
-    answer.response_headers = Some(vec![HeaderEntry::new("content-type", kind)]);
+    answer.response_headers = Some(headers);
     answer.body = Some(
         base64::engine::general_purpose::STANDARD
             .encode(body)
