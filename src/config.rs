@@ -234,6 +234,12 @@ pub struct PostgresStoreConfig {
     /// node's tasks, push deliveries and schedule firings wait before another node takes
     /// them over. Default: 10s.
     pub lease_time: String,
+    /// With `node-id`: how long the node goes on without renewing its leases before it
+    /// cuts itself off (stops its runs, answers 503, writes nothing until it holds the
+    /// database again), like "6s"; shorter than `lease-time`, so that its runs have
+    /// stopped before another node may take them. Default: two thirds of `lease-time`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_deadline: Option<String>,
 }
 
 impl Default for PostgresStoreConfig {
@@ -246,6 +252,7 @@ impl Default for PostgresStoreConfig {
             statement_timeout: "30s".into(),
             node_id: None,
             lease_time: "10s".into(),
+            renew_deadline: None,
         }
     }
 }
@@ -298,7 +305,23 @@ impl StoreConfig {
         if ttl < std::time::Duration::from_secs(1) {
             bail!("store.postgres.lease-time must be at least 1s, got {text:?}");
         }
-        Ok(Some(fundi_postgres::LeaseConfig::new(node.clone(), ttl)))
+        let lease = fundi_postgres::LeaseConfig::new(node.clone(), ttl);
+        let Some(text) = &self.postgres.renew_deadline else {
+            return Ok(Some(lease));
+        };
+        let deadline = humantime::parse_duration(text).with_context(|| {
+            format!("store.postgres.renew-deadline must be a duration like \"6s\", got {text:?}")
+        })?;
+        // At least a tenth of the lease is left for runs to stop in.
+        if deadline.is_zero() || deadline > ttl * 9 / 10 {
+            bail!(
+                "store.postgres.renew-deadline must be more than 0s and at most nine tenths of \
+                 store.postgres.lease-time ({}), so that a node cut off stops its runs before \
+                 another node may take them; got {text:?}",
+                humantime::format_duration(ttl)
+            );
+        }
+        Ok(Some(lease.with_renew_deadline(deadline)))
     }
 
     /// `retention` read: how long an ended task is kept; `None`: for ever.
@@ -560,6 +583,14 @@ mod tests {
                 "store.postgres.lease-time",
             ),
             ("node-id = \"n1\"\nlease-time = \"100ms\"", "at least 1s"),
+            (
+                "node-id = \"n1\"\nrenew-deadline = \"later\"",
+                "store.postgres.renew-deadline",
+            ),
+            (
+                "node-id = \"n1\"\nlease-time = \"10s\"\nrenew-deadline = \"10s\"",
+                "at most nine tenths",
+            ),
         ] {
             config = parse(&format!(
                 "[store]\nkind = \"postgres\"\n[store.postgres]\n{toml}"
@@ -574,9 +605,19 @@ mod tests {
         config = parse("[store]\nkind = \"postgres\"\n[store.postgres]\nnode-id = \"n1\"").unwrap();
         let lease = config.store.postgres_lease().unwrap().unwrap();
         assert_eq!(
-            (lease.node.as_str(), lease.ttl),
-            ("n1", std::time::Duration::from_secs(10))
+            (lease.node.as_str(), lease.ttl, lease.renew_deadline),
+            (
+                "n1",
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(10) * 2 / 3
+            )
         );
+        config = parse(
+            "[store]\nkind = \"postgres\"\n[store.postgres]\nnode-id = \"n1\"\nrenew-deadline = \"5s\"",
+        )
+        .unwrap();
+        let lease = config.store.postgres_lease().unwrap().unwrap();
+        assert_eq!(lease.renew_deadline, std::time::Duration::from_secs(5));
         assert_eq!(AppConfig::default().store.postgres_lease().unwrap(), None);
         config = parse("[runtime]\nmax-concurrent-runs = 0").unwrap();
         let err = config.validate().unwrap_err().to_string();

@@ -293,6 +293,9 @@ impl ServerBuilder {
             )?;
             let resumed = push.resume().await?;
             tracing::info!(resumed, "push deliveries resumed");
+            if let Some(standing) = runtime.standing() {
+                push.follow_standing(standing);
+            }
             state = state.with_push(Arc::new(push));
         }
         if let Some(started) = self.started {

@@ -1,5 +1,5 @@
 //! What every authenticated request goes through before its operation is looked at,
-//! on either binding: Host and Origin, both credentials, the caller's rate limit, the
+//! on every binding: Host and Origin, a node that has the database, both credentials, the caller's rate limit, the
 //! requested protocol version, and a body read within the size limit.
 
 use axum::body::{Body, Bytes};
@@ -11,10 +11,14 @@ use crate::dialect::normalize_version;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The checks every authenticated route makes, in order: Host and Origin, both
-/// credentials, the caller's rate limit.
+/// The checks every authenticated route makes, in order: Host and Origin, a node that
+/// has the database (one cut off from it answers nothing, so that clients and load
+/// balancers turn to another node), both credentials, the caller's rate limit.
 pub async fn admit(state: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Caller, ApiError> {
     state.guard.check(headers, uri)?;
+    if state.runtime.is_cut_off() {
+        return Err(ApiError::CutOff);
+    }
     let caller = state
         .auth
         .authenticate(headers)

@@ -136,6 +136,9 @@ pub enum ApiError {
     /// -32603, HTTP 503: the runtime is stopping or a part of it did not answer; trying
     /// again later may succeed (what it said is logged, not sent).
     Unavailable,
+    /// HTTP 503 with `Retry-After`: this node is cut off from the database (a store
+    /// several nodes share) and answers nothing until it holds it again.
+    CutOff,
     /// HTTP 429 with `Retry-After`: the caller holds as many of something as it may
     /// (event streams, MCP sessions).
     TooManyOpen {
@@ -375,6 +378,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Store(fundi_runtime::StoreError::Unanswered { waited, .. }) => {
                 ApiError::timed_out(waited)
             }
+            RuntimeError::Store(fundi_runtime::StoreError::CutOff) => ApiError::CutOff,
             e @ (RuntimeError::Store(_) | RuntimeError::Worker(_)) => ApiError::internal(e),
         }
     }
@@ -447,5 +451,30 @@ mod tests {
             let api = ApiError::from(error);
             assert_eq!(api.rest_status().0, status, "{said}");
         }
+    }
+
+    /// A node cut off from the database says so on every binding, with when to retry.
+    #[test]
+    fn a_node_cut_off_answers_unavailable_with_retry_after_on_every_binding() {
+        let api = ApiError::from(RuntimeError::Store(fundi_runtime::StoreError::CutOff));
+        assert!(matches!(api, ApiError::CutOff));
+        assert_eq!(
+            api.rest_status(),
+            (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE")
+        );
+        let refusal = api.http_refusal().expect("refused at the HTTP layer");
+        assert_eq!(
+            (refusal.status, refusal.retry_after_secs),
+            (StatusCode::SERVICE_UNAVAILABLE, Some(1))
+        );
+        let wire = api.wire();
+        assert!(
+            wire.message.contains("lost the database"),
+            "{}",
+            wire.message
+        );
+        let grpc = api.to_grpc_status();
+        assert_eq!(grpc.code(), tonic::Code::Unavailable);
+        assert_eq!(grpc.metadata().get("retry-after").unwrap(), "1");
     }
 }

@@ -130,8 +130,13 @@ async fn no_route(
     ))
 }
 
-async fn health() -> Response {
-    axum::Json(json!({"status": "ok"})).into_response()
+/// `ok`, or 503 while this node is cut off from the database (a load balancer stops
+/// sending to it).
+async fn health(State(runtime): State<Arc<dyn fundi_runtime::TaskService>>) -> Response {
+    match runtime.is_cut_off() {
+        false => axum::Json(json!({"status": "ok"})).into_response(),
+        true => reply::rest_failure(&ApiError::CutOff),
+    }
 }
 
 /// The agent card of the version the client names (`A2A-Version`, header or query):

@@ -2,6 +2,7 @@
 //! letters and their replay. Configs and cursors live in the runtime's store
 //! ([`PushStore`]); the workers follow each task's event log.
 
+mod adopt;
 mod deliver;
 mod settings;
 mod ssrf;
@@ -12,10 +13,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use fundi_runtime::store::{PushConfig, PushEntry, PushStore};
+use fundi_runtime::store::{PushConfig, PushEntry, PushStore, Standing};
 use fundi_runtime::{StoreError, TaskId, TaskService};
 
 use crate::setup::SetupError;
+use adopt::{adopt_every, restart_unfinished};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -118,6 +120,27 @@ impl PushService {
             adopt_every(self.shared.clone(), self.workers.clone(), every);
         }
         Ok(started)
+    }
+
+    /// Follows this node's standing (a store several nodes share): cut off from the
+    /// database, every delivery stops here (another node takes it over once its lease
+    /// runs out, from the cursor stored); holding it again, a worker starts for every
+    /// unfinished delivery, and takes it only if it is still this node's.
+    pub fn follow_standing(&self, mut standing: tokio::sync::watch::Receiver<Standing>) {
+        let (shared, workers) = (self.shared.clone(), self.workers.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = workers.shutdown.cancelled() => return,
+                    changed = standing.changed() => if changed.is_err() { return },
+                }
+                let now = *standing.borrow_and_update();
+                workers.stop_all();
+                if now == Standing::Holding {
+                    restart_unfinished(&shared, &workers).await;
+                }
+            }
+        });
     }
 
     /// Configs whose delivery was given up, with why.
@@ -349,6 +372,13 @@ impl Workers {
         }
     }
 
+    /// Stops every worker (the node is cut off from the database).
+    fn stop_all(&self) {
+        for (_, (_, stop)) in self.lock().drain() {
+            stop.cancel();
+        }
+    }
+
     fn is_running(&self, task_id: &TaskId, id: &str) -> bool {
         self.lock().contains_key(&(task_id.clone(), id.to_owned()))
     }
@@ -356,33 +386,4 @@ impl Workers {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerKey, (u64, CancellationToken)>> {
         self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// Every `every`, starts workers for the deliveries no node holds (their node died),
-/// until shutdown; each worker takes its delivery before it sends anything.
-fn adopt_every(shared: Arc<Shared>, workers: Workers, every: std::time::Duration) {
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = workers.shutdown.cancelled() => return,
-                _ = tick.tick() => {}
-            }
-            match shared.store.orphaned().await {
-                Ok(orphaned) => {
-                    for entry in orphaned {
-                        let config = entry.config;
-                        if !workers.is_running(&config.task_id, &config.id) {
-                            tracing::info!(task_id = %config.task_id, config = %config.id, "taking over a push delivery another node left");
-                            workers.start(&shared, config);
-                        }
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "could not look for push deliveries other nodes left")
-                }
-            }
-        }
-    });
 }

@@ -19,6 +19,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::lease::{Leases, lease_end};
 use crate::listener::{Hearer, channel, listen_in_background};
 
+mod held;
 mod requests;
 mod run_slots;
 use crate::errors::{db, pool_error};
@@ -241,6 +242,14 @@ impl Cluster for Nodes {
             Nodes::take_in_background(&me, self.leases.config.ttl / 3);
         }
         taken
+    }
+
+    fn standing(&self) -> watch::Receiver<fundi_runtime::store::Standing> {
+        self.leases.standing()
+    }
+
+    async fn check_held(&self, id: &TaskId) -> Result<(), StoreError> {
+        self.check_lease(id).await
     }
 
     async fn watch(&self, id: &TaskId) -> Result<watch::Receiver<()>, StoreError> {

@@ -7,11 +7,42 @@ use fundi_runtime::store::{StoreError, TaskRecord, first_message};
 use tokio_postgres::types::ToSql;
 
 use crate::columns::{millis, owner_key};
-use crate::errors::db;
+use crate::errors::{db, is_transient};
 use crate::store::PostgresStore;
 
 impl PostgresStore {
+    /// A commit; with leases, refused when the node is cut off, given up when it is cut
+    /// off while the commit is under way, and, when it fails for the connection's sake
+    /// (stored or not, nobody can say), cutting the node off until it has read its tasks
+    /// back (see `Leases::lost_track`).
     pub(crate) async fn write_record(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        let Some(leases) = &self.leases else {
+            return self.write_statement(record, expected_version, events).await;
+        };
+        leases.ensure_fresh()?;
+        let mut standing = leases.standing();
+        let written = tokio::select! {
+            written = self.write_statement(record, expected_version, events) => written,
+            _ = standing.wait_for(|s| *s != fundi_runtime::store::Standing::Holding) => {
+                return Err(StoreError::CutOff);
+            }
+        };
+        match written {
+            Err(error) if is_transient(&error) => {
+                tracing::warn!(task_id = %record.id(), %error, "a commit failed for the connection's sake; this node reads its tasks back once it holds the database again");
+                leases.lost_track();
+                Err(StoreError::CutOff)
+            }
+            other => other,
+        }
+    }
+
+    async fn write_statement(
         &self,
         record: &TaskRecord,
         expected_version: u64,

@@ -20,3 +20,32 @@ pub(crate) fn pool_error(error: impl std::error::Error + Send + Sync + 'static) 
     );
     StoreError::database_failed(what, error)
 }
+
+/// Whether a failure was the connection's or the server's state rather than the
+/// statement's (a dropped or refused connection, a pool that gave none in time, a
+/// statement canceled by its timeout, a server shutting down or starting): a write that
+/// failed so may or may not have been stored.
+pub(crate) fn is_transient(error: &StoreError) -> bool {
+    let StoreError::Database {
+        source: Some(source),
+        ..
+    } = error
+    else {
+        return false;
+    };
+    if source.is::<deadpool_postgres::PoolError>() {
+        return true;
+    }
+    let Some(error) = source.downcast_ref::<tokio_postgres::Error>() else {
+        return false;
+    };
+    match error.as_db_error() {
+        None => true,
+        // 08: connection exception; 57: operator intervention (query canceled by the
+        // statement timeout, admin shutdown, cannot connect now); 53: insufficient
+        // resources.
+        Some(server) => ["08", "57", "53"]
+            .iter()
+            .any(|class| server.code().code().starts_with(class)),
+    }
+}

@@ -5,16 +5,27 @@
 //! database) is claimed by another node, `FOR UPDATE SKIP LOCKED`, with the epoch one
 //! higher, and recovered there as after a restart. The database's clock is the only
 //! clock: nodes' own clocks never decide who holds what.
+//!
+//! Self-fencing: a node that has not renewed its leases within the renew deadline (a
+//! share of the lease time, as Kubernetes' leader election has) is cut off
+//! ([`Standing::CutOff`]): it writes nothing more and stops its runs before the leases
+//! can run out and another node take its tasks. Time here is the node's monotonic clock,
+//! counted from when a renewal that succeeded was *sent* (the database set the new
+//! expiry later than that), so the node always gives up before the database's clock
+//! lets the lease go. When a renewal succeeds again it is `Holding` again, and the
+//! runtime re-claims what is still its own (`TaskStore::reclaim`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
-use fundi_runtime::store::StoreError;
+use fundi_runtime::store::{Standing, StoreError};
+use tokio::sync::watch;
 
 use crate::errors::{db, pool_error};
+use crate::metrics::metrics;
 
 /// Whose leases a store takes, and for how long ([`LeaseConfig::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,15 +38,27 @@ pub struct LeaseConfig {
     /// How long a lease lasts unless renewed: how long a dead node's tasks wait before
     /// another node takes them over.
     pub ttl: Duration,
+    /// How long the node goes on without a renewal before it cuts itself off (stops
+    /// its runs, writes nothing): shorter than `ttl`, so that its runs have stopped
+    /// before another node may take them. Default: two thirds of `ttl`.
+    pub renew_deadline: Duration,
 }
 
 impl LeaseConfig {
-    /// Leases of node `node`, each lasting `ttl` unless renewed.
+    /// Leases of node `node`, each lasting `ttl` unless renewed, with a renew deadline of
+    /// two thirds of `ttl`.
     pub fn new(node: impl Into<String>, ttl: Duration) -> LeaseConfig {
         LeaseConfig {
             node: node.into(),
             ttl,
+            renew_deadline: ttl * 2 / 3,
         }
+    }
+
+    /// With this renew deadline (see the field).
+    pub fn with_renew_deadline(mut self, deadline: Duration) -> LeaseConfig {
+        self.renew_deadline = deadline;
+        self
     }
 }
 
@@ -60,6 +83,17 @@ pub(crate) struct Leases {
     /// Renewal stopped: the node handed its work back (or, in tests, stands in for a
     /// node that lost the database).
     paused: AtomicBool,
+    /// What `renewed_ms` counts from.
+    born: Instant,
+    /// When the last renewal that succeeded was sent, in ms after `born`.
+    renewed_ms: AtomicU64,
+    /// When a write failed for the connection's sake, in ms after `born` (`u64::MAX`:
+    /// none since the last renewal): the node is cut off until a renewal sent after it
+    /// succeeds.
+    lost_at_ms: AtomicU64,
+    /// Wakes the renewal loop early (after `lost_track`).
+    wake: Arc<tokio::sync::Notify>,
+    standing: watch::Sender<Standing>,
 }
 
 /// SQL for when a lease taken now runs out, its length in milliseconds being parameter
@@ -84,11 +118,121 @@ impl Leases {
                 config.ttl
             )));
         }
+        if config.renew_deadline.is_zero() || config.renew_deadline >= config.ttl {
+            return Err(StoreError::database(format!(
+                "the renew deadline ({:?}) must be shorter than the lease ({:?}), so that \
+                 a node cut off stops its runs before another node may take them",
+                config.renew_deadline, config.ttl
+            )));
+        }
+        // Opening the store reached the database just now: the node holds it.
         Ok(Arc::new(Leases {
             config,
             held: Mutex::default(),
             paused: AtomicBool::new(false),
+            born: Instant::now(),
+            renewed_ms: AtomicU64::new(0),
+            lost_at_ms: AtomicU64::new(u64::MAX),
+            wake: Arc::default(),
+            standing: watch::Sender::new(Standing::Holding),
         }))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
+
+    /// How long since the last renewal that succeeded was sent.
+    fn since_renewed(&self) -> Duration {
+        Duration::from_millis(
+            self.now_ms()
+                .saturating_sub(self.renewed_ms.load(Ordering::Acquire)),
+        )
+    }
+
+    /// Whether the node may still act on what it holds: its leases were renewed within
+    /// the deadline. Checked before every write, so that a node that wakes from a pause
+    /// finds out before it writes anything.
+    pub(crate) fn fresh(&self) -> bool {
+        self.lost_at_ms.load(Ordering::Acquire) == u64::MAX
+            && self.since_renewed() < self.config.renew_deadline
+    }
+
+    /// Refuses a write or an act when the node is cut off.
+    pub(crate) fn ensure_fresh(&self) -> Result<(), StoreError> {
+        match self.fresh() {
+            true => Ok(()),
+            false => {
+                self.check_deadline();
+                Err(StoreError::CutOff)
+            }
+        }
+    }
+
+    /// A write failed for the connection's sake: whether it was stored cannot be known,
+    /// so the node cuts itself off at once and reads its tasks back once it holds the
+    /// database again (`TaskStore::reclaim`).
+    pub(crate) fn lost_track(&self) {
+        self.lost_at_ms.fetch_min(self.now_ms(), Ordering::AcqRel);
+        self.check_deadline();
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn standing(&self) -> watch::Receiver<Standing> {
+        self.standing.subscribe()
+    }
+
+    /// Cuts the node off if the deadline has passed (once: it stays cut off until a
+    /// renewal succeeds).
+    fn check_deadline(&self) {
+        if self.fresh() {
+            return;
+        }
+        // Runs stop before the leases can run out, less a tenth of the lease for clocks
+        // and scheduling.
+        let stop_within = (self.config.ttl.saturating_sub(self.since_renewed()))
+            .saturating_sub(self.config.ttl / 10);
+        let cut = self.standing.send_if_modified(|standing| {
+            let was_holding = *standing == Standing::Holding;
+            *standing = Standing::CutOff { stop_within };
+            was_holding
+        });
+        if cut {
+            metrics().self_fenced();
+            tracing::error!(
+                node = %self.config.node,
+                since_renewed = ?self.since_renewed(),
+                deadline = ?self.config.renew_deadline,
+                "this node could not renew its leases in time: it stops its runs and takes no work until it holds the database again"
+            );
+        }
+    }
+
+    /// A renewal sent at `sent_ms` succeeded.
+    fn renewed(&self, sent_ms: u64) {
+        self.renewed_ms.fetch_max(sent_ms, Ordering::AcqRel);
+        let _ = self
+            .lost_at_ms
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |lost| {
+                (lost <= sent_ms).then_some(u64::MAX)
+            });
+        if !self.fresh() {
+            return;
+        }
+        let back = self.standing.send_if_modified(|standing| {
+            let was_cut_off = *standing != Standing::Holding;
+            *standing = Standing::Holding;
+            was_cut_off
+        });
+        if back {
+            metrics().regained();
+            tracing::warn!(node = %self.config.node, "this node holds the database again: it re-claims the tasks still leased to it");
+        }
+    }
+
+    /// Clears the record of held epochs: after a cut-off, what is held is claimed anew.
+    pub(crate) fn forget_held(&self) {
+        self.lock().clear();
     }
 
     pub(crate) fn ttl_ms(&self) -> i64 {
@@ -114,12 +258,20 @@ impl Leases {
         self.paused.store(true, Ordering::Release);
     }
 
+    /// Renews again (in tests: a node that reaches the database again).
+    #[cfg(feature = "test-util")]
+    pub(crate) fn resume_renewing(&self) {
+        self.paused.store(false, Ordering::Release);
+        self.wake.notify_one();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Renews this node's leases (tasks and push deliveries) every third of their time,
-    /// while the store lives.
+    /// and a tenth of it after a renewal failed, while the store lives; cuts the node
+    /// off when the deadline passes, a renewal under way or not.
     pub(crate) fn renew_in_background(leases: &Arc<Leases>, pool: Pool, schema: String) {
         let leases: Weak<Leases> = Arc::downgrade(leases);
         tokio::spawn(async move {
@@ -127,16 +279,66 @@ impl Leases {
                 let Some(current) = leases.upgrade() else {
                     return;
                 };
-                let every = current.config.ttl / 3;
-                if !current.paused.load(Ordering::Acquire)
-                    && let Err(error) = renew(&pool, &schema, &current).await
-                {
-                    tracing::warn!(%error, "could not renew this node's task leases");
-                }
+                let wait = current.renew_once(&pool, &schema).await;
+                let woken = current.wake.clone();
                 drop(current);
-                tokio::time::sleep(every).await;
+                // A write that lost track of the database asks for a renewal at once.
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = woken.notified() => {}
+                }
             }
         });
+    }
+
+    /// One renewal; how long to wait before the next.
+    async fn renew_once(&self, pool: &Pool, schema: &str) -> Duration {
+        let every = self.config.ttl / 3;
+        if self.paused.load(Ordering::Acquire) {
+            // As a node that cannot reach the database: it cuts itself off in time.
+            self.check_deadline();
+            return every.min(self.config.ttl / 10);
+        }
+        // Woken late (a stall, a pause): the deadline is checked before anything else.
+        self.check_deadline();
+        let retry = (self.config.ttl / 10).max(Duration::from_millis(20));
+        let sent = self.now_ms();
+        let late = self.since_renewed() > every + every / 2;
+        if late {
+            metrics().renewal_late();
+        }
+        // A renewal may not outlast the deadline: the node cuts itself off in time even
+        // when the database does not answer at all.
+        let left = self
+            .config
+            .renew_deadline
+            .saturating_sub(self.since_renewed());
+        let budget = if left.is_zero() { every } else { left };
+        match tokio::time::timeout(budget, renew(pool, schema, self)).await {
+            Ok(Ok(())) => {
+                self.renewed(sent);
+                every
+            }
+            Ok(Err(error)) => {
+                metrics().renewal_failed();
+                tracing::warn!(%error, "could not renew this node's task leases; trying again");
+                self.check_deadline();
+                match self
+                    .config
+                    .renew_deadline
+                    .saturating_sub(self.since_renewed())
+                {
+                    left if left.is_zero() => retry,
+                    left => retry.min(left),
+                }
+            }
+            Err(_) => {
+                metrics().renewal_failed();
+                tracing::warn!(waited = ?budget, "renewing this node's task leases got no answer; trying again");
+                self.check_deadline();
+                Duration::ZERO
+            }
+        }
     }
 }
 

@@ -124,6 +124,27 @@ impl PostgresStore {
         .await
     }
 
+    /// After a cut-off: every unfinished task still leased to this node, claimed anew
+    /// (one epoch up, fencing whatever of this node's runs did not stop); those another
+    /// node took meanwhile are left to it. Run slots this node held are let go first:
+    /// no run of its went on through the cut-off.
+    pub(crate) async fn reclaim_own(&self, leases: &Leases) -> Result<Vec<TaskRecord>, StoreError> {
+        leases.ensure_fresh()?;
+        leases.forget_held();
+        self.client()
+            .await?
+            .execute(
+                &format!(
+                    "UPDATE {} SET node = NULL, expires = NULL WHERE node = $1",
+                    self.table("run_slots")
+                ),
+                &[&leases.config.node],
+            )
+            .await
+            .map_err(db)?;
+        self.claim(leases, "NOT terminal AND lease_node = $1").await
+    }
+
     /// Unfinished tasks whose lease another node let expire, a batch at a time; rows
     /// another node is claiming are skipped, not waited for.
     pub(crate) async fn claim_expired(

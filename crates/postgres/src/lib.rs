@@ -16,6 +16,7 @@ mod lease_claims;
 mod listener;
 mod listing;
 mod logs;
+mod metrics;
 mod migrations;
 mod peers;
 mod push;

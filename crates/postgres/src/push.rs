@@ -104,6 +104,9 @@ impl PushStore for PostgresStore {
         id: &str,
         cursor: &PushCursor,
     ) -> Result<(), StoreError> {
+        if let Some(leases) = &self.leases {
+            leases.ensure_fresh()?;
+        }
         let client = self.client().await?;
         let node = self.leases.as_ref().map(|l| l.config.node.as_str());
         // A config deleted meanwhile stays deleted: no row, nothing updated. With
@@ -166,6 +169,7 @@ impl PushStore for PostgresStore {
         let Some(leases) = &self.leases else {
             return Ok(true);
         };
+        leases.ensure_fresh()?;
         let client = self.client().await?;
         let claimed = client
             .execute(

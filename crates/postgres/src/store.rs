@@ -4,6 +4,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
+use std::time::Duration;
+
 use deadpool_postgres::{Pool, Runtime};
 use fundi_runtime::store::{
     ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
@@ -163,6 +165,18 @@ fn connect(
             timeout.as_millis()
         ));
     }
+    // A connection that cannot be opened (the database is down, the link drops what it
+    // is sent) fails in time rather than holding its caller: within a third of a lease
+    // for a node of several, else 10 s; a URL's own connect_timeout wins.
+    let open_within = config
+        .lease
+        .as_ref()
+        .map_or(Duration::from_secs(10), |lease| {
+            (lease.ttl / 3).max(Duration::from_millis(500))
+        });
+    if connect.get_connect_timeout().is_none() {
+        connect.connect_timeout(open_within);
+    }
     let tls = connector(&connect, config.ca_file.as_deref())?;
     let settings = deadpool_postgres::ManagerConfig::default();
     let manager = match &tls {
@@ -171,9 +185,20 @@ fn connect(
         }
         None => deadpool_postgres::Manager::from_config(connect.clone(), NoTls, settings),
     };
+    let opened = std::sync::atomic::AtomicBool::new(false);
     let pool = Pool::builder(manager)
         .max_size(config.pool_size.max(1))
         .runtime(Runtime::Tokio1)
+        .create_timeout(Some(open_within))
+        .recycle_timeout(Some(open_within))
+        .post_create(deadpool_postgres::Hook::sync_fn(move |_, _| {
+            // Every connection after the first: the pool growing, or reconnecting after
+            // connections were dropped (counted: a dashboard shows reconnect storms).
+            if opened.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::metrics::metrics().connection_opened();
+            }
+            Ok(())
+        }))
         .build()
         .map_err(pool_error)?;
     Ok((pool, connect, tls))
@@ -366,6 +391,13 @@ impl TaskStore for PostgresStore {
     async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
         match &self.leases {
             Some(leases) => self.claim_expired(leases).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn reclaim(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        match &self.leases {
+            Some(leases) => self.reclaim_own(leases).await,
             None => Ok(Vec::new()),
         }
     }

@@ -51,6 +51,14 @@ impl crate::PostgresStore {
         }
     }
 
+    /// Renews this node's leases again after [`Self::pause_lease_renewal`], as a node
+    /// that reaches the database again would.
+    pub fn resume_lease_renewal(&self) {
+        if let Some(leases) = &self.leases {
+            leases.resume_renewing();
+        }
+    }
+
     /// A connection from the store's own pool, to look at what its sessions see.
     pub async fn testing_client(&self) -> deadpool_postgres::Object {
         self.client()

@@ -1,23 +1,17 @@
-//! Leases on a real PostgreSQL server, for several nodes on one schema: a task is
-//! written only by the node holding its lease's epoch; a lease left to expire is taken
-//! over by another node, which carries the task on from its checkpoint; a node that
-//! lost a lease has its commits refused and its run stopped.
+//! Leases on a real PostgreSQL server, for several nodes on one schema, at the store: a
+//! task is written only by the node holding its lease's epoch; a lease left to expire
+//! is taken over by another node; a node that cannot renew cuts itself off before its
+//! leases run out, and once back claims anew only what is still its own. (Runs handed
+//! between runtimes: `handover.rs`.)
 
-use fundi_runtime::Access;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use chrono::Utc;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresConfig, PostgresStore};
-use fundi_runtime::store::{StoreError, TaskRecord, TaskStore};
+use fundi_runtime::store::{Standing, StoreError, TaskRecord, TaskStore};
 use fundi_runtime::testing::store_contract::{created, record};
-use fundi_runtime::{
-    Message, Part, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput, SubmitRequest, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
-};
-use serde_json::json;
+use fundi_runtime::{Message, Part, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -135,17 +129,26 @@ async fn writes_are_fenced_by_the_lease_and_an_expired_lease_is_taken_over() {
     assert_eq!(lease_of(&a, &schema, "t").await, (Some("node-b".into()), 2));
     assert!(b.take_over().await.unwrap().is_empty(), "taken once");
 
-    // The former holder's write is refused and names the holder; the new one's is not.
+    // The former holder cut itself off before its lease ran out: its write is refused
+    // without reaching the database, and its check before a side effect fails too.
+    let standing = a.cluster().unwrap().standing();
+    assert!(
+        matches!(*standing.borrow(), Standing::CutOff { .. }),
+        "{:?}",
+        *standing.borrow()
+    );
     let (stale, stale_events) = advance(&task, "step 2 from a");
     let fenced = a
         .commit(&stale, task.version, &stale_events)
         .await
         .unwrap_err();
-    match &fenced {
-        StoreError::Fenced { task_id, holder } => {
-            assert_eq!((task_id.as_str(), holder.as_str()), ("t", "node-b"));
-        }
-        other => panic!("expected Fenced, got {other}"),
+    assert!(matches!(fenced, StoreError::CutOff), "{fenced}");
+    let id = TaskId::from("t");
+    let held = a.cluster().unwrap().check_held(&id).await.unwrap_err();
+    assert!(matches!(held, StoreError::CutOff), "{held}");
+    match b.cluster().unwrap().check_held(&id).await {
+        Ok(()) => {}
+        Err(other) => panic!("the new holder holds it: {other}"),
     }
     let (next, next_events) = advance(&task, "step 2 from b");
     b.commit(&next, task.version, &next_events).await.unwrap();
@@ -170,6 +173,98 @@ async fn writes_are_fenced_by_the_lease_and_an_expired_lease_is_taken_over() {
     done.version += 1;
     b.commit(&done, next.version, &[]).await.unwrap();
     assert_eq!(lease_of(&b, &schema, "t").await, (None, 2));
+    drop_schemas(&[schema]).await;
+}
+
+/// Waits until `store`'s standing is what `wanted` accepts.
+async fn standing_becomes(store: &PostgresStore, wanted: impl Fn(&Standing) -> bool) {
+    let mut standing = store.cluster().unwrap().standing();
+    tokio::time::timeout(DEADLINE, standing.wait_for(|s| wanted(s)))
+        .await
+        .expect("the standing never changed")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_node_cut_off_writes_nothing_and_reclaims_what_is_still_its_own_once_back() {
+    let schema = fresh_schema();
+    let a = PostgresStore::open(&{
+        let mut c = test_config(&schema);
+        c.lease = Some(
+            LeaseConfig::new("node-a", Duration::from_millis(1_500))
+                .with_renew_deadline(Duration::from_millis(600)),
+        );
+        c
+    })
+    .await
+    .unwrap();
+    let now = Utc::now().timestamp_millis();
+    let kept = record("kept", "ctx", TaskState::Working, now, "ann");
+    let lost = record("lost", "ctx", TaskState::Working, now, "ann");
+    for task in [&kept, &lost] {
+        a.commit(task, 0, &[created(task)]).await.unwrap();
+    }
+
+    // Cut off at the renew deadline, well before the lease would run out.
+    a.pause_lease_renewal();
+    let cut = Instant::now();
+    standing_becomes(&a, |s| matches!(s, Standing::CutOff { .. })).await;
+    let mut standing = a.cluster().unwrap().standing();
+    let Standing::CutOff { stop_within } = *standing.borrow_and_update() else {
+        unreachable!()
+    };
+    assert!(
+        stop_within <= Duration::from_millis(900),
+        "runs stop before the lease can run out: {stop_within:?}"
+    );
+    let (next, events) = advance(&kept, "while cut off");
+    assert!(matches!(
+        a.commit(&next, kept.version, &events).await,
+        Err(StoreError::CutOff)
+    ));
+    assert!(
+        cut.elapsed() < Duration::from_millis(1_500),
+        "the node noticed before its lease ran out"
+    );
+
+    // Meanwhile another node took one of its tasks.
+    a.testing_client()
+        .await
+        .execute(
+            &format!(
+                "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
+                 WHERE id = 'lost'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+
+    // Back: it holds the database again, and claims anew only what is still its own.
+    a.resume_lease_renewal();
+    standing_becomes(&a, |s| *s == Standing::Holding).await;
+    let reclaimed = a.reclaim().await.unwrap();
+    assert_eq!(
+        reclaimed
+            .iter()
+            .map(|r| r.id().as_str())
+            .collect::<Vec<_>>(),
+        ["kept"]
+    );
+    assert_eq!(
+        lease_of(&a, &schema, "kept").await,
+        (Some("node-a".into()), 2)
+    );
+    assert_eq!(
+        lease_of(&a, &schema, "lost").await,
+        (Some("node-b".into()), 2)
+    );
+    a.commit(&next, kept.version, &events).await.unwrap();
+    let (stale, stale_events) = advance(&lost, "from the former holder");
+    assert!(matches!(
+        a.commit(&stale, lost.version, &stale_events).await,
+        Err(StoreError::Fenced { .. })
+    ));
     drop_schemas(&[schema]).await;
 }
 
@@ -221,182 +316,4 @@ async fn a_restarted_node_takes_its_own_tasks_back_at_once_and_fences_its_former
     let refused = PostgresStore::open(&exclusive).await.unwrap_err();
     assert!(refused.to_string().contains("node \"node-c\""), "{refused}");
     drop_schemas(&[schema]).await;
-}
-
-/// A resumable skill counting to `steps`, a checkpoint per step, logging which node
-/// ran each step (the skill's side of "no task runs on two nodes at once").
-struct Counter {
-    node: &'static str,
-    steps: u64,
-    log: Arc<Mutex<Vec<(&'static str, u64)>>>,
-}
-
-#[async_trait]
-impl Skill for Counter {
-    fn card(&self) -> SkillCard {
-        SkillCard::new("counter", "Counts, a checkpoint per step").resumable()
-    }
-
-    async fn run(&self, _input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        let from = ctx.last_checkpoint().and_then(|c| c.as_u64()).unwrap_or(0);
-        for step in from + 1..=self.steps {
-            self.log.lock().unwrap().push((self.node, step));
-            // The step's work.
-            tokio::time::sleep(Duration::from_millis(40)).await;
-            let fraction = step as f64 / self.steps as f64;
-            ctx.progress_with_checkpoint(fraction, format!("step {step}"), json!(step))
-                .await?;
-        }
-        Ok(SkillOutput {
-            message: Some(Message::agent(vec![Part::text("counted")])),
-            artifacts: Vec::new(),
-        })
-    }
-}
-
-type Log = Arc<Mutex<Vec<(&'static str, u64)>>>;
-
-/// Steps of a counting task: longer than a lease (2 s), so that the lease runs out
-/// while the task works.
-const STEPS: u64 = 150;
-
-async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Arc<PostgresStore>) {
-    let store = Arc::new(open(schema, name, 2_000).await);
-    let runtime = Runtime::builder()
-        .shared_store(store.clone())
-        .skill(Counter {
-            node: name,
-            steps: STEPS,
-            log: log.clone(),
-        })
-        .start()
-        .await
-        .unwrap();
-    (runtime, store)
-}
-
-async fn submit(runtime: &RuntimeHandle) -> TaskId {
-    runtime
-        .submit(SubmitRequest::new(Message::user(vec![Part::text("count")])))
-        .await
-        .unwrap()
-        .task
-        .id
-}
-
-/// Waits until `count` steps of `node` are logged.
-async fn steps_of(log: &Log, node: &str, count: usize) {
-    let deadline = Instant::now() + DEADLINE;
-    while log
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(n, _)| *n == node)
-        .count()
-        < count
-    {
-        assert!(Instant::now() < deadline, "{node} never made {count} steps");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn completed(runtime: &RuntimeHandle, id: &TaskId) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let task = runtime.get(id, None, Access::Any).await.unwrap();
-        if task.status.state.is_terminal() {
-            assert_eq!(task.status.state, TaskState::Completed, "{:?}", task.status);
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never finished: {:?}",
-            task.status
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The steps each node ran, in order, and checks that they hand over once: node `a`
-/// first, then `b` from where `a`'s last stored checkpoint left it, to the end.
-fn handed_over_once(log: &Log, steps: u64) -> (Vec<u64>, Vec<u64>) {
-    let log = log.lock().unwrap().clone();
-    let first_b = log.iter().position(|(n, _)| *n == "node-b").expect("b ran");
-    assert!(
-        log[first_b..].iter().all(|(n, _)| *n == "node-b"),
-        "a ran after b took over: {log:?}"
-    );
-    let a: Vec<u64> = log[..first_b].iter().map(|(_, s)| *s).collect();
-    let b: Vec<u64> = log[first_b..].iter().map(|(_, s)| *s).collect();
-    assert_eq!(a, (1..=a.len() as u64).collect::<Vec<_>>(), "{log:?}");
-    assert_eq!(b, (b[0]..=steps).collect::<Vec<_>>(), "{log:?}");
-    // Resumed from the last checkpoint: the step in flight may run again, no other.
-    assert!(
-        b[0] == a.len() as u64 || b[0] == a.len() as u64 + 1,
-        "{log:?}"
-    );
-    (a, b)
-}
-
-/// Two nodes on a fresh schema, node a five steps into a counting task.
-struct TwoNodes {
-    schema: String,
-    log: Log,
-    a: RuntimeHandle,
-    store_a: Arc<PostgresStore>,
-    b: RuntimeHandle,
-    id: TaskId,
-}
-
-async fn two_nodes_a_counting() -> TwoNodes {
-    let schema = fresh_schema();
-    let log: Log = Arc::default();
-    let (a, store_a) = node(&schema, "node-a", &log).await;
-    let (b, _) = node(&schema, "node-b", &log).await;
-    let id = submit(&a).await;
-    steps_of(&log, "node-a", 5).await;
-    TwoNodes {
-        schema,
-        log,
-        a,
-        store_a,
-        b,
-        id,
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_nodes_task_is_taken_over_and_finished_from_its_checkpoint() {
-    let nodes = two_nodes_a_counting().await;
-    // Node a dies: its run stops, nothing more is written, its leases run out.
-    nodes.store_a.pause_lease_renewal();
-    nodes.a.shutdown(Duration::ZERO).await;
-    completed(&nodes.b, &nodes.id).await;
-    handed_over_once(&nodes.log, STEPS);
-    drop_schemas(&[nodes.schema]).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_that_lost_its_lease_is_fenced_and_its_run_stops() {
-    let nodes = two_nodes_a_counting().await;
-    // Node a is cut off from renewing but keeps running: b takes the task over, and
-    // a's next commit is refused, which stops its run there.
-    nodes.store_a.pause_lease_renewal();
-    completed(&nodes.b, &nodes.id).await;
-    let log_now = nodes.log.lock().unwrap().clone();
-    let first_b = log_now.iter().position(|(n, _)| *n == "node-b").unwrap();
-    // At most the step a had in flight when b took over is a's after that.
-    let a_after = log_now[first_b..]
-        .iter()
-        .filter(|(n, _)| *n == "node-a")
-        .count();
-    assert!(a_after <= 1, "{log_now:?}");
-    assert!(
-        log_now.iter().filter(|(n, _)| *n == "node-b").count() > 1,
-        "{log_now:?}"
-    );
-    let stored = nodes.b.get(&nodes.id, None, Access::Any).await.unwrap();
-    assert_eq!(stored.status.state, TaskState::Completed);
-    nodes.a.shutdown(Duration::ZERO).await;
-    drop_schemas(&[nodes.schema]).await;
 }

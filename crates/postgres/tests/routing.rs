@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresStore};
-use fundi_runtime::store::TaskStore;
+use fundi_runtime::store::{StoreError, TaskStore};
 use fundi_runtime::{
-    Message, Part, Runtime, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput, SubmitRequest, TaskEvent, TaskId, TaskState,
+    Message, Part, Runtime, RuntimeError, RuntimeHandle, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, SubmitRequest, TaskEvent, TaskId, TaskState,
 };
 use futures::StreamExt;
 
@@ -514,15 +514,15 @@ async fn a_node_that_stops_hands_its_unfinished_tasks_to_the_others_at_once() {
 }
 
 #[tokio::test]
-async fn a_task_resting_on_a_node_that_lost_its_lease_is_answered_by_the_new_holder() {
+async fn a_task_a_node_lost_while_cut_off_is_answered_by_the_new_holder() {
     let schema = fresh_schema();
     let log = Log::default();
     let (a, a_store) = node(&schema, "node-a", &log).await;
     let (b, b_store) = node(&schema, "node-b", &log).await;
     let id = start(&a, "asker").await;
     reaches(&a, &id, TaskState::InputRequired).await;
-    // Node a loses the database for longer than a lease (its actor still waits for the
-    // answer there); b takes the task over.
+    // Node a loses the database for longer than a lease: it cuts itself off (and
+    // refuses what it is sent), and b takes the task over.
     a_store.pause_lease_renewal();
     let deadline = Instant::now() + DEADLINE;
     loop {
@@ -533,7 +533,17 @@ async fn a_task_resting_on_a_node_that_lost_its_lease_is_answered_by_the_new_hol
         assert!(Instant::now() < deadline, "b never took the task over");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // The answer sent to a reaches the task on b, not a's stale actor.
+    assert!(a.is_cut_off());
+    assert!(matches!(
+        a.submit(answer(&id, "early")).await,
+        Err(RuntimeError::Store(StoreError::CutOff))
+    ));
+    // Back, a claims nothing of b's, and the answer sent to it reaches the task on b.
+    a_store.resume_lease_renewal();
+    while a.is_cut_off() {
+        assert!(Instant::now() < deadline, "a never held the database again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     a.submit(answer(&id, "plum")).await.unwrap();
     reaches(&b, &id, TaskState::Completed).await;
     assert_eq!(

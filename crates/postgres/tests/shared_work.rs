@@ -69,14 +69,29 @@ async fn a_push_delivery_is_leased_to_one_node_and_adopted_when_its_node_dies() 
     assert_eq!(orphaned.len(), 1);
     assert_eq!(orphaned[0].cursor, cursor(1));
     assert!(b.claim_delivery(&t, "hook").await.unwrap());
+    // a cut itself off before its lease ran out: its cursor moves no more.
     assert!(matches!(
         a.set_cursor(&t, "hook", &cursor(2)).await,
-        Err(StoreError::Fenced { .. })
+        Err(StoreError::CutOff)
     ));
     b.set_cursor(&t, "hook", &cursor(2)).await.unwrap();
 
-    // Let go once delivered, it is anybody's again; a finished one is nobody's work.
+    // Let go once delivered, it is anybody's again (a's once it holds the database
+    // again); a finished one is nobody's work.
     b.release_delivery(&t, "hook").await.unwrap();
+    assert!(matches!(
+        a.claim_delivery(&t, "hook").await,
+        Err(StoreError::CutOff)
+    ));
+    a.resume_lease_renewal();
+    let mut standing = a.cluster().unwrap().standing();
+    tokio::time::timeout(
+        DEADLINE,
+        standing.wait_for(|s| *s == fundi_runtime::store::Standing::Holding),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert!(a.claim_delivery(&t, "hook").await.unwrap());
     let done = PushCursor {
         finished: true,

@@ -380,6 +380,24 @@ impl SkillContext {
         self.cancel.is_cancelled()
     }
 
+    /// The fencing check before a side effect that must happen at most once (a push to
+    /// a remote, a listener opened): with several nodes on one store, this node still
+    /// holds the task's lease, asked of the database now, and is not cut off from it.
+    /// An error means another node may run the task (or soon will): do not act; return
+    /// the error, and the run stops here. With one node, always `Ok` once not canceled.
+    pub async fn ensure_still_held(&self) -> Result<(), SkillError> {
+        if self.cancel.is_cancelled() {
+            return Err(SkillError::Canceled);
+        }
+        match self.store.cluster() {
+            Some(cluster) => cluster
+                .check_held(&self.task_id)
+                .await
+                .map_err(SkillError::runtime),
+            None => Ok(()),
+        }
+    }
+
     async fn send(&self, call: SkillCall) -> Result<Option<Message>, SkillError> {
         if self.cancel.is_cancelled() {
             return Err(SkillError::Canceled);

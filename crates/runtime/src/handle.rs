@@ -8,6 +8,7 @@ mod dedup;
 mod forward;
 mod intake;
 mod outcome;
+mod standing;
 mod submit;
 
 use std::collections::HashMap;
@@ -78,6 +79,8 @@ struct Inner {
     cards: Vec<SkillCard>,
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
+    /// Cut off from the database (see `standing`): no work is taken.
+    cut_off: AtomicBool,
     slots: Arc<Slots>,
     cpu: Arc<CpuPool>,
     live: watch::Receiver<LiveCount>,
@@ -411,6 +414,7 @@ impl RuntimeHandle {
     /// Where the task's calls go: its actor here (started if need be), or the node that
     /// holds it.
     async fn route(&self, task_id: &TaskId) -> Result<Routed, RuntimeError> {
+        self.refuse_if_cut_off()?;
         let timeout = self.inner.config.call_timeout();
         let task_id = task_id.clone();
         let route = |reply| SupervisorMsg::Route { task_id, reply };

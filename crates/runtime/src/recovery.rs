@@ -46,8 +46,12 @@ impl RuntimeHandle {
         self.carry_out(records).await
     }
 
-    /// Resumes, re-waits or fails each of `records` as `plan` decides.
-    async fn carry_out(&self, records: Vec<TaskRecord>) -> Result<RecoveryReport, RuntimeError> {
+    /// Resumes, re-waits or fails each of `records` as `plan` decides (at start, for
+    /// tasks taken over, and for those re-claimed after a cut-off).
+    pub(crate) async fn carry_out(
+        &self,
+        records: Vec<TaskRecord>,
+    ) -> Result<RecoveryReport, RuntimeError> {
         let plan = plan(records, |skill| self.skill_card(skill));
         let metrics = telemetry::metrics();
         for (skill, id, state) in &plan.found {

@@ -43,6 +43,12 @@ pub trait TaskService: Send + Sync + 'static {
     /// The registered skills' cards.
     fn skills(&self) -> &[SkillCard];
 
+    /// Whether this node is cut off from the database (a store several nodes share):
+    /// it answers no request until it holds the database again. Default: never.
+    fn is_cut_off(&self) -> bool {
+        false
+    }
+
     /// Starts a task or continues one; the task as stored, durable
     /// (`RuntimeHandle::submit` awaited).
     async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError>;
@@ -140,6 +146,10 @@ pub trait TaskService: Send + Sync + 'static {
 impl TaskService for RuntimeHandle {
     fn skills(&self) -> &[SkillCard] {
         RuntimeHandle::skills(self)
+    }
+
+    fn is_cut_off(&self) -> bool {
+        RuntimeHandle::is_cut_off(self)
     }
 
     async fn submit(&self, request: SubmitRequest) -> Result<TaskSnapshot, RuntimeError> {

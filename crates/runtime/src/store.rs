@@ -19,7 +19,7 @@ use thiserror::Error;
 use crate::access::TaskOwner;
 use crate::model::{ContextId, SkillId, Task, TaskEvent, TaskId, TaskState, UserId};
 
-pub use cluster::{Cluster, Holder, Incoming};
+pub use cluster::{Cluster, Holder, Incoming, Standing};
 pub use cursor::Cursor;
 pub use memory::MemoryStore;
 pub use page_fill::PageFill;
@@ -90,6 +90,14 @@ pub enum StoreError {
         /// The node holding it, as far as the store could tell.
         holder: String,
     },
+    /// This node could not renew its leases within the renew deadline (it lost the
+    /// database, or was paused): it stopped its runs and writes nothing until it holds
+    /// the database again; the client may retry (shared stores only).
+    #[error(
+        "this node has lost the database (it could not renew its leases in time); it takes \
+         no work until it holds the database again: retry, or ask another node"
+    )]
+    CutOff,
     /// A request handed to the node running the task got no answer in time (that node
     /// is busy, or died and its task waits to be taken over).
     #[error(
@@ -385,6 +393,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// store's node (a store several nodes share): the runtime resumes, re-waits or
     /// fails them as at a start. A store only one node uses has none.
     async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// After this node got the database back from a cut-off ([`Standing::CutOff`]):
+    /// the unfinished tasks still leased to it (nobody took them meanwhile), each with a
+    /// new epoch, for the runtime to resume as at a start; those another node took stay
+    /// with it. A store only one node uses has none.
+    async fn reclaim(&self) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
     }
 

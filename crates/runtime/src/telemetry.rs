@@ -37,6 +37,7 @@ pub(crate) struct Metrics {
     chaos_events: Counter<u64>,
     failures: Counter<u64>,
     removed: Counter<u64>,
+    forwarded: Histogram<f64>,
 }
 
 /// Histogram buckets for store latencies, in seconds.
@@ -99,6 +100,14 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .u64_counter("fundi.chaos.events")
                 .with_description("Faults injected on purpose by a chaos skill")
                 .with_unit("{event}")
+                .build(),
+            forwarded: meter
+                .f64_histogram("fundi.cluster.forward.duration")
+                .with_description("Requests handed to the node holding their task, until its answer, by outcome")
+                .with_unit("s")
+                .with_boundaries(vec![
+                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+                ])
                 .build(),
             failures: meter
                 .u64_counter("fundi.failures")
@@ -170,6 +179,13 @@ impl Metrics {
     /// A genuine failure: `source` is `skill`, `panic`, `runtime` or `restart`.
     pub(crate) fn failure(&self, source: &'static str) {
         self.failures.add(1, &[KeyValue::new("source", source)]);
+    }
+
+    /// A request handed to another node: how it came back (`answered`, `refused`,
+    /// `unanswered`, `error`) and how long it took.
+    pub(crate) fn forwarded(&self, outcome: &'static str, seconds: f64) {
+        self.forwarded
+            .record(seconds, &[KeyValue::new("outcome", outcome)]);
     }
 
     pub(crate) fn removed(&self, tasks: usize) {

@@ -31,7 +31,7 @@ impl ApiError {
             ApiError::NotFound(_) => (S::NOT_FOUND, "NOT_FOUND"),
             ApiError::Conflict(_) => (S::CONFLICT, "ABORTED"),
             ApiError::Denied(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
-            ApiError::Unavailable => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+            ApiError::Unavailable | ApiError::CutOff => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
             ApiError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
             ApiError::TaskNotCancelable { .. }
             | ApiError::PushNotSupported

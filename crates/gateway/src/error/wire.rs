@@ -139,6 +139,19 @@ impl ApiError {
                 }
                 wire
             }
+            ApiError::CutOff => {
+                let mut wire = Wire::refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "UNAVAILABLE",
+                    "Unavailable: this node has lost the database and takes no work until it \
+                     holds it again; retry after 1 s, or send the request to another node"
+                        .into(),
+                );
+                if let Some(http) = &mut wire.http {
+                    http.retry_after_secs = Some(1);
+                }
+                wire
+            }
             ApiError::MethodNotFound(method) => {
                 Wire::plain(-32601, format!("Method not found: {}", clip(method)))
             }

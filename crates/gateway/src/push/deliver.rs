@@ -171,6 +171,10 @@ async fn save(shared: &Shared, config: &PushConfig, cursor: &PushCursor) -> Ende
             tracing::warn!(task_id = %config.task_id, config = %config.id, %holder, "push delivery taken over by another node; stopping here");
             Ended::Stopped
         }
+        Err(StoreError::CutOff) => {
+            tracing::warn!(task_id = %config.task_id, config = %config.id, "this node is cut off from the database; its push delivery stops here");
+            Ended::Stopped
+        }
         Err(error) => {
             // The event is delivered; a cursor left behind only means a duplicate later.
             tracing::warn!(%error, task_id = %config.task_id, "push cursor not saved");

@@ -77,9 +77,13 @@ pub(crate) struct TaskJournal {
     subscribers: Fanout,
     /// The task's span, parent of the store's spans for its writes.
     span: tracing::Span,
-    /// A write was refused because another node holds the task now: nothing more may
-    /// be written from here.
+    /// A write was refused because another node holds the task now, or this node is
+    /// cut off: nothing more may be written from here.
     fenced: bool,
+    /// This node was cut off from the database (see `Standing`): nothing is written
+    /// from here any more, even once the database answers again (the task is claimed
+    /// and read back anew then).
+    cut_off: bool,
 }
 
 impl TaskJournal {
@@ -95,6 +99,7 @@ impl TaskJournal {
             subscribers: Fanout::new(subscriber_buffer),
             span: tracing::Span::none(),
             fenced: false,
+            cut_off: false,
         }
     }
 
@@ -186,6 +191,28 @@ impl TaskJournal {
     }
 
     /// Whether a write was refused because another node holds the task now.
+    /// Writes nothing more from here: the store said this node may not act on the task.
+    pub(crate) fn fence(&mut self) {
+        self.fenced = true;
+    }
+
+    /// Writes nothing more from here (the node is cut off from the database).
+    pub(crate) fn cut_off(&mut self) {
+        self.cut_off = true;
+    }
+
+    /// Refuses a write once the node is cut off, or once a write was fenced: nothing is
+    /// written after that (not even the failure a caller would record next).
+    fn refuse_if_cut_off(&mut self) -> Result<(), JournalError> {
+        match self.cut_off || self.fenced {
+            true => {
+                self.fenced = true;
+                Err(StoreError::CutOff.into())
+            }
+            false => Ok(()),
+        }
+    }
+
     pub(crate) fn is_fenced(&self) -> bool {
         self.fenced
     }
@@ -235,6 +262,7 @@ impl TaskJournal {
         kinds: Vec<TaskEventKind>,
         checkpoint: Checkpoint,
     ) -> Result<(), JournalError> {
+        self.refuse_if_cut_off()?;
         if let Checkpoint::Save(value) = &checkpoint {
             limits::check_checkpoint(value)?;
         }
@@ -269,7 +297,7 @@ impl TaskJournal {
         let write = self.store.write(&next, expected_version, &events);
         let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
-            self.fenced |= matches!(error, StoreError::Fenced { .. });
+            self.fenced |= matches!(error, StoreError::Fenced { .. } | StoreError::CutOff);
             return Err(error.into());
         }
         let from = self.record.state();
@@ -285,13 +313,14 @@ impl TaskJournal {
 
     /// Saves a checkpoint alone (no event).
     pub(crate) async fn save_checkpoint(&mut self, value: Value) -> Result<(), JournalError> {
+        self.refuse_if_cut_off()?;
         limits::check_checkpoint(&value)?;
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
         next.version += 1;
         let write = self.store.write(&next, self.record.version, &[]);
         if let Err(error) = telemetry::under(&self.span, write).await {
-            self.fenced |= matches!(error, StoreError::Fenced { .. });
+            self.fenced |= matches!(error, StoreError::Fenced { .. } | StoreError::CutOff);
             return Err(error.into());
         }
         self.record = next;

@@ -21,9 +21,11 @@ use super::task_actor::TaskActorState;
 use super::task_msg::{RunOutcome, TaskMsg};
 use super::while_working::reply_answered;
 use crate::context::{Cpu, SkillContext};
+use crate::error::RuntimeError;
 use crate::model::{Message, Role, TaskEventKind, TaskState};
 use crate::run_link::{SkillCall, SkillReply, TaskLink};
 use crate::skill::{SkillError, SkillInput, SkillOutput};
+use crate::store::StoreError;
 use crate::telemetry;
 
 /// A run's link to its task: calls and notices go to the task's actor, naming the run
@@ -241,6 +243,14 @@ impl TaskActorState {
         if self.phase.run().is_none_or(|r| r.id != run) {
             return;
         }
+        if stopped_by_lease(&outcome) {
+            // The run stopped because this node may no longer act on the task (cut off
+            // from the database, or another node holds it): nothing is written, and the
+            // actor stops; the holder resumes the task from what is stored.
+            self.phase = Phase::Idle;
+            self.journal.fence();
+            return;
+        }
         // The run is gone, and the slot it held with it.
         let canceling = match &mut self.phase {
             Phase::Canceling {
@@ -357,4 +367,15 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     } else {
         "(panic payload is not text)".to_owned()
     }
+}
+
+/// Whether the run ended on the store's word that this node may not act on the task.
+fn stopped_by_lease(outcome: &RunOutcome) -> bool {
+    let RunOutcome::Returned(Err(SkillError::Runtime(error))) = outcome else {
+        return false;
+    };
+    matches!(
+        **error,
+        RuntimeError::Store(StoreError::CutOff | StoreError::Fenced { .. })
+    )
 }

@@ -20,7 +20,7 @@ use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{SkillId, TaskId};
 use crate::skill::{MessagePolicy, Skill};
-use crate::store::{Holder, TaskRecord, TaskStore};
+use crate::store::{Holder, StoreError, TaskRecord, TaskStore};
 
 pub(crate) struct Supervisor;
 
@@ -42,6 +42,8 @@ pub(crate) struct SupervisorState {
     by_actor: HashMap<ActorId, TaskId>,
     waiting_for_input: HashSet<TaskId>,
     shutting_down: bool,
+    /// The node is cut off from the database: no task actor starts.
+    cut_off: bool,
 }
 
 impl Actor for Supervisor {
@@ -60,6 +62,7 @@ impl Actor for Supervisor {
             by_actor: HashMap::new(),
             waiting_for_input: HashSet::new(),
             shutting_down: false,
+            cut_off: false,
         })
     }
 
@@ -81,6 +84,13 @@ impl Actor for Supervisor {
             }
             SupervisorMsg::Resume { task_id, slot } => state.resume(&myself, task_id, slot).await,
             SupervisorMsg::ShuttingDown => state.shutting_down = true,
+            SupervisorMsg::CutOff { stop_within } => {
+                state.cut_off = true;
+                for actor in state.live.values() {
+                    let _ = actor.cast(TaskMsg::CutOff { stop_within });
+                }
+            }
+            SupervisorMsg::Regained => state.cut_off = false,
             SupervisorMsg::WaitingForInput { task_id, waiting } => {
                 if waiting && state.live.contains_key(&task_id) {
                     state.waiting_for_input.insert(task_id);
@@ -143,6 +153,9 @@ impl SupervisorState {
         if let Some(actor) = self.live.get(&task_id) {
             return Ok(Some(actor.clone()));
         }
+        if self.cut_off {
+            return Err(StoreError::CutOff.into());
+        }
         let Some(skill) = self.args.skills.get(&record.skill).cloned() else {
             let reason = format!("skill {:?} is not registered", record.skill);
             TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
@@ -181,6 +194,9 @@ impl SupervisorState {
         myself: &ActorRef<SupervisorMsg>,
         task_id: TaskId,
     ) -> Result<Routed, RuntimeError> {
+        if self.cut_off {
+            return Err(StoreError::CutOff.into());
+        }
         if let Some(actor) = self.live.get(&task_id) {
             return Ok(match self.lost_while_resting(&task_id, actor).await? {
                 true => Routed::Elsewhere,
@@ -239,7 +255,7 @@ impl SupervisorState {
                 Ok(false) | Err(_) => Routed::Here(Some(actor.clone())),
             };
         }
-        if self.shutting_down {
+        if self.shutting_down || self.cut_off {
             return Routed::Here(None);
         }
         match self.held_elsewhere(&task_id).await {
@@ -252,7 +268,7 @@ impl SupervisorState {
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
-        if self.shutting_down || self.live.contains_key(&task_id) {
+        if self.shutting_down || self.cut_off || self.live.contains_key(&task_id) {
             return;
         }
         // Taken over by another node while it waited for its slot.

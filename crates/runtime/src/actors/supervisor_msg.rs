@@ -37,6 +37,11 @@ pub(crate) enum SupervisorMsg {
     /// The runtime shuts down: no task actor starts for a subscriber or a queued resume
     /// any more (what is unfinished stays stored for the next start).
     ShuttingDown,
+    /// This node is cut off from the database: every task actor is told so (its run has
+    /// `stop_within` to stop), and none starts until `Regained`.
+    CutOff { stop_within: std::time::Duration },
+    /// This node holds the database again: task actors may start.
+    Regained,
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
 }

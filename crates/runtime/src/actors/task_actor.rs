@@ -13,7 +13,7 @@ use super::journal::{JournalError, TaskJournal, status_change};
 use super::phase::Phase;
 use super::slots::{Slot, Slots};
 use super::supervisor_msg::{Spawn, SupervisorMsg};
-use super::task_msg::{StartMode, TaskMsg, Waiter};
+use super::task_msg::{CUT_OFF, StartMode, TaskMsg, Waiter};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::model::{Message, TaskEventKind, TaskState};
@@ -177,10 +177,13 @@ impl Actor for TaskActor {
             }
             TaskMsg::GraceExpired { run } => state.on_grace_expired(&myself, run).await,
             TaskMsg::Decide(decision, reply) => state.on_decide(&myself, decision, reply).await,
+            TaskMsg::CutOff { stop_within } => state.on_cut_off(&myself, stop_within),
+            TaskMsg::CutOffExpired => myself.stop(Some(CUT_OFF.into())),
         }
         if state.journal.is_fenced() {
-            // Another node took the task over (this one's lease expired): its run stops
-            // here (`post_stop`), without another write; the new holder carries it on.
+            // Another node took the task over (this one's lease expired), or this node
+            // is cut off: its run stops here (`post_stop`), without another write; the
+            // holder carries it on (this node, once it holds the database again).
             tracing::warn!(parent: &state.span, "the task's lease is held by another node now; its run here stops");
             // Its waiters are let go: they read the task where it is now.
             myself.stop(Some("the task is leased to another node".into()));
@@ -314,6 +317,12 @@ impl TaskActorState {
 
     /// Ends the task `failed` when a change the runtime itself needed could not be made.
     pub(super) async fn fail_after(&mut self, what: &str, error: &JournalError) {
+        if self.journal.is_fenced() {
+            // Not a failure of the task: this node may not write it (cut off, or another
+            // node holds it); the actor stops, and the holder carries the task on.
+            tracing::warn!(parent: &self.span, %error, "{what}; this node may not write the task now");
+            return;
+        }
         tracing::error!(parent: &self.span, %error, "{what}");
         telemetry::metrics().failure("runtime");
         if let Err(error) = self

@@ -3,13 +3,15 @@
 //! the run works goes as the skill's policy says, `while_working`) and a cancel (the
 //! run told to stop, then aborted once its grace period is over).
 
+use std::time::Duration;
+
 use ractor::{ActorRef, RpcReplyPort};
 
 use super::journal::status_change;
 use super::phase::{CancelWaiter, Phase, Run};
 use super::slots::Slot;
 use super::task_actor::TaskActorState;
-use super::task_msg::TaskMsg;
+use super::task_msg::{CUT_OFF, TaskMsg};
 use crate::error::RuntimeError;
 use crate::model::{Message, Task, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;
@@ -186,6 +188,21 @@ impl TaskActorState {
             .await
         {
             self.fail_after("could not record the cancel", &error).await;
+        }
+    }
+
+    /// The node is cut off from the database: nothing more is written from here; the
+    /// run is told to stop and has `stop_within` (a write it makes meanwhile is refused,
+    /// which stops the actor and aborts the run at once); without a run the actor stops
+    /// now.
+    pub(super) fn on_cut_off(&mut self, myself: &ActorRef<TaskMsg>, stop_within: Duration) {
+        self.journal.cut_off();
+        match self.phase.run() {
+            Some(run) => {
+                run.cancel.cancel();
+                myself.send_after(stop_within, || TaskMsg::CutOffExpired);
+            }
+            None => myself.stop(Some(CUT_OFF.into())),
         }
     }
 }

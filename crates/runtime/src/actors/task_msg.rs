@@ -44,6 +44,14 @@ pub(crate) enum TaskMsg {
     GraceExpired {
         run: u64,
     },
+    /// This node is cut off from the database: the run is told to stop and has
+    /// `stop_within` to do so; nothing more is written from here, and the actor stops.
+    CutOff {
+        stop_within: std::time::Duration,
+    },
+    /// The time a run had to stop after a cut-off is over: the actor stops (and aborts
+    /// its run).
+    CutOffExpired,
     /// An approver's decision on a task that waits for one.
     Decide(
         crate::approval::Decision,
@@ -66,3 +74,6 @@ pub(crate) enum StartMode {
 /// as it stands once the task is at rest (`approval::at_rest`: ended, or waiting for
 /// someone). Written, not yet durable: the submitter settles before telling it.
 pub(crate) type Waiter = oneshot::Sender<TaskSnapshot>;
+
+/// Why a task actor stops when its node is cut off from the database.
+pub(crate) const CUT_OFF: &str = "this node is cut off from the database";

@@ -135,6 +135,7 @@ impl RuntimeBuilder {
             cards,
             config,
             accepting: AtomicBool::new(true),
+            cut_off: AtomicBool::new(false),
             slots,
             cpu,
             live: live_watch,
@@ -160,6 +161,9 @@ impl RuntimeBuilder {
         if let Some(every) = handle.store().takeover_interval() {
             take_over_every(&handle, every);
         }
+        if let Some(cluster) = handle.store().cluster() {
+            super::standing::follow_standing(handle.downgrade(), cluster.standing());
+        }
         Ok(handle)
     }
 }
@@ -179,6 +183,9 @@ fn take_over_every(handle: &RuntimeHandle, every: std::time::Duration) {
             let handle = RuntimeHandle { inner };
             if !handle.is_accepting() {
                 return;
+            }
+            if handle.is_cut_off() {
+                continue;
             }
             match handle.take_over().await {
                 Ok(report) if report != RecoveryReport::default() => tracing::info!(

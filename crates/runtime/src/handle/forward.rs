@@ -232,7 +232,16 @@ impl RuntimeHandle {
                 ))
             })
         };
-        match reply.await {
+        let sent = std::time::Instant::now();
+        let reply = reply.await;
+        let outcome = match &reply {
+            Ok(Reply::Answered(_)) => "answered",
+            Ok(Reply::Refused(_)) => "refused",
+            Ok(Reply::Unanswered) => "unanswered",
+            Err(_) => "error",
+        };
+        crate::telemetry::metrics().forwarded(outcome, sent.elapsed().as_secs_f64());
+        match reply {
             Ok(Reply::Answered(answer)) => Some(Ok(*answer)),
             Ok(Reply::Refused(refusal)) => Some(Err(refusal.into())),
             Ok(Reply::Unanswered) => None,

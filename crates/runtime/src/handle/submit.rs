@@ -160,6 +160,7 @@ impl RuntimeHandle {
                 "the runtime is shutting down".into(),
             ));
         }
+        self.refuse_if_cut_off()?;
         let sender = request.owner.clone();
         request.message.stamp_sender(sender.as_deref());
         let message = &request.message;

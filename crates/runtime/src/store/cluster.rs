@@ -25,6 +25,22 @@ pub enum Holder {
     Elsewhere,
 }
 
+/// Whether this node holds the database: whether its leases are renewed in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The leases were renewed within the renew deadline.
+    Holding,
+    /// The leases were not renewed within the renew deadline: another node may take
+    /// this one's tasks once they run out, so every run here must stop within
+    /// `stop_within` (told to stop, then aborted), and nothing is written or acted on
+    /// until the standing is `Holding` again.
+    CutOff {
+        /// How long runs have to stop: the time left before the leases can run out,
+        /// less a margin.
+        stop_within: Duration,
+    },
+}
+
 /// A request another node handed to this one, for a task this node runs.
 #[derive(Debug)]
 pub struct Incoming {
@@ -67,4 +83,13 @@ pub trait Cluster: Send + Sync + 'static {
     /// also change without new events, and a change may come late: the reader checks
     /// the store, and looks again now and then).
     async fn watch(&self, id: &TaskId) -> Result<watch::Receiver<()>, StoreError>;
+
+    /// This node's standing, as it changes (see [`Standing`]).
+    fn standing(&self) -> watch::Receiver<Standing>;
+
+    /// Whether this node still holds the task's lease, asked of the database now: for a
+    /// side effect that must happen at most once (a push, a listener), right before it.
+    /// `StoreError::CutOff` when the node is cut off, `StoreError::Fenced` when another
+    /// node holds the task (or its lease ran out).
+    async fn check_held(&self, id: &TaskId) -> Result<(), StoreError>;
 }

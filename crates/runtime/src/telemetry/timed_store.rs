@@ -149,6 +149,10 @@ impl TaskStore for TimedStore {
         self.inner.take_over().await
     }
 
+    async fn reclaim(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.reclaim().await
+    }
+
     fn takeover_interval(&self) -> Option<std::time::Duration> {
         self.inner.takeover_interval()
     }

@@ -1,0 +1,139 @@
+//! A node of several that loses the database: the store says it is cut off
+//! (`Standing::CutOff`, its leases not renewed within the renew deadline, or a commit
+//! that failed for the connection's sake). The runtime then takes no work, tells every
+//! task actor to stop its run within the time left before the leases can run out (a
+//! write meanwhile is refused, and stops it at once), and starts none. Once the store
+//! holds the database again, the runtime re-claims the tasks still leased to this node
+//! and resumes them as after a restart; those another node took meanwhile stay there.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::{RuntimeHandle, WeakRuntimeHandle};
+use crate::actors::SupervisorMsg;
+use crate::error::RuntimeError;
+use crate::store::{Standing, StoreError};
+
+impl RuntimeHandle {
+    /// Whether this node is cut off from the database (a store several nodes share):
+    /// it takes no work and answers no request until it holds the database again.
+    pub fn is_cut_off(&self) -> bool {
+        self.inner.cut_off.load(Ordering::Acquire)
+    }
+
+    /// This node's standing among the nodes sharing the store, as it changes; `None`:
+    /// the store's only node.
+    pub fn standing(&self) -> Option<watch::Receiver<Standing>> {
+        self.store().cluster().map(|cluster| cluster.standing())
+    }
+
+    /// Refuses work while the node is cut off.
+    pub(crate) fn refuse_if_cut_off(&self) -> Result<(), RuntimeError> {
+        match self.is_cut_off() {
+            true => Err(StoreError::CutOff.into()),
+            false => Ok(()),
+        }
+    }
+
+    /// Stops taking work, and tells every task actor to stop its run.
+    fn cut_off(&self, stop_within: Duration) {
+        self.inner.cut_off.store(true, Ordering::Release);
+        for resumer in self
+            .inner
+            .resumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            resumer.abort();
+        }
+        let _ = self
+            .inner
+            .supervisor
+            .cast(SupervisorMsg::CutOff { stop_within });
+    }
+
+    /// Once every task actor stopped (or the time they had is over), re-claims what is
+    /// still this node's and resumes it, then takes work again. `false` when the store
+    /// could not be read (the caller tries again).
+    async fn regain(&self, stop_within: Duration) -> bool {
+        let mut live = self.inner.live.clone();
+        let waited = stop_within + self.inner.config.call_timeout();
+        if tokio::time::timeout(waited, live.wait_for(|n| n.live == 0))
+            .await
+            .is_err()
+        {
+            // Their writes are refused whatever they do, and the claim below fences
+            // them; stopped now so that none holds a task the claim resumes.
+            tracing::warn!("task actors still live after a cut-off; stopping them");
+            let timeout = Some(self.inner.config.call_timeout());
+            self.inner
+                .supervisor
+                .stop_children_and_wait(None, timeout)
+                .await;
+        }
+        let records = match self.store().reclaim().await {
+            Ok(records) => records,
+            Err(error) => {
+                tracing::warn!(%error, "could not re-claim this node's tasks; trying again");
+                return false;
+            }
+        };
+        let _ = self.inner.supervisor.cast(SupervisorMsg::Regained);
+        match self.carry_out(records).await {
+            Ok(report) => tracing::info!(
+                resumed = report.resumed,
+                failed = report.failed,
+                waiting = report.waiting_for_input,
+                "re-claimed this node's tasks after it held the database again"
+            ),
+            Err(error) => tracing::warn!(%error, "could not resume every re-claimed task"),
+        }
+        self.inner.cut_off.store(false, Ordering::Release);
+        true
+    }
+}
+
+/// Follows the store's standing while the runtime lives (until it shuts down).
+pub(super) fn follow_standing(handle: WeakRuntimeHandle, mut standing: watch::Receiver<Standing>) {
+    tokio::spawn(async move {
+        // What runs had to stop within at the last cut-off.
+        let mut stop_within = Duration::ZERO;
+        while standing.changed().await.is_ok() {
+            let now = *standing.borrow_and_update();
+            let Some(handle) = handle.upgrade() else {
+                return;
+            };
+            if !handle.is_accepting() {
+                return;
+            }
+            match now {
+                Standing::CutOff {
+                    stop_within: within,
+                } => {
+                    stop_within = within;
+                    handle.cut_off(within);
+                }
+                Standing::Holding => {
+                    // A cut-off and its end may come as one change: whatever ran through
+                    // it is stopped before anything is claimed anew.
+                    if !handle.is_cut_off() {
+                        stop_within = handle.inner.config.cancel_grace();
+                        handle.cut_off(stop_within);
+                    }
+                    let mut backoff = Duration::from_millis(100);
+                    while !handle.regain(stop_within).await {
+                        stop_within = Duration::ZERO;
+                        tokio::select! {
+                            () = tokio::time::sleep(backoff) => {}
+                            _ = standing.changed() => break,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        }
+    });
+}
