@@ -3,6 +3,7 @@
 
 mod config;
 mod connection;
+mod drill;
 pub(crate) mod fault;
 mod fields;
 mod http_proxy;
@@ -17,4 +18,5 @@ mod skill;
 mod target;
 
 pub use config::{ChaosConfig, PortRange};
+pub use drill::FaultProxy;
 pub use skill::{ChaosRunSkill, SCOPE, SKILL_ID};

@@ -17,6 +17,9 @@ use fundi_runtime::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+mod step_log;
+use step_log::StepLog;
+
 /// Largest `steps` a message may ask for.
 const MAX_STEPS: u64 = 10_000;
 /// Largest `delayMs` a message may ask for.
@@ -31,6 +34,11 @@ pub struct EchoConfig {
     pub steps: u64,
     /// Pause before each progress event, in ms. Default: 0.
     pub delay_ms: u64,
+    /// For fault drills: a file each step's start and end are appended to, with the
+    /// process that ran it (see `echo/step_log.rs`); a step starts only while this node
+    /// still holds the task. Unset (the default): no log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_log: Option<std::path::PathBuf>,
 }
 
 /// The `echo` skill.
@@ -192,7 +200,19 @@ impl Skill for EchoSkill {
             answer
         };
 
+        let log = self
+            .config
+            .step_log
+            .as_deref()
+            .map(|path| StepLog::new(path, &input.task_id));
         while progress.step < plan.steps {
+            let logged = match &log {
+                Some(log) => {
+                    ctx.ensure_still_held().await?;
+                    Some(log.start(progress.step + 1)?)
+                }
+                None => None,
+            };
             if plan.delay.is_zero() {
                 // No sleep at all: tokio's timer has 1 ms resolution, so even a zero sleep
                 // would cost about a millisecond per step.
@@ -219,6 +239,9 @@ impl Skill for EchoSkill {
                 ctx.post_progress_with_checkpoint(fraction, note, json!(progress))
                     .await?;
             }
+            if let Some(step) = logged {
+                step.finish();
+            }
         }
 
         let reply = Message::agent(vec![Part::text(text.clone())]);
@@ -239,6 +262,7 @@ mod tests {
         let echo = EchoSkill::new(EchoConfig {
             steps: 3,
             delay_ms: 7,
+            step_log: None,
         });
         assert_eq!(
             echo.plan(None).unwrap(),

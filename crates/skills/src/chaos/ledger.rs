@@ -24,7 +24,9 @@ const SAMPLES: usize = 20;
 
 /// The run's two books.
 pub(crate) struct Ledger {
-    ctx: SkillContext,
+    /// The run's context; `None` for a drill's proxy (`drill::FaultProxy`), which
+    /// belongs to no run.
+    ctx: Option<SkillContext>,
     phases: Vec<String>,
     max_events: usize,
     to_log: mpsc::UnboundedSender<ChaosEvent>,
@@ -63,7 +65,7 @@ pub(crate) struct LogWriter {
 impl Ledger {
     /// A ledger for a run of `phases`, writing to `log` under `task`.
     pub(crate) fn start(
-        ctx: SkillContext,
+        ctx: Option<SkillContext>,
         log: Arc<dyn ChaosLog>,
         task: TaskId,
         phases: Vec<String>,
@@ -115,7 +117,9 @@ impl Ledger {
         };
         let described = json!({"phase": name, "connection": connection,
                                "direction": direction.map(Direction::as_str), "detail": detail});
-        self.ctx.chaos_event(fault, &described.to_string());
+        if let Some(ctx) = &self.ctx {
+            ctx.chaos_event(fault, &described.to_string());
+        }
         if logged {
             let event = ChaosEvent {
                 at: Utc::now(),
@@ -132,7 +136,8 @@ impl Ledger {
 
     /// A genuine error of the proxy or the target (never injected).
     pub(crate) fn genuine(&self, kind: &'static str, connection: Option<u64>, error: String) {
-        tracing::warn!(parent: self.ctx.span(), kind, connection, %error, "chaos-run: genuine error");
+        let span = self.ctx.as_ref().map(SkillContext::span).cloned();
+        tracing::warn!(parent: span.unwrap_or_else(tracing::Span::current), kind, connection, %error, "chaos-run: genuine error");
         let mut books = self.books.lock().unwrap_or_else(|p| p.into_inner());
         *books.genuine.entry(kind).or_default() += 1;
         if books.samples.len() < SAMPLES

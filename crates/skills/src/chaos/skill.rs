@@ -208,13 +208,16 @@ impl Skill for ChaosRunSkill {
         };
         let names = plan.phases.iter().map(|p| p.name.clone()).collect();
         let (ledger, writer) = Ledger::start(
-            ctx.clone(),
+            Some(ctx.clone()),
             self.log.clone(),
             input.task_id.clone(),
             names,
             self.config.max_events,
         );
         let phases = plan.phases.clone().into();
+        // The listener opens at most once at a time: with several nodes, only while this
+        // one still holds the task.
+        ctx.ensure_still_held().await?;
         let proxy = Proxy::start(plan.listen, self.config.max_connections, |stage| Shared {
             phases,
             target: plan.target.clone(),

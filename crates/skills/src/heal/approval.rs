@@ -153,6 +153,10 @@ impl HealIssueSkill {
             proposed.branch
         ))
         .await?;
+        // The push happens at most once: with several nodes, only while this one still
+        // holds the task (a node cut off from the database, or one whose task another
+        // node took, pushes nothing; the holder decides again).
+        ctx.ensure_still_held().await?;
         if let Err(error) = git.push_branch(&self.config.remote, &proposed.branch).await {
             self.withdraw(proposed, ctx.task_id()).await;
             return Err(SkillError::Failed(format!(
