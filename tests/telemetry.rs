@@ -440,7 +440,11 @@ fn the_dashboard_uses_only_documented_metrics() {
             let expr = target["expr"].as_str().unwrap();
             for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
                 if let Some(name) = word.strip_prefix("fundi_") {
-                    let base = name.trim_end_matches("_bucket");
+                    // A histogram's series: its buckets, count and sum.
+                    let base = ["_bucket", "_count", "_sum"]
+                        .iter()
+                        .find_map(|suffix| name.strip_suffix(suffix))
+                        .unwrap_or(name);
                     assert!(
                         docs.contains(&format!("`fundi_{base}`")),
                         "fundi_{base} (in {:?}) is not documented",
