@@ -379,6 +379,11 @@ impl From<RuntimeError> for ApiError {
                 ApiError::timed_out(waited)
             }
             RuntimeError::Store(fundi_runtime::StoreError::CutOff) => ApiError::CutOff,
+            // The database did not answer now (restarting, slow): the caller may retry.
+            RuntimeError::Store(error @ fundi_runtime::StoreError::Unreachable { .. }) => {
+                tracing::warn!(error = %fundi_runtime::error_chain(&error), "the database did not answer a request");
+                ApiError::Unavailable
+            }
             e @ (RuntimeError::Store(_) | RuntimeError::Worker(_)) => ApiError::internal(e),
         }
     }
@@ -403,6 +408,11 @@ mod tests {
         ));
         let broken = RuntimeError::Store(fundi_runtime::StoreError::database("down"));
         assert!(matches!(ApiError::from(broken), ApiError::Internal));
+        let slow = RuntimeError::Store(fundi_runtime::StoreError::Unreachable {
+            what: "canceling statement due to statement timeout (57014)".into(),
+            source: None,
+        });
+        assert!(matches!(ApiError::from(slow), ApiError::Unavailable));
     }
 
     /// The A2A bindings and the admin routes answer a runtime error from this one

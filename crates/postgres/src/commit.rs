@@ -7,7 +7,7 @@ use fundi_runtime::store::{StoreError, TaskRecord, first_message};
 use tokio_postgres::types::ToSql;
 
 use crate::columns::{millis, owner_key};
-use crate::errors::{db, is_transient};
+use crate::errors::db;
 use crate::store::PostgresStore;
 
 impl PostgresStore {
@@ -33,7 +33,7 @@ impl PostgresStore {
             }
         };
         match written {
-            Err(error) if is_transient(&error) => {
+            Err(error @ StoreError::Unreachable { .. }) => {
                 tracing::warn!(task_id = %record.id(), %error, "a commit failed for the connection's sake; this node reads its tasks back once it holds the database again");
                 leases.lost_track();
                 Err(StoreError::CutOff)

@@ -1,6 +1,8 @@
 //! Runs handed between two runtimes on one schema with leases: a dead node's task taken
 //! over and finished from its checkpoint; a node cut off from the database stopping its
-//! run before the other may take it; a node back from a cut-off resuming its own task.
+//! run before the other may take it; a node back from a cut-off resuming its own task; a
+//! database too slow to answer (its statement timeout hit) giving errors to retry, and
+//! the run going on once it answers again.
 //! Fails, never skips, when PostgreSQL is missing.
 
 use std::sync::{Arc, Mutex};
@@ -19,8 +21,18 @@ use serde_json::json;
 const DEADLINE: Duration = Duration::from_secs(30);
 
 async fn open(schema: &str, node: &str, ttl_ms: u64) -> PostgresStore {
+    open_with(schema, node, ttl_ms, None).await
+}
+
+async fn open_with(
+    schema: &str,
+    node: &str,
+    ttl_ms: u64,
+    statement_timeout: Option<Duration>,
+) -> PostgresStore {
     let mut config = test_config(schema);
     config.lease = Some(LeaseConfig::new(node, Duration::from_millis(ttl_ms)));
+    config.statement_timeout = statement_timeout;
     PostgresStore::open(&config)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
@@ -64,7 +76,14 @@ type Log = Arc<Mutex<Vec<(&'static str, u64)>>>;
 const STEPS: u64 = 150;
 
 async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Arc<PostgresStore>) {
-    let store = Arc::new(open(schema, name, 2_000).await);
+    runtime_on(Arc::new(open(schema, name, 2_000).await), name, log).await
+}
+
+async fn runtime_on(
+    store: Arc<PostgresStore>,
+    name: &'static str,
+    log: &Log,
+) -> (RuntimeHandle, Arc<PostgresStore>) {
     let runtime = Runtime::builder()
         .shared_store(store.clone())
         .skill(Counter {
@@ -230,6 +249,61 @@ async fn a_node_back_from_a_cut_off_resumes_its_own_task_from_its_checkpoint() {
     // The step in flight at the cut-off ran again, no other.
     assert!(
         resumed[0] == steps[stopped_at - 1] || resumed[0] == steps[stopped_at - 1] + 1,
+        "{steps:?}"
+    );
+    a.shutdown(Duration::ZERO).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_too_slow_to_answer_gives_errors_to_retry_and_the_run_goes_on_after() {
+    let schema = fresh_schema();
+    let log: Log = Arc::default();
+    let store = open_with(&schema, "node-a", 2_000, Some(Duration::from_millis(200))).await;
+    let (a, _store) = runtime_on(Arc::new(store), "node-a", &log).await;
+    let id = submit(&a).await;
+    steps_of(&log, "node-a", 3).await;
+
+    // Another session holds the tasks table: every statement on it waits until the
+    // statement timeout cancels it.
+    let (locker, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    locker
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.tasks IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+    // A read gets an error the caller may retry; the run's next commit cannot be
+    // stored, so the node stops its run and holds its work until the database answers.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match a.get(&id, None, Access::Any).await {
+            Err(RuntimeError::Store(StoreError::Unreachable { what, .. })) => {
+                assert!(what.contains("statement timeout"), "{what}");
+                break;
+            }
+            other => assert!(Instant::now() < deadline, "never refused: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while !a.is_cut_off() {
+        assert!(Instant::now() < deadline, "the node never stopped its run");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    locker.batch_execute("COMMIT").await.unwrap();
+
+    // Answering again: the task goes on from its checkpoint to its end, nothing lost,
+    // nothing stuck, each step in order (the one in flight, at most, again).
+    completed(&a, &id).await;
+    assert!(!a.is_cut_off());
+    let steps: Vec<u64> = log.lock().unwrap().iter().map(|(_, s)| *s).collect();
+    assert_eq!(steps.last(), Some(&STEPS));
+    let repeats = steps.windows(2).filter(|w| w[1] == w[0]).count();
+    assert!(
+        steps.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1) && repeats <= 1,
         "{steps:?}"
     );
     a.shutdown(Duration::ZERO).await;

@@ -79,6 +79,16 @@ pub enum StoreError {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
+    /// The database did not answer, or dropped the connection (it restarts, fails over,
+    /// or answers too slowly: a statement timeout): trying again later may succeed.
+    #[error("the database is unreachable now ({what}); try again")]
+    Unreachable {
+        /// What failed, in the client's or the server's words.
+        what: String,
+        /// The client's own error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The task is leased to another node now (its lease expired and was taken over):
     /// this one may no longer write it, and stops its run (shared stores only).
     #[error(

@@ -6,14 +6,14 @@ use fundi_runtime::TaskId;
 use fundi_runtime::store::StoreError;
 
 use super::Nodes;
-use crate::errors::{db, is_transient, pool_error};
+use crate::errors::{db, pool_error};
 
 impl Nodes {
     /// The check; one that fails for the connection's sake cuts the node off (it cannot
     /// tell whether it still holds anything) until it has read its tasks back.
     pub(super) async fn check_lease(&self, id: &TaskId) -> Result<(), StoreError> {
         match self.ask_lease(id).await {
-            Err(error) if is_transient(&error) => {
+            Err(error @ StoreError::Unreachable { .. }) => {
                 tracing::warn!(task_id = %id, %error, "the lease check before a side effect failed for the connection's sake");
                 self.leases.lost_track();
                 Err(StoreError::CutOff)
