@@ -18,14 +18,6 @@ use serde_json::{Value, json};
 const AGENT_TOKEN: &str = "cluster-agent-token-0123456789";
 const USER_TOKEN: &str = "cluster-alice-token-0123456789";
 
-/// The task a push is about.
-fn pushed_task(body: &Value) -> &str {
-    ["statusUpdate", "artifactUpdate", "task"]
-        .iter()
-        .find_map(|k| body[*k]["taskId"].as_str().or(body[*k]["id"].as_str()))
-        .unwrap_or_default()
-}
-
 fn node(dir: &std::path::Path, schema: &str, id: &str) -> Server {
     let url = test_url();
     let env = [

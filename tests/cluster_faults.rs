@@ -208,14 +208,6 @@ async fn refuses_while_cut_off(server: &Server) {
     }
 }
 
-/// The task a push is about.
-fn pushed_task(body: &Value) -> &str {
-    ["statusUpdate", "artifactUpdate", "task"]
-        .iter()
-        .find_map(|k| body[*k]["taskId"].as_str().or(body[*k]["id"].as_str()))
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_survive_database_faults_and_a_pause_running_each_step_once_at_a_time() {
     let schema = fresh_schema();

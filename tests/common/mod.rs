@@ -431,3 +431,11 @@ pub async fn webhook(delay: Duration) -> (String, Hits) {
     tokio::spawn(async move { axum::serve(listener, router).await });
     (url, hits)
 }
+
+/// The task a push is about.
+pub fn pushed_task(body: &Value) -> &str {
+    ["statusUpdate", "artifactUpdate", "task"]
+        .iter()
+        .find_map(|k| body[*k]["taskId"].as_str().or(body[*k]["id"].as_str()))
+        .unwrap_or_default()
+}

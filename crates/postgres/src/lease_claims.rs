@@ -105,17 +105,7 @@ impl PostgresStore {
         leases: &Leases,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         // The run slots a former self held belong to runs that ended with it.
-        self.client()
-            .await?
-            .execute(
-                &format!(
-                    "UPDATE {} SET node = NULL, expires = NULL WHERE node = $1",
-                    self.table("run_slots")
-                ),
-                &[&leases.config.node],
-            )
-            .await
-            .map_err(db)?;
+        self.free_run_slots(leases).await?;
         self.claim(
             leases,
             "NOT terminal AND (lease_node IS NULL OR lease_node = $1 \
@@ -131,6 +121,12 @@ impl PostgresStore {
     pub(crate) async fn reclaim_own(&self, leases: &Leases) -> Result<Vec<TaskRecord>, StoreError> {
         leases.ensure_fresh()?;
         leases.forget_held();
+        self.free_run_slots(leases).await?;
+        self.claim(leases, "NOT terminal AND lease_node = $1").await
+    }
+
+    /// Lets go of every run slot this node holds (no run of its goes on).
+    async fn free_run_slots(&self, leases: &Leases) -> Result<(), StoreError> {
         self.client()
             .await?
             .execute(
@@ -142,7 +138,7 @@ impl PostgresStore {
             )
             .await
             .map_err(db)?;
-        self.claim(leases, "NOT terminal AND lease_node = $1").await
+        Ok(())
     }
 
     /// Unfinished tasks whose lease another node let expire, a batch at a time; rows

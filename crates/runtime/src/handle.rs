@@ -295,15 +295,7 @@ impl RuntimeHandle {
         // Tasks still queued to resume stay stored, working, for the next start; a
         // subscriber whose task's actor stops does not start another.
         let _ = self.inner.supervisor.cast(SupervisorMsg::ShuttingDown);
-        for resumer in self
-            .inner
-            .resumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            resumer.abort();
-        }
+        self.abort_resumers();
         let mut live = self.inner.live.clone();
         let _ = tokio::time::timeout(grace, live.wait_for(|n| n.busy == 0)).await;
         // Task actors first (they abort their runs as they stop), then the supervisor;
@@ -315,6 +307,18 @@ impl RuntimeHandle {
         // Nothing runs here any more: with several nodes, the others carry on at once.
         if let Err(error) = self.inner.store.hand_back().await {
             tracing::warn!(%error, "could not hand this node's work back; the other nodes take it over once its leases run out");
+        }
+    }
+
+    /// Stops recovery's queues of tasks waiting to resume (what they hold stays stored).
+    fn abort_resumers(&self) {
+        let mut resumers = self
+            .inner
+            .resumers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for resumer in resumers.drain(..) {
+            resumer.abort();
         }
     }
 

@@ -40,15 +40,7 @@ impl RuntimeHandle {
     /// Stops taking work, and tells every task actor to stop its run.
     fn cut_off(&self, stop_within: Duration) {
         self.inner.cut_off.store(true, Ordering::Release);
-        for resumer in self
-            .inner
-            .resumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain(..)
-        {
-            resumer.abort();
-        }
+        self.abort_resumers();
         let _ = self
             .inner
             .supervisor
