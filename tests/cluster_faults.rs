@@ -5,7 +5,7 @@
 //! every link reset; the database "restarting" (every connection cut at once); one node
 //! frozen (SIGSTOP) for twice the lease. Checked from the skill's side, through echo's
 //! step log: every acknowledged task ends, no step of a task runs on two nodes at once
-//! and none finishes twice; pushes arrive in order; the schedule fires once per due
+//! and none is stored twice; pushes arrive in order; the schedule fires once per due
 //! time; a node cut off answers 503 with `Retry-After` and `GET /health` 503 until it
 //! holds the database again. Fails, never skips, when PostgreSQL is missing. With
 //! `FUNDI_TEST_KEEP=<dir>`, the step log and the nodes' logs are copied there.
@@ -321,9 +321,8 @@ async fn three_nodes_survive_database_faults_and_a_pause_running_each_step_once_
         }
     }
 
-    // No step ran on two nodes at once, none finished twice, and every step of every
-    // task finished (each task's steps 1..=STEPS have an end, or were stored by a commit
-    // whose answer was lost: then the task moved on from its checkpoint).
+    // No step ran on two nodes at once, none was stored twice, and every step of every
+    // task ran.
     let lines = step_log(&step_log_path);
     if let Ok(keep) = std::env::var("FUNDI_TEST_KEEP") {
         std::fs::copy(&step_log_path, format!("{keep}/steps.log")).unwrap();

@@ -1,5 +1,5 @@
 //! echo's step log (`skills.echo.step-log`) read back, and what it must show: no step
-//! of a task ran in two processes at once, none finished twice.
+//! of a task ran in two processes at once, none was stored twice.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,8 +31,9 @@ pub(crate) fn step_log(path: &Path) -> Vec<Logged> {
         .collect()
 }
 
-/// One run of a step in one process: from its start to its end (`end`, `stopped`, or
-/// `open`: never logged).
+/// One run of a step in one process: from its start to its end (`end`: stored;
+/// `posted`: handed to the runtime, which a cut-off may lose; `stopped`; or `open`:
+/// never logged).
 #[derive(Debug)]
 struct Ran<'a> {
     pid: u32,
@@ -41,7 +42,8 @@ struct Ran<'a> {
     how: &'a str,
 }
 
-/// No step of a task ran in two processes at once, and none finished twice. A process
+/// No step of a task ran in two processes at once, and none was stored twice (a posted
+/// step may run again: its commit may have been lost with a cut-off). A process
 /// frozen (SIGSTOP at `frozen.1`) does nothing while frozen: a step it had started and
 /// that it logged `stopped` after waking counts as ended when it froze.
 pub(crate) fn each_step_once_at_a_time(lines: &[Logged], frozen: (u32, u64)) {
@@ -58,7 +60,7 @@ pub(crate) fn each_step_once_at_a_time(lines: &[Logged], frozen: (u32, u64)) {
                     line.pid
                 );
             }
-            how @ ("end" | "stopped") => {
+            how @ ("end" | "posted" | "stopped") => {
                 let start = open
                     .remove(&(key.0, key.1, line.pid))
                     .unwrap_or_else(|| panic!("step {key:?} {how} without a start"));
@@ -94,6 +96,6 @@ pub(crate) fn each_step_once_at_a_time(lines: &[Logged], frozen: (u32, u64)) {
             );
         }
         let ends = runs.iter().filter(|r| r.how == "end").count();
-        assert!(ends <= 1, "step {key:?} finished twice: {runs:?}");
+        assert!(ends <= 1, "step {key:?} was stored twice: {runs:?}");
     }
 }

@@ -240,7 +240,7 @@ impl Skill for EchoSkill {
                     .await?;
             }
             if let Some(step) = logged {
-                step.finish();
+                step.finish(plan.wait_each_step);
             }
         }
 

@@ -5,7 +5,9 @@
 //! skill's side effect that must happen at most once is; one whose run stopped before
 //! it finished (canceled, aborted, its commit refused) is logged `stopped`.
 //!
-//! A line: `<task> <step> start|end|stopped <pid> <unix ms>`.
+//! A line: `<task> <step> start|end|posted|stopped <pid> <unix ms>`. `end`: the step is
+//! stored (`waitEachStep`); `posted`: handed to the runtime to store with the next
+//! commit (a cut-off may lose it, and the step runs again from the checkpoint before).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -60,9 +62,11 @@ impl StepLog {
 }
 
 impl Step<'_> {
-    pub(super) fn finish(mut self) {
+    /// The step is done: `stored` (it waited for its commit), or only posted.
+    pub(super) fn finish(mut self, stored: bool) {
         self.finished = true;
-        if let Err(error) = self.log.append(self.step, "end") {
+        let what = if stored { "end" } else { "posted" };
+        if let Err(error) = self.log.append(self.step, what) {
             tracing::warn!(%error, "echo: could not log a step's end");
         }
     }
@@ -83,12 +87,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_step_logs_its_start_and_its_end_or_that_it_stopped() {
+    fn a_step_logs_its_start_and_that_it_was_stored_posted_or_stopped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("steps.log");
         let log = StepLog::new(&path, &TaskId::from("t-1"));
-        log.start(1).unwrap().finish();
+        log.start(1).unwrap().finish(true);
         drop(log.start(2).unwrap());
+        log.start(2).unwrap().finish(false);
         let pid = std::process::id().to_string();
         let lines: Vec<Vec<String>> = std::fs::read_to_string(&path)
             .unwrap()
@@ -112,7 +117,9 @@ mod tests {
                 ("1", "start"),
                 ("1", "end"),
                 ("2", "start"),
-                ("2", "stopped")
+                ("2", "stopped"),
+                ("2", "start"),
+                ("2", "posted")
             ]
         );
     }
