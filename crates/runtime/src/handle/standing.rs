@@ -88,43 +88,54 @@ impl RuntimeHandle {
     }
 }
 
-/// Follows the store's standing while the runtime lives (until it shuts down).
+/// Follows the store's standing while the runtime lives (until it shuts down). The
+/// standing starts `Holding`, so any change to `Holding` means a cut-off came (and maybe
+/// went within one change): whatever ran through it is stopped, then claimed anew.
 pub(super) fn follow_standing(handle: WeakRuntimeHandle, mut standing: watch::Receiver<Standing>) {
     tokio::spawn(async move {
         // What runs had to stop within at the last cut-off.
         let mut stop_within = Duration::ZERO;
         while standing.changed().await.is_ok() {
-            let now = *standing.borrow_and_update();
-            let Some(handle) = handle.upgrade() else {
-                return;
-            };
-            if !handle.is_accepting() {
-                return;
-            }
-            match now {
-                Standing::CutOff {
+            let mut backoff = Duration::from_millis(100);
+            loop {
+                let Some(handle) = handle.upgrade() else {
+                    return;
+                };
+                if !handle.is_accepting() {
+                    return;
+                }
+                let now = *standing.borrow_and_update();
+                if let Standing::CutOff {
                     stop_within: within,
-                } => {
-                    stop_within = within;
-                    handle.cut_off(within);
-                }
-                Standing::Holding => {
-                    // A cut-off and its end may come as one change: whatever ran through
-                    // it is stopped before anything is claimed anew.
+                } = now
+                {
                     if !handle.is_cut_off() {
-                        stop_within = handle.inner.config.cancel_grace();
-                        handle.cut_off(stop_within);
+                        stop_within = within;
+                        handle.cut_off(within);
                     }
-                    let mut backoff = Duration::from_millis(100);
-                    while !handle.regain(stop_within).await {
-                        stop_within = Duration::ZERO;
-                        tokio::select! {
-                            () = tokio::time::sleep(backoff) => {}
-                            _ = standing.changed() => break,
-                        }
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    break;
+                }
+                if !handle.is_cut_off() {
+                    stop_within = handle.inner.config.cancel_grace();
+                    handle.cut_off(stop_within);
+                }
+                if handle.regain(stop_within).await {
+                    // Cut off again while it re-claimed: looked at at once.
+                    match standing.has_changed() {
+                        Ok(true) => continue,
+                        Ok(false) => break,
+                        Err(_) => return,
                     }
                 }
+                // The store could not be read: tried again after a while, or at once
+                // when the standing changes.
+                stop_within = Duration::ZERO;
+                drop(handle);
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    changed = standing.changed() => if changed.is_err() { return },
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
             }
         }
     });
