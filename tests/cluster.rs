@@ -171,13 +171,7 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
         let told: BTreeSet<u64> = ids(&task_events(&n2, id, 0).await).into_iter().collect();
         let deadline = Instant::now() + DEADLINE;
         loop {
-            let delivered: BTreeSet<u64> = deliveries
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|(_, body)| pushed_task(body) == id)
-                .map(|(seq, _)| *seq)
-                .collect();
+            let delivered: BTreeSet<u64> = pushed_seqs(&deliveries, id).into_iter().collect();
             if told.is_subset(&delivered) {
                 break;
             }

@@ -94,6 +94,13 @@ fn node(dir: &Path, schema: &str, id: &str, proxy: &FaultProxy, step_log: &Path)
     server
 }
 
+/// Every link into the phase named `phase`.
+fn enter_all(proxies: &[FaultProxy], phase: &str) {
+    for proxy in proxies {
+        proxy.enter(phase).unwrap();
+    }
+}
+
 /// A JSON-RPC call answered by the first node that has the database (a node cut off
 /// answers 503: the client turns to another, as a load balancer would).
 async fn call_any(nodes: &[Server], method: &str, params: Value) -> Value {
@@ -254,35 +261,23 @@ async fn three_nodes_survive_database_faults_and_a_pause_running_each_step_once_
 
     // 2. A second of latency on every link.
     batch(&nodes, &hook, &mut tasks).await;
-    for proxy in &proxies {
-        proxy.enter("latency").unwrap();
-    }
+    enter_all(&proxies, "latency");
     tokio::time::sleep(LEASE * 2).await;
-    for proxy in &proxies {
-        proxy.enter("clean").unwrap();
-    }
+    enter_all(&proxies, "clean");
     all_healthy(&nodes).await;
 
     // 3. Every link reset.
     batch(&nodes, &hook, &mut tasks).await;
-    for proxy in &proxies {
-        proxy.enter("reset").unwrap();
-    }
+    enter_all(&proxies, "reset");
     tokio::time::sleep(LEASE).await;
-    for proxy in &proxies {
-        proxy.enter("clean").unwrap();
-    }
+    enter_all(&proxies, "clean");
     all_healthy(&nodes).await;
 
     // 4. The database restarts: every connection cut at once, none opened for a while.
     batch(&nodes, &hook, &mut tasks).await;
-    for proxy in &proxies {
-        proxy.enter("down").unwrap();
-    }
+    enter_all(&proxies, "down");
     tokio::time::sleep(LEASE / 2).await;
-    for proxy in &proxies {
-        proxy.enter("clean").unwrap();
-    }
+    enter_all(&proxies, "clean");
     all_healthy(&nodes).await;
 
     // 5. Node 2 frozen for twice the lease, then woken.
@@ -356,13 +351,7 @@ async fn three_nodes_survive_database_faults_and_a_pause_running_each_step_once_
             .collect();
         let deadline = Instant::now() + SETTLE;
         loop {
-            let arrived: Vec<u64> = deliveries
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|(_, body)| pushed_task(body) == id)
-                .map(|(seq, _)| *seq)
-                .collect();
+            let arrived = pushed_seqs(&deliveries, id);
             let mut firsts = Vec::new();
             for seq in &arrived {
                 if !firsts.contains(seq) {

@@ -432,6 +432,16 @@ pub async fn webhook(delay: Duration) -> (String, Hits) {
     (url, hits)
 }
 
+/// The event numbers of task `id`'s pushes the webhook received, in arrival order.
+pub fn pushed_seqs(hits: &Hits, id: &str) -> Vec<u64> {
+    hits.lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, body)| pushed_task(body) == id)
+        .map(|(seq, _)| *seq)
+        .collect()
+}
+
 /// The task a push is about.
 pub fn pushed_task(body: &Value) -> &str {
     ["statusUpdate", "artifactUpdate", "task"]

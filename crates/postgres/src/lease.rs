@@ -150,6 +150,13 @@ impl Leases {
         )
     }
 
+    /// How long until the renew deadline passes (zero once it has).
+    fn time_left(&self) -> Duration {
+        self.config
+            .renew_deadline
+            .saturating_sub(self.since_renewed())
+    }
+
     /// Whether the node may still act on what it holds: its leases were renewed within
     /// the deadline. Checked before every write, so that a node that wakes from a pause
     /// finds out before it writes anything.
@@ -309,10 +316,7 @@ impl Leases {
         }
         // A renewal may not outlast the deadline: the node cuts itself off in time even
         // when the database does not answer at all.
-        let left = self
-            .config
-            .renew_deadline
-            .saturating_sub(self.since_renewed());
+        let left = self.time_left();
         let budget = if left.is_zero() { every } else { left };
         match tokio::time::timeout(budget, renew(pool, schema, self)).await {
             Ok(Ok(())) => {
@@ -323,11 +327,7 @@ impl Leases {
                 metrics().renewal_failed();
                 tracing::warn!(%error, "could not renew this node's task leases; trying again");
                 self.check_deadline();
-                match self
-                    .config
-                    .renew_deadline
-                    .saturating_sub(self.since_renewed())
-                {
+                match self.time_left() {
                     left if left.is_zero() => retry,
                     left => retry.min(left),
                 }

@@ -13,7 +13,7 @@ use axum::extract::Path;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use fundi_ops::issues::MemoryIssueStore;
-use fundi_runtime::{Access, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest};
+use fundi_runtime::{Access, Message, Part, Runtime, RuntimeHandle, SubmitRequest};
 use fundi_skills::{A11yAuditSkill, A11yConfig};
 use serde_json::json;
 
@@ -82,12 +82,7 @@ async fn main() {
     let mut config = A11yConfig::default();
     config.allowed_origins = vec![base.clone()];
     let skill = A11yAuditSkill::new(config, Arc::new(MemoryIssueStore::new())).unwrap();
-    let runtime = Runtime::builder()
-        .shared_store(Arc::new(MemoryStore::new()))
-        .skill(skill)
-        .start()
-        .await
-        .unwrap();
+    let runtime = Runtime::builder().skill(skill).start().await.unwrap();
     // The browser starts on the first run: not counted.
     round(&runtime, &base, &names[..1], "browser").await;
     let (mut static_rates, mut browser_rates) = (Vec::new(), Vec::new());

@@ -17,7 +17,7 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use fundi_ops::issues::MemoryIssueStore;
-use fundi_runtime::{Access, MemoryStore, Message, Part, Runtime, SubmitRequest, TaskState};
+use fundi_runtime::{Access, Message, Part, Runtime, SubmitRequest, TaskState};
 use fundi_skills::{A11yAuditSkill, A11yConfig, AuditMode};
 use serde_json::{Value, json};
 
@@ -81,12 +81,7 @@ async fn browser_mode_agrees_with_axe_core_on_pages_made_by_scripts() {
     config.allowed_origins = vec![base.clone()];
     config.default_mode = AuditMode::Browser;
     let skill = A11yAuditSkill::new(config, Arc::new(MemoryIssueStore::new())).unwrap();
-    let runtime = Runtime::builder()
-        .shared_store(Arc::new(MemoryStore::new()))
-        .skill(skill)
-        .start()
-        .await
-        .unwrap();
+    let runtime = Runtime::builder().skill(skill).start().await.unwrap();
     let names: Vec<String> = verdicts["pages"]
         .as_object()
         .unwrap()
