@@ -10,24 +10,43 @@ use crate::columns::{millis, owner_key};
 use crate::errors::db;
 use crate::store::PostgresStore;
 
+/// What a commit does to a run slot of the task's skill (leased only, see `statements`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SlotChange {
+    None,
+    /// Takes one of this many slots; the task is written only if one was free.
+    Take {
+        limit: usize,
+    },
+    /// Gives back this slot, if the commit is written.
+    GiveBack {
+        slot: u32,
+    },
+}
+
 impl PostgresStore {
     /// A commit; with leases, refused when the node is cut off, given up when it is cut
     /// off while the commit is under way, and, when it fails for the connection's sake
     /// (stored or not, nobody can say), cutting the node off until it has read its tasks
     /// back (see `Leases::lost_track`).
+    /// Returns the slot a `SlotChange::Take` took (`None`: none was free, and nothing
+    /// was written).
     pub(crate) async fn write_record(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
+        slot: SlotChange,
+    ) -> Result<Option<u32>, StoreError> {
         let Some(leases) = &self.leases else {
-            return self.write_statement(record, expected_version, events).await;
+            return self
+                .write_statement(record, expected_version, events, slot)
+                .await;
         };
         leases.ensure_fresh()?;
         let mut standing = leases.standing();
         let written = tokio::select! {
-            written = self.write_statement(record, expected_version, events) => written,
+            written = self.write_statement(record, expected_version, events, slot) => written,
             _ = standing.wait_for(|s| *s != fundi_runtime::store::Standing::Holding) => {
                 return Err(StoreError::CutOff);
             }
@@ -47,7 +66,8 @@ impl PostgresStore {
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
+        slot: SlotChange,
+    ) -> Result<Option<u32>, StoreError> {
         let id = record.id().as_str();
         let body = serde_json::to_value(record)?;
         let version = record.version as i64;
@@ -66,8 +86,21 @@ impl PostgresStore {
         let expected = expected_version as i64;
         let client = self.client().await?;
         let node = self.leases.as_ref().map(|l| l.config.node.as_str());
+        let skill = record.skill.as_str();
+        let (limit, given_back) = match slot {
+            SlotChange::Take { limit } => (Some(i32::try_from(limit).unwrap_or(i32::MAX)), None),
+            SlotChange::GiveBack { slot } => (None, Some(i32::try_from(slot).unwrap_or(i32::MAX))),
+            SlotChange::None => (None, None),
+        };
+        if let (Some(nodes), Some(limit)) = (&self.nodes, limit) {
+            nodes.ensure_slot_rows(&client, skill, limit).await?;
+        }
         let row = if expected_version == 0 {
-            let create = client.prepare_cached(&self.hot.create).await.map_err(db)?;
+            let statement = match limit {
+                Some(_) => &self.hot.create_taking_slot,
+                None => &self.hot.create,
+            };
+            let create = client.prepare_cached(statement).await.map_err(db)?;
             let context_id = record.task.context_id.as_str();
             let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
             let record_owner = record.owner.as_deref();
@@ -89,9 +122,16 @@ impl PostgresStore {
             if self.leases.is_some() {
                 params.extend([&node as &(dyn ToSql + Sync), &ttl]);
             }
+            if limit.is_some() {
+                params.extend([&skill as &(dyn ToSql + Sync), &limit]);
+            }
             client.query_one(&create, &params).await
         } else {
-            let update = client.prepare_cached(&self.hot.update).await.map_err(db)?;
+            let statement = match given_back {
+                Some(_) => &self.hot.update_giving_back,
+                None => &self.hot.update,
+            };
+            let update = client.prepare_cached(statement).await.map_err(db)?;
             let epoch = self.leases.as_ref().map(|l| l.epoch(id));
             let mut params: Vec<&(dyn ToSql + Sync)> = vec![
                 &id,
@@ -110,10 +150,20 @@ impl PostgresStore {
             if self.leases.is_some() {
                 params.extend([&node as &(dyn ToSql + Sync), &epoch]);
             }
+            if given_back.is_some() {
+                params.extend([&skill as &(dyn ToSql + Sync), &given_back]);
+            }
             client.query_one(&update, &params).await
         }
         .map_err(db)?;
         let written: i64 = row.get(0);
+        let taken = match limit {
+            Some(_) => row.get::<_, Option<i32>>(row.len() - 1),
+            None => None,
+        };
+        if limit.is_some() && taken.is_none() {
+            return Ok(None);
+        }
         if written == 0 {
             let found: Option<i64> = row.get(1);
             let found = found.map_or(0, |v| v as u64);
@@ -131,6 +181,10 @@ impl PostgresStore {
                     holder: holder.unwrap_or_else(|| "none".into()),
                 });
             }
+            if let (Some(nodes), Some(slot)) = (&self.nodes, taken) {
+                // A new task's id taken already (never, for ids the runtime makes).
+                nodes.release_slot(&record.skill, slot as u32).await?;
+            }
             return Err(StoreError::Conflict {
                 task_id: record.id().clone(),
                 expected: expected_version,
@@ -144,6 +198,6 @@ impl PostgresStore {
                 (false, _) => {}
             }
         }
-        Ok(())
+        Ok(taken.map(|slot| slot as u32))
     }
 }

@@ -9,13 +9,21 @@
 //!
 //! With leases (several nodes on one schema), a new task is leased to the node that
 //! creates it (epoch 1), a change is written only by the holder of the epoch it names
-//! (fencing), and a terminal task holds no lease.
+//! (fencing), and a terminal task holds no lease. A new task's commit may also take one
+//! of its skill's run slots (and is written only if it does), and the commit that ends
+//! a run may give the run's slot back (only if it is written): a run then costs the
+//! database no statement beside its commits.
 
 pub(crate) struct HotStatements {
     /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms.
     pub(crate) create: String,
     /// $1..$7 the row and expected version, $8..$12 the rest; leased: $13 node, $14 epoch.
     pub(crate) update: String,
+    /// Leased: `create`, written only if it takes a run slot of skill $16 below $17;
+    /// its answer's last column is the slot (NULL: none was free, nothing written).
+    pub(crate) create_taking_slot: String,
+    /// Leased: `update`, giving back run slot $16 of skill $15 if it is written.
+    pub(crate) update_giving_back: String,
     pub(crate) get_task: String,
 }
 
@@ -74,24 +82,58 @@ impl HotStatements {
         } else {
             ("", String::new(), "", "")
         };
+        let columns = format!(
+            "{schema}.tasks (id, version, record, context_id, state, terminal, owner, \
+             updated_ms{lease_columns})"
+        );
+        let update = format!(
+            "WITH written AS (
+                UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
+                    terminal = $5, updated_ms = $6{lease_update}
+                WHERE id = $1 AND version = $7{fence} RETURNING id
+             ), {}",
+            rest(8)
+        );
         HotStatements {
             create: format!(
                 "WITH written AS (
-                    INSERT INTO {schema}.tasks (id, version, record, context_id, state,
-                        terminal, owner, updated_ms{lease_columns})
+                    INSERT INTO {columns}
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8{lease_values})
                     ON CONFLICT (id) DO NOTHING RETURNING id
                  ), {}",
                 rest(9)
             ),
-            update: format!(
-                "WITH written AS (
-                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
-                        terminal = $5, updated_ms = $6{lease_update}
-                    WHERE id = $1 AND version = $7{fence} RETURNING id
-                 ), {}",
-                rest(8)
+            // The slot is taken first; the task is written only from its row.
+            create_taking_slot: format!(
+                "WITH slot AS (
+                    UPDATE {schema}.run_slots SET node = $14, expires = {until}
+                    WHERE (skill, slot) = (
+                        SELECT skill, slot FROM {schema}.run_slots
+                        WHERE skill = $16 AND slot < $17
+                            AND (node IS NULL OR expires < clock_timestamp())
+                        ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    RETURNING slot
+                 ), written AS (
+                    INSERT INTO {columns}
+                    SELECT $1::text, $2::bigint, $3::jsonb, $4::text, $5::text, $6::boolean,
+                        $7::text, $8::bigint{lease_values} FROM slot
+                    ON CONFLICT (id) DO NOTHING RETURNING id
+                 ), {}, (SELECT slot FROM slot)",
+                rest(9),
+                until = crate::lease::lease_end(15),
             ),
+            update_giving_back: update.replacen(
+                "), new_events AS (",
+                &format!(
+                    "), freed AS (
+                        UPDATE {schema}.run_slots SET node = NULL, expires = NULL
+                        WHERE skill = $15 AND slot = $16 AND node = $13
+                            AND EXISTS (SELECT 1 FROM written)
+                     ), new_events AS ("
+                ),
+                1,
+            ),
+            update,
             get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
         }
     }

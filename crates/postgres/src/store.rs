@@ -15,6 +15,7 @@ use tokio_postgres::NoTls;
 
 use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
+use crate::commit::SlotChange;
 use crate::errors::{db, pool_error};
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
@@ -78,7 +79,7 @@ pub struct PostgresStore {
     /// The leases this node holds, with several nodes on the schema.
     pub(crate) leases: Option<std::sync::Arc<Leases>>,
     /// This node among the others, with several nodes on the schema.
-    nodes: Option<std::sync::Arc<Nodes>>,
+    pub(crate) nodes: Option<std::sync::Arc<Nodes>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -294,7 +295,35 @@ impl TaskStore for PostgresStore {
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
-        self.write_record(record, expected_version, events).await
+        let written = self.write_record(record, expected_version, events, SlotChange::None);
+        written.await.map(drop)
+    }
+
+    async fn create_with_run_slot(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        limit: usize,
+    ) -> Result<Option<u32>, StoreError> {
+        if self.nodes.is_none() {
+            return Err(StoreError::database(
+                "a shared run slot was asked of a store that no other node shares",
+            ));
+        }
+        self.write_record(record, 0, events, SlotChange::Take { limit })
+            .await
+    }
+
+    async fn write_giving_back_run_slot(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+        slot: u32,
+    ) -> Result<(), StoreError> {
+        let given_back = SlotChange::GiveBack { slot };
+        let written = self.write_record(record, expected_version, events, given_back);
+        written.await.map(drop)
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {

@@ -18,7 +18,7 @@ mod while_working;
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
 pub(crate) use journal::{NewTask, TaskJournal};
-pub(crate) use slots::Slots;
+pub(crate) use slots::{Reserved, Slots};
 pub(crate) use supervisor::{Supervisor, SupervisorArgs};
 pub(crate) use supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
 pub(crate) use task_msg::{StartMode, TaskMsg, Waiter};

@@ -8,16 +8,16 @@ pub mod index;
 mod memory;
 mod page_fill;
 mod push;
+mod record;
 mod run_inputs;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::access::TaskOwner;
-use crate::model::{ContextId, SkillId, Task, TaskEvent, TaskId, TaskState, UserId};
+use crate::model::{ContextId, SkillId, TaskEvent, TaskId, TaskState};
 
 pub use cluster::{Cluster, Holder, Incoming, Standing};
 pub use cursor::Cursor;
@@ -26,6 +26,7 @@ pub use page_fill::PageFill;
 pub use push::{
     DeadLetter, PushAuthentication, PushConfig, PushCursor, PushEntry, PushFormat, PushStore,
 };
+pub use record::{TaskRecord, first_message};
 pub use run_inputs::RunInputs;
 
 /// Errors of the storage layer.
@@ -202,82 +203,6 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
-/// A new task's first message, as the stores index it (see [`TaskStore::created_by`]):
-/// its owner and message id, and when the task was created; `None` for a write that does
-/// not create a task.
-pub fn first_message<'a>(
-    record: &'a TaskRecord,
-    events: &'a [TaskEvent],
-) -> Option<(Option<&'a str>, &'a str, DateTime<Utc>)> {
-    events.iter().find_map(|event| match &event.kind {
-        crate::model::TaskEventKind::Created(task) => {
-            let first = task.history.first()?;
-            Some((
-                record.owner.as_deref(),
-                first.message_id.as_str(),
-                task.status.timestamp,
-            ))
-        }
-        _ => None,
-    })
-}
-
-/// A task as stored: the A2A task plus what the runtime needs to run and recover it.
-/// Made by [`TaskRecord::new`] (or read from a store); the other fields are set on it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct TaskRecord {
-    /// The task, as clients see it.
-    pub task: Task,
-    /// Bumped by every write; writers name the version they read (no lost updates).
-    pub version: u64,
-    /// Sequence number of the task's last event.
-    pub last_seq: u64,
-    /// The skill that runs the task.
-    pub skill: SkillId,
-    /// Who created the task (the authenticated end user), if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<UserId>,
-    /// The skill's last checkpoint, handed back when the task is resumed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<Value>,
-    /// W3C `traceparent` of the span the task was created under: its spans join that
-    /// trace, after a restart too.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<String>,
-    /// Which history messages the run started from and which wait for it.
-    #[serde(default, skip_serializing_if = "RunInputs::is_empty")]
-    pub inputs: RunInputs,
-}
-
-impl TaskRecord {
-    /// `task` as first stored for `skill`: version 1, its creation the last event, no
-    /// owner, checkpoint, trace or run inputs.
-    pub fn new(task: Task, skill: impl Into<SkillId>) -> TaskRecord {
-        TaskRecord {
-            task,
-            version: 1,
-            last_seq: 1,
-            skill: skill.into(),
-            owner: None,
-            checkpoint: None,
-            trace: None,
-            inputs: RunInputs::default(),
-        }
-    }
-
-    /// The task's id.
-    pub fn id(&self) -> &TaskId {
-        &self.task.id
-    }
-
-    /// The task's state.
-    pub fn state(&self) -> TaskState {
-        self.task.status.state
-    }
-}
-
 /// Which tasks to list: filters are ANDed; results come newest update first.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
@@ -340,6 +265,52 @@ pub trait TaskStore: Send + Sync + 'static {
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError>;
+
+    /// [`TaskStore::write`] of a new task (expected version 0) that also takes one of
+    /// the `limit` run slots of its skill that the nodes share (see
+    /// [`Cluster::claim_run_slot`]), as one write: `Some(slot)` when both were done,
+    /// `None` when no slot was free and nothing was written. Called only on a store
+    /// with a [`TaskStore::cluster`]. The default takes the slot through it, then
+    /// writes (giving the slot back if the write fails).
+    async fn create_with_run_slot(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        limit: usize,
+    ) -> Result<Option<u32>, StoreError> {
+        let cluster = self.cluster().ok_or_else(no_shared_slots)?;
+        let Some(slot) = cluster.claim_run_slot(&record.skill, limit).await? else {
+            return Ok(None);
+        };
+        if let Err(error) = self.write(record, 0, events).await {
+            if let Err(release) = cluster.release_run_slot(&record.skill, slot).await {
+                tracing::warn!(skill = %record.skill, slot, error = %release, "a run slot was not given back; it is free once this node stops");
+            }
+            return Err(error);
+        }
+        Ok(Some(slot))
+    }
+
+    /// [`TaskStore::write`] that also gives back run slot `slot` of the task's skill,
+    /// which this node took for the run this commit ends, as one write: the slot is
+    /// given back only if the commit is written. Called only on a store with a
+    /// [`TaskStore::cluster`]. The default writes, then gives the slot back through it
+    /// (a slot it fails to give back stays taken until this node stops; the commit
+    /// stands).
+    async fn write_giving_back_run_slot(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+        slot: u32,
+    ) -> Result<(), StoreError> {
+        let cluster = self.cluster().ok_or_else(no_shared_slots)?;
+        self.write(record, expected_version, events).await?;
+        if let Err(error) = cluster.release_run_slot(&record.skill, slot).await {
+            tracing::warn!(skill = %record.skill, slot, %error, "a run slot was not given back; it is free once this node stops");
+        }
+        Ok(())
+    }
 
     /// Returns once everything written before the call is as durable as the store's
     /// mode promises. Free when nothing is pending (and for stores that are durable at
@@ -439,6 +410,11 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         Ok(Vec::new())
     }
+}
+
+/// A run-slot write asked of a store that no other node shares: the runtime's mistake.
+fn no_shared_slots() -> StoreError {
+    StoreError::database("a shared run slot was asked of a store that no other node shares")
 }
 
 /// A task set aside because its stored data could not be decoded (its raw values are

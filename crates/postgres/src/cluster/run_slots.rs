@@ -16,21 +16,7 @@ impl Nodes {
     ) -> Result<Option<u32>, StoreError> {
         let limit = i32::try_from(limit).unwrap_or(i32::MAX);
         let client = self.pool.get().await.map_err(pool_error)?;
-        let ready = (skill.to_owned(), limit as usize);
-        if !lock(&self.slots_ready).contains(&ready) {
-            client
-                .execute(
-                    &format!(
-                        "INSERT INTO {} (skill, slot) SELECT $1, generate_series(0, $2 - 1) \
-                         ON CONFLICT DO NOTHING",
-                        self.run_slots
-                    ),
-                    &[&skill, &limit],
-                )
-                .await
-                .map_err(db)?;
-            lock(&self.slots_ready).insert(ready);
-        }
+        self.ensure_slot_rows(&client, skill, limit).await?;
         // Any free slot below the limit (slots of a larger limit another node was given
         // are left alone), skipping the rows another node is claiming.
         let row = client
@@ -59,7 +45,34 @@ impl Nodes {
         Ok(row.map(|row| row.get::<_, i32>(0) as u32))
     }
 
-    pub(super) async fn release_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError> {
+    /// Makes sure the skill's slot rows below `limit` exist (once per process and
+    /// limit: they are never removed).
+    pub(crate) async fn ensure_slot_rows(
+        &self,
+        client: &tokio_postgres::Client,
+        skill: &str,
+        limit: i32,
+    ) -> Result<(), StoreError> {
+        let ready = (skill.to_owned(), limit as usize);
+        if lock(&self.slots_ready).contains(&ready) {
+            return Ok(());
+        }
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (skill, slot) SELECT $1, generate_series(0, $2 - 1) \
+                     ON CONFLICT DO NOTHING",
+                    self.run_slots
+                ),
+                &[&skill, &limit],
+            )
+            .await
+            .map_err(db)?;
+        lock(&self.slots_ready).insert(ready);
+        Ok(())
+    }
+
+    pub(crate) async fn release_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError> {
         let client = self.pool.get().await.map_err(pool_error)?;
         client
             .execute(

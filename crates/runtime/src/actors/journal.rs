@@ -16,6 +16,7 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::fanout::{Fanout, Follower, LiveEvents};
+use super::slots::Slot;
 use crate::error::RuntimeError;
 use crate::model::limits::{self, InvalidField};
 use crate::model::{
@@ -84,6 +85,9 @@ pub(crate) struct TaskJournal {
     /// from here any more, even once the database answers again (the task is claimed
     /// and read back anew then).
     cut_off: bool,
+    /// The slot of a run that ended, whose store slot (several nodes) the next commit
+    /// gives back.
+    ended_run_slot: Option<Slot>,
 }
 
 impl TaskJournal {
@@ -100,20 +104,24 @@ impl TaskJournal {
             span: tracing::Span::none(),
             fenced: false,
             cut_off: false,
+            ended_run_slot: None,
         }
     }
 
     /// Creates a task (submitted, or working when `new.working`), its first commit
     /// written (readable at once, durable after the next settle, which the submitter
     /// makes before telling anyone), with `follower` subscribed from the start (it
-    /// receives what comes after the created event). Returns the journal and the task
-    /// as created.
+    /// receives what comes after the created event). With `shared_slot`, the commit
+    /// also takes one of that many run slots the nodes share; when none is free the
+    /// task is stored submitted instead, to queue. Returns the journal, the task as
+    /// created, and the store slot taken.
     pub(crate) async fn create(
         store: Arc<dyn TaskStore>,
         new: NewTask,
         follower: Option<Follower>,
         subscriber_buffer: usize,
-    ) -> Result<(TaskJournal, TaskSnapshot), JournalError> {
+        shared_slot: Option<usize>,
+    ) -> Result<(TaskJournal, TaskSnapshot, Option<u32>), JournalError> {
         let task_id = TaskId::generate();
         let context_id = new.context_id.unwrap_or_else(ContextId::generate);
         let mut message = new.message;
@@ -133,29 +141,42 @@ impl TaskJournal {
         let mut record = TaskRecord {
             task: task.clone(),
             version: 1,
-            last_seq: 0,
+            last_seq: 1,
             skill: new.skill,
             owner: new.owner,
             checkpoint: None,
             trace: new.trace,
             inputs: RunInputs::default(),
         };
-        let mut kinds = vec![TaskEventKind::Created(task)];
+        let mut events = vec![event_of(&record.task, 1, TaskEventKind::Created(task))];
+        // Stored submitted after all if no store slot is free.
+        let submitted =
+            (shared_slot.is_some() && new.working).then(|| (record.clone(), events.clone()));
         if new.working {
-            kinds.push(TaskEventKind::Status(status(TaskState::Working, None)));
-        }
-        let mut events = Vec::with_capacity(kinds.len());
-        for kind in kinds {
-            if !matches!(kind, TaskEventKind::Created(_)) {
-                apply(&mut record.task, &kind)?;
-            }
+            let kind = TaskEventKind::Status(status(TaskState::Working, None));
+            apply(&mut record.task, &kind)?;
             record.last_seq += 1;
             events.push(event_of(&record.task, record.last_seq, kind));
         }
-        store.write(&record, 0, &events).await?;
+        let taken = match shared_slot {
+            None => {
+                store.write(&record, 0, &events).await?;
+                None
+            }
+            Some(limit) => match store.create_with_run_slot(&record, &events, limit).await? {
+                Some(slot) => Some(slot),
+                None => {
+                    if let Some((first, first_events)) = submitted {
+                        (record, events) = (first, first_events);
+                    }
+                    store.write(&record, 0, &events).await?;
+                    None
+                }
+            },
+        };
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
-        if new.working {
+        if record.state() == TaskState::Working {
             let (from, to) = (Some(TaskState::Submitted), TaskState::Working);
             metrics.state_changed(&record.skill, &record.task.id, from, to);
         }
@@ -167,7 +188,7 @@ impl TaskJournal {
         for event in events.into_iter().skip(1) {
             journal.subscribers.publish(event);
         }
-        Ok((journal, created))
+        Ok((journal, created, taken))
     }
 
     pub(crate) fn record(&self) -> &TaskRecord {
@@ -257,11 +278,19 @@ impl TaskJournal {
         self.commit(kinds, Checkpoint::Remove).await
     }
 
+    /// Holds the slot of the run that just ended until the next commit (the one that
+    /// records how it ended), which gives its store slot back in the same write.
+    pub(crate) fn give_back_with_next_commit(&mut self, slot: Slot) {
+        self.ended_run_slot = Some(slot);
+    }
+
     async fn commit(
         &mut self,
         kinds: Vec<TaskEventKind>,
         checkpoint: Checkpoint,
     ) -> Result<(), JournalError> {
+        // Freed the usual way if this commit is not written.
+        let ended_run_slot = self.ended_run_slot.take();
         self.refuse_if_cut_off()?;
         if let Checkpoint::Save(value) = &checkpoint {
             limits::check_checkpoint(value)?;
@@ -294,11 +323,19 @@ impl TaskJournal {
             trace: current.trace.clone(),
             inputs,
         };
-        let write = self.store.write(&next, expected_version, &events);
+        let write = match ended_run_slot.as_ref().and_then(Slot::shared) {
+            Some(slot) => {
+                (self.store).write_giving_back_run_slot(&next, expected_version, &events, slot)
+            }
+            None => self.store.write(&next, expected_version, &events),
+        };
         let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
             self.fenced |= matches!(error, StoreError::Fenced { .. } | StoreError::CutOff);
             return Err(error.into());
+        }
+        if let Some(slot) = ended_run_slot {
+            slot.given_back();
         }
         let from = self.record.state();
         self.record = next;

@@ -264,7 +264,14 @@ impl TaskActorState {
                 true
             }
             _ => {
-                self.phase = Phase::Idle;
+                // With several nodes, the commit that records how the run ended (or
+                // starts the next from a queued message) gives its store slot back in
+                // the same write; with one, the slot is freed now.
+                if let Phase::Running { slot, .. } = std::mem::take(&mut self.phase)
+                    && slot.shared().is_some()
+                {
+                    self.journal.give_back_with_next_commit(slot);
+                }
                 false
             }
         };

@@ -7,7 +7,10 @@
 //! With several nodes on one store (`Cluster`), the limit holds across them: a run also
 //! takes one of the skill's slots in the store, after its permit here (so only the
 //! head of this node's queue asks the store). A slot freed here wakes it at once; one
-//! freed on another node is found at its next look (`CLUSTER_POLL`).
+//! freed on another node is found at its next look (`CLUSTER_POLL`). A new task with a
+//! free permit takes its store slot in its first commit (`reserve`), and a run gives its
+//! store slot back in the commit that ends it (`Slot::shared`, `Slot::given_back`), so
+//! that a run that neither queues nor waits costs the store no statement of its own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,15 +29,45 @@ const CLUSTER_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 #[derive(Debug)]
 pub(crate) struct Slot {
     _permit: OwnedSemaphorePermit,
-    _shared: Option<SharedSlot>,
+    shared: Option<SharedSlot>,
 }
 
-/// One of a skill's slots in a store several nodes share, given back when dropped.
+impl Slot {
+    /// The number of the store's slot this one holds, with several nodes.
+    pub(crate) fn shared(&self) -> Option<u32> {
+        self.shared.as_ref().map(|shared| shared.number)
+    }
+
+    /// Frees the slot, its store slot given back already (by a commit that ended the
+    /// run): nothing more is asked of the store.
+    pub(crate) fn given_back(mut self) {
+        if let Some(shared) = &mut self.shared {
+            shared.given_back = true;
+        }
+    }
+}
+
+/// A free permit of this node for a new task, and what the task's first commit takes
+/// besides it.
+pub(crate) enum Reserved {
+    /// The slot, whole (one node: nothing more to take).
+    Slot(Slot),
+    /// One of the skill's `limit` slots in the store is still to be taken, by the
+    /// task's first commit (`TaskStore::create_with_run_slot`).
+    Permit {
+        permit: OwnedSemaphorePermit,
+        limit: usize,
+    },
+}
+
+/// One of a skill's slots in a store several nodes share, given back when dropped
+/// (unless a commit gave it back).
 struct SharedSlot {
     cluster: Arc<dyn Cluster>,
     skill: SkillId,
     number: u32,
     freed: Arc<Notify>,
+    given_back: bool,
 }
 
 impl std::fmt::Debug for SharedSlot {
@@ -48,6 +81,10 @@ impl std::fmt::Debug for SharedSlot {
 
 impl Drop for SharedSlot {
     fn drop(&mut self) {
+        if self.given_back {
+            self.freed.notify_waiters();
+            return;
+        }
         // Outside a runtime (the process is ending) the slot runs out with the lease.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
@@ -110,22 +147,41 @@ impl Slots {
         let permit = semaphore.try_acquire_owned().ok()?;
         Some(Slot {
             _permit: permit,
-            _shared: None,
+            shared: None,
         })
     }
 
-    /// Like `try_take`, asking the store once with several nodes.
-    pub(crate) async fn try_claim(&self, skill: &str) -> Option<Slot> {
-        let Some(cluster) = &self.cluster else {
-            return self.try_take(skill);
-        };
+    /// A free slot of `skill` for a new task, if there is one and nobody waits for it:
+    /// whole with one node; with several, the permit here, the store's slot to be taken
+    /// by the task's first commit (then `with_shared`). `None` also for a skill that is
+    /// not registered.
+    pub(crate) fn reserve(&self, skill: &str) -> Option<Reserved> {
+        if self.cluster.is_none() {
+            return self.try_take(skill).map(Reserved::Slot);
+        }
         let (semaphore, limit) = self.semaphore(skill)?;
         let permit = semaphore.try_acquire_owned().ok()?;
-        let shared = self.claim(cluster, skill, limit).await?;
-        Some(Slot {
+        Some(Reserved::Permit { permit, limit })
+    }
+
+    /// The slot of `permit` (from `reserve`) once the task's first commit took store
+    /// slot `number` of `skill`.
+    pub(crate) fn with_shared(
+        &self,
+        permit: OwnedSemaphorePermit,
+        skill: &SkillId,
+        number: u32,
+    ) -> Slot {
+        Slot {
             _permit: permit,
-            _shared: Some(shared),
-        })
+            shared: self.cluster.as_ref().map(|cluster| SharedSlot {
+                cluster: cluster.clone(),
+                skill: skill.clone(),
+                number,
+                freed: self.freed.clone(),
+                given_back: false,
+            }),
+        }
     }
 
     /// Waits for a slot of `skill`, behind the tasks already waiting. `None` for a
@@ -151,7 +207,7 @@ impl Slots {
         };
         Some(Slot {
             _permit: permit,
-            _shared: shared,
+            shared,
         })
     }
 
@@ -168,6 +224,7 @@ impl Slots {
                 skill: skill.into(),
                 number,
                 freed: self.freed.clone(),
+                given_back: false,
             }),
             Ok(None) => None,
             Err(error) => {

@@ -16,7 +16,7 @@ use super::forward::TaskRequest;
 use super::outcome::Waiting;
 use super::{Attached, RuntimeHandle};
 use crate::access::Grants;
-use crate::actors::{NewTask, Spawn, StartMode, TaskJournal, follower};
+use crate::actors::{NewTask, Reserved, Spawn, StartMode, TaskJournal, follower};
 use crate::approval;
 use crate::error::RuntimeError;
 use crate::model::{ContextId, Role, TaskId, TaskState};
@@ -220,10 +220,11 @@ impl RuntimeHandle {
             .map(|r| approval::gate_status(&r));
         let gated = gate.is_some();
         // With a slot free, the task is stored already working, in the same commit: one
-        // write fewer, and its actor runs it at once.
-        let slot = match gated {
+        // write fewer, and its actor runs it at once. With several nodes, that commit
+        // takes the store's slot too (if none is free, the task is stored to queue).
+        let reserved = match gated {
             true => None,
-            false => self.inner.slots.try_claim(&skill).await,
+            false => self.inner.slots.reserve(&skill),
         };
         let buffer = self.inner.config.subscriber_buffer;
         let (follower, receiver) = (delivery == Delivery::Events)
@@ -244,13 +245,27 @@ impl RuntimeHandle {
             skill,
             owner: request.owner,
             trace: telemetry::current_traceparent(),
-            working: slot.is_some() && !sets_working,
+            working: reserved.is_some() && !sets_working,
             gate,
+        };
+        let (slot, permit) = match reserved {
+            None => (None, None),
+            Some(Reserved::Slot(slot)) => (Some(slot), None),
+            Some(Reserved::Permit { permit, limit }) => (None, Some((permit, limit))),
         };
         // Stored before its skill runs: from here on, a crash leaves the task to
         // recovery.
         let store = self.inner.store.clone();
-        let (journal, created) = TaskJournal::create(store, new, follower, buffer).await?;
+        let shared_slot = permit.as_ref().map(|(_, limit)| *limit);
+        let (journal, created, taken) =
+            TaskJournal::create(store, new, follower, buffer, shared_slot).await?;
+        let slot = match (permit, taken) {
+            (Some((permit, _)), Some(number)) => {
+                let skill = &journal.record().skill;
+                Some(self.inner.slots.with_shared(permit, skill, number))
+            }
+            _ => slot,
+        };
         // Told as accepted: durable first. Told only its outcome: durable by then.
         if delivery != Delivery::Outcome {
             self.settle().await?;

@@ -46,18 +46,6 @@ impl TimedStore {
         events: &[TaskEvent],
         settle: bool,
     ) -> Result<(), StoreError> {
-        let parent = PARENT
-            .try_with(Option::clone)
-            .unwrap_or_else(|_| tracing::Span::current().id());
-        let span = tracing::info_span!(
-            parent: parent,
-            "store.commit",
-            task_id = %record.task.id,
-            version = record.version,
-            seq = events.last().map(|e| e.seq),
-            settled = settle,
-        );
-        let started = Instant::now();
         let work = async {
             self.inner.write(record, expected_version, events).await?;
             if settle {
@@ -65,12 +53,35 @@ impl TimedStore {
             }
             Ok(())
         };
-        let result = work.instrument(span).await;
-        metrics()
-            .commit_duration
-            .record(started.elapsed().as_secs_f64(), &[]);
-        result
+        timed(record, events, settle, work).await
     }
+}
+
+/// Runs `work` (a commit of `record` and `events`) in a `store.commit` span, recording
+/// its duration.
+async fn timed<T>(
+    record: &TaskRecord,
+    events: &[TaskEvent],
+    settle: bool,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let parent = PARENT
+        .try_with(Option::clone)
+        .unwrap_or_else(|_| tracing::Span::current().id());
+    let span = tracing::info_span!(
+        parent: parent,
+        "store.commit",
+        task_id = %record.task.id,
+        version = record.version,
+        seq = events.last().map(|e| e.seq),
+        settled = settle,
+    );
+    let started = Instant::now();
+    let result = work.instrument(span).await;
+    metrics()
+        .commit_duration
+        .record(started.elapsed().as_secs_f64(), &[]);
+    result
 }
 
 #[async_trait]
@@ -83,6 +94,29 @@ impl TaskStore for TimedStore {
     ) -> Result<(), StoreError> {
         self.timed_write(record, expected_version, events, false)
             .await
+    }
+
+    async fn create_with_run_slot(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        limit: usize,
+    ) -> Result<Option<u32>, StoreError> {
+        let work = self.inner.create_with_run_slot(record, events, limit);
+        timed(record, events, false, work).await
+    }
+
+    async fn write_giving_back_run_slot(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+        slot: u32,
+    ) -> Result<(), StoreError> {
+        let work = self
+            .inner
+            .write_giving_back_run_slot(record, expected_version, events, slot);
+        timed(record, events, false, work).await
     }
 
     async fn settle(&self) -> Result<(), StoreError> {

@@ -1,0 +1,259 @@
+//! Run slots that several nodes share (a store with a `Cluster`), as the runtime uses
+//! them: a new task takes its store slot in its first commit and gives it back in the
+//! commit that ends its run, so a run that neither queues nor waits asks the store
+//! nothing of its own; a task that finds no store slot free is stored to queue, and
+//! asks for one until another node frees it. (The statements themselves, on
+//! PostgreSQL: `fundi-postgres`'s `run_slots.rs`.)
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use fundi_runtime::store::{Cluster, Holder, Incoming, Standing, StoreError, TaskRecord};
+use fundi_runtime::testing::scripted::*;
+use fundi_runtime::{
+    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, TaskEvent, TaskEventKind, TaskId,
+    TaskState,
+};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+/// The store's slots of the one skill, as another node would see them, and how often
+/// the runtime asked for or gave back one on its own.
+struct Nodes {
+    taken: Mutex<Vec<bool>>,
+    claims: AtomicUsize,
+    releases: AtomicUsize,
+    standing: watch::Sender<Standing>,
+    signal: watch::Sender<()>,
+}
+
+impl Nodes {
+    fn new() -> Arc<Nodes> {
+        Arc::new(Nodes {
+            taken: Mutex::default(),
+            claims: AtomicUsize::new(0),
+            releases: AtomicUsize::new(0),
+            standing: watch::channel(Standing::Holding).0,
+            signal: watch::channel(()).0,
+        })
+    }
+
+    /// Takes the first free slot below `limit`.
+    fn take(&self, limit: usize) -> Option<u32> {
+        let mut taken = self.taken.lock().unwrap();
+        let len = taken.len().max(limit);
+        taken.resize(len, false);
+        let free = taken.iter().take(limit).position(|t| !t)?;
+        taken[free] = true;
+        Some(free as u32)
+    }
+
+    fn free(&self, slot: u32) {
+        let mut taken = self.taken.lock().unwrap();
+        assert!(taken[slot as usize], "slot {slot} given back twice");
+        taken[slot as usize] = false;
+    }
+
+    fn taken(&self) -> usize {
+        self.taken.lock().unwrap().iter().filter(|t| **t).count()
+    }
+}
+
+#[async_trait]
+impl Cluster for Nodes {
+    async fn holder(&self, _id: &TaskId) -> Result<Holder, StoreError> {
+        Ok(Holder::Here)
+    }
+
+    async fn forward(
+        &self,
+        _id: &TaskId,
+        _request: Value,
+        _timeout: std::time::Duration,
+    ) -> Result<Value, StoreError> {
+        Err(StoreError::database("every task is held here"))
+    }
+
+    fn incoming(&self) -> Option<mpsc::Receiver<Incoming>> {
+        None
+    }
+
+    async fn claim_run_slot(&self, _skill: &str, limit: usize) -> Result<Option<u32>, StoreError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        Ok(self.take(limit))
+    }
+
+    async fn release_run_slot(&self, _skill: &str, slot: u32) -> Result<(), StoreError> {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.free(slot);
+        Ok(())
+    }
+
+    async fn watch(&self, _id: &TaskId) -> Result<watch::Receiver<()>, StoreError> {
+        Ok(self.signal.subscribe())
+    }
+
+    fn standing(&self) -> watch::Receiver<Standing> {
+        self.standing.subscribe()
+    }
+
+    async fn check_held(&self, _id: &TaskId) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// A memory store that shares its slots with `Nodes`, counting the commits that take
+/// or give back one.
+struct SharedStore {
+    inner: MemoryStore,
+    nodes: Arc<Nodes>,
+    created_with_slot: AtomicUsize,
+    gave_back: AtomicUsize,
+}
+
+fundi_runtime::store_with_own_writes!(SharedStore, inner, {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.inner.write(record, expected_version, events).await
+    }
+
+    async fn create_with_run_slot(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        limit: usize,
+    ) -> Result<Option<u32>, StoreError> {
+        self.created_with_slot.fetch_add(1, Ordering::SeqCst);
+        let Some(slot) = self.nodes.take(limit) else {
+            return Ok(None);
+        };
+        self.inner.write(record, 0, events).await?;
+        Ok(Some(slot))
+    }
+
+    async fn write_giving_back_run_slot(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+        slot: u32,
+    ) -> Result<(), StoreError> {
+        self.inner.write(record, expected_version, events).await?;
+        self.gave_back.fetch_add(1, Ordering::SeqCst);
+        self.nodes.free(slot);
+        Ok(())
+    }
+
+    fn cluster(&self) -> Option<Arc<dyn Cluster>> {
+        Some(self.nodes.clone())
+    }
+});
+
+async fn node(limit: usize) -> (RuntimeHandle, Arc<SharedStore>, Scripted) {
+    let store = Arc::new(SharedStore {
+        inner: MemoryStore::new(),
+        nodes: Nodes::new(),
+        created_with_slot: AtomicUsize::new(0),
+        gave_back: AtomicUsize::new(0),
+    });
+    let skill = Scripted::new("s", false);
+    let runtime = Runtime::builder()
+        .shared_store(store.clone())
+        .config({
+            let mut config = RuntimeConfig::default();
+            config.max_concurrent_runs = limit;
+            config
+        })
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
+    (runtime, store, skill)
+}
+
+/// The states the task's events put it in, in order.
+async fn states(runtime: &RuntimeHandle, id: &TaskId) -> Vec<TaskState> {
+    let events = collect_events(runtime, id, 0).await;
+    let states = events.iter().filter_map(|event| match &event.kind {
+        TaskEventKind::Created(task) => Some(task.status.state),
+        TaskEventKind::Status(status) => Some(status.state),
+        _ => None,
+    });
+    states.collect()
+}
+
+#[tokio::test]
+async fn a_run_takes_its_slot_in_its_first_commit_and_gives_it_back_in_its_last() {
+    let (runtime, store, _skill) = node(2).await;
+    let task = submit(&runtime, "one", json!({})).await;
+    wait_for_state(&runtime, &task.id, TaskState::Completed).await;
+    assert_eq!(
+        states(&runtime, &task.id).await,
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    let nodes = &store.nodes;
+    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0, "asked on its own");
+    assert_eq!(
+        nodes.releases.load(Ordering::SeqCst),
+        0,
+        "gave back on its own"
+    );
+    assert_eq!(nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_task_that_finds_every_store_slot_taken_queues_until_one_is_freed() {
+    let (runtime, store, skill) = node(1).await;
+    // Another node runs the skill's only slot.
+    let elsewhere = store.nodes.take(1).unwrap();
+    let task = submit(&runtime, "queued", json!({})).await;
+    let stored = runtime.get(&task.id, None, Access::Any).await.unwrap();
+    assert_eq!(stored.status.state, TaskState::Submitted, "stored to queue");
+    let nodes = store.nodes.clone();
+    eventually(
+        || "the queued task never asked the store for a slot".into(),
+        || nodes.claims.load(Ordering::SeqCst) > 0,
+    )
+    .await;
+    assert!(skill.started().is_empty(), "ran without a slot");
+    // The other node's run ends: the queued task gets the slot, runs, and gives it back
+    // with its last commit.
+    store.nodes.free(elsewhere);
+    wait_for_state(&runtime, &task.id, TaskState::Completed).await;
+    assert_eq!(skill.started(), ["queued"]);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 0);
+    assert_eq!(store.nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_run_that_waits_for_input_gives_its_slot_back_while_it_waits() {
+    let (runtime, store, _skill) = node(1).await;
+    let task = submit(&runtime, "ask", json!({"ask": true})).await;
+    wait_for_state(&runtime, &task.id, TaskState::InputRequired).await;
+    let nodes = store.nodes.clone();
+    eventually(
+        || "the waiting run kept its store slot".into(),
+        || nodes.taken() == 0,
+    )
+    .await;
+    // Another task runs meanwhile, in the freed slot.
+    let other = submit(&runtime, "other", json!({})).await;
+    wait_for_state(&runtime, &other.id, TaskState::Completed).await;
+    assert_eq!(store.nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
