@@ -148,10 +148,8 @@ impl TaskJournal {
             trace: new.trace,
             inputs: RunInputs::default(),
         };
-        let mut events = vec![event_of(&record.task, 1, TaskEventKind::Created(task))];
-        // Stored submitted after all if no store slot is free.
-        let submitted =
-            (shared_slot.is_some() && new.working).then(|| (record.clone(), events.clone()));
+        let mut events = Vec::with_capacity(2);
+        events.push(event_of(&record.task, 1, TaskEventKind::Created(task)));
         if new.working {
             let kind = TaskEventKind::Status(status(TaskState::Working, None));
             apply(&mut record.task, &kind)?;
@@ -166,9 +164,9 @@ impl TaskJournal {
             Some(limit) => match store.create_with_run_slot(&record, &events, limit).await? {
                 Some(slot) => Some(slot),
                 None => {
-                    if let Some((first, first_events)) = submitted {
-                        (record, events) = (first, first_events);
-                    }
+                    // Stored submitted after all, to queue.
+                    (record.task, record.last_seq) = (created.task.clone(), 1);
+                    events.truncate(1);
                     store.write(&record, 0, &events).await?;
                     None
                 }
@@ -278,8 +276,9 @@ impl TaskJournal {
         self.commit(kinds, Checkpoint::Remove).await
     }
 
-    /// Holds the slot of the run that just ended until the next commit (the one that
-    /// records how it ended), which gives its store slot back in the same write.
+    /// Holds the slot of the run that just ended until the next commit written (the
+    /// one that records how it ended), which gives its store slot back in the same
+    /// write; a write that fails frees it the usual way.
     pub(crate) fn give_back_with_next_commit(&mut self, slot: Slot) {
         self.ended_run_slot = Some(slot);
     }
@@ -289,8 +288,6 @@ impl TaskJournal {
         kinds: Vec<TaskEventKind>,
         checkpoint: Checkpoint,
     ) -> Result<(), JournalError> {
-        // Freed the usual way if this commit is not written.
-        let ended_run_slot = self.ended_run_slot.take();
         self.refuse_if_cut_off()?;
         if let Checkpoint::Save(value) = &checkpoint {
             limits::check_checkpoint(value)?;
@@ -323,7 +320,7 @@ impl TaskJournal {
             trace: current.trace.clone(),
             inputs,
         };
-        let write = match ended_run_slot.as_ref().and_then(Slot::shared) {
+        let write = match self.ended_run_slot.as_ref().and_then(Slot::shared) {
             Some(slot) => {
                 (self.store).write_giving_back_run_slot(&next, expected_version, &events, slot)
             }
@@ -332,9 +329,12 @@ impl TaskJournal {
         let written = telemetry::under(&self.span, write).await;
         if let Err(error) = written {
             self.fenced |= matches!(error, StoreError::Fenced { .. } | StoreError::CutOff);
+            // Freed the usual way: the commit that was to give the slot back is not
+            // written.
+            self.ended_run_slot = None;
             return Err(error.into());
         }
-        if let Some(slot) = ended_run_slot {
+        if let Some(slot) = self.ended_run_slot.take() {
             slot.given_back();
         }
         let from = self.record.state();
