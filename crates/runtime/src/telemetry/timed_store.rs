@@ -46,6 +46,8 @@ impl TimedStore {
         events: &[TaskEvent],
         settle: bool,
     ) -> Result<(), StoreError> {
+        let span = commit_span(record, events, settle);
+        let started = Instant::now();
         let work = async {
             self.inner.write(record, expected_version, events).await?;
             if settle {
@@ -53,35 +55,32 @@ impl TimedStore {
             }
             Ok(())
         };
-        timed(record, events, settle, work).await
+        let result = work.instrument(span).await;
+        commit_took(started);
+        result
     }
 }
 
-/// Runs `work` (a commit of `record` and `events`) in a `store.commit` span, recording
-/// its duration.
-async fn timed<T>(
-    record: &TaskRecord,
-    events: &[TaskEvent],
-    settle: bool,
-    work: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
+/// The `store.commit` span of a commit of `record` and `events`.
+fn commit_span(record: &TaskRecord, events: &[TaskEvent], settle: bool) -> tracing::Span {
     let parent = PARENT
         .try_with(Option::clone)
         .unwrap_or_else(|_| tracing::Span::current().id());
-    let span = tracing::info_span!(
+    tracing::info_span!(
         parent: parent,
         "store.commit",
         task_id = %record.task.id,
         version = record.version,
         seq = events.last().map(|e| e.seq),
         settled = settle,
-    );
-    let started = Instant::now();
-    let result = work.instrument(span).await;
+    )
+}
+
+/// Records how long a commit that started at `started` took.
+fn commit_took(started: Instant) {
     metrics()
         .commit_duration
         .record(started.elapsed().as_secs_f64(), &[]);
-    result
 }
 
 #[async_trait]
@@ -102,8 +101,12 @@ impl TaskStore for TimedStore {
         events: &[TaskEvent],
         limit: usize,
     ) -> Result<Option<u32>, StoreError> {
+        let span = commit_span(record, events, false);
+        let started = Instant::now();
         let work = self.inner.create_with_run_slot(record, events, limit);
-        timed(record, events, false, work).await
+        let result = work.instrument(span).await;
+        commit_took(started);
+        result
     }
 
     async fn write_giving_back_run_slot(
@@ -113,10 +116,14 @@ impl TaskStore for TimedStore {
         events: &[TaskEvent],
         slot: u32,
     ) -> Result<(), StoreError> {
+        let span = commit_span(record, events, false);
+        let started = Instant::now();
         let work = self
             .inner
             .write_giving_back_run_slot(record, expected_version, events, slot);
-        timed(record, events, false, work).await
+        let result = work.instrument(span).await;
+        commit_took(started);
+        result
     }
 
     async fn settle(&self) -> Result<(), StoreError> {
