@@ -7,7 +7,7 @@ use fundi_runtime::store::{StoreError, TaskRecord, first_message};
 use tokio_postgres::types::ToSql;
 
 use crate::columns::{millis, owner_key};
-use crate::errors::db;
+use crate::errors::{db, rolled_back};
 use crate::store::PostgresStore;
 
 /// What a commit does to a run slot of the task's skill (leased only, see `statements`).
@@ -95,15 +95,15 @@ impl PostgresStore {
         if let (Some(nodes), Some(limit)) = (&self.nodes, limit) {
             nodes.ensure_slot_rows(&client, skill, limit).await?;
         }
-        let row = if expected_version == 0 {
+        let context_id = record.task.context_id.as_str();
+        let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
+        let record_owner = record.owner.as_deref();
+        let epoch;
+        let (statement, mut params): (_, Vec<&(dyn ToSql + Sync)>) = if expected_version == 0 {
             let statement = match limit {
                 Some(_) => &self.hot.create_taking_slot,
                 None => &self.hot.create,
             };
-            let create = client.prepare_cached(statement).await.map_err(db)?;
-            let context_id = record.task.context_id.as_str();
-            let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
-            let record_owner = record.owner.as_deref();
             let mut params: Vec<&(dyn ToSql + Sync)> = vec![
                 &id,
                 &version,
@@ -113,49 +113,53 @@ impl PostgresStore {
                 &terminal,
                 &record_owner,
                 &updated,
-                &seqs,
+            ];
+            params.extend([
+                &seqs as &(dyn ToSql + Sync),
                 &bodies,
                 &owner,
                 &message_id,
                 &created,
-            ];
+            ]);
             if self.leases.is_some() {
                 params.extend([&node as &(dyn ToSql + Sync), &ttl]);
             }
-            if limit.is_some() {
-                params.extend([&skill as &(dyn ToSql + Sync), &limit]);
-            }
-            client.query_one(&create, &params).await
+            (statement, params)
         } else {
             let statement = match given_back {
                 Some(_) => &self.hot.update_giving_back,
                 None => &self.hot.update,
             };
-            let update = client.prepare_cached(statement).await.map_err(db)?;
-            let epoch = self.leases.as_ref().map(|l| l.epoch(id));
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
-                &id,
-                &version,
-                &body,
-                &state,
-                &terminal,
-                &updated,
-                &expected,
-                &seqs,
+            epoch = self.leases.as_ref().map(|l| l.epoch(id));
+            let mut params: Vec<&(dyn ToSql + Sync)> =
+                vec![&id, &version, &body, &state, &terminal, &updated, &expected];
+            params.extend([
+                &seqs as &(dyn ToSql + Sync),
                 &bodies,
                 &owner,
                 &message_id,
                 &created,
-            ];
+            ]);
             if self.leases.is_some() {
                 params.extend([&node as &(dyn ToSql + Sync), &epoch]);
             }
-            if given_back.is_some() {
-                params.extend([&skill as &(dyn ToSql + Sync), &given_back]);
-            }
-            client.query_one(&update, &params).await
+            (statement, params)
+        };
+        match (limit.is_some(), given_back.is_some()) {
+            (true, _) => params.extend([&skill as &(dyn ToSql + Sync), &limit]),
+            (_, true) => params.extend([&skill as &(dyn ToSql + Sync), &given_back]),
+            _ => {}
         }
-        .map_err(db)?;
+        let prepared = client.prepare_cached(statement).await.map_err(db)?;
+        // A commit PostgreSQL rolled back whole (a deadlock it broke, a serialization
+        // failure) was not stored: it is sent again, a few times.
+        let mut attempts = 1;
+        let row = loop {
+            match client.query_one(&prepared, &params).await {
+                Err(error) if rolled_back(&error) && attempts < 3 => attempts += 1,
+                other => break other.map_err(db)?,
+            }
+        };
         let written: i64 = row.get(0);
         let taken = match limit {
             Some(_) => row.get::<_, Option<i32>>(row.len() - 1),

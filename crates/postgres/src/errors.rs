@@ -31,6 +31,15 @@ pub(crate) fn db(error: tokio_postgres::Error) -> StoreError {
     }
 }
 
+/// Whether PostgreSQL rolled the statement's transaction back whole for the sake of
+/// other transactions (SQLSTATE class 40: a deadlock it broke, a serialization
+/// failure): nothing of it was stored, and it may be sent again.
+pub(crate) fn rolled_back(error: &tokio_postgres::Error) -> bool {
+    error
+        .as_db_error()
+        .is_some_and(|server| server.code().code().starts_with("40"))
+}
+
 /// No connection from the pool (none could be opened in time, or the database refused).
 pub(crate) fn pool_error(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Unreachable {

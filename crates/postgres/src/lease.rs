@@ -344,24 +344,32 @@ impl Leases {
 
 async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreError> {
     let client = pool.get().await.map_err(pool_error)?;
-    // The tasks this node runs, the push deliveries it makes and the run slots it
-    // holds, in one statement.
-    client
-        .execute(
-            &format!(
-                "WITH tasks AS (
-                    UPDATE {schema}.tasks SET lease_expires = {until}
-                    WHERE lease_node = $1 AND NOT terminal
-                 ), slots AS (
-                    UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1
-                 )
-                 UPDATE {schema}.push_configs SET lease_expires = {until}
-                 WHERE lease_node = $1 AND NOT finished",
-                until = lease_end(2)
-            ),
-            &[&leases.config.node, &leases.ttl_ms()],
-        )
-        .await
-        .map_err(db)?;
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
+        [&leases.config.node, &leases.ttl_ms()];
+    // The tasks this node runs and the push deliveries it makes in one statement; the
+    // run slots it holds in another, sent together. Apart, because a commit that ends
+    // a run locks its task's row, then its slot's: a statement locking both tables in
+    // no set order could wait for that commit's task while holding its slot (a
+    // deadlock, which PostgreSQL breaks by failing one of them).
+    let (tasks, slots) = (
+        format!(
+            "WITH tasks AS (
+                UPDATE {schema}.tasks SET lease_expires = {until}
+                WHERE lease_node = $1 AND NOT terminal
+             )
+             UPDATE {schema}.push_configs SET lease_expires = {until}
+             WHERE lease_node = $1 AND NOT finished",
+            until = lease_end(2)
+        ),
+        format!(
+            "UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1",
+            until = lease_end(2)
+        ),
+    );
+    tokio::try_join!(
+        client.execute(&tasks, &params),
+        client.execute(&slots, &params)
+    )
+    .map_err(db)?;
     Ok(())
 }

@@ -139,3 +139,69 @@ async fn a_store_no_other_node_shares_has_no_run_slots_to_take() {
     assert!(alone.get(task.id()).await.unwrap().is_none());
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn a_commit_rolled_back_to_break_a_deadlock_is_sent_again() {
+    let schema = fresh_schema();
+    let a = node(&schema, "node-a").await;
+    let (task, events) = new_task("t");
+    assert_eq!(
+        a.create_with_run_slot(&task, &events, 1).await.unwrap(),
+        Some(0)
+    );
+    // Another transaction holds the slot's row, so the commit that ends the run takes
+    // its task's row and waits for the slot's...
+    let other = a.testing_client().await;
+    other
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL deadlock_timeout = '10s';
+             SELECT * FROM {schema}.run_slots WHERE slot = 0 FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+    let (ended, ended_events) = completed(&task);
+    let committing = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.write_giving_back_run_slot(&ended, 1, &ended_events, 0)
+                .await
+        })
+    };
+    let watcher = a.testing_client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%freed AS%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the commit never waited"
+        );
+        tokio::task::yield_now().await;
+    }
+    // ... while that transaction now wants the task's row: PostgreSQL breaks the
+    // deadlock by rolling back the commit, which looks for deadlocks first (after the
+    // server's deadlock_timeout; the other transaction looks only after 10 s).
+    other
+        .execute(
+            &format!("UPDATE {schema}.tasks SET updated_ms = updated_ms WHERE id = 't'"),
+            &[],
+        )
+        .await
+        .expect("the other transaction, once the commit was rolled back");
+    other.batch_execute("ROLLBACK").await.unwrap();
+    committing.await.unwrap().expect("the commit, sent again");
+    let stored = a.get(task.id()).await.unwrap().unwrap();
+    assert_eq!(stored.state(), TaskState::Completed);
+    assert_eq!(holders(&a, &schema).await, [None]);
+    drop_schemas(&[schema]).await;
+}
