@@ -8,21 +8,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::columns::{millis, owner_key};
 use crate::errors::{db, rolled_back};
+use crate::statements::SlotChange;
 use crate::store::PostgresStore;
-
-/// What a commit does to a run slot of the task's skill (leased only, see `statements`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum SlotChange {
-    None,
-    /// Takes one of this many slots; the task is written only if one was free.
-    Take {
-        limit: usize,
-    },
-    /// Gives back this slot, if the commit is written.
-    GiveBack {
-        slot: u32,
-    },
-}
 
 impl PostgresStore {
     /// A commit; with leases, refused when the node is cut off, given up when it is cut

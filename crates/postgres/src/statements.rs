@@ -14,6 +14,20 @@
 //! a run may give the run's slot back (only if it is written): a run then costs the
 //! database no statement beside its commits.
 
+/// What a commit does to a run slot of the task's skill (leased only).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SlotChange {
+    None,
+    /// Takes one of this many slots; the task is written only if one was free.
+    Take {
+        limit: usize,
+    },
+    /// Gives back this slot, if the commit is written.
+    GiveBack {
+        slot: u32,
+    },
+}
+
 pub(crate) struct HotStatements {
     /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms.
     pub(crate) create: String,

@@ -93,7 +93,7 @@ impl Drop for SharedSlot {
         let freed = self.freed.clone();
         runtime.spawn(async move {
             if let Err(error) = cluster.release_run_slot(&skill, number).await {
-                tracing::warn!(%skill, number, %error, "a run slot was not given back; it runs out with the lease");
+                tracing::warn!(%skill, number, %error, "a run slot was not given back; it stays taken until this node stops");
             }
             freed.notify_waiters();
         });
