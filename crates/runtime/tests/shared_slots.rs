@@ -25,6 +25,8 @@ struct Nodes {
     taken: Mutex<Vec<bool>>,
     claims: AtomicUsize,
     releases: AtomicUsize,
+    /// How many of the next releases fail.
+    failing_releases: AtomicUsize,
     standing: watch::Sender<Standing>,
     signal: watch::Sender<()>,
 }
@@ -35,6 +37,7 @@ impl Nodes {
             taken: Mutex::default(),
             claims: AtomicUsize::new(0),
             releases: AtomicUsize::new(0),
+            failing_releases: AtomicUsize::new(0),
             standing: watch::channel(Standing::Holding).0,
             signal: watch::channel(()).0,
         })
@@ -87,6 +90,14 @@ impl Cluster for Nodes {
 
     async fn release_run_slot(&self, _skill: &str, slot: u32) -> Result<(), StoreError> {
         self.releases.fetch_add(1, Ordering::SeqCst);
+        let failing = self.failing_releases.load(Ordering::SeqCst);
+        if failing > 0 {
+            self.failing_releases.store(failing - 1, Ordering::SeqCst);
+            return Err(StoreError::Unreachable {
+                what: "the database did not answer".into(),
+                source: None,
+            });
+        }
         self.free(slot);
         Ok(())
     }
@@ -241,8 +252,11 @@ async fn a_task_that_finds_every_store_slot_taken_queues_until_one_is_freed() {
 }
 
 #[tokio::test]
-async fn a_run_that_waits_for_input_gives_its_slot_back_while_it_waits() {
+async fn a_run_that_waits_for_input_gives_its_slot_back_though_the_store_fails_at_first() {
     let (runtime, store, _skill) = node(1).await;
+    // The store fails the first two times the slot is given back: it is given back
+    // all the same.
+    store.nodes.failing_releases.store(2, Ordering::SeqCst);
     let task = submit(&runtime, "ask", json!({"ask": true})).await;
     wait_for_state(&runtime, &task.id, TaskState::InputRequired).await;
     let nodes = store.nodes.clone();
@@ -251,6 +265,11 @@ async fn a_run_that_waits_for_input_gives_its_slot_back_while_it_waits() {
         || nodes.taken() == 0,
     )
     .await;
+    assert_eq!(
+        nodes.releases.load(Ordering::SeqCst),
+        3,
+        "two failed, then given back"
+    );
     // Another task runs meanwhile, in the freed slot.
     let other = submit(&runtime, "other", json!({})).await;
     wait_for_state(&runtime, &other.id, TaskState::Completed).await;
