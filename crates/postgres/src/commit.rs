@@ -3,13 +3,14 @@
 //! task's lease), or the lease this node now holds or let go.
 
 use fundi_runtime::TaskEvent;
-use fundi_runtime::store::{StoreError, TaskRecord, first_message};
-use tokio_postgres::types::ToSql;
+use fundi_runtime::store::{StoreError, TaskRecord};
 
-use crate::columns::{millis, owner_key};
 use crate::errors::{db, rolled_back};
 use crate::statements::SlotChange;
 use crate::store::PostgresStore;
+
+mod values;
+use values::CommitValues;
 
 impl PostgresStore {
     /// A commit; with leases, refused when the node is cut off, given up when it is cut
@@ -55,89 +56,15 @@ impl PostgresStore {
         events: &[TaskEvent],
         slot: SlotChange,
     ) -> Result<Option<u32>, StoreError> {
-        let id = record.id().as_str();
-        let body = serde_json::to_value(record)?;
-        let version = record.version as i64;
-        let state = record.state().wire_name();
-        let terminal = record.state().is_terminal();
-        let updated = millis(record.task.status.timestamp);
-        let seqs: Vec<i64> = events.iter().map(|e| e.seq as i64).collect();
-        let bodies = events
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<Vec<_>, _>>()?;
-        let first = first_message(record, events);
-        let owner = first.map(|(owner, _, _)| owner_key(owner));
-        let message_id = first.map(|(_, message_id, _)| message_id);
-        let created = first.map(|(_, _, at)| millis(at));
-        let expected = expected_version as i64;
+        let leases = self.leases.as_deref();
+        let values = CommitValues::of(record, expected_version, events, slot, leases)?;
         let client = self.client().await?;
-        let node = self.leases.as_ref().map(|l| l.config.node.as_str());
-        let skill = record.skill.as_str();
-        let (limit, given_back) = match slot {
-            SlotChange::Take { limit } => (Some(i32::try_from(limit).unwrap_or(i32::MAX)), None),
-            SlotChange::GiveBack { slot } => (None, Some(i32::try_from(slot).unwrap_or(i32::MAX))),
-            SlotChange::None => (None, None),
-        };
-        if let (Some(nodes), Some(limit)) = (&self.nodes, limit) {
-            nodes.ensure_slot_rows(&client, skill, limit).await?;
+        if let (Some(nodes), Some(limit)) = (&self.nodes, values.limit) {
+            nodes.ensure_slot_rows(&client, values.skill, limit).await?;
         }
-        let context_id = record.task.context_id.as_str();
-        let ttl = self.leases.as_ref().map(|l| l.ttl_ms());
-        let record_owner = record.owner.as_deref();
-        let epoch;
-        let (statement, mut params): (_, Vec<&(dyn ToSql + Sync)>) = if expected_version == 0 {
-            let statement = match limit {
-                Some(_) => &self.hot.create_taking_slot,
-                None => &self.hot.create,
-            };
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
-                &id,
-                &version,
-                &body,
-                &context_id,
-                &state,
-                &terminal,
-                &record_owner,
-                &updated,
-            ];
-            params.extend([
-                &seqs as &(dyn ToSql + Sync),
-                &bodies,
-                &owner,
-                &message_id,
-                &created,
-            ]);
-            if self.leases.is_some() {
-                params.extend([&node as &(dyn ToSql + Sync), &ttl]);
-            }
-            (statement, params)
-        } else {
-            let statement = match given_back {
-                Some(_) => &self.hot.update_giving_back,
-                None => &self.hot.update,
-            };
-            epoch = self.leases.as_ref().map(|l| l.epoch(id));
-            let mut params: Vec<&(dyn ToSql + Sync)> =
-                vec![&id, &version, &body, &state, &terminal, &updated, &expected];
-            params.extend([
-                &seqs as &(dyn ToSql + Sync),
-                &bodies,
-                &owner,
-                &message_id,
-                &created,
-            ]);
-            if self.leases.is_some() {
-                params.extend([&node as &(dyn ToSql + Sync), &epoch]);
-            }
-            (statement, params)
-        };
-        match (limit.is_some(), given_back.is_some()) {
-            (true, _) => params.extend([&skill as &(dyn ToSql + Sync), &limit]),
-            (_, true) => params.extend([&skill as &(dyn ToSql + Sync), &given_back]),
-            _ => {}
-        }
+        let statement = values.statement(&self.hot);
         let prepared = client.prepare_cached(statement).await.map_err(db)?;
+        let params = values.params(leases.is_some());
         // A commit PostgreSQL rolled back whole (a deadlock it broke, a serialization
         // failure) was not stored: it is sent again, a few times.
         let mut attempts = 1;
@@ -147,12 +74,28 @@ impl PostgresStore {
                 other => break other.map_err(db)?,
             }
         };
+        self.answered(record, expected_version, values.limit.is_some(), &row)
+            .await
+    }
+
+    /// What a commit's answer says: written (with the slot it took, when it takes one),
+    /// not written for want of a free slot (`None`), refused because another node
+    /// holds the task (`Fenced`), or because another writer changed it first
+    /// (`Conflict`).
+    async fn answered(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        takes_slot: bool,
+        row: &tokio_postgres::Row,
+    ) -> Result<Option<u32>, StoreError> {
+        let id = record.id().as_str();
         let written: i64 = row.get(0);
-        let taken = match limit {
-            Some(_) => row.get::<_, Option<i32>>(row.len() - 1),
-            None => None,
+        let taken = match takes_slot {
+            true => row.get::<_, Option<i32>>(row.len() - 1),
+            false => None,
         };
-        if limit.is_some() && taken.is_none() {
+        if takes_slot && taken.is_none() {
             return Ok(None);
         }
         if written == 0 {
@@ -183,7 +126,7 @@ impl PostgresStore {
             });
         }
         if let Some(leases) = &self.leases {
-            match (terminal, expected_version) {
+            match (record.state().is_terminal(), expected_version) {
                 (true, _) => leases.release(id),
                 (false, 0) => leases.hold(id, 1),
                 (false, _) => {}
