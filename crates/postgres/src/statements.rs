@@ -100,23 +100,28 @@ impl HotStatements {
             "{schema}.tasks (id, version, record, context_id, state, terminal, owner, \
              updated_ms{lease_columns})"
         );
-        let update = format!(
-            "WITH written AS (
-                UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
-                    terminal = $5, updated_ms = $6{lease_update}
-                WHERE id = $1 AND version = $7{fence} RETURNING id
-             ), {}",
-            rest(8)
-        );
-        HotStatements {
-            create: format!(
+        // `freed`: data-modifying CTEs to run after the row is written, or none.
+        let update = |freed: &str| {
+            format!(
                 "WITH written AS (
-                    INSERT INTO {columns}
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8{lease_values})
-                    ON CONFLICT (id) DO NOTHING RETURNING id
-                 ), {}",
-                rest(9)
-            ),
+                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
+                        terminal = $5, updated_ms = $6{lease_update}
+                    WHERE id = $1 AND version = $7{fence} RETURNING id
+                 ){freed}, {}",
+                rest(8)
+            )
+        };
+        // `from`: where the row comes from (one row, or none: nothing is written).
+        let insert = |from: &str| {
+            format!(
+                "INSERT INTO {columns}
+                    SELECT $1::text, $2::bigint, $3::jsonb, $4::text, $5::text, $6::boolean,
+                        $7::text, $8::bigint{lease_values}{from}
+                    ON CONFLICT (id) DO NOTHING RETURNING id"
+            )
+        };
+        HotStatements {
+            create: format!("WITH written AS ({}), {}", insert(""), rest(9)),
             // The slot is taken first; the task is written only from its row.
             create_taking_slot: format!(
                 "WITH slot AS (
@@ -127,27 +132,19 @@ impl HotStatements {
                             AND (node IS NULL OR expires < clock_timestamp())
                         ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
                     RETURNING slot
-                 ), written AS (
-                    INSERT INTO {columns}
-                    SELECT $1::text, $2::bigint, $3::jsonb, $4::text, $5::text, $6::boolean,
-                        $7::text, $8::bigint{lease_values} FROM slot
-                    ON CONFLICT (id) DO NOTHING RETURNING id
-                 ), {}, (SELECT slot FROM slot)",
+                 ), written AS ({}), {}, (SELECT slot FROM slot)",
+                insert(" FROM slot"),
                 rest(9),
                 until = crate::lease::lease_end(15),
             ),
-            update_giving_back: update.replacen(
-                "), new_events AS (",
-                &format!(
-                    "), freed AS (
-                        UPDATE {schema}.run_slots SET node = NULL, expires = NULL
-                        WHERE skill = $15 AND slot = $16 AND node = $13
-                            AND EXISTS (SELECT 1 FROM written)
-                     ), new_events AS ("
-                ),
-                1,
-            ),
-            update,
+            update_giving_back: update(&format!(
+                ", freed AS (
+                    UPDATE {schema}.run_slots SET node = NULL, expires = NULL
+                    WHERE skill = $15 AND slot = $16 AND node = $13
+                        AND EXISTS (SELECT 1 FROM written)
+                 )"
+            )),
+            update: update(""),
             get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
         }
     }

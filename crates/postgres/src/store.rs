@@ -305,9 +305,7 @@ impl TaskStore for PostgresStore {
         limit: usize,
     ) -> Result<Option<u32>, StoreError> {
         if self.nodes.is_none() {
-            return Err(StoreError::database(
-                "a shared run slot was asked of a store that no other node shares",
-            ));
+            return Err(StoreError::no_shared_slots());
         }
         self.write_record(record, 0, events, SlotChange::Take { limit })
             .await

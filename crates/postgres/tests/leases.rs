@@ -10,8 +10,8 @@ use chrono::Utc;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresConfig, PostgresStore};
 use fundi_runtime::store::{Standing, StoreError, TaskRecord, TaskStore};
-use fundi_runtime::testing::store_contract::{created, record};
-use fundi_runtime::{Message, Part, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
+use fundi_runtime::testing::store_contract::{created, record, with_status};
+use fundi_runtime::{Message, Part, TaskEvent, TaskId, TaskState, TaskStatus};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -43,21 +43,12 @@ async fn lease_of(store: &PostgresStore, schema: &str, id: &str) -> (Option<Stri
 
 /// The task one status note on: its next version, with the event.
 fn advance(record: &TaskRecord, note: &str) -> (TaskRecord, Vec<TaskEvent>) {
-    let mut next = record.clone();
-    next.version += 1;
-    next.last_seq += 1;
-    next.task.status = TaskStatus {
+    let status = TaskStatus {
         state: TaskState::Working,
         message: Some(Message::agent(vec![Part::text(note)])),
         timestamp: Utc::now(),
     };
-    let event = TaskEvent {
-        seq: next.last_seq,
-        task_id: next.task.id.clone(),
-        context_id: next.task.context_id.clone(),
-        kind: TaskEventKind::Status(next.task.status.clone()),
-    };
-    (next, vec![event])
+    with_status(record, status)
 }
 
 /// When the lease of task `t` runs out.

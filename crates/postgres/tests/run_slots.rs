@@ -9,8 +9,8 @@ use std::time::Duration;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_postgres::{LeaseConfig, PostgresStore};
 use fundi_runtime::store::{StoreError, TaskRecord, TaskStore};
-use fundi_runtime::testing::store_contract::{created, record};
-use fundi_runtime::{TaskEvent, TaskEventKind, TaskState};
+use fundi_runtime::testing::store_contract::{created, record, with_status};
+use fundi_runtime::{TaskEvent, TaskState};
 
 async fn node(schema: &str, name: &str) -> PostgresStore {
     let mut config = test_config(schema);
@@ -29,17 +29,9 @@ fn new_task(id: &str) -> (TaskRecord, Vec<TaskEvent>) {
 
 /// `record` ended completed: its next version, with the event.
 fn completed(record: &TaskRecord) -> (TaskRecord, Vec<TaskEvent>) {
-    let mut next = record.clone();
-    next.version += 1;
-    next.last_seq += 1;
-    next.task.status.state = TaskState::Completed;
-    let event = TaskEvent {
-        seq: next.last_seq,
-        task_id: next.task.id.clone(),
-        context_id: next.task.context_id.clone(),
-        kind: TaskEventKind::Status(next.task.status.clone()),
-    };
-    (next, vec![event])
+    let mut status = record.task.status.clone();
+    status.state = TaskState::Completed;
+    with_status(record, status)
 }
 
 /// The node holding each of the skill's slots, in slot order.

@@ -164,6 +164,12 @@ impl StoreError {
         }
     }
 
+    /// A run slot shared by the nodes was asked of a store that no other node shares
+    /// (see [`TaskStore::create_with_run_slot`]): the caller's mistake.
+    pub fn no_shared_slots() -> StoreError {
+        StoreError::database("a shared run slot was asked of a store that no other node shares")
+    }
+
     /// The database client failed with `source`; `what` says what failed.
     pub fn database_failed(
         what: impl Into<String>,
@@ -278,7 +284,7 @@ pub trait TaskStore: Send + Sync + 'static {
         events: &[TaskEvent],
         limit: usize,
     ) -> Result<Option<u32>, StoreError> {
-        let cluster = self.cluster().ok_or_else(no_shared_slots)?;
+        let cluster = self.cluster().ok_or_else(StoreError::no_shared_slots)?;
         let Some(slot) = cluster.claim_run_slot(&record.skill, limit).await? else {
             return Ok(None);
         };
@@ -304,7 +310,7 @@ pub trait TaskStore: Send + Sync + 'static {
         events: &[TaskEvent],
         slot: u32,
     ) -> Result<(), StoreError> {
-        let cluster = self.cluster().ok_or_else(no_shared_slots)?;
+        let cluster = self.cluster().ok_or_else(StoreError::no_shared_slots)?;
         self.write(record, expected_version, events).await?;
         if let Err(error) = cluster.release_run_slot(&record.skill, slot).await {
             tracing::warn!(skill = %record.skill, slot, %error, "a run slot was not given back; it is free once this node stops");
@@ -410,11 +416,6 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         Ok(Vec::new())
     }
-}
-
-/// A run-slot write asked of a store that no other node shares: the runtime's mistake.
-fn no_shared_slots() -> StoreError {
-    StoreError::database("a shared run slot was asked of a store that no other node shares")
 }
 
 /// A task set aside because its stored data could not be decoded (its raw values are

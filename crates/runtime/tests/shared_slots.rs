@@ -276,3 +276,89 @@ async fn a_run_that_waits_for_input_gives_its_slot_back_though_the_store_fails_a
     assert_eq!(store.nodes.taken(), 0);
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
 }
+
+/// A store that shares its slots with `Nodes` through the trait's own defaults (it
+/// writes, and names its cluster, nothing more); `refusing`: its writes fail.
+struct ByDefault {
+    inner: MemoryStore,
+    nodes: Arc<Nodes>,
+    refusing: std::sync::atomic::AtomicBool,
+}
+
+fundi_runtime::store_with_own_writes!(ByDefault, inner, {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        if self.refusing.load(Ordering::SeqCst) {
+            return Err(StoreError::database("refused by the test"));
+        }
+        self.inner.write(record, expected_version, events).await
+    }
+
+    fn cluster(&self) -> Option<Arc<dyn Cluster>> {
+        Some(self.nodes.clone())
+    }
+});
+
+fn second_task() -> TaskRecord {
+    fundi_runtime::testing::store_contract::record("second", "ctx", TaskState::Working, 1, "ann")
+}
+
+#[tokio::test]
+async fn the_stores_default_takes_the_slot_then_writes_and_writes_then_gives_it_back() {
+    use fundi_runtime::store::TaskStore;
+    use fundi_runtime::testing::store_contract::{created, record, with_status};
+    let store = ByDefault {
+        inner: MemoryStore::new(),
+        nodes: Nodes::new(),
+        refusing: false.into(),
+    };
+    let first = record("first", "ctx", TaskState::Working, 1, "ann");
+    let (first_events, second_events) = ([created(&first)], [created(&second_task())]);
+    let slot = store.create_with_run_slot(&first, &first_events, 1);
+    assert_eq!(slot.await.unwrap(), Some(0));
+    assert!(store.get(first.id()).await.unwrap().is_some());
+    // No slot free: nothing written.
+    let second = second_task();
+    let none = store.create_with_run_slot(&second, &second_events, 1);
+    assert_eq!(none.await.unwrap(), None);
+    assert!(store.get(second.id()).await.unwrap().is_none());
+
+    let mut status = first.task.status.clone();
+    status.state = TaskState::Completed;
+    let (ended, events) = with_status(&first, status);
+    store
+        .write_giving_back_run_slot(&ended, first.version, &events, 0)
+        .await
+        .unwrap();
+    assert_eq!(store.nodes.taken(), 0);
+    assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 1);
+
+    // A write that fails gives back the slot it took.
+    store.refusing.store(true, Ordering::SeqCst);
+    let refused = store.create_with_run_slot(&second, &second_events, 1);
+    assert!(refused.await.is_err());
+    assert_eq!(
+        store.nodes.taken(),
+        0,
+        "the slot of a refused write stays taken"
+    );
+    assert_eq!(store.nodes.claims.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_store_no_other_node_shares_refuses_a_shared_slot() {
+    use fundi_runtime::store::TaskStore;
+    use fundi_runtime::testing::store_contract::{created, record};
+    let store = MemoryStore::new();
+    let task = record("t", "ctx", TaskState::Working, 1, "ann");
+    let refused = store
+        .create_with_run_slot(&task, &[created(&task)], 1)
+        .await;
+    let error = refused.unwrap_err().to_string();
+    assert!(error.contains("no other node shares"), "{error}");
+    assert!(store.get(task.id()).await.unwrap().is_none());
+}

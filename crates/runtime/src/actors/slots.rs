@@ -66,6 +66,16 @@ pub(crate) enum Reserved {
     },
 }
 
+impl Reserved {
+    /// How many store slots the task's first commit takes one of, if it takes one.
+    pub(crate) fn shared_limit(&self) -> Option<usize> {
+        match self {
+            Reserved::Slot(_) => None,
+            Reserved::Permit { limit, .. } => Some(*limit),
+        }
+    }
+}
+
 /// One of a skill's slots in a store several nodes share, given back when dropped
 /// (unless a commit gave it back).
 struct SharedSlot {
@@ -179,7 +189,7 @@ impl Slots {
 
     /// A free slot of `skill` for a new task, if there is one and nobody waits for it:
     /// whole with one node; with several, the permit here, the store's slot to be taken
-    /// by the task's first commit (then `with_shared`). `None` also for a skill that is
+    /// by the task's first commit (then `slot_of`). `None` also for a skill that is
     /// not registered.
     pub(crate) fn reserve(&self, skill: &str) -> Option<Reserved> {
         if self.cluster.is_none() {
@@ -190,23 +200,25 @@ impl Slots {
         Some(Reserved::Permit { permit, limit })
     }
 
-    /// The slot of `permit` (from `reserve`) once the task's first commit took store
-    /// slot `number` of `skill`.
-    pub(crate) fn with_shared(
+    /// The slot `reserved` (from `reserve`) makes once the task's first commit is
+    /// written: the whole one, or the permit with the store slot the commit `taken`
+    /// (`None`, none was free: the permit is freed, and the task queues).
+    pub(crate) fn slot_of(
         &self,
-        permit: OwnedSemaphorePermit,
+        reserved: Reserved,
         skill: &SkillId,
-        number: u32,
-    ) -> Slot {
-        Slot {
-            _permit: permit,
-            shared: self.cluster.as_ref().map(|cluster| SharedSlot {
-                cluster: cluster.clone(),
-                skill: skill.clone(),
-                number,
-                freed: self.freed.clone(),
-                given_back: false,
-            }),
+        taken: Option<u32>,
+    ) -> Option<Slot> {
+        match reserved {
+            Reserved::Slot(slot) => Some(slot),
+            Reserved::Permit { permit, .. } => {
+                // No store slot taken: the permit is dropped here, freed.
+                let (cluster, number) = (self.cluster.clone()?, taken?);
+                Some(Slot {
+                    _permit: permit,
+                    shared: Some(self.shared(cluster, skill.clone(), number)),
+                })
+            }
         }
     }
 
@@ -245,18 +257,23 @@ impl Slots {
         limit: usize,
     ) -> Option<SharedSlot> {
         match cluster.claim_run_slot(skill, limit).await {
-            Ok(Some(number)) => Some(SharedSlot {
-                cluster: cluster.clone(),
-                skill: skill.into(),
-                number,
-                freed: self.freed.clone(),
-                given_back: false,
-            }),
+            Ok(Some(number)) => Some(self.shared(cluster.clone(), skill.into(), number)),
             Ok(None) => None,
             Err(error) => {
                 tracing::warn!(%skill, %error, "could not ask the store for a run slot; asking again");
                 None
             }
+        }
+    }
+
+    /// Store slot `number` of `skill`, taken by this node.
+    fn shared(&self, cluster: Arc<dyn Cluster>, skill: SkillId, number: u32) -> SharedSlot {
+        SharedSlot {
+            cluster,
+            skill,
+            number,
+            freed: self.freed.clone(),
+            given_back: false,
         }
     }
 

@@ -248,24 +248,14 @@ impl RuntimeHandle {
             working: reserved.is_some() && !sets_working,
             gate,
         };
-        let (slot, permit) = match reserved {
-            None => (None, None),
-            Some(Reserved::Slot(slot)) => (Some(slot), None),
-            Some(Reserved::Permit { permit, limit }) => (None, Some((permit, limit))),
-        };
         // Stored before its skill runs: from here on, a crash leaves the task to
         // recovery.
         let store = self.inner.store.clone();
-        let shared_slot = permit.as_ref().map(|(_, limit)| *limit);
+        let shared_slot = reserved.as_ref().and_then(Reserved::shared_limit);
         let (journal, created, taken) =
             TaskJournal::create(store, new, follower, buffer, shared_slot).await?;
-        let slot = match (permit, taken) {
-            (Some((permit, _)), Some(number)) => {
-                let skill = &journal.record().skill;
-                Some(self.inner.slots.with_shared(permit, skill, number))
-            }
-            _ => slot,
-        };
+        let skill = &journal.record().skill;
+        let slot = reserved.and_then(|r| self.inner.slots.slot_of(r, skill, taken));
         // Told as accepted: durable first. Told only its outcome: durable by then.
         if delivery != Delivery::Outcome {
             self.settle().await?;

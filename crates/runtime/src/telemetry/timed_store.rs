@@ -61,7 +61,9 @@ impl TimedStore {
     }
 }
 
-/// The `store.commit` span of a commit of `record` and `events`.
+/// The `store.commit` span of a commit of `record` and `events`. (Each write builds its
+/// span and times itself: a shared future wrapped around every write cost a commit
+/// about 150 instructions.)
 fn commit_span(record: &TaskRecord, events: &[TaskEvent], settle: bool) -> tracing::Span {
     let parent = PARENT
         .try_with(Option::clone)

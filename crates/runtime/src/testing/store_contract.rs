@@ -568,6 +568,22 @@ pub fn created(record: &TaskRecord) -> TaskEvent {
     }
 }
 
+/// `record`'s next commit, as the task actor would make it: the task moved to `status`,
+/// with its status event.
+pub fn with_status(record: &TaskRecord, status: TaskStatus) -> (TaskRecord, Vec<TaskEvent>) {
+    let mut next = record.clone();
+    next.version += 1;
+    next.last_seq += 1;
+    next.task.status = status;
+    let event = TaskEvent {
+        seq: next.last_seq,
+        task_id: next.task.id.clone(),
+        context_id: next.task.context_id.clone(),
+        kind: TaskEventKind::Status(next.task.status.clone()),
+    };
+    (next, vec![event])
+}
+
 /// The sequence numbers of `id`'s events after `after`, at most `limit` of them.
 pub async fn event_seqs(store: &dyn TaskStore, id: &TaskId, after: u64, limit: usize) -> Vec<u64> {
     let events = store.events(id, after, limit).await.unwrap();
