@@ -50,6 +50,11 @@ pub struct RuntimeConfig {
     /// Whether the approver must be someone other than the user who asked. Default:
     /// false.
     pub approver_must_differ: bool,
+    /// How long a task that waits for a person (for input, of a resumable skill, or for
+    /// an approver) keeps its actor once nothing happens to it, in ms; then it is parked:
+    /// stored, with no actor, until a message, a cancel, a decision or a subscriber
+    /// wakes it. 0: never parked. Default: 60000.
+    pub park_after_ms: u64,
 }
 
 /// Whether a skill's new tasks wait for an approver.
@@ -77,6 +82,7 @@ impl Default for RuntimeConfig {
             approvals: HashMap::from([("chaos-run".to_owned(), ApprovalMode::Required)]),
             approval_timeout_s: 86_400,
             approver_must_differ: false,
+            park_after_ms: 60_000,
         }
     }
 }
@@ -110,6 +116,11 @@ impl RuntimeConfig {
 
     pub(crate) fn approval_timeout(&self) -> Duration {
         Duration::from_secs(self.approval_timeout_s)
+    }
+
+    /// How long a task at rest keeps its actor; `None`: for ever.
+    pub(crate) fn park_after(&self) -> Option<Duration> {
+        (self.park_after_ms > 0).then(|| Duration::from_millis(self.park_after_ms))
     }
 
     pub(crate) fn call_timeout(&self) -> Duration {

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use ractor::{ActorRef, RpcReplyPort};
+use ractor::ActorRef;
 use tokio::sync::watch;
 
 pub use builder::{Runtime, RuntimeBuilder};
@@ -441,15 +441,5 @@ impl RuntimeHandle {
             Ok(_) => RuntimeError::Unavailable(format!("task {task_id} did not answer in time")),
             Err(e) => e,
         }
-    }
-
-    /// Calls a task actor; `None` when there is none or it stopped before answering.
-    async fn call<T: Send + 'static>(
-        &self,
-        actor: Option<&ActorRef<TaskMsg>>,
-        build: impl FnOnce(RpcReplyPort<T>) -> TaskMsg,
-        timeout: Duration,
-    ) -> Option<T> {
-        call_actor(actor?, build, timeout).await.ok()
     }
 }

@@ -67,7 +67,9 @@ pub struct SkillCard {
     /// The scope a caller needs to start the skill (e.g. `fundi:audit`), if any.
     pub required_scope: Option<Scope>,
     /// Whether an interrupted run may be started again with its last checkpoint after a
-    /// restart. A non-resumable task that a restart interrupts ends `failed`.
+    /// restart. A non-resumable task that a restart interrupts ends `failed`. A
+    /// resumable run waiting for input also stops when its task parks
+    /// (`RuntimeConfig::park_after_ms`): the answer starts a run with its checkpoint.
     pub resumable: bool,
     /// What a user's message to a task that is `submitted` or `working` does (a message
     /// while the task asks for input is its answer, whatever the policy).

@@ -20,9 +20,8 @@ use crate::error::RuntimeError;
 use crate::model::{TaskEvent, TaskId};
 use crate::store::{Cluster, Holder, TaskStore};
 
-/// A task's events in order; ends after the terminal event, or once the task is no
-/// longer live (an interrupted task after a restart has no live events until it is
-/// woken).
+/// A task's events in order; ends after the terminal event, or once the task has no
+/// actor to follow (the runtime shuts down, or its node is cut off).
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<TaskEvent, RuntimeError>> + Send>>;
 
 /// Events read from the store per round trip while replaying.
@@ -170,19 +169,38 @@ impl Drop for Live {
 enum Source {
     /// The task's actor on this node.
     Actor(ActorRef<TaskMsg>, LiveEvents),
-    /// Nowhere: the task is not live (ended, unknown, waiting for input after a
-    /// restart), or this node could not tell.
+    /// Nowhere: the task has no actor here (ended, unknown, or none may start: a
+    /// shutdown, a cut-off), or this node could not tell.
     NotLive,
     /// Another node runs the task; the signal changes as it stores events.
     Elsewhere(Arc<dyn Cluster>, watch::Receiver<()>),
 }
 
+/// Where the task's live events come from. An actor that parks (`actors::park`) as the
+/// subscriber reaches it is asked once more: the supervisor then wakes one for it.
 async fn live_receiver(
     store: &Arc<dyn TaskStore>,
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
 ) -> Result<Source, RuntimeError> {
+    for first in [true, false] {
+        match live_source(store, supervisor, task_id, timeout).await? {
+            Some(source) => return Ok(source),
+            None if first => continue,
+            None => break,
+        }
+    }
+    Ok(Source::NotLive)
+}
+
+/// The task's source of live events; `None` when its actor stopped as it was asked.
+async fn live_source(
+    store: &Arc<dyn TaskStore>,
+    supervisor: &ActorRef<SupervisorMsg>,
+    task_id: &TaskId,
+    timeout: Duration,
+) -> Result<Option<Source>, RuntimeError> {
     let asked = task_id.clone();
     let live = |reply| SupervisorMsg::Live {
         task_id: asked,
@@ -190,40 +208,31 @@ async fn live_receiver(
     };
     let actor = match call_actor(supervisor, live, timeout).await {
         Ok(Routed::Here(Some(actor))) => actor,
-        Ok(Routed::Here(None)) | Err(NoAnswer::Gone) => return Ok(Source::NotLive),
+        Ok(Routed::Here(None)) | Err(NoAnswer::Gone) => return Ok(Some(Source::NotLive)),
         Ok(Routed::Elsewhere) => {
-            return Ok(match store.cluster() {
+            return Ok(Some(match store.cluster() {
                 // Watched before the store is read, so that no signal is missed.
                 Some(cluster) => {
                     let changes = cluster.watch(task_id).await?;
                     Source::Elsewhere(cluster, changes)
                 }
                 None => Source::NotLive,
-            });
+            }));
         }
         Err(NoAnswer::TimedOut) => {
             // Served from the store instead, but a subscriber waited the whole timeout.
             tracing::warn!(%task_id, ?timeout, "the supervisor did not answer a subscription in time");
-            return Ok(Source::NotLive);
+            return Ok(Some(Source::NotLive));
         }
     };
-    Ok(match subscribe_to(&actor, task_id, timeout).await {
-        Some(receiver) => Source::Actor(actor, receiver),
-        None => Source::NotLive,
-    })
-}
-
-async fn subscribe_to(
-    actor: &ActorRef<TaskMsg>,
-    task_id: &TaskId,
-    timeout: Duration,
-) -> Option<LiveEvents> {
-    match call_actor(actor, TaskMsg::Subscribe, timeout).await {
-        Ok(receiver) => Some(receiver),
-        Err(NoAnswer::TimedOut) => {
-            tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
-            None
-        }
-        Err(NoAnswer::Gone) => None,
-    }
+    Ok(
+        match call_actor(&actor, TaskMsg::Subscribe, timeout).await {
+            Ok(receiver) => Some(Source::Actor(actor, receiver)),
+            Err(NoAnswer::TimedOut) => {
+                tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");
+                Some(Source::NotLive)
+            }
+            Err(NoAnswer::Gone) => None,
+        },
+    )
 }

@@ -37,6 +37,7 @@ pub(crate) struct Metrics {
     chaos_events: Counter<u64>,
     failures: Counter<u64>,
     removed: Counter<u64>,
+    parked: Counter<u64>,
     forwarded: Histogram<f64>,
 }
 
@@ -96,6 +97,11 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .with_description("Ended tasks removed by retention (store.retention)")
                 .with_unit("{task}")
                 .build(),
+            parked: meter
+                .u64_counter("fundi.tasks.parked")
+                .with_description("Tasks waiting for a person whose actor stopped until something wakes them (runtime.park-after-ms)")
+                .with_unit("{task}")
+                .build(),
             chaos_events: meter
                 .u64_counter("fundi.chaos.events")
                 .with_description("Faults injected on purpose by a chaos skill")
@@ -129,6 +135,12 @@ impl Metrics {
         for outcome in ["resumed", "failed", "waiting", "quarantined"] {
             self.recoveries.add(0, &[KeyValue::new("outcome", outcome)]);
         }
+        self.parked.add(0, &[]);
+    }
+
+    /// A task at rest gave up its actor.
+    pub(crate) fn parked(&self) {
+        self.parked.add(1, &[]);
     }
 
     pub(crate) fn submitted(&self, skill: &str) {

@@ -73,6 +73,11 @@ impl Fanout {
             .retain(|subscriber| !subscriber.is_closed());
     }
 
+    /// Whether anyone listens (those gone are pruned when they say so).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.subscribers.is_empty()
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.subscribers.len()

@@ -251,6 +251,11 @@ impl TaskJournal {
         self.subscribers.prune();
     }
 
+    /// Whether a subscriber listens to the task's live events.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        !self.subscribers.is_empty()
+    }
+
     /// Applies `kinds` in order as one commit, saving `checkpoint` (if any) in it too,
     /// then publishes each event. A task not stored yet is stored by this commit, as it
     /// stands, with these changes (its first events wait for the next commit if this

@@ -10,11 +10,12 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::watch;
 
 use super::journal::TaskJournal;
+use super::park::Parked;
 use super::slots::{Slot, Slots};
 use super::supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
 use super::task_actor::{TaskActor, TaskArgs};
 use super::task_msg::{StartMode, TaskMsg};
-use crate::approval::{at_rest, awaits_approval};
+use crate::approval::at_rest;
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
@@ -27,8 +28,8 @@ pub(crate) struct Supervisor;
 pub(crate) struct SupervisorArgs {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
-    /// What each skill does with a message while a task works (from its card).
-    pub(crate) policies: Arc<HashMap<SkillId, MessagePolicy>>,
+    /// What each skill's card says of its tasks' actors.
+    pub(crate) terms: Arc<HashMap<SkillId, CardTerms>>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) live_count: watch::Sender<LiveCount>,
     pub(crate) slots: Arc<Slots>,
@@ -36,9 +37,24 @@ pub(crate) struct SupervisorArgs {
     pub(crate) cpu: Arc<CpuPool>,
 }
 
+/// What a skill's card says of its tasks' actors.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CardTerms {
+    /// What a message does while a task works.
+    pub(crate) while_working: MessagePolicy,
+    /// Whether a run resumes from its checkpoint (so one waiting for input may stop).
+    pub(crate) resumable: bool,
+}
+
+/// A task's live actor, and the flag it raises as it parks.
+struct LiveActor {
+    actor: ActorRef<TaskMsg>,
+    parked: Parked,
+}
+
 pub(crate) struct SupervisorState {
     args: SupervisorArgs,
-    live: HashMap<TaskId, ActorRef<TaskMsg>>,
+    live: HashMap<TaskId, LiveActor>,
     by_actor: HashMap<ActorId, TaskId>,
     waiting_for_input: HashSet<TaskId>,
     shutting_down: bool,
@@ -86,8 +102,8 @@ impl Actor for Supervisor {
             SupervisorMsg::ShuttingDown => state.shutting_down = true,
             SupervisorMsg::CutOff { stop_within } => {
                 state.cut_off = true;
-                for actor in state.live.values() {
-                    let _ = actor.cast(TaskMsg::CutOff { stop_within });
+                for live in state.live.values() {
+                    let _ = live.actor.cast(TaskMsg::CutOff { stop_within });
                 }
             }
             SupervisorMsg::Regained => state.cut_off = false,
@@ -150,8 +166,8 @@ impl SupervisorState {
     ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
         let record = spawn.journal.record();
         let task_id = record.task.id.clone();
-        if let Some(actor) = self.live.get(&task_id) {
-            return Ok(Some(actor.clone()));
+        if let Some(actor) = self.live_actor(&task_id) {
+            return Ok(Some(actor));
         }
         if self.cut_off {
             return Err(StoreError::CutOff.into());
@@ -161,12 +177,16 @@ impl SupervisorState {
             TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
             return Ok(None);
         };
-        let policy = self.args.policies.get(&record.skill).copied();
+        let terms = self.args.terms.get(&record.skill).copied();
+        let terms = terms.unwrap_or_default();
+        let parked = Parked::default();
         let args = TaskArgs {
             spawn,
             store: self.args.store.clone(),
             skill,
-            policy: policy.unwrap_or_default(),
+            policy: terms.while_working,
+            resumable: terms.resumable,
+            parked: parked.clone(),
             supervisor: myself.clone(),
             config: self.args.config.clone(),
             slots: self.args.slots.clone(),
@@ -175,7 +195,11 @@ impl SupervisorState {
         match Actor::spawn_linked(None, TaskActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
                 self.by_actor.insert(actor.get_id(), task_id.clone());
-                self.live.insert(task_id, actor.clone());
+                let live = LiveActor {
+                    actor: actor.clone(),
+                    parked,
+                };
+                self.live.insert(task_id, live);
                 self.publish_live_count();
                 Ok(Some(actor))
             }
@@ -197,10 +221,10 @@ impl SupervisorState {
         if self.cut_off {
             return Err(StoreError::CutOff.into());
         }
-        if let Some(actor) = self.live.get(&task_id) {
-            return Ok(match self.lost_while_resting(&task_id, actor).await? {
+        if let Some(actor) = self.live_actor(&task_id) {
+            return Ok(match self.lost_while_resting(&task_id, &actor).await? {
                 true => Routed::Elsewhere,
-                false => Routed::Here(Some(actor.clone())),
+                false => Routed::Here(Some(actor)),
             });
         }
         let Some(record) = self.args.store.get(&task_id).await? else {
@@ -212,13 +236,7 @@ impl SupervisorState {
         if self.held_elsewhere(&task_id).await? {
             return Ok(Routed::Elsewhere);
         }
-        // Not terminal (above): at rest is waiting for someone, woken without a run.
-        let mode = if at_rest(&record.task.status) {
-            StartMode::Wake
-        } else {
-            StartMode::Resume
-        };
-        let spawn = self.stored(record, mode, None);
+        let spawn = self.stored_unfinished(record, None);
         self.spawn(myself, spawn).await.map(Routed::Here)
     }
 
@@ -249,10 +267,10 @@ impl SupervisorState {
     /// The live actor of a task; one started for a submitted or working task that has
     /// none (see `SupervisorMsg::Live`).
     async fn follow(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId) -> Routed {
-        if let Some(actor) = self.live.get(&task_id) {
-            return match self.lost_while_resting(&task_id, actor).await {
+        if let Some(actor) = self.live_actor(&task_id) {
+            return match self.lost_while_resting(&task_id, &actor).await {
                 Ok(true) => Routed::Elsewhere,
-                Ok(false) | Err(_) => Routed::Here(Some(actor.clone())),
+                Ok(false) | Err(_) => Routed::Here(Some(actor)),
             };
         }
         if self.shutting_down || self.cut_off {
@@ -268,7 +286,7 @@ impl SupervisorState {
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
-        if self.shutting_down || self.cut_off || self.live.contains_key(&task_id) {
+        if self.shutting_down || self.cut_off || self.live_actor(&task_id).is_some() {
             return;
         }
         // Taken over by another node while it waited for its slot.
@@ -279,9 +297,10 @@ impl SupervisorState {
         self.start_unfinished(myself, &task_id, Some(slot)).await;
     }
 
-    /// Starts the actor of a stored task that is submitted or working and has none, to
-    /// run it again (with `slot`, at once; without, once it has one). `None` for a task
-    /// in any other state, or unknown, or when the store fails (logged).
+    /// Starts the actor of a stored unfinished task that has none: one submitted or
+    /// working runs again (with `slot`, at once; without, once it has one), one at rest
+    /// (waiting for input or an approver, after a restart or parked) wakes with no run.
+    /// `None` for a task that ended, or unknown, or when the store fails (logged).
     async fn start_unfinished(
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
@@ -289,15 +308,8 @@ impl SupervisorState {
         slot: Option<Slot>,
     ) -> Option<ActorRef<TaskMsg>> {
         let started = match self.args.store.get(task_id).await {
-            // Waiting for an approver: followed, never run (a slot, if any, is freed).
-            Ok(Some(record)) if awaits_approval(&record.task.status) => {
-                let spawn = self.stored(record, StartMode::Wake, None);
-                self.spawn(myself, spawn).await
-            }
-            Ok(Some(record))
-                if !record.state().is_terminal() && !record.state().is_interrupted() =>
-            {
-                let spawn = self.stored(record, StartMode::Resume, slot);
+            Ok(Some(record)) if !record.state().is_terminal() => {
+                let spawn = self.stored_unfinished(record, slot);
                 self.spawn(myself, spawn).await
             }
             Ok(_) => return None,
@@ -307,6 +319,15 @@ impl SupervisorState {
             tracing::error!(%task_id, %error, "could not start an unfinished task");
             None
         })
+    }
+
+    /// What the actor of a stored unfinished task starts with: a task at rest wakes with
+    /// no run (a slot, if any, is freed), any other runs again.
+    fn stored_unfinished(&self, record: TaskRecord, slot: Option<Slot>) -> Spawn {
+        match at_rest(&record.task.status) {
+            true => self.stored(record, StartMode::Wake, None),
+            false => self.stored(record, StartMode::Resume, slot),
+        }
     }
 
     /// What the actor of a stored task starts with.
@@ -321,7 +342,20 @@ impl SupervisorState {
         }
     }
 
-    /// Drops a stopped actor from the registry and frees what it held.
+    /// The task's live actor; one that parked is forgotten here (its stop may not have
+    /// reached this actor yet), so that the caller's task gets a new one.
+    fn live_actor(&mut self, task_id: &TaskId) -> Option<ActorRef<TaskMsg>> {
+        let live = self.live.get(task_id)?;
+        if !live.parked.is_raised() {
+            return Some(live.actor.clone());
+        }
+        let id = live.actor.get_id();
+        self.forget(id);
+        None
+    }
+
+    /// Drops a stopped actor from the registry and frees what it held (nothing when it
+    /// was forgotten already: it parked, and its task may have a new actor).
     fn forget(&mut self, actor: ActorId) -> Option<TaskId> {
         let task_id = self.by_actor.remove(&actor)?;
         self.live.remove(&task_id);

@@ -18,14 +18,14 @@ pub(crate) enum SupervisorMsg {
         reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
     /// The live actor of a task, starting one for a non-terminal task that has none
-    /// (an interrupted task after a restart) if this node runs it.
+    /// (interrupted by a restart, or parked) if this node runs it.
     Route {
         task_id: TaskId,
         reply: RpcReplyPort<Result<Routed, RuntimeError>>,
     },
-    /// The live actor of a task, for a subscriber. A submitted or working task without
-    /// one (queued for a slot after a restart) gets one, which waits for its slot; a
-    /// task waiting for input is not woken (its stream ends there anyway).
+    /// The live actor of a task, for a subscriber. An unfinished task without one gets
+    /// one: queued for a slot after a restart, it waits for its slot; at rest (parked,
+    /// or waiting for input or an approver after a restart), it wakes with no run.
     Live {
         task_id: TaskId,
         reply: RpcReplyPort<Routed>,
@@ -48,8 +48,7 @@ pub(crate) enum SupervisorMsg {
 
 /// Where a task's calls go.
 pub(crate) enum Routed {
-    /// To its actor on this node; `None`: it has none (it ended, is unknown, or, for a
-    /// subscriber, waits for input).
+    /// To its actor on this node; `None`: it has none (it ended, or is unknown).
     Here(Option<ActorRef<TaskMsg>>),
     /// To another node, which holds the task's lease (a store several nodes share).
     Elsewhere,

@@ -10,6 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::AbortHandle;
 
 use super::journal::{JournalError, TaskJournal, status_change};
+use super::park::{PARKED, ParkTimer, Parked};
 use super::phase::Phase;
 use super::slots::{Slot, Slots};
 use super::supervisor_msg::{Spawn, SupervisorMsg};
@@ -27,6 +28,11 @@ pub(crate) struct TaskArgs {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) skill: Arc<dyn Skill>,
     pub(crate) policy: MessagePolicy,
+    /// Whether the skill's runs resume from their checkpoint (a run waiting for input
+    /// may then be stopped, and its task parked).
+    pub(crate) resumable: bool,
+    /// Raised as the actor parks.
+    pub(crate) parked: Parked,
     pub(crate) supervisor: ActorRef<SupervisorMsg>,
     pub(crate) config: Arc<RuntimeConfig>,
     pub(crate) slots: Arc<Slots>,
@@ -42,6 +48,8 @@ pub(crate) struct TaskActorState {
     pub(super) skill: Arc<dyn Skill>,
     /// What a message does while the run works (the skill's card).
     pub(super) policy: MessagePolicy,
+    resumable: bool,
+    park: ParkTimer,
     supervisor: ActorRef<SupervisorMsg>,
     pub(super) config: Arc<RuntimeConfig>,
     slots: Arc<Slots>,
@@ -52,6 +60,9 @@ pub(crate) struct TaskActorState {
     pub(super) queued: Arc<QueuedMessages>,
     /// Runs started so far (the current run's id).
     pub(super) runs_started: u64,
+    /// Started to run its task again after a restart (its first run says so; a task
+    /// woken at rest, after a restart or a park, says nothing).
+    restarted: bool,
     /// The next run's first poll is made here (a new task spawned with a waiter).
     pub(super) first_poll_here: bool,
     /// Submitters that tell only the task's outcome, answered once it is at rest.
@@ -107,6 +118,8 @@ impl Actor for TaskActor {
             store: args.store,
             skill: args.skill,
             policy: args.policy,
+            resumable: args.resumable,
+            park: ParkTimer::new(args.config.park_after(), args.parked),
             supervisor: args.supervisor,
             config: args.config,
             slots: args.slots,
@@ -114,6 +127,7 @@ impl Actor for TaskActor {
             posted: Arc::default(),
             queued: Arc::default(),
             runs_started: 0,
+            restarted: mode == StartMode::Resume,
             first_poll_here: waiter.is_some() && mode == StartMode::Fresh,
             waiters: Vec::from_iter(waiter),
             slot_wait: None,
@@ -138,6 +152,7 @@ impl Actor for TaskActor {
             None => {}
         }
         state.answer_waiters();
+        state.arm_park(&myself);
         Ok(state)
     }
 
@@ -147,6 +162,9 @@ impl Actor for TaskActor {
         message: TaskMsg,
         state: &mut TaskActorState,
     ) -> Result<(), ActorProcessingErr> {
+        if !matches!(message, TaskMsg::Park { .. }) {
+            state.park.touch();
+        }
         match message {
             TaskMsg::Start(slot) => {
                 state.slot_wait = None;
@@ -179,6 +197,12 @@ impl Actor for TaskActor {
             TaskMsg::Decide(decision, reply) => state.on_decide(&myself, decision, reply).await,
             TaskMsg::CutOff { stop_within } => state.on_cut_off(&myself, stop_within),
             TaskMsg::CutOffExpired => myself.stop(Some(CUT_OFF.into())),
+            TaskMsg::Park { activity } => {
+                if state.park.fired(activity) && state.parkable() {
+                    state.park_now(&myself);
+                    return Ok(());
+                }
+            }
         }
         if state.journal.is_fenced() {
             // Another node took the task over (this one's lease expired), or this node
@@ -192,6 +216,8 @@ impl Actor for TaskActor {
         state.answer_waiters();
         if state.journal.state().is_terminal() {
             state.finish(&myself);
+        } else {
+            state.arm_park(&myself);
         }
         Ok(())
     }
@@ -229,6 +255,43 @@ impl TaskActorState {
         if let Some(stale) = self.slot_wait.replace(wait.abort_handle()) {
             stale.abort();
         }
+    }
+
+    /// Starts the idle clock of a task that may park.
+    fn arm_park(&mut self, myself: &ActorRef<TaskMsg>) {
+        if self.parkable() {
+            self.park.arm(myself);
+        }
+    }
+
+    /// Whether the task may give up its actor now: it waits for a person, and nothing
+    /// lives here that the store does not hold (no subscriber, no waiter, no note to
+    /// store, and no run, or one waiting for input that resumes from its checkpoint).
+    fn parkable(&self) -> bool {
+        let status = &self.journal.task().status;
+        let resting = match &self.phase {
+            Phase::Idle => true,
+            Phase::AwaitingInput { .. } => self.resumable,
+            _ => false,
+        };
+        resting
+            && !status.state.is_terminal()
+            && crate::approval::at_rest(status)
+            && self.waiters.is_empty()
+            && self.slot_wait.is_none()
+            && !self.journal.has_subscribers()
+            && !self.journal.is_fenced()
+            && !self.posted.unsettled()
+    }
+
+    /// Parks the task: its run waiting for input stops (the actor woken for the task
+    /// resumes it from its checkpoint, with the answer), and the actor stops.
+    fn park_now(&mut self, myself: &ActorRef<TaskMsg>) {
+        self.park.park();
+        tracing::debug!(parent: &self.span, "{PARKED}");
+        telemetry::metrics().parked();
+        self.phase.abandon();
+        myself.stop(Some(PARKED.into()));
     }
 
     /// Answers the submitters waiting for the task's outcome, if the task is at rest:
@@ -366,7 +429,7 @@ impl TaskActorState {
         if state.is_terminal() {
             return;
         }
-        let note = (resumed && self.runs_started == 0 && state == TaskState::Working)
+        let note = (self.restarted && self.runs_started == 0 && state == TaskState::Working)
             .then(|| "resumed after a restart".to_owned());
         // A skill that says when work begins leaves a submitted task submitted.
         let leave_submitted = state == TaskState::Submitted && self.skill.sets_working();

@@ -52,6 +52,11 @@ pub(crate) enum TaskMsg {
     /// The time a run had to stop after a cut-off is over: the actor stops (and aborts
     /// its run).
     CutOffExpired,
+    /// Whether the task may park (`park`): sent once it came to rest, when `activity`
+    /// messages had been handled.
+    Park {
+        activity: u64,
+    },
     /// An approver's decision on a task that waits for one.
     Decide(
         crate::approval::Decision,
@@ -66,7 +71,8 @@ pub(crate) enum StartMode {
     Fresh,
     /// A task a restart interrupted while submitted or working: run it again.
     Resume,
-    /// An interrupted task woken by a message or a cancel after a restart: no run yet.
+    /// A task at rest (waiting for input or an approver) woken by a message, a cancel,
+    /// a decision or a subscriber, after a restart or a park: no run yet.
     Wake,
 }
 

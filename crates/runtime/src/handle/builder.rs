@@ -9,7 +9,7 @@ use ractor::Actor;
 use tokio::sync::watch;
 
 use super::{Inner, RuntimeHandle};
-use crate::actors::{LiveCount, Slots, Supervisor, SupervisorArgs};
+use crate::actors::{CardTerms, LiveCount, Slots, Supervisor, SupervisorArgs};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
@@ -78,10 +78,14 @@ impl RuntimeBuilder {
         self.config.validate().map_err(RuntimeError::InvalidInput)?;
         let mut skills = HashMap::new();
         let mut cards = Vec::new();
-        let mut policies = HashMap::new();
+        let mut terms = HashMap::new();
         for skill in self.skills {
             let card = skill.card();
-            policies.insert(card.id.clone(), card.while_working);
+            let term = CardTerms {
+                while_working: card.while_working,
+                resumable: card.resumable,
+            };
+            terms.insert(card.id.clone(), term);
             if skills.insert(card.id.clone(), skill).is_some() {
                 return Err(RuntimeError::InvalidInput(format!(
                     "two skills have the id {:?}",
@@ -110,7 +114,7 @@ impl RuntimeBuilder {
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
-            policies: Arc::new(policies),
+            terms: Arc::new(terms),
             config: config.clone(),
             live_count,
             slots: slots.clone(),

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::{RuntimeHandle, WeakRuntimeHandle};
-use crate::actors::{Routed, TaskMsg, Waiter};
+use crate::actors::{NoAnswer, Routed, TaskMsg, call_actor};
 use crate::approval::Decision;
 use crate::error::RuntimeError;
 use crate::model::{Message, Task, TaskId, TaskState};
@@ -55,6 +56,20 @@ impl Answer {
             )),
         }
     }
+}
+
+/// The task's outcome, as its actor here answers a submitter that waits for it.
+pub(crate) type Outcome = oneshot::Receiver<TaskSnapshot>;
+
+/// The answer of the task's actor here, with the outcome to come when it was asked for.
+type Asked = (Result<Answer, RuntimeError>, Option<Outcome>);
+
+/// Why a request asked of this node got no answer here.
+enum NotHere {
+    /// The actor stopped (or there was none, or it was busy beyond the timeout).
+    Unanswered,
+    /// Another node holds the task.
+    Elsewhere,
 }
 
 /// What travels back from the node that runs the task.
@@ -166,48 +181,72 @@ impl RuntimeHandle {
         request: TaskRequest,
         timeout: Duration,
     ) -> Option<Result<Answer, RuntimeError>> {
-        self.ask_waited(task_id, request, None, timeout).await
+        let asked = self.ask_waited(task_id, request, false, timeout).await;
+        asked.map(|(answer, _)| answer)
     }
 
-    /// [`RuntimeHandle::ask`], with a waiter for the task's outcome that an actor here
-    /// takes on with the message it accepts. A request handed to another node lets the
-    /// waiter go (the caller then follows the task's events instead).
+    /// [`RuntimeHandle::ask`]; with `outcome`, an actor here that accepts the message
+    /// answers the task's outcome too. A request handed to another node has none (the
+    /// caller then follows the task's events instead).
     pub(crate) async fn ask_waited(
         &self,
         task_id: &TaskId,
         request: TaskRequest,
-        waiter: Option<Waiter>,
+        outcome: bool,
         timeout: Duration,
-    ) -> Option<Result<Answer, RuntimeError>> {
-        match self.route(task_id).await {
-            Err(error) => Some(Err(error)),
-            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, waiter, timeout).await,
-            Ok(Routed::Elsewhere) => self.forward(task_id, request, timeout).await,
+    ) -> Option<Asked> {
+        match self.ask_here(task_id, &request, outcome, timeout).await {
+            Ok(asked) => Some(asked),
+            Err(NotHere::Unanswered) => None,
+            Err(NotHere::Elsewhere) => {
+                let answer = self.forward(task_id, request, timeout).await?;
+                Some((answer, None))
+            }
         }
     }
 
-    async fn ask_actor(
+    /// Asks the task's actor here, unless another node holds the task. An actor that
+    /// parked (`actors::park`) after the route drops the request unanswered: it is asked
+    /// once more, of the actor woken for it (a request it dropped was never applied).
+    async fn ask_here(
         &self,
-        actor: Option<ractor::ActorRef<TaskMsg>>,
-        request: TaskRequest,
-        waiter: Option<Waiter>,
+        task_id: &TaskId,
+        request: &TaskRequest,
+        outcome: bool,
         timeout: Duration,
-    ) -> Option<Result<Answer, RuntimeError>> {
-        let actor = actor.as_ref();
-        Some(match request {
-            TaskRequest::Deliver { message } => self
-                .call(actor, |r| TaskMsg::Deliver(message, r, waiter), timeout)
-                .await?
-                .map(Answer::Snapshot),
-            TaskRequest::Cancel => self
-                .call(actor, TaskMsg::Cancel, timeout)
-                .await?
-                .map(Answer::Task),
-            TaskRequest::Decide { decision } => self
-                .call(actor, |r| TaskMsg::Decide(decision, r), timeout)
-                .await?
-                .map(Answer::Task),
-        })
+    ) -> Result<Asked, NotHere> {
+        for first in [true, false] {
+            let actor = match self.route(task_id).await {
+                Err(error) => return Ok((Err(error), None)),
+                Ok(Routed::Elsewhere) => return Err(NotHere::Elsewhere),
+                Ok(Routed::Here(None)) => return Err(NotHere::Unanswered),
+                Ok(Routed::Here(Some(actor))) => actor,
+            };
+            let (waiter, answer) = outcome.then(oneshot::channel).unzip();
+            let asked = match request.clone() {
+                TaskRequest::Deliver { message } => {
+                    let deliver = |r| TaskMsg::Deliver(message, r, waiter);
+                    call_actor(&actor, deliver, timeout)
+                        .await
+                        .map(|r| r.map(Answer::Snapshot))
+                }
+                TaskRequest::Cancel => call_actor(&actor, TaskMsg::Cancel, timeout)
+                    .await
+                    .map(|r| r.map(Answer::Task)),
+                TaskRequest::Decide { decision } => {
+                    let decide = |r| TaskMsg::Decide(decision, r);
+                    call_actor(&actor, decide, timeout)
+                        .await
+                        .map(|r| r.map(Answer::Task))
+                }
+            };
+            match asked {
+                Ok(result) => return Ok((result, answer)),
+                Err(NoAnswer::Gone) if first => continue,
+                Err(_) => return Err(NotHere::Unanswered),
+            }
+        }
+        Err(NotHere::Unanswered)
     }
 
     /// Hands the request to the node holding the task, through the store.
@@ -264,17 +303,13 @@ impl RuntimeHandle {
             }
         };
         let timeout = self.inner.config.call_timeout() + self.inner.config.cancel_grace();
-        let asked = match self.route(task_id).await {
-            Err(error) => Some(Err(error)),
-            Ok(Routed::Here(actor)) => self.ask_actor(actor, request, None, timeout).await,
-            Ok(Routed::Elsewhere) => Some(Err(RuntimeError::Unavailable(format!(
+        let asked = match self.ask_here(task_id, &request, false, timeout).await {
+            Ok((Ok(answer), _)) => self.settle().await.map(|()| answer),
+            Ok((Err(error), _)) => Err(error),
+            Err(NotHere::Unanswered) => return Reply::Unanswered,
+            Err(NotHere::Elsewhere) => Err(RuntimeError::Unavailable(format!(
                 "task {task_id} moved to another node as the request reached it; send it again"
-            )))),
-        };
-        let asked = match asked {
-            Some(Ok(answer)) => self.settle().await.map(|()| answer),
-            Some(Err(error)) => Err(error),
-            None => return Reply::Unanswered,
+            ))),
         };
         match asked {
             Ok(answer) => Reply::Answered(Box::new(answer)),

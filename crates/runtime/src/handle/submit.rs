@@ -320,12 +320,11 @@ impl RuntimeHandle {
         let message = request.message;
         let message_id = message.message_id.clone();
         let timeout = self.inner.config.call_timeout();
-        let (waiter, outcome) = (delivery == Delivery::Outcome)
-            .then(oneshot::channel)
-            .unzip();
         let deliver = TaskRequest::Deliver { message };
-        let delivered = match self.ask_waited(&task_id, deliver, waiter, timeout).await {
-            Some(result) => result?.snapshot()?,
+        let wants_outcome = delivery == Delivery::Outcome;
+        let asked = self.ask_waited(&task_id, deliver, wants_outcome, timeout);
+        let (delivered, outcome) = match asked.await {
+            Some((result, outcome)) => (result?.snapshot()?, outcome),
             None => {
                 // The actor ended meanwhile, perhaps with this very message: a copy sent
                 // at the same time was delivered, and the task ran to its end with it.
