@@ -38,7 +38,8 @@ pub(crate) struct Args {
     /// Unfinished tasks left in the store for the restart measurement (0 skips it).
     #[arg(long, default_value_t = 10_000)]
     pub(crate) restart_tasks: usize,
-    /// Live input-required tasks for the memory measurement (0 skips it).
+    /// Tasks waiting for input, parked, for the memory, answer and restart measurement
+    /// (W4; 0 skips it).
     #[arg(long, default_value_t = 0)]
     pub(crate) input_required_tasks: usize,
     /// Terminal tasks seeded into a store for the read measurements (0 skips it).

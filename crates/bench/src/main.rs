@@ -18,6 +18,7 @@ mod grpc;
 mod instructions;
 mod load;
 mod measure;
+mod parked;
 mod rust_sdk;
 mod scale;
 mod server;
@@ -223,7 +224,7 @@ async fn main() -> anyhow::Result<()> {
     let restart = measure_restart(&args, dir.path(), &client, &credentials).await?;
     let input_required = if args.input_required_tasks > 0 {
         Some(
-            scale::input_required(
+            parked::waiting_tasks(
                 &args.fundi,
                 dir.path(),
                 &client,

@@ -1,5 +1,5 @@
-//! W4 scale: many live input-required tasks (memory per task), and a store holding
-//! many terminal tasks (GetTask and ListTasks latency, memory, startup).
+//! W4 scale: a store holding many terminal tasks (GetTask and ListTasks latency, memory,
+//! startup). Many tasks waiting for input: `parked`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,63 +29,6 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Resu
         .await?
         .json()
         .await?)
-}
-
-/// `count` tasks parked in input-required on a fresh server: RSS before and after.
-pub(crate) async fn input_required(
-    fundi: &Path,
-    dir: &Path,
-    client: &reqwest::Client,
-    credentials: &Credentials,
-    count: usize,
-) -> anyhow::Result<Value> {
-    let server = Server::start(
-        fundi,
-        &dir.join("input-required"),
-        "sled",
-        "batched",
-        credentials,
-    )?;
-    let rss_empty = server.rss_bytes().unwrap_or_default();
-    eprintln!("creating {count} input-required tasks");
-    let started = Instant::now();
-    let next = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..64)
-        .map(|_| {
-            let (client, url, next) = (client.clone(), server.url.clone(), next.clone());
-            tokio::spawn(async move {
-                while next.fetch_add(1, Ordering::Relaxed) < count {
-                    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": {"message": {"messageId": uuid::Uuid::new_v4().to_string(),
-                            "role": "ROLE_USER", "parts": [{"text": "ask"}, {"data": {"askInput": true}}]}}});
-                    let answer = post(&client, &url, &body).await?;
-                    ensure!(
-                        answer["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED",
-                        "not waiting for input: {answer}"
-                    );
-                }
-                anyhow::Ok(())
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await??;
-    }
-    let created_in = started.elapsed();
-    let rss_loaded = server.rss_bytes().unwrap_or_default();
-    let per_task = rss_loaded.saturating_sub(rss_empty) as f64 / count as f64;
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    println!(
-        "\nW4 {count} live input-required tasks: RSS {:.0} MiB (empty {:.0} MiB), {:.1} KiB per task; created at {:.0}/s",
-        mib(rss_loaded),
-        mib(rss_empty),
-        per_task / 1024.0,
-        count as f64 / created_in.as_secs_f64()
-    );
-    Ok(
-        json!({"tasks": count, "rssEmptyMiB": mib(rss_empty), "rssLoadedMiB": mib(rss_loaded),
-              "bytesPerTask": per_task, "createdPerSecond": count as f64 / created_in.as_secs_f64()}),
-    )
 }
 
 fn terminal_record(n: usize) -> (TaskRecord, TaskEvent) {

@@ -56,6 +56,20 @@ impl Server {
         Server::start_wrapped(&[], binary, data, store, durability, credentials)
     }
 
+    /// [`Server::start`] on sled (`batched`), parking a task that waits for a person
+    /// after `park_after_ms` of rest (0: never); over `data` as it is.
+    pub(crate) fn start_parking(
+        binary: &Path,
+        data: &Path,
+        credentials: &Credentials,
+        park_after_ms: u64,
+    ) -> anyhow::Result<Server> {
+        let mut command = fundi_command(&[], binary, data, "sled", "batched", credentials);
+        command.env("FUNDI__RUNTIME__PARK_AFTER_MS", park_after_ms.to_string());
+        Server::spawn(command, "fundi listening on ")
+            .with_context(|| format!("starting {}", binary.display()))
+    }
+
     /// [`Server::start`], the binary run by `wrapper` (a program and its arguments,
     /// say valgrind's) when it is not empty.
     pub(crate) fn start_wrapped(
