@@ -73,7 +73,10 @@ pub(crate) async fn waiting_tasks(
     ensure!(health.status() == 200, "not healthy after restart");
     let rss_restarted = restarted.rss_bytes().unwrap_or_default();
 
-    let (parked_p99, live_p99) = (parked_answers.percentile(99.0), live_answers.percentile(99.0));
+    let (parked_p99, live_p99) = (
+        parked_answers.percentile(99.0),
+        live_answers.percentile(99.0),
+    );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
         "\nW4 {count} tasks waiting for input (sled): RSS {:.0} MiB parked ({:.0} MiB as \
