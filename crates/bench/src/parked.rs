@@ -173,7 +173,7 @@ async fn wait_until_parked(client: &reqwest::Client, url: &str) -> anyhow::Resul
             .filter(|l| l.starts_with("fundi_task_actors_live"))
             .find_map(|l| l.split_whitespace().last()?.parse::<f64>().ok());
         match live {
-            Some(live) if live == 0.0 => return Ok(()),
+            Some(0.0) => return Ok(()),
             Some(_) => {}
             None => bail!("{url}/metrics has no fundi_task_actors_live"),
         }
