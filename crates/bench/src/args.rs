@@ -32,9 +32,22 @@ pub(crate) struct Args {
     /// always run; the Rust SDK's are named like fundi's: "W1 send, Rust SDK in memory").
     #[arg(long)]
     pub(crate) only: Option<String>,
-    /// SSE subscribers on one task for the fan-out measurement (0 skips it).
+    /// SSE subscribers for the fan-out measurement (0 skips it), spread evenly over
+    /// `--fan-out-tasks` tasks.
     #[arg(long, default_value_t = 1000)]
     pub(crate) fan_out: usize,
+    /// Tasks the fan-out's subscribers follow, each posting 30 steps (100 ms apart on
+    /// one task; 300 ms apart on several, so that every subscriber is open in time).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) fan_out_tasks: usize,
+    /// SSE subscribers that read nothing, on one task posting 10,000 steps: the
+    /// server's RSS with them against the same task followed by none (0 skips it).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) stalled_subscribers: usize,
+    /// Internal: the steps of the task the stalled subscribers follow (the test suite
+    /// runs a short one).
+    #[arg(long, hide = true, default_value_t = 10_000)]
+    pub(crate) stalled_steps: u64,
     /// Unfinished tasks left in the store for the restart measurement (0 skips it).
     #[arg(long, default_value_t = 10_000)]
     pub(crate) restart_tasks: usize,

@@ -22,6 +22,7 @@ mod parked;
 mod rust_sdk;
 mod scale;
 mod server;
+mod stalled;
 mod workloads;
 
 use std::time::Duration;
@@ -221,6 +222,21 @@ async fn main() -> anyhow::Result<()> {
         }));
     }
     let fan_out = measure_fan_out(&args, &urls, &client).await?;
+    let stalled = if args.stalled_subscribers > 0 {
+        Some(
+            stalled::stalled_subscribers(
+                &args.fundi,
+                dir.path(),
+                &client,
+                &credentials,
+                args.stalled_subscribers,
+                args.stalled_steps,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     let restart = measure_restart(&args, dir.path(), &client, &credentials).await?;
     let input_required = if args.input_required_tasks > 0 {
         Some(
@@ -255,7 +271,7 @@ async fn main() -> anyhow::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats,
-        "results": results, "fanOut": fan_out, "restart": restart,
+        "results": results, "fanOut": fan_out, "stalled": stalled, "restart": restart,
         "inputRequired": input_required, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());

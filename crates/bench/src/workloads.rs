@@ -121,28 +121,41 @@ pub(crate) async fn stream(
     Ok(events.len() as u64)
 }
 
-/// W3 fan-out: `subscribers` SSE subscribers on one task that posts 30 progress events
-/// 100 ms apart. Returns, for every event a subscriber received live (stamped after it
-/// subscribed), the time from the event's status timestamp to its arrival.
+/// W3 fan-out: `subscribers` SSE subscribers spread evenly over `tasks` tasks, each
+/// posting 30 progress events (100 ms apart on one task, 300 ms on several). Returns,
+/// for every event a subscriber received live (stamped after it subscribed), the time
+/// from the event's status timestamp to its arrival.
 pub(crate) async fn fan_out(
     client: &reqwest::Client,
     url: &str,
     subscribers: usize,
+    tasks: usize,
 ) -> anyhow::Result<Vec<Duration>> {
-    let mut body = send_request(
-        "SendMessage",
-        "fan-out",
-        Some(json!({"steps": 30, "delayMs": 100})),
-    );
-    body["params"]["configuration"] = json!({"returnImmediately": true});
-    let answer: Value = post(client, url, &body).await?.json().await?;
-    let id = answer["result"]["task"]["id"]
-        .as_str()
-        .context("no task id")?
-        .to_owned();
+    let delay_ms = if tasks > 1 { 300 } else { 100 };
+    let created = (0..tasks.max(1)).map(|_| async move {
+        let mut body = send_request(
+            "SendMessage",
+            "fan-out",
+            Some(json!({"steps": 30, "delayMs": delay_ms})),
+        );
+        body["params"]["configuration"] = json!({"returnImmediately": true});
+        let answer: Value = post(client, url, &body).await?.json().await?;
+        anyhow::Ok(
+            answer["result"]["task"]["id"]
+                .as_str()
+                .context("no task id")?
+                .to_owned(),
+        )
+    });
+    let ids: Vec<String> = futures::stream::iter(created)
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<anyhow::Result<_>>()?;
     let readers: Vec<_> = (0..subscribers)
-        .map(|_| {
-            let (client, url, id) = (client.clone(), url.to_owned(), id.clone());
+        .map(|i| {
+            let (client, url, id) = (client.clone(), url.to_owned(), ids[i % ids.len()].clone());
             tokio::spawn(async move { subscriber(&client, &url, &id).await })
         })
         .collect();

@@ -101,8 +101,15 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
         &[
             "--repeats",
             "1",
+            // More than a user's and a task's stream limits: the bench lifts them.
             "--fan-out",
-            "10",
+            "80",
+            "--fan-out-tasks",
+            "2",
+            "--stalled-subscribers",
+            "3",
+            "--stalled-steps",
+            "200",
             "--restart-tasks",
             "20",
             "--input-required-tasks",
@@ -157,12 +164,17 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
     let fan_out = results["fanOut"].as_array().expect("fan-out results");
     assert_eq!(fan_out.len(), 3, "one per store: {results}");
     for store in fan_out {
-        assert_eq!(store["subscribers"], 10, "{store}");
+        assert_eq!(store["subscribers"], 80, "{store}");
+        assert_eq!(store["tasks"], 2, "{store}");
         // Live events only, so fewer than every subscriber times every event is fine;
         // none at all would mean the fan-out never reached a subscriber.
         assert!(positive(&store["liveEventsReceived"]), "{store}");
         assert!(positive(&store["delayP99Ms"]), "{store}");
     }
+
+    let stalled = &results["stalled"];
+    assert_eq!(stalled["subscribers"], 3, "{stalled}");
+    assert!(positive(&stalled["rssStalledMiB"]), "{stalled}");
 
     let restart = &results["restart"];
     assert_eq!(restart["unfinishedTasks"], 20, "{restart}");
