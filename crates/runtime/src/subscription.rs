@@ -57,7 +57,9 @@ pub(crate) fn event_stream(
                 // Subscribe to live events before replaying, so that nothing published
                 // between the replay and the subscription is missed; duplicates are
                 // dropped by sequence number.
-                None => match live_receiver(&store, &supervisor, &task_id, call_timeout).await? {
+                // Boxed: asked once per subscription, it would otherwise make the
+                // stream's state larger, and every step it yields dearer to move.
+                None => match Box::pin(live_receiver(&store, &supervisor, &task_id, call_timeout)).await? {
                     Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
                     Source::NotLive => (None, true),
                     Source::Elsewhere(cluster, changes) => {
