@@ -215,12 +215,13 @@ fn fundi_command(
         .env("FUNDI__LOG__FILTER", "warn")
         .env("FUNDI__RUNTIME__DEFAULT_SKILL", "echo")
         // One user sends everything: no per-user rate limit, and the fan-out opens
-        // thousands of streams as that user (the connections are lowered at start to
-        // the file-descriptor limit).
+        // thousands of streams as that user, on a few tasks (16,384 connections: below
+        // the file-descriptor limit the server would otherwise lower it to, with a
+        // warning).
         .env("FUNDI__GATEWAY__RATE_LIMIT_PER_MINUTE", "0")
         .env("FUNDI__GATEWAY__MAX_STREAMS_PER_USER", "1000000")
         .env("FUNDI__GATEWAY__MAX_STREAMS_PER_TASK", "1000000")
-        .env("FUNDI__GATEWAY__MAX_CONNECTIONS", "1000000")
+        .env("FUNDI__GATEWAY__MAX_CONNECTIONS", "16384")
         .env(
             "FUNDI__AUTH__STATIC__CLIENTS__BENCH__TOKEN",
             &credentials.token,
