@@ -136,8 +136,8 @@ async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) 
                 return saved;
             }
         }
-        // The stream ended without a terminal event: the task is not live (it waits for
-        // input after a restart). Look again later.
+        // The stream ended without a terminal event: no actor may follow the task here
+        // now (the runtime shuts down, or this node is cut off). Look again later.
         match shared.runtime.snapshot(task_id, Some(0), Access::Any).await {
             Ok(snapshot)
                 if snapshot.task.status.state.is_terminal()
