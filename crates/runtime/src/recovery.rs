@@ -9,7 +9,7 @@ use crate::actors::TaskJournal;
 use crate::error::RuntimeError;
 use crate::handle::RuntimeHandle;
 use crate::recovery_plan::{RecoveryReport, plan};
-use crate::store::TaskRecord;
+use crate::store::UnfinishedTask;
 use crate::telemetry;
 
 /// Failure commits in flight at once, so that they share flushes.
@@ -18,8 +18,8 @@ const PARALLEL_FAILS: usize = 64;
 impl RuntimeHandle {
     /// Recovers the tasks a previous run left unfinished (before new work is taken).
     pub(crate) async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
-        let records = self.store().active().await?;
-        let mut report = self.carry_out(records).await?;
+        let tasks = self.store().unfinished_tasks().await?;
+        let mut report = self.carry_out(tasks).await?;
         // Set aside by the store while it opened or read the active tasks just now.
         let quarantined = self.store().quarantined().await?;
         if !quarantined.is_empty() {
@@ -43,16 +43,17 @@ impl RuntimeHandle {
         for record in &records {
             tracing::info!(task_id = %record.id(), "taking over a task whose node stopped renewing its lease");
         }
-        self.carry_out(records).await
+        self.carry_out(records.iter().map(UnfinishedTask::of).collect())
+            .await
     }
 
-    /// Resumes, re-waits or fails each of `records` as `plan` decides (at start, for
+    /// Resumes, re-waits or fails each of `tasks` as `plan` decides (at start, for
     /// tasks taken over, and for those re-claimed after a cut-off).
     pub(crate) async fn carry_out(
         &self,
-        records: Vec<TaskRecord>,
+        tasks: Vec<UnfinishedTask>,
     ) -> Result<RecoveryReport, RuntimeError> {
-        let plan = plan(records, |skill| self.skill_card(skill));
+        let plan = plan(tasks, |skill| self.skill_card(skill));
         let metrics = telemetry::metrics();
         for (skill, id, state) in &plan.found {
             metrics.state_changed(skill, id, None, *state);

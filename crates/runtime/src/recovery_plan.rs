@@ -5,10 +5,9 @@
 
 use std::collections::HashMap;
 
-use crate::approval::awaits_approval;
 use crate::model::{SkillId, TaskId, TaskState};
 use crate::skill::SkillCard;
-use crate::store::TaskRecord;
+use crate::store::UnfinishedTask;
 
 /// The status message of a task that a restart interrupted and that cannot resume.
 pub const INTERRUPTED_BY_RESTART: &str = "interrupted by restart";
@@ -44,27 +43,27 @@ pub(crate) struct RecoveryPlan {
 
 /// Decides the fate of each unfinished task, given the card of each registered skill.
 pub(crate) fn plan(
-    records: Vec<TaskRecord>,
+    tasks: Vec<UnfinishedTask>,
     card_of: impl Fn(&str) -> Option<SkillCard>,
 ) -> RecoveryPlan {
     let mut plan = RecoveryPlan::default();
-    for record in records {
-        let id = record.task.id.clone();
+    for task in tasks {
+        let id = task.id;
         plan.found
-            .push((record.skill.clone(), id.clone(), record.state()));
-        match card_of(&record.skill) {
+            .push((task.skill.clone(), id.clone(), task.state));
+        match card_of(&task.skill) {
             None => plan.fail.push((
                 id,
                 format!(
                     "{INTERRUPTED_BY_RESTART}; skill {:?} is no longer registered",
-                    record.skill
+                    task.skill
                 ),
             )),
             // Nothing of it ran: it waits for its approver again, resumable or not.
-            Some(_) if awaits_approval(&record.task.status) => plan.waiting.push(id),
+            Some(_) if task.awaits_approval => plan.waiting.push(id),
             Some(card) if !card.resumable => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
-            Some(_) if record.state().is_interrupted() => plan.waiting.push(id),
-            Some(_) => plan.resume.entry(record.skill).or_default().push(id),
+            Some(_) if task.state.is_interrupted() => plan.waiting.push(id),
+            Some(_) => plan.resume.entry(task.skill).or_default().push(id),
         }
     }
     plan
@@ -74,12 +73,13 @@ pub(crate) fn plan(
 mod tests {
     use super::*;
     use crate::model::{ContextId, Task};
+    use crate::store::TaskRecord;
 
-    fn record(id: &str, skill: &str, state: TaskState) -> TaskRecord {
-        TaskRecord::new(
+    fn record(id: &str, skill: &str, state: TaskState) -> UnfinishedTask {
+        UnfinishedTask::of(&TaskRecord::new(
             Task::new(TaskId::from(id), ContextId::from("c"), state),
             skill,
-        )
+        ))
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod page_fill;
 mod push;
 mod record;
 mod run_inputs;
+mod unfinished;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -28,6 +29,7 @@ pub use push::{
 };
 pub use record::{TaskRecord, first_message};
 pub use run_inputs::RunInputs;
+pub use unfinished::UnfinishedTask;
 
 /// Errors of the storage layer.
 #[derive(Debug, Error)]
@@ -375,6 +377,16 @@ pub trait TaskStore: Send + Sync + 'static {
     /// data cannot be decoded is not among them: the store sets it aside (ending it
     /// `failed` where it can) and lists it in [`TaskStore::quarantined`].
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// The unfinished tasks as recovery decides them, in the order `active` lists them;
+    /// what `active` sets aside, this does too. By default read whole through `active`;
+    /// a store that keeps its unfinished tasks' states at hand reads whole only those
+    /// that are not waiting for input, so that a restart with many of them waiting is
+    /// quick.
+    async fn unfinished_tasks(&self) -> Result<Vec<UnfinishedTask>, StoreError> {
+        let records = self.active().await?;
+        Ok(records.iter().map(UnfinishedTask::of).collect())
+    }
 
     /// Unfinished tasks whose holder stopped renewing its lease, now leased to this
     /// store's node (a store several nodes share): the runtime resumes, re-waits or

@@ -9,11 +9,11 @@ use crate::layout::{
     Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
     encode_created, event_key, task_key,
 };
-use fundi_runtime::model::{TaskEvent, TaskId};
+use fundi_runtime::model::{TaskEvent, TaskId, TaskState};
 use fundi_runtime::store::index::{merge_newest_first, plan_page};
 use fundi_runtime::store::{
     ListPage, ListQuery, PageFill, QuarantinedTask, StoreError, TaskRecord, TaskStore,
-    first_message,
+    UnfinishedTask, first_message,
 };
 
 #[async_trait]
@@ -162,26 +162,58 @@ impl TaskStore for SledStore {
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        let mut ids: std::collections::BTreeSet<TaskId> = self.active_ids()?.into_iter().collect();
-        // Those whose key the sweep has not written yet.
-        ids.extend(self.active.unmarked());
         let mut records = Vec::new();
-        for id in ids {
-            // A task joins the active set just before its first commit and leaves it just
-            // after its last, so the set can hold a task that is not (or no longer) active.
-            match self.get(&id).await {
-                Ok(Some(record)) if !record.state().is_terminal() => records.push(record),
-                Ok(_) => {}
-                Err(error @ StoreError::Codec { .. }) => {
-                    self.set_aside(&id, &error)?;
-                }
-                Err(error) => return Err(error),
+        for id in active_set(self)? {
+            if let Some(record) = read_unfinished(self, &id).await? {
+                records.push(record);
             }
         }
         Ok(records)
     }
 
+    async fn unfinished_tasks(&self) -> Result<Vec<UnfinishedTask>, StoreError> {
+        let mut tasks = Vec::new();
+        for id in active_set(self)? {
+            // Waiting for input, as its listing entry here says (its snapshot's header
+            // was read as the store opened): nothing more to read.
+            if let Some(entry) = self.live.entry(&id)
+                && let Some(state) = TaskState::from_number(entry.state.into())
+                && state.is_interrupted()
+                && let Some(skill) = entry.skill
+            {
+                tasks.push(UnfinishedTask::waiting_for_input(id, skill, state));
+                continue;
+            }
+            if let Some(record) = read_unfinished(self, &id).await? {
+                tasks.push(UnfinishedTask::of(&record));
+            }
+        }
+        Ok(tasks)
+    }
+
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.quarantined_tasks()
+    }
+}
+
+/// The active set's ids, in order, with those whose key the sweep has not written yet.
+fn active_set(store: &SledStore) -> Result<std::collections::BTreeSet<TaskId>, StoreError> {
+    let mut ids: std::collections::BTreeSet<TaskId> = store.active_ids()?.into_iter().collect();
+    ids.extend(store.active.unmarked());
+    Ok(ids)
+}
+
+/// The task, read whole, if it is unfinished. A task joins the active set just before
+/// its first commit and leaves it just after its last, so the set can name a task that
+/// is not (or no longer) unfinished. One that cannot be decoded is set aside.
+async fn read_unfinished(store: &SledStore, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+    match store.get(id).await {
+        Ok(Some(record)) if !record.state().is_terminal() => Ok(Some(record)),
+        Ok(_) => Ok(None),
+        Err(error @ StoreError::Codec { .. }) => {
+            store.set_aside(id, &error)?;
+            Ok(None)
+        }
+        Err(error) => Err(error),
     }
 }

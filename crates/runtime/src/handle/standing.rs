@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::{RuntimeHandle, WeakRuntimeHandle};
 use crate::actors::SupervisorMsg;
 use crate::error::RuntimeError;
-use crate::store::{Standing, StoreError};
+use crate::store::{Standing, StoreError, UnfinishedTask};
 
 impl RuntimeHandle {
     /// Whether this node is cut off from the database (a store several nodes share):
@@ -74,7 +74,8 @@ impl RuntimeHandle {
             }
         };
         let _ = self.inner.supervisor.cast(SupervisorMsg::Regained);
-        match self.carry_out(records).await {
+        let tasks = records.iter().map(UnfinishedTask::of).collect();
+        match self.carry_out(tasks).await {
             Ok(report) => tracing::info!(
                 resumed = report.resumed,
                 failed = report.failed,

@@ -184,6 +184,10 @@ impl TaskStore for TimedStore {
         self.inner.active().await
     }
 
+    async fn unfinished_tasks(&self) -> Result<Vec<crate::store::UnfinishedTask>, StoreError> {
+        self.inner.unfinished_tasks().await
+    }
+
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.inner.quarantined().await
     }

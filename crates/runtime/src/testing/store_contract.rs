@@ -15,7 +15,7 @@ use crate::model::{
 };
 use crate::store::{
     ListPage, ListQuery, PushConfig, PushCursor, PushFormat, PushStore, StoreError, TaskRecord,
-    TaskStore,
+    TaskStore, UnfinishedTask,
 };
 
 /// Runs every case of the contract, each on a store `fresh` makes (empty).
@@ -381,23 +381,28 @@ pub async fn listing_filters_orders_and_pages(name: &str, store: &dyn TaskStore)
     assert_eq!(seen, ids(&all), "{name}");
 }
 
-/// `active` returns exactly the tasks that are not terminal.
+/// `active` returns exactly the tasks that are not terminal, and `unfinished` the same
+/// tasks as recovery decides them (those waiting for input too), in the same order.
 pub async fn active_lists_only_unfinished(name: &str, store: &dyn TaskStore) {
-    for id in ["t1", "t2", "t3"] {
+    for id in ["t1", "t2", "t3", "t4"] {
         let r = record(id, "c", TaskState::Submitted, 1_000, "u");
         store.commit(&r, 0, &[created(&r)]).await.unwrap();
     }
     advance(store, "t2", TaskState::Failed, 2_000).await;
     advance(store, "t3", TaskState::Working, 2_000).await;
-    let mut active: Vec<String> = store
-        .active()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.task.id.to_string())
-        .collect();
+    advance(store, "t4", TaskState::Working, 2_000).await;
+    advance(store, "t4", TaskState::InputRequired, 3_000).await;
+    let records = store.active().await.unwrap();
+    let mut active: Vec<String> = records.iter().map(|r| r.task.id.to_string()).collect();
     active.sort();
-    assert_eq!(active, ["t1", "t3"], "{name}");
+    assert_eq!(active, ["t1", "t3", "t4"], "{name}");
+    let decided: Vec<UnfinishedTask> = records.iter().map(UnfinishedTask::of).collect();
+    assert_eq!(store.unfinished_tasks().await.unwrap(), decided, "{name}");
+    let states: Vec<TaskState> = decided.iter().map(|t| t.state).collect();
+    assert!(
+        states.contains(&TaskState::InputRequired),
+        "{name}: {states:?}"
+    );
 }
 
 /// A commit's events are written together or not at all, and read back from inside

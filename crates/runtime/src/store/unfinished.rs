@@ -1,0 +1,45 @@
+//! An unfinished task as recovery decides it: its id, skill and state, and whether it
+//! waits for an approver. A store that keeps these at hand answers recovery without
+//! reading each task whole (`TaskStore::unfinished_tasks`).
+
+use crate::approval::awaits_approval;
+use crate::model::{SkillId, TaskId, TaskState};
+
+use super::TaskRecord;
+
+/// What recovery needs of an unfinished task to decide it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnfinishedTask {
+    /// The task.
+    pub id: TaskId,
+    /// Its skill.
+    pub skill: SkillId,
+    /// Its state (never terminal).
+    pub state: TaskState,
+    /// Whether it waits for an approver (submitted, with an approval request).
+    pub awaits_approval: bool,
+}
+
+impl UnfinishedTask {
+    /// The task waiting for a person's input (input- or auth-required): never one that
+    /// waits for an approver, which is submitted.
+    pub fn waiting_for_input(id: TaskId, skill: SkillId, state: TaskState) -> UnfinishedTask {
+        UnfinishedTask {
+            id,
+            skill,
+            state,
+            awaits_approval: false,
+        }
+    }
+
+    /// `record`, as recovery decides it.
+    pub fn of(record: &TaskRecord) -> UnfinishedTask {
+        UnfinishedTask {
+            id: record.task.id.clone(),
+            skill: record.skill.clone(),
+            state: record.state(),
+            awaits_approval: awaits_approval(&record.task.status),
+        }
+    }
+}
