@@ -10,6 +10,7 @@ use crate::layout::{
 use crate::live_index::is_persisted;
 use crate::positions::Position;
 use crate::store::{INLINE_EVENTS_LIMIT, SNAPSHOT_EVERY, SledStore};
+use fundi_runtime::approval::at_rest;
 use fundi_runtime::model::{TaskEvent, TaskId};
 use fundi_runtime::store::index::IndexEntry;
 use fundi_runtime::store::{StoreError, TaskRecord};
@@ -64,8 +65,10 @@ impl SledStore {
     }
 
     /// Whether `commit` can be written as its events alone, after the snapshot: the
-    /// next commit of an unfinished task that stays unfinished, its snapshot in the
-    /// current layout and fewer than `SNAPSHOT_EVERY` commits old.
+    /// next commit of an unfinished task that stays unfinished and does not come to rest
+    /// (a task waiting for a person is snapshotted, so that opening the store and waking
+    /// the task read its snapshot alone), its snapshot in the current layout and fewer
+    /// than `SNAPSHOT_EVERY` commits old.
     pub(crate) fn appends(
         &self,
         commit: &Encoded<'_>,
@@ -75,7 +78,7 @@ impl SledStore {
         let record = commit.record;
         at.snapshot_current
             && at.since_snapshot() + 1 < SNAPSHOT_EVERY
-            && !record.state().is_terminal()
+            && !at_rest(&record.task.status)
             && record.version == at.version + 1
             && events.first_seq == at.last_seq + 1
             && record.last_seq == events.last_seq
