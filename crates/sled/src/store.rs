@@ -14,8 +14,10 @@
 //! the slots keep in order. Then the listing entry moves, in memory.
 //!
 //! The other commits write a new **snapshot**: a task's first, one that ends it, one
-//! without events (a checkpoint alone), the `SNAPSHOT_EVERY`th since the last snapshot,
-//! and one whose snapshot is in an older layout:
+//! that brings it to rest (waiting for input or an approver: opening the store and
+//! waking it then read the snapshot alone), one without events (a checkpoint alone),
+//! the `SNAPSHOT_EVERY`th since the last snapshot, and one whose snapshot is in an older
+//! layout:
 //!
 //! 1. a new unfinished task joins the active set, so recovery will look at it: with an
 //!    `A` key when its id is at or below the active set's watermark, else lazily (a sweep

@@ -1,4 +1,4 @@
-//! How commits are written: appended events read back whole, a lost race taken back, a failure after the commit point, a task too large for the log.
+//! How commits are written: appended events read back whole, a task coming to rest snapshotted, a lost race taken back, a failure after the commit point, a task too large for the log.
 
 use super::*;
 
@@ -247,4 +247,27 @@ async fn a_task_too_large_for_the_log_is_kept_in_a_file_of_its_own_across_a_reop
         .unwrap()
         .expect("the task survives a reopen");
     assert_eq!(stored.task.history, r.task.history);
+}
+
+/// A commit that brings a task to rest (waiting for input) writes its snapshot, though
+/// the progress before it was appended: opening the store and waking the task read the
+/// snapshot alone, with no tail to replay.
+#[tokio::test]
+async fn a_task_coming_to_rest_is_snapshotted() {
+    use crate::layout::{Header, task_key};
+    let dir = tempfile::tempdir().unwrap();
+    let sled = reopen(dir.path()).await;
+    let r = record("asks", "c", TaskState::Working, 1_000, "u");
+    sled.commit(&r, 0, &[created(&r)]).await.unwrap();
+    let id = TaskId::from("asks");
+    let header = |sled: &SledStore| {
+        let bytes = sled.db.get(task_key(&id)).unwrap().unwrap();
+        Header::read(&bytes).unwrap().version
+    };
+    progress(&sled, "asks", "step").await;
+    assert_eq!(header(&sled), 1, "a progress note is appended");
+    let waiting = advance(&sled, "asks", TaskState::InputRequired, 2_000).await;
+    assert_eq!(header(&sled), waiting.version);
+    assert!(!sled.has_tail(&id, waiting.last_seq).unwrap());
+    assert_eq!(sled.get(&id).await.unwrap(), Some(waiting));
 }
