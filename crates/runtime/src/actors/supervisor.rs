@@ -264,8 +264,8 @@ impl SupervisorState {
         Ok(cluster.holder(task_id).await? != Holder::Here)
     }
 
-    /// The live actor of a task; one started for a submitted or working task that has
-    /// none (see `SupervisorMsg::Live`).
+    /// The live actor of a task; one started for an unfinished task that has none (see
+    /// `SupervisorMsg::Live`).
     async fn follow(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId) -> Routed {
         if let Some(actor) = self.live_actor(&task_id) {
             return match self.lost_while_resting(&task_id, &actor).await {
