@@ -91,3 +91,36 @@ where
     sample.elapsed = start.elapsed();
     Ok(sample)
 }
+
+/// Runs `op(i)` once for every `i` in `0..count`, from `workers` workers that each take
+/// the next index as they free up; the outputs, in no set order. An error stops the
+/// run, as in [`run`].
+pub(crate) async fn each<T, F, Fut>(count: usize, workers: usize, op: F) -> anyhow::Result<Vec<T>>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<T>> + Send,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..workers)
+        .map(|_| {
+            let (op, next) = (op.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut outputs = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= count {
+                        return anyhow::Ok(outputs);
+                    }
+                    outputs.push(op(i).await?);
+                }
+            })
+        })
+        .collect();
+    let mut outputs = Vec::with_capacity(count);
+    for worker in workers {
+        outputs.extend(worker.await??);
+    }
+    Ok(outputs)
+}

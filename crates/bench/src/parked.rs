@@ -6,15 +6,15 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
-use crate::load::Sample;
+use crate::load::{self, Sample};
 use crate::measure::ms;
 use crate::server::{Credentials, Server};
+use crate::workloads::{post_json, send_request};
 
 /// How long a waiting task keeps its actor on the parking server.
 const PARK_AFTER_MS: u64 = 1_000;
@@ -126,35 +126,23 @@ async fn create_waiting(
     url: &str,
     count: usize,
 ) -> anyhow::Result<Vec<Waiting>> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let workers: Vec<_> = (0..CREATORS)
-        .map(|_| {
-            let (client, url, next) = (client.clone(), url.to_owned(), next.clone());
-            tokio::spawn(async move {
-                let mut made = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < count {
-                    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": {"message": {"messageId": uuid::Uuid::new_v4().to_string(),
-                            "role": "ROLE_USER", "parts": [{"text": "ask"}, {"data": {"askInput": true}}]}}});
-                    let answer = post(&client, &url, &body).await?;
-                    let task = &answer["result"]["task"];
-                    ensure!(
-                        task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED",
-                        "not waiting for input: {answer}"
-                    );
-                    let id = task["id"].as_str().context("no task id")?;
-                    let context = task["contextId"].as_str().context("no context id")?;
-                    made.push((id.to_owned(), context.to_owned()));
-                }
-                anyhow::Ok(made)
-            })
-        })
-        .collect();
-    let mut tasks = Vec::with_capacity(count);
-    for worker in workers {
-        tasks.extend(worker.await??);
-    }
-    Ok(tasks)
+    let (client, url) = (client.clone(), url.to_owned());
+    load::each(count, CREATORS, move |_| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let body = send_request("SendMessage", "ask", Some(json!({"askInput": true})));
+            let answer = post_json(&client, &url, &body).await?;
+            let task = &answer["result"]["task"];
+            ensure!(
+                task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED",
+                "not waiting for input: {answer}"
+            );
+            let id = task["id"].as_str().context("no task id")?;
+            let context = task["contextId"].as_str().context("no context id")?;
+            anyhow::Ok((id.to_owned(), context.to_owned()))
+        }
+    })
+    .await
 }
 
 /// Polls `/metrics` until no task has an actor.
@@ -190,44 +178,25 @@ async fn answer_all(
     tasks: &[Waiting],
 ) -> anyhow::Result<Sample> {
     let tasks = Arc::new(tasks.to_vec());
-    let next = Arc::new(AtomicUsize::new(0));
+    let (client, url) = (client.clone(), url.to_owned());
     let started = Instant::now();
-    let workers: Vec<_> = (0..ANSWERERS)
-        .map(|_| {
-            let (client, url) = (client.clone(), url.to_owned());
-            let (tasks, next) = (tasks.clone(), next.clone());
-            tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                loop {
-                    let Some((id, context)) = tasks.get(next.fetch_add(1, Ordering::Relaxed))
-                    else {
-                        return anyhow::Ok(latencies);
-                    };
-                    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                        "params": {"message": {"messageId": uuid::Uuid::new_v4().to_string(),
-                            "role": "ROLE_USER", "taskId": id, "contextId": context,
-                            "parts": [{"text": "the answer"}]}}});
-                    let began = Instant::now();
-                    let answer = post(&client, &url, &body).await?;
-                    latencies.push(began.elapsed());
-                    ensure!(
-                        answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED",
-                        "an answer did not complete its task: {answer}"
-                    );
-                }
-            })
-        })
-        .collect();
-    let mut latencies = Vec::new();
-    for worker in workers {
-        latencies.extend(worker.await??);
-    }
+    let latencies = load::each(tasks.len(), ANSWERERS, move |i| {
+        let (client, url, tasks) = (client.clone(), url.clone(), tasks.clone());
+        async move {
+            let (id, context) = &tasks[i];
+            let mut body = send_request("SendMessage", "the answer", None);
+            body["params"]["message"]["taskId"] = json!(id);
+            body["params"]["message"]["contextId"] = json!(context);
+            let began = Instant::now();
+            let answer = post_json(&client, &url, &body).await?;
+            let latency = began.elapsed();
+            ensure!(
+                answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED",
+                "an answer did not complete its task: {answer}"
+            );
+            anyhow::Ok(latency)
+        }
+    })
+    .await?;
     Ok(Sample::from_latencies(latencies, started.elapsed()))
-}
-
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Value> {
-    Ok(crate::workloads::post(client, url, body)
-        .await?
-        .json()
-        .await?)
 }

@@ -20,16 +20,10 @@ use serde_json::{Value, json};
 
 use crate::load::Sample;
 use crate::server::{Credentials, Server};
+use crate::workloads::post_json;
 
 /// The subject the bench's user token stands for (the owner of seeded tasks).
 pub(crate) const BENCH_USER: &str = "bench";
-
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Value> {
-    Ok(crate::workloads::post(client, url, body)
-        .await?
-        .json()
-        .await?)
-}
 
 fn terminal_record(n: usize) -> (TaskRecord, TaskEvent) {
     let id = TaskId::generate();
@@ -133,7 +127,7 @@ async fn over_stored(
     let crashed = Server::start(fundi, path, "sled", "sync", credentials)?;
     let probe = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
                        "params": {"id": sample_id, "historyLength": 1}});
-    let answer = post(client, &crashed.url, &probe).await?;
+    let answer = post_json(client, &crashed.url, &probe).await?;
     ensure!(
         answer["result"]["id"] == sample_id.as_str(),
         "a stored task is missing after the restart: {answer}"
@@ -215,7 +209,7 @@ async fn load(
                 while started.elapsed() < duration {
                     let n = counter.fetch_add(1, Ordering::Relaxed);
                     let at = Instant::now();
-                    let answer = post(&client, &url, &body(n)).await?;
+                    let answer = post_json(&client, &url, &body(n)).await?;
                     ensure!(answer.get("result").is_some(), "failed: {answer}");
                     latencies.push(at.elapsed());
                 }

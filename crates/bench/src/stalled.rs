@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::server::{Credentials, Server};
-use crate::workloads::post;
+use crate::workloads::{post_json, send_request};
 
 /// `count` stalled subscribers: the RSS they cost once the task ended.
 pub(crate) async fn stalled_subscribers(
@@ -73,11 +73,10 @@ async fn rss_after_task(
 ) -> anyhow::Result<(u64, u64)> {
     let server = Server::start(fundi, data, "sled", "batched", credentials)?;
     let tcp_before = tcp_buffer_bytes();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
-            "parts": [{"text": "stalled"}, {"data": {"steps": steps, "delayMs": 1}}]},
-        "configuration": {"returnImmediately": true}}});
-    let answer: Value = post(client, &server.url, &body).await?.json().await?;
+    let data = json!({"steps": steps, "delayMs": 1});
+    let mut body = send_request("SendMessage", "stalled", Some(data));
+    body["params"]["configuration"] = json!({"returnImmediately": true});
+    let answer = post_json(client, &server.url, &body).await?;
     let id = answer["result"]["task"]["id"]
         .as_str()
         .context("no task id")?
@@ -123,7 +122,7 @@ async fn wait_until_completed(client: &reqwest::Client, url: &str, id: &str) -> 
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let body = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}});
-        let answer: Value = post(client, url, &body).await?.json().await?;
+        let answer = post_json(client, url, &body).await?;
         if answer["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
             return Ok(());
         }

@@ -7,7 +7,9 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-fn send_request(method: &str, text: &str, data: Option<Value>) -> Value {
+/// A fresh user message (new messageId) of `text` and an optional data part, sent with
+/// `method`.
+pub(crate) fn send_request(method: &str, text: &str, data: Option<Value>) -> Value {
     let mut parts = vec![json!({"text": text})];
     if let Some(data) = data {
         parts.push(json!({"data": data}));
@@ -29,6 +31,15 @@ pub(crate) async fn post(
         .await?;
     ensure!(response.status() == 200, "HTTP {}", response.status());
     Ok(response)
+}
+
+/// [`post`], its JSON answer.
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> anyhow::Result<Value> {
+    Ok(post(client, url, body).await?.json().await?)
 }
 
 /// W1: a blocking SendMessage to echo; the answer must be the completed task echoing
@@ -71,7 +82,7 @@ pub(crate) async fn create_task(client: &reqwest::Client, url: &str) -> anyhow::
 /// W2: GetTask of an existing task.
 pub(crate) async fn get_task(client: &reqwest::Client, url: &str, id: &str) -> anyhow::Result<u64> {
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}});
-    let answer: Value = post(client, url, &body).await?.json().await?;
+    let answer = post_json(client, url, &body).await?;
     ensure!(answer["result"]["id"] == id, "wrong task: {answer}");
     Ok(1)
 }
@@ -139,7 +150,7 @@ pub(crate) async fn fan_out(
             Some(json!({"steps": 30, "delayMs": delay_ms})),
         );
         body["params"]["configuration"] = json!({"returnImmediately": true});
-        let answer: Value = post(client, url, &body).await?.json().await?;
+        let answer = post_json(client, url, &body).await?;
         anyhow::Ok(
             answer["result"]["task"]["id"]
                 .as_str()
@@ -216,30 +227,24 @@ pub(crate) async fn create_unfinished(
     url: &str,
     count: usize,
 ) -> anyhow::Result<()> {
-    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let workers: Vec<_> = (0..64)
-        .map(|_| {
-            let (client, url, next) = (client.clone(), url.to_owned(), next.clone());
-            tokio::spawn(async move {
-                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < count {
-                    let mut body = send_request(
-                        "SendMessage",
-                        "parked",
-                        Some(json!({"steps": 1, "delayMs": 60000})),
-                    );
-                    body["params"]["configuration"] = json!({"returnImmediately": true});
-                    let answer: Value = post(&client, &url, &body).await?.json().await?;
-                    ensure!(
-                        answer["result"]["task"]["id"].is_string(),
-                        "not created: {answer}"
-                    );
-                }
-                anyhow::Ok(())
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await??;
-    }
+    let (client, url) = (client.clone(), url.to_owned());
+    crate::load::each(count, 64, move |_| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let mut body = send_request(
+                "SendMessage",
+                "parked",
+                Some(json!({"steps": 1, "delayMs": 60000})),
+            );
+            body["params"]["configuration"] = json!({"returnImmediately": true});
+            let answer = post_json(&client, &url, &body).await?;
+            ensure!(
+                answer["result"]["task"]["id"].is_string(),
+                "not created: {answer}"
+            );
+            anyhow::Ok(())
+        }
+    })
+    .await?;
     Ok(())
 }
