@@ -8,6 +8,7 @@ mod journal;
 mod park;
 mod phase;
 mod skill_run;
+mod slot_queue;
 mod slots;
 mod supervisor;
 mod supervisor_msg;

@@ -359,6 +359,16 @@ impl RuntimeHandle {
         resumers.push(resumer.abort_handle());
     }
 
+    /// Queues a new task, stored submitted, for a slot of `skill` with no actor: its
+    /// actor starts once it has one (`SupervisorMsg::Queue`). With the supervisor gone
+    /// (the runtime stopped), the task stays stored for the next start.
+    pub(crate) fn queue_for_slot(&self, task_id: TaskId, skill: SkillId) {
+        let _ = self
+            .inner
+            .supervisor
+            .cast(SupervisorMsg::Queue { task_id, skill });
+    }
+
     pub(crate) fn skill_card(&self, id: &str) -> Option<SkillCard> {
         self.inner.skills.get(id).map(|s| s.card())
     }

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::journal::TaskJournal;
 use super::park::Parked;
+use super::slot_queue::SlotQueue;
 use super::slots::{Slot, Slots};
 use super::supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
 use super::task_actor::{TaskActor, TaskArgs};
@@ -57,6 +58,8 @@ pub(crate) struct SupervisorState {
     live: HashMap<TaskId, LiveActor>,
     by_actor: HashMap<ActorId, TaskId>,
     waiting_for_input: HashSet<TaskId>,
+    /// New tasks waiting for a slot with no actor.
+    queue: SlotQueue,
     shutting_down: bool,
     /// The node is cut off from the database: no task actor starts.
     cut_off: bool,
@@ -73,6 +76,7 @@ impl Actor for Supervisor {
         args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
         Ok(SupervisorState {
+            queue: SlotQueue::new(args.slots.clone()),
             args,
             live: HashMap::new(),
             by_actor: HashMap::new(),
@@ -98,10 +102,21 @@ impl Actor for Supervisor {
             SupervisorMsg::Live { task_id, reply } => {
                 let _ = reply.send(state.follow(&myself, task_id).await);
             }
+            SupervisorMsg::Queue { task_id, skill } => {
+                // Shutting down or cut off: the task stays stored, for the next start
+                // or the re-claim after the cut-off.
+                if !state.shutting_down && !state.cut_off {
+                    state.queue.push(task_id, skill, &myself);
+                }
+            }
             SupervisorMsg::Resume { task_id, slot } => state.resume(&myself, task_id, slot).await,
-            SupervisorMsg::ShuttingDown => state.shutting_down = true,
+            SupervisorMsg::ShuttingDown => {
+                state.shutting_down = true;
+                state.queue.stop_all();
+            }
             SupervisorMsg::CutOff { stop_within } => {
                 state.cut_off = true;
+                state.queue.stop_all();
                 for live in state.live.values() {
                     let _ = live.actor.cast(TaskMsg::CutOff { stop_within });
                 }
@@ -286,15 +301,23 @@ impl SupervisorState {
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
-        if self.shutting_down || self.cut_off || self.live_actor(&task_id).is_some() {
-            return;
+        if !self.shutting_down && !self.cut_off {
+            match self.live_actor(&task_id) {
+                // Woken by a call or a subscriber meanwhile: its run starts in this slot
+                // (one it asked for itself is given up), or the slot is freed if it
+                // needs none any more.
+                Some(actor) => {
+                    let _ = actor.cast(TaskMsg::Start(slot));
+                }
+                // Not taken over by another node while it waited for its slot. On an
+                // error the task is left stored as it is: the next start recovers it.
+                None if matches!(self.held_elsewhere(&task_id).await, Ok(false)) => {
+                    self.start_unfinished(myself, &task_id, Some(slot)).await;
+                }
+                None => {}
+            }
         }
-        // Taken over by another node while it waited for its slot.
-        if !matches!(self.held_elsewhere(&task_id).await, Ok(false)) {
-            return;
-        }
-        // On an error the task is left stored as it is: the next start recovers it.
-        self.start_unfinished(myself, &task_id, Some(slot)).await;
+        self.queue.remove(&task_id);
     }
 
     /// Starts the actor of a stored unfinished task that has none: one submitted or
@@ -322,10 +345,14 @@ impl SupervisorState {
     }
 
     /// What the actor of a stored unfinished task starts with: a task at rest wakes with
-    /// no run (a slot, if any, is freed), any other runs again.
+    /// no run (a slot, if any, is freed), a new one queued here runs for the first
+    /// time, any other runs again.
     fn stored_unfinished(&self, record: TaskRecord, slot: Option<Slot>) -> Spawn {
-        match at_rest(&record.task.status) {
-            true => self.stored(record, StartMode::Wake, None),
+        if at_rest(&record.task.status) {
+            return self.stored(record, StartMode::Wake, None);
+        }
+        match self.queue.holds(&record.task.id) {
+            true => self.stored(record, StartMode::Queued, slot),
             false => self.stored(record, StartMode::Resume, slot),
         }
     }

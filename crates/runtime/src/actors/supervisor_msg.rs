@@ -8,7 +8,7 @@ use super::journal::TaskJournal;
 use super::slots::Slot;
 use super::task_msg::{StartMode, TaskMsg, Waiter};
 use crate::error::RuntimeError;
-use crate::model::TaskId;
+use crate::model::{SkillId, TaskId};
 
 pub(crate) enum SupervisorMsg {
     /// Start an actor for a stored task. Answers with the task's actor (one already
@@ -30,9 +30,12 @@ pub(crate) enum SupervisorMsg {
         task_id: TaskId,
         reply: RpcReplyPort<Routed>,
     },
-    /// Start the actor of a task recovery queued for a slot, with this slot. Nothing
-    /// happens (and the slot is freed) if the task has an actor already (woken by a
-    /// call, it waits for a slot of its own) or is no longer submitted or working.
+    /// Queue a new task, stored submitted, for a slot of its skill with no actor
+    /// (`SlotQueue`): `Resume` follows once it has one.
+    Queue { task_id: TaskId, skill: SkillId },
+    /// Start the actor of a task queued for a slot (by recovery, or as it was
+    /// submitted), with this slot. A task that has an actor already (woken by a call)
+    /// is handed the slot; one no longer submitted or working frees it.
     Resume { task_id: TaskId, slot: Slot },
     /// The runtime shuts down: no task actor starts for a subscriber or a queued resume
     /// any more (what is unfinished stays stored for the next start).

@@ -101,7 +101,7 @@ impl Actor for TaskActor {
         // process or, after a restart, in the next.
         telemetry::set_parent(&span, record.trace.as_deref());
         let phase = match mode {
-            StartMode::Fresh | StartMode::Resume => Phase::Queued {
+            StartMode::Fresh | StartMode::Resume | StartMode::Queued => Phase::Queued {
                 message: record
                     .inputs
                     .run_message(task)
@@ -140,14 +140,19 @@ impl Actor for TaskActor {
             state.tell_waiting(true);
         }
         match slot {
-            // Resumed (its first commit says so), or polled first here: the run and its
-            // first commit happen on this actor's own task, not in the spawn (the
-            // supervisor waits for `pre_start`).
-            Some(slot) if mode == StartMode::Resume || state.first_poll_here => {
+            // Resumed or dequeued (its first commit says so), or polled first here: the
+            // run and its first commit happen on this actor's own task, not in the spawn
+            // (the supervisor waits for `pre_start`).
+            Some(slot)
+                if matches!(mode, StartMode::Resume | StartMode::Queued)
+                    || state.first_poll_here =>
+            {
                 myself.cast(TaskMsg::Start(slot))?;
             }
             // Stored already working: run now.
             Some(slot) => state.on_start(&myself, slot).await,
+            // Woken while queued with no actor: its place in the queue brings the slot.
+            None if mode == StartMode::Queued => {}
             None if matches!(state.phase, Phase::Queued { .. }) => state.want_slot(&myself),
             None => {}
         }
@@ -167,7 +172,11 @@ impl Actor for TaskActor {
         }
         match message {
             TaskMsg::Start(slot) => {
-                state.slot_wait = None;
+                // A slot handed over by the task's place in a queue: the task waits for
+                // no other.
+                if let Some(wait) = state.slot_wait.take() {
+                    wait.abort();
+                }
                 state.on_start(&myself, slot).await;
             }
             TaskMsg::Skill(call, reply, run) => state.on_skill_call(call, reply, run).await,

@@ -71,6 +71,9 @@ pub(crate) enum StartMode {
     Fresh,
     /// A task a restart interrupted while submitted or working: run it again.
     Resume,
+    /// A new task that waited for a slot with no actor (`SlotQueue`): run it from its
+    /// first message, once it has its slot (the queue hands it over).
+    Queued,
     /// A task at rest (waiting for input or an approver) woken by a message, a cancel,
     /// a decision or a subscriber, after a restart or a park: no run yet.
     Wake,

@@ -260,6 +260,16 @@ impl RuntimeHandle {
         if delivery != Delivery::Outcome {
             self.settle().await?;
         }
+        // Waiting for a slot, and nobody follows it: it waits with no actor.
+        if slot.is_none() && !gated && delivery == Delivery::Accepted {
+            let task_id = created.task.id.clone();
+            self.queue_for_slot(task_id, skill.clone());
+            return Ok(Accepted {
+                snapshot: created,
+                attached: None,
+                outcome: None,
+            });
+        }
         let actor = self
             .spawn(Spawn {
                 journal,
