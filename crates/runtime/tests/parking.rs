@@ -179,12 +179,15 @@ async fn a_task_parked_across_a_restart_wakes_with_its_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_waiting_for_an_approver_parks_and_a_decision_wakes_it() {
-    let mut config = parking_after(20);
-    config.approvals = HashMap::from([("resumable".to_owned(), ApprovalMode::Required)]);
-    let rt = start(config, None).await;
+    let rt = start(gated(parking_after(20)), None).await;
+    // A blocking send: the task's actor answers it, then rests and parks.
     let request = SubmitRequest::new(message("gated", Value::Null));
-    let task = rt
-        .submit(request.skill(Some("resumable".into())))
+    let waiting = rt.submit(request.skill(Some("resumable".into())));
+    let task = waiting
+        .wait()
+        .await
+        .unwrap()
+        .outcome(DEADLINE)
         .await
         .unwrap()
         .task;
@@ -199,4 +202,32 @@ async fn a_task_waiting_for_an_approver_parks_and_a_decision_wakes_it() {
     assert_eq!(decided.status.state, TaskState::Working);
     let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
     assert_eq!(status_text(&done), "done: gated");
+}
+
+fn gated(mut config: RuntimeConfig) -> RuntimeConfig {
+    config.approvals = HashMap::from([("resumable".to_owned(), ApprovalMode::Required)]);
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gated_tasks_nobody_follows_are_parked_from_the_start() {
+    // Parking on (after a minute): no actor starts at all; parking off: one does.
+    for (after, live) in [(60_000, 0), (0, 1)] {
+        let rt = start(gated(parking_after(after)), None).await;
+        let request = SubmitRequest::new(message("gated", Value::Null));
+        let request = request.skill(Some("resumable".into()));
+        let task = rt.submit(request).await.unwrap().task;
+        assert_eq!(task.status.state, TaskState::Submitted);
+        live_tasks_fall_to(&rt, live).await;
+        assert_eq!(rt.live_tasks(), live, "parking after {after} ms");
+        assert_eq!(rt.approvals().await.unwrap().len(), 1);
+        let decision = Decision {
+            verdict: Verdict::Approve { narrowed: None },
+            by: "approver".into(),
+            client: None,
+        };
+        rt.decide(&task.id, decision).await.unwrap();
+        let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
+        assert_eq!(status_text(&done), "done: gated");
+    }
 }

@@ -64,7 +64,8 @@ struct Accepted {
 }
 
 impl Accepted {
-    /// A task found as it stands (a message sent again): nobody was told to answer.
+    /// A task as it stands, with no actor attached: found (a message sent again), or
+    /// new and waiting with no actor. Nobody was told to answer.
     fn standing(snapshot: TaskSnapshot) -> Accepted {
         Accepted {
             snapshot,
@@ -260,15 +261,17 @@ impl RuntimeHandle {
         if delivery != Delivery::Outcome {
             self.settle().await?;
         }
-        // Waiting for a slot, and nobody follows it: it waits with no actor.
-        if slot.is_none() && !gated && delivery == Delivery::Accepted {
-            let task_id = created.task.id.clone();
-            self.queue_for_slot(task_id, skill.clone());
-            return Ok(Accepted {
-                snapshot: created,
-                attached: None,
-                outcome: None,
-            });
+        // Nobody follows it: waiting for an approver, it is born parked (the decision
+        // wakes it); waiting for a slot, it queues with no actor.
+        if delivery == Delivery::Accepted && (slot.is_none() || gated) {
+            if !gated {
+                self.queue_for_slot(created.task.id.clone(), skill.clone());
+                return Ok(Accepted::standing(created));
+            }
+            if self.inner.config.park_after().is_some() {
+                telemetry::metrics().parked();
+                return Ok(Accepted::standing(created));
+            }
         }
         let actor = self
             .spawn(Spawn {
