@@ -55,6 +55,10 @@ pub(crate) struct Args {
     /// (W4; 0 skips it).
     #[arg(long, default_value_t = 0)]
     pub(crate) input_required_tasks: usize,
+    /// Tasks waiting for an approver, and as many queued for a slot: the RSS each
+    /// costs (W4; 0 skips it).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) waiting_tasks: usize,
     /// Terminal tasks seeded into a store for the read measurements (0 skips it).
     #[arg(long, default_value_t = 0)]
     pub(crate) stored_tasks: usize,

@@ -23,6 +23,7 @@ mod rust_sdk;
 mod scale;
 mod server;
 mod stalled;
+mod waiting;
 mod workloads;
 
 use std::time::Duration;
@@ -252,6 +253,20 @@ async fn main() -> anyhow::Result<()> {
     } else {
         None
     };
+    let waiting = if args.waiting_tasks > 0 {
+        Some(
+            waiting::waiting_kinds(
+                &args.fundi,
+                dir.path(),
+                &client,
+                &credentials,
+                args.waiting_tasks,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     let stored = if args.stored_tasks > 0 {
         Some(
             scale::stored(
@@ -272,7 +287,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let report = json!({"secondsPerRun": args.seconds, "repeats": args.repeats,
         "results": results, "fanOut": fan_out, "stalled": stalled, "restart": restart,
-        "inputRequired": input_required, "stored": stored});
+        "inputRequired": input_required, "waiting": waiting, "stored": stored});
     std::fs::write(&args.out, serde_json::to_string_pretty(&report)?)?;
     eprintln!("results written to {}", args.out.display());
     drop((fundi, compare, bare, sled_flush, rust_sdk, rust_sdk_grpc));

@@ -17,13 +17,13 @@ use crate::server::{Credentials, Server};
 use crate::workloads::{post_json, send_request};
 
 /// How long a waiting task keeps its actor on the parking server.
-const PARK_AFTER_MS: u64 = 1_000;
+pub(crate) const PARK_AFTER_MS: u64 = 1_000;
 
 /// Answers measured on each server.
 const ANSWERS: usize = 4_000;
 
 /// Workers that create tasks, and that answer them.
-const CREATORS: usize = 64;
+pub(crate) const CREATORS: usize = 64;
 const ANSWERERS: usize = 16;
 
 /// A task waiting for input: its id and context.
@@ -147,6 +147,15 @@ async fn create_waiting(
 
 /// Polls `/metrics` until no task has an actor.
 async fn wait_until_parked(client: &reqwest::Client, url: &str) -> anyhow::Result<()> {
+    wait_until_live(client, url, 0).await
+}
+
+/// Polls `/metrics` until `live` tasks have an actor.
+pub(crate) async fn wait_until_live(
+    client: &reqwest::Client,
+    url: &str,
+    live: usize,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let text = client
@@ -156,16 +165,19 @@ async fn wait_until_parked(client: &reqwest::Client, url: &str) -> anyhow::Resul
             .text()
             .await?;
         // `fundi_task_actors_live{otel_scope_name="fundi"} 3`
-        let live = text
+        let now = text
             .lines()
             .filter(|l| l.starts_with("fundi_task_actors_live"))
             .find_map(|l| l.split_whitespace().last()?.parse::<f64>().ok());
-        match live {
-            Some(0.0) => return Ok(()),
+        match now {
+            Some(n) if n == live as f64 => return Ok(()),
             Some(_) => {}
             None => bail!("{url}/metrics has no fundi_task_actors_live"),
         }
-        ensure!(Instant::now() < deadline, "tasks still live after 600 s");
+        ensure!(
+            Instant::now() < deadline,
+            "{now:?} tasks live after 600 s, not {live}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -64,8 +64,20 @@ impl Server {
         credentials: &Credentials,
         park_after_ms: u64,
     ) -> anyhow::Result<Server> {
+        Server::start_parking_with(binary, data, credentials, park_after_ms, &[])
+    }
+
+    /// [`Server::start_parking`] with these settings (`FUNDI__...` variables) besides.
+    pub(crate) fn start_parking_with(
+        binary: &Path,
+        data: &Path,
+        credentials: &Credentials,
+        park_after_ms: u64,
+        settings: &[(&str, &str)],
+    ) -> anyhow::Result<Server> {
         let mut command = fundi_command(&[], binary, data, "sled", "batched", credentials);
         command.env("FUNDI__RUNTIME__PARK_AFTER_MS", park_after_ms.to_string());
+        command.envs(settings.iter().copied());
         Server::spawn(command, "fundi listening on ")
             .with_context(|| format!("starting {}", binary.display()))
     }

@@ -114,6 +114,8 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
             "20",
             "--input-required-tasks",
             "20",
+            "--waiting-tasks",
+            "20",
             "--stored-tasks",
             "1500",
         ],
@@ -192,6 +194,14 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
         assert!(positive(&input_required[figure]), "{input_required}");
     }
     assert_eq!(input_required["answers"], 20, "{input_required}");
+
+    // Each server reached the number of live actors it waits for (none, or the task
+    // holding the slot) with every task stored; a few tasks may not grow the RSS.
+    let waiting = &results["waiting"];
+    assert_eq!(waiting["tasks"], 20, "{waiting}");
+    for figure in ["bytesPerApprovalTask", "bytesPerQueuedTask"] {
+        assert!(waiting[figure].is_f64(), "{waiting}");
+    }
 
     let stored = &results["stored"];
     assert_eq!(stored["large"]["storedTasks"], 1500, "{stored}");
