@@ -149,10 +149,11 @@ impl SledStore {
         {
             store.take_live_entries_out_of_sled()?;
         }
-        if repair {
-            crate::repair::repair(&store)?;
+        // Repair loads the unfinished tasks' entries as it mends them.
+        match repair {
+            true => crate::repair::repair(&store).map(|_| ())?,
+            false => store.load_live_entries()?,
         }
-        store.load_live_entries()?;
         if repair {
             // A crash can stop a commit before its counts moved; and saved counts are
             // stale.

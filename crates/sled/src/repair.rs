@@ -17,14 +17,19 @@
 //!   was in sled's index, where a cut commit may have left it);
 //! - a terminal task leaves the active set.
 //!
+//! An unfinished task's listing entry and log position go into memory as they are
+//! mended: a repaired store opens without a second pass over the active set.
+//!
 //! The store then rebuilds the task counts (in memory, saved only at a clean close) from
 //! the listing entries. The cost is one pass over the active set and one over the
 //! index, paid only after an unclean stop.
 
 use crate::layout::{
-    Header, active_key, commit_versions, encode_record, event_key, event_prefix, legacy_head_key,
-    task_key,
+    Header, active_key, commit_versions, encode_record, event_key, event_prefix, is_current,
+    legacy_head_key, task_key,
 };
+use crate::live_index::is_persisted;
+use crate::positions::Position;
 use crate::read::tail_range;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
@@ -110,8 +115,9 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
             }
         }
     }
-    let (version, entry) = match tail {
-        false => (header.version, serde_json::from_slice(&header.entry)?),
+    let mut at = Position::at_snapshot(header.version, header.last_seq, is_current(&bytes));
+    let entry: IndexEntry = match tail {
+        false => serde_json::from_slice(&header.entry)?,
         true => {
             let record = store.with_tail(header.record(&bytes)?)?;
             let entry = IndexEntry::of(&record);
@@ -127,7 +133,8 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
                     .map_err(StoreError::engine)?;
                 repaired.snapshots_written += 1;
             }
-            (record.version, entry)
+            (at.version, at.last_seq) = (record.version, record.last_seq);
+            entry
         }
     };
     let previous: Option<IndexEntry> = header
@@ -136,7 +143,10 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
         .map(serde_json::from_slice)
         .transpose()?;
     let entry_bytes = serde_json::to_vec(&entry)?;
-    store.reindex(id, version, previous.as_ref(), &entry, &entry_bytes)?;
+    store.reindex(id, at.version, previous.as_ref(), &entry, &entry_bytes)?;
+    if !is_persisted(&entry) {
+        store.positions.reached(id, at);
+    }
     if header.legacy {
         db.remove(legacy_head_key(id)).map_err(StoreError::engine)?;
     }
