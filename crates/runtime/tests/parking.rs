@@ -231,3 +231,34 @@ async fn gated_tasks_nobody_follows_are_parked_from_the_start() {
         assert_eq!(status_text(&done), "done: gated");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_arriving_while_a_message_wakes_a_parked_task_see_every_event_once() {
+    let rt = start(parking_after(20), None).await;
+    for round in 0..20 {
+        let id = ask(&rt, "resumable").await;
+        live_tasks_fall_to(&rt, 0).await;
+        // Two subscribers and the answer race for the actor the wake builds.
+        let follow = |after| {
+            let (rt, id) = (rt.clone(), id.clone());
+            tokio::spawn(async move { collect_events(&rt, &id, after).await })
+        };
+        let (early, late) = (follow(0), follow(1));
+        let text = format!("answer {round}");
+        let accepted = rt.submit(answer(&id, &text)).await.unwrap().task;
+        assert_eq!(accepted.status.state, TaskState::Working, "round {round}");
+        let (early, late) = (early.await.unwrap(), late.await.unwrap());
+        let all = collect_events(&rt, &id, 0).await;
+        let seqs = |events: &[TaskEvent]| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        let every: Vec<u64> = (1..=all.len() as u64).collect();
+        assert_eq!(seqs(&all), every, "round {round}: the stored log has a gap");
+        assert_eq!(seen(&early), seen(&all), "round {round}: from the start");
+        assert_eq!(
+            seen(&late),
+            seen(&all[1..]),
+            "round {round}: after the first"
+        );
+        let done = all.last().and_then(|e| e.status()).map(|s| s.state);
+        assert_eq!(done, Some(TaskState::Completed), "round {round}");
+    }
+}
