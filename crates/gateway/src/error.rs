@@ -9,12 +9,17 @@ mod rest;
 mod wire;
 
 pub(crate) use rest::method_not_allowed_json;
+pub(crate) use wire::HttpRefusal;
 
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use fundi_runtime::RuntimeError;
+use serde_json::Value;
 
 use crate::auth::AuthError;
+use crate::dialect::Dialect;
+use wire::Wire;
 
 /// The JSON-RPC code of every refusal at the HTTP layer (401, 403, 429): A2A assigns
 /// none, so this is the implementation-defined server error; `data` names the reason.
@@ -307,6 +312,42 @@ impl ApiError {
             other => other,
         }
     }
+
+    /// The JSON-RPC error code.
+    pub fn code(&self) -> i32 {
+        Wire::of(self).code
+    }
+
+    /// The message sent: it names what is wrong.
+    pub fn message(&self) -> String {
+        Wire::of(self).message
+    }
+
+    /// How this error goes out at the HTTP layer, when it is not HTTP 200.
+    pub(crate) fn http_refusal(&self) -> Option<HttpRefusal> {
+        Wire::of(self).http
+    }
+
+    /// The JSON-RPC error object, in the request's dialect (`wire`).
+    pub fn to_json(&self, dialect: Dialect) -> Value {
+        Wire::of(self).to_json(dialect)
+    }
+
+    /// The HTTP status on the HTTP+JSON binding and its `google.rpc.Code` name
+    /// (`rest`).
+    pub fn rest_status(&self) -> (StatusCode, &'static str) {
+        rest::status(self)
+    }
+
+    /// The `{"error": google.rpc.Status}` body on the HTTP+JSON binding (`rest`).
+    pub(crate) fn to_rest_json(&self) -> Value {
+        rest::body(self)
+    }
+
+    /// The gRPC status (`grpc`).
+    pub(crate) fn to_grpc_status(&self) -> tonic::Status {
+        grpc::status(self)
+    }
 }
 
 impl From<RuntimeError> for ApiError {
@@ -390,101 +431,4 @@ impl From<RuntimeError> for ApiError {
 }
 
 #[cfg(test)]
-mod tests {
-    use axum::http::StatusCode;
-
-    use super::*;
-
-    #[test]
-    fn a_node_that_did_not_answer_is_a_timeout_the_caller_may_retry_not_an_internal_error() {
-        let unanswered = RuntimeError::Store(fundi_runtime::StoreError::Unanswered {
-            task_id: fundi_runtime::TaskId::from("t"),
-            holder: "node-a".into(),
-            waited: Duration::from_millis(1_500),
-        });
-        assert!(matches!(
-            ApiError::from(unanswered),
-            ApiError::TimedOut(waited) if waited == Duration::from_millis(1_500)
-        ));
-        let broken = RuntimeError::Store(fundi_runtime::StoreError::database("down"));
-        assert!(matches!(ApiError::from(broken), ApiError::Internal));
-        let slow = RuntimeError::Store(fundi_runtime::StoreError::Unreachable {
-            what: "canceling statement due to statement timeout (57014)".into(),
-            source: None,
-        });
-        assert!(matches!(ApiError::from(slow), ApiError::Unavailable));
-    }
-
-    /// The A2A bindings and the admin routes answer a runtime error from this one
-    /// classification (the console's pages too: `fundi-console`'s `Problem`).
-    #[test]
-    fn each_runtime_error_has_one_status_on_every_surface() {
-        let id = fundi_runtime::TaskId::from("t");
-        let cases = [
-            (
-                RuntimeError::TaskNotFound(id.clone()),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                RuntimeError::ScheduleNotFound("sch-1".into()),
-                StatusCode::NOT_FOUND,
-            ),
-            (
-                RuntimeError::NotAwaitingApproval {
-                    id: id.clone(),
-                    state: fundi_runtime::TaskState::Working,
-                },
-                StatusCode::CONFLICT,
-            ),
-            (
-                RuntimeError::ApproverIsRequester {
-                    id: id.clone(),
-                    user: "ann".into(),
-                },
-                StatusCode::FORBIDDEN,
-            ),
-            (
-                RuntimeError::InvalidInput("no text".into()),
-                StatusCode::BAD_REQUEST,
-            ),
-            (
-                RuntimeError::Unavailable("stopping".into()),
-                StatusCode::SERVICE_UNAVAILABLE,
-            ),
-            (
-                RuntimeError::invariant("a task without its message"),
-                StatusCode::INTERNAL_SERVER_ERROR,
-            ),
-        ];
-        for (error, status) in cases {
-            let said = error.to_string();
-            let api = ApiError::from(error);
-            assert_eq!(api.rest_status().0, status, "{said}");
-        }
-    }
-
-    /// A node cut off from the database says so on every binding, with when to retry.
-    #[test]
-    fn a_node_cut_off_answers_unavailable_with_retry_after_on_every_binding() {
-        let api = ApiError::from(RuntimeError::Store(fundi_runtime::StoreError::CutOff));
-        assert!(matches!(api, ApiError::CutOff));
-        assert_eq!(
-            api.rest_status(),
-            (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE")
-        );
-        let refusal = api.http_refusal().expect("refused at the HTTP layer");
-        assert_eq!(
-            (refusal.status, refusal.retry_after_secs),
-            (StatusCode::SERVICE_UNAVAILABLE, Some(1))
-        );
-        let wire = api.wire();
-        assert!(
-            wire.message.contains("lost the database"),
-            "{}",
-            wire.message
-        );
-        let grpc = api.to_grpc_status();
-        assert_eq!(grpc.code(), tonic::Code::Unavailable);
-        assert_eq!(grpc.metadata().get("retry-after").unwrap(), "1");
-    }
-}
+mod tests;

@@ -8,42 +8,41 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use super::ApiError;
+use super::wire::Wire;
 
 /// The domain of every A2A `ErrorInfo`.
 const DOMAIN: &str = "a2a-protocol.org";
 
-impl ApiError {
-    /// The gRPC status of this error.
-    pub(crate) fn to_grpc_status(&self) -> Status {
-        let wire = self.wire_with_reason();
-        let (_, name) = self.rest_status();
-        let mut details = ErrorDetails::new();
-        if let Some(reason) = wire.reason {
-            let metadata: std::collections::HashMap<String, String> = wire
-                .metadata
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect();
-            details.set_error_info(reason, DOMAIN, metadata);
-        }
-        if let Some((field, description)) = &wire.violation {
-            details.add_bad_request_violation(field, description);
-        }
-        let mut status = Status::with_error_details(code(name), wire.message, details);
-        if let Some(refusal) = wire.http {
-            let trailers = status.metadata_mut();
-            if let Some(seconds) = refusal.retry_after_secs {
-                trailers.insert("retry-after", MetadataValue::from(seconds));
-            }
-            if let Some(challenge) = refusal
-                .www_authenticate
-                .and_then(|c| MetadataValue::try_from(c.as_str()).ok())
-            {
-                trailers.insert("www-authenticate", challenge);
-            }
-        }
-        status
+/// The gRPC status of `error`.
+pub(super) fn status(error: &ApiError) -> Status {
+    let wire = Wire::with_reason(error);
+    let (_, name) = super::rest::status(error);
+    let mut details = ErrorDetails::new();
+    if let Some(reason) = wire.reason {
+        let metadata: std::collections::HashMap<String, String> = wire
+            .metadata
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        details.set_error_info(reason, DOMAIN, metadata);
     }
+    if let Some((field, description)) = &wire.violation {
+        details.add_bad_request_violation(field, description);
+    }
+    let mut status = Status::with_error_details(code(name), wire.message, details);
+    if let Some(refusal) = wire.http {
+        let trailers = status.metadata_mut();
+        if let Some(seconds) = refusal.retry_after_secs {
+            trailers.insert("retry-after", MetadataValue::from(seconds));
+        }
+        if let Some(challenge) = refusal
+            .www_authenticate
+            .and_then(|c| MetadataValue::try_from(c.as_str()).ok())
+        {
+            trailers.insert("www-authenticate", challenge);
+        }
+    }
+    status
 }
 
 /// The `google.rpc.Code` named `name`.

@@ -11,74 +11,54 @@ use serde_json::{Value, json};
 use super::ApiError;
 use super::wire::{Wire, v1_data};
 
-impl ApiError {
-    /// The HTTP status and its `google.rpc.Code` name.
-    pub fn rest_status(&self) -> (StatusCode, &'static str) {
-        use StatusCode as S;
-        match self {
-            ApiError::Parse(_)
-            | ApiError::InvalidRequest(_)
-            | ApiError::MalformedHttp(_)
-            | ApiError::InvalidParams { .. } => (S::BAD_REQUEST, "INVALID_ARGUMENT"),
-            ApiError::BodyTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, "INVALID_ARGUMENT"),
-            ApiError::BodyTimedOut { .. } => (S::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
-            ApiError::BodiesBusy => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
-            ApiError::MethodNotFound(_)
-            | ApiError::NoRoute { .. }
-            | ApiError::TaskNotFound { .. }
-            | ApiError::PushConfigNotFound { .. } => (S::NOT_FOUND, "NOT_FOUND"),
-            ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "INTERNAL"),
-            ApiError::NotFound(_) => (S::NOT_FOUND, "NOT_FOUND"),
-            ApiError::Conflict(_) => (S::CONFLICT, "ABORTED"),
-            ApiError::Denied(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
-            ApiError::Unavailable | ApiError::CutOff => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
-            ApiError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
-            ApiError::TaskNotCancelable { .. }
-            | ApiError::PushNotSupported
-            | ApiError::ExtendedCardNotConfigured
-            | ApiError::Unsupported { .. }
-            | ApiError::VersionNotSupported { .. } => (S::BAD_REQUEST, "FAILED_PRECONDITION"),
-            ApiError::Unauthenticated { .. } => (S::UNAUTHORIZED, "UNAUTHENTICATED"),
-            ApiError::KeysUnavailable => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
-            ApiError::InsufficientScope { .. }
-            | ApiError::RoleScope { .. }
-            | ApiError::ForbiddenRequest(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
-            ApiError::RateLimited { .. } | ApiError::TooManyOpen { .. } => {
-                (S::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")
-            }
-            ApiError::McpSessionNotFound => (S::NOT_FOUND, "NOT_FOUND"),
+/// The HTTP status of `error` and its `google.rpc.Code` name.
+pub(super) fn status(error: &ApiError) -> (StatusCode, &'static str) {
+    use StatusCode as S;
+    match error {
+        ApiError::Parse(_)
+        | ApiError::InvalidRequest(_)
+        | ApiError::MalformedHttp(_)
+        | ApiError::InvalidParams { .. } => (S::BAD_REQUEST, "INVALID_ARGUMENT"),
+        ApiError::BodyTooLarge { .. } => (S::PAYLOAD_TOO_LARGE, "INVALID_ARGUMENT"),
+        ApiError::BodyTimedOut { .. } => (S::REQUEST_TIMEOUT, "DEADLINE_EXCEEDED"),
+        ApiError::BodiesBusy => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+        ApiError::MethodNotFound(_)
+        | ApiError::NoRoute { .. }
+        | ApiError::TaskNotFound { .. }
+        | ApiError::PushConfigNotFound { .. } => (S::NOT_FOUND, "NOT_FOUND"),
+        ApiError::Internal => (S::INTERNAL_SERVER_ERROR, "INTERNAL"),
+        ApiError::NotFound(_) => (S::NOT_FOUND, "NOT_FOUND"),
+        ApiError::Conflict(_) => (S::CONFLICT, "ABORTED"),
+        ApiError::Denied(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
+        ApiError::Unavailable | ApiError::CutOff => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+        ApiError::TimedOut(_) => (S::GATEWAY_TIMEOUT, "DEADLINE_EXCEEDED"),
+        ApiError::TaskNotCancelable { .. }
+        | ApiError::PushNotSupported
+        | ApiError::ExtendedCardNotConfigured
+        | ApiError::Unsupported { .. }
+        | ApiError::VersionNotSupported { .. } => (S::BAD_REQUEST, "FAILED_PRECONDITION"),
+        ApiError::Unauthenticated { .. } => (S::UNAUTHORIZED, "UNAUTHENTICATED"),
+        ApiError::KeysUnavailable => (S::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+        ApiError::InsufficientScope { .. }
+        | ApiError::RoleScope { .. }
+        | ApiError::ForbiddenRequest(_) => (S::FORBIDDEN, "PERMISSION_DENIED"),
+        ApiError::RateLimited { .. } | ApiError::TooManyOpen { .. } => {
+            (S::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED")
         }
-    }
-
-    /// The `{"error": google.rpc.Status}` body.
-    pub(crate) fn to_rest_json(&self) -> Value {
-        let wire = self.wire_with_reason();
-        let (status, name) = self.rest_status();
-        json!({"error": {
-            "code": status.as_u16(),
-            "status": name,
-            "message": wire.message,
-            "details": v1_data(&wire).unwrap_or_else(|| json!([])),
-        }})
+        ApiError::McpSessionNotFound => (S::NOT_FOUND, "NOT_FOUND"),
     }
 }
 
-impl ApiError {
-    /// The error as it goes out, with a reason for JSON-RPC's own errors too: the
-    /// bindings without JSON-RPC codes (HTTP+JSON, gRPC) name them by reason.
-    pub(super) fn wire_with_reason(&self) -> Wire {
-        let mut wire = self.wire();
-        if wire.reason.is_none() {
-            wire.reason = match wire.code {
-                -32700 | -32600 => Some("INVALID_REQUEST"),
-                -32601 => Some("METHOD_NOT_FOUND"),
-                -32602 => Some("INVALID_PARAMS"),
-                -32603 => Some("INTERNAL_ERROR"),
-                _ => None,
-            };
-        }
-        wire
-    }
+/// The `{"error": google.rpc.Status}` body of `error`.
+pub(super) fn body(error: &ApiError) -> Value {
+    let wire = Wire::with_reason(error);
+    let (status, name) = status(error);
+    json!({"error": {
+        "code": status.as_u16(),
+        "status": name,
+        "message": wire.message,
+        "details": v1_data(&wire).unwrap_or_else(|| json!([])),
+    }})
 }
 
 /// The body of an HTTP 405: the path names an operation, but not with the HTTP method

@@ -77,9 +77,10 @@ impl Wire {
     }
 }
 
-impl ApiError {
-    pub(super) fn wire(&self) -> Wire {
-        match self {
+impl Wire {
+    /// How `error` goes out.
+    pub(super) fn of(error: &ApiError) -> Wire {
+        match error {
             ApiError::Parse(detail) => {
                 Wire::plain(-32700, format!("Invalid JSON payload: {detail}"))
             }
@@ -361,29 +362,30 @@ impl ApiError {
         }
     }
 
-    /// The JSON-RPC error code.
-    pub fn code(&self) -> i32 {
-        self.wire().code
+    /// `of`, with a reason for JSON-RPC's own errors too: the bindings without
+    /// JSON-RPC codes (HTTP+JSON, gRPC) name them by reason.
+    pub(super) fn with_reason(error: &ApiError) -> Wire {
+        let mut wire = Wire::of(error);
+        if wire.reason.is_none() {
+            wire.reason = match wire.code {
+                -32700 | -32600 => Some("INVALID_REQUEST"),
+                -32601 => Some("METHOD_NOT_FOUND"),
+                -32602 => Some("INVALID_PARAMS"),
+                -32603 => Some("INTERNAL_ERROR"),
+                _ => None,
+            };
+        }
+        wire
     }
 
-    /// The message sent: it names what is wrong.
-    pub fn message(&self) -> String {
-        self.wire().message
-    }
-
-    /// How this error goes out at the HTTP layer, when it is not HTTP 200.
-    pub(crate) fn http_refusal(&self) -> Option<HttpRefusal> {
-        self.wire().http
-    }
-
-    /// The error object, in the request's dialect: v1.0 carries `data` as an array of
-    /// google.rpc details; v0.3 `data` is free-form, so a small object (or nothing).
-    pub fn to_json(&self, dialect: Dialect) -> Value {
-        let wire = self.wire();
-        let mut error = json!({"code": wire.code, "message": wire.message});
+    /// The JSON-RPC error object, in the request's dialect: v1.0 carries `data` as an
+    /// array of google.rpc details; v0.3 `data` is free-form, so a small object (or
+    /// nothing).
+    pub(super) fn to_json(&self, dialect: Dialect) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
         let data = match dialect {
-            Dialect::V1 => v1_data(&wire),
-            Dialect::V03 => v03_data(&wire),
+            Dialect::V1 => v1_data(self),
+            Dialect::V03 => v03_data(self),
         };
         if let Some(data) = data {
             error["data"] = data;
@@ -394,7 +396,7 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let wire = self.wire();
+        let wire = Wire::of(self);
         write!(f, "{} ({})", wire.message, wire.code)
     }
 }
