@@ -41,17 +41,28 @@ pub(crate) struct RecoveryPlan {
     pub(crate) found: Vec<(SkillId, TaskId, TaskState)>,
 }
 
-/// Decides the fate of each unfinished task, given the card of each registered skill.
+/// Decides the fate of each unfinished task, given the card of each registered skill
+/// (asked once per skill: a card is built afresh, schema and all).
 pub(crate) fn plan(
     tasks: Vec<UnfinishedTask>,
     card_of: impl Fn(&str) -> Option<SkillCard>,
 ) -> RecoveryPlan {
     let mut plan = RecoveryPlan::default();
+    // Whether each skill is registered, and resumable.
+    let mut resumable: HashMap<SkillId, Option<bool>> = HashMap::new();
     for task in tasks {
         let id = task.id;
         plan.found
             .push((task.skill.clone(), id.clone(), task.state));
-        match card_of(&task.skill) {
+        let skill_resumes = match resumable.get(&task.skill) {
+            Some(known) => *known,
+            None => {
+                let known = card_of(&task.skill).map(|card| card.resumable);
+                resumable.insert(task.skill.clone(), known);
+                known
+            }
+        };
+        match skill_resumes {
             None => plan.fail.push((
                 id,
                 format!(
@@ -61,9 +72,9 @@ pub(crate) fn plan(
             )),
             // Nothing of it ran: it waits for its approver again, resumable or not.
             Some(_) if task.awaits_approval => plan.waiting.push(id),
-            Some(card) if !card.resumable => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
-            Some(_) if task.state.is_interrupted() => plan.waiting.push(id),
-            Some(_) => plan.resume.entry(task.skill).or_default().push(id),
+            Some(false) => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
+            Some(true) if task.state.is_interrupted() => plan.waiting.push(id),
+            Some(true) => plan.resume.entry(task.skill).or_default().push(id),
         }
     }
     plan

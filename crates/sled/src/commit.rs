@@ -309,8 +309,26 @@ impl SledStore {
     /// Moves the task's listing entry from `old` (`None`: a new task) to `entry`
     /// (`entry_bytes` as JSON), written by the commit of `version`, and its counts with
     /// it: in memory while the task is unfinished, in sled once it is terminal.
-    /// Idempotent, so repair can run it again for a commit a crash interrupted.
     pub(crate) fn reindex(
+        &self,
+        id: &TaskId,
+        version: u64,
+        old: Option<&IndexEntry>,
+        entry: &IndexEntry,
+        entry_bytes: &[u8],
+    ) -> Result<(), StoreError> {
+        if old == Some(entry) {
+            return Ok(());
+        }
+        self.move_entry(id, version, old, entry, entry_bytes)?;
+        self.counts.moved(old, entry);
+        Ok(())
+    }
+
+    /// `reindex` without the counts (repair rebuilds them once it is done).
+    /// Idempotent, so repair can run it again for a commit a crash interrupted;
+    /// `entry_bytes` is read only for an entry kept in sled (a terminal task's).
+    pub(crate) fn move_entry(
         &self,
         id: &TaskId,
         version: u64,
@@ -344,7 +362,6 @@ impl SledStore {
                 }
             }
         }
-        self.counts.moved(old, entry);
         Ok(())
     }
 }

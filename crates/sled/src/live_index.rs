@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use fundi_runtime::model::{ContextId, TaskId};
+use fundi_runtime::model::{ContextId, SkillId, TaskId, TaskState};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
@@ -79,6 +79,17 @@ impl LiveIndex {
         let entries = self.lock();
         let (_, ts_ms) = entries.tasks.get(id)?;
         entries.by_update.get(&(*ts_ms, id.clone())).cloned()
+    }
+
+    /// The task's skill and state, if its entry says it waits for input (or
+    /// authorisation), without copying the entry out.
+    pub(crate) fn waiting_for_input(&self, id: &TaskId) -> Option<(SkillId, TaskState)> {
+        let entries = self.lock();
+        let (_, ts_ms) = entries.tasks.get(id)?;
+        let entry = entries.by_update.get(&(*ts_ms, id.clone()))?;
+        let state = TaskState::from_number(entry.state.into())?;
+        let skill = entry.skill.as_ref().filter(|_| state.is_interrupted())?;
+        Some((skill.clone(), state))
     }
 
     /// The task's commit of `version` made it terminal (its entry is now in sled).

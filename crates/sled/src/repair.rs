@@ -94,7 +94,15 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
         return Ok(());
     };
     let header = Header::read(&bytes)?;
-    if header.inline_through > 0 {
+    // Each range below is looked into only when its first key is there: a cut move
+    // writes its copy at the first event's slot, and a tail starts right after the
+    // snapshot (sled recovers a prefix of what was written, in order). A point lookup
+    // costs far less than a range, which matters with a million tasks at rest.
+    let present = |seq: u64| {
+        db.contains_key(event_key(id, seq))
+            .map_err(StoreError::engine)
+    };
+    if header.inline_through > 0 && present(1)? {
         let copies = event_key(id, 0)..=event_key(id, header.inline_through);
         for key in db.range(copies).keys() {
             db.remove(key.map_err(StoreError::engine)?)
@@ -105,7 +113,12 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
     // Past the snapshot, a commit value is a commit; an older value holds the events
     // of a commit an older build never finished.
     let mut tail = false;
-    for item in db.range(tail_range(id, header.last_seq)) {
+    let after_snapshot = header.last_seq.saturating_add(1);
+    let tail_values = match present(after_snapshot)? {
+        true => Some(db.range(tail_range(id, header.last_seq))),
+        false => None,
+    };
+    for item in tail_values.into_iter().flatten() {
         let (key, value) = item.map_err(StoreError::engine)?;
         match commit_versions(&value)? {
             Some(_) => tail = true,
@@ -142,8 +155,12 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
         .as_deref()
         .map(serde_json::from_slice)
         .transpose()?;
-    let entry_bytes = serde_json::to_vec(&entry)?;
-    store.reindex(id, at.version, previous.as_ref(), &entry, &entry_bytes)?;
+    // Only an entry kept in sled is written out (the counts are rebuilt after repair).
+    let entry_bytes = match is_persisted(&entry) {
+        true => serde_json::to_vec(&entry)?,
+        false => Vec::new(),
+    };
+    store.move_entry(id, at.version, previous.as_ref(), &entry, &entry_bytes)?;
     if !is_persisted(&entry) {
         store.positions.reached(id, at);
     }

@@ -9,7 +9,7 @@ use crate::layout::{
     Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
     encode_created, event_key, task_key,
 };
-use fundi_runtime::model::{TaskEvent, TaskId, TaskState};
+use fundi_runtime::model::{TaskEvent, TaskId};
 use fundi_runtime::store::index::{merge_newest_first, plan_page};
 use fundi_runtime::store::{
     ListPage, ListQuery, PageFill, QuarantinedTask, StoreError, TaskRecord, TaskStore,
@@ -176,11 +176,7 @@ impl TaskStore for SledStore {
         for id in active_set(self)? {
             // Waiting for input, as its listing entry here says (its snapshot's header
             // was read as the store opened): nothing more to read.
-            if let Some(entry) = self.live.entry(&id)
-                && let Some(state) = TaskState::from_number(entry.state.into())
-                && state.is_interrupted()
-                && let Some(skill) = entry.skill
-            {
+            if let Some((skill, state)) = self.live.waiting_for_input(&id) {
                 tasks.push(UnfinishedTask::waiting_for_input(id, skill, state));
                 continue;
             }
@@ -197,9 +193,13 @@ impl TaskStore for SledStore {
 }
 
 /// The active set's ids, in order, with those whose key the sweep has not written yet.
-fn active_set(store: &SledStore) -> Result<std::collections::BTreeSet<TaskId>, StoreError> {
-    let mut ids: std::collections::BTreeSet<TaskId> = store.active_ids()?.into_iter().collect();
+fn active_set(store: &SledStore) -> Result<Vec<TaskId>, StoreError> {
+    // Read in order already: the few unmarked ones are sorted in (a sort that finds
+    // the run already sorted), not a million tree inserts.
+    let mut ids = store.active_ids()?;
     ids.extend(store.active.unmarked());
+    ids.sort_unstable();
+    ids.dedup();
     Ok(ids)
 }
 
