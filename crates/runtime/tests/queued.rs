@@ -28,6 +28,14 @@ async fn one_at_a_time(dir: &std::path::Path) -> (RuntimeHandle, Scripted) {
     (rt, skill)
 }
 
+/// [`one_at_a_time`], its one slot held by a task at its gate ("t0").
+async fn busy(dir: &std::path::Path) -> (RuntimeHandle, Scripted, TaskId) {
+    let (rt, skill) = one_at_a_time(dir).await;
+    let running = submit_to(&rt, "t0", json!({"gate": true})).await;
+    wait_for_state(&rt, &running, TaskState::Working).await;
+    (rt, skill, running)
+}
+
 async fn submit_to(rt: &RuntimeHandle, text: &str, data: Value) -> TaskId {
     let request = SubmitRequest::new(message(text, data));
     rt.submit(request).await.unwrap().task.id
@@ -51,9 +59,7 @@ async fn notes(rt: &RuntimeHandle, id: &TaskId) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_tasks_hold_no_actor_and_run_in_turn_a_woken_one_keeps_its_place() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, skill) = one_at_a_time(dir.path()).await;
-    let running = submit_to(&rt, "t0", json!({"gate": true})).await;
-    wait_for_state(&rt, &running, TaskState::Working).await;
+    let (rt, skill, running) = busy(dir.path()).await;
     let mut queued = Vec::new();
     for i in 1..=4 {
         queued.push(submit_to(&rt, &format!("t{i}"), json!({"gate": true})).await);
@@ -103,9 +109,7 @@ async fn queued_tasks_hold_no_actor_and_run_in_turn_a_woken_one_keeps_its_place(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_task_woken_by_a_refused_message_runs_in_its_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, skill) = one_at_a_time(dir.path()).await;
-    let running = submit_to(&rt, "t0", json!({"gate": true})).await;
-    wait_for_state(&rt, &running, TaskState::Working).await;
+    let (rt, skill, running) = busy(dir.path()).await;
     let queued = submit_to(&rt, "t1", json!({"ask": true})).await;
     live_tasks_are(&rt, 1).await;
     // Sent while it waits for its slot: the skill takes no message until it asks, as
@@ -129,9 +133,7 @@ async fn a_queued_task_woken_by_a_refused_message_runs_in_its_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_tasks_stay_stored_through_a_shutdown_and_run_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, _) = one_at_a_time(dir.path()).await;
-    let running = submit_to(&rt, "t0", json!({"gate": true})).await;
-    wait_for_state(&rt, &running, TaskState::Working).await;
+    let (rt, _, running) = busy(dir.path()).await;
     let queued = [
         submit_to(&rt, "t1", Value::Null).await,
         submit_to(&rt, "t2", Value::Null).await,
