@@ -12,6 +12,11 @@ use crate::store::PostgresStore;
 mod values;
 use values::CommitValues;
 
+/// How many times a commit PostgreSQL rolled back whole is sent, in all.
+const COMMIT_SENDS: u32 = 3;
+/// The wait before the second send (twice that before the third).
+const RESEND_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl PostgresStore {
     /// A commit; with leases, refused when the node is cut off, given up when it is cut
     /// off while the commit is under way, and, when it fails for the connection's sake
@@ -66,11 +71,16 @@ impl PostgresStore {
         let prepared = client.prepare_cached(statement).await.map_err(db)?;
         let params = values.params(leases.is_some());
         // A commit PostgreSQL rolled back whole (a deadlock it broke, a serialization
-        // failure) was not stored: it is sent again, a few times.
+        // failure) was not stored: it is sent again, a few times, each after a short
+        // wait. Sent at once, it can take the first of its rows again before the
+        // transaction that won the deadlock does, and deadlock with it once more.
         let mut attempts = 1;
         let row = loop {
             match client.query_one(&prepared, &params).await {
-                Err(error) if rolled_back(&error) && attempts < 3 => attempts += 1,
+                Err(error) if rolled_back(&error) && attempts < COMMIT_SENDS => {
+                    tokio::time::sleep(RESEND_AFTER * attempts).await;
+                    attempts += 1;
+                }
                 other => break other.map_err(db)?,
             }
         };
