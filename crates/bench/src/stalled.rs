@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::server::{Credentials, Server};
-use crate::workloads::{post_json, send_request};
+use crate::workloads::{post_json, send_at_once};
 
 /// `count` stalled subscribers: the RSS they cost once the task ended.
 pub(crate) async fn stalled_subscribers(
@@ -74,13 +74,8 @@ async fn rss_after_task(
     let server = Server::start(fundi, data, "sled", "batched", credentials)?;
     let tcp_before = tcp_buffer_bytes();
     let data = json!({"steps": steps, "delayMs": 1});
-    let mut body = send_request("SendMessage", "stalled", Some(data));
-    body["params"]["configuration"] = json!({"returnImmediately": true});
-    let answer = post_json(client, &server.url, &body).await?;
-    let id = answer["result"]["task"]["id"]
-        .as_str()
-        .context("no task id")?
-        .to_owned();
+    let task = send_at_once(client, &server.url, "stalled", Some(data)).await?;
+    let id = task["id"].as_str().context("no task id")?.to_owned();
     let mut connections = Vec::with_capacity(stalled);
     for _ in 0..stalled {
         connections.push(subscribe_without_reading(&server.url, &id, credentials).await?);

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use anyhow::{Context, ensure};
+use anyhow::ensure;
 use serde_json::{Value, json};
 
 use crate::load;
 use crate::parked::{CREATORS, PARK_AFTER_MS, wait_until_live};
 use crate::server::{Credentials, Server};
-use crate::workloads::{post_json, send_request};
+use crate::workloads::send_at_once;
 
 /// What the tasks wait for.
 #[derive(Debug, Clone, Copy)]
@@ -47,27 +47,9 @@ pub(crate) async fn waiting_kinds(
     credentials: &Credentials,
     count: usize,
 ) -> anyhow::Result<Value> {
-    let mut per_task = Vec::new();
-    for kind in [Kind::Approval, Kind::Slot] {
-        let data = dir.join(format!("waiting-{kind:?}").to_lowercase());
-        let settings = kind.settings();
-        let server =
-            Server::start_parking_with(fundi, &data, credentials, PARK_AFTER_MS, settings)?;
-        let empty = server.rss_bytes().unwrap_or_default();
-        if let Kind::Slot = kind {
-            // 10,000 steps a minute apart: it holds echo's one slot all along.
-            let hold = json!({"steps": 10_000, "delayMs": 60_000});
-            submit(client, &server.url, Some(hold)).await?;
-        }
-        eprintln!("creating {count} tasks waiting for {kind:?}");
-        create(client, &server.url, count).await?;
-        wait_until_live(client, &server.url, kind.live()).await?;
-        let loaded = server.rss_bytes().unwrap_or_default();
-        per_task.push(loaded.saturating_sub(empty) as f64 / count as f64);
-    }
-    let [approval, slot] = per_task[..] else {
-        unreachable!("two kinds measured")
-    };
+    let measure = |kind| rss_per_task(fundi, dir, client, credentials, count, kind);
+    let approval = measure(Kind::Approval).await?;
+    let slot = measure(Kind::Slot).await?;
     println!(
         "\nW4 {count} tasks waiting (sled): {:.2} KiB per task waiting for an approver \
          (parked), {:.2} KiB per task queued for a slot (no actor)",
@@ -77,6 +59,32 @@ pub(crate) async fn waiting_kinds(
     Ok(json!({"tasks": count, "bytesPerApprovalTask": approval, "bytesPerQueuedTask": slot}))
 }
 
+/// The RSS per task of `count` tasks waiting for `kind`, on a fresh server, once no
+/// task but those `kind` keeps live has an actor.
+async fn rss_per_task(
+    fundi: &Path,
+    dir: &Path,
+    client: &reqwest::Client,
+    credentials: &Credentials,
+    count: usize,
+    kind: Kind,
+) -> anyhow::Result<f64> {
+    let data = dir.join(format!("waiting-{kind:?}").to_lowercase());
+    let settings = kind.settings();
+    let server = Server::start_parking_with(fundi, &data, credentials, PARK_AFTER_MS, settings)?;
+    let empty = server.rss_bytes().unwrap_or_default();
+    if let Kind::Slot = kind {
+        // 10,000 steps a minute apart: it holds echo's one slot all along.
+        let hold = json!({"steps": 10_000, "delayMs": 60_000});
+        send_at_once(client, &server.url, "holding", Some(hold)).await?;
+    }
+    eprintln!("creating {count} tasks waiting for {kind:?}");
+    create(client, &server.url, count).await?;
+    wait_until_live(client, &server.url, kind.live()).await?;
+    let loaded = server.rss_bytes().unwrap_or_default();
+    Ok(loaded.saturating_sub(empty) as f64 / count as f64)
+}
+
 /// Submits `count` echo tasks without waiting for them, from `CREATORS` workers; each
 /// is stored submitted (queued, or waiting for its approver).
 async fn create(client: &reqwest::Client, url: &str, count: usize) -> anyhow::Result<()> {
@@ -84,7 +92,7 @@ async fn create(client: &reqwest::Client, url: &str, count: usize) -> anyhow::Re
     load::each(count, CREATORS, move |_| {
         let (client, url) = (client.clone(), url.clone());
         async move {
-            let task = submit(&client, &url, None).await?;
+            let task = send_at_once(&client, &url, "waiting", None).await?;
             ensure!(
                 task["status"]["state"] == "TASK_STATE_SUBMITTED",
                 "not waiting: {task}"
@@ -94,14 +102,4 @@ async fn create(client: &reqwest::Client, url: &str, count: usize) -> anyhow::Re
     })
     .await?;
     Ok(())
-}
-
-/// A SendMessage to echo that returns at once; the task it created.
-async fn submit(client: &reqwest::Client, url: &str, data: Option<Value>) -> anyhow::Result<Value> {
-    let mut body = send_request("SendMessage", "waiting", data);
-    body["params"]["configuration"] = json!({"returnImmediately": true});
-    let answer = post_json(client, url, &body).await?;
-    let task = answer["result"]["task"].clone();
-    task.get("id").context("no task")?;
-    Ok(task)
 }

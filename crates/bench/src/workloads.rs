@@ -42,6 +42,22 @@ pub(crate) async fn post_json(
     Ok(post(client, url, body).await?.json().await?)
 }
 
+/// A SendMessage of `text` (and a data part) that returns at once
+/// (`returnImmediately`): the task it created, as accepted.
+pub(crate) async fn send_at_once(
+    client: &reqwest::Client,
+    url: &str,
+    text: &str,
+    data: Option<Value>,
+) -> anyhow::Result<Value> {
+    let mut body = send_request("SendMessage", text, data);
+    body["params"]["configuration"] = json!({"returnImmediately": true});
+    let answer = post_json(client, url, &body).await?;
+    let task = &answer["result"]["task"];
+    ensure!(task["id"].is_string(), "no task created: {answer}");
+    Ok(task.clone())
+}
+
 /// W1: a blocking SendMessage to echo; the answer must be the completed task echoing
 /// the text.
 pub(crate) async fn send_blocking(
@@ -144,19 +160,9 @@ pub(crate) async fn fan_out(
 ) -> anyhow::Result<Vec<Duration>> {
     let delay_ms = if tasks > 1 { 300 } else { 100 };
     let created = (0..tasks.max(1)).map(|_| async move {
-        let mut body = send_request(
-            "SendMessage",
-            "fan-out",
-            Some(json!({"steps": 30, "delayMs": delay_ms})),
-        );
-        body["params"]["configuration"] = json!({"returnImmediately": true});
-        let answer = post_json(client, url, &body).await?;
-        anyhow::Ok(
-            answer["result"]["task"]["id"]
-                .as_str()
-                .context("no task id")?
-                .to_owned(),
-        )
+        let data = json!({"steps": 30, "delayMs": delay_ms});
+        let task = send_at_once(client, url, "fan-out", Some(data)).await?;
+        anyhow::Ok(task["id"].as_str().context("no task id")?.to_owned())
     });
     let ids: Vec<String> = futures::stream::iter(created)
         .buffer_unordered(64)
@@ -231,17 +237,8 @@ pub(crate) async fn create_unfinished(
     crate::load::each(count, 64, move |_| {
         let (client, url) = (client.clone(), url.clone());
         async move {
-            let mut body = send_request(
-                "SendMessage",
-                "parked",
-                Some(json!({"steps": 1, "delayMs": 60000})),
-            );
-            body["params"]["configuration"] = json!({"returnImmediately": true});
-            let answer = post_json(&client, &url, &body).await?;
-            ensure!(
-                answer["result"]["task"]["id"].is_string(),
-                "not created: {answer}"
-            );
+            let data = json!({"steps": 1, "delayMs": 60000});
+            send_at_once(&client, &url, "parked", Some(data)).await?;
             anyhow::Ok(())
         }
     })
