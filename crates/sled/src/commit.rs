@@ -317,9 +317,6 @@ impl SledStore {
         entry: &IndexEntry,
         entry_bytes: &[u8],
     ) -> Result<(), StoreError> {
-        if old == Some(entry) {
-            return Ok(());
-        }
         self.move_entry(id, version, old, entry, entry_bytes)?;
         self.counts.moved(old, entry);
         Ok(())
