@@ -369,8 +369,9 @@ impl RuntimeHandle {
             .cast(SupervisorMsg::Queue { task_id, skill });
     }
 
-    pub(crate) fn skill_card(&self, id: &str) -> Option<SkillCard> {
-        self.inner.skills.get(id).map(|s| s.card())
+    /// A registered skill's card, as built at start.
+    pub(crate) fn skill_card(&self, id: &str) -> Option<&SkillCard> {
+        self.inner.cards.iter().find(|card| card.id == id)
     }
 
     /// Starts an actor for a stored task: the task's actor, or `None` when none could

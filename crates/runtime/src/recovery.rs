@@ -53,7 +53,7 @@ impl RuntimeHandle {
         &self,
         tasks: Vec<UnfinishedTask>,
     ) -> Result<RecoveryReport, RuntimeError> {
-        let plan = plan(tasks, |skill| self.skill_card(skill));
+        let plan = plan(tasks, |skill| self.skill_card(skill).map(|c| c.resumable));
         let metrics = telemetry::metrics();
         for (skill, id, state) in &plan.found {
             metrics.state_changed(skill, id, None, *state);

@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use crate::model::{SkillId, TaskId, TaskState};
-use crate::skill::SkillCard;
 use crate::store::UnfinishedTask;
 
 /// The status message of a task that a restart interrupted and that cannot resume.
@@ -41,28 +40,18 @@ pub(crate) struct RecoveryPlan {
     pub(crate) found: Vec<(SkillId, TaskId, TaskState)>,
 }
 
-/// Decides the fate of each unfinished task, given the card of each registered skill
-/// (asked once per skill: a card is built afresh, schema and all).
+/// Decides the fate of each unfinished task, given whether each registered skill
+/// resumes (`None`: not registered).
 pub(crate) fn plan(
     tasks: Vec<UnfinishedTask>,
-    card_of: impl Fn(&str) -> Option<SkillCard>,
+    resumes: impl Fn(&str) -> Option<bool>,
 ) -> RecoveryPlan {
     let mut plan = RecoveryPlan::default();
-    // Whether each skill is registered, and resumable.
-    let mut resumable: HashMap<SkillId, Option<bool>> = HashMap::new();
     for task in tasks {
         let id = task.id;
         plan.found
             .push((task.skill.clone(), id.clone(), task.state));
-        let skill_resumes = match resumable.get(&task.skill) {
-            Some(known) => *known,
-            None => {
-                let known = card_of(&task.skill).map(|card| card.resumable);
-                resumable.insert(task.skill.clone(), known);
-                known
-            }
-        };
-        match skill_resumes {
+        match resumes(&task.skill) {
             None => plan.fail.push((
                 id,
                 format!(
@@ -95,9 +84,9 @@ mod tests {
 
     #[test]
     fn each_unfinished_task_is_resumed_left_waiting_or_failed() {
-        let cards = |skill: &str| match skill {
-            "again" => Some(SkillCard::new("again", "resumable").resumable()),
-            "once" => Some(SkillCard::new("once", "not resumable")),
+        let resumes = |skill: &str| match skill {
+            "again" => Some(true),
+            "once" => Some(false),
             _ => None,
         };
         let plan = plan(
@@ -108,7 +97,7 @@ mod tests {
                 record("d", "gone", TaskState::Submitted),
                 record("e", "again", TaskState::Submitted),
             ],
-            cards,
+            resumes,
         );
         let ids = |ids: &[TaskId]| {
             ids.iter()

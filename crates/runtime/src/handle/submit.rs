@@ -261,15 +261,16 @@ impl RuntimeHandle {
         if delivery != Delivery::Outcome {
             self.settle().await?;
         }
-        // Nobody follows it: waiting for an approver, it is born parked (the decision
-        // wakes it); waiting for a slot, it queues with no actor.
-        if delivery == Delivery::Accepted && (slot.is_none() || gated) {
-            if !gated {
-                self.queue_for_slot(created.task.id.clone(), skill.clone());
+        // Nobody follows it (told only that it was accepted): waiting for an approver,
+        // it is parked from the start (the decision wakes it); waiting for a slot, it
+        // queues with no actor.
+        if delivery == Delivery::Accepted {
+            if gated && self.inner.config.park_after().is_some() {
+                telemetry::metrics().parked();
                 return Ok(Accepted::standing(created));
             }
-            if self.inner.config.park_after().is_some() {
-                telemetry::metrics().parked();
+            if !gated && slot.is_none() {
+                self.queue_for_slot(created.task.id.clone(), skill.clone());
                 return Ok(Accepted::standing(created));
             }
         }
