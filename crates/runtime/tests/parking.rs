@@ -193,20 +193,25 @@ async fn a_task_waiting_for_an_approver_parks_and_a_decision_wakes_it() {
         .task;
     live_tasks_fall_to(&rt, 0).await;
     assert_eq!(rt.approvals().await.unwrap().len(), 1);
-    let decision = Decision {
-        verdict: Verdict::Approve { narrowed: None },
-        by: "approver".into(),
-        client: None,
-    };
-    let decided = rt.decide(&task.id, decision).await.unwrap();
+    let decided = rt.decide(&task.id, approved()).await.unwrap();
     assert_eq!(decided.status.state, TaskState::Working);
     let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
     assert_eq!(status_text(&done), "done: gated");
 }
 
+/// `config` with the resumable skill gated by an approval.
 fn gated(mut config: RuntimeConfig) -> RuntimeConfig {
     config.approvals = HashMap::from([("resumable".to_owned(), ApprovalMode::Required)]);
     config
+}
+
+/// An approver's approval, unnarrowed.
+fn approved() -> Decision {
+    Decision {
+        verdict: Verdict::Approve { narrowed: None },
+        by: "approver".into(),
+        client: None,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,15 +223,10 @@ async fn gated_tasks_nobody_follows_are_parked_from_the_start() {
         let request = request.skill(Some("resumable".into()));
         let task = rt.submit(request).await.unwrap().task;
         assert_eq!(task.status.state, TaskState::Submitted);
+        // A submission spawns any actor before it returns.
         live_tasks_fall_to(&rt, live).await;
-        assert_eq!(rt.live_tasks(), live, "parking after {after} ms");
         assert_eq!(rt.approvals().await.unwrap().len(), 1);
-        let decision = Decision {
-            verdict: Verdict::Approve { narrowed: None },
-            by: "approver".into(),
-            client: None,
-        };
-        rt.decide(&task.id, decision).await.unwrap();
+        rt.decide(&task.id, approved()).await.unwrap();
         let done = wait_for_state(&rt, &task.id, TaskState::Completed).await;
         assert_eq!(status_text(&done), "done: gated");
     }

@@ -66,8 +66,8 @@ async fn queued_tasks_hold_no_actor_and_run_in_turn_a_woken_one_keeps_its_place(
     }
     // Asks for input in a first run; a run told it resumes would answer at once.
     let asking = submit_to(&rt, "t5", json!({"ask": true})).await;
+    // Only the running one: a submission spawns any actor before it returns.
     live_tasks_are(&rt, 1).await;
-    assert_eq!(rt.live_tasks(), 1, "a queued task has an actor");
     for id in queued.iter().chain([&asking]) {
         let task = rt.snapshot(id, None, Access::Any).await.unwrap().task;
         assert_eq!(task.status.state, TaskState::Submitted, "{id}");
