@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use fundi_runtime::store::{Cluster, Holder, Incoming, Standing, StoreError, TaskRecord};
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, TaskEvent, TaskEventKind, TaskId,
-    TaskState,
+    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEvent,
+    TaskEventKind, TaskId, TaskState,
 };
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -212,6 +212,29 @@ async fn a_run_takes_its_slot_in_its_first_commit_and_gives_it_back_in_its_last(
             TaskState::Completed
         ]
     );
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    let nodes = &store.nodes;
+    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0, "asked on its own");
+    assert_eq!(
+        nodes.releases.load(Ordering::SeqCst),
+        0,
+        "gave back on its own"
+    );
+    assert_eq!(nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_run_whose_caller_waits_for_its_outcome_gives_its_slot_back_in_its_last_commit() {
+    let (runtime, store, _skill) = node(2).await;
+    let waiting = runtime
+        .submit(SubmitRequest::new(message("one", json!({}))))
+        .wait()
+        .await
+        .unwrap();
+    let task = waiting.outcome(DEADLINE).await.unwrap().task;
+    assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
     assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
     let nodes = &store.nodes;

@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use super::journal::{JournalError, status, status_change};
 use super::phase::{Phase, Run};
+use super::slots::Slot;
 use super::task_actor::TaskActorState;
 use super::task_msg::{RunOutcome, TaskMsg};
 use super::while_working::reply_answered;
@@ -57,16 +58,16 @@ impl TaskLink for ActorLink {
 type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
 
 impl TaskActorState {
-    /// Starts the skill's run as a child task (its task is stored already: no skill
-    /// runs for a task that is not). A blocking send's first run is polled once here
-    /// first: one that ends at once is ended here, with no task of its own. The run,
-    /// if it goes on.
+    /// Starts the skill's run in `slot` as a child task (its task is stored already: no
+    /// skill runs for a task that is not). A blocking send's first run is polled once
+    /// here first: one that ends at once is ended here, with no task of its own.
     pub(super) async fn start_run(
         &mut self,
         myself: &ActorRef<TaskMsg>,
+        slot: Slot,
         message: Message,
         resumed: bool,
-    ) -> Option<Run> {
+    ) {
         self.runs_started += 1;
         let run_id = self.runs_started;
         let cancel = CancellationToken::new();
@@ -113,9 +114,19 @@ impl TaskActorState {
             true => {
                 let mut run: SkillRun = Box::pin(run);
                 if let Some(outcome) = poll_once(&mut run) {
+                    // As for a run that ends later: with several nodes, the commit that
+                    // records how it ended gives its store slot back in the same write.
+                    let held = match slot.shared() {
+                        Some(_) => {
+                            self.journal.give_back_with_next_commit(slot);
+                            None
+                        }
+                        None => Some(slot),
+                    };
                     Box::pin(self.end_run(outcome, false)).await;
+                    drop(held);
                     cancel.cancel();
-                    return None;
+                    return;
                 }
                 tokio::spawn(run)
             }
@@ -134,11 +145,12 @@ impl TaskActorState {
                 outcome,
             });
         });
-        Some(Run {
+        let run = Run {
             id: run_id,
             abort,
             cancel,
-        })
+        };
+        self.phase = Phase::Running { run, slot };
     }
 
     pub(super) async fn on_skill_call(

@@ -447,9 +447,7 @@ impl TaskActorState {
                 return self.fail_after("could not start the task", &error).await;
             }
         }
-        if let Some(run) = self.start_run(myself, message, resumed).await {
-            self.phase = Phase::Running { run, slot };
-        }
+        self.start_run(myself, slot, message, resumed).await;
     }
 
     /// Called once the task is terminal: answer whoever waits, free the slot, stop.
