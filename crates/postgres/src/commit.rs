@@ -1,6 +1,7 @@
-//! A task's commit: one statement (see `statements`), then what its answer means: a
-//! conflict (another writer changed the task first), a fence (another node holds the
-//! task's lease), or the lease this node now holds or let go.
+//! A task's commit: one statement (see `statements`), alone or with other tasks'
+//! commits (see `batch`), then what its answer means: a conflict (another writer changed
+//! the task first), a fence (another node holds the task's lease), or the lease this
+//! node now holds or let go.
 
 use fundi_runtime::TaskEvent;
 use fundi_runtime::store::{StoreError, TaskRecord};
@@ -9,8 +10,31 @@ use crate::errors::{db, rolled_back};
 use crate::statements::SlotChange;
 use crate::store::PostgresStore;
 
+mod batch;
 mod values;
+pub(crate) use batch::CommitQueue;
 use values::CommitValues;
+
+/// What PostgreSQL answered to one commit: whether it was written, the version and lease
+/// holder it found in the statement's snapshot, and the run slot it took, if it takes
+/// one (`None`: none was free, and nothing was written).
+struct Answer {
+    written: bool,
+    found: Option<i64>,
+    holder: Option<String>,
+    slot: Option<i32>,
+}
+
+/// Column `index` of an answer's `row`, or why it cannot be read.
+fn column<'r, T: tokio_postgres::types::FromSql<'r>>(
+    row: &'r tokio_postgres::Row,
+    index: usize,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|error| StoreError::Codec {
+        what: format!("a commit's answer: {}", fundi_runtime::error_chain(&error)),
+        source: Some(Box::new(error)),
+    })
+}
 
 /// How many times a commit PostgreSQL rolled back whole is sent, in all.
 const COMMIT_SENDS: u32 = 3;
@@ -63,9 +87,25 @@ impl PostgresStore {
     ) -> Result<Option<u32>, StoreError> {
         let leases = self.leases.as_deref();
         let values = CommitValues::of(record, expected_version, events, slot, leases)?;
+        let takes_slot = values.limit.is_some();
+        // A commit that takes or gives back a run slot keeps a statement of its own;
+        // the others are sent with whatever other tasks' commits wait beside them.
+        let answer = match takes_slot || values.gives_back() {
+            true => self.send_alone(&values).await?,
+            false => self.send_queued(values).await?,
+        };
+        self.answered(record, expected_version, takes_slot, answer)
+            .await
+    }
+
+    /// Sends one commit as a statement of its own.
+    async fn send_alone(&self, values: &CommitValues) -> Result<Answer, StoreError> {
+        let leases = self.leases.as_deref();
         let client = self.client().await?;
         if let (Some(nodes), Some(limit)) = (&self.nodes, values.limit) {
-            nodes.ensure_slot_rows(&client, values.skill, limit).await?;
+            nodes
+                .ensure_slot_rows(&client, &values.skill, limit)
+                .await?;
         }
         let statement = values.statement(&self.hot);
         let prepared = client.prepare_cached(statement).await.map_err(db)?;
@@ -84,8 +124,16 @@ impl PostgresStore {
                 other => break other.map_err(db)?,
             }
         };
-        self.answered(record, expected_version, values.limit.is_some(), &row)
-            .await
+        let written: i64 = column(&row, 0)?;
+        Ok(Answer {
+            written: written > 0,
+            found: column(&row, 1)?,
+            holder: column(&row, 2)?,
+            slot: match values.limit {
+                Some(_) => column(&row, row.len() - 1)?,
+                None => None,
+            },
+        })
     }
 
     /// What a commit's answer says: written (with the slot it took, when it takes one),
@@ -97,23 +145,18 @@ impl PostgresStore {
         record: &TaskRecord,
         expected_version: u64,
         takes_slot: bool,
-        row: &tokio_postgres::Row,
+        answer: Answer,
     ) -> Result<Option<u32>, StoreError> {
         let id = record.id().as_str();
-        let written: i64 = row.get(0);
-        let taken = match takes_slot {
-            true => row.get::<_, Option<i32>>(row.len() - 1),
-            false => None,
-        };
+        let taken = answer.slot;
         if takes_slot && taken.is_none() {
             return Ok(None);
         }
-        if written == 0 {
-            let found: Option<i64> = row.get(1);
-            let found = found.map_or(0, |v| v as u64);
+        if !answer.written {
+            let found = answer.found.map_or(0, |v| v as u64);
             // Another node holds the task (whatever the version), or this node's former
             // self's epoch was named: either way this node may no longer write it.
-            let holder: Option<String> = row.get(2);
+            let holder = answer.holder;
             if let Some(leases) = &self.leases
                 && expected_version != 0
                 && (holder.as_deref() != Some(leases.config.node.as_str())

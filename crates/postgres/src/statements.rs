@@ -3,7 +3,8 @@
 //!
 //! A commit is one statement: the task's row, its new events and (for a new task) its
 //! first message, in data-modifying CTEs that succeed or fail together, so that a
-//! commit costs one round trip and one server-side transaction. Its answer says whether
+//! commit costs one round trip and one server-side transaction. Commits of several tasks
+//! that wait for a statement together go in one (`batch`), each on its own checks. Its answer says whether
 //! the row was written and, from the statement's snapshot, the version and lease holder
 //! it found.
 //!
@@ -13,6 +14,8 @@
 //! of its skill's run slots (and is written only if it does), and the commit that ends
 //! a run may give the run's slot back (only if it is written): a run then costs the
 //! database no statement beside its commits.
+
+mod batch;
 
 /// What a commit does to a run slot of the task's skill (leased only).
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +41,11 @@ pub(crate) struct HotStatements {
     pub(crate) create_taking_slot: String,
     /// Leased: `update`, giving back run slot $16 of skill $15 if it is written.
     pub(crate) update_giving_back: String,
+    /// Several commits, none with a run slot, in one statement (see `batch`).
+    pub(crate) batch_commit: String,
     pub(crate) get_task: String,
+    /// $1 owner key, $2 message id: the task the message created, and when.
+    pub(crate) created_by: String,
 }
 
 impl HotStatements {
@@ -145,7 +152,12 @@ impl HotStatements {
                  )"
             )),
             update: update(""),
+            batch_commit: batch::batch_commit(schema, leased),
             get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
+            created_by: format!(
+                "SELECT task_id, created_ms FROM {schema}.first_messages \
+                 WHERE owner_key = $1 AND message_id = $2"
+            ),
         }
     }
 }

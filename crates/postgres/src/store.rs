@@ -15,6 +15,7 @@ use tokio_postgres::NoTls;
 
 use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
+use crate::commit::CommitQueue;
 use crate::errors::{db, pool_error};
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
@@ -79,6 +80,8 @@ pub struct PostgresStore {
     pub(crate) leases: Option<std::sync::Arc<Leases>>,
     /// This node among the others, with several nodes on the schema.
     pub(crate) nodes: Option<std::sync::Arc<Nodes>>,
+    /// Commits waiting to be sent together (see `commit::batch`).
+    pub(crate) commits: std::sync::Arc<CommitQueue>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -238,6 +241,7 @@ impl PostgresStore {
             hot: std::sync::Arc::new(HotStatements::new(&config.schema, leases.is_some())),
             leases,
             nodes,
+            commits: Default::default(),
         })
     }
 
@@ -255,6 +259,7 @@ impl PostgresStore {
             hot: std::sync::Arc::new(HotStatements::new(&config.schema, false)),
             leases: None,
             nodes: None,
+            commits: Default::default(),
         })
     }
 
@@ -339,14 +344,13 @@ impl TaskStore for PostgresStore {
         message_id: &str,
     ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError> {
         let client = self.client().await?;
+        // Asked for every new message: prepared once per connection.
+        let read = client
+            .prepare_cached(&self.hot.created_by)
+            .await
+            .map_err(db)?;
         let row = client
-            .query_opt(
-                &format!(
-                    "SELECT task_id, created_ms FROM {} WHERE owner_key = $1 AND message_id = $2",
-                    self.table("first_messages")
-                ),
-                &[&owner_key(owner), &message_id],
-            )
+            .query_opt(&read, &[&owner_key(owner), &message_id])
             .await
             .map_err(db)?;
         Ok(row.and_then(|row| {
@@ -362,14 +366,16 @@ impl TaskStore for PostgresStore {
         limit: usize,
     ) -> Result<Vec<TaskEvent>, StoreError> {
         let client = self.client().await?;
+        // Read by every subscriber that catches up: prepared once per connection.
+        let read = client
+            .prepare_cached(&format!(
+                "SELECT event FROM {} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                self.table("events")
+            ))
+            .await
+            .map_err(db)?;
         let rows = client
-            .query(
-                &format!(
-                    "SELECT event FROM {} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                    self.table("events")
-                ),
-                &[&id.as_str(), &(after_seq as i64), &(limit as i64)],
-            )
+            .query(&read, &[&id.as_str(), &(after_seq as i64), &(limit as i64)])
             .await
             .map_err(db)?;
         rows.into_iter().map(|row| decode_column(&row, 0)).collect()

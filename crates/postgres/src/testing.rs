@@ -59,6 +59,11 @@ impl crate::PostgresStore {
         }
     }
 
+    /// The most commits of several tasks this store has sent in one statement.
+    pub fn most_commits_sent_at_once(&self) -> usize {
+        self.commits.most_sent()
+    }
+
     /// A connection from the store's own pool, to look at what its sessions see.
     pub async fn testing_client(&self) -> deadpool_postgres::Object {
         self.client()

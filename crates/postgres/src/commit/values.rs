@@ -1,6 +1,7 @@
 //! A commit's values, as its statement takes them (see `statements` for the order):
 //! the task's row, its events and first message, the lease it names and the run slot
-//! it takes or gives back.
+//! it takes or gives back. Owned, so that a commit can wait in the queue of commits
+//! sent together (see `batch`).
 
 use fundi_runtime::TaskEvent;
 use fundi_runtime::store::{StoreError, TaskRecord, first_message};
@@ -13,39 +14,39 @@ use crate::statements::{HotStatements, SlotChange};
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
-pub(super) struct CommitValues<'a> {
-    id: &'a str,
-    version: i64,
-    body: Value,
-    context_id: &'a str,
-    state: &'static str,
-    terminal: bool,
-    owner: Option<&'a str>,
-    updated: i64,
-    expected: i64,
-    seqs: Vec<i64>,
-    bodies: Vec<Value>,
-    first_owner: Option<String>,
-    message_id: Option<&'a str>,
-    created: Option<i64>,
+pub(super) struct CommitValues {
+    pub(super) id: String,
+    pub(super) version: i64,
+    pub(super) body: Value,
+    pub(super) context_id: String,
+    pub(super) state: &'static str,
+    pub(super) terminal: bool,
+    pub(super) owner: Option<String>,
+    pub(super) updated: i64,
+    pub(super) expected: i64,
+    pub(super) seqs: Vec<i64>,
+    pub(super) bodies: Vec<Value>,
+    pub(super) first_owner: Option<String>,
+    pub(super) message_id: Option<String>,
+    pub(super) created: Option<i64>,
     /// With leases: the node, and a new task's lease time or a change's epoch.
-    node: Option<&'a str>,
-    ttl: Option<i64>,
-    epoch: Option<i64>,
+    pub(super) node: Option<String>,
+    pub(super) ttl: Option<i64>,
+    pub(super) epoch: Option<i64>,
     /// The task's skill, and the limit of the slots it takes or the slot it gives back.
-    pub(super) skill: &'a str,
+    pub(super) skill: String,
     pub(super) limit: Option<i32>,
     given_back: Option<i32>,
 }
 
-impl<'a> CommitValues<'a> {
+impl CommitValues {
     pub(super) fn of(
-        record: &'a TaskRecord,
+        record: &TaskRecord,
         expected_version: u64,
-        events: &'a [TaskEvent],
+        events: &[TaskEvent],
         slot: SlotChange,
-        leases: Option<&'a Leases>,
-    ) -> Result<CommitValues<'a>, StoreError> {
+        leases: Option<&Leases>,
+    ) -> Result<CommitValues, StoreError> {
         let id = record.id().as_str();
         let first = first_message(record, events);
         let slot_number = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
@@ -55,13 +56,13 @@ impl<'a> CommitValues<'a> {
             SlotChange::None => (None, None),
         };
         Ok(CommitValues {
-            id,
+            id: id.to_owned(),
             version: record.version as i64,
             body: serde_json::to_value(record)?,
-            context_id: record.task.context_id.as_str(),
+            context_id: record.task.context_id.as_str().to_owned(),
             state: record.state().wire_name(),
             terminal: record.state().is_terminal(),
-            owner: record.owner.as_deref(),
+            owner: record.owner.as_deref().map(str::to_owned),
             updated: millis(record.task.status.timestamp),
             expected: expected_version as i64,
             seqs: events.iter().map(|e| e.seq as i64).collect(),
@@ -70,15 +71,15 @@ impl<'a> CommitValues<'a> {
                 .map(serde_json::to_value)
                 .collect::<Result<Vec<_>, _>>()?,
             first_owner: first.map(|(owner, _, _)| owner_key(owner)),
-            message_id: first.map(|(_, message_id, _)| message_id),
+            message_id: first.map(|(_, message_id, _)| message_id.to_owned()),
             created: first.map(|(_, _, at)| millis(at)),
-            node: leases.map(|l| l.config.node.as_str()),
+            node: leases.map(|l| l.config.node.clone()),
             ttl: leases.map(|l| l.ttl_ms()),
             epoch: match expected_version {
                 0 => None,
                 _ => leases.map(|l| l.epoch(id)),
             },
-            skill: record.skill.as_str(),
+            skill: record.skill.as_str().to_owned(),
             limit,
             given_back,
         })
@@ -87,6 +88,11 @@ impl<'a> CommitValues<'a> {
     /// Whether the commit creates its task.
     pub(super) fn creates(&self) -> bool {
         self.expected == 0
+    }
+
+    /// Whether the commit gives back a run slot.
+    pub(super) fn gives_back(&self) -> bool {
+        self.given_back.is_some()
     }
 
     /// The statement this commit runs.

@@ -1,0 +1,93 @@
+//! The statement that commits several tasks at once: each commit as one row of arrays
+//! that `unnest` turns back into rows, the new tasks inserted and the changed ones
+//! updated (each on its own version check and, with leases, its own fence), the events
+//! and first messages of the written ones inserted, in data-modifying CTEs of one
+//! statement. PostgreSQL spends on such a statement little more than on one commit of
+//! its own (one parse of the message, one executor start, one transaction, one flush),
+//! which is what makes a commit of many tasks cheaper than as many commits.
+//!
+//! Its answer is one row per commit, in no order: the commit's position (1-based), whether
+//! it was written and, from the statement's snapshot, the version and lease holder it
+//! found (as a single commit's answer gives them).
+//!
+//! No two commits of one statement may name the same task: an `UPDATE ... FROM` that
+//! joins one row to two would write it once and report both written.
+
+/// Parameters: per commit, $1 id, $2 version, $3 record, $4 context id, $5 state, $6
+/// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task); per event, $10
+/// task id, $11 seq, $12 body; per first message, $13 owner key, $14 message id, $15 task
+/// id, $16 creation ms; leased, $17 node, $18 lease ms, $19 per commit the epoch it names.
+pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
+    let channel = crate::listener::channel(schema);
+    let (epochs, epoch_column) = match leased {
+        true => (", $19::bigint[]", ", epoch"),
+        false => ("", ""),
+    };
+    let (lease_columns, lease_values, lease_update, fence) = match leased {
+        true => (
+            ", lease_node, lease_epoch, lease_expires",
+            format!(
+                ", CASE WHEN terminal THEN NULL ELSE $17::text END, \
+                 CASE WHEN terminal THEN 0 ELSE 1 END, \
+                 CASE WHEN terminal THEN NULL ELSE {} END",
+                crate::lease::lease_end(18)
+            ),
+            ", lease_node = CASE WHEN i.terminal THEN NULL ELSE t.lease_node END, \
+             lease_expires = CASE WHEN i.terminal THEN NULL ELSE t.lease_expires END",
+            " AND t.lease_node = $17::text AND t.lease_epoch = i.epoch",
+        ),
+        false => ("", String::new(), "", ""),
+    };
+    // As for a single commit: the nodes following a written task that has new events
+    // are told, and only those (a NOTIFY serializes the commits that send one).
+    let (signal, signalled) = match leased {
+        true => (
+            format!(
+                ", signal AS (
+                    SELECT pg_notify('{channel}', 'e:' || w.id) FROM written w
+                    WHERE w.id = ANY($10::text[])
+                        AND EXISTS (SELECT 1 FROM {schema}.watchers x WHERE x.task_id = w.id)
+                 )"
+            ),
+            ", (SELECT count(*) FROM signal)",
+        ),
+        false => (String::new(), ""),
+    };
+    format!(
+        "WITH input AS (
+            SELECT * FROM unnest($1::text[], $2::bigint[], $3::jsonb[], $4::text[],
+                $5::text[], $6::boolean[], $7::text[], $8::bigint[], $9::bigint[]{epochs})
+            WITH ORDINALITY AS i(id, version, record, context_id, state, terminal, owner,
+                updated_ms, expected{epoch_column}, n)
+         ), created AS (
+            INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal,
+                owner, updated_ms{lease_columns})
+            SELECT id, version, record, context_id, state, terminal, owner,
+                updated_ms{lease_values}
+            FROM input WHERE expected = 0
+            ON CONFLICT (id) DO NOTHING RETURNING id
+         ), updated AS (
+            UPDATE {schema}.tasks t SET version = i.version, record = i.record,
+                state = i.state, terminal = i.terminal, updated_ms = i.updated_ms{lease_update}
+            FROM input i
+            WHERE i.expected <> 0 AND t.id = i.id AND t.version = i.expected{fence}
+            RETURNING t.id
+         ), written AS (
+            SELECT id FROM created UNION ALL SELECT id FROM updated
+         ), new_events AS (
+            INSERT INTO {schema}.events (task_id, seq, event)
+            SELECT e.task_id, e.seq, e.event
+            FROM unnest($10::text[], $11::bigint[], $12::jsonb[]) AS e(task_id, seq, event)
+            WHERE e.task_id IN (SELECT id FROM written)
+         ), first_message AS (
+            INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
+            SELECT f.owner_key, f.message_id, f.task_id, f.created_ms
+            FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[])
+                AS f(owner_key, message_id, task_id, created_ms)
+            WHERE f.task_id IN (SELECT id FROM written)
+            ON CONFLICT DO NOTHING
+         ){signal}
+         SELECT i.n, i.id IN (SELECT id FROM written), t.version, t.lease_node{signalled}
+         FROM input i LEFT JOIN {schema}.tasks t ON t.id = i.id"
+    )
+}

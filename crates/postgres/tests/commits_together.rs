@@ -1,0 +1,284 @@
+//! Commits of several tasks sent in one statement, on a real PostgreSQL server: each
+//! is written, read back and deduplicated as if sent alone; one refused (a conflict, a
+//! fence) refuses only itself; a statement PostgreSQL refuses whole is sent again commit
+//! by commit, so that each gets its own answer.
+//!
+//! A test's setup writes one commit at a time; its commits sent at once are all queued
+//! before the store's sender runs (a test runs on one thread), so they share a
+//! statement, which `most_commits_sent_at_once` confirms.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
+use fundi_postgres::{LeaseConfig, PostgresConfig, PostgresStore};
+use fundi_runtime::store::{StoreError, TaskRecord, TaskStore};
+use fundi_runtime::testing::store_contract::{created, event_seqs, record, with_status};
+use fundi_runtime::{TaskEvent, TaskState};
+
+async fn open(config: &PostgresConfig) -> PostgresStore {
+    PostgresStore::open(config)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
+}
+
+/// New working tasks `t0`, `t1`, ..., each with its created event.
+fn new_tasks(count: usize) -> Vec<(TaskRecord, Vec<TaskEvent>)> {
+    (0..count)
+        .map(|n| {
+            let task = record(&format!("t{n}"), "ctx", TaskState::Working, 1, "ann");
+            let events = vec![created(&task)];
+            (task, events)
+        })
+        .collect()
+}
+
+/// `record`'s next commit: completed, with its status event.
+fn completed(record: &TaskRecord) -> (TaskRecord, Vec<TaskEvent>) {
+    let mut status = record.task.status.clone();
+    status.state = TaskState::Completed;
+    with_status(record, status)
+}
+
+/// Writes each of `tasks` new, one at a time.
+async fn create_one_by_one(store: &PostgresStore, tasks: &[(TaskRecord, Vec<TaskEvent>)]) {
+    for (task, events) in tasks {
+        store.write(task, 0, events).await.unwrap();
+    }
+}
+
+/// Sends every commit at once: `(record, expected version, events)`; each one's answer.
+async fn write_at_once(
+    store: &PostgresStore,
+    commits: &[(TaskRecord, u64, Vec<TaskEvent>)],
+) -> Vec<Result<(), StoreError>> {
+    let writes = commits
+        .iter()
+        .map(|(record, expected, events)| store.write(record, *expected, events));
+    join_all(writes).await
+}
+
+#[tokio::test]
+async fn commits_sent_at_once_share_a_statement_and_each_is_stored_as_if_alone() {
+    let schema = fresh_schema();
+    let store = open(&test_config(&schema)).await;
+    let tasks = new_tasks(40);
+    let creates: Vec<_> = tasks
+        .iter()
+        .map(|(task, events)| (task.clone(), 0, events.clone()))
+        .collect();
+    for answer in write_at_once(&store, &creates).await {
+        answer.unwrap();
+    }
+    assert!(store.most_commits_sent_at_once() > 1);
+
+    // Their next commits, at once too; one of them a checkpoint alone (no event).
+    let mut commits: Vec<_> = tasks
+        .iter()
+        .map(|(task, _)| {
+            let (next, events) = completed(task);
+            (next, 1, events)
+        })
+        .collect();
+    let (quiet, _, _) = &mut commits[7];
+    (quiet.task.status.state, quiet.last_seq) = (TaskState::Working, 1);
+    quiet.checkpoint = Some(serde_json::json!({"step": 3}));
+    commits[7].2.clear();
+    for answer in write_at_once(&store, &commits).await {
+        answer.unwrap();
+    }
+
+    for (n, (task, _)) in tasks.iter().enumerate() {
+        let stored = store.get(task.id()).await.unwrap().unwrap();
+        assert_eq!(stored, commits[n].0, "{} as written", task.id());
+        let seqs = event_seqs(&store, task.id(), 0, 10).await;
+        match n {
+            7 => assert_eq!(seqs, [1]),
+            _ => assert_eq!(seqs, [1, 2]),
+        }
+        let message_id = &task.task.history[0].message_id;
+        let (first, _) = store
+            .created_by(Some("ann"), message_id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&first, task.id(), "its first message, for deduplication");
+    }
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_commit_refused_among_others_is_refused_alone() {
+    let schema = fresh_schema();
+    let store = open(&test_config(&schema)).await;
+    let tasks = new_tasks(8);
+    create_one_by_one(&store, &tasks).await;
+    assert_eq!(store.most_commits_sent_at_once(), 1);
+
+    // Task t3's writer read a version the task never had; t5's is new again.
+    let commits: Vec<_> = tasks
+        .iter()
+        .enumerate()
+        .map(|(n, (task, events))| match n {
+            3 => {
+                let (next, events) = completed(task);
+                (next, 4, events)
+            }
+            5 => (task.clone(), 0, events.clone()),
+            _ => {
+                let (next, events) = completed(task);
+                (next, 1, events)
+            }
+        })
+        .collect();
+    let answers = write_at_once(&store, &commits).await;
+    assert!(store.most_commits_sent_at_once() > 1);
+    for (n, answer) in answers.into_iter().enumerate() {
+        let version = store.get(tasks[n].0.id()).await.unwrap().unwrap().version;
+        match n {
+            3 => {
+                assert!(
+                    matches!(
+                        answer,
+                        Err(StoreError::Conflict {
+                            expected: 4,
+                            found: 1,
+                            ..
+                        })
+                    ),
+                    "{answer:?}"
+                );
+                assert_eq!(version, 1);
+            }
+            5 => {
+                assert!(
+                    matches!(
+                        answer,
+                        Err(StoreError::Conflict {
+                            expected: 0,
+                            found: 1,
+                            ..
+                        })
+                    ),
+                    "{answer:?}"
+                );
+                assert_eq!(version, 1);
+            }
+            _ => {
+                answer.unwrap();
+                assert_eq!(version, 2);
+                assert_eq!(event_seqs(&store, tasks[n].0.id(), 0, 10).await, [1, 2]);
+            }
+        }
+    }
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_statement_refused_whole_is_sent_again_commit_by_commit() {
+    let schema = fresh_schema();
+    let store = open(&test_config(&schema)).await;
+    let tasks = new_tasks(6);
+    create_one_by_one(&store, &tasks).await;
+    // An event t2's next commit is to write is there already (as a store damaged by
+    // hand would have it): its insert breaks the events' key, and PostgreSQL refuses
+    // the whole statement.
+    store
+        .testing_client()
+        .await
+        .execute(
+            &format!("INSERT INTO {schema}.events (task_id, seq, event) VALUES ('t2', 2, '{{}}')"),
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let commits: Vec<_> = tasks
+        .iter()
+        .map(|(task, _)| {
+            let (next, events) = completed(task);
+            (next, 1, events)
+        })
+        .collect();
+    let answers = write_at_once(&store, &commits).await;
+    assert!(store.most_commits_sent_at_once() > 1);
+    for (n, answer) in answers.into_iter().enumerate() {
+        let stored = store.get(tasks[n].0.id()).await.unwrap().unwrap();
+        match n {
+            2 => {
+                let error = answer.unwrap_err();
+                assert!(
+                    matches!(error, StoreError::Database { .. }),
+                    "the server's refusal, alone: {error:?}"
+                );
+                assert_eq!(stored.version, 1, "nothing of it stored");
+            }
+            _ => {
+                answer.unwrap();
+                assert_eq!(stored.state(), TaskState::Completed);
+            }
+        }
+    }
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn with_leases_each_commit_among_others_is_fenced_on_its_own() {
+    let schema = fresh_schema();
+    let mut config = test_config(&schema);
+    config.lease = Some(LeaseConfig::new("node-a", Duration::from_secs(10)));
+    let store = open(&config).await;
+    let tasks = new_tasks(6);
+    create_one_by_one(&store, &tasks).await;
+    // Another node took t4 over.
+    store
+        .testing_client()
+        .await
+        .execute(
+            &format!(
+                "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
+                 WHERE id = 't4'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let commits: Vec<_> = tasks
+        .iter()
+        .map(|(task, _)| {
+            let (next, events) = completed(task);
+            (next, 1, events)
+        })
+        .collect();
+    let answers = write_at_once(&store, &commits).await;
+    assert!(store.most_commits_sent_at_once() > 1);
+    let client = store.testing_client().await;
+    for (n, answer) in answers.into_iter().enumerate() {
+        let id = tasks[n].0.id().as_str();
+        let row = client
+            .query_one(
+                &format!("SELECT version, lease_node FROM {schema}.tasks WHERE id = $1"),
+                &[&id],
+            )
+            .await
+            .unwrap();
+        let (version, holder): (i64, Option<String>) = (row.get(0), row.get(1));
+        match n {
+            4 => {
+                assert!(
+                    matches!(&answer, Err(StoreError::Fenced { holder, .. }) if holder == "node-b"),
+                    "{answer:?}"
+                );
+                assert_eq!((version, holder.as_deref()), (1, Some("node-b")));
+            }
+            _ => {
+                answer.unwrap();
+                // Ended: written, and no longer leased.
+                assert_eq!((version, holder), (2, None));
+            }
+        }
+    }
+    drop_schemas(&[schema]).await;
+}
