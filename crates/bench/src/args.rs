@@ -14,8 +14,9 @@ pub(crate) struct Args {
     pub(crate) fundi: PathBuf,
     /// Another fundi binary (say, a build of the commit before a change) measured in the
     /// same run, each of its measurements right after the same one of `--fundi`; the
-    /// table then gives `--fundi`'s rate as a ratio to it too. (The W1 to W3 workloads;
-    /// fan-out and W4 run on `--fundi` only.)
+    /// table then gives `--fundi`'s rate as a ratio to it too. (The W1 to W3 workloads,
+    /// on PostgreSQL too with `--postgres-url`, in schemas of its own; fan-out and W4 run
+    /// on `--fundi` only.)
     #[arg(long)]
     pub(crate) compare: Option<PathBuf>,
     /// Also measure W1 and W3 on a fundi storing in PostgreSQL at this URL (in a schema

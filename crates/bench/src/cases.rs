@@ -28,7 +28,12 @@ impl Case {
     pub(crate) fn is_fundi(&self) -> bool {
         matches!(
             self.target,
-            Target::FundiSync | Target::FundiBatched | Target::FundiMemory
+            Target::FundiSync
+                | Target::FundiBatched
+                | Target::FundiMemory
+                | Target::FundiPostgres
+                | Target::FundiPostgresOneNode
+                | Target::FundiPostgresTwoNodes
         )
     }
 }

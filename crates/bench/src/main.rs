@@ -68,12 +68,14 @@ async fn main() -> anyhow::Result<()> {
         .as_deref()
         .map(|url| (url, schema.as_str()));
     let fundi = FundiServers::start(&args.fundi, dir.path(), &credentials, postgres)?;
+    // The compared build on PostgreSQL too, in schemas of its own.
+    let compare_schema = format!("{schema}_compare");
     let compare = match &args.compare {
         Some(binary) => Some(FundiServers::start(
             binary,
             &dir.path().join("compare"),
             &credentials,
-            None,
+            postgres.map(|(url, _)| (url, compare_schema.as_str())),
         )?),
         None => None,
     };
@@ -294,10 +296,12 @@ async fn main() -> anyhow::Result<()> {
     if let Some(url) = &args.postgres_url {
         let (db, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
         tokio::spawn(connection);
-        db.batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS {schema}_nodes CASCADE"
-        ))
-        .await?;
+        for schema in [&schema, &compare_schema] {
+            db.batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS {schema}_nodes CASCADE"
+            ))
+            .await?;
+        }
     }
     Ok(())
 }

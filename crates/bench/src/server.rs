@@ -108,9 +108,12 @@ impl Server {
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
         let mut command = fundi_command(&[], binary, data, "postgres", "sync", credentials);
+        // 8 connections each rather than 16, so that two builds' servers (`--compare`),
+        // three each, fit within PostgreSQL's default 100 connections.
         command
             .env("FUNDI__STORE__POSTGRES__URL", url)
-            .env("FUNDI__STORE__POSTGRES__SCHEMA", schema);
+            .env("FUNDI__STORE__POSTGRES__SCHEMA", schema)
+            .env("FUNDI__STORE__POSTGRES__POOL_SIZE", "8");
         if let Some(node) = node {
             command.env("FUNDI__STORE__POSTGRES__NODE_ID", node);
         }
