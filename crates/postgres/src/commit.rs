@@ -88,9 +88,10 @@ impl PostgresStore {
         let leases = self.leases.as_deref();
         let values = CommitValues::of(record, expected_version, events, slot, leases)?;
         let takes_slot = values.limit.is_some();
-        // A commit that takes or gives back a run slot keeps a statement of its own;
-        // the others are sent with whatever other tasks' commits wait beside them.
-        let answer = match takes_slot || values.gives_back() {
+        // A commit that takes a run slot keeps a statement of its own (each must find
+        // a free slot of its own); the others are sent with whatever other tasks'
+        // commits wait beside them.
+        let answer = match takes_slot {
             true => self.send_alone(&values).await?,
             false => self.send_queued(values).await?,
         };

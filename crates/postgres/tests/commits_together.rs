@@ -282,3 +282,66 @@ async fn with_leases_each_commit_among_others_is_fenced_on_its_own() {
     }
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn commits_that_give_back_run_slots_share_a_statement_and_give_each_back_if_written() {
+    let schema = fresh_schema();
+    let mut config = test_config(&schema);
+    config.lease = Some(LeaseConfig::new("node-a", Duration::from_secs(10)));
+    let store = open(&config).await;
+    let tasks = new_tasks(4);
+    let mut slots = Vec::new();
+    for (task, events) in &tasks {
+        let slot = store.create_with_run_slot(task, events, 4).await.unwrap();
+        slots.push(slot.expect("a free slot"));
+    }
+    let client = store.testing_client().await;
+    // Another node took t1 over; its run here ends, and its commit is fenced.
+    client
+        .execute(
+            &format!(
+                "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
+                 WHERE id = 't1'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let store = &store;
+    let ends = tasks
+        .iter()
+        .zip(&slots)
+        .map(|((task, _), slot)| async move {
+            let (next, events) = completed(task);
+            store
+                .write_giving_back_run_slot(&next, 1, &events, *slot)
+                .await
+        });
+    let answers = join_all(ends).await;
+    assert!(store.most_commits_sent_at_once() > 1);
+    for (n, answer) in answers.iter().enumerate() {
+        let row = client
+            .query_one(
+                &format!("SELECT node FROM {schema}.run_slots WHERE skill = 'echo' AND slot = $1"),
+                &[&(slots[n] as i32)],
+            )
+            .await
+            .unwrap();
+        let holder: Option<String> = row.get(0);
+        match n {
+            1 => {
+                assert!(
+                    matches!(answer, Err(StoreError::Fenced { .. })),
+                    "{answer:?}"
+                );
+                assert_eq!(holder.as_deref(), Some("node-a"), "kept: not written");
+            }
+            _ => {
+                assert!(answer.is_ok(), "{answer:?}");
+                assert_eq!(holder, None, "given back with its commit");
+            }
+        }
+    }
+    drop_schemas(&[schema]).await;
+}

@@ -9,8 +9,9 @@
 //! most the statement under way and its own, never for a timer: alone, it is sent at
 //! once, as a statement of its own.
 //!
-//! Each commit keeps its own version check and fence: one commit refused does not stop
-//! the others. A statement PostgreSQL refuses whole (a deadlock it broke, an event it
+//! Each commit keeps its own version check and fence, and gives back its run slot only
+//! if it is written: one commit refused does not stop the others. (A commit that takes a
+//! run slot is sent alone: each new task must find a free slot of its own.) A statement PostgreSQL refuses whole (a deadlock it broke, an event it
 //! already holds) stored none of its commits, which are then sent again, each as a
 //! statement of its own, to get each its own answer. A statement whose connection failed
 //! may or may not have been stored: each of its commits gets that answer.
@@ -250,6 +251,8 @@ struct Arrays<'v> {
     node: Option<&'v str>,
     ttl: Option<i64>,
     epochs: Vec<i64>,
+    skills: Vec<&'v str>,
+    given_back: Vec<Option<i32>>,
 }
 
 impl<'v> Arrays<'v> {
@@ -274,6 +277,8 @@ impl<'v> Arrays<'v> {
             node: None,
             ttl: None,
             epochs: Vec::new(),
+            skills: Vec::new(),
+            given_back: Vec::new(),
         };
         for commit in commits {
             arrays.push(commit);
@@ -306,6 +311,8 @@ impl<'v> Arrays<'v> {
         self.node = commit.node.as_deref();
         self.ttl = commit.ttl;
         self.epochs.push(commit.epoch.unwrap_or(-1));
+        self.skills.push(&commit.skill);
+        self.given_back.push(commit.given_back);
     }
 
     fn params(&self, leased: bool) -> Vec<&(dyn ToSql + Sync)> {
@@ -328,7 +335,13 @@ impl<'v> Arrays<'v> {
             &self.created,
         ];
         if leased {
-            params.extend([&self.node as &(dyn ToSql + Sync), &self.ttl, &self.epochs]);
+            params.extend([
+                &self.node as &(dyn ToSql + Sync),
+                &self.ttl,
+                &self.epochs,
+                &self.skills,
+                &self.given_back,
+            ]);
         }
         params
     }

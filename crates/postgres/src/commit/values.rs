@@ -36,7 +36,7 @@ pub(super) struct CommitValues {
     /// The task's skill, and the limit of the slots it takes or the slot it gives back.
     pub(super) skill: String,
     pub(super) limit: Option<i32>,
-    given_back: Option<i32>,
+    pub(super) given_back: Option<i32>,
 }
 
 impl CommitValues {
@@ -88,11 +88,6 @@ impl CommitValues {
     /// Whether the commit creates its task.
     pub(super) fn creates(&self) -> bool {
         self.expected == 0
-    }
-
-    /// Whether the commit gives back a run slot.
-    pub(super) fn gives_back(&self) -> bool {
-        self.given_back.is_some()
     }
 
     /// The statement this commit runs.

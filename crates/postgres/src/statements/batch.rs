@@ -16,11 +16,19 @@
 /// Parameters: per commit, $1 id, $2 version, $3 record, $4 context id, $5 state, $6
 /// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task); per event, $10
 /// task id, $11 seq, $12 body; per first message, $13 owner key, $14 message id, $15 task
-/// id, $16 creation ms; leased, $17 node, $18 lease ms, $19 per commit the epoch it names.
+/// id, $16 creation ms; leased, $17 node, $18 lease ms, and per commit $19 the epoch it
+/// names, $20 its skill and $21 the run slot it gives back (NULL: none).
+///
+/// A run slot is given back only if its commit is written (as a single commit's is).
+/// Taking one stays with a statement of its own: each new task must find a free slot of
+/// its own.
 pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     let channel = crate::listener::channel(schema);
     let (epochs, epoch_column) = match leased {
-        true => (", $19::bigint[]", ", epoch"),
+        true => (
+            ", $19::bigint[], $20::text[], $21::int[]",
+            ", epoch, skill, given_back",
+        ),
         false => ("", ""),
     };
     let (lease_columns, lease_values, lease_update, fence) = match leased {
@@ -39,11 +47,18 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
         false => ("", String::new(), "", ""),
     };
     // As for a single commit: the nodes following a written task that has new events
-    // are told, and only those (a NOTIFY serializes the commits that send one).
+    // are told, and only those (a NOTIFY serializes the commits that send one); the run
+    // slots of the written commits that give one back are freed.
     let (signal, signalled) = match leased {
         true => (
             format!(
-                ", signal AS (
+                ", freed AS (
+                    UPDATE {schema}.run_slots s SET node = NULL, expires = NULL
+                    FROM input i
+                    WHERE i.given_back IS NOT NULL AND s.skill = i.skill
+                        AND s.slot = i.given_back AND s.node = $17::text
+                        AND i.id IN (SELECT id FROM written)
+                 ), signal AS (
                     SELECT pg_notify('{channel}', 'e:' || w.id) FROM written w
                     WHERE w.id = ANY($10::text[])
                         AND EXISTS (SELECT 1 FROM {schema}.watchers x WHERE x.task_id = w.id)
