@@ -10,6 +10,8 @@ mod cluster;
 mod columns;
 mod commit;
 mod errors;
+mod first_messages;
+mod gather;
 mod issues;
 mod lease;
 mod lease_claims;

@@ -46,6 +46,9 @@ pub(crate) struct HotStatements {
     pub(crate) get_task: String,
     /// $1 owner key, $2 message id: the task the message created, and when.
     pub(crate) created_by: String,
+    /// `created_by` for several: $1 owner keys, $2 message ids; per one found, its
+    /// position (1-based), the task and when.
+    pub(crate) created_by_many: String,
 }
 
 impl HotStatements {
@@ -157,6 +160,12 @@ impl HotStatements {
             created_by: format!(
                 "SELECT task_id, created_ms FROM {schema}.first_messages \
                  WHERE owner_key = $1 AND message_id = $2"
+            ),
+            created_by_many: format!(
+                "SELECT k.n, f.task_id, f.created_ms
+                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(owner_key, message_id, n)
+                 JOIN {schema}.first_messages f
+                    ON f.owner_key = k.owner_key AND f.message_id = k.message_id"
             ),
         }
     }

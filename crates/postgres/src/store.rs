@@ -3,7 +3,7 @@
 //! is one statement that checks the version the writer read (see `statements`).
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 use deadpool_postgres::{Pool, Runtime};
@@ -17,6 +17,7 @@ use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
 use crate::commit::CommitQueue;
 use crate::errors::{db, pool_error};
+use crate::first_messages::Lookups;
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
 use crate::statements::{HotStatements, SlotChange};
@@ -82,6 +83,8 @@ pub struct PostgresStore {
     pub(crate) nodes: Option<std::sync::Arc<Nodes>>,
     /// Commits waiting to be sent together (see `commit::batch`).
     pub(crate) commits: std::sync::Arc<CommitQueue>,
+    /// First-message lookups waiting to be sent together (see `first_messages`).
+    pub(crate) lookups: std::sync::Arc<Lookups>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -242,6 +245,7 @@ impl PostgresStore {
             leases,
             nodes,
             commits: Default::default(),
+            lookups: Default::default(),
         })
     }
 
@@ -260,6 +264,7 @@ impl PostgresStore {
             leases: None,
             nodes: None,
             commits: Default::default(),
+            lookups: Default::default(),
         })
     }
 
@@ -343,20 +348,9 @@ impl TaskStore for PostgresStore {
         owner: Option<&str>,
         message_id: &str,
     ) -> Result<Option<(TaskId, DateTime<Utc>)>, StoreError> {
-        let client = self.client().await?;
-        // Asked for every new message: prepared once per connection.
-        let read = client
-            .prepare_cached(&self.hot.created_by)
+        // Asked for every new message: gathered with the others (`first_messages`).
+        self.first_message_task(owner_key(owner), message_id.to_owned())
             .await
-            .map_err(db)?;
-        let row = client
-            .query_opt(&read, &[&owner_key(owner), &message_id])
-            .await
-            .map_err(db)?;
-        Ok(row.and_then(|row| {
-            let at = Utc.timestamp_millis_opt(row.get::<_, i64>(1)).single()?;
-            Some((TaskId::from(row.get::<_, String>(0)), at))
-        }))
     }
 
     async fn events(

@@ -64,6 +64,11 @@ impl crate::PostgresStore {
         self.commits.most_sent()
     }
 
+    /// The most first-message lookups this store has made in one statement.
+    pub fn most_lookups_sent_at_once(&self) -> usize {
+        self.lookups.most_sent()
+    }
+
     /// A connection from the store's own pool, to look at what its sessions see.
     pub async fn testing_client(&self) -> deadpool_postgres::Object {
         self.client()

@@ -345,3 +345,35 @@ async fn commits_that_give_back_run_slots_share_a_statement_and_give_each_back_i
     }
     drop_schemas(&[schema]).await;
 }
+
+#[tokio::test]
+async fn first_message_lookups_made_at_once_share_a_statement_and_each_finds_its_own() {
+    let schema = fresh_schema();
+    let store = open(&test_config(&schema)).await;
+    let tasks = new_tasks(6);
+    create_one_by_one(&store, &tasks).await;
+    let message_ids: Vec<String> = tasks
+        .iter()
+        .map(|(task, _)| task.task.history[0].message_id.clone())
+        .collect();
+    // Each task's first message as its owner sent it, as another owner, and one never sent.
+    let mut asked: Vec<(Option<&str>, &str)> = Vec::new();
+    for id in &message_ids {
+        asked.push((Some("ann"), id));
+        asked.push((Some("bob"), id));
+    }
+    asked.push((Some("ann"), "never-sent"));
+    let lookups = asked.iter().map(|(owner, id)| store.created_by(*owner, id));
+    let found = join_all(lookups).await;
+    assert!(store.most_lookups_sent_at_once() > 1);
+    for (n, ((owner, _), found)) in asked.iter().zip(found).enumerate() {
+        let found = found.unwrap().map(|(id, _)| id);
+        match (owner, n / 2) {
+            (Some("ann"), task) if task < tasks.len() => {
+                assert_eq!(found.as_ref(), Some(tasks[task].0.id()))
+            }
+            _ => assert_eq!(found, None, "lookup {n}"),
+        }
+    }
+    drop_schemas(&[schema]).await;
+}

@@ -1,126 +1,48 @@
-//! Commits of several tasks sent as one statement. PostgreSQL's cost of a commit is
-//! mostly the statement's and the transaction's own (receiving it, starting its
-//! executor, committing and flushing), little of it the rows: a statement that writes
-//! many tasks' rows costs little more than one that writes one task's.
-//!
-//! A commit waits in the store's queue. At most `SENDERS` statements are under way at
-//! once; while they are, the commits that arrive wait, and the next sender to finish
-//! takes all of them (up to `MOST_AT_ONCE`) in one statement. A commit so waits for at
-//! most the statement under way and its own, never for a timer: alone, it is sent at
-//! once, as a statement of its own.
+//! Commits of several tasks sent as one statement (see `gather`: at most four such
+//! statements under way, the commits that arrive meanwhile sent together in the next,
+//! up to 64, never two of one task).
 //!
 //! Each commit keeps its own version check and fence, and gives back its run slot only
 //! if it is written: one commit refused does not stop the others. (A commit that takes a
-//! run slot is sent alone: each new task must find a free slot of its own.) A statement PostgreSQL refuses whole (a deadlock it broke, an event it
-//! already holds) stored none of its commits, which are then sent again, each as a
-//! statement of its own, to get each its own answer. A statement whose connection failed
-//! may or may not have been stored: each of its commits gets that answer.
-
-use std::collections::VecDeque;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! run slot is sent alone: each new task must find a free slot of its own.) A statement
+//! PostgreSQL refuses whole (a deadlock it broke, an event it already holds) stored none
+//! of its commits, which are then sent again, each as a statement of its own, to get
+//! each its own answer. A statement whose connection failed may or may not have been
+//! stored: each of its commits gets that answer.
 
 use fundi_runtime::store::StoreError;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 
 use super::{Answer, CommitValues, column};
 use crate::errors::db;
+use crate::gather::{Gather, Gathered};
 use crate::store::PostgresStore;
 
-/// Statements of queued commits under way at once.
-const SENDERS: usize = 4;
-/// Most commits sent in one statement.
-const MOST_AT_ONCE: usize = 64;
+/// The commits waiting for a statement: four statements under way at most, 64 commits
+/// in one.
+pub(crate) struct CommitQueue(Gather<CommitValues, Result<Answer, StoreError>>);
+type Queued = Gathered<CommitValues, Result<Answer, StoreError>>;
 
-/// The commits waiting to be sent, and how many senders are at work.
-#[derive(Default)]
-pub(crate) struct CommitQueue {
-    state: Mutex<Waiting>,
-    /// The most commits one statement has sent so far (for tests).
-    most_sent: AtomicUsize,
-}
-
-#[derive(Default)]
-struct Waiting {
-    senders: usize,
-    commits: VecDeque<Queued>,
-}
-
-struct Queued {
-    values: CommitValues,
-    reply: oneshot::Sender<Result<Answer, StoreError>>,
+impl Default for CommitQueue {
+    fn default() -> CommitQueue {
+        CommitQueue(Gather::new(4, 64))
+    }
 }
 
 impl CommitQueue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Queues a commit; whether a sender must be started for it.
-    fn push(&self, queued: Queued) -> bool {
-        let mut waiting = self.lock();
-        waiting.commits.push_back(queued);
-        let start = waiting.senders
-            < std::env::var("FUNDI_PG_SENDERS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(SENDERS);
-        if start {
-            waiting.senders += 1;
-        }
-        start
-    }
-
-    /// The commits the next statement sends, oldest first, no two of one task (a
-    /// task's later commit waits for the next statement); `None`, and the sender
-    /// stops, when none wait.
-    fn next(&self) -> Option<Vec<Queued>> {
-        let mut waiting = self.lock();
-        if waiting.commits.is_empty() {
-            waiting.senders -= 1;
-            return None;
-        }
-        let mut batch: Vec<Queued> = Vec::new();
-        let mut left = VecDeque::new();
-        while let Some(queued) = waiting.commits.pop_front() {
-            let same_task = || batch.iter().any(|b| b.values.id == queued.values.id);
-            match batch.len() < MOST_AT_ONCE && !same_task() {
-                true => batch.push(queued),
-                false => left.push_back(queued),
-            }
-        }
-        waiting.commits = left;
-        self.most_sent.fetch_max(batch.len(), Ordering::Relaxed);
-        Some(batch)
-    }
-
-    /// The most commits one statement has sent so far.
+    /// The most commits one statement has carried so far.
     #[cfg(feature = "test-util")]
     pub(crate) fn most_sent(&self) -> usize {
-        self.most_sent.load(Ordering::Relaxed)
-    }
-}
-
-/// A sender at work; should it unwind, its place is given back so that another starts.
-struct Sending<'q>(&'q CommitQueue);
-
-impl Drop for Sending<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.lock().senders -= 1;
-        }
+        self.0.most_sent()
     }
 }
 
 impl PostgresStore {
     /// Sends a commit with the others waiting beside it (see the module docs).
     pub(super) async fn send_queued(&self, values: CommitValues) -> Result<Answer, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        if self.commits.push(Queued { values, reply }) {
+        let (answer, start) = self.commits.0.push(values);
+        if start {
             let store = self.clone();
             tokio::spawn(async move { store.send_waiting().await });
         }
@@ -133,8 +55,9 @@ impl PostgresStore {
     }
 
     async fn send_waiting(&self) {
-        let _sending = Sending(&self.commits);
-        while let Some(batch) = self.commits.next() {
+        let _sending = self.commits.0.sending();
+        let same_task = |a: &CommitValues, b: &CommitValues| a.id == b.id;
+        while let Some(batch) = self.commits.0.next(same_task) {
             self.send_batch(batch).await;
         }
     }
@@ -143,7 +66,7 @@ impl PostgresStore {
         if batch.len() == 1
             && let Some(one) = batch.pop()
         {
-            let _ = one.reply.send(self.send_alone(&one.values).await);
+            let _ = one.reply.send(self.send_alone(&one.request).await);
             return;
         }
         match self.send_together(&batch).await {
@@ -158,7 +81,7 @@ impl PostgresStore {
                 }
             }
             Together::Refused => {
-                let alone = batch.iter().map(|queued| self.send_alone(&queued.values));
+                let alone = batch.iter().map(|queued| self.send_alone(&queued.request));
                 let answers = futures::future::join_all(alone).await;
                 for (queued, answer) in batch.into_iter().zip(answers) {
                     let _ = queued.reply.send(answer);
@@ -181,7 +104,7 @@ impl PostgresStore {
 
     /// Sends `batch` as one statement.
     async fn send_together(&self, batch: &[Queued]) -> Together {
-        let arrays = Arrays::of(batch.iter().map(|queued| &queued.values));
+        let arrays = Arrays::of(batch.iter().map(|queued| &queued.request));
         // Without a connection, each commit waits for one of its own (and so gets
         // its own answer).
         let Ok(client) = self.client().await else {

@@ -1,0 +1,143 @@
+//! The lookup every new message makes for a task its id created already (so that a
+//! message sent again finds its task), gathered: lookups that wait together go in one
+//! statement (see `gather`). A lookup changes nothing, so a statement of several that
+//! fails is simply made again lookup by lookup, each getting its own answer.
+
+use chrono::{DateTime, TimeZone, Utc};
+use fundi_runtime::TaskId;
+use fundi_runtime::store::StoreError;
+
+use crate::errors::db;
+use crate::gather::{Gather, Gathered};
+use crate::store::PostgresStore;
+
+/// A first message's owner key and message id.
+type Key = (String, String);
+/// The task it created, and when.
+type Found = Option<(TaskId, DateTime<Utc>)>;
+
+/// The lookups waiting for a statement: four statements under way at most, 64 lookups
+/// in one.
+pub(crate) struct Lookups(Gather<Key, Result<Found, StoreError>>);
+
+impl Default for Lookups {
+    fn default() -> Lookups {
+        Lookups(Gather::new(4, 64))
+    }
+}
+
+impl Lookups {
+    /// The most lookups one statement has carried so far.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn most_sent(&self) -> usize {
+        self.0.most_sent()
+    }
+}
+
+/// A column of a first message's row that cannot be read.
+fn unreadable(error: tokio_postgres::Error) -> StoreError {
+    StoreError::Codec {
+        what: format!(
+            "a first message's row: {}",
+            fundi_runtime::error_chain(&error)
+        ),
+        source: Some(Box::new(error)),
+    }
+}
+
+/// A row's task id (column `at`) and creation time (the next column); `None` for a time
+/// no date can hold.
+fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
+    let read = unreadable;
+    let id: String = row.try_get(at).map_err(read)?;
+    let created: i64 = row.try_get(at + 1).map_err(read)?;
+    Ok(Utc
+        .timestamp_millis_opt(created)
+        .single()
+        .map(|at| (TaskId::from(id), at)))
+}
+
+impl PostgresStore {
+    /// The task the first message `message_id` of `owner_key` created, and when.
+    pub(crate) async fn first_message_task(
+        &self,
+        owner_key: String,
+        message_id: String,
+    ) -> Result<Found, StoreError> {
+        let (answer, start) = self.lookups.0.push((owner_key, message_id));
+        if start {
+            let store = self.clone();
+            tokio::spawn(async move { store.send_lookups().await });
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(StoreError::Unreachable {
+                what: "the sender of a lookup stopped before PostgreSQL answered".into(),
+                source: None,
+            })
+        })
+    }
+
+    async fn send_lookups(&self) {
+        let _sending = self.lookups.0.sending();
+        while let Some(batch) = self.lookups.0.next(|_, _| false) {
+            let together = match batch.len() {
+                1 => None,
+                _ => self.look_up_together(&batch).await.ok(),
+            };
+            match together {
+                Some(answers) => {
+                    for (gathered, answer) in batch.into_iter().zip(answers) {
+                        let _ = gathered.reply.send(answer);
+                    }
+                }
+                None => {
+                    let alone = batch.iter().map(|g| self.look_up_alone(&g.request));
+                    let answers = futures::future::join_all(alone).await;
+                    for (gathered, answer) in batch.into_iter().zip(answers) {
+                        let _ = gathered.reply.send(answer);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn look_up_alone(&self, (owner_key, message_id): &Key) -> Result<Found, StoreError> {
+        let client = self.client().await?;
+        let read = client
+            .prepare_cached(&self.hot.created_by)
+            .await
+            .map_err(db)?;
+        let row = client
+            .query_opt(&read, &[owner_key, message_id])
+            .await
+            .map_err(db)?;
+        Ok(row.map(|row| found(&row, 0)).transpose()?.flatten())
+    }
+
+    /// Each lookup's answer, in their order.
+    async fn look_up_together(
+        &self,
+        batch: &[Gathered<Key, Result<Found, StoreError>>],
+    ) -> Result<Vec<Result<Found, StoreError>>, StoreError> {
+        let owner_keys: Vec<&str> = batch.iter().map(|g| g.request.0.as_str()).collect();
+        let message_ids: Vec<&str> = batch.iter().map(|g| g.request.1.as_str()).collect();
+        let client = self.client().await?;
+        let read = client
+            .prepare_cached(&self.hot.created_by_many)
+            .await
+            .map_err(db)?;
+        let rows = client
+            .query(&read, &[&owner_keys, &message_ids])
+            .await
+            .map_err(db)?;
+        let mut answers: Vec<Result<Found, StoreError>> = batch.iter().map(|_| Ok(None)).collect();
+        for row in &rows {
+            let position: i64 = row.try_get(0).map_err(unreadable)?;
+            let at = usize::try_from(position - 1).ok();
+            if let Some(answer) = at.and_then(|at| answers.get_mut(at)) {
+                *answer = found(row, 1);
+            }
+        }
+        Ok(answers)
+    }
+}
