@@ -11,19 +11,8 @@ use crate::statements::SlotChange;
 use crate::store::PostgresStore;
 
 mod batch;
-mod values;
-pub(crate) use batch::CommitQueue;
-use values::CommitValues;
-
-/// What PostgreSQL answered to one commit: whether it was written, the version and lease
-/// holder it found in the statement's snapshot, and the run slot it took, if it takes
-/// one (`None`: none was free, and nothing was written).
-struct Answer {
-    written: bool,
-    found: Option<i64>,
-    holder: Option<String>,
-    slot: Option<i32>,
-}
+pub(crate) mod values;
+use values::{Answer, CommitValues};
 
 /// Column `index` of an answer's `row`, or why it cannot be read.
 fn column<'r, T: tokio_postgres::types::FromSql<'r>>(

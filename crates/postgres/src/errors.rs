@@ -50,3 +50,12 @@ pub(crate) fn pool_error(error: impl std::error::Error + Send + Sync + 'static) 
         source: Some(Box::new(error)),
     }
 }
+
+/// A gathered request (`what`: a commit, a lookup) whose sender stopped before
+/// PostgreSQL answered: whether a write was stored, nobody can say.
+pub(crate) fn unanswered(what: &str) -> StoreError {
+    StoreError::Unreachable {
+        what: format!("the sender of a {what} stopped before PostgreSQL answered"),
+        source: None,
+    }
+}

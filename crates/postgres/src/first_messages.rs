@@ -3,36 +3,15 @@
 //! statement (see `gather`). A lookup changes nothing, so a statement of several that
 //! fails is simply made again lookup by lookup, each getting its own answer.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
 use fundi_runtime::TaskId;
 use fundi_runtime::store::StoreError;
 
-use crate::errors::db;
-use crate::gather::{Gather, Gathered};
+use crate::errors::{db, unanswered};
+use crate::gather::Gathered;
 use crate::store::PostgresStore;
 
-/// A first message's owner key and message id.
-type Key = (String, String);
-/// The task it created, and when.
-type Found = Option<(TaskId, DateTime<Utc>)>;
-
-/// The lookups waiting for a statement: four statements under way at most, 64 lookups
-/// in one.
-pub(crate) struct Lookups(Gather<Key, Result<Found, StoreError>>);
-
-impl Default for Lookups {
-    fn default() -> Lookups {
-        Lookups(Gather::new(4, 64))
-    }
-}
-
-impl Lookups {
-    /// The most lookups one statement has carried so far.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn most_sent(&self) -> usize {
-        self.0.most_sent()
-    }
-}
+use crate::queues::{FirstMessage, Found};
 
 /// A column of a first message's row that cannot be read.
 fn unreadable(error: tokio_postgres::Error) -> StoreError {
@@ -64,17 +43,12 @@ impl PostgresStore {
         owner_key: String,
         message_id: String,
     ) -> Result<Found, StoreError> {
-        let (answer, start) = self.lookups.0.push((owner_key, message_id));
-        if start {
+        let start = || {
             let store = self.clone();
             tokio::spawn(async move { store.send_lookups().await });
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(StoreError::Unreachable {
-                what: "the sender of a lookup stopped before PostgreSQL answered".into(),
-                source: None,
-            })
-        })
+        };
+        let answer = self.lookups.0.ask((owner_key, message_id), start).await;
+        answer.unwrap_or_else(|| Err(unanswered("lookup")))
     }
 
     async fn send_lookups(&self) {
@@ -101,7 +75,10 @@ impl PostgresStore {
         }
     }
 
-    async fn look_up_alone(&self, (owner_key, message_id): &Key) -> Result<Found, StoreError> {
+    async fn look_up_alone(
+        &self,
+        (owner_key, message_id): &FirstMessage,
+    ) -> Result<Found, StoreError> {
         let client = self.client().await?;
         let read = client
             .prepare_cached(&self.hot.created_by)
@@ -117,7 +94,7 @@ impl PostgresStore {
     /// Each lookup's answer, in their order.
     async fn look_up_together(
         &self,
-        batch: &[Gathered<Key, Result<Found, StoreError>>],
+        batch: &[Gathered<FirstMessage, Result<Found, StoreError>>],
     ) -> Result<Vec<Result<Found, StoreError>>, StoreError> {
         let owner_keys: Vec<&str> = batch.iter().map(|g| g.request.0.as_str()).collect();
         let message_ids: Vec<&str> = batch.iter().map(|g| g.request.1.as_str()).collect();

@@ -55,17 +55,24 @@ impl<T, A> Gather<T, A> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Queues a request; the receiver of its answer, and whether a sender must be
-    /// started for it (the caller then runs `Sending::run`, in a task of its own).
-    pub(crate) fn push(&self, request: T) -> (oneshot::Receiver<A>, bool) {
+    /// Queues a request and waits for its answer; `start` is called when a sender must
+    /// be started for it (in a task of its own, taking requests with `next` under
+    /// `sending`). `None`: the sender stopped before it answered.
+    pub(crate) async fn ask(&self, request: T, start: impl FnOnce()) -> Option<A> {
         let (reply, answer) = oneshot::channel();
-        let mut waiting = self.lock();
-        waiting.requests.push_back(Gathered { request, reply });
-        let start = waiting.senders < self.senders;
-        if start {
-            waiting.senders += 1;
+        let must_start = {
+            let mut waiting = self.lock();
+            waiting.requests.push_back(Gathered { request, reply });
+            let must_start = waiting.senders < self.senders;
+            if must_start {
+                waiting.senders += 1;
+            }
+            must_start
+        };
+        if must_start {
+            start();
         }
-        (answer, start)
+        answer.await.ok()
     }
 
     /// The requests the next statement carries, oldest first, no two that `clash`

@@ -23,6 +23,7 @@ mod migrations;
 mod peers;
 mod push;
 mod quarantine;
+mod queues;
 mod records;
 mod sessions;
 mod statements;

@@ -15,11 +15,10 @@ use tokio_postgres::NoTls;
 
 use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
-use crate::commit::CommitQueue;
 use crate::errors::{db, pool_error};
-use crate::first_messages::Lookups;
 use crate::lease::{LeaseConfig, Leases};
 use crate::migrations::migrate;
+use crate::queues::{CommitQueue, Lookups};
 use crate::statements::{HotStatements, SlotChange};
 use crate::tls::connector;
 use tokio_postgres_rustls::MakeRustlsConnect;

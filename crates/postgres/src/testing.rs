@@ -61,12 +61,12 @@ impl crate::PostgresStore {
 
     /// The most commits of several tasks this store has sent in one statement.
     pub fn most_commits_sent_at_once(&self) -> usize {
-        self.commits.most_sent()
+        self.commits.0.most_sent()
     }
 
     /// The most first-message lookups this store has made in one statement.
     pub fn most_lookups_sent_at_once(&self) -> usize {
-        self.lookups.most_sent()
+        self.lookups.0.most_sent()
     }
 
     /// A connection from the store's own pool, to look at what its sessions see.

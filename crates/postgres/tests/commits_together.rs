@@ -41,6 +41,25 @@ fn completed(record: &TaskRecord) -> (TaskRecord, Vec<TaskEvent>) {
     with_status(record, status)
 }
 
+/// Each of `tasks`' next commit, from version 1: completed.
+fn all_completed(tasks: &[(TaskRecord, Vec<TaskEvent>)]) -> Vec<(TaskRecord, u64, Vec<TaskEvent>)> {
+    let completed = tasks.iter().map(|(task, _)| {
+        let (next, events) = completed(task);
+        (next, 1, events)
+    });
+    completed.collect()
+}
+
+/// Task `id` leased to node-b now, one epoch up, as a takeover leaves it.
+async fn taken_over_by_node_b(store: &PostgresStore, schema: &str, id: &str) {
+    let taken = format!(
+        "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
+         WHERE id = $1"
+    );
+    let client = store.testing_client().await;
+    client.execute(&taken, &[&id]).await.unwrap();
+}
+
 /// Writes each of `tasks` new, one at a time.
 async fn create_one_by_one(store: &PostgresStore, tasks: &[(TaskRecord, Vec<TaskEvent>)]) {
     for (task, events) in tasks {
@@ -194,13 +213,7 @@ async fn a_statement_refused_whole_is_sent_again_commit_by_commit() {
         .await
         .unwrap();
 
-    let commits: Vec<_> = tasks
-        .iter()
-        .map(|(task, _)| {
-            let (next, events) = completed(task);
-            (next, 1, events)
-        })
-        .collect();
+    let commits = all_completed(&tasks);
     let answers = write_at_once(&store, &commits).await;
     assert!(store.most_commits_sent_at_once() > 1);
     for (n, answer) in answers.into_iter().enumerate() {
@@ -232,26 +245,9 @@ async fn with_leases_each_commit_among_others_is_fenced_on_its_own() {
     let tasks = new_tasks(6);
     create_one_by_one(&store, &tasks).await;
     // Another node took t4 over.
-    store
-        .testing_client()
-        .await
-        .execute(
-            &format!(
-                "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
-                 WHERE id = 't4'"
-            ),
-            &[],
-        )
-        .await
-        .unwrap();
+    taken_over_by_node_b(&store, &schema, "t4").await;
 
-    let commits: Vec<_> = tasks
-        .iter()
-        .map(|(task, _)| {
-            let (next, events) = completed(task);
-            (next, 1, events)
-        })
-        .collect();
+    let commits = all_completed(&tasks);
     let answers = write_at_once(&store, &commits).await;
     assert!(store.most_commits_sent_at_once() > 1);
     let client = store.testing_client().await;
@@ -297,16 +293,7 @@ async fn commits_that_give_back_run_slots_share_a_statement_and_give_each_back_i
     }
     let client = store.testing_client().await;
     // Another node took t1 over; its run here ends, and its commit is fenced.
-    client
-        .execute(
-            &format!(
-                "UPDATE {schema}.tasks SET lease_node = 'node-b', lease_epoch = lease_epoch + 1 \
-                 WHERE id = 't1'"
-            ),
-            &[],
-        )
-        .await
-        .unwrap();
+    taken_over_by_node_b(&store, &schema, "t1").await;
 
     let store = &store;
     let ends = tasks

@@ -188,6 +188,21 @@ async fn node(limit: usize) -> (RuntimeHandle, Arc<SharedStore>, Scripted) {
     (runtime, store, skill)
 }
 
+/// One run took its store slot in its first commit and gave it back in its last, and
+/// asked the store nothing of its own.
+fn slot_taken_and_given_back_only_with_commits(store: &SharedStore) {
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    let nodes = &store.nodes;
+    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0, "asked on its own");
+    assert_eq!(
+        nodes.releases.load(Ordering::SeqCst),
+        0,
+        "gave back on its own"
+    );
+    assert_eq!(nodes.taken(), 0);
+}
+
 /// The states the task's events put it in, in order.
 async fn states(runtime: &RuntimeHandle, id: &TaskId) -> Vec<TaskState> {
     let events = collect_events(runtime, id, 0).await;
@@ -212,16 +227,7 @@ async fn a_run_takes_its_slot_in_its_first_commit_and_gives_it_back_in_its_last(
             TaskState::Completed
         ]
     );
-    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
-    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
-    let nodes = &store.nodes;
-    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0, "asked on its own");
-    assert_eq!(
-        nodes.releases.load(Ordering::SeqCst),
-        0,
-        "gave back on its own"
-    );
-    assert_eq!(nodes.taken(), 0);
+    slot_taken_and_given_back_only_with_commits(&store);
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
 }
 
@@ -235,16 +241,7 @@ async fn a_run_whose_caller_waits_for_its_outcome_gives_its_slot_back_in_its_las
         .unwrap();
     let task = waiting.outcome(DEADLINE).await.unwrap().task;
     assert_eq!(task.status.state, TaskState::Completed);
-    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
-    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
-    let nodes = &store.nodes;
-    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0, "asked on its own");
-    assert_eq!(
-        nodes.releases.load(Ordering::SeqCst),
-        0,
-        "gave back on its own"
-    );
-    assert_eq!(nodes.taken(), 0);
+    slot_taken_and_given_back_only_with_commits(&store);
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
 }
 

@@ -15,43 +15,21 @@ use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
 use super::{Answer, CommitValues, column};
-use crate::errors::db;
-use crate::gather::{Gather, Gathered};
+use crate::errors::{db, unanswered};
+use crate::gather::Gathered;
 use crate::store::PostgresStore;
 
-/// The commits waiting for a statement: four statements under way at most, 64 commits
-/// in one.
-pub(crate) struct CommitQueue(Gather<CommitValues, Result<Answer, StoreError>>);
 type Queued = Gathered<CommitValues, Result<Answer, StoreError>>;
-
-impl Default for CommitQueue {
-    fn default() -> CommitQueue {
-        CommitQueue(Gather::new(4, 64))
-    }
-}
-
-impl CommitQueue {
-    /// The most commits one statement has carried so far.
-    #[cfg(feature = "test-util")]
-    pub(crate) fn most_sent(&self) -> usize {
-        self.0.most_sent()
-    }
-}
 
 impl PostgresStore {
     /// Sends a commit with the others waiting beside it (see the module docs).
     pub(super) async fn send_queued(&self, values: CommitValues) -> Result<Answer, StoreError> {
-        let (answer, start) = self.commits.0.push(values);
-        if start {
+        let start = || {
             let store = self.clone();
             tokio::spawn(async move { store.send_waiting().await });
-        }
-        answer.await.unwrap_or_else(|_| {
-            Err(StoreError::Unreachable {
-                what: "the sender of a commit stopped before PostgreSQL answered".into(),
-                source: None,
-            })
-        })
+        };
+        let answer = self.commits.0.ask(values, start).await;
+        answer.unwrap_or_else(|| Err(unanswered("commit")))
     }
 
     async fn send_waiting(&self) {

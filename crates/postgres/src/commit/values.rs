@@ -14,7 +14,17 @@ use crate::statements::{HotStatements, SlotChange};
 
 type Param<'a> = &'a (dyn ToSql + Sync);
 
-pub(super) struct CommitValues {
+/// What PostgreSQL answered to one commit: whether it was written, the version and lease
+/// holder it found in the statement's snapshot, and the run slot it took, if it takes
+/// one (`None`: none was free, and nothing was written).
+pub(crate) struct Answer {
+    pub(super) written: bool,
+    pub(super) found: Option<i64>,
+    pub(super) holder: Option<String>,
+    pub(super) slot: Option<i32>,
+}
+
+pub(crate) struct CommitValues {
     pub(super) id: String,
     pub(super) version: i64,
     pub(super) body: Value,
