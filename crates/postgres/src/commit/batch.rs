@@ -1,6 +1,6 @@
-//! Commits of several tasks sent as one statement (see `gather`: at most four such
-//! statements under way, the commits that arrive meanwhile sent together in the next,
-//! up to 64, never two of one task).
+//! Commits of several tasks sent as one statement (see `gather` and `queues`: at most
+//! four such statements under way, the commits that arrive meanwhile sent together in
+//! the next, up to 64, never two of one task).
 //!
 //! Each commit keeps its own version check and fence, and gives back its run slot only
 //! if it is written: one commit refused does not stop the others. (A commit that takes a
