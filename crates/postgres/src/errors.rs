@@ -52,7 +52,7 @@ pub(crate) fn pool_error(error: impl std::error::Error + Send + Sync + 'static) 
 }
 
 /// A gathered request (`what`: a commit, a lookup) whose sender stopped before
-/// PostgreSQL answered: whether a write was stored, nobody can say.
+/// PostgreSQL answered: for a commit, whether it was stored nobody can say.
 pub(crate) fn unanswered(what: &str) -> StoreError {
     StoreError::Unreachable {
         what: format!("the sender of a {what} stopped before PostgreSQL answered"),

@@ -9,9 +9,8 @@ use fundi_runtime::store::StoreError;
 
 use crate::errors::{db, unanswered};
 use crate::gather::Gathered;
-use crate::store::PostgresStore;
-
 use crate::queues::{FirstMessage, Found};
+use crate::store::PostgresStore;
 
 /// A column of a first message's row that cannot be read.
 fn unreadable(error: tokio_postgres::Error) -> StoreError {
@@ -27,9 +26,8 @@ fn unreadable(error: tokio_postgres::Error) -> StoreError {
 /// A row's task id (column `at`) and creation time (the next column); `None` for a time
 /// no date can hold.
 fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
-    let read = unreadable;
-    let id: String = row.try_get(at).map_err(read)?;
-    let created: i64 = row.try_get(at + 1).map_err(read)?;
+    let id: String = row.try_get(at).map_err(unreadable)?;
+    let created: i64 = row.try_get(at + 1).map_err(unreadable)?;
     Ok(Utc
         .timestamp_millis_opt(created)
         .single()
