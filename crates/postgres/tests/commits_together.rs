@@ -23,6 +23,13 @@ async fn open(config: &PostgresConfig) -> PostgresStore {
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
 }
 
+/// The store on `schema` as node-a of several (leases of 10 s).
+async fn open_as_node_a(schema: &str) -> PostgresStore {
+    let mut config = test_config(schema);
+    config.lease = Some(LeaseConfig::new("node-a", Duration::from_secs(10)));
+    open(&config).await
+}
+
 /// New working tasks `t0`, `t1`, ..., each with its created event.
 fn new_tasks(count: usize) -> Vec<(TaskRecord, Vec<TaskEvent>)> {
     (0..count)
@@ -239,9 +246,7 @@ async fn a_statement_refused_whole_is_sent_again_commit_by_commit() {
 #[tokio::test]
 async fn with_leases_each_commit_among_others_is_fenced_on_its_own() {
     let schema = fresh_schema();
-    let mut config = test_config(&schema);
-    config.lease = Some(LeaseConfig::new("node-a", Duration::from_secs(10)));
-    let store = open(&config).await;
+    let store = open_as_node_a(&schema).await;
     let tasks = new_tasks(6);
     create_one_by_one(&store, &tasks).await;
     // Another node took t4 over.
@@ -282,9 +287,7 @@ async fn with_leases_each_commit_among_others_is_fenced_on_its_own() {
 #[tokio::test]
 async fn commits_that_give_back_run_slots_share_a_statement_and_give_each_back_if_written() {
     let schema = fresh_schema();
-    let mut config = test_config(&schema);
-    config.lease = Some(LeaseConfig::new("node-a", Duration::from_secs(10)));
-    let store = open(&config).await;
+    let store = open_as_node_a(&schema).await;
     let tasks = new_tasks(4);
     let mut slots = Vec::new();
     for (task, events) in &tasks {

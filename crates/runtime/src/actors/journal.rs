@@ -281,11 +281,14 @@ impl TaskJournal {
         self.commit(kinds, Checkpoint::Remove).await
     }
 
-    /// Holds the slot of the run that just ended until the next commit written (the
-    /// one that records how it ended), which gives its store slot back in the same
-    /// write; a write that fails frees it the usual way.
-    pub(crate) fn give_back_with_next_commit(&mut self, slot: Slot) {
-        self.ended_run_slot = Some(slot);
+    /// Frees the slot of the run that just ended. With several nodes it is held until
+    /// the next commit written (the one that records how the run ended, or starts the
+    /// next from a queued message), which gives its store slot back in the same write;
+    /// a write that fails frees it the usual way. With one node it is freed now.
+    pub(crate) fn free_run_slot(&mut self, slot: Slot) {
+        if slot.shared().is_some() {
+            self.ended_run_slot = Some(slot);
+        }
     }
 
     async fn commit(

@@ -114,17 +114,9 @@ impl TaskActorState {
             true => {
                 let mut run: SkillRun = Box::pin(run);
                 if let Some(outcome) = poll_once(&mut run) {
-                    // As for a run that ends later: with several nodes, the commit that
-                    // records how it ended gives its store slot back in the same write.
-                    let held = match slot.shared() {
-                        Some(_) => {
-                            self.journal.give_back_with_next_commit(slot);
-                            None
-                        }
-                        None => Some(slot),
-                    };
+                    // As for a run that ends later.
+                    self.journal.free_run_slot(slot);
                     Box::pin(self.end_run(outcome, false)).await;
-                    drop(held);
                     cancel.cancel();
                     return;
                 }
@@ -276,13 +268,8 @@ impl TaskActorState {
                 true
             }
             _ => {
-                // With several nodes, the commit that records how the run ended (or
-                // starts the next from a queued message) gives its store slot back in
-                // the same write; with one, the slot is freed now.
-                if let Phase::Running { slot, .. } = std::mem::take(&mut self.phase)
-                    && slot.shared().is_some()
-                {
-                    self.journal.give_back_with_next_commit(slot);
+                if let Phase::Running { slot, .. } = std::mem::take(&mut self.phase) {
+                    self.journal.free_run_slot(slot);
                 }
                 false
             }
