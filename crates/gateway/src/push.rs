@@ -4,14 +4,14 @@
 
 mod adopt;
 mod deliver;
+mod resting;
 mod settings;
 mod ssrf;
 mod wire;
+mod workers;
 
 use fundi_runtime::Access;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fundi_runtime::store::{PushConfig, PushEntry, PushStore, Standing};
 use fundi_runtime::{StoreError, TaskId, TaskService};
@@ -20,6 +20,7 @@ use crate::setup::SetupError;
 use adopt::{adopt_every, restart_unfinished};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use workers::Workers;
 
 use crate::auth::Caller;
 use crate::dialect::{Dialect, Method};
@@ -37,20 +38,10 @@ pub(crate) struct Shared {
     client: reqwest::Client,
 }
 
-type WorkerKey = (TaskId, String);
-
 /// Push notifications for one runtime: config methods and delivery.
 pub struct PushService {
     shared: Arc<Shared>,
     workers: Workers,
-}
-
-/// The running delivery workers, one per config at most.
-#[derive(Clone)]
-struct Workers {
-    running: Arc<Mutex<HashMap<WorkerKey, (u64, CancellationToken)>>>,
-    generation: Arc<AtomicU64>,
-    shutdown: CancellationToken,
 }
 
 impl std::fmt::Debug for PushService {
@@ -89,20 +80,23 @@ impl PushService {
                 what: "push",
                 source,
             })?;
-        Ok(PushService {
-            shared: Arc::new(Shared {
-                runtime: Arc::new(runtime),
-                store,
-                settings,
-                policy,
-                client,
-            }),
-            workers: Workers {
-                running: Arc::default(),
-                generation: Arc::default(),
-                shutdown,
-            },
-        })
+        let shared = Arc::new(Shared {
+            runtime: Arc::new(runtime),
+            store,
+            settings,
+            policy,
+            client,
+        });
+        let workers = Workers::new(shutdown);
+        // A task whose delivery rests gets an actor again: its workers start. Weak: the
+        // runtime keeps its hooks, and the service keeps the runtime.
+        let (weak, woken) = (Arc::downgrade(&shared), workers.clone());
+        shared.runtime.on_wake(Arc::new(move |task_id| {
+            if let Some(shared) = weak.upgrade() {
+                woken.wake(&shared, task_id);
+            }
+        }));
+        Ok(PushService { shared, workers })
     }
 
     /// Starts a worker for every config whose delivery a previous run left unfinished
@@ -141,6 +135,12 @@ impl PushService {
                 }
             }
         });
+    }
+
+    /// How many deliveries rest until their task wakes: the task parked (it has no
+    /// actor), so no worker follows it, and the runtime's wake hook starts one again.
+    pub fn resting_deliveries(&self) -> usize {
+        self.workers.resting()
     }
 
     /// Configs whose delivery was given up, with why.
@@ -342,48 +342,5 @@ impl PushService {
             }
             _ => Err(ApiError::internal("not a push method")),
         }
-    }
-}
-
-impl Workers {
-    fn start(&self, shared: &Arc<Shared>, config: PushConfig) {
-        let key = (config.task_id.clone(), config.id.clone());
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
-        let stop = self.shutdown.child_token();
-        let replaced = self.lock().insert(key.clone(), (generation, stop.clone()));
-        if let Some((_, old)) = replaced {
-            old.cancel();
-        }
-        let (shared, workers) = (shared.clone(), self.clone());
-        tokio::spawn(async move {
-            deliver::run(shared, config, stop).await;
-            let mut running = workers.lock();
-            if running.get(&key).is_some_and(|(g, _)| *g == generation) {
-                running.remove(&key);
-            }
-        });
-    }
-
-    fn stop(&self, task_id: &TaskId, id: &str) {
-        let key = (task_id.clone(), id.to_owned());
-        let removed = self.lock().remove(&key);
-        if let Some((_, stop)) = removed {
-            stop.cancel();
-        }
-    }
-
-    /// Stops every worker (the node is cut off from the database).
-    fn stop_all(&self) {
-        for (_, (_, stop)) in self.lock().drain() {
-            stop.cancel();
-        }
-    }
-
-    fn is_running(&self, task_id: &TaskId, id: &str) -> bool {
-        self.lock().contains_key(&(task_id.clone(), id.to_owned()))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerKey, (u64, CancellationToken)>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

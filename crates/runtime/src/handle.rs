@@ -36,8 +36,9 @@ use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
 use crate::store::{Cursor, ListQuery, TaskRecord, TaskStore};
-use crate::subscription::{EventStream, event_stream};
+use crate::subscription::{EventStream, Listen, event_stream};
 use crate::telemetry;
+use crate::wakes::{WakeHook, Wakes};
 use forward::TaskRequest;
 
 /// A task's actor and the subscriber queue it adopted as it started.
@@ -87,6 +88,8 @@ struct Inner {
     recovery: std::sync::OnceLock<RecoveryReport>,
     /// First messages whose task is being created (idempotent submission).
     claims: Arc<dedup::Claims>,
+    /// Told when a stored task gets an actor (`on_wake`).
+    wakes: Arc<Wakes>,
     /// Recovery's queues of tasks to resume as slots free up (stopped at shutdown).
     resumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
     /// Observed while the runtime lives.
@@ -246,7 +249,41 @@ impl RuntimeHandle {
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
         self.visible_record(task_id, access).await?;
-        Ok(self.event_stream(task_id, after_seq, None))
+        Ok(self.event_stream(task_id, after_seq, None, Listen::Subscribe))
+    }
+
+    /// The task's events with `seq > after_seq`, as `subscribe` yields them, while the
+    /// task has an actor on this node: it neither wakes a parked task nor keeps one from
+    /// parking, and ends (after what the store holds) once the task has no actor here.
+    /// For a follower that holds nothing per waiting task: it waits for a wake hook
+    /// ([`RuntimeHandle::on_wake`]) and watches again.
+    pub async fn watch(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        access: Access<'_>,
+    ) -> Result<EventStream, RuntimeError> {
+        self.visible_record(task_id, access).await?;
+        Ok(self.event_stream(task_id, after_seq, None, Listen::Watch))
+    }
+
+    /// Whether the task has a live actor on this node now (one that parked has not).
+    pub async fn is_awake(&self, task_id: &TaskId) -> bool {
+        let ask = |reply| SupervisorMsg::Awake {
+            task_id: task_id.clone(),
+            reply,
+        };
+        let timeout = self.inner.config.call_timeout();
+        // Unanswered (shutting down): as good as asleep; the next start watches again.
+        call_actor(&self.inner.supervisor, ask, timeout)
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Registers `hook`, called with a task's id whenever a stored task gets an actor
+    /// on this node or is failed without one (see [`crate::WakeHook`]).
+    pub fn on_wake(&self, hook: WakeHook) {
+        self.inner.wakes.add(hook);
     }
 
     /// The events after `after_seq`, from the subscriber attached to the task's actor if
@@ -256,6 +293,7 @@ impl RuntimeHandle {
         task_id: &TaskId,
         after_seq: u64,
         attached: Option<Attached>,
+        listen: Listen,
     ) -> EventStream {
         event_stream(
             self.inner.store.clone(),
@@ -264,6 +302,7 @@ impl RuntimeHandle {
             after_seq,
             self.inner.config.call_timeout(),
             attached,
+            listen,
         )
     }
 

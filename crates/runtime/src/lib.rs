@@ -67,6 +67,7 @@ pub mod telemetry;
 #[cfg(feature = "test-util")]
 pub mod testing;
 mod transition;
+mod wakes;
 
 pub use access::{ADMIN_SCOPE, Access, Grants, TaskOwner};
 pub use actors::MAX_QUEUED_MESSAGES;
@@ -90,3 +91,4 @@ pub use skill::{
 pub use store::{MemoryStore, StoreError, TaskStore};
 pub use subscription::EventStream;
 pub use transition::{TransitionError, replay, transition};
+pub use wakes::WakeHook;

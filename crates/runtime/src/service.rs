@@ -17,6 +17,7 @@ use crate::model::{SkillId, Task, TaskId};
 use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 use crate::skill::SkillCard;
 use crate::subscription::EventStream;
+use crate::wakes::WakeHook;
 
 /// A task submitted for its outcome (see [`TaskService::wait`]).
 pub struct Waited {
@@ -109,6 +110,31 @@ pub trait TaskService: Send + Sync + 'static {
         after_seq: u64,
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError>;
+
+    /// The task's events after `after_seq` while it has an actor on this node, without
+    /// waking a parked task or keeping one from parking (`RuntimeHandle::watch`). By
+    /// default, as `subscribe`.
+    async fn watch(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        access: Access<'_>,
+    ) -> Result<EventStream, RuntimeError> {
+        self.subscribe(task_id, after_seq, access).await
+    }
+
+    /// Whether the task has a live actor on this node (`RuntimeHandle::is_awake`). By
+    /// default, always: a service without parking never lets a task go.
+    async fn is_awake(&self, task_id: &TaskId) -> bool {
+        let _ = task_id;
+        true
+    }
+
+    /// Registers a hook told when a task that a watcher let go of has something to
+    /// follow again (`RuntimeHandle::on_wake`). By default, none is ever told.
+    fn on_wake(&self, hook: WakeHook) {
+        let _ = hook;
+    }
 
     /// The W3C `traceparent` the task was created under.
     async fn traceparent(&self, task_id: &TaskId) -> Option<String>;
@@ -206,6 +232,23 @@ impl TaskService for RuntimeHandle {
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
         RuntimeHandle::subscribe(self, task_id, after_seq, access).await
+    }
+
+    async fn watch(
+        &self,
+        task_id: &TaskId,
+        after_seq: u64,
+        access: Access<'_>,
+    ) -> Result<EventStream, RuntimeError> {
+        RuntimeHandle::watch(self, task_id, after_seq, access).await
+    }
+
+    async fn is_awake(&self, task_id: &TaskId) -> bool {
+        RuntimeHandle::is_awake(self, task_id).await
+    }
+
+    fn on_wake(&self, hook: WakeHook) {
+        RuntimeHandle::on_wake(self, hook);
     }
 
     async fn traceparent(&self, task_id: &TaskId) -> Option<String> {

@@ -31,6 +31,17 @@ const REPLAY_BATCH: usize = 256;
 /// again where the task runs.
 const REMOTE_RECHECK: Duration = Duration::from_secs(1);
 
+/// How a stream follows its task's actor on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listen {
+    /// As a subscriber: a task without an actor gets one, and it does not park while
+    /// the stream lives.
+    Subscribe,
+    /// As a watcher: only an actor the task has, which may park; the stream ends once
+    /// the task has none (after what the store holds).
+    Watch,
+}
+
 /// The events of `task_id` after `after_seq`. `attached`: the task's actor and a queue
 /// it adopted as it started, when event `after_seq` was already stored (a new task's
 /// creation); the stream then starts from it instead of subscribing.
@@ -41,6 +52,7 @@ pub(crate) fn event_stream(
     after_seq: u64,
     call_timeout: Duration,
     attached: Option<(ActorRef<TaskMsg>, LiveEvents)>,
+    listen: Listen,
 ) -> EventStream {
     Box::pin(async_stream::try_stream! {
         let mut next = after_seq + 1;
@@ -59,7 +71,7 @@ pub(crate) fn event_stream(
                 // dropped by sequence number.
                 // Boxed: asked once per subscription, it would otherwise make the
                 // stream's state larger, and every step it yields dearer to move.
-                None => match Box::pin(live_receiver(&store, &supervisor, &task_id, call_timeout)).await? {
+                None => match Box::pin(live_receiver(&store, &supervisor, &task_id, call_timeout, listen)).await? {
                     Source::Actor(actor, receiver) => (Some((actor, receiver)), true),
                     Source::NotLive => (None, true),
                     Source::Elsewhere(cluster, changes) => {
@@ -179,15 +191,17 @@ enum Source {
 }
 
 /// Where the task's live events come from. An actor that parks (`actors::park`) as the
-/// subscriber reaches it is asked once more: the supervisor then wakes one for it.
+/// subscriber reaches it is asked once more: the supervisor then wakes one for it (for
+/// a watcher, answers that the task has none).
 async fn live_receiver(
     store: &Arc<dyn TaskStore>,
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
+    listen: Listen,
 ) -> Result<Source, RuntimeError> {
     for first in [true, false] {
-        match live_source(store, supervisor, task_id, timeout).await? {
+        match live_source(store, supervisor, task_id, timeout, listen).await? {
             Some(source) => return Ok(source),
             None if first => continue,
             None => break,
@@ -202,10 +216,12 @@ async fn live_source(
     supervisor: &ActorRef<SupervisorMsg>,
     task_id: &TaskId,
     timeout: Duration,
+    listen: Listen,
 ) -> Result<Option<Source>, RuntimeError> {
     let asked = task_id.clone();
     let live = |reply| SupervisorMsg::Live {
         task_id: asked,
+        wake: listen == Listen::Subscribe,
         reply,
     };
     let actor = match call_actor(supervisor, live, timeout).await {
@@ -228,7 +244,16 @@ async fn live_source(
         }
     };
     Ok(
-        match call_actor(&actor, TaskMsg::Subscribe, timeout).await {
+        match call_actor(
+            &actor,
+            match listen {
+                Listen::Subscribe => TaskMsg::Subscribe,
+                Listen::Watch => TaskMsg::Watch,
+            },
+            timeout,
+        )
+        .await
+        {
             Ok(receiver) => Some(Source::Actor(actor, receiver)),
             Err(NoAnswer::TimedOut) => {
                 tracing::warn!(%task_id, actor = %actor.get_id(), ?timeout, "a task actor did not answer a subscription in time");

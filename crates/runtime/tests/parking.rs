@@ -4,6 +4,7 @@
 //! answers and the same events as a task that kept its actor; across a restart too.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fundi_runtime::approval::{Decision, Verdict};
@@ -127,6 +128,48 @@ async fn a_subscriber_wakes_a_parked_task_and_follows_it_to_its_end() {
         .unwrap();
     assert_eq!(states, [TaskState::Working, TaskState::Completed]);
     assert_eq!(asked.task.status.state, TaskState::InputRequired);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_lets_its_task_park_wakes_none_and_hears_of_the_wake() {
+    let rt = start(parking_after(200), None).await;
+    let woken = Arc::new(Mutex::new(Vec::new()));
+    let told = woken.clone();
+    rt.on_wake(Arc::new(move |id: &TaskId| {
+        told.lock().unwrap().push(id.clone())
+    }));
+    let id = ask(&rt, "resumable").await;
+    assert!(rt.is_awake(&id).await);
+    // Watched while it rests: it parks all the same, and the watch ends with what
+    // the store holds.
+    let watch = rt.watch(&id, 0, Access::Any).await.unwrap();
+    let watched = tokio::time::timeout(DEADLINE, watch.map(|e| e.unwrap()).collect::<Vec<_>>())
+        .await
+        .expect("the watch kept the task from parking");
+    live_tasks_fall_to(&rt, 0).await;
+    assert!(!rt.is_awake(&id).await);
+    let asked = rt.snapshot(&id, None, Access::Any).await.unwrap();
+    assert_eq!(watched.last().unwrap().seq, asked.seq);
+    assert_eq!(
+        watched.last().unwrap().status().unwrap().state,
+        TaskState::InputRequired
+    );
+
+    // Watching a parked task wakes nothing.
+    let watch = rt.watch(&id, asked.seq, Access::Any).await.unwrap();
+    let nothing = tokio::time::timeout(DEADLINE, watch.collect::<Vec<_>>()).await;
+    assert!(
+        nothing
+            .expect("the watch of a parked task did not end")
+            .is_empty()
+    );
+    assert_eq!(rt.live_tasks(), 0);
+    // A new task's first actor is no wake.
+    assert!(woken.lock().unwrap().is_empty());
+
+    rt.submit(answer(&id, "yes")).await.unwrap();
+    wait_for_state(&rt, &id, TaskState::Completed).await;
+    assert_eq!(*woken.lock().unwrap(), [id]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::resting::Resting;
 use crate::dialect::Dialect;
 use crate::{encode, telemetry};
 use fundi_runtime::error_chain;
@@ -25,8 +26,9 @@ use tracing::Instrument;
 
 /// Bytes of a webhook's answer that are read (the rest is dropped unread).
 const MAX_RESPONSE_BYTES: usize = 16 * 1024;
-/// A task that is not live (waiting for input after a restart) is polled for new events
-/// this often at first, backing off to the maximum.
+/// A task whose events cannot be read, or that has an actor here but whose watch ended
+/// with nothing new (the runtime shuts down), is looked at again this often at first,
+/// backing off to the maximum.
 const IDLE_POLL_MIN: Duration = Duration::from_millis(500);
 const IDLE_POLL_MAX: Duration = Duration::from_secs(10);
 
@@ -42,10 +44,16 @@ enum Outcome {
 }
 
 /// Runs the worker of `config` until its task has ended and everything is delivered,
-/// delivery is given up, or `stop` is cancelled (config deleted or replaced, shutdown).
-/// With several nodes on one store, it first takes the config's delivery; another
-/// node's delivery is left to it, and one taken from this node stops here.
-pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: CancellationToken) {
+/// delivery is given up, the task has no actor here (the delivery then rests in
+/// `resting` until the task wakes), or `stop` is cancelled (config deleted or replaced,
+/// shutdown). With several nodes on one store, it first takes the config's delivery;
+/// another node's delivery is left to it, and one taken from this node stops here.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    config: PushConfig,
+    stop: CancellationToken,
+    resting: &Resting,
+) {
     let (task_id, id) = (&config.task_id, config.id.as_str());
     match shared.store.claim_delivery(task_id, id).await {
         Ok(true) => {}
@@ -55,7 +63,7 @@ pub(crate) async fn run(shared: Arc<Shared>, config: PushConfig, stop: Cancellat
             return;
         }
     }
-    if follow(&shared, &config, &stop).await == Ended::Done
+    if follow(&shared, &config, &stop, resting).await == Ended::Done
         && let Err(error) = shared.store.release_delivery(task_id, id).await
     {
         tracing::warn!(%error, task_id = %task_id, config = id, "push delivery not let go; it runs out");
@@ -69,9 +77,17 @@ enum Ended {
     Done,
     /// Told to stop, or the delivery was taken by another node.
     Stopped,
+    /// The task has no actor here: the delivery rests (still this node's) until it
+    /// wakes.
+    Resting,
 }
 
-async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) -> Ended {
+async fn follow(
+    shared: &Shared,
+    config: &PushConfig,
+    stop: &CancellationToken,
+    resting: &Resting,
+) -> Ended {
     let (task_id, id) = (&config.task_id, config.id.as_str());
     let mut cursor = match shared.store.cursor(task_id, id).await {
         Ok(cursor) => cursor.unwrap_or_default(),
@@ -89,7 +105,7 @@ async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) 
     loop {
         let mut events = match shared
             .runtime
-            .subscribe(task_id, cursor.delivered_seq, Access::Any)
+            .watch(task_id, cursor.delivered_seq, Access::Any)
             .await
         {
             Ok(events) => events,
@@ -136,25 +152,77 @@ async fn follow(shared: &Shared, config: &PushConfig, stop: &CancellationToken) 
                 return saved;
             }
         }
-        // The stream ended without a terminal event: no actor may follow the task here
-        // now (the runtime shuts down, or this node is cut off). Look again later.
-        match shared.runtime.snapshot(task_id, Some(0), Access::Any).await {
-            Ok(snapshot)
-                if snapshot.task.status.state.is_terminal()
-                    && snapshot.seq <= cursor.delivered_seq =>
-            {
-                cursor.finished = true;
-                return save(shared, config, &cursor).await;
+        // The watch ended without the terminal event: the task has no actor here (it
+        // parked, or none may start: a shutdown, a cut-off). The delivery rests, unless
+        // the task moved on meanwhile.
+        match rest_unless_moved_on(shared, config, &mut cursor, resting).await {
+            Rested::GoOn { nothing_new: false } => {}
+            Rested::GoOn { nothing_new: true } => {
+                if sleep_or_stop(idle, stop).await {
+                    return Ended::Stopped;
+                }
+                idle = (idle * 2).min(IDLE_POLL_MAX);
             }
-            Ok(snapshot) if snapshot.seq > cursor.delivered_seq => continue,
-            Ok(_) => {}
-            Err(RuntimeError::TaskNotFound(_)) => return Ended::Done,
-            Err(_) => {}
+            Rested::Finished(ended) => return ended,
+            Rested::Resting => return Ended::Resting,
+            Rested::Replaced => return Ended::Stopped,
         }
-        if sleep_or_stop(idle, stop).await {
-            return Ended::Stopped;
+    }
+}
+
+/// What became of a delivery whose watch ended.
+enum Rested {
+    /// Its task has an actor again, or events the watch did not yield: watch again
+    /// (after a pause if `nothing_new`).
+    GoOn { nothing_new: bool },
+    /// Nothing is left to deliver: the task ended with everything delivered, or is gone.
+    Finished(Ended),
+    /// The delivery rests until its task wakes.
+    Resting,
+    /// A wake took the resting delivery first, and started another worker for it.
+    Replaced,
+}
+
+/// Leaves the delivery resting, then looks whether it should go on after all. In this
+/// order, no wake is missed: a task that gets an actor after the delivery rests calls
+/// the wake hook, which finds it; one that got an actor before is awake now, or, if it
+/// parked again already, has stored events past the cursor.
+async fn rest_unless_moved_on(
+    shared: &Shared,
+    config: &PushConfig,
+    cursor: &mut PushCursor,
+    resting: &Resting,
+) -> Rested {
+    let (task_id, id) = (&config.task_id, config.id.as_str());
+    resting.rest(config);
+    let awake = shared.runtime.is_awake(task_id).await;
+    // Whether the store holds events past the cursor (`None`: it could not tell).
+    let moved_on = match shared.runtime.snapshot(task_id, Some(0), Access::Any).await {
+        Ok(snapshot)
+            if snapshot.task.status.state.is_terminal() && snapshot.seq <= cursor.delivered_seq =>
+        {
+            resting.take_back(task_id, id);
+            cursor.finished = true;
+            return Rested::Finished(save(shared, config, cursor).await);
         }
-        idle = (idle * 2).min(IDLE_POLL_MAX);
+        Ok(snapshot) => Some(snapshot.seq > cursor.delivered_seq),
+        Err(RuntimeError::TaskNotFound(_)) => {
+            resting.take_back(task_id, id);
+            return Rested::Finished(Ended::Done);
+        }
+        Err(error) => {
+            tracing::warn!(%error, %task_id, "push: cannot read the task; looking again later");
+            None
+        }
+    };
+    if !awake && moved_on == Some(false) {
+        return Rested::Resting;
+    }
+    match resting.take_back(task_id, id) {
+        true => Rested::GoOn {
+            nothing_new: moved_on != Some(true),
+        },
+        false => Rested::Replaced,
     }
 }
 

@@ -2,6 +2,8 @@
 //! through `tower::ServiceExt::oneshot`.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod push;
+
 use std::sync::Arc;
 use std::time::Duration;
 

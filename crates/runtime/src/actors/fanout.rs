@@ -7,6 +7,10 @@
 //! when it is made, 1,024 slots for every subscribed task, which cost a blocking send
 //! (one subscriber, three events) more than everything else the actor does. A queue
 //! here grows a block of slots at a time, as events arrive.
+//!
+//! A watcher (`Fanout::watch`) receives the same events, but does not count as someone
+//! listening: a task watched only (by its push delivery) may still park, and its
+//! watchers' queues close as its actor stops.
 
 use std::sync::Arc;
 
@@ -30,6 +34,8 @@ pub(crate) fn follower(capacity: usize) -> (Follower, LiveEvents) {
 
 pub(crate) struct Fanout {
     subscribers: Vec<Follower>,
+    /// Receivers of the same events that keep nobody listening (see the module docs).
+    watchers: Vec<Follower>,
     /// Events a subscriber may have waiting before it is let go.
     capacity: usize,
 }
@@ -38,6 +44,7 @@ impl Fanout {
     pub(crate) fn new(capacity: usize) -> Fanout {
         Fanout {
             subscribers: Vec::new(),
+            watchers: Vec::new(),
             capacity: capacity.max(1),
         }
     }
@@ -49,6 +56,14 @@ impl Fanout {
         receiver
     }
 
+    /// A new watcher, which receives the events published from now on, as a subscriber
+    /// does, without counting as one (`is_empty`).
+    pub(crate) fn watch(&mut self) -> LiveEvents {
+        let (sender, receiver) = follower(self.capacity);
+        self.watchers.push(sender);
+        receiver
+    }
+
     /// Takes on a subscriber whose queue was made beforehand.
     pub(crate) fn adopt(&mut self, follower: Follower) {
         self.subscribers.push(follower);
@@ -56,21 +71,19 @@ impl Fanout {
 
     /// Hands `event` to every subscriber; lets go of those that are gone or full.
     pub(crate) fn publish(&mut self, event: TaskEvent) {
-        if self.subscribers.is_empty() {
+        if self.subscribers.is_empty() && self.watchers.is_empty() {
             return;
         }
         let event = Arc::new(event);
-        self.subscribers
-            .retain(|subscriber| match subscriber.try_send(event.clone()) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_) | TrySendError::Closed(_)) => false,
-            });
+        hand_over(&mut self.subscribers, &event);
+        hand_over(&mut self.watchers, &event);
     }
 
-    /// Lets go of subscribers that dropped their receiver.
+    /// Lets go of subscribers and watchers that dropped their receiver.
     pub(crate) fn prune(&mut self) {
         self.subscribers
             .retain(|subscriber| !subscriber.is_closed());
+        self.watchers.retain(|watcher| !watcher.is_closed());
     }
 
     /// Whether anyone listens (those gone are pruned when they say so).
@@ -82,6 +95,14 @@ impl Fanout {
     fn len(&self) -> usize {
         self.subscribers.len()
     }
+}
+
+/// Hands `event` to each of `queues`; lets go of those that are gone or full.
+fn hand_over(queues: &mut Vec<Follower>, event: &Arc<TaskEvent>) {
+    queues.retain(|queue| match queue.try_send(event.clone()) {
+        Ok(()) => true,
+        Err(TrySendError::Full(_) | TrySendError::Closed(_)) => false,
+    });
 }
 
 #[cfg(test)]
@@ -135,6 +156,26 @@ mod tests {
         assert_eq!(drain(&mut slow), (vec![1, 2], false));
         assert_eq!(drain(&mut quick), (vec![3], true));
         assert_eq!(fanout.len(), 1);
+    }
+
+    #[test]
+    fn a_watcher_gets_every_event_without_counting_as_a_subscriber() {
+        let mut fanout = Fanout::new(8);
+        let mut watcher = fanout.watch();
+        assert!(fanout.is_empty());
+        fanout.publish(event(1));
+        let mut subscriber = fanout.subscribe();
+        fanout.publish(event(2));
+        assert!(!fanout.is_empty());
+        assert_eq!(drain(&mut watcher), (vec![1, 2], true));
+        assert_eq!(drain(&mut subscriber), (vec![2], true));
+        drop(subscriber);
+        fanout.prune();
+        assert!(fanout.is_empty());
+        fanout.publish(event(3));
+        assert_eq!(drain(&mut watcher), (vec![3], true));
+        drop(fanout);
+        assert_eq!(drain(&mut watcher), (vec![], false));
     }
 
     #[test]

@@ -246,6 +246,12 @@ impl TaskJournal {
         self.subscribers.subscribe()
     }
 
+    /// A new watcher: the events written from now on, without keeping the task from
+    /// parking (see `Fanout::watch`).
+    pub(crate) fn watch(&mut self) -> LiveEvents {
+        self.subscribers.watch()
+    }
+
     /// Lets go of subscribers that dropped their receiver.
     pub(crate) fn prune_subscribers(&mut self) {
         self.subscribers.prune();

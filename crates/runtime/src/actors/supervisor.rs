@@ -23,6 +23,7 @@ use crate::error::RuntimeError;
 use crate::model::{SkillId, TaskId};
 use crate::skill::{MessagePolicy, Skill};
 use crate::store::{Holder, StoreError, TaskRecord, TaskStore};
+use crate::wakes::Wakes;
 
 pub(crate) struct Supervisor;
 
@@ -36,6 +37,8 @@ pub(crate) struct SupervisorArgs {
     pub(crate) slots: Arc<Slots>,
     /// Where skills' CPU-heavy work runs.
     pub(crate) cpu: Arc<CpuPool>,
+    /// Told when a stored task gets an actor, or is failed without one.
+    pub(crate) wakes: Arc<Wakes>,
 }
 
 /// What a skill's card says of its tasks' actors.
@@ -99,8 +102,15 @@ impl Actor for Supervisor {
             SupervisorMsg::Route { task_id, reply } => {
                 let _ = reply.send(state.route(&myself, task_id).await);
             }
-            SupervisorMsg::Live { task_id, reply } => {
-                let _ = reply.send(state.follow(&myself, task_id).await);
+            SupervisorMsg::Live {
+                task_id,
+                wake,
+                reply,
+            } => {
+                let _ = reply.send(state.follow(&myself, task_id, wake).await);
+            }
+            SupervisorMsg::Awake { task_id, reply } => {
+                let _ = reply.send(state.live_actor(&task_id).is_some());
             }
             SupervisorMsg::Queue { task_id, skill } => {
                 // Shutting down or cut off: the task stays stored, for the next start
@@ -154,6 +164,7 @@ impl Actor for Supervisor {
                     {
                         tracing::error!(%task_id, error = %e, "could not record the failure");
                     }
+                    state.args.wakes.tell(&task_id);
                 }
             }
             _ => {}
@@ -184,12 +195,14 @@ impl SupervisorState {
         if let Some(actor) = self.live_actor(&task_id) {
             return Ok(Some(actor));
         }
+        let stored = spawn.mode != StartMode::Fresh;
         if self.cut_off {
             return Err(StoreError::CutOff.into());
         }
         let Some(skill) = self.args.skills.get(&record.skill).cloned() else {
             let reason = format!("skill {:?} is not registered", record.skill);
             TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
+            self.args.wakes.tell(&task_id);
             return Ok(None);
         };
         let terms = self.args.terms.get(&record.skill).copied();
@@ -214,6 +227,9 @@ impl SupervisorState {
                     actor: actor.clone(),
                     parked,
                 };
+                if stored {
+                    self.args.wakes.tell(&task_id);
+                }
                 self.live.insert(task_id, live);
                 self.publish_live_count();
                 Ok(Some(actor))
@@ -223,6 +239,7 @@ impl SupervisorState {
                 let reason = format!("task actor failed to start: {error}");
                 tracing::error!(%task_id, %reason);
                 TaskJournal::fail_stored(&self.args.store, &task_id, &reason, "runtime").await?;
+                self.args.wakes.tell(&task_id);
                 Ok(None)
             }
         }
@@ -279,9 +296,14 @@ impl SupervisorState {
         Ok(cluster.holder(task_id).await? != Holder::Here)
     }
 
-    /// The live actor of a task; one started for an unfinished task that has none (see
-    /// `SupervisorMsg::Live`).
-    async fn follow(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId) -> Routed {
+    /// The live actor of a task; with `wake`, one started for an unfinished task that
+    /// has none (see `SupervisorMsg::Live`).
+    async fn follow(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        task_id: TaskId,
+        wake: bool,
+    ) -> Routed {
         if let Some(actor) = self.live_actor(&task_id) {
             return match self.lost_while_resting(&task_id, &actor).await {
                 Ok(true) => Routed::Elsewhere,
@@ -296,6 +318,9 @@ impl SupervisorState {
             Ok(false) => {}
             // The subscriber reads the store instead, and learns of the error there.
             Err(_) => return Routed::Here(None),
+        }
+        if !wake {
+            return Routed::Here(None);
         }
         Routed::Here(self.start_unfinished(myself, &task_id, None).await)
     }

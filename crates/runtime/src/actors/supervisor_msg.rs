@@ -23,12 +23,19 @@ pub(crate) enum SupervisorMsg {
         task_id: TaskId,
         reply: RpcReplyPort<Result<Routed, RuntimeError>>,
     },
-    /// The live actor of a task, for a subscriber. An unfinished task without one gets
-    /// one: queued for a slot after a restart, it waits for its slot; at rest (parked,
-    /// or waiting for input or an approver after a restart), it wakes with no run.
+    /// The live actor of a task, for a subscriber. With `wake`, an unfinished task
+    /// without one gets one: queued for a slot after a restart, it waits for its slot;
+    /// at rest (parked, or waiting for input or an approver after a restart), it wakes
+    /// with no run. Without (a watcher), it is left as it is.
     Live {
         task_id: TaskId,
+        wake: bool,
         reply: RpcReplyPort<Routed>,
+    },
+    /// Whether the task has a live actor on this node (one that parked has not).
+    Awake {
+        task_id: TaskId,
+        reply: RpcReplyPort<bool>,
     },
     /// Queue a new task, stored submitted, for a slot of its skill with no actor
     /// (`SlotQueue`): `Resume` follows once it has one.

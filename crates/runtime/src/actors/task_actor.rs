@@ -198,6 +198,9 @@ impl Actor for TaskActor {
             TaskMsg::Subscribe(reply) => {
                 let _ = reply.send(state.journal.subscribe());
             }
+            TaskMsg::Watch(reply) => {
+                let _ = reply.send(state.journal.watch());
+            }
             TaskMsg::SubscriberLeft => state.journal.prune_subscribers(),
             TaskMsg::RunFinished { run, outcome } => {
                 state.on_run_finished(&myself, run, outcome).await;

@@ -35,6 +35,8 @@ pub(crate) enum TaskMsg {
     ),
     Cancel(RpcReplyPort<Result<Task, RuntimeError>>),
     Subscribe(RpcReplyPort<LiveEvents>),
+    /// Like `Subscribe`, for a watcher that does not keep the task from parking.
+    Watch(RpcReplyPort<LiveEvents>),
     /// A subscriber dropped its receiver: let go of its queue.
     SubscriberLeft,
     RunFinished {

@@ -17,6 +17,7 @@ use crate::recovery_plan::RecoveryReport;
 use crate::skill::Skill;
 use crate::store::{MemoryStore, TaskStore};
 use crate::telemetry;
+use crate::wakes::Wakes;
 
 /// Entry point: `Runtime::builder()`.
 #[derive(Debug)]
@@ -111,6 +112,7 @@ impl RuntimeBuilder {
         let (live_count, live_watch) = watch::channel(LiveCount::default());
         let slots = Arc::new(Slots::new(&config, skills.keys(), store.cluster()));
         let cpu = Arc::new(CpuPool::new(config.cpu_workers));
+        let wakes = Arc::new(Wakes::default());
         let args = SupervisorArgs {
             store: store.clone(),
             skills: skills.clone(),
@@ -119,6 +121,7 @@ impl RuntimeBuilder {
             live_count,
             slots: slots.clone(),
             cpu: cpu.clone(),
+            wakes: wakes.clone(),
         };
         let (supervisor, _) = Actor::spawn(None, Supervisor, args)
             .await
@@ -145,6 +148,7 @@ impl RuntimeBuilder {
             live: live_watch,
             claims: Arc::default(),
             recovery: std::sync::OnceLock::new(),
+            wakes,
             resumers: std::sync::Mutex::default(),
             _gauges: gauges,
         };

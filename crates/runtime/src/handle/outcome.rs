@@ -13,6 +13,7 @@ use crate::access::Access;
 use crate::approval::at_rest;
 use crate::error::RuntimeError;
 use crate::requests::TaskSnapshot;
+use crate::subscription::Listen;
 
 /// A task submitted by [`crate::Submission::wait`], until its outcome.
 pub struct Waiting {
@@ -82,7 +83,7 @@ impl Waiting {
             return Ok(Some(reached));
         }
         let (id, seq) = (&self.accepted.task.id, self.accepted.seq);
-        let mut events = self.handle.event_stream(id, seq, None);
+        let mut events = self.handle.event_stream(id, seq, None, Listen::Subscribe);
         while let Some(event) = events.next().await {
             if event?.status().is_some_and(at_rest) {
                 break;

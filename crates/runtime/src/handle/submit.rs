@@ -22,7 +22,7 @@ use crate::error::RuntimeError;
 use crate::model::{ContextId, Role, TaskId, TaskState};
 use crate::requests::{SubmitRequest, TaskSnapshot};
 use crate::store::TaskRecord;
-use crate::subscription::EventStream;
+use crate::subscription::{EventStream, Listen};
 use crate::telemetry;
 
 /// Longest accepted context id, in bytes.
@@ -106,7 +106,8 @@ impl Submission {
         let Accepted {
             snapshot, attached, ..
         } = accepted;
-        let events = handle.event_stream(&snapshot.task.id, snapshot.seq, attached);
+        let events =
+            handle.event_stream(&snapshot.task.id, snapshot.seq, attached, Listen::Subscribe);
         Ok(Following {
             accepted: snapshot,
             events,
