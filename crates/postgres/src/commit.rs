@@ -77,13 +77,8 @@ impl PostgresStore {
         let leases = self.leases.as_deref();
         let values = CommitValues::of(record, expected_version, events, slot, leases)?;
         let takes_slot = values.limit.is_some();
-        // A commit that takes a run slot keeps a statement of its own (each must find
-        // a free slot of its own); the others are sent with whatever other tasks'
-        // commits wait beside them.
-        let answer = match takes_slot {
-            true => self.send_alone(&values).await?,
-            false => self.send_queued(values).await?,
-        };
+        // Sent with whatever other tasks' commits wait beside it.
+        let answer = self.send_queued(values).await?;
         self.answered(record, expected_version, takes_slot, answer)
             .await
     }

@@ -41,7 +41,7 @@ pub(crate) struct HotStatements {
     pub(crate) create_taking_slot: String,
     /// Leased: `update`, giving back run slot $16 of skill $15 if it is written.
     pub(crate) update_giving_back: String,
-    /// Several commits, none taking a run slot, in one statement (see `batch`).
+    /// Several commits in one statement (see `batch`).
     pub(crate) batch_commit: String,
     pub(crate) get_task: String,
     /// $1 owner key, $2 message id: the task the message created, and when.

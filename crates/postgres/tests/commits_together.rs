@@ -1,7 +1,8 @@
 //! Commits of several tasks sent in one statement, on a real PostgreSQL server: each
 //! is written, read back and deduplicated as if sent alone; one refused (a conflict, a
-//! fence) refuses only itself; a statement PostgreSQL refuses whole is sent again commit
-//! by commit, so that each gets its own answer.
+//! fence) refuses only itself; new tasks taking run slots each get one of their own; a
+//! statement PostgreSQL refuses whole is sent again commit by commit, so that each gets
+//! its own answer.
 //!
 //! A test's setup writes one commit at a time; its commits sent at once are all queued
 //! before the store's sender runs (a test runs on one thread), so they share a
@@ -333,6 +334,46 @@ async fn commits_that_give_back_run_slots_share_a_statement_and_give_each_back_i
             }
         }
     }
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn new_tasks_taking_run_slots_share_a_statement_and_each_gets_a_slot_of_its_own() {
+    let schema = fresh_schema();
+    let store = open_as_node_a(&schema).await;
+    // Six new tasks of a skill with four slots, at once.
+    let tasks = new_tasks(6);
+    let store = &store;
+    let creates = tasks
+        .iter()
+        .map(|(task, events)| store.create_with_run_slot(task, events, 4));
+    let answers = join_all(creates).await;
+    assert!(store.most_commits_sent_at_once() > 1);
+
+    let client = store.testing_client().await;
+    let mut taken = Vec::new();
+    for ((task, _), answer) in tasks.iter().zip(answers) {
+        let stored = store.get(task.id()).await.unwrap();
+        match answer.unwrap() {
+            Some(slot) => {
+                taken.push(slot);
+                assert_eq!(stored.as_ref(), Some(task), "written with its slot");
+                let row = client
+                    .query_one(
+                        &format!(
+                            "SELECT node FROM {schema}.run_slots WHERE skill = 'echo' AND slot = $1"
+                        ),
+                        &[&(slot as i32)],
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(row.get::<_, Option<String>>(0).as_deref(), Some("node-a"));
+            }
+            None => assert_eq!(stored, None, "{}: no slot free, so not written", task.id()),
+        }
+    }
+    taken.sort_unstable();
+    assert_eq!(taken, [0, 1, 2, 3], "each slot taken once");
     drop_schemas(&[schema]).await;
 }
 

@@ -2,9 +2,9 @@
 //! four such statements under way, the commits that arrive meanwhile sent together in
 //! the next, up to 64, never two of one task).
 //!
-//! Each commit keeps its own version check and fence, and gives back its run slot only
-//! if it is written: one commit refused does not stop the others. (A commit that takes a
-//! run slot is sent alone: each new task must find a free slot of its own.) A statement
+//! Each commit keeps its own version check and fence, gives back its run slot only if
+//! it is written, and a new task that takes a run slot gets one of its own or is not
+//! written: one commit refused does not stop the others. A statement
 //! PostgreSQL refuses whole (a deadlock it broke, an event it already holds) stored none
 //! of its commits, which are then sent again, each as a statement of its own, to get
 //! each its own answer. A statement whose connection failed may or may not have been
@@ -88,6 +88,9 @@ impl PostgresStore {
         let Ok(client) = self.client().await else {
             return Together::Refused;
         };
+        if self.ensure_slot_rows(&client, batch).await.is_err() {
+            return Together::Refused;
+        }
         let sent = async {
             let prepared = client.prepare_cached(&self.hot.batch_commit).await?;
             let params = arrays.params(self.leases.is_some());
@@ -106,7 +109,7 @@ impl PostgresStore {
                     written: column(row, 1)?,
                     found: column(row, 2)?,
                     holder: column(row, 3)?,
-                    slot: None,
+                    slot: column(row, 4)?,
                 })
             };
             let position: Option<i64> = column(row, 0).ok();
@@ -116,6 +119,26 @@ impl PostgresStore {
             }
         }
         Together::Answered(answers)
+    }
+}
+
+impl PostgresStore {
+    /// The run slot rows of each skill a commit of `batch` takes a slot of, made if
+    /// missing (see `ensure_slot_rows`).
+    async fn ensure_slot_rows(
+        &self,
+        client: &tokio_postgres::Client,
+        batch: &[Queued],
+    ) -> Result<(), StoreError> {
+        let Some(nodes) = &self.nodes else {
+            return Ok(());
+        };
+        for values in batch.iter().map(|queued| &queued.request) {
+            if let Some(limit) = values.limit {
+                nodes.ensure_slot_rows(client, &values.skill, limit).await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -154,6 +177,7 @@ struct Arrays<'v> {
     epochs: Vec<i64>,
     skills: Vec<&'v str>,
     given_back: Vec<Option<i32>>,
+    limits: Vec<Option<i32>>,
 }
 
 impl<'v> Arrays<'v> {
@@ -180,6 +204,7 @@ impl<'v> Arrays<'v> {
             epochs: Vec::new(),
             skills: Vec::new(),
             given_back: Vec::new(),
+            limits: Vec::new(),
         };
         for commit in commits {
             arrays.push(commit);
@@ -214,6 +239,7 @@ impl<'v> Arrays<'v> {
         self.epochs.push(commit.epoch.unwrap_or(-1));
         self.skills.push(&commit.skill);
         self.given_back.push(commit.given_back);
+        self.limits.push(commit.limit);
     }
 
     fn params(&self, leased: bool) -> Vec<&(dyn ToSql + Sync)> {
@@ -242,6 +268,7 @@ impl<'v> Arrays<'v> {
                 &self.epochs,
                 &self.skills,
                 &self.given_back,
+                &self.limits,
             ]);
         }
         params

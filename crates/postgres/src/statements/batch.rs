@@ -8,7 +8,7 @@
 //!
 //! Its answer is one row per commit, in no order: the commit's position (1-based), whether
 //! it was written and, from the statement's snapshot, the version and lease holder it
-//! found (as a single commit's answer gives them).
+//! found (as a single commit's answer gives them), and the run slot it took.
 //!
 //! No two commits of one statement may name the same task: an `UPDATE ... FROM` that
 //! joins one row to two would write it once and report both written.
@@ -17,19 +17,56 @@
 /// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task); per event, $10
 /// task id, $11 seq, $12 body; per first message, $13 owner key, $14 message id, $15 task
 /// id, $16 creation ms; leased, $17 node, $18 lease ms, and per commit $19 the epoch it
-/// names, $20 its skill and $21 the run slot it gives back (NULL: none).
+/// names, $20 its skill, $21 the run slot it gives back and $22 the limit of the run
+/// slots it takes one of (NULL: none).
 ///
 /// A run slot is given back only if its commit is written (as a single commit's is).
-/// Taking one stays with a statement of its own: each new task must find a free slot of
-/// its own.
+/// New tasks that take a run slot each get one of their own: per skill, as many free
+/// slots as there are such commits are locked (the lowest first, skipping those that
+/// another statement holds) and handed to them in their order; one left without a slot
+/// is not written, and its answer's slot is NULL.
 pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     let channel = crate::listener::channel(schema);
     let (epochs, epoch_column) = match leased {
         true => (
-            ", $19::bigint[], $20::text[], $21::int[]",
-            ", epoch, skill, given_back",
+            ", $19::bigint[], $20::text[], $21::int[], $22::int[]",
+            ", epoch, skill, given_back, lim",
         ),
         false => ("", ""),
+    };
+    // The run slots new tasks take: the free ones locked, numbered per skill, and
+    // handed to the takers numbered the same way; a task is created only with one.
+    let (taking, with_slot, slot_taken, slot_joined) = match leased {
+        true => (
+            format!(
+                ", takers AS (
+                    SELECT n, skill, row_number() OVER (PARTITION BY skill ORDER BY n) AS k
+                    FROM input WHERE lim IS NOT NULL
+                 ), wanted AS (
+                    SELECT skill, max(lim) AS lim, count(*) AS wanted
+                    FROM input WHERE lim IS NOT NULL GROUP BY skill
+                 ), free AS (
+                    SELECT w.skill, f.slot,
+                        row_number() OVER (PARTITION BY w.skill ORDER BY f.slot) AS k
+                    FROM wanted w, LATERAL (
+                        SELECT s.slot FROM {schema}.run_slots s
+                        WHERE s.skill = w.skill AND s.slot < w.lim
+                            AND (s.node IS NULL OR s.expires < clock_timestamp())
+                        ORDER BY s.slot LIMIT w.wanted FOR UPDATE SKIP LOCKED) f
+                 ), assigned AS (
+                    SELECT t.n, f.skill, f.slot
+                    FROM takers t JOIN free f ON f.skill = t.skill AND f.k = t.k
+                 ), taken AS (
+                    UPDATE {schema}.run_slots s SET node = $17::text, expires = {until}
+                    FROM assigned a WHERE s.skill = a.skill AND s.slot = a.slot
+                 )",
+                until = crate::lease::lease_end(18)
+            ),
+            " AND (lim IS NULL OR n IN (SELECT n FROM assigned))",
+            ", a.slot",
+            " LEFT JOIN assigned a ON a.n = i.n",
+        ),
+        false => (String::new(), "", ", NULL::int", ""),
     };
     let (lease_columns, lease_values, lease_update, fence) = match leased {
         true => (
@@ -74,12 +111,12 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
                 $5::text[], $6::boolean[], $7::text[], $8::bigint[], $9::bigint[]{epochs})
             WITH ORDINALITY AS i(id, version, record, context_id, state, terminal, owner,
                 updated_ms, expected{epoch_column}, n)
-         ), created AS (
+         ){taking}, created AS (
             INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal,
                 owner, updated_ms{lease_columns})
             SELECT id, version, record, context_id, state, terminal, owner,
                 updated_ms{lease_values}
-            FROM input WHERE expected = 0
+            FROM input WHERE expected = 0{with_slot}
             ON CONFLICT (id) DO NOTHING RETURNING id
          ), updated AS (
             UPDATE {schema}.tasks t SET version = i.version, record = i.record,
@@ -102,7 +139,7 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
             WHERE f.task_id IN (SELECT id FROM written)
             ON CONFLICT DO NOTHING
          ){signal}
-         SELECT i.n, i.id IN (SELECT id FROM written), t.version, t.lease_node{signalled}
-         FROM input i LEFT JOIN {schema}.tasks t ON t.id = i.id"
+         SELECT i.n, i.id IN (SELECT id FROM written), t.version, t.lease_node{slot_taken}{signalled}
+         FROM input i LEFT JOIN {schema}.tasks t ON t.id = i.id{slot_joined}"
     )
 }
