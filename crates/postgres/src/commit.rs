@@ -3,16 +3,31 @@
 //! the task first), a fence (another node holds the task's lease), or the lease this
 //! node now holds or let go.
 
+use std::sync::Arc;
+
+use deadpool_postgres::Pool;
 use fundi_runtime::TaskEvent;
 use fundi_runtime::store::{StoreError, TaskRecord};
 
-use crate::errors::{db, rolled_back};
-use crate::statements::SlotChange;
-use crate::store::PostgresStore;
+use crate::cluster::Nodes;
+use crate::errors::{db, pool_error, rolled_back};
+use crate::gather::Gather;
+use crate::lease::Leases;
+use crate::statements::{HotStatements, SlotChange};
 
 mod batch;
-pub(crate) mod values;
+mod values;
 use values::{Answer, CommitValues};
+
+/// The commits of one store: what they are sent with, and those waiting to be sent
+/// together (see `batch`).
+pub(crate) struct Commits {
+    pool: Pool,
+    hot: Arc<HotStatements>,
+    leases: Option<Arc<Leases>>,
+    nodes: Option<Arc<Nodes>>,
+    waiting: Gather<CommitValues, Result<Answer, StoreError>>,
+}
 
 /// Column `index` of an answer's `row`, or why it cannot be read.
 fn column<'r, T: tokio_postgres::types::FromSql<'r>>(
@@ -30,15 +45,40 @@ const COMMIT_SENDS: u32 = 3;
 /// The wait before the second send (twice that before the third).
 const RESEND_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
-impl PostgresStore {
+impl Commits {
+    pub(crate) fn new(
+        pool: Pool,
+        hot: Arc<HotStatements>,
+        leases: Option<Arc<Leases>>,
+        nodes: Option<Arc<Nodes>>,
+    ) -> Commits {
+        Commits {
+            pool,
+            hot,
+            leases,
+            nodes,
+            waiting: Gather::default(),
+        }
+    }
+
+    /// The most commits one statement has carried so far.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn most_sent_at_once(&self) -> usize {
+        self.waiting.most_sent()
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
     /// A commit; with leases, refused when the node is cut off, given up when it is cut
     /// off while the commit is under way, and, when it fails for the connection's sake
     /// (stored or not, nobody can say), cutting the node off until it has read its tasks
     /// back (see `Leases::lost_track`).
     /// Returns the slot a `SlotChange::Take` took (`None`: none was free, and nothing
     /// was written).
-    pub(crate) async fn write_record(
-        &self,
+    pub(crate) async fn write(
+        self: &Arc<Self>,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
@@ -68,7 +108,7 @@ impl PostgresStore {
     }
 
     async fn write_statement(
-        &self,
+        self: &Arc<Self>,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],

@@ -3,14 +3,28 @@
 //! statement (see `gather`). A lookup changes nothing, so a statement of several that
 //! fails is simply made again lookup by lookup, each getting its own answer.
 
-use chrono::{TimeZone, Utc};
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use deadpool_postgres::Pool;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::StoreError;
 
-use crate::errors::{db, unanswered};
-use crate::gather::Gathered;
-use crate::queues::{FirstMessage, Found};
-use crate::store::PostgresStore;
+use crate::errors::{db, pool_error, unanswered};
+use crate::gather::{Gather, Gathered};
+use crate::statements::HotStatements;
+
+/// A first message's owner key and message id.
+type FirstMessage = (String, String);
+/// The task a first message created, and when.
+pub(crate) type Found = Option<(TaskId, DateTime<Utc>)>;
+
+/// The first-message lookups of one store, and those waiting to be sent together.
+pub(crate) struct FirstMessages {
+    pool: Pool,
+    hot: Arc<HotStatements>,
+    waiting: Gather<FirstMessage, Result<Found, StoreError>>,
+}
 
 /// A column of a first message's row that cannot be read.
 fn unreadable(error: tokio_postgres::Error) -> StoreError {
@@ -34,24 +48,42 @@ fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
         .map(|at| (TaskId::from(id), at)))
 }
 
-impl PostgresStore {
+impl FirstMessages {
+    pub(crate) fn new(pool: Pool, hot: Arc<HotStatements>) -> FirstMessages {
+        FirstMessages {
+            pool,
+            hot,
+            waiting: Gather::default(),
+        }
+    }
+
+    /// The most lookups one statement has carried so far.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn most_sent_at_once(&self) -> usize {
+        self.waiting.most_sent()
+    }
+
     /// The task the first message `message_id` of `owner_key` created, and when.
-    pub(crate) async fn first_message_task(
-        &self,
+    pub(crate) async fn task(
+        self: &Arc<Self>,
         owner_key: String,
         message_id: String,
     ) -> Result<Found, StoreError> {
         let start = || {
-            let store = self.clone();
-            tokio::spawn(async move { store.send_lookups().await });
+            let lookups = self.clone();
+            tokio::spawn(async move { lookups.send_waiting().await });
         };
-        let answer = self.lookups.0.ask((owner_key, message_id), start).await;
+        let answer = self.waiting.ask((owner_key, message_id), start).await;
         answer.unwrap_or_else(|| Err(unanswered("lookup")))
     }
 
-    async fn send_lookups(&self) {
-        let _sending = self.lookups.0.sending();
-        while let Some(batch) = self.lookups.0.next(|_, _| false) {
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(pool_error)
+    }
+
+    async fn send_waiting(&self) {
+        let _sending = self.waiting.sending();
+        while let Some(batch) = self.waiting.next(|_, _| false) {
             let together = match batch.len() {
                 1 => None,
                 _ => self.look_up_together(&batch).await.ok(),

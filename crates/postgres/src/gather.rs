@@ -14,6 +14,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
+/// Statements of one kind under way at once, at most (by default).
+const SENDERS: usize = 4;
+/// Requests in one statement, at most (by default).
+const MOST_AT_ONCE: usize = 64;
+
 /// Requests `T` waiting for a statement, each to be answered with an `A`.
 pub(crate) struct Gather<T, A> {
     state: Mutex<Waiting<T, A>>,
@@ -34,6 +39,13 @@ struct Waiting<T, A> {
 pub(crate) struct Gathered<T, A> {
     pub(crate) request: T,
     pub(crate) reply: oneshot::Sender<A>,
+}
+
+impl<T, A> Default for Gather<T, A> {
+    /// At most four statements under way, 64 requests in one.
+    fn default() -> Gather<T, A> {
+        Gather::new(SENDERS, MOST_AT_ONCE)
+    }
 }
 
 impl<T, A> Gather<T, A> {

@@ -61,12 +61,12 @@ impl crate::PostgresStore {
 
     /// The most commits of several tasks this store has sent in one statement.
     pub fn most_commits_sent_at_once(&self) -> usize {
-        self.commits.0.most_sent()
+        self.commits.most_sent_at_once()
     }
 
     /// The most first-message lookups this store has made in one statement.
     pub fn most_lookups_sent_at_once(&self) -> usize {
-        self.lookups.0.most_sent()
+        self.first_messages.most_sent_at_once()
     }
 
     /// A connection from the store's own pool, to look at what its sessions see.

@@ -1,4 +1,4 @@
-//! Commits of several tasks sent as one statement (see `gather` and `queues`: at most
+//! Commits of several tasks sent as one statement (see `gather`: at most
 //! four such statements under way, the commits that arrive meanwhile sent together in
 //! the next, up to 64, never two of one task).
 //!
@@ -14,28 +14,32 @@ use fundi_runtime::store::StoreError;
 use serde_json::Value;
 use tokio_postgres::types::ToSql;
 
-use super::{Answer, CommitValues, column};
+use std::sync::Arc;
+
+use super::{Answer, CommitValues, Commits, column};
 use crate::errors::{db, unanswered};
 use crate::gather::Gathered;
-use crate::store::PostgresStore;
 
 type Queued = Gathered<CommitValues, Result<Answer, StoreError>>;
 
-impl PostgresStore {
+impl Commits {
     /// Sends a commit with the others waiting beside it (see the module docs).
-    pub(super) async fn send_queued(&self, values: CommitValues) -> Result<Answer, StoreError> {
+    pub(super) async fn send_queued(
+        self: &Arc<Self>,
+        values: CommitValues,
+    ) -> Result<Answer, StoreError> {
         let start = || {
-            let store = self.clone();
-            tokio::spawn(async move { store.send_waiting().await });
+            let commits = self.clone();
+            tokio::spawn(async move { commits.send_waiting().await });
         };
-        let answer = self.commits.0.ask(values, start).await;
+        let answer = self.waiting.ask(values, start).await;
         answer.unwrap_or_else(|| Err(unanswered("commit")))
     }
 
     async fn send_waiting(&self) {
-        let _sending = self.commits.0.sending();
+        let _sending = self.waiting.sending();
         let same_task = |a: &CommitValues, b: &CommitValues| a.id == b.id;
-        while let Some(batch) = self.commits.0.next(same_task) {
+        while let Some(batch) = self.waiting.next(same_task) {
             self.send_batch(batch).await;
         }
     }
@@ -122,7 +126,7 @@ impl PostgresStore {
     }
 }
 
-impl PostgresStore {
+impl Commits {
     /// The run slot rows of each skill a commit of `batch` takes a slot of, made if
     /// missing (see `ensure_slot_rows`).
     async fn ensure_slot_rows(
