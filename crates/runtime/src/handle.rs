@@ -255,6 +255,7 @@ impl RuntimeHandle {
     /// The task's events with `seq > after_seq`, as `subscribe` yields them, while the
     /// task has an actor on this node: it neither wakes a parked task nor keeps one from
     /// parking, and ends (after what the store holds) once the task has no actor here.
+    /// (A task another node runs is followed through the store, as `subscribe` does.)
     /// For a follower that holds nothing per waiting task: it waits for a wake hook
     /// ([`RuntimeHandle::on_wake`]) and watches again.
     pub async fn watch(

@@ -6,8 +6,9 @@
 //! supervisor calls every hook with the task's id whenever a stored task gets an actor
 //! (a message, a cancel, a decision, a subscriber, a free slot or a takeover woke it,
 //! or recovery resumed it) and whenever it fails a stored task without one (its actor
-//! failed, or its skill is not registered). A new task's first actor calls none: its
-//! watchers attach to it.
+//! failed, or its skill is not registered). A new task's first actor calls none (its
+//! watchers attach to it), unless it waits for an approver from the start: that one
+//! starts as a woken task does, and a hook finds nothing resting for it.
 //!
 //! Hooks run inside the supervisor's handler: one must return at once (take a lock,
 //! spawn a task), never wait.
