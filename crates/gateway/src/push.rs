@@ -3,6 +3,7 @@
 //! ([`PushStore`]); the workers follow each task's event log.
 
 mod adopt;
+mod cursor;
 mod deliver;
 mod resting;
 mod settings;
@@ -99,21 +100,24 @@ impl PushService {
         Ok(PushService { shared, workers })
     }
 
-    /// Starts a worker for every config whose delivery a previous run left unfinished
-    /// (dead letters stay parked), and with several nodes on the store, looks now and
-    /// then for deliveries a dead node left. Returns how many it started now.
+    /// Resumes every delivery a previous run left unfinished (dead letters stay parked),
+    /// in the background (see `Workers::resume`), and with several nodes on the store,
+    /// looks now and then for deliveries a dead node left. Returns how many it resumes.
     pub async fn resume(&self) -> Result<usize, StoreError> {
-        let mut started = 0;
-        for entry in self.shared.store.unfinished().await? {
-            if entry.cursor.dead.is_none() {
-                self.start(entry.config);
-                started += 1;
-            }
-        }
+        let entries: Vec<PushEntry> = self
+            .shared
+            .store
+            .unfinished()
+            .await?
+            .into_iter()
+            .filter(|entry| entry.cursor.dead.is_none())
+            .collect();
+        let resumed = entries.len();
+        self.workers.resume(&self.shared, entries);
         if let Some(every) = self.shared.store.orphan_interval() {
             adopt_every(self.shared.clone(), self.workers.clone(), every);
         }
-        Ok(started)
+        Ok(resumed)
     }
 
     /// Follows this node's standing (a store several nodes share): cut off from the

@@ -2,7 +2,8 @@
 //! any other once it waits for a person, its delivery rests (no worker follows it),
 //! and whatever wakes it (a message, a cancel) brings its delivery back, with every
 //! event delivered once, in order. Across a restart, resuming the deliveries wakes no
-//! task. A real gateway on 127.0.0.1:0 and a real webhook receiver.
+//! task, and one left behind catches up before it rests. A real gateway on 127.0.0.1:0
+//! and a real webhook receiver.
 
 mod common;
 
@@ -148,4 +149,32 @@ async fn resuming_deliveries_after_a_restart_wakes_no_task_and_a_cancel_is_deliv
         last["statusUpdate"]["status"]["state"],
         "TASK_STATE_CANCELED"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_left_behind_catches_up_at_the_next_start_without_waking_its_task() {
+    let store = Arc::new(MemoryStore::new());
+    // The receiver refuses everything: the delivery stays at its first event.
+    let receiver = Receiver::start(Mode::Status(503)).await;
+    let first = fixture_on(store.clone(), settings(), PARK_AFTER_MS).await;
+    let config = json!({"id": "hook", "url": receiver.url});
+    let task = first
+        .send_with_push(json!({"ask": true}), config, false)
+        .await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    receiver
+        .wait_until("a first attempt", |hits| !hits.is_empty())
+        .await;
+    until("the task parked", || first.runtime.live_tasks() == 0).await;
+    first.runtime.shutdown(Duration::from_secs(1)).await;
+    drop(first);
+
+    receiver.set(Mode::Ok);
+    let second = fixture_on(store, settings(), PARK_AFTER_MS).await;
+    delivered_so_far(&second, &receiver, &id).await;
+    until("the delivery rested", || {
+        second.push.resting_deliveries() == 1
+    })
+    .await;
+    assert_eq!(second.runtime.live_tasks(), 0, "catching up woke the task");
 }

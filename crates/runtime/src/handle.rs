@@ -35,10 +35,10 @@ use crate::model::{SkillId, Task, TaskId, UserId};
 use crate::recovery_plan::RecoveryReport;
 use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
 use crate::skill::{Skill, SkillCard};
-use crate::store::{Cursor, ListQuery, TaskRecord, TaskStore};
+use crate::store::{Cursor, Holder, ListQuery, TaskRecord, TaskStore};
 use crate::subscription::{EventStream, Listen, event_stream};
 use crate::telemetry;
-use crate::wakes::{WakeHook, Wakes};
+use crate::wakes::{Presence, WakeHook, Wakes};
 use forward::TaskRequest;
 
 /// A task's actor and the subscriber queue it adopted as it started.
@@ -268,17 +268,27 @@ impl RuntimeHandle {
         Ok(self.event_stream(task_id, after_seq, None, Listen::Watch))
     }
 
-    /// Whether the task has a live actor on this node now (one that parked has not).
-    pub async fn is_awake(&self, task_id: &TaskId) -> bool {
+    /// Where the task's live events would come from now: its actor here, nowhere (it
+    /// rests: a wake here calls the hooks), or another node. Unanswered or unreadable,
+    /// `Elsewhere`: a follower then keeps following through the store.
+    pub async fn presence(&self, task_id: &TaskId) -> Presence {
         let ask = |reply| SupervisorMsg::Awake {
             task_id: task_id.clone(),
             reply,
         };
         let timeout = self.inner.config.call_timeout();
-        // Unanswered (shutting down): as good as asleep; the next start watches again.
-        call_actor(&self.inner.supervisor, ask, timeout)
-            .await
-            .unwrap_or(false)
+        match call_actor(&self.inner.supervisor, ask, timeout).await {
+            Ok(true) => return Presence::Here,
+            Ok(false) => {}
+            Err(_) => return Presence::Elsewhere,
+        }
+        let Some(cluster) = self.inner.store.cluster() else {
+            return Presence::Resting;
+        };
+        match cluster.holder(task_id).await {
+            Ok(Holder::Here) => Presence::Resting,
+            Ok(Holder::Elsewhere) | Err(_) => Presence::Elsewhere,
+        }
     }
 
     /// Registers `hook`, called with a task's id whenever a stored task gets an actor

@@ -91,4 +91,4 @@ pub use skill::{
 pub use store::{MemoryStore, StoreError, TaskStore};
 pub use subscription::EventStream;
 pub use transition::{TransitionError, replay, transition};
-pub use wakes::WakeHook;
+pub use wakes::{Presence, WakeHook};

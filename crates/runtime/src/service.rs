@@ -17,7 +17,7 @@ use crate::model::{SkillId, Task, TaskId};
 use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
 use crate::skill::SkillCard;
 use crate::subscription::EventStream;
-use crate::wakes::WakeHook;
+use crate::wakes::{Presence, WakeHook};
 
 /// A task submitted for its outcome (see [`TaskService::wait`]).
 pub struct Waited {
@@ -123,11 +123,11 @@ pub trait TaskService: Send + Sync + 'static {
         self.subscribe(task_id, after_seq, access).await
     }
 
-    /// Whether the task has a live actor on this node (`RuntimeHandle::is_awake`). By
-    /// default, always: a service without parking never lets a task go.
-    async fn is_awake(&self, task_id: &TaskId) -> bool {
+    /// Where the task's live events would come from now (`RuntimeHandle::presence`).
+    /// By default, its actor here: a service without parking never lets a task go.
+    async fn presence(&self, task_id: &TaskId) -> Presence {
         let _ = task_id;
-        true
+        Presence::Here
     }
 
     /// Registers a hook told when a task that a watcher let go of has something to
@@ -243,8 +243,8 @@ impl TaskService for RuntimeHandle {
         RuntimeHandle::watch(self, task_id, after_seq, access).await
     }
 
-    async fn is_awake(&self, task_id: &TaskId) -> bool {
-        RuntimeHandle::is_awake(self, task_id).await
+    async fn presence(&self, task_id: &TaskId) -> Presence {
+        RuntimeHandle::presence(self, task_id).await
     }
 
     fn on_wake(&self, hook: WakeHook) {

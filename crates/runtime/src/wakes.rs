@@ -21,6 +21,19 @@ use crate::model::TaskId;
 /// docs).
 pub type WakeHook = Arc<dyn Fn(&TaskId) + Send + Sync>;
 
+/// Where a task's live events would come from now (`RuntimeHandle::presence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Its actor on this node.
+    Here,
+    /// Nowhere: it has no actor here (it parked, or waits to be woken after a
+    /// restart, or ended), and no other node holds it. A wake here calls the hooks.
+    Resting,
+    /// Another node holds it (a store several nodes share), or nobody does yet: its
+    /// events are followed through the store, and no hook here hears of its wake.
+    Elsewhere,
+}
+
 /// The hooks registered with one runtime.
 #[derive(Default)]
 pub(crate) struct Wakes(RwLock<Vec<WakeHook>>);

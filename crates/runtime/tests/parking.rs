@@ -10,8 +10,8 @@ use std::time::Duration;
 use fundi_runtime::approval::{Decision, Verdict};
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, ApprovalMode, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEvent,
-    TaskEventKind, TaskId, TaskState,
+    Access, ApprovalMode, Presence, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest,
+    TaskEvent, TaskEventKind, TaskId, TaskState,
 };
 use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
@@ -139,7 +139,7 @@ async fn a_watcher_lets_its_task_park_wakes_none_and_hears_of_the_wake() {
         told.lock().unwrap().push(id.clone())
     }));
     let id = ask(&rt, "resumable").await;
-    assert!(rt.is_awake(&id).await);
+    assert_eq!(rt.presence(&id).await, Presence::Here);
     // Watched while it rests: it parks all the same, and the watch ends with what
     // the store holds.
     let watch = rt.watch(&id, 0, Access::Any).await.unwrap();
@@ -147,7 +147,7 @@ async fn a_watcher_lets_its_task_park_wakes_none_and_hears_of_the_wake() {
         .await
         .expect("the watch kept the task from parking");
     live_tasks_fall_to(&rt, 0).await;
-    assert!(!rt.is_awake(&id).await);
+    assert_eq!(rt.presence(&id).await, Presence::Resting);
     let asked = rt.snapshot(&id, None, Access::Any).await.unwrap();
     assert_eq!(watched.last().unwrap().seq, asked.seq);
     assert_eq!(

@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use super::{Shared, Workers};
 
-/// Starts a worker for every unfinished delivery that is not dead-lettered (each takes
-/// its delivery before it sends anything, so another node's stay there).
+/// Resumes every unfinished delivery that is not dead-lettered (each is taken before
+/// anything is sent, so another node's stay there; see `Workers::resume`).
 pub(super) async fn restart_unfinished(shared: &Arc<Shared>, workers: &Workers) {
     match shared.store.unfinished().await {
         Ok(entries) => {
-            for entry in entries.into_iter().filter(|e| e.cursor.dead.is_none()) {
-                workers.start(shared, entry.config);
-            }
+            let entries = entries.into_iter().filter(|e| e.cursor.dead.is_none());
+            workers.resume(shared, entries.collect());
         }
         // The deliveries left are adopted as orphans once their leases run out.
         Err(error) => tracing::warn!(%error, "could not restart push deliveries"),

@@ -10,15 +10,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use fundi_runtime::store::{DeadLetter, PushConfig, PushCursor, PushFormat};
-use fundi_runtime::{RuntimeError, StoreError, TaskEvent};
+use fundi_runtime::store::{DeadLetter, PushConfig, PushFormat};
+use fundi_runtime::{RuntimeError, TaskEvent};
 use futures::StreamExt;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::resting::Resting;
+use super::cursor::{Ended, claim, finish, save};
+use super::resting::{Rested, Resting, rest_unless_moved_on};
 use crate::dialect::Dialect;
 use crate::{encode, telemetry};
 use fundi_runtime::error_chain;
@@ -54,32 +55,11 @@ pub(crate) async fn run(
     stop: CancellationToken,
     resting: &Resting,
 ) {
-    let (task_id, id) = (&config.task_id, config.id.as_str());
-    match shared.store.claim_delivery(task_id, id).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(error) => {
-            tracing::warn!(%error, task_id = %task_id, config = id, "push delivery not taken; another node may take it");
-            return;
-        }
+    if !claim(&shared, &config).await {
+        return;
     }
-    if follow(&shared, &config, &stop, resting).await == Ended::Done
-        && let Err(error) = shared.store.release_delivery(task_id, id).await
-    {
-        tracing::warn!(%error, task_id = %task_id, config = id, "push delivery not let go; it runs out");
-    }
-}
-
-/// Why a worker stopped.
-#[derive(Debug, PartialEq, Eq)]
-enum Ended {
-    /// Nothing more to do: all delivered, given up, or the task is gone.
-    Done,
-    /// Told to stop, or the delivery was taken by another node.
-    Stopped,
-    /// The task has no actor here: the delivery rests (still this node's) until it
-    /// wakes.
-    Resting,
+    let ended = follow(&shared, &config, &stop, resting).await;
+    finish(&shared, &config, ended).await;
 }
 
 async fn follow(
@@ -166,87 +146,6 @@ async fn follow(
             Rested::Finished(ended) => return ended,
             Rested::Resting => return Ended::Resting,
             Rested::Replaced => return Ended::Stopped,
-        }
-    }
-}
-
-/// What became of a delivery whose watch ended.
-enum Rested {
-    /// Its task has an actor again, or events the watch did not yield: watch again
-    /// (after a pause if `nothing_new`).
-    GoOn { nothing_new: bool },
-    /// Nothing is left to deliver: the task ended with everything delivered, or is gone.
-    Finished(Ended),
-    /// The delivery rests until its task wakes.
-    Resting,
-    /// A wake took the resting delivery first, and started another worker for it.
-    Replaced,
-}
-
-/// Leaves the delivery resting, then looks whether it should go on after all. In this
-/// order, no wake is missed: a task that gets an actor after the delivery rests calls
-/// the wake hook, which finds it; one that got an actor before is awake now, or, if it
-/// parked again already, has stored events past the cursor.
-async fn rest_unless_moved_on(
-    shared: &Shared,
-    config: &PushConfig,
-    cursor: &mut PushCursor,
-    resting: &Resting,
-) -> Rested {
-    let (task_id, id) = (&config.task_id, config.id.as_str());
-    resting.rest(config);
-    let awake = shared.runtime.is_awake(task_id).await;
-    // Whether the store holds events past the cursor (`None`: it could not tell).
-    let moved_on = match shared.runtime.snapshot(task_id, Some(0), Access::Any).await {
-        Ok(snapshot)
-            if snapshot.task.status.state.is_terminal() && snapshot.seq <= cursor.delivered_seq =>
-        {
-            resting.take_back(task_id, id);
-            cursor.finished = true;
-            return Rested::Finished(save(shared, config, cursor).await);
-        }
-        Ok(snapshot) => Some(snapshot.seq > cursor.delivered_seq),
-        Err(RuntimeError::TaskNotFound(_)) => {
-            resting.take_back(task_id, id);
-            return Rested::Finished(Ended::Done);
-        }
-        Err(error) => {
-            tracing::warn!(%error, %task_id, "push: cannot read the task; looking again later");
-            None
-        }
-    };
-    if !awake && moved_on == Some(false) {
-        return Rested::Resting;
-    }
-    match resting.take_back(task_id, id) {
-        true => Rested::GoOn {
-            nothing_new: moved_on != Some(true),
-        },
-        false => Rested::Replaced,
-    }
-}
-
-/// Moves the cursor; `Stopped` when another node took the delivery meanwhile (its
-/// cursor counts, and this worker goes no further).
-async fn save(shared: &Shared, config: &PushConfig, cursor: &PushCursor) -> Ended {
-    match shared
-        .store
-        .set_cursor(&config.task_id, &config.id, cursor)
-        .await
-    {
-        Ok(()) => Ended::Done,
-        Err(StoreError::Fenced { holder, .. }) => {
-            tracing::warn!(task_id = %config.task_id, config = %config.id, %holder, "push delivery taken over by another node; stopping here");
-            Ended::Stopped
-        }
-        Err(StoreError::CutOff) => {
-            tracing::warn!(task_id = %config.task_id, config = %config.id, "this node is cut off from the database; its push delivery stops here");
-            Ended::Stopped
-        }
-        Err(error) => {
-            // The event is delivered; a cursor left behind only means a duplicate later.
-            tracing::warn!(%error, task_id = %config.task_id, "push cursor not saved");
-            Ended::Done
         }
     }
 }

@@ -11,11 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fundi_runtime::TaskId;
-use fundi_runtime::store::PushConfig;
+use fundi_runtime::store::{PushConfig, PushEntry};
+use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::resting::Resting;
+use super::cursor::{claim, finish};
+use super::resting::{Rested, Resting, rest_unless_moved_on};
 use super::{Shared, deliver};
+
+/// Deliveries a resume looks at together, at most (each a few reads).
+const RESUMING_AT_ONCE: usize = 16;
 
 type WorkerKey = (TaskId, String);
 
@@ -55,6 +60,35 @@ impl Workers {
                 running.remove(&key);
             }
         });
+    }
+
+    /// Resumes the unfinished deliveries `entries` (none dead-lettered) in the
+    /// background, a few at a time: each one this node takes rests at once if its task
+    /// has no actor and nothing past its cursor (no worker; the task's wake starts one),
+    /// and gets a worker otherwise. A start with many waiting tasks so reads their
+    /// deliveries in turn, neither starting a worker for each nor waking their tasks.
+    pub(super) fn resume(&self, shared: &Arc<Shared>, entries: Vec<PushEntry>) {
+        let (shared, workers) = (shared.clone(), self.clone());
+        tokio::spawn(async move {
+            let each = futures::stream::iter(entries)
+                .for_each_concurrent(RESUMING_AT_ONCE, |entry| workers.resume_one(&shared, entry));
+            tokio::select! {
+                () = workers.shutdown.cancelled() => {}
+                () = each => {}
+            }
+        });
+    }
+
+    async fn resume_one(&self, shared: &Arc<Shared>, entry: PushEntry) {
+        let PushEntry { config, mut cursor } = entry;
+        if !claim(shared, &config).await {
+            return;
+        }
+        match rest_unless_moved_on(shared, &config, &mut cursor, &self.resting).await {
+            Rested::GoOn { .. } => self.start(shared, config),
+            Rested::Finished(ended) => finish(shared, &config, ended).await,
+            Rested::Resting | Rested::Replaced => {}
+        }
     }
 
     /// Stops the delivery of one config (deleted), running or resting.
