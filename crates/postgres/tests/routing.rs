@@ -1,8 +1,8 @@
 //! Any node answers for any task, on a real PostgreSQL server: a message or a cancel
 //! sent to one node reaches the task's run on the node holding it, a subscriber on one
 //! node follows a task running on another (same sequence numbers, no gap, no
-//! duplicate, resumable), and a request for a dead node's task is answered by the node
-//! that takes it over.
+//! duplicate, resumable; a watcher too), and a request for a dead node's task is
+//! answered by the node that takes it over.
 
 use fundi_runtime::Access;
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url}
 use fundi_postgres::{LeaseConfig, PostgresStore};
 use fundi_runtime::store::{StoreError, TaskStore};
 use fundi_runtime::{
-    Message, Part, Runtime, RuntimeError, RuntimeHandle, Skill, SkillCard, SkillContext,
+    Message, Part, Presence, Runtime, RuntimeError, RuntimeHandle, Skill, SkillCard, SkillContext,
     SkillError, SkillInput, SkillOutput, SubmitRequest, TaskEvent, TaskId, TaskState,
 };
 use futures::StreamExt;
@@ -205,6 +205,29 @@ async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_str
         let rest = drain(runtime.subscribe(&id, 2, Access::Any).await.unwrap()).await;
         assert_eq!(seqs(&rest), seqs(&stored[2..]));
     }
+    a.shutdown(Duration::from_secs(1)).await;
+    b.shutdown(Duration::from_secs(1)).await;
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_watcher_on_another_node_follows_the_task_there_through_the_store() {
+    let schema = fresh_schema();
+    let log = Log::default();
+    let (a, a_store) = node(&schema, "node-a", &log).await;
+    let (b, _b_store) = node(&schema, "node-b", &log).await;
+    let id = start(&a, "asker").await;
+    reaches(&b, &id, TaskState::InputRequired).await;
+    assert_eq!(a.presence(&id).await, Presence::Here);
+    // On b the task is another node's: a watcher there follows its commits (it never
+    // rests, as it would for a task with no actor, waiting for a wake b never sees).
+    assert_eq!(b.presence(&id).await, Presence::Elsewhere);
+    let watching = tokio::spawn(drain(b.watch(&id, 0, Access::Any).await.unwrap()));
+
+    b.submit(answer(&id, "fig")).await.unwrap();
+    reaches(&b, &id, TaskState::Completed).await;
+    let stored = a_store.events(&id, 0, 1_000).await.unwrap();
+    assert_eq!(seqs(&watching.await.unwrap()), seqs(&stored));
     a.shutdown(Duration::from_secs(1)).await;
     b.shutdown(Duration::from_secs(1)).await;
     drop_schemas(&[schema]).await;
