@@ -168,6 +168,7 @@ async fn the_dashboard_reads_a_real_fundi_through_a_real_prometheus() {
         "fundi_failures_total",
         "fundi_push_attempts_total",
         "fundi_push_dead_letters_total",
+        "fundi_push_resting",
         "fundi_recoveries_total",
         "fundi_sse_subscribers",
     ] {

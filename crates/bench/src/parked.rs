@@ -156,6 +156,16 @@ pub(crate) async fn wait_until_live(
     url: &str,
     live: usize,
 ) -> anyhow::Result<()> {
+    wait_until_metric(client, url, "fundi_task_actors_live", live).await
+}
+
+/// Polls `/metrics` until the gauge `name` reads `value`.
+pub(crate) async fn wait_until_metric(
+    client: &reqwest::Client,
+    url: &str,
+    name: &str,
+    value: usize,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let text = client
@@ -167,16 +177,19 @@ pub(crate) async fn wait_until_live(
         // `fundi_task_actors_live{otel_scope_name="fundi"} 3`
         let now = text
             .lines()
-            .filter(|l| l.starts_with("fundi_task_actors_live"))
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(['{', ' ']))
+            })
             .find_map(|l| l.split_whitespace().last()?.parse::<f64>().ok());
         match now {
-            Some(n) if n == live as f64 => return Ok(()),
+            Some(n) if n == value as f64 => return Ok(()),
             Some(_) => {}
-            None => bail!("{url}/metrics has no fundi_task_actors_live"),
+            None => bail!("{url}/metrics has no {name}"),
         }
         ensure!(
             Instant::now() < deadline,
-            "{now:?} tasks live after 600 s, not {live}"
+            "{name} is {now:?} after 600 s, not {value}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

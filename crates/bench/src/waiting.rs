@@ -1,7 +1,8 @@
 //! W4 waiting tasks of the other kinds: the RSS a task costs while it waits for an
-//! approver (parked once it rested `PARK_AFTER_MS`) and while it is queued for a slot
-//! (no actor: runtime semantics, "Queued tasks"), each on a fresh server over sled
-//! against that server's RSS when empty. Tasks waiting for input: `parked`.
+//! approver (parked once it rested `PARK_AFTER_MS`), likewise with a push config (its
+//! delivery resting, push.md), and while it is queued for a slot (no actor: runtime
+//! semantics, "Queued tasks"), each on a fresh server over sled against that server's
+//! RSS when empty. Tasks waiting for input: `parked`.
 
 use std::path::Path;
 
@@ -9,15 +10,17 @@ use anyhow::ensure;
 use serde_json::{Value, json};
 
 use crate::load;
-use crate::parked::{CREATORS, PARK_AFTER_MS, wait_until_live};
+use crate::parked::{CREATORS, PARK_AFTER_MS, wait_until_live, wait_until_metric};
 use crate::server::{Credentials, Server};
-use crate::workloads::send_at_once;
+use crate::workloads::{post_json, send_at_once, send_request};
 
 /// What the tasks wait for.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     /// An approver: echo is gated.
     Approval,
+    /// An approver, with a push config to a webhook that accepts every event.
+    PushedApproval,
     /// A slot: echo runs one task at a time, and one task that takes hours holds it.
     Slot,
 }
@@ -26,6 +29,10 @@ impl Kind {
     fn settings(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Kind::Approval => &[("FUNDI__RUNTIME__APPROVALS__ECHO", "required")],
+            Kind::PushedApproval => &[
+                ("FUNDI__RUNTIME__APPROVALS__ECHO", "required"),
+                ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
+            ],
             Kind::Slot => &[("FUNDI__RUNTIME__SKILL_CONCURRENCY__ECHO", "1")],
         }
     }
@@ -33,7 +40,7 @@ impl Kind {
     /// Tasks that keep their actor while the others wait.
     fn live(self) -> usize {
         match self {
-            Kind::Approval => 0,
+            Kind::Approval | Kind::PushedApproval => 0,
             Kind::Slot => 1,
         }
     }
@@ -49,14 +56,18 @@ pub(crate) async fn waiting_kinds(
 ) -> anyhow::Result<Value> {
     let measure = |kind| rss_per_task(fundi, dir, client, credentials, count, kind);
     let approval = measure(Kind::Approval).await?;
+    let pushed = measure(Kind::PushedApproval).await?;
     let slot = measure(Kind::Slot).await?;
     println!(
         "\nW4 {count} tasks waiting (sled): {:.2} KiB per task waiting for an approver \
-         (parked), {:.2} KiB per task queued for a slot (no actor)",
+         (parked), {:.2} KiB with a push config (its delivery resting), {:.2} KiB per \
+         task queued for a slot (no actor)",
         approval / 1024.0,
+        pushed / 1024.0,
         slot / 1024.0,
     );
-    Ok(json!({"tasks": count, "bytesPerApprovalTask": approval, "bytesPerQueuedTask": slot}))
+    Ok(json!({"tasks": count, "bytesPerApprovalTask": approval,
+              "bytesPerPushedApprovalTask": pushed, "bytesPerQueuedTask": slot}))
 }
 
 /// The RSS per task of `count` tasks waiting for `kind`, on a fresh server, once no
@@ -79,20 +90,36 @@ async fn rss_per_task(
         send_at_once(client, &server.url, "holding", Some(hold)).await?;
     }
     eprintln!("creating {count} tasks waiting for {kind:?}");
-    create(client, &server.url, count).await?;
+    let hook = match kind {
+        Kind::PushedApproval => Some(webhook().await?),
+        _ => None,
+    };
+    create(client, &server.url, count, hook.as_deref()).await?;
     wait_until_live(client, &server.url, kind.live()).await?;
+    if hook.is_some() {
+        wait_until_metric(client, &server.url, "fundi_push_resting", count).await?;
+    }
     let loaded = server.rss_bytes().unwrap_or_default();
     Ok(loaded.saturating_sub(empty) as f64 / count as f64)
 }
 
-/// Submits `count` echo tasks without waiting for them, from `CREATORS` workers; each
-/// is stored submitted (queued, or waiting for its approver).
-async fn create(client: &reqwest::Client, url: &str, count: usize) -> anyhow::Result<()> {
-    let (client, url) = (client.clone(), url.to_owned());
+/// Submits `count` echo tasks without waiting for them, from `CREATORS` workers, each
+/// with a push config to `hook` if given; each is stored submitted (queued, or waiting
+/// for its approver).
+async fn create(
+    client: &reqwest::Client,
+    url: &str,
+    count: usize,
+    hook: Option<&str>,
+) -> anyhow::Result<()> {
+    let (client, url, hook) = (client.clone(), url.to_owned(), hook.map(str::to_owned));
     load::each(count, CREATORS, move |_| {
-        let (client, url) = (client.clone(), url.clone());
+        let (client, url, hook) = (client.clone(), url.clone(), hook.clone());
         async move {
-            let task = send_at_once(&client, &url, "waiting", None).await?;
+            let task = match hook {
+                Some(hook) => send_pushed(&client, &url, &hook).await?,
+                None => send_at_once(&client, &url, "waiting", None).await?,
+            };
             ensure!(
                 task["status"]["state"] == "TASK_STATE_SUBMITTED",
                 "not waiting: {task}"
@@ -102,4 +129,24 @@ async fn create(client: &reqwest::Client, url: &str, count: usize) -> anyhow::Re
     })
     .await?;
     Ok(())
+}
+
+/// A SendMessage that returns at once, with a push config to `hook`: the task created.
+async fn send_pushed(client: &reqwest::Client, url: &str, hook: &str) -> anyhow::Result<Value> {
+    let mut body = send_request("SendMessage", "waiting", None);
+    body["params"]["configuration"] = json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"url": hook}});
+    let answer = post_json(client, url, &body).await?;
+    let task = &answer["result"]["task"];
+    ensure!(task["id"].is_string(), "no task created: {answer}");
+    Ok(task.clone())
+}
+
+/// A webhook on 127.0.0.1 that accepts every event; its URL.
+async fn webhook() -> anyhow::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/hook", listener.local_addr()?);
+    let router = axum::Router::new().route("/hook", axum::routing::post(|| async { "" }));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(url)
 }

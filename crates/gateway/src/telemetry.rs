@@ -13,6 +13,7 @@ pub(crate) struct Metrics {
     sse_subscribers: UpDownCounter<i64>,
     push_attempts: Counter<u64>,
     push_dead_letters: Counter<u64>,
+    push_resting: UpDownCounter<i64>,
 }
 
 pub(crate) fn metrics() -> &'static Metrics {
@@ -40,21 +41,36 @@ pub(crate) fn metrics() -> &'static Metrics {
                 .with_description("Push configs whose delivery was given up")
                 .with_unit("{config}")
                 .build(),
+            push_resting: meter
+                .i64_up_down_counter("fundi.push.resting")
+                .with_description(
+                    "Push deliveries resting until their parked task wakes (no worker follows them)",
+                )
+                .with_unit("{config}")
+                .build(),
         }
     })
 }
 
 impl Metrics {
     /// Exports the counters a dashboard reads as zero from the start, rather than as
-    /// absent until their first event: push attempts by outcome, dead letters and open
-    /// SSE streams.
+    /// absent until their first event: push attempts by outcome, dead letters, resting
+    /// deliveries and open SSE streams.
     pub(crate) fn announce(&self) {
         for outcome in ["delivered", "failed"] {
             self.push_attempts
                 .add(0, &[KeyValue::new("outcome", outcome)]);
         }
         self.push_dead_letters.add(0, &[]);
+        self.push_resting.add(0, &[]);
         self.sse_subscribers.add(0, &[]);
+    }
+
+    /// `change` more deliveries rest (fewer, when negative).
+    pub(crate) fn push_resting(&self, change: i64) {
+        if change != 0 {
+            self.push_resting.add(change, &[]);
+        }
     }
 
     /// `outcome`: `ok`, `error` (a JSON-RPC error) or `refused` (401/403/429...).

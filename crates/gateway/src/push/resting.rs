@@ -10,6 +10,12 @@ use fundi_runtime::{Access, Presence, RuntimeError, TaskId};
 
 use super::Shared;
 use super::cursor::{Ended, save};
+use crate::telemetry;
+
+/// `n` as a change of the resting gauge.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 /// The resting deliveries of one push service, by task.
 #[derive(Clone, Default)]
@@ -20,8 +26,10 @@ impl Resting {
     pub(super) fn rest(&self, config: &PushConfig) {
         let mut resting = self.lock();
         let configs = resting.entry(config.task_id.clone()).or_default();
+        let before = configs.len();
         configs.retain(|c| c.id != config.id);
         configs.push(config.clone());
+        telemetry::metrics().push_resting(count(configs.len()) - count(before));
     }
 
     /// Takes a resting config back; false if it was not resting (a wake took it first).
@@ -36,12 +44,17 @@ impl Resting {
         if configs.is_empty() {
             resting.remove(task_id);
         }
+        if taken {
+            telemetry::metrics().push_resting(-1);
+        }
         taken
     }
 
     /// Takes every resting config of the task.
     pub(super) fn take_task(&self, task_id: &TaskId) -> Vec<PushConfig> {
-        self.lock().remove(task_id).unwrap_or_default()
+        let taken = self.lock().remove(task_id).unwrap_or_default();
+        telemetry::metrics().push_resting(-count(taken.len()));
+        taken
     }
 
     pub(super) fn contains(&self, task_id: &TaskId, id: &str) -> bool {
@@ -51,7 +64,10 @@ impl Resting {
     }
 
     pub(super) fn clear(&self) {
-        self.lock().clear();
+        let mut resting = self.lock();
+        let cleared = resting.values().map(Vec::len).sum();
+        resting.clear();
+        telemetry::metrics().push_resting(-count(cleared));
     }
 
     /// How many configs rest.
