@@ -178,3 +178,29 @@ async fn a_delivery_left_behind_catches_up_at_the_next_start_without_waking_its_
     .await;
     assert_eq!(second.runtime.live_tasks(), 0, "catching up woke the task");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_replaced_while_its_task_is_parked_delivers_to_its_new_address() {
+    let fx = fixture_on(Arc::new(MemoryStore::new()), settings(), PARK_AFTER_MS).await;
+    let old = Receiver::start(Mode::Ok).await;
+    let id = ask_and_park(&fx, &old).await;
+    let new = Receiver::start(Mode::Ok).await;
+    fx.ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "hook", "url": new.url}),
+    )
+    .await;
+    until("the replacement rested", || {
+        fx.push.resting_deliveries() == 1
+    })
+    .await;
+
+    let before = old.hits().len();
+    fx.ok("CancelTask", json!({"id": id})).await;
+    let hits = new.wait_until("the terminal event", got_terminal).await;
+    assert_eq!(
+        hits.last().unwrap().body["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
+    assert_eq!(old.hits().len(), before, "the old address got more");
+}

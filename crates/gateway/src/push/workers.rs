@@ -43,8 +43,11 @@ impl Workers {
         }
     }
 
-    /// Starts the worker of `config`, in place of one running for it (which stops).
+    /// Starts the worker of `config`, in place of one running for it (which stops) or
+    /// of its delivery resting (a copy of the config as it was: a wake must not start
+    /// a worker with it once a replacement's is under way).
     pub(super) fn start(&self, shared: &Arc<Shared>, config: PushConfig) {
+        self.resting.take_back(&config.task_id, &config.id);
         let key = (config.task_id.clone(), config.id.clone());
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let stop = self.shutdown.child_token();
