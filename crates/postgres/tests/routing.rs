@@ -111,6 +111,38 @@ async fn node(schema: &str, name: &'static str, log: &Log) -> (RuntimeHandle, Ar
     (runtime, store)
 }
 
+/// Nodes a and b on a fresh schema, and what their skills saw.
+struct TwoNodes {
+    schema: String,
+    log: Log,
+    a: RuntimeHandle,
+    a_store: Arc<PostgresStore>,
+    b: RuntimeHandle,
+    b_store: Arc<PostgresStore>,
+}
+
+impl TwoNodes {
+    async fn start() -> TwoNodes {
+        let (schema, log) = (fresh_schema(), Log::default());
+        let (a, a_store) = node(&schema, "node-a", &log).await;
+        let (b, b_store) = node(&schema, "node-b", &log).await;
+        TwoNodes {
+            schema,
+            log,
+            a,
+            a_store,
+            b,
+            b_store,
+        }
+    }
+
+    async fn stop(self) {
+        self.a.shutdown(Duration::from_secs(1)).await;
+        self.b.shutdown(Duration::from_secs(1)).await;
+        drop_schemas(&[self.schema]).await;
+    }
+}
+
 fn message(skill: &str, text: &str) -> Message {
     let mut message = Message::user(vec![Part::text(text)]);
     message.metadata = Some(
@@ -174,20 +206,18 @@ fn seqs(events: &[TaskEvent]) -> Vec<u64> {
 
 #[tokio::test]
 async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_stream_to_both() {
-    let schema = fresh_schema();
-    let log = Log::default();
-    let (a, a_store) = node(&schema, "node-a", &log).await;
-    let (b, _b_store) = node(&schema, "node-b", &log).await;
+    let nodes = TwoNodes::start().await;
+    let (a, b, log) = (&nodes.a, &nodes.b, &nodes.log);
 
-    let id = start(&a, "asker").await;
-    reaches(&b, &id, TaskState::InputRequired).await;
+    let id = start(a, "asker").await;
+    reaches(b, &id, TaskState::InputRequired).await;
     // A subscriber on b, to a task whose run is on a, from its creation.
     let following = b.subscribe(&id, 0, Access::Any).await.unwrap();
     let following = tokio::spawn(drain(following));
 
     let delivered = b.submit(answer(&id, "kiwi")).await.unwrap();
     assert_eq!(delivered.task.id, id);
-    reaches(&b, &id, TaskState::Completed).await;
+    reaches(b, &id, TaskState::Completed).await;
     assert_eq!(
         *log.lock().unwrap(),
         [("node-a", "answered kiwi".to_owned())],
@@ -195,29 +225,25 @@ async fn a_message_sent_to_another_node_reaches_the_run_there_and_its_events_str
     );
 
     // b's subscriber saw every stored event, in order, each once, to the end.
-    let stored = a_store.events(&id, 0, 1_000).await.unwrap();
+    let stored = nodes.a_store.events(&id, 0, 1_000).await.unwrap();
     let followed = following.await.unwrap();
     assert_eq!(seqs(&followed), seqs(&stored));
     assert_eq!(seqs(&stored), (1..=stored.len() as u64).collect::<Vec<_>>());
     assert!(followed.last().unwrap().is_terminal());
     // Resumed after an event (Last-Event-ID), on either node: the rest only.
-    for runtime in [&a, &b] {
+    for runtime in [a, b] {
         let rest = drain(runtime.subscribe(&id, 2, Access::Any).await.unwrap()).await;
         assert_eq!(seqs(&rest), seqs(&stored[2..]));
     }
-    a.shutdown(Duration::from_secs(1)).await;
-    b.shutdown(Duration::from_secs(1)).await;
-    drop_schemas(&[schema]).await;
+    nodes.stop().await;
 }
 
 #[tokio::test]
 async fn a_watcher_on_another_node_follows_the_task_there_through_the_store() {
-    let schema = fresh_schema();
-    let log = Log::default();
-    let (a, a_store) = node(&schema, "node-a", &log).await;
-    let (b, _b_store) = node(&schema, "node-b", &log).await;
-    let id = start(&a, "asker").await;
-    reaches(&b, &id, TaskState::InputRequired).await;
+    let nodes = TwoNodes::start().await;
+    let (a, b) = (&nodes.a, &nodes.b);
+    let id = start(a, "asker").await;
+    reaches(b, &id, TaskState::InputRequired).await;
     assert_eq!(a.presence(&id).await, Presence::Here);
     // On b the task is another node's: a watcher there follows its commits (it never
     // rests, as it would for a task with no actor, waiting for a wake b never sees).
@@ -225,23 +251,19 @@ async fn a_watcher_on_another_node_follows_the_task_there_through_the_store() {
     let watching = tokio::spawn(drain(b.watch(&id, 0, Access::Any).await.unwrap()));
 
     b.submit(answer(&id, "fig")).await.unwrap();
-    reaches(&b, &id, TaskState::Completed).await;
-    let stored = a_store.events(&id, 0, 1_000).await.unwrap();
+    reaches(b, &id, TaskState::Completed).await;
+    let stored = nodes.a_store.events(&id, 0, 1_000).await.unwrap();
     assert_eq!(seqs(&watching.await.unwrap()), seqs(&stored));
-    a.shutdown(Duration::from_secs(1)).await;
-    b.shutdown(Duration::from_secs(1)).await;
-    drop_schemas(&[schema]).await;
+    nodes.stop().await;
 }
 
 #[tokio::test]
 async fn a_blocking_answer_sent_to_another_node_returns_the_outcome_of_the_run_there() {
-    let schema = fresh_schema();
-    let log = Log::default();
-    let (a, _a_store) = node(&schema, "node-a", &log).await;
-    let (b, b_store) = node(&schema, "node-b", &log).await;
+    let nodes = TwoNodes::start().await;
+    let (a, b) = (&nodes.a, &nodes.b);
 
-    let id = start(&a, "asker").await;
-    reaches(&b, &id, TaskState::InputRequired).await;
+    let id = start(a, "asker").await;
+    reaches(b, &id, TaskState::InputRequired).await;
     // Sent on b, waited on for its outcome: no actor here answers the wait (the run is
     // on a), so b follows the task's events to its rest and reads it there.
     let waiting = b.submit(answer(&id, "kiwi")).wait().await.unwrap();
@@ -253,22 +275,18 @@ async fn a_blocking_answer_sent_to_another_node_returns_the_outcome_of_the_run_t
     assert_eq!(outcome.task.status.state, TaskState::Completed);
     let reply = outcome.task.status.message.as_ref().map(Message::text);
     assert_eq!(reply.as_deref(), Some("the word is kiwi"));
-    let stored = b_store.get(&id).await.unwrap().unwrap();
+    let stored = nodes.b_store.get(&id).await.unwrap().unwrap();
     assert_eq!(outcome.task, stored.task);
-    a.shutdown(Duration::from_secs(1)).await;
-    b.shutdown(Duration::from_secs(1)).await;
-    drop_schemas(&[schema]).await;
+    nodes.stop().await;
 }
 
 #[tokio::test]
 async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stops_it() {
-    let schema = fresh_schema();
-    let log = Log::default();
-    let (a, a_store) = node(&schema, "node-a", &log).await;
-    let (b, _b_store) = node(&schema, "node-b", &log).await;
+    let nodes = TwoNodes::start().await;
+    let (a, b, log) = (&nodes.a, &nodes.b, &nodes.log);
 
-    let id = start(&a, "looper").await;
-    reaches(&a, &id, TaskState::Working).await;
+    let id = start(a, "looper").await;
+    reaches(a, &id, TaskState::Working).await;
     let mut live = b.subscribe(&id, 0, Access::Any).await.unwrap();
     // Live: notes the run writes on a after the subscription began arrive on b.
     let mut seen = Vec::new();
@@ -292,7 +310,7 @@ async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stop
         "the run on node a was told to stop"
     );
     seen.extend(drain(live).await);
-    let stored = a_store.events(&id, 0, 10_000).await.unwrap();
+    let stored = nodes.a_store.events(&id, 0, 10_000).await.unwrap();
     assert_eq!(seqs(&seen), seqs(&stored), "no gap, no duplicate");
     assert!(seen.last().unwrap().is_terminal());
 
@@ -302,9 +320,7 @@ async fn a_subscriber_on_another_node_follows_a_run_live_and_a_cancel_there_stop
         matches!(again, fundi_runtime::RuntimeError::NotCancelable { .. }),
         "{again}"
     );
-    a.shutdown(Duration::from_secs(1)).await;
-    b.shutdown(Duration::from_secs(1)).await;
-    drop_schemas(&[schema]).await;
+    nodes.stop().await;
 }
 
 #[tokio::test]
