@@ -1,0 +1,110 @@
+//! Two `fundi serve` nodes on one PostgreSQL schema, tasks parking after 100 ms: a task
+//! waiting for input with a push config parks on the node that runs it, its delivery
+//! resting there (no worker, no actor); an answer sent to the other node reaches it,
+//! wakes it, and the rest of its events are pushed, once each, in order. Fails, never
+//! skips, when PostgreSQL is missing.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use serde_json::json;
+
+const AGENT_TOKEN: &str = "parking-agent-token-0123456789";
+const USER_TOKEN: &str = "parking-alice-token-0123456789";
+
+fn node(dir: &std::path::Path, schema: &str, id: &str) -> Server {
+    let url = test_url();
+    let env = [
+        ("FUNDI__STORE__KIND", "postgres"),
+        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
+        ("FUNDI__STORE__POSTGRES__SCHEMA", schema),
+        ("FUNDI__STORE__POSTGRES__NODE_ID", id),
+        ("FUNDI__STORE__POSTGRES__LEASE_TIME", "2s"),
+        ("FUNDI__RUNTIME__PARK_AFTER_MS", "100"),
+        ("FUNDI__AUTH__STATIC__CLIENTS__AGENT__TOKEN", AGENT_TOKEN),
+        ("FUNDI__AUTH__STATIC__USERS__ALICE", USER_TOKEN),
+        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
+    ];
+    let mut server = Server::start(dir, &env);
+    (server.token, server.user_token) = (AGENT_TOKEN.into(), USER_TOKEN.into());
+    server
+}
+
+/// A gauge of `server`'s `/metrics`.
+async fn gauge(server: &Server, name: &str) -> f64 {
+    let text = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(['{', ' ']))
+        })
+        .find_map(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} is not in /metrics"))
+}
+
+/// Polls until `holds` is true; fails with `what` at the deadline.
+async fn until(what: &str, mut holds: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !holds().await {
+        assert!(Instant::now() < deadline, "{what}: never happened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_task_answered_through_another_node_pushes_the_rest_of_its_events() {
+    let schema = fresh_schema();
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let n1 = node(dirs[0].path(), &schema, "n1");
+    let n2 = node(dirs[1].path(), &schema, "n2");
+    let (hook, hits) = webhook(Duration::ZERO).await;
+
+    let sent = json!({"message": message("question", json!({"askInput": true})),
+                      "configuration": {"returnImmediately": true,
+                                        "taskPushNotificationConfig": {"url": hook, "id": "hook"}}});
+    let task = ok(&n1, "SendMessage", sent).await;
+    let id = task["task"]["id"].as_str().unwrap().to_owned();
+    until(
+        "the task parked on n1 with its delivery resting",
+        async || {
+            gauge(&n1, "fundi_task_actors_live").await == 0.0
+                && gauge(&n1, "fundi_push_resting").await == 1.0
+        },
+    )
+    .await;
+    let asked = pushed_seqs(&hits, &id);
+    assert!(
+        !asked.is_empty(),
+        "nothing was pushed before the task parked"
+    );
+
+    // The answer goes to n2, which hands it to n1, which holds the task.
+    let mut answer = message("the answer", serde_json::Value::Null);
+    answer["taskId"] = json!(id);
+    ok(&n2, "SendMessage", json!({"message": answer})).await;
+    let ended = |body: &serde_json::Value| {
+        body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    };
+    until("the task's end was pushed", async || {
+        hits.lock()
+            .unwrap()
+            .iter()
+            .any(|(_, body)| pushed_task(body) == id && ended(body))
+    })
+    .await;
+    // Each event pushed once, in order (the answer itself, a user's message, is not).
+    let pushed = pushed_seqs(&hits, &id);
+    assert!(pushed.windows(2).all(|w| w[0] < w[1]), "{pushed:?}");
+    assert!(pushed.starts_with(&asked), "{pushed:?} after {asked:?}");
+    assert!(pushed.len() > asked.len());
+    drop((n1, n2));
+    drop_schemas(&[schema]).await;
+}
