@@ -159,12 +159,7 @@ async fn an_approved_run_proxies_with_its_faults_and_a_kill_leaves_it_failed_and
         "{out}"
     );
 
-    let metrics = reqwest::get(format!("{}/metrics", server.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     let chaos: Vec<&str> = metrics
         .lines()
         .filter(|l| l.starts_with("fundi_chaos_events") && l.contains("latency"))

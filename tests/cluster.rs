@@ -15,26 +15,12 @@ use common::*;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
 use serde_json::{Value, json};
 
-const AGENT_TOKEN: &str = "cluster-agent-token-0123456789";
-const USER_TOKEN: &str = "cluster-alice-token-0123456789";
-
 fn node(dir: &std::path::Path, schema: &str, id: &str) -> Server {
-    let url = test_url();
-    let env = [
-        ("FUNDI__STORE__KIND", "postgres"),
-        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
-        ("FUNDI__STORE__POSTGRES__SCHEMA", schema),
-        ("FUNDI__STORE__POSTGRES__NODE_ID", id),
-        ("FUNDI__STORE__POSTGRES__LEASE_TIME", "2s"),
-        ("FUNDI__AUTH__STATIC__CLIENTS__AGENT__TOKEN", AGENT_TOKEN),
-        ("FUNDI__AUTH__STATIC__USERS__ALICE", USER_TOKEN),
-        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
+    let backoff = [
         ("FUNDI__PUSH__INITIAL_BACKOFF_MS", "20"),
         ("FUNDI__PUSH__MAX_BACKOFF_MS", "200"),
     ];
-    let mut server = Server::start(dir, &env);
-    (server.token, server.user_token) = (AGENT_TOKEN.into(), USER_TOKEN.into());
-    server
+    cluster_node(dir, schema, id, &backoff)
 }
 
 /// Starts an echo task of `steps` on `server`, pushed to `hook`; its id.
@@ -187,7 +173,13 @@ async fn three_nodes_share_the_work_and_survive_one_killed_mid_run() {
     // A console sign-in link made on one node opens on another, and the session it
     // opens is known to every node.
     let links = format!("{}/console/sign-in-links", n2.url);
-    let link = call_with(reqwest::Method::POST, &links, AGENT_TOKEN, USER_TOKEN).await;
+    let link = call_with(
+        reqwest::Method::POST,
+        &links,
+        CLUSTER_AGENT_TOKEN,
+        CLUSTER_USER_TOKEN,
+    )
+    .await;
     let token = link["url"]
         .as_str()
         .unwrap()

@@ -9,50 +9,16 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use fundi_postgres::testing::{drop_schemas, fresh_schema, test_url};
+use fundi_postgres::testing::{drop_schemas, fresh_schema};
 use serde_json::json;
 
-const AGENT_TOKEN: &str = "parking-agent-token-0123456789";
-const USER_TOKEN: &str = "parking-alice-token-0123456789";
-
 fn node(dir: &std::path::Path, schema: &str, id: &str) -> Server {
-    let url = test_url();
-    let env = [
-        ("FUNDI__STORE__KIND", "postgres"),
-        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
-        ("FUNDI__STORE__POSTGRES__SCHEMA", schema),
-        ("FUNDI__STORE__POSTGRES__NODE_ID", id),
-        ("FUNDI__STORE__POSTGRES__LEASE_TIME", "2s"),
-        ("FUNDI__RUNTIME__PARK_AFTER_MS", "100"),
-        ("FUNDI__AUTH__STATIC__CLIENTS__AGENT__TOKEN", AGENT_TOKEN),
-        ("FUNDI__AUTH__STATIC__USERS__ALICE", USER_TOKEN),
-        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
-    ];
-    let mut server = Server::start(dir, &env);
-    (server.token, server.user_token) = (AGENT_TOKEN.into(), USER_TOKEN.into());
-    server
-}
-
-/// A gauge of `server`'s `/metrics`.
-async fn gauge(server: &Server, name: &str) -> f64 {
-    let text = reqwest::get(format!("{}/metrics", server.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(['{', ' ']))
-        })
-        .find_map(|l| l.split_whitespace().last()?.parse().ok())
-        .unwrap_or_else(|| panic!("{name} is not in /metrics"))
+    cluster_node(dir, schema, id, &[("FUNDI__RUNTIME__PARK_AFTER_MS", "100")])
 }
 
 /// Polls until `holds` is true; fails with `what` at the deadline.
 async fn until(what: &str, mut holds: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + DEADLINE;
     while !holds().await {
         assert!(Instant::now() < deadline, "{what}: never happened");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -75,8 +41,8 @@ async fn a_parked_task_answered_through_another_node_pushes_the_rest_of_its_even
     until(
         "the task parked on n1 with its delivery resting",
         async || {
-            gauge(&n1, "fundi_task_actors_live").await == 0.0
-                && gauge(&n1, "fundi_push_resting").await == 1.0
+            n1.gauge("fundi_task_actors_live").await == 0.0
+                && n1.gauge("fundi_push_resting").await == 1.0
         },
     )
     .await;

@@ -43,12 +43,7 @@ async fn ended_tasks_past_retention_are_removed_and_stay_removed() {
     );
     let listed = ok(&server, "ListTasks", json!({})).await;
     assert_eq!(listed["totalSize"], 1, "{listed}");
-    let metrics = reqwest::get(format!("{}/metrics", server.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     let removed = metrics
         .lines()
         .find(|l| l.starts_with("fundi_tasks_removed_total"))

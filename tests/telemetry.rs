@@ -303,12 +303,7 @@ async fn metrics_arrive_with_their_documented_names_and_values() {
     }
 
     // The same, scraped in the Prometheus format.
-    let text = reqwest::get(format!("{}/metrics", server.url))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server.metrics().await;
     for name in [
         "fundi_task_submissions_total",
         "fundi_tasks_finished_total",

@@ -12,6 +12,33 @@ use serde_json::{Value, json};
 /// Longest a test waits for anything before failing.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// The static credentials of the nodes `cluster_node` starts.
+pub const CLUSTER_AGENT_TOKEN: &str = "cluster-agent-token-0123456789";
+pub const CLUSTER_USER_TOKEN: &str = "cluster-alice-token-0123456789";
+
+/// Node `id` of several on the PostgreSQL schema `schema` (leases of 2 s), with the
+/// static credentials above, webhooks on 127.0.0.1 allowed, and the `extra` settings.
+pub fn cluster_node(dir: &Path, schema: &str, id: &str, extra: &[(&str, &str)]) -> Server {
+    let url = fundi_postgres::testing::test_url();
+    let mut env = vec![
+        ("FUNDI__STORE__KIND", "postgres"),
+        ("FUNDI__STORE__POSTGRES__URL", url.as_str()),
+        ("FUNDI__STORE__POSTGRES__SCHEMA", schema),
+        ("FUNDI__STORE__POSTGRES__NODE_ID", id),
+        ("FUNDI__STORE__POSTGRES__LEASE_TIME", "2s"),
+        (
+            "FUNDI__AUTH__STATIC__CLIENTS__AGENT__TOKEN",
+            CLUSTER_AGENT_TOKEN,
+        ),
+        ("FUNDI__AUTH__STATIC__USERS__ALICE", CLUSTER_USER_TOKEN),
+        ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
+    ];
+    env.extend_from_slice(extra);
+    let mut server = Server::start(dir, &env);
+    (server.token, server.user_token) = (CLUSTER_AGENT_TOKEN.into(), CLUSTER_USER_TOKEN.into());
+    server
+}
+
 /// A running `fundi serve` on 127.0.0.1:0 with its own data directory.
 pub struct Server {
     child: Child,
@@ -134,6 +161,28 @@ impl Server {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
             .expect("the server's /proc fd")
             .count()
+    }
+
+    /// The server's `/metrics`, in the Prometheus text format.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the first series of metric `name` in `/metrics`.
+    pub async fn gauge(&self, name: &str) -> f64 {
+        let text = self.metrics().await;
+        text.lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(['{', ' ']))
+            })
+            .find_map(|l| l.split_whitespace().last()?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} is not in /metrics"))
     }
 
     pub fn rpc_url(&self) -> String {
