@@ -71,6 +71,24 @@ impl Commits {
         self.pool.get().await.map_err(pool_error)
     }
 
+    /// The run slot rows of each skill one of `commits` takes a slot of, made if
+    /// missing (see `Nodes::ensure_slot_rows`).
+    async fn ensure_slot_rows(
+        &self,
+        client: &tokio_postgres::Client,
+        commits: impl Iterator<Item = &CommitValues>,
+    ) -> Result<(), StoreError> {
+        let Some(nodes) = &self.nodes else {
+            return Ok(());
+        };
+        for values in commits {
+            if let Some(limit) = values.limit {
+                nodes.ensure_slot_rows(client, &values.skill, limit).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// A commit; with leases, refused when the node is cut off, given up when it is cut
     /// off while the commit is under way, and, when it fails for the connection's sake
     /// (stored or not, nobody can say), cutting the node off until it has read its tasks
@@ -127,11 +145,8 @@ impl Commits {
     async fn send_alone(&self, values: &CommitValues) -> Result<Answer, StoreError> {
         let leases = self.leases.as_deref();
         let client = self.client().await?;
-        if let (Some(nodes), Some(limit)) = (&self.nodes, values.limit) {
-            nodes
-                .ensure_slot_rows(&client, &values.skill, limit)
-                .await?;
-        }
+        self.ensure_slot_rows(&client, std::iter::once(values))
+            .await?;
         let statement = values.statement(&self.hot);
         let prepared = client.prepare_cached(statement).await.map_err(db)?;
         let params = values.params(leases.is_some());

@@ -92,7 +92,8 @@ impl Commits {
         let Ok(client) = self.client().await else {
             return Together::Refused;
         };
-        if self.ensure_slot_rows(&client, batch).await.is_err() {
+        let commits = batch.iter().map(|queued| &queued.request);
+        if self.ensure_slot_rows(&client, commits).await.is_err() {
             return Together::Refused;
         }
         let sent = async {
@@ -123,26 +124,6 @@ impl Commits {
             }
         }
         Together::Answered(answers)
-    }
-}
-
-impl Commits {
-    /// The run slot rows of each skill a commit of `batch` takes a slot of, made if
-    /// missing (see `ensure_slot_rows`).
-    async fn ensure_slot_rows(
-        &self,
-        client: &tokio_postgres::Client,
-        batch: &[Queued],
-    ) -> Result<(), StoreError> {
-        let Some(nodes) = &self.nodes else {
-            return Ok(());
-        };
-        for values in batch.iter().map(|queued| &queued.request) {
-            if let Some(limit) = values.limit {
-                nodes.ensure_slot_rows(client, &values.skill, limit).await?;
-            }
-        }
-        Ok(())
     }
 }
 
