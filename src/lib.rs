@@ -8,6 +8,7 @@
 
 mod approvals;
 pub mod config;
+mod huge_pages;
 mod limits;
 mod peers;
 mod retention;
@@ -21,6 +22,7 @@ pub use fundi_gateway as gateway;
 /// The runtime, its model and the Skill API (the `fundi-runtime` crate): what a skill of
 /// an embedder implements.
 pub use fundi_runtime as runtime;
+pub use huge_pages::turn_off_transparent_huge_pages;
 pub use limits::raise_descriptor_limit;
 pub use server::{Server, ServerBuilder, ServerError};
 pub use signals::shutdown_signal;

@@ -42,6 +42,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (filter, format) = (config.log.filter.clone(), config.log.format);
     let telemetry = telemetry::init(config.telemetry.clone(), filter, format).await?;
     fundi::raise_descriptor_limit();
+    fundi::turn_off_transparent_huge_pages();
 
     let bind = config.server.bind;
     let mut local_credentials = None;

@@ -1,6 +1,7 @@
 //! What a caller, with or without credentials, can make the real server hold: request
 //! bodies (refused before they are read, cut off when slow, bounded all together),
-//! measured as the server's resident memory and open descriptors.
+//! measured as the server's resident memory and open descriptors; and the process
+//! settings the server makes for itself.
 
 mod common;
 
@@ -284,4 +285,16 @@ async fn connections_past_the_limit_wait_unaccepted_and_hold_no_descriptor() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
+}
+
+/// The server turns transparent huge pages off for itself (they cost its slowest
+/// answers: `src/huge_pages.rs`), whatever the machine's setting; the kernel says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_runs_without_transparent_huge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &limits_env(&[]));
+    assert_eq!(server.proc_status("THP_enabled"), "0");
+    // The test process itself keeps the kernel's setting (a process of its own).
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert!(own.contains("THP_enabled:\t1"), "{own}");
 }

@@ -144,15 +144,27 @@ impl Server {
         self.child.id()
     }
 
-    /// The server process's resident memory, in bytes (Linux).
-    pub fn rss_bytes(&self) -> u64 {
+    /// A field of the server process's `/proc` status (Linux), trimmed.
+    pub fn proc_status(&self, field: &str) -> String {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .expect("the server's /proc status");
-        let kib: u64 = status
+        let prefix = format!("{field}:");
+        status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc status");
+            .find_map(|line| line.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("{field} in /proc status"))
+            .trim()
+            .to_owned()
+    }
+
+    /// The server process's resident memory, in bytes (Linux).
+    pub fn rss_bytes(&self) -> u64 {
+        let rss = self.proc_status("VmRSS");
+        let kib: u64 = rss
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .expect("VmRSS in kB");
         kib * 1024
     }
 
