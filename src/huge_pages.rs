@@ -11,8 +11,8 @@
 //! (the machine's other programs keep the kernel's setting), for every fault from the
 //! call on.
 
-/// Turns transparent huge pages off for this process; a kernel that cannot (before
-/// Linux 3.15, or another system) leaves them as they are, with a warning.
+/// Turns transparent huge pages off for this process. A Linux kernel that cannot (one
+/// before 3.15) leaves them on, with a warning; elsewhere this does nothing.
 pub fn turn_off_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     match rustix::thread::disable_transparent_huge_pages(true) {
