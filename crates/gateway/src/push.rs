@@ -104,14 +104,7 @@ impl PushService {
     /// in the background (see `Workers::resume`), and with several nodes on the store,
     /// looks now and then for deliveries a dead node left. Returns how many it resumes.
     pub async fn resume(&self) -> Result<usize, StoreError> {
-        let entries: Vec<PushEntry> = self
-            .shared
-            .store
-            .unfinished()
-            .await?
-            .into_iter()
-            .filter(|entry| entry.cursor.dead.is_none())
-            .collect();
+        let entries = unfinished(&self.shared, false).await?;
         let resumed = entries.len();
         self.workers.resume(&self.shared, entries);
         if let Some(every) = self.shared.store.orphan_interval() {
@@ -149,14 +142,7 @@ impl PushService {
 
     /// Configs whose delivery was given up, with why.
     pub async fn dead_letters(&self) -> Result<Vec<PushEntry>, StoreError> {
-        Ok(self
-            .shared
-            .store
-            .unfinished()
-            .await?
-            .into_iter()
-            .filter(|entry| entry.cursor.dead.is_some())
-            .collect())
+        unfinished(&self.shared, true).await
     }
 
     /// Delivers a dead-lettered config again from its first undelivered event. False if
@@ -347,4 +333,12 @@ impl PushService {
             _ => Err(ApiError::internal("not a push method")),
         }
     }
+}
+
+/// The deliveries left unfinished: those given up (`dead_letters`) or the others.
+async fn unfinished(shared: &Shared, dead_letters: bool) -> Result<Vec<PushEntry>, StoreError> {
+    let entries = shared.store.unfinished().await?.into_iter();
+    Ok(entries
+        .filter(|entry| entry.cursor.dead.is_some() == dead_letters)
+        .collect())
 }

@@ -9,11 +9,8 @@ use super::{Shared, Workers};
 /// Resumes every unfinished delivery that is not dead-lettered (each is taken before
 /// anything is sent, so another node's stay there; see `Workers::resume`).
 pub(super) async fn restart_unfinished(shared: &Arc<Shared>, workers: &Workers) {
-    match shared.store.unfinished().await {
-        Ok(entries) => {
-            let entries = entries.into_iter().filter(|e| e.cursor.dead.is_none());
-            workers.resume(shared, entries.collect());
-        }
+    match super::unfinished(shared, false).await {
+        Ok(entries) => workers.resume(shared, entries),
         // The deliveries left are adopted as orphans once their leases run out.
         Err(error) => tracing::warn!(%error, "could not restart push deliveries"),
     }
