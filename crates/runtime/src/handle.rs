@@ -5,44 +5,42 @@
 mod approvals;
 mod builder;
 mod dedup;
-mod forward;
 mod intake;
 mod outcome;
 mod standing;
 mod submit;
+mod tasks;
+mod wire;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use ractor::ActorRef;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 pub use builder::{Runtime, RuntimeBuilder};
 pub use outcome::Waiting;
 pub use submit::{Following, Submission};
 
-use crate::access::Access;
-use crate::actors::{
-    LiveCount, LiveEvents, Routed, Slots, Spawn, SupervisorMsg, TaskMsg, call_actor,
-};
+use crate::access::{Access, Grants};
+use crate::actors::{LiveCount, Slots, SupervisorMsg};
+use crate::approval::{Decision, PendingApproval};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{SkillId, Task, TaskId, UserId};
+use crate::recovery::Resumer;
 use crate::recovery_plan::RecoveryReport;
-use crate::requests::{ListRequest, TaskPage, TaskSnapshot};
-use crate::skill::{Skill, SkillCard};
-use crate::store::{Cursor, Holder, ListQuery, TaskRecord, TaskStore};
-use crate::subscription::{EventStream, Listen, event_stream};
+use crate::requests::{ListRequest, SubmitRequest, TaskPage, TaskSnapshot};
+use crate::skill::SkillCard;
+use crate::store::{Cursor, ListQuery, Standing, TaskRecord, TaskStore};
+use crate::subscription::{EventStream, Listen};
 use crate::telemetry;
 use crate::wakes::{Presence, WakeHook, Wakes};
-use forward::TaskRequest;
-
-/// A task's actor and the subscriber queue it adopted as it started.
-type Attached = (ActorRef<TaskMsg>, LiveEvents);
+use intake::Intake;
+use tasks::Tasks;
+use wire::TaskRequest;
 
 /// The handle on a running runtime. Cheap to clone.
 #[derive(Clone)]
@@ -64,36 +62,42 @@ impl WeakRuntimeHandle {
     }
 }
 
-impl RuntimeHandle {
-    /// A handle that does not keep the runtime alive.
-    pub fn downgrade(&self) -> WeakRuntimeHandle {
-        WeakRuntimeHandle {
-            inner: Arc::downgrade(&self.inner),
-        }
-    }
-}
-
+/// The runtime's parts, each owning one concern.
 struct Inner {
-    store: Arc<dyn TaskStore>,
-    supervisor: ActorRef<SupervisorMsg>,
-    skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
-    cards: Vec<SkillCard>,
+    /// The tasks, read from the store and called on through their actors.
+    tasks: Tasks,
+    /// The skills, and what a submission is checked against.
+    intake: Intake,
+    /// First messages whose task is being created (idempotent submission).
+    claims: Arc<dedup::Claims>,
+    /// Resumes stored tasks as slots free up.
+    resumer: Resumer,
     config: Arc<RuntimeConfig>,
     accepting: AtomicBool,
-    /// Cut off from the database (see `standing`): no work is taken.
-    cut_off: AtomicBool,
     slots: Arc<Slots>,
     cpu: Arc<CpuPool>,
     live: watch::Receiver<LiveCount>,
     recovery: std::sync::OnceLock<RecoveryReport>,
-    /// First messages whose task is being created (idempotent submission).
-    claims: Arc<dedup::Claims>,
     /// Told when a stored task gets an actor (`on_wake`).
     wakes: Arc<Wakes>,
-    /// Recovery's queues of tasks to resume as slots free up (stopped at shutdown).
-    resumers: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
     /// Observed while the runtime lives.
     _gauges: telemetry::LiveGauges,
+}
+
+impl Inner {
+    /// Another owner's task that this caller may answer all the same (see
+    /// `Intake::answerable`). Any other is "not found", as the owner check says.
+    async fn answerable_record(
+        &self,
+        task_id: &TaskId,
+        grants: &Grants,
+    ) -> Result<TaskRecord, RuntimeError> {
+        let record = self.tasks.visible_record(task_id, Access::Any).await?;
+        match self.intake.answerable(&record, grants) {
+            true => Ok(record),
+            false => Err(RuntimeError::TaskNotFound(task_id.clone())),
+        }
+    }
 }
 
 impl std::fmt::Debug for RuntimeHandle {
@@ -103,9 +107,16 @@ impl std::fmt::Debug for RuntimeHandle {
 }
 
 impl RuntimeHandle {
+    /// A handle that does not keep the runtime alive.
+    pub fn downgrade(&self) -> WeakRuntimeHandle {
+        WeakRuntimeHandle {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     /// The registered skills' cards.
     pub fn skills(&self) -> &[SkillCard] {
-        &self.inner.cards
+        self.inner.intake.cards()
     }
 
     /// What recovery did at start.
@@ -113,14 +124,16 @@ impl RuntimeHandle {
         self.inner.recovery.get().cloned().unwrap_or_default()
     }
 
-    /// Waits until every change written so far is durable: what is read afterwards can
-    /// be told.
-    async fn settle(&self) -> Result<(), RuntimeError> {
-        Ok(self.inner.store.settle().await?)
+    /// Starts a new task, or delivers a follow-up message to the task the message names;
+    /// see [`Submission`] for how to use what it returns.
+    pub fn submit(&self, request: SubmitRequest) -> Submission {
+        Submission::new(self.clone(), request)
     }
 
-    fn is_accepting(&self) -> bool {
-        self.inner.accepting.load(Ordering::Acquire)
+    /// Whether a caller holding `grants` may start `skill`: the error says why not (no
+    /// such skill, or a scope it lacks).
+    pub fn check_skill(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
+        self.inner.intake.check_skill(skill, grants)
     }
 
     /// The task and the sequence number of its last event, read together: subscribing
@@ -131,8 +144,9 @@ impl RuntimeHandle {
         history_length: Option<usize>,
         access: Access<'_>,
     ) -> Result<TaskSnapshot, RuntimeError> {
-        let record = self.visible_record(task_id, access).await?;
-        self.settle().await?;
+        let tasks = &self.inner.tasks;
+        let record = tasks.visible_record(task_id, access).await?;
+        tasks.settle().await?;
         Ok(TaskSnapshot {
             task: record.task.with_history_limit(history_length),
             seq: record.last_seq,
@@ -148,13 +162,16 @@ impl RuntimeHandle {
         task_id: &TaskId,
         history_length: Option<usize>,
         access: Access<'_>,
-        grants: &crate::access::Grants,
+        grants: &Grants,
     ) -> Result<Task, RuntimeError> {
-        let record = match self.visible_record(task_id, access).await {
-            Err(RuntimeError::TaskNotFound(_)) => self.answerable_record(task_id, grants).await?,
+        let tasks = &self.inner.tasks;
+        let record = match tasks.visible_record(task_id, access).await {
+            Err(RuntimeError::TaskNotFound(_)) => {
+                self.inner.answerable_record(task_id, grants).await?
+            }
             found => found?,
         };
-        self.settle().await?;
+        tasks.settle().await?;
         Ok(record.task.with_history_limit(history_length))
     }
 
@@ -172,7 +189,19 @@ impl RuntimeHandle {
     /// acting on a task's behalf (the heal loop submits a fix for the user whose audit
     /// found the issue).
     pub async fn owner_of(&self, task_id: &TaskId) -> Result<Option<UserId>, RuntimeError> {
-        Ok(self.visible_record(task_id, Access::Any).await?.owner)
+        let tasks = &self.inner.tasks;
+        Ok(tasks.visible_record(task_id, Access::Any).await?.owner)
+    }
+
+    /// The task `owner` created with the first message `message_id`, if the store holds
+    /// it (whatever `runtime.dedup-window-s` says).
+    pub async fn task_created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<TaskId>, RuntimeError> {
+        let found = self.store().created_by(owner, message_id).await?;
+        Ok(found.map(|(id, _)| id))
     }
 
     /// A page of tasks.
@@ -201,8 +230,8 @@ impl RuntimeHandle {
             without_artifacts: !request.include_artifacts,
             max_bytes: request.max_bytes,
         };
-        let page = self.inner.store.list(&query).await?;
-        self.settle().await?;
+        let page = self.store().list(&query).await?;
+        self.inner.tasks.settle().await?;
         let (tasks, skills) = page.records.into_iter().map(|r| (r.task, r.skill)).unzip();
         Ok(TaskPage {
             tasks,
@@ -215,7 +244,8 @@ impl RuntimeHandle {
     /// Cancels a task and returns it `canceled`. A running skill is signalled and given
     /// the configured grace period before it is aborted.
     pub async fn cancel(&self, task_id: &TaskId, access: Access<'_>) -> Result<Task, RuntimeError> {
-        let record = self.visible_record(task_id, access).await?;
+        let tasks = &self.inner.tasks;
+        let record = tasks.visible_record(task_id, access).await?;
         let state = record.state();
         if state.is_terminal() {
             return Err(RuntimeError::NotCancelable {
@@ -224,10 +254,10 @@ impl RuntimeHandle {
             });
         }
         let timeout = self.inner.config.cancel_grace() + self.inner.config.call_timeout();
-        let canceled = match self.ask(task_id, TaskRequest::Cancel, timeout).await {
+        let canceled = match tasks.ask(task_id, TaskRequest::Cancel, timeout).await {
             Some(result) => result?.task()?,
             None => {
-                return Err(match self.unanswered(task_id).await {
+                return Err(match tasks.unanswered(task_id).await {
                     RuntimeError::TaskTerminal { id, state } => {
                         RuntimeError::NotCancelable { id, state }
                     }
@@ -235,8 +265,27 @@ impl RuntimeHandle {
                 });
             }
         };
-        self.settle().await?;
+        tasks.settle().await?;
         Ok(canceled)
+    }
+
+    /// Every task waiting for an approver, oldest request first (whoever owns it).
+    pub async fn approvals(&self) -> Result<Vec<PendingApproval>, RuntimeError> {
+        approvals::pending(&self.inner.tasks).await
+    }
+
+    /// Decides on a task waiting for an approver (the caller checked that the approver
+    /// may): approved, it runs; rejected, it ends `rejected`. Returns the task as
+    /// decided.
+    pub async fn decide(&self, task_id: &TaskId, decision: Decision) -> Result<Task, RuntimeError> {
+        let timeout = self.inner.config.call_timeout();
+        approvals::decide(&self.inner.tasks, task_id, decision, timeout).await
+    }
+
+    /// Rejects the tasks whose approval expired by `now`; returns how many.
+    pub async fn expire_approvals(&self, now: DateTime<Utc>) -> Result<usize, RuntimeError> {
+        let timeout = self.inner.config.call_timeout();
+        approvals::expire(&self.inner.tasks, now, timeout).await
     }
 
     /// The task's events with `seq > after_seq`: stored ones first, then live ones, with
@@ -248,8 +297,9 @@ impl RuntimeHandle {
         after_seq: u64,
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
-        self.visible_record(task_id, access).await?;
-        Ok(self.event_stream(task_id, after_seq, None, Listen::Subscribe))
+        let tasks = &self.inner.tasks;
+        tasks.visible_record(task_id, access).await?;
+        Ok(tasks.event_stream(task_id, after_seq, None, Listen::Subscribe))
     }
 
     /// The task's events with `seq > after_seq`, as `subscribe` yields them, while the
@@ -264,31 +314,16 @@ impl RuntimeHandle {
         after_seq: u64,
         access: Access<'_>,
     ) -> Result<EventStream, RuntimeError> {
-        self.visible_record(task_id, access).await?;
-        Ok(self.event_stream(task_id, after_seq, None, Listen::Watch))
+        let tasks = &self.inner.tasks;
+        tasks.visible_record(task_id, access).await?;
+        Ok(tasks.event_stream(task_id, after_seq, None, Listen::Watch))
     }
 
     /// Where the task's live events would come from now: its actor here, nowhere (it
     /// rests: a wake here calls the hooks), or another node. Unanswered or unreadable,
     /// `Elsewhere`: a follower then keeps following through the store.
     pub async fn presence(&self, task_id: &TaskId) -> Presence {
-        let ask = |reply| SupervisorMsg::Awake {
-            task_id: task_id.clone(),
-            reply,
-        };
-        let timeout = self.inner.config.call_timeout();
-        match call_actor(&self.inner.supervisor, ask, timeout).await {
-            Ok(true) => return Presence::Here,
-            Ok(false) => {}
-            Err(_) => return Presence::Elsewhere,
-        }
-        let Some(cluster) = self.inner.store.cluster() else {
-            return Presence::Resting;
-        };
-        match cluster.holder(task_id).await {
-            Ok(Holder::Here) => Presence::Resting,
-            Ok(Holder::Elsewhere) | Err(_) => Presence::Elsewhere,
-        }
+        self.inner.tasks.presence(task_id).await
     }
 
     /// Registers `hook`, called with a task's id whenever a stored task gets an actor
@@ -297,34 +332,14 @@ impl RuntimeHandle {
         self.inner.wakes.add(hook);
     }
 
-    /// The events after `after_seq`, from the subscriber attached to the task's actor if
-    /// there is one (see `event_stream`).
-    fn event_stream(
-        &self,
-        task_id: &TaskId,
-        after_seq: u64,
-        attached: Option<Attached>,
-        listen: Listen,
-    ) -> EventStream {
-        event_stream(
-            self.inner.store.clone(),
-            self.inner.supervisor.clone(),
-            task_id.clone(),
-            after_seq,
-            self.inner.config.call_timeout(),
-            attached,
-            listen,
-        )
-    }
-
     /// The W3C `traceparent` the task was created under (see [`crate::telemetry`]).
     pub async fn traceparent(&self, task_id: &TaskId) -> Option<String> {
-        self.inner.store.get(task_id).await.ok().flatten()?.trace
+        self.store().get(task_id).await.ok().flatten()?.trace
     }
 
     /// The skill that runs the task, if it is stored (no access check).
     pub async fn skill_of(&self, task_id: &TaskId) -> Option<SkillId> {
-        Some(self.inner.store.get(task_id).await.ok().flatten()?.skill)
+        Some(self.store().get(task_id).await.ok().flatten()?.skill)
     }
 
     /// The number of tasks that have a live actor.
@@ -337,111 +352,16 @@ impl RuntimeHandle {
         self.inner.cpu.busy()
     }
 
-    /// Stops accepting submissions, gives busy tasks up to `grace` to finish (tasks that
-    /// only wait for a user's input are not waited for), then stops every actor. Tasks
-    /// still unfinished stay stored as they are, for recovery.
-    pub async fn shutdown(&self, grace: Duration) {
-        self.inner.accepting.store(false, Ordering::Release);
-        // Tasks still queued to resume stay stored, working, for the next start; a
-        // subscriber whose task's actor stops does not start another.
-        let _ = self.inner.supervisor.cast(SupervisorMsg::ShuttingDown);
-        self.abort_resumers();
-        let mut live = self.inner.live.clone();
-        let _ = tokio::time::timeout(grace, live.wait_for(|n| n.busy == 0)).await;
-        // Task actors first (they abort their runs as they stop), then the supervisor;
-        // once both have stopped, nothing but this handle holds the store.
-        let timeout = Some(self.inner.config.call_timeout());
-        let supervisor = &self.inner.supervisor;
-        supervisor.stop_children_and_wait(None, timeout).await;
-        let _ = supervisor.stop_and_wait(None, timeout).await;
-        // Nothing runs here any more: with several nodes, the others carry on at once.
-        if let Err(error) = self.inner.store.hand_back().await {
-            tracing::warn!(%error, "could not hand this node's work back; the other nodes take it over once its leases run out");
-        }
+    /// Whether this node is cut off from the database (a store several nodes share):
+    /// it takes no work and answers no request until it holds the database again.
+    pub fn is_cut_off(&self) -> bool {
+        self.inner.tasks.is_cut_off()
     }
 
-    /// Stops recovery's queues of tasks waiting to resume (what they hold stays stored).
-    fn abort_resumers(&self) {
-        let mut resumers = self
-            .inner
-            .resumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        for resumer in resumers.drain(..) {
-            resumer.abort();
-        }
-    }
-
-    pub(crate) fn store(&self) -> &Arc<dyn TaskStore> {
-        &self.inner.store
-    }
-
-    /// Resumes these submitted or working tasks of `skill`, in order, each once it has a
-    /// slot: its actor starts then (see `SupervisorMsg::Resume`), so a backlog of tasks
-    /// waiting for slots after a restart holds no actors. Up to the skill's concurrency
-    /// wait for a slot at once, queued with the tasks submitted since.
-    pub(crate) fn resume_in_turn(&self, skill: SkillId, ids: Vec<TaskId>) {
-        let slots = self.inner.slots.clone();
-        let supervisor = self.inner.supervisor.clone();
-        let at_once = self.inner.config.concurrency_of(&skill).max(1);
-        let resumer = tokio::spawn(async move {
-            let mut backlog = slots.backlog(ids.len());
-            let asks = ids.into_iter().map(|task_id| {
-                backlog.asking();
-                let (slots, skill, supervisor) = (slots.clone(), skill.clone(), supervisor.clone());
-                async move {
-                    if let Some(slot) = slots.take(&skill).await {
-                        let _ = supervisor.cast(SupervisorMsg::Resume { task_id, slot });
-                    }
-                }
-            });
-            futures::stream::iter(asks)
-                .buffered(at_once)
-                .for_each(|()| async {})
-                .await;
-        });
-        let mut resumers = self
-            .inner
-            .resumers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        resumers.retain(|r| !r.is_finished());
-        resumers.push(resumer.abort_handle());
-    }
-
-    /// Queues a new task, stored submitted, for a slot of `skill` with no actor: its
-    /// actor starts once it has one (`SupervisorMsg::Queue`). With the supervisor gone
-    /// (the runtime stopped), the task stays stored for the next start.
-    pub(crate) fn queue_for_slot(&self, task_id: TaskId, skill: SkillId) {
-        let _ = self
-            .inner
-            .supervisor
-            .cast(SupervisorMsg::Queue { task_id, skill });
-    }
-
-    /// A registered skill's card, as built at start.
-    pub(crate) fn skill_card(&self, id: &str) -> Option<&SkillCard> {
-        self.inner.cards.iter().find(|card| card.id == id)
-    }
-
-    /// Starts an actor for a stored task: the task's actor, or `None` when none could
-    /// start (and the task was failed).
-    pub(crate) async fn spawn(
-        &self,
-        spawn: Spawn,
-    ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
-        let task_id = spawn.journal.task().id.clone();
-        let timeout = self.inner.config.call_timeout();
-        let spawn = |reply| SupervisorMsg::Spawn {
-            spawn: Box::new(spawn),
-            reply,
-        };
-        match call_actor(&self.inner.supervisor, spawn, timeout).await {
-            Ok(result) => result,
-            Err(_) => Err(RuntimeError::Unavailable(format!(
-                "task {task_id} is stored but could not be started now; it will be recovered"
-            ))),
-        }
+    /// This node's standing among the nodes sharing the store, as it changes; `None`:
+    /// the store's only node.
+    pub fn standing(&self) -> Option<watch::Receiver<Standing>> {
+        self.store().cluster().map(|cluster| cluster.standing())
     }
 
     /// Removes the ended tasks last updated more than `older_than` ago (retention), in
@@ -454,7 +374,7 @@ impl RuntimeHandle {
         let before = chrono::Utc::now() - older_than;
         let mut removed = 0;
         loop {
-            let batch = self.inner.store.remove_ended_before(before, BATCH).await?;
+            let batch = self.store().remove_ended_before(before, BATCH).await?;
             removed += batch;
             telemetry::metrics().removed(batch);
             if batch < BATCH {
@@ -464,43 +384,34 @@ impl RuntimeHandle {
         }
     }
 
-    async fn visible_record(
-        &self,
-        task_id: &TaskId,
-        access: Access<'_>,
-    ) -> Result<TaskRecord, RuntimeError> {
-        match self.inner.store.get(task_id).await? {
-            // Another user's task is "not found": its existence is not revealed.
-            Some(record) if access.sees(record.owner.as_deref()) => Ok(record),
-            _ => Err(RuntimeError::TaskNotFound(task_id.clone())),
+    /// Stops accepting submissions, gives busy tasks up to `grace` to finish (tasks that
+    /// only wait for a user's input are not waited for), then stops every actor. Tasks
+    /// still unfinished stay stored as they are, for recovery.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.inner.accepting.store(false, Ordering::Release);
+        // Tasks still queued to resume stay stored, working, for the next start; a
+        // subscriber whose task's actor stops does not start another.
+        let supervisor = self.inner.tasks.supervisor();
+        let _ = supervisor.cast(SupervisorMsg::ShuttingDown);
+        self.inner.resumer.abort();
+        let mut live = self.inner.live.clone();
+        let _ = tokio::time::timeout(grace, live.wait_for(|n| n.busy == 0)).await;
+        // Task actors first (they abort their runs as they stop), then the supervisor;
+        // once both have stopped, nothing but this handle holds the store.
+        let timeout = Some(self.inner.config.call_timeout());
+        supervisor.stop_children_and_wait(None, timeout).await;
+        let _ = supervisor.stop_and_wait(None, timeout).await;
+        // Nothing runs here any more: with several nodes, the others carry on at once.
+        if let Err(error) = self.store().hand_back().await {
+            tracing::warn!(%error, "could not hand this node's work back; the other nodes take it over once its leases run out");
         }
     }
 
-    /// Where the task's calls go: its actor here (started if need be), or the node that
-    /// holds it.
-    async fn route(&self, task_id: &TaskId) -> Result<Routed, RuntimeError> {
-        self.refuse_if_cut_off()?;
-        let timeout = self.inner.config.call_timeout();
-        let task_id = task_id.clone();
-        let route = |reply| SupervisorMsg::Route { task_id, reply };
-        match call_actor(&self.inner.supervisor, route, timeout).await {
-            Ok(result) => result,
-            Err(_) => Err(RuntimeError::Unavailable(
-                "the supervisor did not answer".into(),
-            )),
-        }
+    fn is_accepting(&self) -> bool {
+        self.inner.accepting.load(Ordering::Acquire)
     }
 
-    /// The error for a task actor that did not answer: it ended meanwhile (the store
-    /// has its terminal state), or it is busy beyond the call timeout.
-    async fn unanswered(&self, task_id: &TaskId) -> RuntimeError {
-        match self.visible_record(task_id, Access::Any).await {
-            Ok(record) if record.state().is_terminal() => RuntimeError::TaskTerminal {
-                id: task_id.clone(),
-                state: record.state(),
-            },
-            Ok(_) => RuntimeError::Unavailable(format!("task {task_id} did not answer in time")),
-            Err(e) => e,
-        }
+    fn store(&self) -> &Arc<dyn TaskStore> {
+        self.inner.tasks.store()
     }
 }

@@ -1,27 +1,63 @@
-//! Carrying out recovery's plan (`recovery_plan`) at start, and for tasks taken over from
-//! a node that stopped renewing their leases (a store several nodes share): counting
-//! what was found, queueing resumes for their slots, failing what cannot resume,
-//! reporting what the store set aside.
+//! `Resumer`: carries out recovery's plan (`recovery_plan`) at start, for tasks taken
+//! over from a node that stopped renewing their leases (a store several nodes share),
+//! and for those re-claimed after a cut-off: counting what was found, queueing resumes
+//! for their slots, failing what cannot resume, reporting what the store set aside.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use futures::{StreamExt, TryStreamExt};
+use ractor::ActorRef;
+use tokio::task::AbortHandle;
 
-use crate::actors::TaskJournal;
+use crate::actors::{Slots, SupervisorMsg, TaskJournal};
+use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
-use crate::handle::RuntimeHandle;
+use crate::model::{SkillId, TaskId};
 use crate::recovery_plan::{RecoveryReport, plan};
-use crate::store::UnfinishedTask;
+use crate::skill::SkillCard;
+use crate::store::{TaskStore, UnfinishedTask};
 use crate::telemetry;
 
 /// Failure commits in flight at once, so that they share flushes.
 const PARALLEL_FAILS: usize = 64;
 
-impl RuntimeHandle {
+/// What resumes stored tasks, and its queues of tasks waiting for a slot to resume.
+pub(crate) struct Resumer {
+    store: Arc<dyn TaskStore>,
+    supervisor: ActorRef<SupervisorMsg>,
+    slots: Arc<Slots>,
+    config: Arc<RuntimeConfig>,
+    /// Whether each registered skill's tasks resume after a restart (its card says).
+    resumable: HashMap<SkillId, bool>,
+    /// The queues of tasks to resume as slots free up (stopped at shutdown).
+    queues: Mutex<Vec<AbortHandle>>,
+}
+
+impl Resumer {
+    pub(crate) fn new(
+        store: Arc<dyn TaskStore>,
+        supervisor: ActorRef<SupervisorMsg>,
+        slots: Arc<Slots>,
+        config: Arc<RuntimeConfig>,
+        cards: &[SkillCard],
+    ) -> Resumer {
+        Resumer {
+            store,
+            supervisor,
+            slots,
+            config,
+            resumable: cards.iter().map(|c| (c.id.clone(), c.resumable)).collect(),
+            queues: Mutex::default(),
+        }
+    }
+
     /// Recovers the tasks a previous run left unfinished (before new work is taken).
     pub(crate) async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
-        let tasks = self.store().unfinished_tasks().await?;
+        let tasks = self.store.unfinished_tasks().await?;
         let mut report = self.carry_out(tasks).await?;
         // Set aside by the store while it opened or read the active tasks just now.
-        let quarantined = self.store().quarantined().await?;
+        let quarantined = self.store.quarantined().await?;
         if !quarantined.is_empty() {
             report.quarantined = quarantined.len();
             telemetry::metrics().recovered_n("quarantined", quarantined.len());
@@ -36,7 +72,7 @@ impl RuntimeHandle {
     /// Takes over the tasks of nodes that stopped renewing their leases, as a start
     /// recovers a node's own (see `TaskStore::take_over`).
     pub(crate) async fn take_over(&self) -> Result<RecoveryReport, RuntimeError> {
-        let records = self.store().take_over().await?;
+        let records = self.store.take_over().await?;
         if records.is_empty() {
             return Ok(RecoveryReport::default());
         }
@@ -53,7 +89,7 @@ impl RuntimeHandle {
         &self,
         tasks: Vec<UnfinishedTask>,
     ) -> Result<RecoveryReport, RuntimeError> {
-        let plan = plan(tasks, |skill| self.skill_card(skill).map(|c| c.resumable));
+        let plan = plan(tasks, |skill| self.resumable.get(skill).copied());
         let metrics = telemetry::metrics();
         for (skill, id, state) in &plan.found {
             metrics.state_changed(skill, id, None, *state);
@@ -72,7 +108,7 @@ impl RuntimeHandle {
             }
             self.resume_in_turn(skill, ids);
         }
-        let store = self.store().clone();
+        let store = self.store.clone();
         report.failed = futures::stream::iter(plan.fail)
             .map(|(id, reason)| {
                 let store = store.clone();
@@ -86,5 +122,42 @@ impl RuntimeHandle {
             .try_fold(0, |n, changed| async move { Ok(n + usize::from(changed)) })
             .await?;
         Ok(report)
+    }
+
+    /// Resumes these submitted or working tasks of `skill`, in order, each once it has a
+    /// slot: its actor starts then (see `SupervisorMsg::Resume`), so a backlog of tasks
+    /// waiting for slots after a restart holds no actors. Up to the skill's concurrency
+    /// wait for a slot at once, queued with the tasks submitted since.
+    fn resume_in_turn(&self, skill: SkillId, ids: Vec<TaskId>) {
+        let slots = self.slots.clone();
+        let supervisor = self.supervisor.clone();
+        let at_once = self.config.concurrency_of(&skill).max(1);
+        let resumer = tokio::spawn(async move {
+            let mut backlog = slots.backlog(ids.len());
+            let asks = ids.into_iter().map(|task_id| {
+                backlog.asking();
+                let (slots, skill, supervisor) = (slots.clone(), skill.clone(), supervisor.clone());
+                async move {
+                    if let Some(slot) = slots.take(&skill).await {
+                        let _ = supervisor.cast(SupervisorMsg::Resume { task_id, slot });
+                    }
+                }
+            });
+            futures::stream::iter(asks)
+                .buffered(at_once)
+                .for_each(|()| async {})
+                .await;
+        });
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        queues.retain(|r| !r.is_finished());
+        queues.push(resumer.abort_handle());
+    }
+
+    /// Stops the queues of tasks waiting to resume (what they hold stays stored).
+    pub(crate) fn abort(&self) {
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        for queue in queues.drain(..) {
+            queue.abort();
+        }
     }
 }

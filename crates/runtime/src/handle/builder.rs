@@ -8,11 +8,14 @@ use std::sync::atomic::AtomicBool;
 use ractor::Actor;
 use tokio::sync::watch;
 
+use super::intake::Intake;
+use super::tasks::Tasks;
 use super::{Inner, RuntimeHandle};
 use crate::actors::{CardTerms, LiveCount, Slots, Supervisor, SupervisorArgs};
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
+use crate::recovery::Resumer;
 use crate::recovery_plan::RecoveryReport;
 use crate::skill::Skill;
 use crate::store::{MemoryStore, TaskStore};
@@ -135,27 +138,31 @@ impl RuntimeBuilder {
                 move || cpu.busy(),
             )
         };
+        let resumer = Resumer::new(
+            store.clone(),
+            supervisor.clone(),
+            slots.clone(),
+            config.clone(),
+            &cards,
+        );
         let inner = Inner {
-            store,
-            supervisor,
-            skills,
-            cards,
+            tasks: Tasks::new(store, supervisor, config.clone()),
+            intake: Intake::new(skills, cards, config.clone()),
+            claims: Arc::default(),
+            resumer,
             config,
             accepting: AtomicBool::new(true),
-            cut_off: AtomicBool::new(false),
             slots,
             cpu,
             live: live_watch,
-            claims: Arc::default(),
             recovery: std::sync::OnceLock::new(),
             wakes,
-            resumers: std::sync::Mutex::default(),
             _gauges: gauges,
         };
         let handle = RuntimeHandle {
             inner: Arc::new(inner),
         };
-        let report = handle.recover().await?;
+        let report = handle.inner.resumer.recover().await?;
         tracing::info!(
             resumed = report.resumed,
             failed = report.failed,
@@ -164,7 +171,7 @@ impl RuntimeBuilder {
         );
         let _ = handle.inner.recovery.set(report);
         if let Some(incoming) = handle.store().cluster().and_then(|c| c.incoming()) {
-            super::forward::serve_incoming(handle.downgrade(), incoming);
+            super::tasks::serve_incoming(handle.downgrade(), incoming);
         }
         if let Some(every) = handle.store().takeover_interval() {
             take_over_every(&handle, every);
@@ -195,7 +202,7 @@ fn take_over_every(handle: &RuntimeHandle, every: std::time::Duration) {
             if handle.is_cut_off() {
                 continue;
             }
-            match handle.take_over().await {
+            match handle.inner.resumer.take_over().await {
                 Ok(report) if report != RecoveryReport::default() => tracing::info!(
                     resumed = report.resumed,
                     failed = report.failed,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use chrono::Utc;
 use tokio::sync::watch;
 
-use super::RuntimeHandle;
+use super::tasks::Tasks;
 use crate::error::RuntimeError;
 use crate::model::TaskId;
 use crate::requests::TaskSnapshot;
@@ -79,15 +79,17 @@ impl Drop for Claim {
     }
 }
 
-impl RuntimeHandle {
+impl Claims {
     /// The task an earlier submission of this first message created, or a claim for
     /// this one to create it. Waits while another submission of it is being created.
+    /// `window` is `runtime.dedup-window-s`: zero, every first message makes a task.
     pub(super) async fn first_message(
-        &self,
+        self: &Arc<Self>,
+        tasks: &Tasks,
+        window: std::time::Duration,
         owner: Option<&str>,
         message_id: &str,
     ) -> Result<Found, RuntimeError> {
-        let window = self.inner.config.dedup_window();
         if window.is_zero() {
             return Ok(Found::New(Claim::none()));
         }
@@ -95,7 +97,7 @@ impl RuntimeHandle {
         loop {
             let mut theirs = match self.claim(key) {
                 Ok(claim) => {
-                    return match self.stored_first_message(&claim.key, window).await? {
+                    return match stored_first_message(tasks, &claim.key, window).await? {
                         Some(existing) => Ok(Found::Existing(Box::new(existing))),
                         None => Ok(Found::New(claim)),
                     };
@@ -113,7 +115,7 @@ impl RuntimeHandle {
             };
             // Not found: its first commit failed after all; claim it again.
             if let Some(id) = id {
-                match self.snapshot_of(&id, owner).await {
+                match snapshot_of(tasks, &id, owner).await {
                     Ok(existing) => return Ok(Found::Existing(Box::new(existing))),
                     Err(RuntimeError::TaskNotFound(_)) => {}
                     Err(error) => return Err(error),
@@ -124,9 +126,8 @@ impl RuntimeHandle {
 
     /// Claims `key` for this submission, or gives it back with the claim of the
     /// submission that has it.
-    fn claim(&self, key: Key) -> Result<Claim, (Key, watch::Receiver<Option<TaskId>>)> {
-        let claims = &self.inner.claims;
-        let mut pending = claims.pending.lock().unwrap_or_else(|p| p.into_inner());
+    fn claim(self: &Arc<Self>, key: Key) -> Result<Claim, (Key, watch::Receiver<Option<TaskId>>)> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(theirs) = pending.get(&key) {
             let theirs = theirs.clone();
             return Err((key, theirs));
@@ -134,60 +135,48 @@ impl RuntimeHandle {
         let (task, receiver) = watch::channel(None);
         pending.insert(key.clone(), receiver);
         Ok(Claim {
-            claims: Some(claims.clone()),
+            claims: Some(self.clone()),
             key,
             task,
             id: None,
         })
     }
+}
 
-    /// The stored task created by this first message within the window, if any.
-    async fn stored_first_message(
-        &self,
-        (owner, message_id): &Key,
-        window: std::time::Duration,
-    ) -> Result<Option<TaskSnapshot>, RuntimeError> {
-        let store = &self.inner.store;
-        let Some((id, at)) = store.created_by(owner.as_deref(), message_id).await? else {
-            return Ok(None);
-        };
-        let age = Utc::now()
-            .signed_duration_since(at)
-            .to_std()
-            .unwrap_or_default();
-        if age > window {
-            return Ok(None);
-        }
-        match self.snapshot_of(&id, owner.as_deref()).await {
-            Ok(snapshot) => Ok(Some(snapshot)),
-            // Indexed, but the task is not there (a crash before its commit point).
-            Err(RuntimeError::TaskNotFound(_)) => Ok(None),
-            Err(error) => Err(error),
-        }
+/// The stored task created by this first message within the window, if any.
+async fn stored_first_message(
+    tasks: &Tasks,
+    (owner, message_id): &Key,
+    window: std::time::Duration,
+) -> Result<Option<TaskSnapshot>, RuntimeError> {
+    let store = tasks.store();
+    let Some((id, at)) = store.created_by(owner.as_deref(), message_id).await? else {
+        return Ok(None);
+    };
+    let age = Utc::now()
+        .signed_duration_since(at)
+        .to_std()
+        .unwrap_or_default();
+    if age > window {
+        return Ok(None);
     }
-
-    async fn snapshot_of(
-        &self,
-        id: &TaskId,
-        owner: Option<&str>,
-    ) -> Result<TaskSnapshot, RuntimeError> {
-        let record = self.visible_record(id, Access::of_owner(owner)).await?;
-        Ok(TaskSnapshot {
-            task: record.task,
-            seq: record.last_seq,
-        })
+    match snapshot_of(tasks, &id, owner.as_deref()).await {
+        Ok(snapshot) => Ok(Some(snapshot)),
+        // Indexed, but the task is not there (a crash before its commit point).
+        Err(RuntimeError::TaskNotFound(_)) => Ok(None),
+        Err(error) => Err(error),
     }
 }
 
-impl RuntimeHandle {
-    /// The task `owner` created with the first message `message_id`, if the store holds
-    /// it (whatever `runtime.dedup-window-s` says).
-    pub async fn task_created_by(
-        &self,
-        owner: Option<&str>,
-        message_id: &str,
-    ) -> Result<Option<TaskId>, RuntimeError> {
-        let found = self.inner.store.created_by(owner, message_id).await?;
-        Ok(found.map(|(id, _)| id))
-    }
+/// The task as `owner` sees it.
+async fn snapshot_of(
+    tasks: &Tasks,
+    id: &TaskId,
+    owner: Option<&str>,
+) -> Result<TaskSnapshot, RuntimeError> {
+    let record = tasks.visible_record(id, Access::of_owner(owner)).await?;
+    Ok(TaskSnapshot {
+        task: record.task,
+        seq: record.last_seq,
+    })
 }

@@ -1,21 +1,84 @@
-//! What a submission is checked against before anything is stored: the skill it
-//! selects, the scope that skill needs, and the approval gate it may wait at.
+//! `Intake`: the registered skills, and what a submission is checked against before
+//! anything is stored: the skill it selects, the scope that skill needs, the message
+//! the skill accepts, and the approval gate it may wait at.
 
-use super::RuntimeHandle;
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use crate::access::Grants;
 use crate::approval;
+use crate::config::RuntimeConfig;
 use crate::error::RuntimeError;
-use crate::model::SkillId;
+use crate::model::{Message, SkillId, TaskState};
 use crate::requests::SubmitRequest;
+use crate::skill::{Skill, SkillCard};
+use crate::store::TaskRecord;
 
-impl RuntimeHandle {
+/// The registered skills and their cards, as built at start.
+pub(super) struct Intake {
+    skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
+    cards: Vec<SkillCard>,
+    config: Arc<RuntimeConfig>,
+}
+
+impl Intake {
+    pub(super) fn new(
+        skills: Arc<HashMap<SkillId, Arc<dyn Skill>>>,
+        cards: Vec<SkillCard>,
+        config: Arc<RuntimeConfig>,
+    ) -> Intake {
+        Intake {
+            skills,
+            cards,
+            config,
+        }
+    }
+
+    /// The registered skills' cards.
+    pub(super) fn cards(&self) -> &[SkillCard] {
+        &self.cards
+    }
+
+    /// A registered skill's card.
+    pub(super) fn card(&self, id: &str) -> Option<&SkillCard> {
+        self.cards.iter().find(|card| card.id == id)
+    }
+
+    /// Refuses a first message the selected skill does not accept (`Skill::check`).
+    pub(super) fn check_message(&self, skill: &str, message: &Message) -> Result<(), RuntimeError> {
+        match self.skills.get(skill) {
+            Some(chosen) => chosen
+                .check(message)
+                .map_err(|refused| RuntimeError::InvalidInput(refused.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the skill says itself when its work begins (so a new task is stored
+    /// submitted, not working, even with a slot).
+    pub(super) fn sets_working(&self, skill: &str) -> bool {
+        self.skills.get(skill).is_some_and(|s| s.sets_working())
+    }
+
+    /// Whether a caller holding `grants` may answer another owner's task all the same:
+    /// one that waits for input, of a skill whose card lets holders of its scope answer.
+    pub(super) fn answerable(&self, record: &TaskRecord, grants: &Grants) -> bool {
+        let Some(card) = self.card(&record.skill) else {
+            return false;
+        };
+        let holds_scope = card.required_scope.is_some()
+            && grants.list().is_some()
+            && grants.allows(card.required_scope.as_deref());
+        card.answered_by_scope && holds_scope && record.state() == TaskState::InputRequired
+    }
+
     /// What an approver is asked, when new tasks of `skill` wait for one.
     pub(super) fn gate(
         &self,
         skill: &str,
         request: &SubmitRequest,
     ) -> Option<approval::ApprovalRequest> {
-        if !self.inner.config.requires_approval(skill) {
+        if !self.config.requires_approval(skill) {
             return None;
         }
         let message = &request.message;
@@ -25,7 +88,7 @@ impl RuntimeHandle {
             .and_then(|m| m.get("reason"))
             .and_then(|r| r.as_str())
             .map(str::to_owned);
-        let timeout = chrono::Duration::from_std(self.inner.config.approval_timeout())
+        let timeout = chrono::Duration::from_std(self.config.approval_timeout())
             .unwrap_or(chrono::Duration::MAX);
         let now = chrono::Utc::now();
         Some(approval::ApprovalRequest {
@@ -42,8 +105,8 @@ impl RuntimeHandle {
 
     /// Whether a caller holding `grants` may start `skill`: the error says why not (no
     /// such skill, or a scope it lacks).
-    pub fn check_skill(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
-        if !self.inner.skills.contains_key(skill) {
+    pub(super) fn check_skill(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
+        if !self.skills.contains_key(skill) {
             return Err(RuntimeError::UnknownSkill {
                 id: skill.to_owned(),
                 available: self.skill_ids(),
@@ -55,10 +118,7 @@ impl RuntimeHandle {
     /// Refuses a caller without the scope `skill` requires.
     pub(super) fn authorize(&self, skill: &str, grants: &Grants) -> Result<(), RuntimeError> {
         let required = self
-            .inner
-            .cards
-            .iter()
-            .find(|card| card.id == skill)
+            .card(skill)
             .and_then(|card| card.required_scope.as_deref());
         match required {
             Some(scope) if !grants.allows(Some(scope)) => Err(RuntimeError::Forbidden {
@@ -69,6 +129,8 @@ impl RuntimeHandle {
         }
     }
 
+    /// The skill a submission names (the request, its message's `skill` metadata), or
+    /// the default one, or the only one.
     pub(super) fn select_skill(&self, request: &SubmitRequest) -> Result<SkillId, RuntimeError> {
         let from_metadata = request
             .message
@@ -81,17 +143,17 @@ impl RuntimeHandle {
                 })
             })
             .transpose()?;
-        let only = (self.inner.skills.len() == 1)
-            .then(|| self.inner.skills.keys().next().cloned())
+        let only = (self.skills.len() == 1)
+            .then(|| self.skills.keys().next().cloned())
             .flatten();
         let chosen = request
             .skill
             .clone()
             .or(from_metadata)
-            .or_else(|| self.inner.config.default_skill.clone())
+            .or_else(|| self.config.default_skill.clone())
             .or(only);
         match chosen {
-            Some(id) if self.inner.skills.contains_key(&id) => Ok(id),
+            Some(id) if self.skills.contains_key(&id) => Ok(id),
             Some(id) => Err(RuntimeError::UnknownSkill {
                 id: id.to_string(),
                 available: self.skill_ids(),
@@ -104,7 +166,7 @@ impl RuntimeHandle {
 
     /// The registered skills' ids, sorted (for errors that list them).
     pub(super) fn skill_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.inner.skills.keys().map(SkillId::to_string).collect();
+        let mut ids: Vec<String> = self.skills.keys().map(SkillId::to_string).collect();
         ids.sort();
         ids
     }

@@ -70,7 +70,7 @@ impl Waiting {
             Some(reached) => reached,
             None => self.as_it_stands().await?,
         };
-        self.handle.settle().await?;
+        self.handle.inner.tasks.settle().await?;
         Ok(reached)
     }
 
@@ -83,7 +83,11 @@ impl Waiting {
             return Ok(Some(reached));
         }
         let (id, seq) = (&self.accepted.task.id, self.accepted.seq);
-        let mut events = self.handle.event_stream(id, seq, None, Listen::Subscribe);
+        let mut events = self
+            .handle
+            .inner
+            .tasks
+            .event_stream(id, seq, None, Listen::Subscribe);
         while let Some(event) = events.next().await {
             if event?.status().is_some_and(at_rest) {
                 break;
@@ -96,7 +100,13 @@ impl Waiting {
     /// the task is read for anyone.
     async fn as_it_stands(&self) -> Result<TaskSnapshot, RuntimeError> {
         let id = &self.accepted.task.id;
-        match self.handle.visible_record(id, Access::Any).await {
+        match self
+            .handle
+            .inner
+            .tasks
+            .visible_record(id, Access::Any)
+            .await
+        {
             Ok(record) => Ok(TaskSnapshot {
                 seq: record.last_seq,
                 task: record.task,

@@ -6,87 +6,59 @@
 //! holds the database again, the runtime re-claims the tasks still leased to this node
 //! and resumes them as after a restart; those another node took meanwhile stay there.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{RuntimeHandle, WeakRuntimeHandle};
+use super::{Inner, WeakRuntimeHandle};
 use crate::actors::SupervisorMsg;
-use crate::error::RuntimeError;
-use crate::store::{Standing, StoreError, UnfinishedTask};
+use crate::store::{Standing, UnfinishedTask};
 
-impl RuntimeHandle {
-    /// Whether this node is cut off from the database (a store several nodes share):
-    /// it takes no work and answers no request until it holds the database again.
-    pub fn is_cut_off(&self) -> bool {
-        self.inner.cut_off.load(Ordering::Acquire)
+/// Stops taking work, and tells every task actor to stop its run.
+fn cut_off(runtime: &Inner, stop_within: Duration) {
+    runtime.tasks.set_cut_off(true);
+    runtime.resumer.abort();
+    let supervisor = runtime.tasks.supervisor();
+    let _ = supervisor.cast(SupervisorMsg::CutOff { stop_within });
+}
+
+/// Once every task actor stopped (or the time they had is over), re-claims what is
+/// still this node's and resumes it, then takes work again. `false` when the store
+/// could not be read (the caller tries again).
+async fn regain(runtime: &Inner, stop_within: Duration) -> bool {
+    let mut live = runtime.live.clone();
+    let waited = stop_within + runtime.config.call_timeout();
+    let supervisor = runtime.tasks.supervisor();
+    if tokio::time::timeout(waited, live.wait_for(|n| n.live == 0))
+        .await
+        .is_err()
+    {
+        // Their writes are refused whatever they do, and the claim below fences
+        // them; stopped now so that none holds a task the claim resumes.
+        tracing::warn!("task actors still live after a cut-off; stopping them");
+        let timeout = Some(runtime.config.call_timeout());
+        supervisor.stop_children_and_wait(None, timeout).await;
     }
-
-    /// This node's standing among the nodes sharing the store, as it changes; `None`:
-    /// the store's only node.
-    pub fn standing(&self) -> Option<watch::Receiver<Standing>> {
-        self.store().cluster().map(|cluster| cluster.standing())
-    }
-
-    /// Refuses work while the node is cut off.
-    pub(crate) fn refuse_if_cut_off(&self) -> Result<(), RuntimeError> {
-        match self.is_cut_off() {
-            true => Err(StoreError::CutOff.into()),
-            false => Ok(()),
+    let records = match runtime.tasks.store().reclaim().await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(%error, "could not re-claim this node's tasks; trying again");
+            return false;
         }
+    };
+    let _ = supervisor.cast(SupervisorMsg::Regained);
+    let tasks = records.iter().map(UnfinishedTask::of).collect();
+    match runtime.resumer.carry_out(tasks).await {
+        Ok(report) => tracing::info!(
+            resumed = report.resumed,
+            failed = report.failed,
+            waiting = report.waiting_for_input,
+            "re-claimed this node's tasks after it held the database again"
+        ),
+        Err(error) => tracing::warn!(%error, "could not resume every re-claimed task"),
     }
-
-    /// Stops taking work, and tells every task actor to stop its run.
-    fn cut_off(&self, stop_within: Duration) {
-        self.inner.cut_off.store(true, Ordering::Release);
-        self.abort_resumers();
-        let _ = self
-            .inner
-            .supervisor
-            .cast(SupervisorMsg::CutOff { stop_within });
-    }
-
-    /// Once every task actor stopped (or the time they had is over), re-claims what is
-    /// still this node's and resumes it, then takes work again. `false` when the store
-    /// could not be read (the caller tries again).
-    async fn regain(&self, stop_within: Duration) -> bool {
-        let mut live = self.inner.live.clone();
-        let waited = stop_within + self.inner.config.call_timeout();
-        if tokio::time::timeout(waited, live.wait_for(|n| n.live == 0))
-            .await
-            .is_err()
-        {
-            // Their writes are refused whatever they do, and the claim below fences
-            // them; stopped now so that none holds a task the claim resumes.
-            tracing::warn!("task actors still live after a cut-off; stopping them");
-            let timeout = Some(self.inner.config.call_timeout());
-            self.inner
-                .supervisor
-                .stop_children_and_wait(None, timeout)
-                .await;
-        }
-        let records = match self.store().reclaim().await {
-            Ok(records) => records,
-            Err(error) => {
-                tracing::warn!(%error, "could not re-claim this node's tasks; trying again");
-                return false;
-            }
-        };
-        let _ = self.inner.supervisor.cast(SupervisorMsg::Regained);
-        let tasks = records.iter().map(UnfinishedTask::of).collect();
-        match self.carry_out(tasks).await {
-            Ok(report) => tracing::info!(
-                resumed = report.resumed,
-                failed = report.failed,
-                waiting = report.waiting_for_input,
-                "re-claimed this node's tasks after it held the database again"
-            ),
-            Err(error) => tracing::warn!(%error, "could not resume every re-claimed task"),
-        }
-        self.inner.cut_off.store(false, Ordering::Release);
-        true
-    }
+    runtime.tasks.set_cut_off(false);
+    true
 }
 
 /// Follows the store's standing while the runtime lives (until it shuts down). The
@@ -112,15 +84,15 @@ pub(super) fn follow_standing(handle: WeakRuntimeHandle, mut standing: watch::Re
                 {
                     if !handle.is_cut_off() {
                         stop_within = within;
-                        handle.cut_off(within);
+                        cut_off(&handle.inner, within);
                     }
                     break;
                 }
                 if !handle.is_cut_off() {
                     stop_within = handle.inner.config.cancel_grace();
-                    handle.cut_off(stop_within);
+                    cut_off(&handle.inner, stop_within);
                 }
-                if handle.regain(stop_within).await {
+                if regain(&handle.inner, stop_within).await {
                     // Cut off again while it re-claimed: looked at at once.
                     match standing.has_changed() {
                         Ok(true) => continue,
