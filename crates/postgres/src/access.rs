@@ -12,13 +12,13 @@ use crate::store::PostgresStore;
 #[async_trait]
 impl AccessRequestStore for PostgresStore {
     async fn insert(&self, request: &AccessRequest) -> Result<bool, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let stored = client
             .execute(
                 &format!(
                     "INSERT INTO {} (id, assertion, version, request) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (assertion) DO NOTHING",
-                    self.table("access_requests")
+                    self.db.table("access_requests")
                 ),
                 &[
                     &request.id,
@@ -33,12 +33,12 @@ impl AccessRequestStore for PostgresStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<AccessRequest>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT request FROM {} WHERE id = $1",
-                    self.table("access_requests")
+                    self.db.table("access_requests")
                 ),
                 &[&id],
             )
@@ -52,12 +52,12 @@ impl AccessRequestStore for PostgresStore {
         current: &AccessRequest,
         next: &AccessRequest,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let changed = client
             .execute(
                 &format!(
                     "UPDATE {} SET version = $3, request = $4 WHERE id = $1 AND version = $2",
-                    self.table("access_requests")
+                    self.db.table("access_requests")
                 ),
                 &[
                     &current.id,
@@ -72,12 +72,12 @@ impl AccessRequestStore for PostgresStore {
     }
 
     async fn list(&self) -> Result<Vec<AccessRequest>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT request FROM {} ORDER BY id",
-                    self.table("access_requests")
+                    self.db.table("access_requests")
                 ),
                 &[],
             )

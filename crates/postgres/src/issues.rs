@@ -12,9 +12,9 @@ use crate::store::PostgresStore;
 #[async_trait]
 impl IssueStore for PostgresStore {
     async fn record(&self, finding: NewIssue) -> Result<(Issue, bool), StoreError> {
-        let mut client = self.client().await?;
+        let mut client = self.db.client().await?;
         let tx = client.transaction().await.map_err(db)?;
-        let table = self.table("issues");
+        let table = self.db.table("issues");
         // A placeholder row first, so that a new issue is locked like an old one.
         tx.execute(
             &format!("INSERT INTO {table} (id, source, issue) VALUES ($1, $2, 'null') ON CONFLICT DO NOTHING"),
@@ -44,12 +44,12 @@ impl IssueStore for PostgresStore {
     }
 
     async fn issue(&self, id: &str) -> Result<Option<Issue>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT issue FROM {} WHERE id = $1 AND issue <> 'null'",
-                    self.table("issues")
+                    self.db.table("issues")
                 ),
                 &[&id],
             )
@@ -59,12 +59,12 @@ impl IssueStore for PostgresStore {
     }
 
     async fn issues(&self, source: Option<&str>) -> Result<Vec<Issue>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT issue FROM {} WHERE issue <> 'null' AND ($1::text IS NULL OR source = $1) ORDER BY id",
-                    self.table("issues")
+                    self.db.table("issues")
                 ),
                 &[&source],
             )
@@ -78,9 +78,9 @@ impl IssueStore for PostgresStore {
         id: &str,
         change: &(dyn for<'i> Fn(&'i Issue) -> Option<Issue> + Send + Sync),
     ) -> Result<Option<Issue>, StoreError> {
-        let mut client = self.client().await?;
+        let mut client = self.db.client().await?;
         let tx = client.transaction().await.map_err(db)?;
-        let table = self.table("issues");
+        let table = self.db.table("issues");
         let Some(row) = tx
             .query_opt(
                 &format!("SELECT issue FROM {table} WHERE id = $1 AND issue <> 'null' FOR UPDATE"),

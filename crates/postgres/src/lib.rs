@@ -10,6 +10,7 @@ mod cluster;
 mod columns;
 mod commit;
 mod connect;
+mod database;
 mod errors;
 mod first_messages;
 mod gather;

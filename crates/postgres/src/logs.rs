@@ -14,13 +14,13 @@ use crate::store::PostgresStore;
 #[async_trait]
 impl AuditLog for PostgresStore {
     async fn append(&self, entry: AuditEntry) -> Result<AuditRecord, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let at = Utc::now();
         let row = client
             .query_one(
                 &format!(
                     "INSERT INTO {} (at, entry) VALUES ($1, $2) RETURNING seq",
-                    self.table("audit")
+                    self.db.table("audit")
                 ),
                 &[&at, &serde_json::to_value(&entry)?],
             )
@@ -34,12 +34,12 @@ impl AuditLog for PostgresStore {
     }
 
     async fn read(&self, after: u64, limit: usize) -> Result<Vec<AuditRecord>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT seq, at, entry FROM {} WHERE seq > $1 ORDER BY seq LIMIT $2",
-                    self.table("audit")
+                    self.db.table("audit")
                 ),
                 &[&(after as i64), &(limit as i64)],
             )
@@ -60,9 +60,9 @@ impl AuditLog for PostgresStore {
 #[async_trait]
 impl ChaosLog for PostgresStore {
     async fn append(&self, task: &TaskId, events: Vec<ChaosEvent>) -> Result<u64, StoreError> {
-        let mut client = self.client().await?;
+        let mut client = self.db.client().await?;
         let tx = client.transaction().await.map_err(db)?;
-        let table = self.table("chaos_events");
+        let table = self.db.table("chaos_events");
         // One run writes a task's events; the key refuses a second writer's clash.
         let last: i64 = tx
             .query_one(
@@ -102,12 +102,12 @@ impl ChaosLog for PostgresStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<ChaosRecord>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT record FROM {} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                    self.table("chaos_events")
+                    self.db.table("chaos_events")
                 ),
                 &[&task.as_str(), &(after as i64), &(limit as i64)],
             )
@@ -117,12 +117,12 @@ impl ChaosLog for PostgresStore {
     }
 
     async fn remove(&self, task: &TaskId) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         client
             .execute(
                 &format!(
                     "DELETE FROM {} WHERE task_id = $1",
-                    self.table("chaos_events")
+                    self.db.table("chaos_events")
                 ),
                 &[&task.as_str()],
             )

@@ -11,13 +11,13 @@ use crate::store::PostgresStore;
 #[async_trait]
 impl PeerStore for PostgresStore {
     async fn put(&self, peer: &StoredPeer) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         client
             .execute(
                 &format!(
                     "INSERT INTO {} (name, peer) VALUES ($1, $2) \
                      ON CONFLICT (name) DO UPDATE SET peer = EXCLUDED.peer",
-                    self.table("peers")
+                    self.db.table("peers")
                 ),
                 &[&peer.name, &serde_json::to_value(peer)?],
             )
@@ -27,10 +27,10 @@ impl PeerStore for PostgresStore {
     }
 
     async fn remove(&self, name: &str) -> Result<bool, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let removed = client
             .execute(
-                &format!("DELETE FROM {} WHERE name = $1", self.table("peers")),
+                &format!("DELETE FROM {} WHERE name = $1", self.db.table("peers")),
                 &[&name],
             )
             .await
@@ -39,10 +39,10 @@ impl PeerStore for PostgresStore {
     }
 
     async fn list(&self) -> Result<Vec<StoredPeer>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
-                &format!("SELECT peer FROM {} ORDER BY name", self.table("peers")),
+                &format!("SELECT peer FROM {} ORDER BY name", self.db.table("peers")),
                 &[],
             )
             .await

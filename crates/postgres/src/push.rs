@@ -17,14 +17,14 @@ impl PushStore for PostgresStore {
             delivered_seq: start_after,
             ..PushCursor::default()
         };
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         // A replaced config keeps where its delivery stands.
         client
             .execute(
                 &format!(
                     "INSERT INTO {} (task_id, id, config, cursor) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (task_id, id) DO UPDATE SET config = EXCLUDED.config",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[
                     &config.task_id.as_str(),
@@ -39,12 +39,12 @@ impl PushStore for PostgresStore {
     }
 
     async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT config FROM {} WHERE task_id = $1 AND id = $2",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[&task.as_str(), &id],
             )
@@ -54,12 +54,12 @@ impl PushStore for PostgresStore {
     }
 
     async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT config FROM {} WHERE task_id = $1 ORDER BY id",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[&task.as_str()],
             )
@@ -69,12 +69,12 @@ impl PushStore for PostgresStore {
     }
 
     async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let deleted = client
             .execute(
                 &format!(
                     "DELETE FROM {} WHERE task_id = $1 AND id = $2",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[&task.as_str(), &id],
             )
@@ -84,12 +84,12 @@ impl PushStore for PostgresStore {
     }
 
     async fn cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT cursor FROM {} WHERE task_id = $1 AND id = $2",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[&task.as_str(), &id],
             )
@@ -107,7 +107,7 @@ impl PushStore for PostgresStore {
         if let Some(leases) = &self.leases {
             leases.ensure_fresh()?;
         }
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let node = self.leases.as_ref().map(|l| l.config.node.as_str());
         // A config deleted meanwhile stays deleted: no row, nothing updated. With
         // several nodes, only the node holding the delivery moves its cursor.
@@ -122,7 +122,7 @@ impl PushStore for PostgresStore {
                      SELECT (SELECT count(*) FROM moved),
                             (SELECT coalesce(lease_node, '') FROM {configs}
                              WHERE task_id = $1 AND id = $2)",
-                    configs = self.table("push_configs")
+                    configs = self.db.table("push_configs")
                 ),
                 &[
                     &task.as_str(),
@@ -151,12 +151,12 @@ impl PushStore for PostgresStore {
     }
 
     async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT config, cursor FROM {} WHERE NOT finished ORDER BY task_id, id",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[],
             )
@@ -170,7 +170,7 @@ impl PushStore for PostgresStore {
             return Ok(true);
         };
         leases.ensure_fresh()?;
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let claimed = client
             .execute(
                 &format!(
@@ -178,7 +178,7 @@ impl PushStore for PostgresStore {
                         lease_expires = {until}
                      WHERE task_id = $1 AND id = $2 AND (lease_node IS NULL OR lease_node = $3
                         OR lease_expires < clock_timestamp())",
-                    self.table("push_configs"),
+                    self.db.table("push_configs"),
                     until = lease_end(4)
                 ),
                 &[&task.as_str(), &id, &leases.config.node, &leases.ttl_ms()],
@@ -192,13 +192,13 @@ impl PushStore for PostgresStore {
         let Some(leases) = &self.leases else {
             return Ok(());
         };
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         client
             .execute(
                 &format!(
                     "UPDATE {} SET lease_node = NULL, lease_expires = NULL
                      WHERE task_id = $1 AND id = $2 AND lease_node = $3",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[&task.as_str(), &id, &leases.config.node],
             )
@@ -211,7 +211,7 @@ impl PushStore for PostgresStore {
         if self.leases.is_none() {
             return Ok(Vec::new());
         }
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
@@ -219,7 +219,7 @@ impl PushStore for PostgresStore {
                         AND coalesce(cursor -> 'dead', 'null'::jsonb) = 'null'::jsonb
                         AND (lease_node IS NULL OR lease_expires < clock_timestamp())
                      ORDER BY task_id, id",
-                    self.table("push_configs")
+                    self.db.table("push_configs")
                 ),
                 &[],
             )

@@ -15,133 +15,151 @@ use fundi_runtime::{
     TaskStatus,
 };
 
+use crate::columns::decode_column;
+use crate::database::Database;
 use crate::errors::db;
-use crate::store::PostgresStore;
 
 /// The skill named by a replacement record whose own could not be read.
 const UNKNOWN_SKILL: &str = "unknown";
 
-impl PostgresStore {
-    /// Sets the task aside because reading it failed with `error` (see the module docs).
-    pub(crate) async fn set_aside(
-        &self,
-        id: &TaskId,
-        error: &StoreError,
-    ) -> Result<(), StoreError> {
-        let reason = error.to_string();
-        tracing::error!(task_id = %id, %reason, "a stored task cannot be read: setting it aside");
-        let (tasks, events) = (self.table("tasks"), self.table("events"));
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(db)?;
-        // The parts of the record read without decoding it whole.
-        let row = tx
-            .query_opt(
-                &format!(
-                    "SELECT version, context_id, owner, record->>'skill', \
-                     greatest(coalesce((record->>'lastSeq')::bigint, 0), \
-                              coalesce((SELECT max(seq) FROM {events} WHERE task_id = $1), 0)) \
-                     FROM {tasks} WHERE id = $1 AND NOT terminal FOR UPDATE"
-                ),
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(db)?;
-        // Ended or gone meanwhile: nothing to set aside.
-        let Some(row) = row else {
-            return Ok(());
-        };
-        let at = Utc::now();
-        tx.execute(
-            &format!(
-                "INSERT INTO {} (task_id, reason, at, failed, record) \
-                 SELECT id, $2, $3, true, record FROM {tasks} WHERE id = $1 \
-                 ON CONFLICT (task_id) DO NOTHING",
-                self.table("quarantine")
-            ),
-            &[&id.as_str(), &reason, &at],
-        )
-        .await
-        .map_err(db)?;
-        tx.execute(
-            &format!(
-                "INSERT INTO {} (task_id, seq, event) SELECT task_id, seq, event FROM {events} \
-                 WHERE task_id = $1 ON CONFLICT DO NOTHING",
-                self.table("quarantined_events")
-            ),
-            &[&id.as_str()],
-        )
-        .await
-        .map_err(db)?;
-        tx.execute(
-            &format!("DELETE FROM {events} WHERE task_id = $1"),
-            &[&id.as_str()],
-        )
-        .await
-        .map_err(db)?;
-        let version: i64 = row.get(0);
-        let last_seq: i64 = row.get(4);
-        let (record, event) = failure(
-            id,
-            ContextId::from(row.get::<_, String>(1)),
-            row.get(2),
-            row.get::<_, Option<String>>(3)
-                .map_or_else(|| UNKNOWN_SKILL.into(), SkillId::from),
-            version as u64 + 1,
-            last_seq as u64 + 1,
-            &reason,
-            at,
-        );
-        tx.execute(
-            &format!(
-                "UPDATE {tasks} SET version = $2, record = $3, state = $4, terminal = true, \
-                 updated_ms = $5 WHERE id = $1"
-            ),
-            &[
-                &id.as_str(),
-                &(record.version as i64),
-                &serde_json::to_value(&record)?,
-                &record.state().wire_name(),
-                &at.timestamp_millis(),
-            ],
-        )
-        .await
-        .map_err(db)?;
-        tx.execute(
-            &format!("INSERT INTO {events} (task_id, seq, event) VALUES ($1, $2, $3)"),
-            &[
-                &id.as_str(),
-                &(event.seq as i64),
-                &serde_json::to_value(&event)?,
-            ],
-        )
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)
+/// The task record in column `record_at` of `row`, or `None` when it cannot be
+/// decoded: then the task (its id in column `id_at`) is set aside, never a reason not
+/// to start; the others are recovered.
+pub(crate) async fn record_or_set_aside(
+    database: &Database,
+    row: &tokio_postgres::Row,
+    id_at: usize,
+    record_at: usize,
+) -> Result<Option<TaskRecord>, StoreError> {
+    match decode_column::<TaskRecord>(row, record_at) {
+        Ok(record) => Ok(Some(record)),
+        Err(error) => {
+            let id = TaskId::from(row.get::<_, String>(id_at));
+            set_aside(database, &id, &error).await?;
+            Ok(None)
+        }
     }
+}
 
-    /// Every task set aside so far, oldest first.
-    pub(crate) async fn quarantined_tasks(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
-        let client = self.client().await?;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT task_id, reason, at, failed FROM {} ORDER BY at, task_id",
-                    self.table("quarantine")
-                ),
-                &[],
-            )
-            .await
-            .map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|row| QuarantinedTask {
-                task_id: TaskId::from(row.get::<_, String>(0)),
-                reason: row.get(1),
-                at: row.get(2),
-                failed: row.get(3),
-            })
-            .collect())
-    }
+/// Sets the task aside because reading it failed with `error` (see the module docs).
+pub(crate) async fn set_aside(
+    database: &Database,
+    id: &TaskId,
+    error: &StoreError,
+) -> Result<(), StoreError> {
+    let reason = error.to_string();
+    tracing::error!(task_id = %id, %reason, "a stored task cannot be read: setting it aside");
+    let (tasks, events) = (database.table("tasks"), database.table("events"));
+    let mut client = database.client().await?;
+    let tx = client.transaction().await.map_err(db)?;
+    // The parts of the record read without decoding it whole.
+    let row = tx
+        .query_opt(
+            &format!(
+                "SELECT version, context_id, owner, record->>'skill', \
+                 greatest(coalesce((record->>'lastSeq')::bigint, 0), \
+                          coalesce((SELECT max(seq) FROM {events} WHERE task_id = $1), 0)) \
+                 FROM {tasks} WHERE id = $1 AND NOT terminal FOR UPDATE"
+            ),
+            &[&id.as_str()],
+        )
+        .await
+        .map_err(db)?;
+    // Ended or gone meanwhile: nothing to set aside.
+    let Some(row) = row else {
+        return Ok(());
+    };
+    let at = Utc::now();
+    tx.execute(
+        &format!(
+            "INSERT INTO {} (task_id, reason, at, failed, record) \
+             SELECT id, $2, $3, true, record FROM {tasks} WHERE id = $1 \
+             ON CONFLICT (task_id) DO NOTHING",
+            database.table("quarantine")
+        ),
+        &[&id.as_str(), &reason, &at],
+    )
+    .await
+    .map_err(db)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO {} (task_id, seq, event) SELECT task_id, seq, event FROM {events} \
+             WHERE task_id = $1 ON CONFLICT DO NOTHING",
+            database.table("quarantined_events")
+        ),
+        &[&id.as_str()],
+    )
+    .await
+    .map_err(db)?;
+    tx.execute(
+        &format!("DELETE FROM {events} WHERE task_id = $1"),
+        &[&id.as_str()],
+    )
+    .await
+    .map_err(db)?;
+    let version: i64 = row.get(0);
+    let last_seq: i64 = row.get(4);
+    let (record, event) = failure(
+        id,
+        ContextId::from(row.get::<_, String>(1)),
+        row.get(2),
+        row.get::<_, Option<String>>(3)
+            .map_or_else(|| UNKNOWN_SKILL.into(), SkillId::from),
+        version as u64 + 1,
+        last_seq as u64 + 1,
+        &reason,
+        at,
+    );
+    tx.execute(
+        &format!(
+            "UPDATE {tasks} SET version = $2, record = $3, state = $4, terminal = true, \
+             updated_ms = $5 WHERE id = $1"
+        ),
+        &[
+            &id.as_str(),
+            &(record.version as i64),
+            &serde_json::to_value(&record)?,
+            &record.state().wire_name(),
+            &at.timestamp_millis(),
+        ],
+    )
+    .await
+    .map_err(db)?;
+    tx.execute(
+        &format!("INSERT INTO {events} (task_id, seq, event) VALUES ($1, $2, $3)"),
+        &[
+            &id.as_str(),
+            &(event.seq as i64),
+            &serde_json::to_value(&event)?,
+        ],
+    )
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+/// Every task set aside so far, oldest first.
+pub(crate) async fn quarantined(database: &Database) -> Result<Vec<QuarantinedTask>, StoreError> {
+    let client = database.client().await?;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT task_id, reason, at, failed FROM {} ORDER BY at, task_id",
+                database.table("quarantine")
+            ),
+            &[],
+        )
+        .await
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|row| QuarantinedTask {
+            task_id: TaskId::from(row.get::<_, String>(0)),
+            reason: row.get(1),
+            at: row.get(2),
+            failed: row.get(3),
+        })
+        .collect())
 }
 
 /// The record and event that end a set-aside task `failed`, saying why.

@@ -14,14 +14,14 @@ use crate::store::PostgresStore;
 #[async_trait]
 impl ScheduleStore for PostgresStore {
     async fn put(&self, schedule: &Schedule) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         client
             .execute(
                 &format!(
                     "INSERT INTO {} (id, schedule) VALUES ($1, $2) \
                      ON CONFLICT (id) DO UPDATE SET schedule = EXCLUDED.schedule, \
                      claimed_by = NULL, claimed_until = NULL",
-                    self.table("schedules")
+                    self.db.table("schedules")
                 ),
                 &[&schedule.id, &serde_json::to_value(schedule)?],
             )
@@ -31,12 +31,12 @@ impl ScheduleStore for PostgresStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<Schedule>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT schedule FROM {} WHERE id = $1",
-                    self.table("schedules")
+                    self.db.table("schedules")
                 ),
                 &[&id],
             )
@@ -46,12 +46,12 @@ impl ScheduleStore for PostgresStore {
     }
 
     async fn list(&self) -> Result<Vec<Schedule>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT schedule FROM {} ORDER BY id",
-                    self.table("schedules")
+                    self.db.table("schedules")
                 ),
                 &[],
             )
@@ -61,10 +61,10 @@ impl ScheduleStore for PostgresStore {
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let deleted = client
             .execute(
-                &format!("DELETE FROM {} WHERE id = $1", self.table("schedules")),
+                &format!("DELETE FROM {} WHERE id = $1", self.db.table("schedules")),
                 &[&id],
             )
             .await
@@ -76,7 +76,7 @@ impl ScheduleStore for PostgresStore {
         let Some(leases) = &self.leases else {
             return Ok(true);
         };
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         // Only while the stored schedule is still due at the same time: a node that read
         // it before another recorded the firing finds it moved on.
         let claimed = client
@@ -87,7 +87,7 @@ impl ScheduleStore for PostgresStore {
                      WHERE id = $1
                         AND floor(extract(epoch FROM (schedule ->> 'nextFire')::timestamptz))::bigint = $2
                         AND (claimed_until IS NULL OR claimed_until < clock_timestamp() OR claimed_by = $3)",
-                    self.table("schedules"),
+                    self.db.table("schedules"),
                     until = lease_end(4)
                 ),
                 &[
@@ -106,13 +106,13 @@ impl ScheduleStore for PostgresStore {
 #[async_trait]
 impl GrantStore for PostgresStore {
     async fn put(&self, grant: &Grant) -> Result<(), StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         client
             .execute(
                 &format!(
                     "INSERT INTO {} (id, digest, grant_record) VALUES ($1, $2, $3) ON CONFLICT (id) \
                      DO UPDATE SET digest = EXCLUDED.digest, grant_record = EXCLUDED.grant_record",
-                    self.table("grants")
+                    self.db.table("grants")
                 ),
                 &[&grant.id, &grant.token_digest, &serde_json::to_value(grant)?],
             )
@@ -122,12 +122,12 @@ impl GrantStore for PostgresStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<Grant>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT grant_record FROM {} WHERE id = $1",
-                    self.table("grants")
+                    self.db.table("grants")
                 ),
                 &[&id],
             )
@@ -137,12 +137,12 @@ impl GrantStore for PostgresStore {
     }
 
     async fn by_digest(&self, digest: &str) -> Result<Option<Grant>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let row = client
             .query_opt(
                 &format!(
                     "SELECT grant_record FROM {} WHERE digest = $1",
-                    self.table("grants")
+                    self.db.table("grants")
                 ),
                 &[&digest],
             )
@@ -152,12 +152,12 @@ impl GrantStore for PostgresStore {
     }
 
     async fn list(&self) -> Result<Vec<Grant>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT grant_record FROM {} ORDER BY id",
-                    self.table("grants")
+                    self.db.table("grants")
                 ),
                 &[],
             )

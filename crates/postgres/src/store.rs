@@ -15,17 +15,19 @@ use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
 use crate::commit::Commits;
 use crate::connect::{PostgresConfig, connect, lock};
+use crate::database::Database;
 use crate::errors::{db, pool_error};
 use crate::first_messages::FirstMessages;
-use crate::lease::Leases;
+use crate::lease::{Leases, NodeLeases};
 use crate::migrations::migrate;
 use crate::statements::{HotStatements, SlotChange};
+use crate::{lease_claims, listing, quarantine};
 
 /// Tasks and their events in PostgreSQL.
 #[derive(Clone)]
 pub struct PostgresStore {
-    pool: Pool,
-    schema: String,
+    /// The pool and the schema.
+    pub(crate) db: Database,
     /// The session holding the schema's lock, when exclusive.
     _holder: Option<std::sync::Arc<tokio_postgres::Client>>,
     /// The statements of every commit and read, written once for the schema.
@@ -43,7 +45,7 @@ pub struct PostgresStore {
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
-            .field("schema", &self.schema)
+            .field("schema", &self.db.schema())
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +85,11 @@ impl PostgresStore {
         Ok(PostgresStore::assemble(config, pool, None, hot, None, None))
     }
 
+    /// Who holds the unfinished tasks, by node.
+    pub async fn node_leases(&self) -> Result<Vec<NodeLeases>, StoreError> {
+        lease_claims::node_leases(&self.db).await
+    }
+
     /// The store on `pool`, its commits and lookups sharing its statements and leases.
     fn assemble(
         config: &PostgresConfig,
@@ -95,8 +102,7 @@ impl PostgresStore {
         let commits = Commits::new(pool.clone(), hot.clone(), leases.clone(), nodes.clone());
         let first_messages = FirstMessages::new(pool.clone(), hot.clone());
         PostgresStore {
-            pool,
-            schema: config.schema.clone(),
+            db: Database::new(pool, config.schema.clone()),
             _holder: holder,
             hot,
             leases,
@@ -105,32 +111,43 @@ impl PostgresStore {
             first_messages: std::sync::Arc::new(first_messages),
         }
     }
+}
 
-    /// The task record in column `record_at` of `row`, or `None` when it cannot be
-    /// decoded: then the task (its id in column `id_at`) is set aside, never a reason not
-    /// to start; the others are recovered.
-    pub(crate) async fn record_or_set_aside(
-        &self,
-        row: &tokio_postgres::Row,
-        id_at: usize,
-        record_at: usize,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        match decode_column::<TaskRecord>(row, record_at) {
-            Ok(record) => Ok(Some(record)),
-            Err(error) => {
-                let id = TaskId::from(row.get::<_, String>(id_at));
-                self.set_aside(&id, &error).await?;
-                Ok(None)
-            }
+/// What tests ask of a store beyond `TaskStore` (with the `test-util` feature).
+#[cfg(feature = "test-util")]
+impl PostgresStore {
+    /// Stops renewing this node's leases, as a node cut off from the database would:
+    /// other nodes take its tasks over once the leases run out.
+    pub fn pause_lease_renewal(&self) {
+        if let Some(leases) = &self.leases {
+            leases.stop_renewing();
         }
     }
 
-    pub(crate) fn table(&self, name: &str) -> String {
-        format!("{}.{name}", self.schema)
+    /// Renews this node's leases again after [`Self::pause_lease_renewal`], as a node
+    /// that reaches the database again would.
+    pub fn resume_lease_renewal(&self) {
+        if let Some(leases) = &self.leases {
+            leases.resume_renewing();
+        }
     }
 
-    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(pool_error)
+    /// The most commits of several tasks this store has sent in one statement.
+    pub fn most_commits_sent_at_once(&self) -> usize {
+        self.commits.most_sent_at_once()
+    }
+
+    /// The most first-message lookups this store has made in one statement.
+    pub fn most_lookups_sent_at_once(&self) -> usize {
+        self.first_messages.most_sent_at_once()
+    }
+
+    /// A connection from the store's own pool, to look at what its sessions see.
+    pub async fn testing_client(&self) -> deadpool_postgres::Object {
+        self.db
+            .client()
+            .await
+            .unwrap_or_else(|e| panic!("a pooled connection: {e}"))
     }
 }
 
@@ -177,7 +194,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let read = client
             .prepare_cached(&self.hot.get_task)
             .await
@@ -203,12 +220,12 @@ impl TaskStore for PostgresStore {
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<TaskEvent>, StoreError> {
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         // Read by every subscriber that catches up: prepared once per connection.
         let read = client
             .prepare_cached(&format!(
                 "SELECT event FROM {} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                self.table("events")
+                self.db.table("events")
             ))
             .await
             .map_err(db)?;
@@ -220,7 +237,7 @@ impl TaskStore for PostgresStore {
     }
 
     async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        self.list_tasks(query).await
+        listing::list(&self.db, query).await
     }
 
     async fn remove_ended_before(
@@ -228,19 +245,19 @@ impl TaskStore for PostgresStore {
         before: DateTime<Utc>,
         limit: usize,
     ) -> Result<usize, StoreError> {
-        self.remove_ended(before, limit).await
+        listing::remove_ended(&self.db, before, limit).await
     }
 
     async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
         if let Some(leases) = &self.leases {
-            return self.claim_at_start(leases).await;
+            return lease_claims::claim_at_start(&self.db, leases).await;
         }
-        let client = self.client().await?;
+        let client = self.db.client().await?;
         let rows = client
             .query(
                 &format!(
                     "SELECT id, record FROM {} WHERE NOT terminal ORDER BY id",
-                    self.table("tasks")
+                    self.db.table("tasks")
                 ),
                 &[],
             )
@@ -249,25 +266,25 @@ impl TaskStore for PostgresStore {
         drop(client);
         let mut active = Vec::with_capacity(rows.len());
         for row in &rows {
-            active.extend(self.record_or_set_aside(row, 0, 1).await?);
+            active.extend(quarantine::record_or_set_aside(&self.db, row, 0, 1).await?);
         }
         Ok(active)
     }
 
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
-        self.quarantined_tasks().await
+        quarantine::quarantined(&self.db).await
     }
 
     async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
         match &self.leases {
-            Some(leases) => self.claim_expired(leases).await,
+            Some(leases) => lease_claims::claim_expired(&self.db, leases).await,
             None => Ok(Vec::new()),
         }
     }
 
     async fn reclaim(&self) -> Result<Vec<TaskRecord>, StoreError> {
         match &self.leases {
-            Some(leases) => self.reclaim_own(leases).await,
+            Some(leases) => lease_claims::reclaim_own(&self.db, leases).await,
             None => Ok(Vec::new()),
         }
     }
@@ -279,7 +296,7 @@ impl TaskStore for PostgresStore {
 
     async fn hand_back(&self) -> Result<(), StoreError> {
         match &self.leases {
-            Some(leases) => self.hand_back_leases(leases).await,
+            Some(leases) => lease_claims::hand_back(&self.db, leases).await,
             None => Ok(()),
         }
     }

@@ -41,38 +41,3 @@ pub async fn drop_schemas(schemas: &[String]) {
             .unwrap_or_else(|e| panic!("dropping {schema}: {e}"));
     }
 }
-
-impl crate::PostgresStore {
-    /// Stops renewing this node's leases, as a node cut off from the database would:
-    /// other nodes take its tasks over once the leases run out.
-    pub fn pause_lease_renewal(&self) {
-        if let Some(leases) = &self.leases {
-            leases.stop_renewing();
-        }
-    }
-
-    /// Renews this node's leases again after [`Self::pause_lease_renewal`], as a node
-    /// that reaches the database again would.
-    pub fn resume_lease_renewal(&self) {
-        if let Some(leases) = &self.leases {
-            leases.resume_renewing();
-        }
-    }
-
-    /// The most commits of several tasks this store has sent in one statement.
-    pub fn most_commits_sent_at_once(&self) -> usize {
-        self.commits.most_sent_at_once()
-    }
-
-    /// The most first-message lookups this store has made in one statement.
-    pub fn most_lookups_sent_at_once(&self) -> usize {
-        self.first_messages.most_sent_at_once()
-    }
-
-    /// A connection from the store's own pool, to look at what its sessions see.
-    pub async fn testing_client(&self) -> deadpool_postgres::Object {
-        self.client()
-            .await
-            .unwrap_or_else(|e| panic!("a pooled connection: {e}"))
-    }
-}
