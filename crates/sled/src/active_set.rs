@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::layout::{Header, WATERMARK_KEY, active_key, task_key};
+use crate::layout::{Header, WATERMARK_KEY, active_id, active_key, task_key};
 use crate::live_index::is_persisted;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
@@ -114,6 +114,14 @@ impl ActiveSet {
         // remove), so a poisoned lock is still good.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The ids of the active set (tasks that may not be terminal).
+pub(crate) fn active_ids(db: &sled::Db) -> Result<Vec<TaskId>, StoreError> {
+    db.scan_prefix(b"A")
+        .keys()
+        .map(|key| Ok(active_id(&key.map_err(StoreError::engine)?)))
+        .collect()
 }
 
 /// The watermark a store starts from: above every id written so far by this clock.

@@ -31,8 +31,19 @@ impl SledChaosLog {
     }
 }
 
+/// Where a task's chaos events start in the `chaos` tree: its id and a 0 byte, which
+/// no task id contains.
 fn prefix(task: &TaskId) -> Vec<u8> {
-    SledStore::chaos_prefix(task)
+    [task.as_str().as_bytes(), &[0]].concat()
+}
+
+/// Removes a task's chaos events (retention).
+pub(crate) fn remove_of(tree: &sled::Tree, task: &TaskId) -> Result<(), StoreError> {
+    for key in tree.scan_prefix(prefix(task)).keys() {
+        tree.remove(key.map_err(StoreError::engine)?)
+            .map_err(StoreError::engine)?;
+    }
+    Ok(())
 }
 
 fn key(task: &TaskId, seq: u64) -> Vec<u8> {
@@ -89,7 +100,7 @@ impl ChaosLog for SledChaosLog {
     }
 
     async fn remove(&self, task: &TaskId) -> Result<(), StoreError> {
-        self.store.remove_chaos_of(task)?;
+        remove_of(&self.store.chaos, task)?;
         self.store.flush_if_sync().await
     }
 }

@@ -1,46 +1,89 @@
-//! Committing to a sled store: a commit encoded once, then appended after the task's
-//! snapshot or written as a new snapshot (see `store` for the order of the writes
-//! and the commit point), the listing index moved, and the flush shared by writers.
+//! Committing to a sled store's tasks (`TaskTable`): a commit encoded once (`encoded`),
+//! then appended after the task's snapshot or written as a new snapshot (see `store`
+//! for the order of the writes and the commit point), and the listing index moved.
 
-use crate::flusher::GroupFlusher;
+use std::sync::Arc;
+
+use crate::active_set::ActiveSet;
+use crate::counts::Counts;
+use crate::encoded::{Encoded, EncodedEvents};
 use crate::layout::{
-    Header, active_key, context_key, encode_commit, encode_events, encode_record, event_key,
-    legacy_head_key, task_key, updated_key,
+    Header, active_key, context_key, encode_record, event_key, legacy_head_key, task_key,
+    updated_key,
 };
-use crate::live_index::is_persisted;
-use crate::positions::Position;
-use crate::store::{INLINE_EVENTS_LIMIT, SNAPSHOT_EVERY, SledStore};
+use crate::live_index::{LiveIndex, is_persisted};
+use crate::positions::{Position, Positions, Turns};
+use crate::read;
 use fundi_runtime::approval::at_rest;
-use fundi_runtime::model::{TaskEvent, TaskId};
+use fundi_runtime::model::TaskId;
+use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
-use fundi_runtime::store::{StoreError, TaskRecord};
 
-impl SledStore {
-    /// In `sync` mode, a ticket held while a write is applied (see `flusher`).
-    pub(crate) fn begin_write(&self) -> Option<crate::flusher::Writing<'_>> {
-        self.flusher.as_ref().map(GroupFlusher::begin)
+/// How many bytes of a task's first events its snapshot carries (see `snapshot`). A
+/// blocking send's whole history fits, so it commits with one write each time; a
+/// long-running task's events move out to values of their own, so that its snapshot
+/// does not grow with its log.
+pub(crate) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
+
+/// A task's snapshot is written again at least every this many commits: between, a
+/// commit of an unfinished task writes its events alone (see `apply`), and a reader
+/// replays at most this many commits onto the snapshot.
+pub(crate) const SNAPSHOT_EVERY: u64 = 32;
+
+/// A sled store's tasks: their snapshots, tails and listing index in sled, and what is
+/// kept in memory about the unfinished ones.
+#[derive(Debug)]
+pub(crate) struct TaskTable {
+    pub(crate) db: sled::Db,
+    /// Tasks per owner and state.
+    pub(crate) counts: Counts,
+    /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
+    pub(crate) live: LiveIndex,
+    /// Where unfinished tasks' logs end (see `positions`).
+    pub(crate) positions: Positions,
+    /// Writers of one task take turns (see `positions`).
+    pub(crate) writers: Turns,
+    /// Which unfinished tasks have their `A` key yet.
+    pub(crate) active: Arc<ActiveSet>,
+    /// Tests: how many more writes a commit may make before it "crashes".
+    #[cfg(test)]
+    pub(crate) writes_left: std::sync::atomic::AtomicUsize,
+    /// Tests: run before each write of a commit (another writer's write, say).
+    #[cfg(test)]
+    pub(crate) before_each_write: WriteHook,
+}
+
+/// Tests: what `TaskTable::before_each_write` runs, if anything.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct WriteHook(pub(crate) std::sync::Mutex<Option<BeforeWrite>>);
+
+/// Tests: a step run on the raw database before a write.
+#[cfg(test)]
+pub(crate) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
+
+#[cfg(test)]
+impl std::fmt::Debug for WriteHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WriteHook")
     }
+}
 
-    /// In `sync` mode, returns once everything written before the call is on disk.
-    pub(crate) async fn settle_writes(&self) -> Result<(), StoreError> {
-        match &self.flusher {
-            Some(flusher) => flusher.settle(&self.db, &self.log).await,
-            None => Ok(()),
+impl TaskTable {
+    /// The tasks of `db`, with the counts and active set read at open.
+    pub(crate) fn new(db: sled::Db, counts: Counts, active: Arc<ActiveSet>) -> TaskTable {
+        TaskTable {
+            db,
+            counts,
+            live: LiveIndex::default(),
+            positions: Positions::default(),
+            writers: Turns::default(),
+            active,
+            #[cfg(test)]
+            writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            #[cfg(test)]
+            before_each_write: Default::default(),
         }
-    }
-
-    /// For writes outside `TaskStore::write` (push configs, issues), which are durable
-    /// when they return: settles what the caller has just written.
-    pub(crate) async fn flush_if_sync(&self) -> Result<(), StoreError> {
-        drop(self.begin_write());
-        self.settle_writes().await
-    }
-
-    /// Flushes everything written so far (used at shutdown in batched mode).
-    pub async fn flush(&self) -> Result<(), StoreError> {
-        let (db, log) = (self.db.clone(), self.log.clone());
-        tokio::task::spawn_blocking(move || log.flush(&db)).await??;
-        Ok(())
     }
 
     /// Called before every write of a commit: in tests, fails once the allowance of
@@ -110,7 +153,7 @@ impl SledStore {
         let old = self.db.get(task_key(id)).map_err(StoreError::engine)?;
         let at = match (known, old.as_deref()) {
             (Some(at), Some(_)) => Some(at),
-            (_, bytes) => bytes.map(|b| self.read_position(id, b)).transpose()?,
+            (_, bytes) => bytes.map(|b| read::position(&self.db, id, b)).transpose()?,
         };
         let found = at.as_ref().map_or(0, |at| at.version);
         StoreError::check_version(id, expected_version, found)?;
@@ -292,7 +335,7 @@ impl SledStore {
             }
         }
         let found = match self.db.get(task_key(id)) {
-            Ok(Some(bytes)) => match self.read_position(id, &bytes) {
+            Ok(Some(bytes)) => match read::position(&self.db, id, &bytes) {
                 Ok(at) => at.version,
                 Err(e) => return e,
             },
@@ -360,60 +403,5 @@ impl SledStore {
             }
         }
         Ok(())
-    }
-}
-
-/// A commit, encoded before any write (but for its snapshot, which most commits of a
-/// long-running task do not write).
-pub(crate) struct Encoded<'a> {
-    pub(crate) record: &'a TaskRecord,
-    /// The record's checkpoint, as JSON.
-    pub(crate) checkpoint: Option<Vec<u8>>,
-    pub(crate) entry: IndexEntry,
-    pub(crate) entry_bytes: Vec<u8>,
-    pub(crate) events: Option<EncodedEvents>,
-}
-
-/// A commit's events, as one JSON array.
-pub(crate) struct EncodedEvents {
-    pub(crate) first_seq: u64,
-    pub(crate) last_seq: u64,
-    pub(crate) bytes: Vec<u8>,
-}
-
-impl<'a> Encoded<'a> {
-    pub(crate) fn new(
-        record: &'a TaskRecord,
-        events: &[TaskEvent],
-    ) -> Result<Encoded<'a>, StoreError> {
-        let entry = IndexEntry::of(record);
-        Ok(Encoded {
-            record,
-            checkpoint: record
-                .checkpoint
-                .as_ref()
-                .map(serde_json::to_vec)
-                .transpose()?,
-            entry_bytes: serde_json::to_vec(&entry)?,
-            entry,
-            events: match (events.first(), events.last()) {
-                (Some(first), Some(last)) => Some(EncodedEvents {
-                    first_seq: first.seq,
-                    last_seq: last.seq,
-                    bytes: encode_events(events)?,
-                }),
-                _ => None,
-            },
-        })
-    }
-
-    /// This commit as a value of its own, written in the slot of its first event.
-    pub(crate) fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
-        encode_commit(
-            self.record.version,
-            events.last_seq,
-            self.checkpoint.as_deref(),
-            &events.bytes,
-        )
     }
 }

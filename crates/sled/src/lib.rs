@@ -14,6 +14,7 @@ mod audit;
 mod chaos;
 mod commit;
 mod counts;
+mod encoded;
 mod flusher;
 mod grants;
 mod issues;

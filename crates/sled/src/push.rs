@@ -30,32 +30,28 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
     Ok(serde_json::from_slice(bytes)?)
 }
 
-impl SledStore {
-    fn push_tree(&self) -> &sled::Tree {
-        &self.push
-    }
-
-    /// Removes the task's push configs, then their cursors and marks (the config first,
-    /// as a delete does).
-    pub(crate) fn remove_push_of(&self, task: &TaskId) -> Result<(), StoreError> {
-        for kind in [b'c', b'k', b'u'] {
-            let prefix = key(kind, task, "");
-            for item in self.push_tree().scan_prefix(&prefix).keys() {
-                self.push_tree()
-                    .remove(item.map_err(StoreError::engine)?)
-                    .map_err(StoreError::engine)?;
-            }
+/// Removes the task's push configs, then their cursors and marks (the config first,
+/// as a delete does).
+pub(crate) fn remove_of(tree: &sled::Tree, task: &TaskId) -> Result<(), StoreError> {
+    for kind in [b'c', b'k', b'u'] {
+        let prefix = key(kind, task, "");
+        for item in tree.scan_prefix(&prefix).keys() {
+            tree.remove(item.map_err(StoreError::engine)?)
+                .map_err(StoreError::engine)?;
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    fn read_cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
-        self.push_tree()
-            .get(key(b'k', task, id))
-            .map_err(StoreError::engine)?
-            .map(|bytes| decode(&bytes))
-            .transpose()
-    }
+fn read_cursor(
+    tree: &sled::Tree,
+    task: &TaskId,
+    id: &str,
+) -> Result<Option<PushCursor>, StoreError> {
+    tree.get(key(b'k', task, id))
+        .map_err(StoreError::engine)?
+        .map(|bytes| decode(&bytes))
+        .transpose()
 }
 
 #[async_trait]
@@ -64,18 +60,18 @@ impl PushStore for SledStore {
         let (task, id) = (&config.task_id, config.id.as_str());
         // A replaced config keeps its cursor; a deleted one's leftovers are not reused.
         let existing = match self
-            .push_tree()
+            .push
             .contains_key(key(b'c', task, id))
             .map_err(StoreError::engine)?
         {
-            true => self.read_cursor(task, id)?,
+            true => read_cursor(&self.push, task, id)?,
             false => None,
         };
         let cursor = existing.unwrap_or(PushCursor {
             delivered_seq: start_after,
             ..PushCursor::default()
         });
-        let tree = self.push_tree();
+        let tree = &self.push;
         if !cursor.finished {
             tree.insert(key(b'u', task, id), &[][..])
                 .map_err(StoreError::engine)?;
@@ -88,7 +84,7 @@ impl PushStore for SledStore {
     }
 
     async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
-        self.push_tree()
+        self.push
             .get(key(b'c', task, id))
             .map_err(StoreError::engine)?
             .map(|bytes| decode(&bytes))
@@ -97,14 +93,14 @@ impl PushStore for SledStore {
 
     async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
         let prefix = key(b'c', task, "");
-        self.push_tree()
+        self.push
             .scan_prefix(prefix)
             .map(|item| decode(&item.map_err(StoreError::engine)?.1))
             .collect()
     }
 
     async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
-        let tree = self.push_tree();
+        let tree = &self.push;
         let existed = tree
             .remove(key(b'c', task, id))
             .map_err(StoreError::engine)?
@@ -118,7 +114,7 @@ impl PushStore for SledStore {
     }
 
     async fn cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
-        self.read_cursor(task, id)
+        read_cursor(&self.push, task, id)
     }
 
     async fn set_cursor(
@@ -130,13 +126,13 @@ impl PushStore for SledStore {
         // A deleted config stays deleted. (Not atomic with a concurrent delete; the
         // delete is the one that flushes, and a stray cursor without a config is inert.)
         if !self
-            .push_tree()
+            .push
             .contains_key(key(b'c', task, id))
             .map_err(StoreError::engine)?
         {
             return Ok(());
         }
-        let tree = self.push_tree();
+        let tree = &self.push;
         tree.insert(key(b'k', task, id), serde_json::to_vec(cursor)?)
             .map_err(StoreError::engine)?;
         if cursor.finished {
@@ -151,7 +147,7 @@ impl PushStore for SledStore {
 
     async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
         let mut entries = Vec::new();
-        for item in self.push_tree().scan_prefix(b"u") {
+        for item in self.push.scan_prefix(b"u") {
             let (k, _) = item.map_err(StoreError::engine)?;
             let Some(zero) = k.iter().position(|b| *b == 0) else {
                 continue;
@@ -159,7 +155,7 @@ impl PushStore for SledStore {
             let task = TaskId::from(String::from_utf8_lossy(&k[1..zero]).into_owned());
             let id = String::from_utf8_lossy(&k[zero + 1..]).into_owned();
             if let Some(config) = self.config(&task, &id).await? {
-                let cursor = self.read_cursor(&task, &id)?.unwrap_or_default();
+                let cursor = read_cursor(&self.push, &task, &id)?.unwrap_or_default();
                 // A crash between writing a finished cursor and clearing its mark.
                 if !cursor.finished {
                     entries.push(PushEntry { config, cursor });

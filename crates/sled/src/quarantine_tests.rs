@@ -73,6 +73,7 @@ async fn an_unreadable_unfinished_task_is_failed_and_set_aside_at_the_next_open(
     assert!(
         store
             .quarantine
+            .tree
             .contains_key(task_key(failed.id()))
             .unwrap()
     );

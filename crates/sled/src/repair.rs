@@ -24,17 +24,19 @@
 //! the listing entries. The cost is one pass over the active set and one over the
 //! index, paid only after an unclean stop.
 
+use crate::active_set::active_ids;
+use crate::commit::TaskTable;
 use crate::layout::{
     Header, active_key, commit_versions, encode_record, event_key, event_prefix, is_current,
     legacy_head_key, task_key,
 };
 use crate::live_index::is_persisted;
 use crate::positions::Position;
-use crate::read::tail_range;
+use crate::quarantine::Quarantine;
+use crate::read::{self, tail_range};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
-use crate::SledStore;
 use fundi_runtime::model::{TaskId, TaskState};
 
 /// What a repair found and mended.
@@ -53,16 +55,16 @@ pub(crate) struct Repaired {
     pub(crate) set_aside: usize,
 }
 
-pub(crate) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
+pub(crate) fn repair(tasks: &TaskTable, quarantine: &Quarantine) -> Result<Repaired, StoreError> {
     let started = std::time::Instant::now();
     let mut repaired = Repaired::default();
-    for id in store.active_ids()? {
+    for id in active_ids(&tasks.db)? {
         repaired.checked += 1;
-        match repair_task(store, &id, &mut repaired) {
+        match repair_task(tasks, &id, &mut repaired) {
             Ok(()) => {}
             // Unreadable: set aside, and the rest repaired all the same.
             Err(error @ StoreError::Codec { .. }) => {
-                store.set_aside(&id, &error)?;
+                quarantine.set_aside(tasks, &id, &error)?;
                 repaired.set_aside += 1;
             }
             Err(error) => return Err(error),
@@ -81,8 +83,8 @@ pub(crate) fn repair(store: &SledStore) -> Result<Repaired, StoreError> {
 }
 
 /// Repairs one task of the active set (see the module docs).
-fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Result<(), StoreError> {
-    let db = &store.db;
+fn repair_task(tasks: &TaskTable, id: &TaskId, repaired: &mut Repaired) -> Result<(), StoreError> {
+    let db = &tasks.db;
     let Some(bytes) = db.get(task_key(id)).map_err(StoreError::engine)? else {
         for key in db.scan_prefix(event_prefix(id)).keys() {
             db.remove(key.map_err(StoreError::engine)?)
@@ -132,7 +134,7 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
     let entry: IndexEntry = match tail {
         false => serde_json::from_slice(&header.entry)?,
         true => {
-            let record = store.with_tail(header.record(&bytes)?)?;
+            let record = read::with_tail(db, header.record(&bytes)?)?;
             let entry = IndexEntry::of(&record);
             if record.state().is_terminal() {
                 // Cut between its events and its snapshot, a task's last commit:
@@ -160,9 +162,9 @@ fn repair_task(store: &SledStore, id: &TaskId, repaired: &mut Repaired) -> Resul
         true => serde_json::to_vec(&entry)?,
         false => Vec::new(),
     };
-    store.move_entry(id, at.version, previous.as_ref(), &entry, &entry_bytes)?;
+    tasks.move_entry(id, at.version, previous.as_ref(), &entry, &entry_bytes)?;
     if !is_persisted(&entry) {
-        store.positions.reached(id, at);
+        tasks.positions.reached(id, at);
     }
     if header.legacy {
         db.remove(legacy_head_key(id)).map_err(StoreError::engine)?;

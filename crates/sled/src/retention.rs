@@ -14,111 +14,94 @@
 //! Counts live in memory; an unclean close rebuilds them from `U` and `C`, so a removal
 //! cut after step 2 is counted once either way.
 
+use crate::commit::TaskTable;
 use crate::layout::{
     active_key, context_key, created_key, decode_created, event_prefix, legacy_head_key, task_key,
     updated_key,
 };
-use crate::store::SledStore;
+use crate::read;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
 const REMOVING: &[u8] = b"R";
 
-impl SledStore {
-    /// See `TaskStore::remove_ended_before`: finishes removals a crash cut short, then
-    /// removes up to `limit` ended tasks last updated before `before_ms`.
-    pub(crate) fn remove_ended(&self, before_ms: i64, limit: usize) -> Result<usize, StoreError> {
-        for item in self.db.scan_prefix(REMOVING) {
-            let (key, value) = item.map_err(StoreError::engine)?;
-            let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
-            let (entry, created) = decode_marker(&value)?;
-            self.remove_task(&id, &entry, created.as_deref())?;
-        }
-        let mut ended = Vec::new();
-        for item in self.db.scan_prefix(b"U") {
-            let (_, value) = item.map_err(StoreError::engine)?;
-            let entry: IndexEntry = serde_json::from_slice(&value)?;
-            if entry.ts_ms >= before_ms || ended.len() >= limit {
-                break;
-            }
-            if entry.state().is_some_and(|s| s.is_terminal()) {
-                ended.push(entry);
-            }
-        }
-        for entry in &ended {
-            let id = &entry.task_id;
-            let created = self.read_task(id)?.and_then(|record| {
-                let first = record.task.history.first()?;
-                Some(created_key(record.owner.as_deref(), &first.message_id))
-            });
-            let marker = encode_marker(entry, created.as_deref())?;
-            self.db
-                .insert(removing_key(id), marker)
-                .map_err(StoreError::engine)?;
-            self.remove_task(id, entry, created.as_deref())?;
-        }
-        Ok(ended.len())
+/// See `TaskStore::remove_ended_before`: finishes removals a crash cut short, then
+/// removes up to `limit` ended tasks last updated before `before_ms`.
+pub(crate) fn remove_ended(
+    tasks: &TaskTable,
+    push: &sled::Tree,
+    chaos: &sled::Tree,
+    before_ms: i64,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let db = &tasks.db;
+    for item in db.scan_prefix(REMOVING) {
+        let (key, value) = item.map_err(StoreError::engine)?;
+        let id = TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned());
+        let (entry, created) = decode_marker(&value)?;
+        remove_task(tasks, push, chaos, &id, &entry, created.as_deref())?;
     }
-
-    /// Steps 2 to 5 (see the module docs); each may have been done already.
-    fn remove_task(
-        &self,
-        id: &TaskId,
-        entry: &IndexEntry,
-        created: Option<&[u8]>,
-    ) -> Result<(), StoreError> {
-        let listed = updated_key(entry);
-        if self.db.contains_key(&listed).map_err(StoreError::engine)? {
-            self.db.remove(&listed).map_err(StoreError::engine)?;
-            self.db
-                .remove(context_key(entry))
-                .map_err(StoreError::engine)?;
-            self.counts.removed(entry);
+    let mut ended = Vec::new();
+    for item in db.scan_prefix(b"U") {
+        let (_, value) = item.map_err(StoreError::engine)?;
+        let entry: IndexEntry = serde_json::from_slice(&value)?;
+        if entry.ts_ms >= before_ms || ended.len() >= limit {
+            break;
         }
-        self.db.remove(task_key(id)).map_err(StoreError::engine)?;
-        self.positions.forget(id);
-        // What older layouts or a lazy active set may have left beside it.
-        self.db.remove(active_key(id)).map_err(StoreError::engine)?;
-        self.db
-            .remove(legacy_head_key(id))
-            .map_err(StoreError::engine)?;
-        for key in self.db.scan_prefix(event_prefix(id)).keys() {
-            self.db
-                .remove(key.map_err(StoreError::engine)?)
-                .map_err(StoreError::engine)?;
+        if entry.state().is_some_and(|s| s.is_terminal()) {
+            ended.push(entry);
         }
-        if let Some(created) = created
-            && let Some(value) = self.db.get(created).map_err(StoreError::engine)?
-            && decode_created(&value).is_ok_and(|(task, _)| &task == id)
-        {
-            self.db.remove(created).map_err(StoreError::engine)?;
-        }
-        self.remove_push_of(id)?;
-        self.remove_chaos_of(id)?;
-        self.db
-            .remove(removing_key(id))
-            .map_err(StoreError::engine)?;
-        Ok(())
     }
+    for entry in &ended {
+        let id = &entry.task_id;
+        let created = read::task(db, &tasks.positions, id)?.and_then(|record| {
+            let first = record.task.history.first()?;
+            Some(created_key(record.owner.as_deref(), &first.message_id))
+        });
+        let marker = encode_marker(entry, created.as_deref())?;
+        db.insert(removing_key(id), marker)
+            .map_err(StoreError::engine)?;
+        remove_task(tasks, push, chaos, id, entry, created.as_deref())?;
+    }
+    Ok(ended.len())
 }
 
-impl SledStore {
-    /// Where a task's chaos events start in the `chaos` tree: its id and a 0 byte, which
-    /// no task id contains (see `chaos::SledChaosLog`).
-    pub(crate) fn chaos_prefix(task: &TaskId) -> Vec<u8> {
-        [task.as_str().as_bytes(), &[0]].concat()
+/// Steps 2 to 5 (see the module docs); each may have been done already.
+fn remove_task(
+    tasks: &TaskTable,
+    push: &sled::Tree,
+    chaos: &sled::Tree,
+    id: &TaskId,
+    entry: &IndexEntry,
+    created: Option<&[u8]>,
+) -> Result<(), StoreError> {
+    let db = &tasks.db;
+    let listed = updated_key(entry);
+    if db.contains_key(&listed).map_err(StoreError::engine)? {
+        db.remove(&listed).map_err(StoreError::engine)?;
+        db.remove(context_key(entry)).map_err(StoreError::engine)?;
+        tasks.counts.removed(entry);
     }
-
-    /// Removes a task's chaos events.
-    pub(crate) fn remove_chaos_of(&self, task: &TaskId) -> Result<(), StoreError> {
-        for key in self.chaos.scan_prefix(SledStore::chaos_prefix(task)).keys() {
-            self.chaos
-                .remove(key.map_err(StoreError::engine)?)
-                .map_err(StoreError::engine)?;
-        }
-        Ok(())
+    db.remove(task_key(id)).map_err(StoreError::engine)?;
+    tasks.positions.forget(id);
+    // What older layouts or a lazy active set may have left beside it.
+    db.remove(active_key(id)).map_err(StoreError::engine)?;
+    db.remove(legacy_head_key(id)).map_err(StoreError::engine)?;
+    for key in db.scan_prefix(event_prefix(id)).keys() {
+        db.remove(key.map_err(StoreError::engine)?)
+            .map_err(StoreError::engine)?;
     }
+    if let Some(created) = created
+        && let Some(value) = db.get(created).map_err(StoreError::engine)?
+        && decode_created(&value).is_ok_and(|(task, _)| &task == id)
+    {
+        db.remove(created).map_err(StoreError::engine)?;
+    }
+    crate::push::remove_of(push, id)?;
+    crate::chaos::remove_of(chaos, id)?;
+    db.remove(removing_key(id)).map_err(StoreError::engine)?;
+    Ok(())
 }
 
 fn removing_key(id: &TaskId) -> Vec<u8> {
@@ -148,7 +131,7 @@ mod tests {
     use fundi_runtime::store::ListQuery;
     use fundi_runtime::store::TaskStore;
 
-    use crate::Durability;
+    use crate::{Durability, SledStore};
     use fundi_runtime::testing::store_contract::{advance, created, record};
 
     /// How many tasks a listing counts, and how many its first page holds.
@@ -180,7 +163,7 @@ mod tests {
             .insert(removing_key(&id), encode_marker(&entry, None).unwrap())
             .unwrap();
         assert_eq!(
-            store.remove_ended(0, 10).unwrap(),
+            remove_ended(&store.tasks, &store.push, &store.chaos, 0, 10).unwrap(),
             0,
             "nothing new to remove"
         );

@@ -44,34 +44,29 @@
 //! first brings the tasks above the watermark into the active set on disk; one that was
 //! not closed cleanly is then repaired from their snapshots and tails (`repair`).
 //!
-//! By job: opening (`open`), committing (`commit`), reading (`read`),
-//! repairing (`repair`), setting aside what cannot be read (`quarantine`),
-//! the bytes (`layout`); this module holds the store, `task_store` its `TaskStore` face.
+//! By job: the tasks and their commits (`commit`, a `TaskTable`), reading them
+//! (`read`), opening (here, and `open`), repairing (`repair`), setting aside what cannot
+//! be read (`quarantine`), removing ended tasks (`retention`), the bytes (`layout`);
+//! this module holds the store, `task_store` its `TaskStore` face.
 
+use std::path::Path;
 use std::time::Duration;
 
-use crate::active_set::{ActiveSet, Sweeper};
+use crate::active_set::{ActiveSet, Sweeper, fresh_watermark, join_the_tail};
+use crate::commit::TaskTable;
 use crate::counts::Counts;
 use crate::flusher::GroupFlusher;
-use crate::layout::CLEAN_MARKER;
-use crate::live_index::LiveIndex;
+use crate::layout::{
+    CLEAN_MARKER, FORMAT_KEY, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, decode_entry,
+};
 use crate::log_sync::LogSync;
-use crate::positions::{Positions, Turns};
+use crate::open;
+use crate::quarantine::Quarantine;
+use crate::repair;
 use fundi_runtime::store::StoreError;
 
 /// sled's page cache by default (sled's own default is 1 GiB).
 pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
-
-/// How many bytes of a task's first events its snapshot carries (see `snapshot`). A
-/// blocking send's whole history fits, so it commits with one write each time; a
-/// long-running task's events move out to values of their own, so that its snapshot
-/// does not grow with its log.
-pub(crate) const INLINE_EVENTS_LIMIT: usize = 4 * 1024;
-
-/// A task's snapshot is written again at least every this many commits: between, a
-/// commit of an unfinished task writes its events alone (see `apply`), and a reader
-/// replays at most this many commits onto the snapshot.
-pub(crate) const SNAPSHOT_EVERY: u64 = 32;
 
 /// When a committed change is on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +85,9 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SledStore {
     pub(crate) db: sled::Db,
+    /// The tasks: snapshots, tails, the listing index, and what memory holds of the
+    /// unfinished ones (see `commit`).
+    pub(crate) tasks: TaskTable,
     /// Push configs and cursors (see `push`).
     pub(crate) push: sled::Tree,
     /// Issues by fingerprint (see `issues::SledIssueStore`).
@@ -106,45 +104,197 @@ pub struct SledStore {
     /// Peers added at run time, by name (see `peers::SledPeerStore`).
     pub(crate) peers: sled::Tree,
     /// What was set aside because it could not be read (see `quarantine`).
-    pub(crate) quarantine: sled::Tree,
+    pub(crate) quarantine: Quarantine,
     pub(crate) flusher: Option<GroupFlusher>,
     /// Makes a flush durable (see `log_sync`).
     pub(crate) log: std::sync::Arc<LogSync>,
-    /// Tasks per owner and state.
-    pub(crate) counts: Counts,
-    /// The listing entries of unfinished tasks (those of terminal tasks are in sled).
-    pub(crate) live: LiveIndex,
-    /// Where unfinished tasks' logs end (see `positions`).
-    pub(crate) positions: Positions,
-    /// Writers of one task take turns (see `positions`).
-    pub(crate) writers: Turns,
-    /// Which unfinished tasks have their `A` key yet.
-    pub(crate) active: std::sync::Arc<ActiveSet>,
     /// The thread writing the missing `A` keys every `SWEEP_INTERVAL`.
     pub(crate) sweeper: Option<Sweeper>,
     /// Whether dropping the store marks it closed cleanly (tests clear it to crash).
     pub(crate) close_cleanly: bool,
-    /// Tests: how many more writes a commit may make before it "crashes".
-    #[cfg(test)]
-    pub(crate) writes_left: std::sync::atomic::AtomicUsize,
-    /// Tests: run before each write of a commit (another writer's write, say).
-    #[cfg(test)]
-    pub(crate) before_each_write: WriteHook,
 }
 
-/// Tests: what `SledStore::before_each_write` runs, if anything.
-#[cfg(test)]
-#[derive(Default)]
-pub(crate) struct WriteHook(pub(crate) std::sync::Mutex<Option<BeforeWrite>>);
+impl SledStore {
+    /// Opens (or creates) the store in `path`. Must be called inside a tokio runtime.
+    pub fn open(path: impl AsRef<Path>, durability: Durability) -> Result<SledStore, StoreError> {
+        SledStore::open_with_cache(path, durability, DEFAULT_CACHE_BYTES)
+    }
 
-/// Tests: a step run on the raw database before a write.
-#[cfg(test)]
-pub(crate) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
+    /// Like [`SledStore::open`], with sled's page cache limited to `cache_bytes` (the
+    /// store's share of memory; what does not fit is read from disk).
+    pub fn open_with_cache(
+        path: impl AsRef<Path>,
+        durability: Durability,
+        cache_bytes: u64,
+    ) -> Result<SledStore, StoreError> {
+        let path = path.as_ref();
+        SledStore::open_config(
+            sled::Config::new().path(path).cache_capacity(cache_bytes),
+            durability,
+            Some(path),
+        )
+    }
 
-#[cfg(test)]
-impl std::fmt::Debug for WriteHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WriteHook")
+    /// A store in a temporary directory, removed when dropped (tests, benchmarks).
+    pub fn temporary(durability: Durability) -> Result<SledStore, StoreError> {
+        SledStore::open_config(sled::Config::new().temporary(true), durability, None)
+    }
+
+    /// Opens `config`; `dir` is where it lives (`None`: a temporary store).
+    fn open_config(
+        config: sled::Config,
+        durability: Durability,
+        dir: Option<&Path>,
+    ) -> Result<SledStore, StoreError> {
+        let config = match durability {
+            // Every commit asks for its own (shared) flush; no timer needed.
+            Durability::Sync => config.flush_every_ms(None),
+            Durability::Batched { window } => {
+                config.flush_every_ms(Some(window.as_millis().max(1) as u64))
+            }
+        };
+        let db = config.open().map_err(open::opening)?;
+        let log = std::sync::Arc::new(match dir {
+            Some(dir) => LogSync::open(dir)?,
+            None => LogSync::temporary(),
+        });
+        // Before anything is written: a newer layout is refused, not misread.
+        let found = match db.get(FORMAT_KEY).map_err(StoreError::engine)? {
+            Some(bytes) => <[u8; 8]>::try_from(bytes.as_ref())
+                .map(u64::from_be_bytes)
+                .map_err(|_| StoreError::damaged("the store format marker is not 8 bytes"))?,
+            None => 0,
+        };
+        if found > STORE_FORMAT {
+            return Err(StoreError::NewerFormat {
+                found,
+                supported: STORE_FORMAT,
+            });
+        }
+        if found < STORE_FORMAT {
+            db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())
+                .map_err(StoreError::engine)?;
+        }
+        let quarantine = Quarantine::open(&db, log.clone())?;
+        let push = db.open_tree("push").map_err(StoreError::engine)?;
+        let issues = db.open_tree("issues").map_err(StoreError::engine)?;
+        let schedules = db.open_tree("schedules").map_err(StoreError::engine)?;
+        let grants = db.open_tree("grants").map_err(StoreError::engine)?;
+        let grant_digests = db.open_tree("grant_digests").map_err(StoreError::engine)?;
+        let audit = db.open_tree("audit").map_err(StoreError::engine)?;
+        let chaos = db.open_tree("chaos").map_err(StoreError::engine)?;
+        let peers = db.open_tree("peers").map_err(StoreError::engine)?;
+        let flusher = match durability {
+            Durability::Sync => Some(GroupFlusher::default()),
+            Durability::Batched { .. } => None,
+        };
+        // From here until a clean close, the store counts as possibly half written; the
+        // marker's removal is on disk before anything else is written.
+        let was_clean = db
+            .remove(CLEAN_MARKER)
+            .map_err(StoreError::engine)?
+            .is_some();
+        let counts = match was_clean {
+            true => Counts::load(&db)?,
+            false => Counts::default(),
+        };
+        // A store created just now has nothing to repair.
+        let repair = !was_clean && db.was_recovered();
+        let stored_watermark = db
+            .get(WATERMARK_KEY)
+            .map_err(StoreError::engine)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        if let Some(watermark) = &stored_watermark {
+            join_the_tail(&db, watermark, repair)?;
+        }
+        // After the tail's keys, so that a crash before it scans the tail again.
+        let watermark = fresh_watermark(stored_watermark.as_deref());
+        db.insert(WATERMARK_KEY, watermark.as_bytes())
+            .map_err(StoreError::engine)?;
+        let active = std::sync::Arc::new(ActiveSet::new(watermark));
+        let mut store = SledStore {
+            tasks: TaskTable::new(db.clone(), counts, active),
+            db,
+            push,
+            issues,
+            schedules,
+            grants,
+            grant_digests,
+            audit,
+            chaos,
+            peers,
+            quarantine,
+            flusher,
+            log,
+            sweeper: None,
+            close_cleanly: false,
+        };
+        if !store
+            .db
+            .contains_key(LIVE_MARKER)
+            .map_err(StoreError::engine)?
+        {
+            open::take_live_entries_out_of_sled(&store.db)?;
+        }
+        // Repair loads the unfinished tasks' entries as it mends them.
+        match repair {
+            true => repair::repair(&store.tasks, &store.quarantine).map(|_| ())?,
+            false => open::load_live_entries(&store.tasks, &store.quarantine)?,
+        }
+        if repair {
+            // A crash can stop a commit before its counts moved; and saved counts are
+            // stale.
+            let persisted = store.db.scan_prefix(b"U").map(decode_entry);
+            let entries = persisted.chain(store.tasks.live.newest_first(None));
+            store.tasks.counts = Counts::rebuild(entries)?;
+            store.db.remove(b"Mcounts").map_err(StoreError::engine)?;
+        }
+        store.log.flush(&store.db)?;
+        store.sweeper = Some(Sweeper::start(&store.db, &store.tasks.active)?);
+        store.close_cleanly = true;
+        Ok(store)
+    }
+
+    /// In `sync` mode, a ticket held while a write is applied (see `flusher`).
+    pub(crate) fn begin_write(&self) -> Option<crate::flusher::Writing<'_>> {
+        self.flusher.as_ref().map(GroupFlusher::begin)
+    }
+
+    /// In `sync` mode, returns once everything written before the call is on disk.
+    pub(crate) async fn settle_writes(&self) -> Result<(), StoreError> {
+        match &self.flusher {
+            Some(flusher) => flusher.settle(&self.db, &self.log).await,
+            None => Ok(()),
+        }
+    }
+
+    /// For writes outside `TaskStore::write` (push configs, issues), which are durable
+    /// when they return: settles what the caller has just written.
+    pub(crate) async fn flush_if_sync(&self) -> Result<(), StoreError> {
+        drop(self.begin_write());
+        self.settle_writes().await
+    }
+
+    /// Flushes everything written so far (used at shutdown in batched mode).
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (db, log) = (self.db.clone(), self.log.clone());
+        tokio::task::spawn_blocking(move || log.flush(&db)).await??;
+        Ok(())
+    }
+
+    /// Writes the missing `A` keys now (tests; the sweeper does it every second).
+    #[cfg(test)]
+    pub(crate) fn sweep(&self) {
+        self.tasks.active.sweep(&self.db).unwrap();
+    }
+
+    /// Drops the store as a crash would leave it: without marking it closed cleanly, so
+    /// the next open repairs it. Everything written so far is flushed first (a crash
+    /// loses unflushed writes too, but those are not what repair is for).
+    #[cfg(test)]
+    pub(crate) fn crash(mut self) {
+        self.db.flush().unwrap();
+        self.close_cleanly = false;
     }
 }
 
@@ -156,8 +306,8 @@ impl Drop for SledStore {
         }
         // Everything is on disk before the marker says so. The last sweep leaves the
         // next open no tail to scan (were it to fail, that open would scan it).
-        let closed = self.active.sweep(&self.db).and_then(|()| {
-            self.counts.save(&self.db)?;
+        let closed = self.tasks.active.sweep(&self.db).and_then(|()| {
+            self.tasks.counts.save(&self.db)?;
             self.log.flush(&self.db)?;
             self.db
                 .insert(CLEAN_MARKER, &[])

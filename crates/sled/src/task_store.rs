@@ -4,11 +4,13 @@
 use async_trait::async_trait;
 
 use crate::SledStore;
-use crate::commit::Encoded;
+use crate::active_set::active_ids;
+use crate::encoded::Encoded;
 use crate::layout::{
     Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
     encode_created, event_key, task_key,
 };
+use crate::{read, retention};
 use fundi_runtime::model::{TaskEvent, TaskId};
 use fundi_runtime::store::index::{merge_newest_first, plan_page};
 use fundi_runtime::store::{
@@ -26,7 +28,7 @@ impl TaskStore for SledStore {
     ) -> Result<(), StoreError> {
         let encoded = Encoded::new(record, events)?;
         let _writing = self.begin_write();
-        let _turn = self.writers.turn(record.id());
+        let _turn = self.tasks.writers.turn(record.id());
         // Before the commit point: an entry without its task is read as none.
         if let Some((owner, message_id, at)) = first_message(record, events) {
             let value = encode_created(record.id(), at);
@@ -34,11 +36,11 @@ impl TaskStore for SledStore {
                 .insert(created_key(owner, message_id), value)
                 .map_err(StoreError::engine)?;
         }
-        let applied = self.apply(&encoded, expected_version);
+        let applied = self.tasks.apply(&encoded, expected_version);
         if applied.is_err() {
             // A write may have failed after the commit point: read the position from
             // sled next time.
-            self.positions.forget(record.id());
+            self.tasks.positions.forget(record.id());
         }
         applied
     }
@@ -48,7 +50,7 @@ impl TaskStore for SledStore {
     }
 
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_task(id)
+        read::task(&self.db, &self.tasks.positions, id)
     }
 
     async fn remove_ended_before(
@@ -57,7 +59,13 @@ impl TaskStore for SledStore {
         limit: usize,
     ) -> Result<usize, StoreError> {
         let _writing = self.begin_write();
-        self.remove_ended(before.timestamp_millis(), limit)
+        retention::remove_ended(
+            &self.tasks,
+            &self.push,
+            &self.chaos,
+            before.timestamp_millis(),
+            limit,
+        )
     }
 
     async fn created_by(
@@ -128,16 +136,23 @@ impl TaskStore for SledStore {
         };
         let live = match terminal {
             Some(true) => None,
-            _ => Some(self.live.newest_first(query.context_id.as_ref())),
+            _ => Some(self.tasks.live.newest_first(query.context_id.as_ref())),
         };
         let entries =
             merge_newest_first(persisted.into_iter().flatten(), live.into_iter().flatten());
         // The counts are kept by owner and state only.
         let total = match (&query.context_id, query.updated_after, &query.skill) {
-            (None, None, None) => Some(self.count(query.owner.as_user(), query.state)),
+            (None, None, None) => Some(
+                self.tasks
+                    .counts
+                    .get(query.owner.as_user(), query.state.map(|s| s.number()))
+                    as usize,
+            ),
             _ => None,
         };
-        let skill_of = |id: &TaskId| Ok(self.read_task(id)?.map(|record| record.skill));
+        let skill_of = |id: &TaskId| {
+            Ok(read::task(&self.db, &self.tasks.positions, id)?.map(|record| record.skill))
+        };
         let plan = plan_page(entries, query, total, &skill_of)?;
         let mut page = PageFill::new(query);
         for position in plan.ids {
@@ -176,7 +191,7 @@ impl TaskStore for SledStore {
         for id in active_set(self)? {
             // Waiting for input, as its listing entry here says (its snapshot's header
             // was read as the store opened): nothing more to read.
-            if let Some((skill, state)) = self.live.waiting_for_input(&id) {
+            if let Some((skill, state)) = self.tasks.live.waiting_for_input(&id) {
                 tasks.push(UnfinishedTask::waiting_for_input(id, skill, state));
                 continue;
             }
@@ -188,7 +203,7 @@ impl TaskStore for SledStore {
     }
 
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
-        self.quarantined_tasks()
+        self.quarantine.tasks()
     }
 }
 
@@ -196,8 +211,8 @@ impl TaskStore for SledStore {
 fn active_set(store: &SledStore) -> Result<Vec<TaskId>, StoreError> {
     // Read in order already: the few unmarked ones are sorted in (a sort that finds
     // the run already sorted), not a million tree inserts.
-    let mut ids = store.active_ids()?;
-    ids.extend(store.active.unmarked());
+    let mut ids = active_ids(&store.db)?;
+    ids.extend(store.tasks.active.unmarked());
     ids.sort_unstable();
     ids.dedup();
     Ok(ids)
@@ -211,7 +226,7 @@ async fn read_unfinished(store: &SledStore, id: &TaskId) -> Result<Option<TaskRe
         Ok(Some(record)) if !record.state().is_terminal() => Ok(Some(record)),
         Ok(_) => Ok(None),
         Err(error @ StoreError::Codec { .. }) => {
-            store.set_aside(id, &error)?;
+            store.quarantine.set_aside(&store.tasks, id, &error)?;
             Ok(None)
         }
         Err(error) => Err(error),

@@ -234,7 +234,7 @@ pub(super) async fn assert_consistent(store: &SledStore, context: &str) {
     let on_disk = active_keys(&store.db);
     for id in &expected {
         assert!(
-            on_disk.contains(id) || store.active.is_unmarked(&TaskId::from(id.as_str())),
+            on_disk.contains(id) || store.tasks.active.is_unmarked(&TaskId::from(id.as_str())),
             "{context}: {id} is in no active set"
         );
     }

@@ -81,7 +81,7 @@ async fn a_task_below_the_watermark_writes_its_key_with_its_first_commit() {
     let r = record(early, "c", TaskState::Working, 1_000, "u");
     store.commit(&r, 0, &[created(&r)]).await.unwrap();
     assert_eq!(active_keys(&store.db), vec![early.to_string()]);
-    assert!(!store.active.is_unmarked(&TaskId::from(early)));
+    assert!(!store.tasks.active.is_unmarked(&TaskId::from(early)));
     store.crash();
     let store = reopen(dir.path()).await;
     assert_eq!(store.active().await.unwrap().len(), 1);
@@ -158,7 +158,7 @@ async fn sweeps_racing_commits_leave_no_task_out_and_no_key_behind() {
     );
     for id in &unfinished {
         assert!(
-            keys.contains(id) || store.active.is_unmarked(&TaskId::from(id.as_str())),
+            keys.contains(id) || store.tasks.active.is_unmarked(&TaskId::from(id.as_str())),
             "{id} is in no active set"
         );
     }

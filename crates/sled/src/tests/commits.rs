@@ -10,8 +10,8 @@ use super::*;
 /// order, across a reopen too.
 #[tokio::test]
 async fn progress_commits_write_their_events_alone_and_read_back_whole() {
+    use crate::commit::SNAPSHOT_EVERY;
     use crate::layout::{Header, event_prefix, task_key};
-    use crate::store::SNAPSHOT_EVERY;
     let dir = tempfile::tempdir().unwrap();
     let sled = Arc::new(reopen(dir.path()).await);
     let mut all = stores().await;
@@ -149,17 +149,17 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
     let taken = event_key(r.id(), 2);
     // Too large to stay in the snapshot, and final: a new snapshot, moving the events
     // out first; the other writer takes slot 2 between that copy and this commit's own.
-    let large = "x".repeat(crate::store::INLINE_EVENTS_LIMIT);
+    let large = "x".repeat(crate::commit::INLINE_EVENTS_LIMIT);
     let mut writes = 0;
     let slot = taken.clone();
-    *store.before_each_write.0.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
+    *store.tasks.before_each_write.0.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
         writes += 1;
         if writes == 2 {
             db.insert(&slot, theirs_value.as_slice()).unwrap();
         }
     }));
     let lost = try_advance_saying(&store, "t1", TaskState::Completed, 2_000, 1, Some(&large)).await;
-    store.before_each_write.0.lock().unwrap().take();
+    store.tasks.before_each_write.0.lock().unwrap().take();
     assert!(
         matches!(lost, Err(StoreError::Conflict { found: 2, .. })),
         "{lost:?}"
@@ -187,7 +187,7 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
 /// it, from the position sled holds rather than the one the store remembered.
 #[tokio::test]
 async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it() {
-    use crate::store::SNAPSHOT_EVERY;
+    use crate::commit::SNAPSHOT_EVERY;
     use std::sync::atomic::Ordering;
     let store = SledStore::temporary(Durability::Sync).unwrap();
     let r = record("t1", "c", TaskState::Working, 1_000, "u");
@@ -198,7 +198,7 @@ async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it()
     // The next commit writes a snapshot: the events its old snapshot carried move out
     // (one write), its own go to their slot (the commit point), then the snapshot, which
     // fails.
-    store.writes_left.store(2, Ordering::Release);
+    store.tasks.writes_left.store(2, Ordering::Release);
     let mut next = store.get(r.id()).await.unwrap().unwrap();
     next.version += 1;
     next.last_seq += 1;
@@ -211,7 +211,7 @@ async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it()
     };
     let failed = store.commit(&next, next.version - 1, &[event]).await;
     assert!(failed.is_err(), "{failed:?}");
-    store.writes_left.store(usize::MAX, Ordering::Release);
+    store.tasks.writes_left.store(usize::MAX, Ordering::Release);
     assert_eq!(store.get(r.id()).await.unwrap().as_ref(), Some(&next));
 
     let after = progress(&store, "t1", "after").await;
@@ -268,6 +268,6 @@ async fn a_task_coming_to_rest_is_snapshotted() {
     assert_eq!(header(&sled), 1, "a progress note is appended");
     let waiting = advance(&sled, "asks", TaskState::InputRequired, 2_000).await;
     assert_eq!(header(&sled), waiting.version);
-    assert!(!sled.has_tail(&id, waiting.last_seq).unwrap());
+    assert!(!crate::read::has_tail(&sled.db, &id, waiting.last_seq).unwrap());
     assert_eq!(sled.get(&id).await.unwrap(), Some(waiting));
 }

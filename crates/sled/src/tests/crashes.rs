@@ -25,7 +25,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
         [Events::Inline, Events::Apart, Events::MovingOut].map(|events| (stage, events))
     });
     // Too large for the snapshot, with what it already carries.
-    let large = "x".repeat(crate::store::INLINE_EVENTS_LIMIT);
+    let large = "x".repeat(crate::commit::INLINE_EVENTS_LIMIT);
     for (stage, events) in cases.filter(|&(stage, e)| stage > 0 || e != Events::MovingOut) {
         let cut_says = (events == Events::MovingOut).then_some(large.as_str());
         // The commits before the cut one.
@@ -52,7 +52,7 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
                     .await
                     .unwrap();
             }
-            store.writes_left.store(writes, Ordering::Release);
+            store.tasks.writes_left.store(writes, Ordering::Release);
             let result = match stage {
                 0 => store.commit(&fresh, 0, &[created(&fresh)]).await,
                 1 => try_advance_saying(&store, "t1", TaskState::Working, 2_000, 1, cut_says)
