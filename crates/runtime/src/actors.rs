@@ -2,20 +2,22 @@
 //! Embedders never see them; `RuntimeHandle` and `SkillContext` talk to them.
 
 mod call;
-mod decide;
 mod fanout;
 mod journal;
 mod park;
 mod phase;
+mod rest;
+mod run_task;
 mod skill_run;
 mod slot_queue;
+mod slot_wait;
 mod slots;
 mod supervisor;
 mod supervisor_msg;
 mod task_actor;
-mod task_calls;
 mod task_msg;
-mod while_working;
+mod task_state;
+mod writer;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
@@ -25,4 +27,4 @@ pub(crate) use supervisor::CardTerms;
 pub(crate) use supervisor::{Supervisor, SupervisorArgs};
 pub(crate) use supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
 pub(crate) use task_msg::{StartMode, TaskMsg};
-pub use while_working::MAX_QUEUED_MESSAGES;
+pub use writer::MAX_QUEUED_MESSAGES;

@@ -1,68 +1,132 @@
-//! A task's skill run, as its actor leads it: started once the task is stored (a
-//! blocking send's first polled here, so that a run that ends at once needs no task of
-//! its own), the skill's calls turned into commits, and its end (return, failure,
-//! panic or abort) into the task's terminal state.
+//! `Runs`: a task's skill runs, as its actor leads them. A run starts once the task
+//! is stored and has a slot (a blocking send's is polled here first, so that a run that
+//! ends at once needs no task of its own); its calls become commits; it waits for input
+//! holding no slot; a cancel or an interrupting message stops it within the grace
+//! period; its end (return, failure, panic or abort) becomes the task's terminal state,
+//! or the next run when messages wait for it.
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-
-use async_trait::async_trait;
-use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-use super::journal::{JournalError, status, status_change};
-use super::phase::{Phase, Run};
+use super::journal::status;
+use super::phase::{CancelWaiter, Phase, Run};
+use super::rest::Rest;
+use super::run_task::{
+    ActorLink, RunSettings, SkillRun, completion, ending, panic_text, poll_once, refusal,
+    stopped_by_lease,
+};
+use super::slot_wait::SlotWait;
 use super::slots::Slot;
-use super::task_actor::TaskActorState;
 use super::task_msg::{RunOutcome, TaskMsg};
-use super::while_working::reply_answered;
-use crate::context::{Cpu, SkillContext};
-use crate::error::RuntimeError;
-use crate::model::{Message, Role, TaskEventKind, TaskState};
-use crate::run_link::{SkillCall, SkillReply, TaskLink};
-use crate::skill::{SkillError, SkillInput, SkillOutput};
-use crate::store::StoreError;
-use crate::telemetry;
+use super::writer::Writer;
+use crate::model::{Message, TaskEventKind, TaskState};
+use crate::run_link::{SkillCall, SkillReply};
+use crate::skill::SkillError;
 
-/// A run's link to its task: calls and notices go to the task's actor, naming the run
-/// (a run stopped for a message that interrupted it must not write into the next).
-struct ActorLink {
-    actor: ActorRef<TaskMsg>,
-    run: u64,
+/// Where the task's run stands, and what a run is started with.
+pub(super) struct Runs {
+    pub(super) phase: Phase,
+    /// The task's wait for a slot, if any.
+    pub(super) slot: SlotWait,
+    /// What its runs are started with.
+    pub(super) settings: RunSettings,
+    /// Runs started so far (the current run's id).
+    runs_started: u64,
+    /// Started to run its task again after a restart (its first run says so; a task
+    /// woken at rest, after a restart or a park, says nothing).
+    restarted: bool,
+    /// The next run's first poll is made here (a new task spawned with a waiter).
+    pub(super) first_poll_here: bool,
+    span: tracing::Span,
 }
 
-#[async_trait]
-impl TaskLink for ActorLink {
-    async fn call(&self, call: SkillCall) -> Option<SkillReply> {
-        let run = self.run;
-        let sent = self
-            .actor
-            .call(|reply| TaskMsg::Skill(call, reply, run), None);
-        match sent.await {
-            Ok(CallResult::Success(reply)) => Some(reply),
-            Ok(_) | Err(_) => None,
+impl Runs {
+    /// The runs of a task in `phase`: `restarted` after a restart, its first run's first
+    /// poll made here when `first_poll_here`.
+    pub(super) fn new(
+        settings: RunSettings,
+        phase: Phase,
+        slot: SlotWait,
+        restarted: bool,
+        first_poll_here: bool,
+        span: tracing::Span,
+    ) -> Runs {
+        Runs {
+            phase,
+            slot,
+            settings,
+            runs_started: 0,
+            restarted,
+            first_poll_here,
+            span,
         }
     }
 
-    fn notes_posted(&self) -> bool {
-        self.actor.cast(TaskMsg::Posted).is_ok()
+    /// Asks for a slot for the task: `Start` comes once it has one.
+    pub(super) fn want_slot(&mut self, writer: &Writer, myself: &ActorRef<TaskMsg>) {
+        self.slot.want(myself, &writer.journal.record().skill);
     }
-}
 
-/// A skill's run, as its actor drives it.
-type SkillRun = Pin<Box<dyn Future<Output = Result<SkillOutput, SkillError>> + Send>>;
+    /// The task has a slot: the queued run starts in it, or the waiting run gets its
+    /// answer and goes on in it.
+    pub(super) async fn on_start(
+        &mut self,
+        writer: &mut Writer,
+        myself: &ActorRef<TaskMsg>,
+        slot: Slot,
+    ) {
+        match std::mem::take(&mut self.phase) {
+            // The run asked for input and has it now: it goes on, in this slot.
+            Phase::Answered {
+                run,
+                waiter,
+                answer,
+            } => {
+                let _ = waiter.send(Ok(Some(answer)));
+                self.phase = Phase::Running { run, slot };
+            }
+            Phase::Queued { message, resumed } => {
+                self.start_queued(writer, myself, slot, message, resumed)
+                    .await;
+            }
+            // Nothing to start any more (canceled meanwhile, say): the slot is freed.
+            other => self.phase = other,
+        }
+    }
 
-impl TaskActorState {
+    /// Moves the task to working (a fresh task; a follow-up already put it there) and
+    /// starts its run in `slot`. A run started again after a restart says so, so that
+    /// watchers know why.
+    async fn start_queued(
+        &mut self,
+        writer: &mut Writer,
+        myself: &ActorRef<TaskMsg>,
+        slot: Slot,
+        message: Message,
+        resumed: bool,
+    ) {
+        let state = writer.journal.state();
+        if state.is_terminal() {
+            return;
+        }
+        let note = (self.restarted && self.runs_started == 0 && state == TaskState::Working)
+            .then(|| "resumed after a restart".to_owned());
+        // A skill that says when work begins leaves a submitted task submitted.
+        let leave_submitted = state == TaskState::Submitted && self.settings.skill.sets_working();
+        if (state != TaskState::Working && !leave_submitted) || note.is_some() {
+            if let Err(error) = writer.set_status(TaskState::Working, note).await {
+                return writer.fail_after("could not start the task", &error).await;
+            }
+        }
+        self.start_run(writer, myself, slot, message, resumed).await;
+    }
+
     /// Starts the skill's run in `slot` as a child task (its task is stored already: no
     /// skill runs for a task that is not). A blocking send's first run is polled once
     /// here first: one that ends at once is ended here, with no task of its own.
-    pub(super) async fn start_run(
+    async fn start_run(
         &mut self,
+        writer: &mut Writer,
         myself: &ActorRef<TaskMsg>,
         slot: Slot,
         message: Message,
@@ -72,38 +136,13 @@ impl TaskActorState {
         let run_id = self.runs_started;
         let cancel = CancellationToken::new();
         let span = tracing::info_span!(parent: &self.span, "skill_run", run = run_id, resumed);
-        let record = self.journal.record();
-        let task = &record.task;
         let link = ActorLink {
             actor: myself.clone(),
             run: run_id,
         };
-        let ctx = SkillContext::new(
-            Arc::new(link),
-            self.store.clone(),
-            task,
-            cancel.clone(),
-            record.checkpoint.clone(),
-            self.posted.clone(),
-            self.queued.clone(),
-            span.clone(),
-            &record.skill,
-            Cpu {
-                pool: self.cpu.clone(),
-                budget: self.config.cpu_budget(),
-            },
-        );
-        let input = SkillInput {
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            message,
-            history: task.history.clone(),
-            checkpoint: record.checkpoint.clone(),
-            resumed,
-            owner: record.owner.clone(),
-        };
-        let skill = self.skill.clone();
-        let run = async move { skill.run(input, ctx).await }.instrument(span);
+        let run = self
+            .settings
+            .run(writer, link, message, resumed, cancel.clone(), span);
         // The run is a child this actor supervises: its own tokio task, watched by a
         // monitor that turns its end (return, panic or abort) into a message back here.
         let run = match std::mem::take(&mut self.first_poll_here) {
@@ -115,8 +154,8 @@ impl TaskActorState {
                 let mut run: SkillRun = Box::pin(run);
                 if let Some(outcome) = poll_once(&mut run) {
                     // As for a run that ends later.
-                    self.journal.free_run_slot(slot);
-                    Box::pin(self.end_run(outcome, false)).await;
+                    writer.journal.free_run_slot(slot);
+                    Box::pin(writer.record_ending(ending(outcome), false)).await;
                     cancel.cancel();
                     return;
                 }
@@ -145,84 +184,62 @@ impl TaskActorState {
         self.phase = Phase::Running { run, slot };
     }
 
+    /// A call of run `run`: refused once that run is stopped (or being canceled, or the
+    /// task ended); otherwise answered after the notes the run posted before it.
     pub(super) async fn on_skill_call(
         &mut self,
+        writer: &mut Writer,
+        rest: &Rest,
         call: SkillCall,
         reply: RpcReplyPort<SkillReply>,
         run: u64,
     ) {
         let stopped = self.phase.run().is_none_or(|current| current.id != run);
-        if stopped || self.phase.is_canceling() || self.journal.state().is_terminal() {
+        if stopped || self.phase.is_canceling() || writer.journal.state().is_terminal() {
             let _ = reply.send(Err(SkillError::Canceled));
             return;
         }
         // Notes the run posted before this call are stored before it.
-        if let Err(error) = self.store_posted().await {
-            self.fail_after("could not store posted progress", &error)
+        if let Err(error) = writer.store_posted(self.phase.is_canceling()).await {
+            writer
+                .fail_after("could not store posted progress", &error)
                 .await;
             let _ = reply.send(Err(refusal(error)));
             return;
         }
-        let call = match call {
+        let result = match call {
             SkillCall::TakeMessage => {
-                let _ = reply.send(self.take_message().await);
+                let _ = reply.send(writer.take_message().await);
                 return;
             }
             // A message queued for the run answers it at once.
-            SkillCall::RequestInput { prompt }
-                if !self.journal.record().inputs.queued.is_empty() =>
-            {
-                if let Some(answered) = self.answer_from_queue(prompt).await {
-                    reply_answered(reply, answered);
+            SkillCall::RequestInput { prompt } if writer.has_queued() => {
+                if let Some(answered) = writer.answer_from_queue(prompt).await {
+                    let _ = reply.send(answered.map(Some).map_err(SkillError::runtime));
                 }
                 return;
             }
-            other => other,
-        };
-        let journal = &mut self.journal;
-        let result = match call {
-            SkillCall::Status {
-                message,
-                checkpoint,
-            } => {
-                let working = status(TaskState::Working, Some(message));
-                journal
-                    .append(vec![TaskEventKind::Status(working)], checkpoint)
-                    .await
-            }
-            SkillCall::Artifact {
-                artifact,
-                append,
-                last_chunk,
-            } => {
-                let kind = TaskEventKind::Artifact {
-                    artifact,
-                    append,
-                    last_chunk,
-                };
-                journal.append(vec![kind], None).await
-            }
-            SkillCall::Checkpoint(value) => journal.save_checkpoint(value).await,
-            SkillCall::StorePosted | SkillCall::TakeMessage => Ok(()),
             SkillCall::RequestInput { prompt } => {
                 let asking = status(TaskState::InputRequired, Some(prompt));
-                let asked = journal
+                let asked = writer
+                    .journal
                     .append(vec![TaskEventKind::Status(asking)], None)
                     .await;
                 if asked.is_ok() {
                     // Answered when the user's message arrives (on_deliver) and a slot is
                     // free again: waiting for a person holds no slot.
-                    return self.await_input(reply);
+                    return self.await_input(writer, rest, reply);
                 }
                 asked
             }
+            other => writer.apply_call(other).await,
         };
         let _ = reply.send(result.map(|()| None).map_err(refusal));
     }
 
     /// The run waits for input: its slot is freed, and `reply` answered once the user's
     /// message arrives and a slot is free again.
-    fn await_input(&mut self, reply: RpcReplyPort<SkillReply>) {
+    fn await_input(&mut self, writer: &Writer, rest: &Rest, reply: RpcReplyPort<SkillReply>) {
         self.phase = match std::mem::take(&mut self.phase) {
             Phase::Running { run, slot: _ }
             | Phase::AwaitingInput { run, .. }
@@ -234,12 +251,15 @@ impl TaskActorState {
             }
         };
         if self.phase.is_awaiting_input() {
-            self.tell_waiting(true);
+            rest.tell_waiting(&writer.journal.task().id, true);
         }
     }
 
+    /// Run `run` ended: the task records how (canceled, when a cancel was asked for), or
+    /// a run starts from the message that interrupted it or from the oldest one queued.
     pub(super) async fn on_run_finished(
         &mut self,
+        writer: &mut Writer,
         myself: &ActorRef<TaskMsg>,
         run: u64,
         outcome: RunOutcome,
@@ -252,7 +272,7 @@ impl TaskActorState {
             // from the database, or another node holds it): nothing is written, and the
             // actor stops; the holder resumes the task from what is stored.
             self.phase = Phase::Idle;
-            self.journal.fence();
+            writer.journal.fence();
             return;
         }
         // The run is gone, and the slot it held with it.
@@ -263,125 +283,106 @@ impl TaskActorState {
                 *run = None;
                 *slot = None;
                 if let Some(message) = restart.take() {
-                    return self.restart_from(myself, message);
+                    return self.restart_from(writer, myself, message);
                 }
                 true
             }
             _ => {
                 if let Phase::Running { slot, .. } = std::mem::take(&mut self.phase) {
-                    self.journal.free_run_slot(slot);
+                    writer.journal.free_run_slot(slot);
                 }
                 false
             }
         };
         if canceling {
-            return self.end_canceled("canceled by request").await;
+            return writer.end_canceled("canceled by request").await;
         }
         if let RunOutcome::Returned(Ok(output)) = outcome {
             // Messages queued for the run and not taken start the next run.
-            if let Err(completion) = self.follow_with_queued(myself, completion(output)).await {
-                self.record_ending(completion).await;
+            let canceling = self.phase.is_canceling();
+            match writer
+                .follow_with_queued(completion(output), canceling)
+                .await
+            {
+                Ok(Some(next)) => self.restart_from(writer, myself, next),
+                Ok(None) => {}
+                Err(completion) => writer.record_ending(completion, canceling).await,
             }
             return;
         }
-        self.end_run(outcome, false).await;
+        let canceling = self.phase.is_canceling();
+        writer.record_ending(ending(outcome), canceling).await;
     }
 
-    /// Records how the run ended (as canceled, when a cancel was asked for).
-    async fn end_run(&mut self, outcome: RunOutcome, canceling: bool) {
-        if canceling {
-            return self.end_canceled("canceled by request").await;
-        }
-        let ending = match outcome {
-            RunOutcome::Returned(Ok(output)) => completion(output),
-            RunOutcome::Returned(Err(SkillError::Rejected(reason))) => {
-                vec![status_change(TaskState::Rejected, Some(reason))]
-            }
-            RunOutcome::Returned(Err(SkillError::Canceled)) => {
-                telemetry::metrics().failure("skill");
-                let text = "the skill stopped as canceled, but no cancel was requested";
-                vec![status_change(TaskState::Failed, Some(text.into()))]
-            }
-            RunOutcome::Returned(Err(error)) => {
-                telemetry::metrics().failure("skill");
-                vec![status_change(TaskState::Failed, Some(error.to_string()))]
-            }
-            RunOutcome::Panicked(text) => {
-                telemetry::metrics().failure("panic");
-                let text = format!("skill panicked: {text}");
-                vec![status_change(TaskState::Failed, Some(text))]
-            }
-            RunOutcome::Aborted => {
-                telemetry::metrics().failure("runtime");
-                let text = "the skill run was aborted".into();
-                vec![status_change(TaskState::Failed, Some(text))]
-            }
+    /// The interrupted run has stopped: the next starts from `message` once the task has
+    /// a slot. It posts to a queue of its own (the old run's notes are dropped, as
+    /// a canceled run's are).
+    pub(super) fn restart_from(
+        &mut self,
+        writer: &mut Writer,
+        myself: &ActorRef<TaskMsg>,
+        message: Message,
+    ) {
+        writer.drop_posted();
+        self.phase = Phase::Queued {
+            message,
+            resumed: false,
         };
-        self.record_ending(ending).await;
+        self.want_slot(writer, myself);
     }
 
-    /// One commit: what the run posted last, then how it ended.
-    async fn record_ending(&mut self, ending: Vec<TaskEventKind>) {
-        if let Err(error) = self.apply_posted_then(ending).await {
-            self.fail_after("could not record the skill's result", &error)
-                .await;
+    /// Tells `run` to stop and gives it the grace period; then the task is canceled (or
+    /// a run starts from `restart`).
+    pub(super) fn stop_run(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        run: Run,
+        slot: Option<Slot>,
+        waiters: Vec<CancelWaiter>,
+        restart: Option<Message>,
+    ) {
+        run.cancel.cancel();
+        let run_id = run.id;
+        myself.send_after(self.settings.config.cancel_grace(), move || {
+            TaskMsg::GraceExpired { run: run_id }
+        });
+        self.phase = Phase::Canceling {
+            run: Some(run),
+            slot,
+            waiters,
+            restart,
+        };
+    }
+
+    /// Run `run`'s grace period is over: if it has not stopped, it is aborted, and the
+    /// task canceled (or a run started from the message that interrupted it).
+    pub(super) async fn on_grace_expired(
+        &mut self,
+        writer: &mut Writer,
+        myself: &ActorRef<TaskMsg>,
+        run: u64,
+    ) {
+        let Phase::Canceling {
+            run: current,
+            slot,
+            restart,
+            ..
+        } = &mut self.phase
+        else {
+            return;
+        };
+        let Some(current) = current.take_if(|r| r.id == run) else {
+            return;
+        };
+        current.abort.abort();
+        *slot = None;
+        if let Some(message) = restart.take() {
+            return self.restart_from(writer, myself, message);
         }
+        writer
+            .end_canceled(
+                "canceled by request; the skill did not stop within the grace period and was aborted",
+            )
+            .await;
     }
-}
-
-/// What a skill is told when its task could not take what it asked.
-fn refusal(error: JournalError) -> SkillError {
-    SkillError::runtime(error)
-}
-
-/// A run's output as changes: its artifacts, then the completed status.
-fn completion(output: SkillOutput) -> Vec<TaskEventKind> {
-    let mut kinds: Vec<TaskEventKind> = output
-        .artifacts
-        .into_iter()
-        .map(|artifact| TaskEventKind::Artifact {
-            artifact,
-            append: false,
-            last_chunk: true,
-        })
-        .collect();
-    let message = output.message.map(|mut m| {
-        m.role = Role::Agent;
-        m
-    });
-    kinds.push(TaskEventKind::Status(status(TaskState::Completed, message)));
-    kinds
-}
-
-/// Polls `run` once; its outcome if it ended (returned or panicked). A run still going
-/// is then spawned as a task of its own, whose first poll registers the waker that
-/// counts (this one wakes nothing).
-fn poll_once(run: &mut SkillRun) -> Option<RunOutcome> {
-    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
-        Ok(Poll::Ready(result)) => Some(RunOutcome::Returned(result)),
-        Ok(Poll::Pending) => None,
-        Err(payload) => Some(RunOutcome::Panicked(panic_text(payload))),
-    }
-}
-
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(panic payload is not text)".to_owned()
-    }
-}
-
-/// Whether the run ended on the store's word that this node may not act on the task.
-fn stopped_by_lease(outcome: &RunOutcome) -> bool {
-    let RunOutcome::Returned(Err(SkillError::Runtime(error))) = outcome else {
-        return false;
-    };
-    matches!(
-        **error,
-        RuntimeError::Store(StoreError::CutOff | StoreError::Fenced { .. })
-    )
 }

@@ -1,0 +1,123 @@
+//! `Rest`: what a task actor does once its task comes to rest (ended, or waiting for
+//! a person): the submitters waiting for its outcome are answered, the supervisor is
+//! told whether it only waits (a shutdown does not wait for it), and, with nothing
+//! left here that the store does not hold, the idle clock may park it (`park`).
+
+use ractor::ActorRef;
+
+use super::park::{PARKED, ParkTimer};
+use super::phase::Phase;
+use super::supervisor_msg::SupervisorMsg;
+use super::task_msg::{TaskMsg, Waiter};
+use super::writer::Writer;
+use crate::model::TaskId;
+use crate::telemetry;
+
+/// The task's waiters and idle clock.
+pub(super) struct Rest {
+    park: ParkTimer,
+    /// Submitters that tell only the task's outcome, answered once it is at rest.
+    waiters: Vec<Waiter>,
+    /// Whether the skill's runs resume from their checkpoint (a run waiting for input
+    /// may then be stopped, and its task parked).
+    resumable: bool,
+    supervisor: ActorRef<SupervisorMsg>,
+}
+
+impl Rest {
+    pub(super) fn new(
+        park: ParkTimer,
+        waiter: Option<Waiter>,
+        resumable: bool,
+        supervisor: ActorRef<SupervisorMsg>,
+    ) -> Rest {
+        Rest {
+            park,
+            waiters: Vec::from_iter(waiter),
+            resumable,
+            supervisor,
+        }
+    }
+
+    /// Something happened to the task: the idle clock starts again.
+    pub(super) fn touch(&mut self) {
+        self.park.touch();
+    }
+
+    /// A `Park` check sent when `activity` messages had been handled arrived: whether
+    /// nothing happened since.
+    pub(super) fn fired(&mut self, activity: u64) -> bool {
+        self.park.fired(activity)
+    }
+
+    /// One more submitter waits for the task's outcome.
+    pub(super) fn add_waiter(&mut self, waiter: Waiter) {
+        self.waiters.push(waiter);
+    }
+
+    /// Whether the task may give up its actor now: it waits for a person, and nothing
+    /// lives here that the store does not hold (no subscriber, no waiter, no note to
+    /// store, no wait for a slot, and no run, or one waiting for input that resumes
+    /// from its checkpoint).
+    pub(super) fn parkable(&self, phase: &Phase, writer: &Writer, waits_for_slot: bool) -> bool {
+        let journal = &writer.journal;
+        let status = &journal.task().status;
+        let resting = match phase {
+            Phase::Idle => true,
+            Phase::AwaitingInput { .. } => self.resumable,
+            _ => false,
+        };
+        resting
+            && !status.state.is_terminal()
+            && crate::approval::at_rest(status)
+            && self.waiters.is_empty()
+            && !waits_for_slot
+            && !journal.has_subscribers()
+            && !journal.is_fenced()
+            && !writer.has_unsettled_notes()
+    }
+
+    /// Starts the idle clock of a task that may park.
+    pub(super) fn arm(&mut self, myself: &ActorRef<TaskMsg>, parkable: bool) {
+        if parkable {
+            self.park.arm(myself);
+        }
+    }
+
+    /// Parks the task: its run waiting for input stops (the actor woken for the task
+    /// resumes it from its checkpoint, with the answer), and the actor stops.
+    pub(super) fn park_now(
+        &mut self,
+        myself: &ActorRef<TaskMsg>,
+        phase: &mut Phase,
+        span: &tracing::Span,
+    ) {
+        self.park.park();
+        tracing::debug!(parent: span, "{PARKED}");
+        telemetry::metrics().parked();
+        phase.abandon();
+        myself.stop(Some(PARKED.into()));
+    }
+
+    /// Answers the submitters waiting for the task's outcome, if the task is at rest:
+    /// with the task as it stands (written; each settles before telling it).
+    pub(super) fn answer_waiters(&mut self, writer: &Writer) {
+        let journal = &writer.journal;
+        if self.waiters.is_empty() || !crate::approval::at_rest(&journal.task().status) {
+            return;
+        }
+        let snapshot = journal.snapshot();
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(snapshot.clone());
+        }
+    }
+
+    /// Tells the supervisor whether this task only waits for a user (so that a shutdown
+    /// does not wait for it).
+    pub(super) fn tell_waiting(&self, task_id: &TaskId, waiting: bool) {
+        let _ = self.supervisor.cast(SupervisorMsg::WaitingForInput {
+            task_id: task_id.clone(),
+            waiting,
+        });
+    }
+}
