@@ -6,7 +6,6 @@
 mod assertion;
 mod callback;
 pub(crate) mod config;
-pub(crate) mod decision;
 pub(crate) mod desk;
 pub(crate) mod error;
 pub(crate) mod people;

@@ -56,8 +56,8 @@ mod v03;
 /// through: the same steps the admin routes take, each recorded in the audit log as
 /// theirs are.
 pub mod operations {
-    pub use crate::access::decision::Approved;
     pub use crate::access::desk::AccessDesk;
+    pub use crate::access::desk::Approved;
     pub use crate::access::error::AccessError;
     pub use crate::access::steps::{Undecided as UndecidedAccess, approve_as, reject_as};
     pub use crate::admin::approvals::{Deciding, Undecided, decide_as};

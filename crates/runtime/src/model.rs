@@ -7,7 +7,6 @@ mod event;
 mod ids;
 pub mod limits;
 mod part;
-mod sender;
 mod storable;
 mod task;
 pub mod v03;
@@ -16,7 +15,7 @@ pub use enums::{Role, TaskState};
 pub use event::{TaskEvent, TaskEventKind, TaskUpdate};
 pub use ids::{ContextId, Scope, SkillId, TaskId, UserId};
 pub use part::{Part, PartContent};
-pub use sender::SENDER_KEY;
+pub use task::SENDER_KEY;
 pub use task::{
     Artifact, Message, Metadata, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
     timestamp,

@@ -8,7 +8,6 @@ mod config;
 mod frontier;
 mod implicit;
 mod names;
-mod narrowing;
 mod page;
 mod rendered;
 mod report;

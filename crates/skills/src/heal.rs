@@ -1,8 +1,6 @@
 //! `heal-issue`: findings become fixes on a branch that a person approves; nothing is
 //! ever merged. See docs/skills/heal-issue.md.
 
-mod approval;
-mod commit;
 mod config;
 mod decision;
 pub mod git;
@@ -11,7 +9,6 @@ mod html;
 mod input;
 mod link;
 mod place;
-mod proposal;
 mod proposed;
 mod remedy;
 mod server_config;

@@ -8,7 +8,6 @@ pub mod finding;
 mod grades;
 mod http;
 mod landing;
-mod narrowing;
 mod observatory;
 mod skill;
 

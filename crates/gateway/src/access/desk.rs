@@ -1,7 +1,10 @@
 //! The access desk: takes requests for access (proof checked, bounds kept, the
 //! requester's card read), lets a person decide them, and hands an approved request's
-//! token to its requester once. The routes (`public.rs`, `decide.rs`) answer and
-//! record; this is what they do.
+//! token to its requester once. The routes (`public.rs`, `people.rs`) answer and
+//! record; this is what they do. A person's decision, and the requester's collection
+//! of its token, are `decision`.
+
+mod decision;
 
 use std::sync::Arc;
 
@@ -13,6 +16,8 @@ use fundi_ops::grants::token_digest;
 use fundi_peers::PeerDirectory;
 use serde::Deserialize;
 use tokio::sync::Mutex;
+
+pub use decision::Approved;
 
 use super::assertion::AssertionVerifier;
 use super::config::FriendsConfig;

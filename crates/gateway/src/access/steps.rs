@@ -8,8 +8,8 @@ use chrono::Utc;
 use fundi_ops::access::AccessRequest;
 use serde_json::json;
 
-use super::decision::Approved;
 use super::desk::AccessDesk;
+use super::desk::Approved;
 use super::error::AccessError;
 use crate::admin::audit::AuditTrail;
 use crate::admin::grant_desk::expiry;

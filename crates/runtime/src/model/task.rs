@@ -1,5 +1,8 @@
 //! `Message`, `Artifact`, `TaskStatus`, `Task` and the two update events, in ProtoJSON shape:
-//! lowerCamelCase out; lowerCamelCase or snake_case in; unknown fields ignored.
+//! lowerCamelCase out; lowerCamelCase or snake_case in; unknown fields ignored. Who
+//! sent a user message, as the runtime recorded it, is `sender`.
+
+mod sender;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -7,6 +10,8 @@ use serde_json::{Map, Value};
 
 use super::limits::{self, InvalidField};
 use super::{ContextId, Part, Role, TaskId, TaskState};
+
+pub use sender::SENDER_KEY;
 
 /// JSON object metadata (`google.protobuf.Struct`).
 pub type Metadata = Map<String, Value>;

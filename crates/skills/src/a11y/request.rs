@@ -1,6 +1,8 @@
 //! What a message asks a11y-audit to do: the page (inline HTML, or a site to crawl on
 //! an allowed origin) and how to audit it (`mode`), each refused clearly when it
-//! cannot be done.
+//! cannot be done. What an approver may narrow it to is `narrowing`.
+
+mod narrowing;
 
 use fundi_runtime::{Message, PartContent, SkillError};
 use reqwest::Url;

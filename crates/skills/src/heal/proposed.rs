@@ -1,10 +1,11 @@
 //! What proposing a fix comes to (`Proposal`), the fix waiting for its approver
-//! (`Proposed`, the task's checkpoint), its branch's name, and the errors proposing ends
-//! with.
+//! (`Proposed`, the task's checkpoint, and how it is shown: its artifacts and the
+//! request for approval), its branch's name, and the errors proposing ends with.
 
 use fundi_ops::issues::NewIssue;
-use fundi_runtime::SkillError;
+use fundi_runtime::{Artifact, Part, SkillError};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// A fix waiting for its approver: the task's checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,4 +53,63 @@ pub(crate) fn failed(what: &str, error: impl std::fmt::Display) -> SkillError {
 /// The branch a fix of `issue` is made on.
 pub(crate) fn branch_of(issue_id: &str) -> String {
     format!("fundi/heal-{issue_id}")
+}
+
+impl Proposed {
+    /// The diff, as the `heal-diff` artifact.
+    pub(crate) fn diff_artifact(&self) -> Artifact {
+        Artifact::new(
+            "heal-diff",
+            "heal-diff",
+            vec![Part::text(self.diff.clone()).with_media_type("text/x-diff")],
+        )
+    }
+
+    /// What is proposed, as the `heal-proposal` artifact.
+    pub(crate) fn summary_artifact(&self) -> Artifact {
+        let value = json!({
+            "issue": self.finding.fingerprint,
+            "source": self.finding.source,
+            "rule": self.finding.rule,
+            "location": self.finding.location,
+            "repository": self.root,
+            "branch": self.branch,
+            "commit": self.commit,
+            "base": self.base,
+            "files": self.files,
+            "linesAdded": self.added,
+            "linesRemoved": self.removed,
+            "requestedBy": self.requested_by,
+            "summary": self.summary,
+            "notes": self.notes,
+        });
+        Artifact::new("heal-proposal", "heal-proposal", vec![Part::data(value)])
+    }
+
+    /// The request for approval, in words.
+    pub(crate) fn prompt(&self, remote: &str) -> String {
+        let who = self
+            .requested_by
+            .as_deref()
+            .unwrap_or("an in-process caller");
+        let notes = match self.notes.is_empty() {
+            true => String::new(),
+            false => format!(" Check before approving: {}.", self.notes.join("; ")),
+        };
+        format!(
+            "Proposed fix of issue {} ({} {} on {}), asked by {who}: {}. Branch {} (commit {}) \
+             changes {} (+{} -{}).{notes} Answer \"approve\" to push the branch to {remote}, \
+             or \"reject <reason>\" to delete it; nothing is merged.",
+            self.finding.fingerprint,
+            self.finding.source,
+            self.finding.rule,
+            self.finding.location,
+            self.summary,
+            self.branch,
+            &self.commit[..self.commit.len().min(12)],
+            self.files.join(", "),
+            self.added,
+            self.removed,
+        )
+    }
 }

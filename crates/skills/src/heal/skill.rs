@@ -1,6 +1,12 @@
 //! The heal-issue skill: an issue becomes a commit on a `fundi/heal-<issue>` branch,
 //! shown as a diff, and waits in `input-required` for a person holding `fundi:heal`;
-//! approval publishes the branch, rejection deletes it, nothing is merged.
+//! approval publishes the branch, rejection deletes it, nothing is merged. The skill's
+//! steps are its own child modules: proposing (`proposal`), making the commit
+//! (`commit`), and waiting for the decision and carrying it out (`approval`).
+
+mod approval;
+mod commit;
+mod proposal;
 
 use std::sync::Arc;
 

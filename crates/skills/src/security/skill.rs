@@ -1,5 +1,8 @@
 //! The `security-scan` skill: passive checks of an allowed target (and light active ones
-//! when asked), a score and grade, findings recorded as issues.
+//! when asked), a score and grade, findings recorded as issues. What an approver may
+//! narrow a scan to is `narrowing`.
+
+mod narrowing;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

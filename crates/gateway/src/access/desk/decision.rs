@@ -8,8 +8,8 @@ use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
 use fundi_runtime::approval::APPROVE_SCOPE;
 use fundi_runtime::{ADMIN_SCOPE, Grants};
 
-use super::desk::AccessDesk;
-use super::error::AccessError;
+use super::AccessDesk;
+use crate::access::error::AccessError;
 use crate::admin::grant_desk::random_hex;
 
 /// What an approval vended.

@@ -4,11 +4,15 @@
 use fundi_runtime::Message;
 use serde_json::Value;
 
-use super::request::{Asking, Source};
+use super::{Asking, Source};
 
 impl Asking<'_> {
     /// Whether `narrowed` asks no more of the audit than `original` did.
-    pub(super) fn narrowing(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
+    pub(in crate::a11y) fn narrowing(
+        &self,
+        original: &Message,
+        narrowed: &Value,
+    ) -> Result<(), String> {
         let Source::Site { start, max_pages } = self.source(original).map_err(|e| e.to_string())?
         else {
             return Err(

@@ -7,69 +7,10 @@ use fundi_ops::issues::IssueStatus;
 use fundi_runtime::{Artifact, Message, Part, SkillContext, SkillError, SkillOutput, TaskId};
 use serde_json::json;
 
-use super::decision::{self, Decision};
-use super::git::Git;
-use super::proposed::{Proposed, branch_of};
-use super::skill::HealIssueSkill;
-
-impl Proposed {
-    /// The diff, as the `heal-diff` artifact.
-    pub(crate) fn diff_artifact(&self) -> Artifact {
-        Artifact::new(
-            "heal-diff",
-            "heal-diff",
-            vec![Part::text(self.diff.clone()).with_media_type("text/x-diff")],
-        )
-    }
-
-    /// What is proposed, as the `heal-proposal` artifact.
-    pub(crate) fn summary_artifact(&self) -> Artifact {
-        let value = json!({
-            "issue": self.finding.fingerprint,
-            "source": self.finding.source,
-            "rule": self.finding.rule,
-            "location": self.finding.location,
-            "repository": self.root,
-            "branch": self.branch,
-            "commit": self.commit,
-            "base": self.base,
-            "files": self.files,
-            "linesAdded": self.added,
-            "linesRemoved": self.removed,
-            "requestedBy": self.requested_by,
-            "summary": self.summary,
-            "notes": self.notes,
-        });
-        Artifact::new("heal-proposal", "heal-proposal", vec![Part::data(value)])
-    }
-
-    /// The request for approval, in words.
-    fn prompt(&self, remote: &str) -> String {
-        let who = self
-            .requested_by
-            .as_deref()
-            .unwrap_or("an in-process caller");
-        let notes = match self.notes.is_empty() {
-            true => String::new(),
-            false => format!(" Check before approving: {}.", self.notes.join("; ")),
-        };
-        format!(
-            "Proposed fix of issue {} ({} {} on {}), asked by {who}: {}. Branch {} (commit {}) \
-             changes {} (+{} -{}).{notes} Answer \"approve\" to push the branch to {remote}, \
-             or \"reject <reason>\" to delete it; nothing is merged.",
-            self.finding.fingerprint,
-            self.finding.source,
-            self.finding.rule,
-            self.finding.location,
-            self.summary,
-            self.branch,
-            &self.commit[..self.commit.len().min(12)],
-            self.files.join(", "),
-            self.added,
-            self.removed,
-        )
-    }
-}
+use super::HealIssueSkill;
+use crate::heal::decision::{self, Decision};
+use crate::heal::git::Git;
+use crate::heal::proposed::{Proposed, branch_of};
 
 impl HealIssueSkill {
     /// Asks for approval until an answer decides (an answer may already be given),

@@ -5,11 +5,11 @@
 use fundi_ops::issues::NewIssue;
 use fundi_runtime::{SkillError, SkillInput, TaskId};
 
-use super::git::Git;
-use super::input::HealRequest;
-use super::proposed::{Proposed, failed, reject};
-use super::remedy::{Remediator, RemedyError, Tree};
-use super::skill::HealIssueSkill;
+use super::HealIssueSkill;
+use crate::heal::git::Git;
+use crate::heal::input::HealRequest;
+use crate::heal::proposed::{Proposed, failed, reject};
+use crate::heal::remedy::{Remediator, RemedyError, Tree};
 
 impl HealIssueSkill {
     #[allow(clippy::too_many_arguments)] // one step's inputs, each named

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use fundi_ops::issues::{HealClaim, HealLink, Issue, IssueStatus, NewIssue};
 use fundi_runtime::{SkillError, SkillInput, TaskId};
 
-use super::git::Git;
-use super::input::{HealRequest, IssueRef, inside_workspace};
-use super::proposed::{Proposal, Proposed, branch_of, failed, reject};
-use super::remedy::{Remediator, Tree};
-use super::skill::HealIssueSkill;
+use super::HealIssueSkill;
+use crate::heal::git::Git;
+use crate::heal::input::{HealRequest, IssueRef, inside_workspace};
+use crate::heal::proposed::{Proposal, Proposed, branch_of, failed, reject};
+use crate::heal::remedy::{Remediator, Tree};
 
 impl HealIssueSkill {
     pub(crate) async fn propose(

@@ -4,7 +4,7 @@
 use fundi_runtime::{Message, Part};
 use serde_json::Value;
 
-use super::skill::SecurityScanSkill;
+use super::SecurityScanSkill;
 
 impl SecurityScanSkill {
     pub(super) fn narrowing(&self, original: &Message, narrowed: &Value) -> Result<(), String> {
