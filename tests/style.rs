@@ -1,6 +1,10 @@
 //! The house style's checks (CONTRIBUTING.md), run with the rest of the suite so that CI
-//! enforces them: formatting, clippy with the workspace's lints, no module cycles, and
-//! modules laid out as `foo.rs` beside `foo/`.
+//! enforces them: formatting, clippy with the workspace's lints, no module cycles,
+//! modules laid out as `foo.rs` beside `foo/`, and a type's inherent impls in its own
+//! module (`impls`).
+
+#[path = "style/impls.rs"]
+mod impls;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -302,4 +306,40 @@ fn a_module_with_children_is_a_file_beside_their_folder() {
         .map(|file| file.strip_prefix(root()).unwrap().display().to_string())
         .collect();
     assert_eq!(mod_files, Vec::<String>::new());
+}
+
+#[test]
+fn a_types_inherent_impls_are_in_the_module_that_defines_it() {
+    let found: Vec<String> = crate_sources()
+        .iter()
+        .flat_map(|src| {
+            let mut files = Vec::new();
+            sources(src, &mut files);
+            let name = src.strip_prefix(root()).unwrap().display().to_string();
+            impls::misplaced(src, &files)
+                .into_iter()
+                .map(move |misplaced| format!("{name}/{misplaced}"))
+        })
+        .collect();
+    assert_eq!(found, Vec::<String>::new());
+}
+
+#[test]
+fn the_impl_check_finds_an_impl_in_a_sibling() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("a")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "//! x\nmod a;\nmod b;\npub struct Top;\n",
+    )
+    .unwrap();
+    let a = "//! x\nmod child;\npub(crate) struct A<T>(T);\nimpl<T> A<T> {}\nimpl Top {}\n";
+    std::fs::write(src.join("a.rs"), a).unwrap();
+    std::fs::write(src.join("a/child.rs"), "//! x\nimpl<T> super::A<T> {}\n").unwrap();
+    let b = "//! x\nimpl crate::a::A<u8> {}\nimpl Clone for Top {}\n";
+    std::fs::write(src.join("b.rs"), b).unwrap();
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    assert_eq!(impls::misplaced(src, &files), vec!["b.rs: A".to_owned()]);
 }
