@@ -25,6 +25,7 @@ pub(crate) struct EncodedEvents {
 }
 
 impl<'a> Encoded<'a> {
+    #[inline]
     pub(crate) fn new(
         record: &'a TaskRecord,
         events: &[TaskEvent],
@@ -51,6 +52,7 @@ impl<'a> Encoded<'a> {
     }
 
     /// This commit as a value of its own, written in the slot of its first event.
+    #[inline]
     pub(crate) fn commit_value(&self, events: &EncodedEvents) -> Result<Vec<u8>, StoreError> {
         encode_commit(
             self.record.version,

@@ -11,6 +11,7 @@ use fundi_runtime::replay;
 use fundi_runtime::store::{StoreError, TaskRecord};
 
 /// Where the task's log ends, read from sled: its snapshot (`T` value) and tail.
+#[inline]
 pub(crate) fn position(
     db: &sled::Db,
     id: &TaskId,
@@ -38,6 +39,7 @@ pub(crate) fn position(
 }
 
 /// The task as stored: its snapshot with its tail's commits replayed.
+#[inline]
 pub(crate) fn task(
     db: &sled::Db,
     positions: &Positions,
@@ -62,6 +64,7 @@ pub(crate) fn task(
 /// Whether commits follow the task's snapshot, whose last event is `last_seq`: the
 /// first would be in the next slot. (A point read: a range scan costs sled a copy
 /// of a tree node.)
+#[inline]
 pub(crate) fn has_tail(db: &sled::Db, id: &TaskId, last_seq: u64) -> Result<bool, StoreError> {
     let next = last_seq.saturating_add(1);
     db.contains_key(event_key(id, next))
@@ -70,6 +73,7 @@ pub(crate) fn has_tail(db: &sled::Db, id: &TaskId, last_seq: u64) -> Result<bool
 
 /// `record` (a snapshot) with the commits of its tail replayed: their events (as
 /// they were applied when committed), versions and checkpoints.
+#[inline]
 pub(crate) fn with_tail(db: &sled::Db, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
     for item in db.range(tail_range(record.id(), record.last_seq)) {
         let (_, bytes) = item.map_err(StoreError::engine)?;
@@ -86,6 +90,7 @@ pub(crate) fn with_tail(db: &sled::Db, mut record: TaskRecord) -> Result<TaskRec
 }
 
 /// The keys of the commits after a snapshot whose last event is `last_seq` (its tail).
+#[inline]
 pub(crate) fn tail_range(id: &TaskId, last_seq: u64) -> std::ops::RangeInclusive<Vec<u8>> {
     event_key(id, last_seq.saturating_add(1))..=event_key(id, u64::MAX)
 }

@@ -94,9 +94,23 @@ impl Phase {
         )
     }
 
-    /// Whether the run waits for a user's answer.
-    pub(super) fn is_awaiting_input(&self) -> bool {
-        matches!(self, Phase::AwaitingInput { .. })
+    /// The run asks for input: it waits for `reply`'s answer, holding no slot (the one
+    /// it had is freed). `false` when there is no run to wait (a call from a run that
+    /// ended): nobody will answer, and `reply` is told so.
+    pub(super) fn await_input(&mut self, reply: RpcReplyPort<SkillReply>) -> bool {
+        match std::mem::take(self) {
+            Phase::Running { run, slot: _ }
+            | Phase::AwaitingInput { run, .. }
+            | Phase::Answered { run, .. } => {
+                *self = Phase::AwaitingInput { run, waiter: reply };
+                true
+            }
+            other => {
+                *self = other;
+                let _ = reply.send(Err(SkillError::Canceled));
+                false
+            }
+        }
     }
 
     /// Stops the run (if any) and frees the slot; cancel waiters get the task as it

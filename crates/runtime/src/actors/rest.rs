@@ -40,12 +40,14 @@ impl Rest {
     }
 
     /// Something happened to the task: the idle clock starts again.
+    #[inline]
     pub(super) fn touch(&mut self) {
         self.park.touch();
     }
 
     /// A `Park` check sent when `activity` messages had been handled arrived: whether
     /// nothing happened since.
+    #[inline]
     pub(super) fn fired(&mut self, activity: u64) -> bool {
         self.park.fired(activity)
     }
@@ -59,6 +61,7 @@ impl Rest {
     /// lives here that the store does not hold (no subscriber, no waiter, no note to
     /// store, no wait for a slot, and no run, or one waiting for input that resumes
     /// from its checkpoint).
+    #[inline]
     pub(super) fn parkable(&self, phase: &Phase, writer: &Writer, waits_for_slot: bool) -> bool {
         let journal = &writer.journal;
         let status = &journal.task().status;
@@ -78,6 +81,7 @@ impl Rest {
     }
 
     /// Starts the idle clock of a task that may park.
+    #[inline]
     pub(super) fn arm(&mut self, myself: &ActorRef<TaskMsg>, parkable: bool) {
         if parkable {
             self.park.arm(myself);
@@ -101,6 +105,7 @@ impl Rest {
 
     /// Answers the submitters waiting for the task's outcome, if the task is at rest:
     /// with the task as it stands (written; each settles before telling it).
+    #[inline]
     pub(super) fn answer_waiters(&mut self, writer: &Writer) {
         let journal = &writer.journal;
         if self.waiters.is_empty() || !crate::approval::at_rest(&journal.task().status) {
@@ -114,6 +119,7 @@ impl Rest {
 
     /// Tells the supervisor whether this task only waits for a user (so that a shutdown
     /// does not wait for it).
+    #[inline]
     pub(super) fn tell_waiting(&self, task_id: &TaskId, waiting: bool) {
         let _ = self.supervisor.cast(SupervisorMsg::WaitingForInput {
             task_id: task_id.clone(),

@@ -37,7 +37,6 @@ pub(super) struct Runs {
     restarted: bool,
     /// The next run's first poll is made here (a new task spawned with a waiter).
     pub(super) first_poll_here: bool,
-    span: tracing::Span,
 }
 
 impl Runs {
@@ -49,7 +48,6 @@ impl Runs {
         slot: SlotWait,
         restarted: bool,
         first_poll_here: bool,
-        span: tracing::Span,
     ) -> Runs {
         Runs {
             phase,
@@ -58,7 +56,6 @@ impl Runs {
             runs_started: 0,
             restarted,
             first_poll_here,
-            span,
         }
     }
 
@@ -135,7 +132,7 @@ impl Runs {
         self.runs_started += 1;
         let run_id = self.runs_started;
         let cancel = CancellationToken::new();
-        let span = tracing::info_span!(parent: &self.span, "skill_run", run = run_id, resumed);
+        let span = tracing::info_span!(parent: writer.span(), "skill_run", run = run_id, resumed);
         let link = ActorLink {
             actor: myself.clone(),
             run: run_id,
@@ -232,7 +229,31 @@ impl Runs {
                 }
                 asked
             }
-            other => writer.apply_call(other).await,
+            // Applied here, not in a helper of the writer's: a step of a stream that
+            // stores each step takes this path, and a future nested once more costs it
+            // a copy of the call.
+            SkillCall::Status {
+                message,
+                checkpoint,
+            } => {
+                let working = status(TaskState::Working, Some(message));
+                let kinds = vec![TaskEventKind::Status(working)];
+                writer.journal.append(kinds, checkpoint).await
+            }
+            SkillCall::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                let kind = TaskEventKind::Artifact {
+                    artifact,
+                    append,
+                    last_chunk,
+                };
+                writer.journal.append(vec![kind], None).await
+            }
+            SkillCall::Checkpoint(value) => writer.journal.save_checkpoint(value).await,
+            SkillCall::StorePosted => Ok(()),
         };
         let _ = reply.send(result.map(|()| None).map_err(refusal));
     }
@@ -240,17 +261,7 @@ impl Runs {
     /// The run waits for input: its slot is freed, and `reply` answered once the user's
     /// message arrives and a slot is free again.
     fn await_input(&mut self, writer: &Writer, rest: &Rest, reply: RpcReplyPort<SkillReply>) {
-        self.phase = match std::mem::take(&mut self.phase) {
-            Phase::Running { run, slot: _ }
-            | Phase::AwaitingInput { run, .. }
-            | Phase::Answered { run, .. } => Phase::AwaitingInput { run, waiter: reply },
-            // No run to wait (a call from a run that ended): nobody will answer.
-            other => {
-                let _ = reply.send(Err(SkillError::Canceled));
-                other
-            }
-        };
-        if self.phase.is_awaiting_input() {
+        if self.phase.await_input(reply) {
             rest.tell_waiting(&writer.journal.task().id, true);
         }
     }

@@ -40,11 +40,13 @@ impl SlotWait {
     }
 
     /// Whether a wait is under way.
+    #[inline]
     pub(super) fn is_waiting(&self) -> bool {
         self.wait.is_some()
     }
 
     /// Stops the wait, if one is under way: the task has its slot, or wants none now.
+    #[inline]
     pub(super) fn stop(&mut self) {
         if let Some(wait) = self.wait.take() {
             wait.abort();

@@ -93,17 +93,15 @@ impl Actor for TaskActor {
         let first_poll_here = waiter.is_some() && mode == StartMode::Fresh;
         let park = ParkTimer::new(args.config.park_after(), args.parked);
         let mut state = TaskActorState {
-            writer: Writer::new(journal, span.clone()),
+            writer: Writer::new(journal, span),
             runs: Runs::new(
                 settings,
                 phase,
                 SlotWait::new(args.slots),
                 mode == StartMode::Resume,
                 first_poll_here,
-                span.clone(),
             ),
             rest: Rest::new(park, waiter, args.resumable, args.supervisor),
-            span,
         };
         // A task waiting for an approver only waits (a shutdown need not wait for it).
         if crate::approval::awaits_approval(&state.writer.journal.task().status) {
@@ -195,7 +193,7 @@ impl Actor for TaskActor {
             // Another node took the task over (this one's lease expired), or this node
             // is cut off: its run stops here (`post_stop`), without another write; the
             // holder carries it on (this node, once it holds the database again).
-            tracing::warn!(parent: &state.span, "the task's lease is held by another node now; its run here stops");
+            tracing::warn!(parent: state.writer.span(), "the task's lease is held by another node now; its run here stops");
             // Its waiters are let go: they read the task where it is now.
             myself.stop(Some("the task is leased to another node".into()));
             return Ok(());

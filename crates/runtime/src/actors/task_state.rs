@@ -29,17 +29,18 @@ pub(crate) struct TaskActorState {
     pub(super) writer: Writer,
     pub(super) runs: Runs,
     pub(super) rest: Rest,
-    pub(super) span: tracing::Span,
 }
 
 impl TaskActorState {
     /// Tells the supervisor whether this task only waits for a user.
+    #[inline]
     pub(super) fn tell_waiting(&self, waiting: bool) {
         let id = &self.writer.journal.task().id;
         self.rest.tell_waiting(id, waiting);
     }
 
     /// Whether the task may give up its actor now (see `Rest::parkable`).
+    #[inline]
     pub(super) fn parkable(&self) -> bool {
         let waits_for_slot = self.runs.slot.is_waiting();
         self.rest
@@ -47,6 +48,7 @@ impl TaskActorState {
     }
 
     /// Starts the idle clock of a task that may park.
+    #[inline]
     pub(super) fn arm_park(&mut self, myself: &ActorRef<TaskMsg>) {
         let parkable = self.parkable();
         self.rest.arm(myself, parkable);
@@ -54,7 +56,8 @@ impl TaskActorState {
 
     /// Parks the task (see `Rest::park_now`).
     pub(super) fn park_now(&mut self, myself: &ActorRef<TaskMsg>) {
-        self.rest.park_now(myself, &mut self.runs.phase, &self.span);
+        let span = self.writer.span();
+        self.rest.park_now(myself, &mut self.runs.phase, span);
     }
 
     /// Called once the task is terminal: answer whoever waits, free the slot, stop.
@@ -288,7 +291,7 @@ impl TaskActorState {
         kinds.push(TaskEventKind::Status(status));
         self.writer.journal.append(kinds, None).await?;
         tracing::info!(
-            parent: &self.span,
+            parent: self.writer.span(),
             by = %decision.by,
             approved,
             narrowed = narrowed.is_some(),

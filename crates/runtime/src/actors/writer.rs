@@ -12,7 +12,7 @@ use super::journal::{JournalError, TaskJournal, status, status_change};
 use crate::error::RuntimeError;
 use crate::model::{Message, Part, TaskEventKind, TaskState};
 use crate::requests::TaskSnapshot;
-use crate::run_link::{PostedNotes, QueuedMessages, SkillCall};
+use crate::run_link::{PostedNotes, QueuedMessages};
 use crate::skill::{Skill, SkillError};
 use crate::telemetry;
 
@@ -31,6 +31,8 @@ pub(super) struct Writer {
 }
 
 impl Writer {
+    /// The writer of `journal`'s task, whose span is `span` (the task's one handle on
+    /// it beside the journal's: every clone of a span is a registry update).
     pub(super) fn new(journal: TaskJournal, span: tracing::Span) -> Writer {
         let writer = Writer {
             journal,
@@ -43,8 +45,15 @@ impl Writer {
         writer
     }
 
+    /// The task's span.
+    #[inline]
+    pub(super) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
     /// What a new run's context shares with the actor: its queue of posted notes, and
     /// the count of queued messages.
+    #[inline]
     pub(super) fn run_links(&self) -> (Arc<PostedNotes>, Arc<QueuedMessages>) {
         (self.posted.clone(), self.queued.clone())
     }
@@ -56,6 +65,7 @@ impl Writer {
     }
 
     /// Whether notes the run posted wait to be committed.
+    #[inline]
     pub(super) fn has_unsettled_notes(&self) -> bool {
         self.posted.unsettled()
     }
@@ -154,39 +164,6 @@ impl Writer {
         }
     }
 
-    /// Commits what a run's call reports: a status note, an artifact, a checkpoint. (A
-    /// request for input, or for a queued message, is the run's actor's to answer.)
-    pub(super) async fn apply_call(&mut self, call: SkillCall) -> Result<(), JournalError> {
-        let journal = &mut self.journal;
-        match call {
-            SkillCall::Status {
-                message,
-                checkpoint,
-            } => {
-                let working = status(TaskState::Working, Some(message));
-                journal
-                    .append(vec![TaskEventKind::Status(working)], checkpoint)
-                    .await
-            }
-            SkillCall::Artifact {
-                artifact,
-                append,
-                last_chunk,
-            } => {
-                let kind = TaskEventKind::Artifact {
-                    artifact,
-                    append,
-                    last_chunk,
-                };
-                journal.append(vec![kind], None).await
-            }
-            SkillCall::Checkpoint(value) => journal.save_checkpoint(value).await,
-            SkillCall::StorePosted | SkillCall::TakeMessage | SkillCall::RequestInput { .. } => {
-                Ok(())
-            }
-        }
-    }
-
     /// Stores the message, queued for the run, and wakes a run waiting for one.
     pub(super) async fn enqueue(&mut self, message: Message) -> Result<TaskSnapshot, RuntimeError> {
         if self.journal.record().inputs.queued.len() >= MAX_QUEUED_MESSAGES {
@@ -204,6 +181,7 @@ impl Writer {
     }
 
     /// Whether messages wait for the run.
+    #[inline]
     pub(super) fn has_queued(&self) -> bool {
         !self.journal.record().inputs.queued.is_empty()
     }
