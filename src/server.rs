@@ -19,36 +19,22 @@ use std::time::Duration;
 
 use axum::Router;
 use fundi_gateway::{AppState, Authenticator, ConfiguredScopes, McpSessionLimits, PushService};
-use fundi_ops::access::{AccessRequestStore, MemoryAccessRequestStore};
-use fundi_ops::audit::{AuditLog, MemoryAuditLog};
-use fundi_ops::chaos::{ChaosLog, MemoryChaosLog};
-use fundi_ops::grants::{GrantStore, MemoryGrantStore};
 use fundi_ops::inbox::Inbox;
-use fundi_ops::issues::{IssueStore, MemoryIssueStore};
-use fundi_ops::peers::{MemoryPeerStore, PeerStore};
-use fundi_ops::schedules::{MemoryScheduleStore, ScheduleStore, Scheduler};
-use fundi_ops::sessions::{MemorySessionStore, SessionStore};
+use fundi_ops::schedules::Scheduler;
+use fundi_peers::DelegateSkill;
 use fundi_peers::signature::CardKey;
-use fundi_peers::{DelegateSkill, PeerDirectory};
-use fundi_postgres::{PostgresConfig, PostgresStore};
-use fundi_runtime::store::PushStore;
-use fundi_runtime::{
-    MemoryStore, Runtime, RuntimeError, RuntimeHandle, Skill, StoreError, TaskStore,
-};
-use fundi_skills::heal::{HealingLoop, RuntimeLink};
-use fundi_skills::{
-    A11yAuditSkill, ChaosRunSkill, EchoSkill, HealIssueSkill, InboxSkill, SecurityScanSkill,
-};
-use fundi_store_sled::{
-    Durability, SledAccessRequestStore, SledAuditLog, SledChaosLog, SledGrantStore, SledIssueStore,
-    SledPeerStore, SledScheduleStore, SledStore,
-};
+use fundi_runtime::{Runtime, RuntimeError, RuntimeHandle, Skill, StoreError};
+use fundi_skills::heal::RuntimeLink;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{AppConfig, DurabilityMode, StoreKind};
+use crate::config::AppConfig;
+use skills::{built_in_skills, peer_directory};
+use stores::open_store;
 
 mod observed;
+mod skills;
+mod stores;
 
 /// Why the server could not start, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -357,198 +343,5 @@ impl ServerBuilder {
         }
         tracing::info!("stopped");
         Ok(())
-    }
-}
-
-/// The peers of the config, and those an admin added at run time (read from `store`).
-async fn peer_directory(
-    config: &AppConfig,
-    store: Arc<dyn PeerStore>,
-) -> Result<Arc<PeerDirectory>, ServerError> {
-    let max_age = Duration::from_secs(config.skills.delegate.card_max_age_s);
-    let peers = PeerDirectory::new(&config.peers, max_age)
-        .map_err(ServerError::Config)?
-        .with_store(store);
-    let known = peers.listing().await;
-    tracing::info!(peers = known.len(), "peers known");
-    Ok(Arc::new(peers))
-}
-
-/// The built-in skills `skills.enabled` names, with their settings.
-fn built_in_skills(
-    config: &AppConfig,
-    stores: &Stores,
-    inbox: Option<&Inbox>,
-    heal_link: &RuntimeLink,
-    own_listeners: &[std::net::SocketAddr],
-) -> Result<Vec<Arc<dyn Skill>>, ServerError> {
-    let skills = &config.skills;
-    let heals = skills.enabled.iter().any(|s| s == "heal-issue");
-    // With the loop on, the auditing skills record through it: a new issue it covers
-    // gets a heal task.
-    let issues: &Arc<dyn IssueStore> = &match heals && !skills.heal_issue.watch.is_empty() {
-        true => Arc::new(HealingLoop::new(
-            stores.issues.clone(),
-            &skills.heal_issue,
-            heal_link.clone(),
-        )),
-        false => stores.issues.clone(),
-    };
-    // chaos-run leaves fundi's own listeners alone.
-    let mut chaos_run = skills.chaos_run.clone();
-    chaos_run.own_listeners = own_listeners.to_vec();
-    let mut built = Vec::new();
-    for id in &skills.enabled {
-        let skill: Arc<dyn Skill> = match id.as_str() {
-            "echo" => Arc::new(EchoSkill::new(skills.echo.clone())),
-            "security-scan" => Arc::new(
-                SecurityScanSkill::new(skills.security_scan.clone(), issues.clone())
-                    .map_err(ServerError::Config)?,
-            ),
-            "a11y-audit" => Arc::new(
-                A11yAuditSkill::new(skills.a11y_audit.clone(), issues.clone())
-                    .map_err(ServerError::Config)?,
-            ),
-            "chaos-run" => Arc::new(
-                ChaosRunSkill::new(chaos_run.clone(), issues.clone(), stores.chaos.clone())
-                    .map_err(ServerError::Config)?,
-            ),
-            "heal-issue" => Arc::new(
-                HealIssueSkill::new(
-                    skills.heal_issue.clone(),
-                    stores.issues.clone(),
-                    heal_link.clone(),
-                )
-                .map_err(ServerError::Config)?,
-            ),
-            "inbox" => Arc::new(
-                InboxSkill::new(skills.inbox.clone(), inbox.cloned().unwrap_or_default())
-                    .map_err(ServerError::Config)?,
-            ),
-            // Made with the peers (`peer_directory`).
-            "delegate" => continue,
-            other => {
-                return Err(ServerError::Config(format!(
-                    "skills.enabled: unknown skill {other:?}"
-                )));
-            }
-        };
-        built.push(skill);
-    }
-    Ok(built)
-}
-
-/// The store as the runtime, push delivery and the skills take it, and the sled store
-/// again for the final flush.
-struct Stores {
-    tasks: Arc<dyn TaskStore>,
-    push: Arc<dyn PushStore>,
-    issues: Arc<dyn IssueStore>,
-    schedules: Arc<dyn ScheduleStore>,
-    grants: Arc<dyn GrantStore>,
-    peers: Arc<dyn PeerStore>,
-    access: Arc<dyn AccessRequestStore>,
-    audit: Arc<dyn AuditLog>,
-    chaos: Arc<dyn ChaosLog>,
-    /// The console's sessions: in memory, except on PostgreSQL, where every node
-    /// reads them.
-    sessions: Arc<dyn SessionStore>,
-    sled: Option<Arc<SledStore>>,
-}
-
-async fn open_store(config: &AppConfig) -> Result<Stores, ServerError> {
-    let store = &config.store;
-    match store.kind {
-        StoreKind::Memory => {
-            let memory = Arc::new(MemoryStore::new());
-            Ok(Stores {
-                tasks: memory.clone(),
-                push: memory,
-                issues: Arc::new(MemoryIssueStore::new()),
-                schedules: Arc::new(MemoryScheduleStore::new()),
-                grants: Arc::new(MemoryGrantStore::new()),
-                peers: Arc::new(MemoryPeerStore::new()),
-                access: Arc::new(MemoryAccessRequestStore::new()),
-                sessions: Arc::new(MemorySessionStore::new()),
-                audit: Arc::new(MemoryAuditLog::new()),
-                chaos: Arc::new(MemoryChaosLog::new()),
-                sled: None,
-            })
-        }
-        StoreKind::Sled => {
-            let durability = match store.durability {
-                DurabilityMode::Sync => Durability::Sync,
-                DurabilityMode::Batched => Durability::Batched {
-                    window: Duration::from_millis(store.flush_window_ms),
-                },
-            };
-            let cache = store.cache_mb * 1024 * 1024;
-            let sled =
-                SledStore::open_with_cache(&store.path, durability, cache).map_err(|source| {
-                    let path = store.path.clone();
-                    match source.is_locked() {
-                        true => ServerError::DataDirInUse { path },
-                        false => ServerError::OpenStore { path, source },
-                    }
-                })?;
-            let sled = Arc::new(sled);
-            Ok(Stores {
-                tasks: sled.clone(),
-                push: sled.clone(),
-                issues: Arc::new(SledIssueStore::new(sled.clone())),
-                schedules: Arc::new(SledScheduleStore::new(sled.clone())),
-                grants: Arc::new(SledGrantStore::new(sled.clone())),
-                peers: Arc::new(SledPeerStore::new(sled.clone())),
-                access: Arc::new(SledAccessRequestStore::new(sled.clone()).map_err(|source| {
-                    ServerError::OpenStore {
-                        path: store.path.clone(),
-                        source,
-                    }
-                })?),
-                sessions: Arc::new(MemorySessionStore::new()),
-                audit: Arc::new(SledAuditLog::new(sled.clone())),
-                chaos: Arc::new(SledChaosLog::new(sled.clone())),
-                sled: Some(sled),
-            })
-        }
-        StoreKind::Postgres => {
-            let settings = &store.postgres;
-            let url = settings.url.clone().ok_or_else(|| {
-                ServerError::Config("store.kind = \"postgres\" needs store.postgres.url".into())
-            })?;
-            let mut opened = PostgresConfig::new(url);
-            opened.ca_file = settings.ca_file.clone();
-            opened.schema = settings.schema.clone();
-            opened.pool_size = settings.pool_size;
-            opened.statement_timeout = store
-                .postgres_statement_timeout()
-                .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-            // One process per schema, or with a node id, per node id.
-            opened.exclusive = true;
-            opened.lease = store
-                .postgres_lease()
-                .map_err(|e| ServerError::Config(format!("{e:#}")))?;
-            let postgres =
-                PostgresStore::open(&opened)
-                    .await
-                    .map_err(|source| ServerError::OpenDatabase {
-                        schema: settings.schema.clone(),
-                        source,
-                    })?;
-            let postgres = Arc::new(postgres);
-            Ok(Stores {
-                tasks: postgres.clone(),
-                push: postgres.clone(),
-                issues: postgres.clone(),
-                schedules: postgres.clone(),
-                grants: postgres.clone(),
-                peers: postgres.clone(),
-                access: postgres.clone(),
-                sessions: postgres.clone(),
-                audit: postgres.clone(),
-                chaos: postgres,
-                sled: None,
-            })
-        }
     }
 }
