@@ -28,7 +28,7 @@ use fundi_runtime::store::index::IndexEntry;
 use fundi_runtime::store::{QuarantinedTask, StoreError, TaskRecord};
 
 /// The name of the tree holding what was set aside.
-pub(crate) const QUARANTINE_TREE: &str = "quarantine";
+const QUARANTINE_TREE: &str = "quarantine";
 
 /// The skill named by a replacement record whose own could not be read.
 const UNKNOWN_SKILL: &str = "unknown";

@@ -152,7 +152,7 @@ impl Runs {
                 if let Some(outcome) = poll_once(&mut run) {
                     // As for a run that ends later.
                     writer.journal.free_run_slot(slot);
-                    Box::pin(writer.record_ending(ending(outcome), false)).await;
+                    Box::pin(writer.record_ending(ending(outcome))).await;
                     cancel.cancel();
                     return;
                 }
@@ -197,7 +197,8 @@ impl Runs {
             return;
         }
         // Notes the run posted before this call are stored before it.
-        if let Err(error) = writer.store_posted(self.phase.is_canceling()).await {
+        // (Not canceling: a call then is refused above.)
+        if let Err(error) = writer.store_posted(false).await {
             writer
                 .fail_after("could not store posted progress", &error)
                 .await;
@@ -310,19 +311,14 @@ impl Runs {
         }
         if let RunOutcome::Returned(Ok(output)) = outcome {
             // Messages queued for the run and not taken start the next run.
-            let canceling = self.phase.is_canceling();
-            match writer
-                .follow_with_queued(completion(output), canceling)
-                .await
-            {
+            match writer.follow_with_queued(completion(output)).await {
                 Ok(Some(next)) => self.restart_from(writer, myself, next),
                 Ok(None) => {}
-                Err(completion) => writer.record_ending(completion, canceling).await,
+                Err(completion) => writer.record_ending(completion).await,
             }
             return;
         }
-        let canceling = self.phase.is_canceling();
-        writer.record_ending(ending(outcome), canceling).await;
+        writer.record_ending(ending(outcome)).await;
     }
 
     /// The interrupted run has stopped: the next starts from `message` once the task has

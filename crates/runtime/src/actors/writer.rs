@@ -70,26 +70,19 @@ impl Writer {
         self.posted.unsettled()
     }
 
+    /// Commits the notes the run posted. Only a broken store fails this, and then the
+    /// task ends `failed`: a note the run was told is posted is never dropped silently.
+    /// A task being canceled (`canceling`), or ended, drops the notes, as it refuses the
+    /// run's calls.
+    pub(super) async fn store_posted(&mut self, canceling: bool) -> Result<(), JournalError> {
+        self.commit_posted_then(Vec::new(), canceling, false).await
+    }
+
     /// Commits the notes the run posted, in one commit, followed by `then` (the run's
     /// ending, say): what the run posted is stored before what it did next. A task not
     /// stored yet is stored by this commit even with nothing to add. A task being
-    /// canceled (`canceling`), or ended, drops the notes, as it refuses the run's calls.
-    pub(super) async fn apply_posted_then(
-        &mut self,
-        then: Vec<TaskEventKind>,
-        canceling: bool,
-    ) -> Result<(), JournalError> {
-        self.commit_posted_then(then, canceling, false).await
-    }
-
-    /// Commits the notes the run posted. Only a broken store fails this, and then the
-    /// task ends `failed`: a note the run was told is posted is never dropped silently.
-    pub(super) async fn store_posted(&mut self, canceling: bool) -> Result<(), JournalError> {
-        self.apply_posted_then(Vec::new(), canceling).await
-    }
-
-    /// `apply_posted_then` in a commit that starts a new run (`new_run`): it removes
-    /// the task's checkpoint (the notes' checkpoints included).
+    /// canceled, or ended, drops the notes. A commit that starts a new run (`new_run`)
+    /// removes the task's checkpoint (the notes' checkpoints included).
     async fn commit_posted_then(
         &mut self,
         then: Vec<TaskEventKind>,
@@ -156,9 +149,10 @@ impl Writer {
         }
     }
 
-    /// One commit: what the run posted last, then how it ended.
-    pub(super) async fn record_ending(&mut self, ending: Vec<TaskEventKind>, canceling: bool) {
-        if let Err(error) = self.apply_posted_then(ending, canceling).await {
+    /// One commit: what the run posted last, then how it ended. (A run that ends while
+    /// its task is canceled ends it `canceled` instead: `end_canceled`.)
+    pub(super) async fn record_ending(&mut self, ending: Vec<TaskEventKind>) {
+        if let Err(error) = self.commit_posted_then(ending, false, false).await {
             self.fail_after("could not record the skill's result", &error)
                 .await;
         }
@@ -227,7 +221,6 @@ impl Writer {
     pub(super) async fn follow_with_queued(
         &mut self,
         then: Vec<TaskEventKind>,
-        canceling: bool,
     ) -> Result<Option<Message>, Vec<TaskEventKind>> {
         let Some(next) = self.oldest_queued() else {
             return Err(then);
@@ -248,7 +241,7 @@ impl Writer {
             }
         }
         kinds.push(TaskEventKind::MessageTaken { starts_run: true });
-        let followed = self.commit_posted_then(kinds, canceling, true).await;
+        let followed = self.commit_posted_then(kinds, false, true).await;
         self.sync_queued();
         match followed {
             Ok(()) => Ok(Some(next)),
