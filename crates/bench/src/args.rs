@@ -72,6 +72,11 @@ pub(crate) struct Args {
     /// runs a brief count).
     #[arg(long, hide = true, default_value_t = 1.0)]
     pub(crate) instruction_scale: f64,
+    /// Keep the servers' stores in this directory (empty or missing) instead of a
+    /// temporary one removed at the end: to start a server again on what a run left
+    /// (say, the 1,000,000 waiting tasks of `--input-required-tasks`, in `parked/`).
+    #[arg(long)]
+    pub(crate) keep_data: Option<PathBuf>,
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     pub(crate) out: PathBuf,

@@ -13,6 +13,7 @@
 mod args;
 mod baselines;
 mod cases;
+mod data;
 mod fleet;
 mod grpc;
 mod instructions;
@@ -35,6 +36,7 @@ use serde_json::json;
 use crate::args::Args;
 use crate::baselines::Baseline;
 use crate::cases::{Case, Target, Workload, cases};
+use crate::data::Data;
 use crate::fleet::{FundiServers, Urls};
 use crate::load::Sample;
 use crate::measure::{measure, measure_fan_out, measure_restart, median, ms};
@@ -53,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
         return baselines::serve_forever(baseline, &dir).await;
     }
     let duration = Duration::from_secs_f64(args.seconds);
-    let dir = tempfile::tempdir()?;
+    let dir = Data::new(args.keep_data.as_deref())?;
     let credentials = Credentials::generate();
     if args.instructions {
         return count_instructions(&args, &credentials).await;
