@@ -172,10 +172,12 @@ pub(crate) fn join_the_tail(
             continue;
         }
         let unfinished = match db.get(task_key(&id)).map_err(StoreError::engine)? {
-            Some(bytes) => {
-                let entry: IndexEntry = serde_json::from_slice(&Header::read(&bytes)?.entry)?;
-                !is_persisted(&entry)
-            }
+            Some(bytes) => match entry_of(&bytes) {
+                Ok(entry) => !is_persisted(&entry),
+                // Unreadable: it joins, and the open sets it aside.
+                Err(StoreError::Codec { .. }) => true,
+                Err(error) => return Err(error),
+            },
             None => false,
         };
         if unfinished || repair {
@@ -183,6 +185,11 @@ pub(crate) fn join_the_tail(
         }
     }
     Ok(())
+}
+
+/// The listing entry a snapshot's header names.
+fn entry_of(snapshot: &[u8]) -> Result<IndexEntry, StoreError> {
+    Ok(serde_json::from_slice(&Header::read(snapshot)?.entry)?)
 }
 
 /// The thread that writes the active set's missing keys; stopped and joined on drop.

@@ -133,3 +133,27 @@ async fn a_listing_leaves_out_an_unreadable_terminal_task() {
     let ids: Vec<&str> = page.records.iter().map(|r| r.id().as_str()).collect();
     assert_eq!(ids, ["fine"]);
 }
+
+/// A task the active set's sweep had not reached when the store crashed (its key is
+/// written lazily, see `active_set`), its snapshot unreadable: the open sets it aside
+/// as it does any other, rather than failing.
+#[tokio::test]
+async fn an_unreadable_snapshot_the_sweep_had_not_reached_is_set_aside_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = crate::testing::open_sled(dir.path()).await;
+        let r = record("t", TaskState::Working, None);
+        store.commit(&r, 0, &[created(&r)]).await.unwrap();
+        store
+            .db
+            .insert(task_key(r.id()), b"\x02garbage".as_slice())
+            .unwrap();
+        assert!(store.tasks.active.is_unmarked(r.id()), "swept already");
+        store.crash();
+    }
+    let store = crate::testing::open_sled(dir.path()).await;
+    let quarantined = store.quarantined().await.unwrap();
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].task_id.as_str(), "t");
+    assert!(store.active().await.unwrap().is_empty());
+}
