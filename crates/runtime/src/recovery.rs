@@ -91,8 +91,8 @@ impl Resumer {
     ) -> Result<RecoveryReport, RuntimeError> {
         let plan = plan(tasks, |skill| self.resumable.get(skill).copied());
         let metrics = telemetry::metrics();
-        for (skill, id, state) in &plan.found {
-            metrics.state_changed(skill, id, None, *state);
+        for ((skill, state), tasks) in &plan.found {
+            metrics.found(skill, *state, *tasks);
         }
         let mut report = RecoveryReport {
             resumed: plan.resume.values().map(Vec::len).sum(),

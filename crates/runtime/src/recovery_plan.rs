@@ -36,8 +36,8 @@ pub(crate) struct RecoveryPlan {
     pub(crate) fail: Vec<(TaskId, String)>,
     /// Tasks that wait again for input, with no actor.
     pub(crate) waiting: Vec<TaskId>,
-    /// Every task read, with its skill and state (counted afresh in this process).
-    pub(crate) found: Vec<(SkillId, TaskId, TaskState)>,
+    /// How many tasks were read, by skill and state (counted afresh in this process).
+    pub(crate) found: HashMap<(SkillId, TaskState), usize>,
 }
 
 /// Decides the fate of each unfinished task, given whether each registered skill
@@ -49,8 +49,10 @@ pub(crate) fn plan(
     let mut plan = RecoveryPlan::default();
     for task in tasks {
         let id = task.id;
-        plan.found
-            .push((task.skill.clone(), id.clone(), task.state));
+        *plan
+            .found
+            .entry((task.skill.clone(), task.state))
+            .or_default() += 1;
         match resumes(&task.skill) {
             None => plan.fail.push((
                 id,
@@ -114,6 +116,6 @@ mod tests {
         assert_eq!(failed[0], ("c", INTERRUPTED_BY_RESTART));
         assert_eq!(failed[1].0, "d");
         assert!(failed[1].1.contains("\"gone\" is no longer registered"));
-        assert_eq!(plan.found.len(), 5);
+        assert_eq!(plan.found.values().sum::<usize>(), 5);
     }
 }

@@ -150,8 +150,14 @@ impl Metrics {
             .add(1, &[skill, state_label(TaskState::Submitted)]);
     }
 
-    /// A task moved from `from` to `to` (`from` is `None` for a task counted afresh,
-    /// at recovery).
+    /// `tasks` unfinished tasks of `skill` in `state`, counted afresh (at recovery).
+    pub(crate) fn found(&self, skill: &str, state: TaskState, tasks: usize) {
+        let skill = KeyValue::new("skill", skill.to_owned());
+        let tasks = i64::try_from(tasks).unwrap_or(i64::MAX);
+        self.active.add(tasks, &[skill, state_label(state)]);
+    }
+
+    /// A task moved from `from` to `to` (`from` is `None` for a task counted afresh).
     pub(crate) fn state_changed(
         &self,
         skill: &str,

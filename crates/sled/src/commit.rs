@@ -14,6 +14,7 @@ use crate::layout::{
 use crate::live_index::{LiveIndex, is_persisted};
 use crate::positions::{Position, Positions, Turns};
 use crate::read;
+use crate::resting;
 use fundi_runtime::approval::at_rest;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
@@ -143,9 +144,11 @@ impl TaskTable {
         };
         // A task written or loaded since the store opened: its position is exact (its
         // writers take turns, see `write`), so an append reads nothing from sled.
-        let known = self.positions.get(id);
-        if let Some(at) = &known {
+        // Before its first write, a commit takes its task out of the rest index.
+        let mut known = self.positions.get(id);
+        if let Some(at) = &mut known {
             StoreError::check_version(id, expected_version, at.version)?;
+            resting::leave(self, id, Some(at))?;
             if let Some((events, previous)) = appending(at) {
                 return self.append(commit, events, &previous, at);
             }
@@ -157,6 +160,9 @@ impl TaskTable {
         };
         let found = at.as_ref().map_or(0, |at| at.version);
         StoreError::check_version(id, expected_version, found)?;
+        if known.is_none() && old.is_some() {
+            resting::leave(self, id, None)?;
+        }
         if known.is_none()
             && let Some(at) = &at
             && let Some((events, previous)) = appending(at)
@@ -298,11 +304,16 @@ impl TaskTable {
             }
             return Err(self.conflict(id, expected_version, &written));
         }
+        // At rest: indexed, last (see `resting`).
+        let rests = !terminal && at_rest(&record.task.status);
         match terminal {
             true => self.positions.forget(id),
             false => self.positions.reached(
                 id,
-                Position::at_snapshot(record.version, record.last_seq, true),
+                Position {
+                    indexed: rests,
+                    ..Position::at_snapshot(record.version, record.last_seq, true)
+                },
             ),
         }
         self.reindex(
@@ -321,6 +332,10 @@ impl TaskTable {
         if terminal && self.active.leave(id) {
             self.before_write()?;
             self.db.remove(active_key(id)).map_err(StoreError::engine)?;
+        }
+        if rests {
+            let seq = record.last_seq;
+            resting::index(self, id, record.version, seq, &commit.entry)?;
         }
         Ok(())
     }

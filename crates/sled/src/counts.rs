@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::layout::{count_key, count_keys, read_count};
+use crate::live_index::LiveIndex;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
@@ -32,16 +33,16 @@ impl Counts {
         let mut counts = self.lock();
         match old {
             None => {
-                for key in count_keys(new, true) {
+                for key in count_keys(new.owner.as_deref(), new.state, true) {
                     *counts.entry(key).or_default() += 1;
                 }
             }
             Some(old) if old.state != new.state => {
-                for key in count_keys(old, false) {
+                for key in count_keys(old.owner.as_deref(), old.state, false) {
                     let count = counts.entry(key).or_default();
                     *count = count.saturating_sub(1);
                 }
-                for key in count_keys(new, false) {
+                for key in count_keys(new.owner.as_deref(), new.state, false) {
                     *counts.entry(key).or_default() += 1;
                 }
             }
@@ -52,21 +53,31 @@ impl Counts {
     /// A task's entry left the index (the task was removed).
     pub(crate) fn removed(&self, entry: &IndexEntry) {
         let mut counts = self.lock();
-        for key in count_keys(entry, true) {
+        for key in count_keys(entry.owner.as_deref(), entry.state, true) {
             let count = counts.entry(key).or_default();
             *count = count.saturating_sub(1);
         }
     }
 
-    /// Counts the entries of the listing index.
+    /// Counts the entries of the listing index: those in sled (`persisted`) and the
+    /// unfinished tasks' in memory. Tallied per owner and state first: a million
+    /// entries have a few distinct pairs.
     pub(crate) fn rebuild(
-        entries: impl Iterator<Item = Result<IndexEntry, StoreError>>,
+        persisted: impl Iterator<Item = Result<IndexEntry, StoreError>>,
+        live: &LiveIndex,
     ) -> Result<Counts, StoreError> {
-        let counts = Counts::default();
-        for entry in entries {
-            counts.moved(None, &entry?);
+        let mut tally = live.tally();
+        for entry in persisted {
+            let entry = entry?;
+            *tally.entry((entry.owner, entry.state)).or_default() += 1;
         }
-        Ok(counts)
+        let mut counts = HashMap::new();
+        for ((owner, state), n) in tally {
+            for key in count_keys(owner.as_deref(), state, true) {
+                *counts.entry(key).or_default() += n;
+            }
+        }
+        Ok(Counts(Mutex::new(counts)))
     }
 
     /// The counts saved at the last clean close.

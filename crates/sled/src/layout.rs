@@ -11,6 +11,7 @@
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
 //! | `D` owner (u32 BE length, `u32::MAX`: none, then its bytes) first message id | when the task was created (i64 BE ms), then its id: the task this owner created with this first message (`TaskStore::created_by`); written before the task's commit point, so an entry may name a task a crash kept out |
 //! | `R` task id                            | a removal under way (retention, see `retention`): the task's listing entry, then its `D` key |
+//! | `W` task id                            | a task at rest whose snapshot is its last commit: that snapshot's version and last seq (u64 BE each), then the task's `IndexEntry` as JSON (see `resting`) |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |
@@ -64,15 +65,21 @@ pub(crate) const WATERMARK_KEY: &[u8] = b"Mswept";
 /// newer than its own instead of misreading it.
 pub(crate) const FORMAT_KEY: &[u8] = b"Mformat";
 
-/// The newest format this build reads and writes: 4, a task's events may be messages
-/// queued for its run and the run taking them, and its record where they are in the
-/// history (3: a commit may write its events alone, after the snapshot; 2: snapshots
-/// are compressed; 1: snapshots carry their task's first events). A build before 4
+/// The newest format this build reads and writes: 5, tasks at rest are indexed in `W`
+/// (4: a task's events may be messages queued for its run and the run taking them, and
+/// its record where they are in the history; 3: a commit may write its events alone,
+/// after the snapshot; 2: snapshots are compressed; 1: snapshots carry their task's
+/// first events). A build before 5 would commit such a task without removing its `W`
+/// key, leaving it to name a snapshot that is no longer the task's last; one before 4
 /// could not decode such events, and one before 3 would read such a task as it was at
 /// its snapshot, so they must refuse the store. Stores without `FORMAT_KEY` were written
 /// before it (and are read), as are values in every older layout: a store moves to the
-/// current one a task at a time, as each task commits.
-pub(crate) const STORE_FORMAT: u64 = 4;
+/// current one a task at a time, as each task commits (the first open of a store
+/// before 5 indexes its tasks at rest, see `resting`).
+pub(crate) const STORE_FORMAT: u64 = 5;
+
+/// The first format whose tasks at rest are indexed in `W`.
+pub(crate) const RESTING_FORMAT: u64 = 5;
 
 pub(crate) fn task_key(id: &TaskId) -> Vec<u8> {
     [b"T", id.as_str().as_bytes()].concat()
@@ -112,6 +119,11 @@ pub(crate) fn decode_created(
     let at = chrono::DateTime::from_timestamp_millis(ms).ok_or_else(damaged)?;
     let id = std::str::from_utf8(id).map_err(|_| damaged())?;
     Ok((TaskId::from(id), at))
+}
+
+/// The key that indexes a task at rest (see `resting`).
+pub(crate) fn rest_key(id: &TaskId) -> Vec<u8> {
+    [b"W", id.as_str().as_bytes()].concat()
 }
 
 pub(crate) fn active_key(id: &TaskId) -> Vec<u8> {
@@ -270,16 +282,16 @@ pub(crate) fn count_key(owner: Option<&str>, state: Option<u8>) -> Vec<u8> {
     key
 }
 
-/// The counts a task's entry adds to (+1) or leaves (-1); `with_any`: the state-free
-/// counts too (a task joins those once and never leaves them).
-pub(crate) fn count_keys(entry: &IndexEntry, with_any: bool) -> Vec<Vec<u8>> {
-    let mut keys = vec![count_key(None, Some(entry.state))];
-    if let Some(owner) = entry.owner.as_deref() {
-        keys.push(count_key(Some(owner), Some(entry.state)));
+/// The counts a task of `owner` in `state` adds to (+1) or leaves (-1); `with_any`: the
+/// state-free counts too (a task joins those once and never leaves them).
+pub(crate) fn count_keys(owner: Option<&str>, state: u8, with_any: bool) -> Vec<Vec<u8>> {
+    let mut keys = vec![count_key(None, Some(state))];
+    if let Some(owner) = owner {
+        keys.push(count_key(Some(owner), Some(state)));
     }
     if with_any {
         keys.push(count_key(None, None));
-        if let Some(owner) = entry.owner.as_deref() {
+        if let Some(owner) = owner {
             keys.push(count_key(Some(owner), None));
         }
     }

@@ -28,12 +28,14 @@ mod push;
 mod quarantine;
 mod read;
 mod repair;
+mod resting;
 mod retention;
 mod schedules;
 mod store;
 mod task_store;
 #[cfg(feature = "test-util")]
 pub mod testing;
+mod unfinished;
 
 pub use access::SledAccessRequestStore;
 pub use audit::SledAuditLog;

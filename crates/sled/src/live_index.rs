@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
-use fundi_runtime::model::{ContextId, SkillId, TaskId, TaskState};
+use fundi_runtime::model::{ContextId, TaskId, UserId};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
@@ -74,22 +74,49 @@ impl LiveIndex {
         entries.by_update.insert((entry.ts_ms, id), entry.clone());
     }
 
+    /// The entries of tasks found at open, each as of the commit of its version: built
+    /// in bulk (sorted once, not a tree insert each) when the index is empty.
+    pub(crate) fn load(&self, found: impl ExactSizeIterator<Item = (u64, IndexEntry)>) {
+        let mut entries = self.lock();
+        if !entries.tasks.is_empty() {
+            drop(entries);
+            found.for_each(|(version, entry)| self.put(version, &entry));
+            return;
+        }
+        let mut tasks = HashMap::with_capacity(found.len());
+        let mut by_context = Vec::with_capacity(found.len());
+        let mut by_update = Vec::with_capacity(found.len());
+        for (version, entry) in found {
+            let id = entry.task_id.clone();
+            tasks.insert(id.clone(), (version, entry.ts_ms));
+            by_context.push((entry.context_id.clone(), entry.ts_ms, id.clone()));
+            by_update.push(((entry.ts_ms, id), entry));
+        }
+        entries.tasks = tasks;
+        entries.by_context = by_context.into_iter().collect();
+        entries.by_update = by_update.into_iter().collect();
+    }
+
+    /// Runs `f` on every entry, under one lock (for a pass at open or recovery, before
+    /// the store takes work).
+    pub(crate) fn each(&self, f: impl FnMut(&IndexEntry)) {
+        self.lock().by_update.values().for_each(f);
+    }
+
+    /// How many entries there are per owner and state.
+    pub(crate) fn tally(&self) -> HashMap<(Option<UserId>, u8), u64> {
+        let mut tally = HashMap::new();
+        for entry in self.lock().by_update.values() {
+            *tally.entry((entry.owner.clone(), entry.state)).or_default() += 1;
+        }
+        tally
+    }
+
     /// The task's entry, if it is unfinished.
     pub(crate) fn entry(&self, id: &TaskId) -> Option<IndexEntry> {
         let entries = self.lock();
         let (_, ts_ms) = entries.tasks.get(id)?;
         entries.by_update.get(&(*ts_ms, id.clone())).cloned()
-    }
-
-    /// The task's skill and state, if its entry says it waits for input (or
-    /// authorisation), without copying the entry out.
-    pub(crate) fn waiting_for_input(&self, id: &TaskId) -> Option<(SkillId, TaskState)> {
-        let entries = self.lock();
-        let (_, ts_ms) = entries.tasks.get(id)?;
-        let entry = entries.by_update.get(&(*ts_ms, id.clone()))?;
-        let state = TaskState::from_number(entry.state.into())?;
-        let skill = entry.skill.as_ref().filter(|_| state.is_interrupted())?;
-        Some((skill.clone(), state))
     }
 
     /// The task's commit of `version` made it terminal (its entry is now in sled).

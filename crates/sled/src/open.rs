@@ -9,6 +9,7 @@ use crate::live_index::is_persisted;
 use crate::positions::Position;
 use crate::quarantine::Quarantine;
 use crate::read;
+use crate::resting::Resting;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
@@ -47,15 +48,31 @@ pub(crate) fn take_live_entries_out_of_sled(db: &sled::Db) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Rebuilds the in-memory entries of unfinished tasks from the active set: a task's
-/// snapshot names its entry, unless commits followed it (its tail). Their positions
-/// too, which spares recovery's reads of them a look for a tail.
-/// A task that cannot be decoded is set aside (`quarantine`), never an error.
+/// The in-memory entries and positions of the tasks found indexed at rest (the two
+/// built side by side, one on each core).
+pub(crate) fn load_resting(tasks: &TaskTable, resting: Vec<Resting>) {
+    let positions: Vec<_> = resting
+        .iter()
+        .map(|t| (t.entry.task_id.clone(), t.position))
+        .collect();
+    std::thread::scope(|scope| {
+        scope.spawn(|| tasks.positions.load(positions.into_iter()));
+        let entries = resting.into_iter().map(|t| (t.position.version, t.entry));
+        tasks.live.load(entries);
+    });
+}
+
+/// Rebuilds the in-memory entries of these unfinished tasks of the active set (those
+/// not indexed at rest): a task's snapshot names its entry, unless commits followed it
+/// (its tail). Their positions too, which spares recovery's reads of them a look for a
+/// tail. A task that cannot be decoded is set aside (`quarantine`), never an error.
 pub(crate) fn load_live_entries(
     tasks: &TaskTable,
     quarantine: &Quarantine,
+    ids: &[TaskId],
 ) -> Result<(), StoreError> {
-    for id in active_ids(&tasks.db)? {
+    for id in ids {
+        let id = id.clone();
         let Some(bytes) = tasks.db.get(task_key(&id)).map_err(StoreError::engine)? else {
             continue;
         };

@@ -20,7 +20,8 @@ use std::sync::{Mutex, MutexGuard};
 use fundi_runtime::model::TaskId;
 
 /// Where a task's log ends: the version and last event seq of its last commit, and of
-/// its snapshot; whether that snapshot is in the current layout.
+/// its snapshot; whether that snapshot is in the current layout, and whether the task
+/// is indexed as at rest (see `resting`: its next commit removes that key first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Position {
     pub(crate) version: u64,
@@ -28,6 +29,7 @@ pub(crate) struct Position {
     pub(crate) snapshot_version: u64,
     pub(crate) snapshot_seq: u64,
     pub(crate) snapshot_current: bool,
+    pub(crate) indexed: bool,
 }
 
 impl Position {
@@ -40,6 +42,7 @@ impl Position {
             snapshot_version: version,
             snapshot_seq: last_seq,
             snapshot_current: current,
+            indexed: false,
         }
     }
 
@@ -106,6 +109,22 @@ impl Positions {
         }
     }
 
+    /// The task's commit of `version` is indexed as at rest (see `resting`).
+    pub(crate) fn mark_indexed(&self, id: &TaskId, version: u64) {
+        if let Some(known) = self.lock().get_mut(id).filter(|at| at.version == version) {
+            known.indexed = true;
+        }
+    }
+
+    /// The positions of tasks found at open, none of them known yet.
+    pub(crate) fn load(&self, found: impl ExactSizeIterator<Item = (TaskId, Position)>) {
+        let mut positions = self.lock();
+        positions.reserve(found.len());
+        for (id, at) in found {
+            positions.entry(id).or_insert(at);
+        }
+    }
+
     /// Forgets the task: it is terminal, or a commit of it lost a race (its position is
     /// read from sled again).
     pub(crate) fn forget(&self, id: &TaskId) {
@@ -124,6 +143,7 @@ mod tests {
             snapshot_version: 1,
             snapshot_seq: 2,
             snapshot_current: true,
+            indexed: false,
         }
     }
 

@@ -15,7 +15,7 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use crate::layout::{
-    Header, Inline, active_key, encode_events, encode_record, event_prefix, task_key,
+    Header, Inline, active_key, encode_events, encode_record, event_prefix, rest_key, task_key,
 };
 use std::sync::Arc;
 
@@ -102,6 +102,8 @@ impl Quarantine {
             .map_err(StoreError::engine)?;
         // The copies are on disk before anything is removed.
         self.log.flush(db)?;
+        // No longer at rest as indexed (see `resting`), before its snapshot changes.
+        db.remove(rest_key(id)).map_err(StoreError::engine)?;
         for key in &event_keys {
             db.remove(key).map_err(StoreError::engine)?;
         }

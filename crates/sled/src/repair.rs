@@ -2,7 +2,9 @@
 //!
 //! A commit writes its pieces in order (see `store`), and sled recovers a prefix of
 //! its log, so a crash leaves at most the last commit of each task half done, and only
-//! for tasks in the active set. For each of those, the snapshot decides:
+//! for tasks in the active set. A task indexed at rest needs nothing: its index entry
+//! is written after the rest of its last commit, and removed before any later commit's
+//! first write (see `resting`). For each of the others, the snapshot decides:
 //!
 //! - no snapshot: the task's first commit never happened; its events and active-set entry
 //!   go;
@@ -24,7 +26,6 @@
 //! the listing entries. The cost is one pass over the active set and one over the
 //! index, paid only after an unclean stop.
 
-use crate::active_set::active_ids;
 use crate::commit::TaskTable;
 use crate::layout::{
     Header, active_key, commit_versions, encode_record, event_key, event_prefix, is_current,
@@ -42,7 +43,7 @@ use fundi_runtime::model::{TaskId, TaskState};
 /// What a repair found and mended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Repaired {
-    /// Active-set entries looked at.
+    /// Active-set entries looked at (those not indexed at rest).
     pub(crate) checked: usize,
     /// Event values (a commit's events each) dropped because their commit never
     /// happened.
@@ -55,16 +56,22 @@ pub(crate) struct Repaired {
     pub(crate) set_aside: usize,
 }
 
-pub(crate) fn repair(tasks: &TaskTable, quarantine: &Quarantine) -> Result<Repaired, StoreError> {
+/// Repairs these tasks of the active set: those not indexed at rest, whose last
+/// commit a crash may have cut (see `resting`).
+pub(crate) fn repair(
+    tasks: &TaskTable,
+    quarantine: &Quarantine,
+    ids: &[TaskId],
+) -> Result<Repaired, StoreError> {
     let started = std::time::Instant::now();
     let mut repaired = Repaired::default();
-    for id in active_ids(&tasks.db)? {
+    for id in ids {
         repaired.checked += 1;
-        match repair_task(tasks, &id, &mut repaired) {
+        match repair_task(tasks, id, &mut repaired) {
             Ok(()) => {}
             // Unreadable: set aside, and the rest repaired all the same.
             Err(error @ StoreError::Codec { .. }) => {
-                quarantine.set_aside(tasks, &id, &error)?;
+                quarantine.set_aside(tasks, id, &error)?;
                 repaired.set_aside += 1;
             }
             Err(error) => return Err(error),

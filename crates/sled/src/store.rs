@@ -57,12 +57,14 @@ use crate::commit::TaskTable;
 use crate::counts::Counts;
 use crate::flusher::GroupFlusher;
 use crate::layout::{
-    CLEAN_MARKER, FORMAT_KEY, LIVE_MARKER, STORE_FORMAT, WATERMARK_KEY, decode_entry,
+    CLEAN_MARKER, FORMAT_KEY, LIVE_MARKER, RESTING_FORMAT, STORE_FORMAT, WATERMARK_KEY,
+    decode_entry,
 };
 use crate::log_sync::LogSync;
 use crate::open;
 use crate::quarantine::Quarantine;
 use crate::repair;
+use crate::resting;
 use fundi_runtime::store::StoreError;
 
 /// sled's page cache by default (sled's own default is 1 GiB).
@@ -236,17 +238,22 @@ impl SledStore {
         {
             open::take_live_entries_out_of_sled(&store.db)?;
         }
-        // Repair loads the unfinished tasks' entries as it mends them.
+        // Tasks indexed at rest are loaded from their index entries; repair loads the
+        // others' entries as it mends them.
+        let (resting, others) = resting::split_active_set(&store.db)?;
+        open::load_resting(&store.tasks, resting);
         match repair {
-            true => repair::repair(&store.tasks, &store.quarantine).map(|_| ())?,
-            false => open::load_live_entries(&store.tasks, &store.quarantine)?,
+            true => repair::repair(&store.tasks, &store.quarantine, &others).map(|_| ())?,
+            false => open::load_live_entries(&store.tasks, &store.quarantine, &others)?,
+        }
+        if found < RESTING_FORMAT {
+            resting::index_the_rest(&store.tasks, &others)?;
         }
         if repair {
             // A crash can stop a commit before its counts moved; and saved counts are
             // stale.
             let persisted = store.db.scan_prefix(b"U").map(decode_entry);
-            let entries = persisted.chain(store.tasks.live.newest_first(None));
-            store.tasks.counts = Counts::rebuild(entries)?;
+            store.tasks.counts = Counts::rebuild(persisted, &store.tasks.live)?;
             store.db.remove(b"Mcounts").map_err(StoreError::engine)?;
         }
         store.log.flush(&store.db)?;

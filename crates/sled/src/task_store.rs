@@ -10,7 +10,7 @@ use crate::layout::{
     Header, context_prefix, created_key, decode_created, decode_entry, decode_events,
     encode_created, event_key, task_key,
 };
-use crate::{read, retention};
+use crate::{read, retention, unfinished};
 use fundi_runtime::model::{TaskEvent, TaskId};
 use fundi_runtime::store::index::{merge_newest_first, plan_page};
 use fundi_runtime::store::{
@@ -187,18 +187,16 @@ impl TaskStore for SledStore {
     }
 
     async fn unfinished_tasks(&self) -> Result<Vec<UnfinishedTask>, StoreError> {
-        let mut tasks = Vec::new();
-        for id in active_set(self)? {
-            // Waiting for input, as its listing entry here says (its snapshot's header
-            // was read as the store opened): nothing more to read.
-            if let Some((skill, state)) = self.tasks.live.waiting_for_input(&id) {
-                tasks.push(UnfinishedTask::waiting_for_input(id, skill, state));
-                continue;
-            }
+        // Every unfinished task has its listing entry in memory (listings rely on it
+        // too): a million at rest are decided from theirs, with no scan of the active set.
+        let (mut tasks, to_read) = unfinished::decide(&self.tasks);
+        for id in to_read {
             if let Some(record) = read_unfinished(self, &id).await? {
                 tasks.push(UnfinishedTask::of(&record));
             }
         }
+        // In id order, as `active` lists them.
+        tasks.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         Ok(tasks)
     }
 

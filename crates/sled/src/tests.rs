@@ -20,6 +20,7 @@ mod commits;
 mod crashes;
 mod engine;
 mod formats;
+mod resting;
 mod stores;
 
 /// The kinds of store the tests run on.
@@ -198,6 +199,7 @@ pub(super) async fn assert_consistent(store: &SledStore, context: &str) {
     for state in [
         TaskState::Submitted,
         TaskState::Working,
+        TaskState::InputRequired,
         TaskState::Completed,
     ] {
         for owner in [
@@ -242,6 +244,42 @@ pub(super) async fn assert_consistent(store: &SledStore, context: &str) {
         on_disk.iter().all(|id| expected.contains(id)),
         "{context}: active-set keys {on_disk:?}, unfinished tasks {expected:?}"
     );
+    assert_rest_index_true(store, &snapshots, context);
+}
+
+/// A task indexed at rest is unfinished, its snapshot is its last commit, and the index
+/// names that commit and the task's listing entry (see `resting`).
+pub(super) fn assert_rest_index_true(store: &SledStore, tasks: &[TaskRecord], context: &str) {
+    for item in store.db.scan_prefix(b"W") {
+        let (key, value) = item.unwrap();
+        let id = String::from_utf8_lossy(&key[1..]).into_owned();
+        let Some(r) = tasks.iter().find(|r| r.id().as_str() == id) else {
+            panic!("{context}: {id} is indexed at rest but not stored");
+        };
+        assert!(
+            !r.state().is_terminal(),
+            "{context}: {id} indexed, terminal"
+        );
+        let snapshot = store.db.get(crate::layout::task_key(r.id())).unwrap();
+        let header = crate::layout::Header::read(&snapshot.unwrap()).unwrap();
+        assert_eq!(
+            (header.version, header.last_seq),
+            (r.version, r.last_seq),
+            "{context}: {id} is indexed at rest, and its snapshot is not its last commit"
+        );
+        let indexed = crate::resting::decode(r.id().clone(), &value).unwrap();
+        let at = indexed.position;
+        assert_eq!(
+            (at.version, at.last_seq),
+            (r.version, r.last_seq),
+            "{context}: {id}"
+        );
+        assert_eq!(
+            indexed.entry,
+            index::IndexEntry::of(r),
+            "{context}: {id}'s entry"
+        );
+    }
 }
 
 /// Each stored task is listed exactly once, in its stored state, and counted.

@@ -33,6 +33,17 @@ impl UnfinishedTask {
         }
     }
 
+    /// The task submitted and waiting for an approver (a store that knows so without
+    /// reading the record).
+    pub fn awaiting_approval(id: TaskId, skill: SkillId) -> UnfinishedTask {
+        UnfinishedTask {
+            id,
+            skill,
+            state: TaskState::Submitted,
+            awaits_approval: true,
+        }
+    }
+
     /// `record`, as recovery decides it.
     pub fn of(record: &TaskRecord) -> UnfinishedTask {
         UnfinishedTask {

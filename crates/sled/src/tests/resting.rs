@@ -1,0 +1,194 @@
+//! Tasks at rest, indexed so that an open reads no snapshot of theirs (`resting`): the
+//! index never names anything but a task's last commit, whatever a crash cuts.
+
+use super::*;
+use crate::layout::{FORMAT_KEY, rest_key, task_key};
+
+fn indexed(store: &SledStore, id: &str) -> bool {
+    store.db.contains_key(rest_key(&TaskId::from(id))).unwrap()
+}
+
+/// Stores `t1` (working), and brings it to rest waiting for input when `rested`.
+async fn stored(dir: &std::path::Path, rested: bool) -> SledStore {
+    let store = SledStore::open(dir, Durability::Sync).unwrap();
+    let other = record("t2", "c", TaskState::Working, 500, "u");
+    store.commit(&other, 0, &[created(&other)]).await.unwrap();
+    let t1 = record("t1", "c", TaskState::Working, 1_000, "u");
+    store.commit(&t1, 0, &[created(&t1)]).await.unwrap();
+    if rested {
+        try_advance(&store, "t1", TaskState::InputRequired, 2_000, 1)
+            .await
+            .unwrap();
+    }
+    store
+}
+
+/// A crash can cut any commit that brings a task to rest or moves it on from rest:
+/// reopened, the task is its last whole commit, listed as that, and goes on; the index
+/// names a task only while its snapshot is its last commit.
+#[tokio::test]
+async fn a_commit_to_or_from_rest_cut_by_a_crash_is_whole_or_absent() {
+    use std::sync::atomic::Ordering;
+    // The commit cut: 0 brings t1 to rest; from rest, 1 moves it on to working (its
+    // events alone, after the snapshot), 2 completes it, 3 asks for input again (rest to
+    // rest: a new snapshot, indexed again).
+    let moves = [
+        (TaskState::InputRequired, false),
+        (TaskState::Working, true),
+        (TaskState::Completed, true),
+        (TaskState::InputRequired, true),
+    ];
+    for (stage, (state, from_rest)) in moves.into_iter().enumerate() {
+        for writes in 0.. {
+            let context = format!("stage {stage}, crash after {writes} writes");
+            let dir = tempfile::tempdir().unwrap();
+            let store = stored(dir.path(), from_rest).await;
+            let before = 1 + u64::from(from_rest);
+            assert_eq!(indexed(&store, "t1"), from_rest, "{context}: before");
+            store.tasks.writes_left.store(writes, Ordering::Release);
+            let finished = try_advance(&store, "t1", state, 3_000, 1).await.is_ok();
+            store.crash();
+
+            let store = reopen(dir.path()).await;
+            assert_consistent(&store, &context).await;
+            let t1 = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+            if finished {
+                assert_eq!(t1.version, before + 1, "{context}");
+                assert_eq!(t1.state(), state, "{context}");
+            }
+            assert!(
+                t1.version == before || t1.version == before + 1,
+                "{context}"
+            );
+            // Listed as it is stored, now that it was read from the index or its
+            // snapshot (`assert_consistent` lists every state).
+            let listed = store
+                .list(&ListQuery {
+                    limit: 10,
+                    state: Some(t1.state()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+            assert!(
+                listed.records.iter().any(|r| r.id().as_str() == "t1"),
+                "{context}: t1 not listed as {:?}",
+                t1.state()
+            );
+            if !t1.state().is_terminal() {
+                try_advance(&store, "t1", TaskState::Completed, 9_000, 1)
+                    .await
+                    .unwrap();
+            }
+            assert_consistent(&store, &format!("{context}, then one more commit")).await;
+            assert!(!indexed(&store, "t1"), "{context}: a terminal task indexed");
+            if finished {
+                break;
+            }
+        }
+    }
+}
+
+/// An open finds a task indexed at rest from its index entry alone: its snapshot is not
+/// read (here, one replaced by bytes no build can read stays unnoticed until the task is
+/// read), after a clean close and after a crash.
+#[tokio::test]
+async fn an_open_reads_no_snapshot_of_a_task_indexed_at_rest() {
+    for crash in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = stored(dir.path(), true).await;
+        assert!(indexed(&store, "t1"));
+        assert!(!indexed(&store, "t2"), "a working task is not at rest");
+        store
+            .db
+            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
+            .unwrap();
+        match crash {
+            true => store.crash(),
+            false => drop(store),
+        }
+        let store = reopen(dir.path()).await;
+        assert!(
+            store.quarantined().await.unwrap().is_empty(),
+            "crash: {crash}"
+        );
+        let waiting = store
+            .list(&ListQuery {
+                limit: 10,
+                state: Some(TaskState::InputRequired),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(waiting.total, 1, "crash: {crash}");
+        let unfinished = store.unfinished_tasks().await.unwrap();
+        assert_eq!(unfinished.len(), 2, "crash: {crash}");
+        assert!(store.get(&TaskId::from("t1")).await.is_err());
+    }
+}
+
+/// A store written before the index (format 4) indexes its tasks at rest at its first
+/// open, and not the others; their next open reads them from the index.
+#[tokio::test]
+async fn the_first_open_of_a_store_before_the_index_indexes_its_tasks_at_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = stored(dir.path(), true).await;
+        // As a build before format 5 left it.
+        store.db.remove(rest_key(&TaskId::from("t1"))).unwrap();
+        store.db.insert(FORMAT_KEY, &4u64.to_be_bytes()).unwrap();
+    }
+    let store = reopen(dir.path()).await;
+    assert!(indexed(&store, "t1"), "waiting for input: indexed");
+    assert!(!indexed(&store, "t2"), "working: not indexed");
+    let format = store.db.get(FORMAT_KEY).unwrap().unwrap();
+    assert_eq!(format.as_ref(), crate::layout::STORE_FORMAT.to_be_bytes());
+    assert_consistent(&store, "after the first open").await;
+    // Indexed: its next commit takes it out first.
+    try_advance(&store, "t1", TaskState::Working, 4_000, 1)
+        .await
+        .unwrap();
+    assert!(!indexed(&store, "t1"));
+    store.crash();
+    let store = reopen(dir.path()).await;
+    assert_consistent(&store, "moved on, after a crash").await;
+    let t1 = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+    assert_eq!(t1.state(), TaskState::Working);
+}
+
+/// An index entry of a task outside the active set (none is written so; a damaged
+/// store) is removed at open, not listed; so is one that cannot be read, and its task
+/// is read from its snapshot.
+#[tokio::test]
+async fn an_index_entry_that_is_stray_or_unreadable_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = stored(dir.path(), true).await;
+        let (t1, t2) = (TaskId::from("t1"), TaskId::from("t2"));
+        let at_rest = store.db.get(rest_key(&t1)).unwrap().unwrap();
+        try_advance(&store, "t1", TaskState::Completed, 4_000, 1)
+            .await
+            .unwrap();
+        store.db.insert(rest_key(&t1), at_rest).unwrap();
+        try_advance(&store, "t2", TaskState::InputRequired, 2_000, 1)
+            .await
+            .unwrap();
+        let mut cut = store.db.get(rest_key(&t2)).unwrap().unwrap().to_vec();
+        cut.pop();
+        store.db.insert(rest_key(&t2), cut).unwrap();
+    }
+    let store = reopen(dir.path()).await;
+    assert!(!indexed(&store, "t1"), "terminal: its entry removed");
+    assert!(!indexed(&store, "t2"), "unreadable: its entry removed");
+    assert_consistent(&store, "after the open").await;
+    let waiting = store
+        .list(&ListQuery {
+            limit: 10,
+            state: Some(TaskState::InputRequired),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<&str> = waiting.records.iter().map(|r| r.id().as_str()).collect();
+    assert_eq!(ids, ["t2"], "t2 waits, as its snapshot says");
+}

@@ -1,0 +1,32 @@
+//! Recovery's view of a sled store's unfinished tasks (`TaskStore::unfinished_tasks`),
+//! decided from their listing entries in memory where those say enough.
+
+use crate::commit::TaskTable;
+use fundi_runtime::model::{TaskId, TaskState};
+use fundi_runtime::store::UnfinishedTask;
+
+/// The unfinished tasks decided from their entries: waiting for input (the entry's
+/// state says so) or for an approver (submitted, and indexed at rest: see `resting`);
+/// and the ids of the others, which recovery reads whole.
+pub(crate) fn decide(tasks: &TaskTable) -> (Vec<UnfinishedTask>, Vec<TaskId>) {
+    let (mut decided, mut to_read, mut submitted) = (Vec::new(), Vec::new(), Vec::new());
+    tasks.live.each(|entry| {
+        let id = entry.task_id.clone();
+        match (TaskState::from_number(entry.state.into()), &entry.skill) {
+            (Some(state), Some(skill)) if state.is_interrupted() => {
+                decided.push(UnfinishedTask::waiting_for_input(id, skill.clone(), state));
+            }
+            (Some(TaskState::Submitted), Some(skill)) => submitted.push((id, skill.clone())),
+            // Or an entry written before entries named their skill.
+            _ => to_read.push(id),
+        }
+    });
+    // After the entries' lock, not under it: positions have a lock of their own.
+    for (id, skill) in submitted {
+        match tasks.positions.get(&id).is_some_and(|at| at.indexed) {
+            true => decided.push(UnfinishedTask::awaiting_approval(id, skill)),
+            false => to_read.push(id),
+        }
+    }
+    (decided, to_read)
+}
