@@ -2,6 +2,9 @@
 //! then appended after the task's snapshot or written as a new snapshot (see `store`
 //! for the order of the writes and the commit point), and the listing index moved.
 
+#[cfg(test)]
+pub(crate) mod crash_points;
+
 use std::sync::Arc;
 
 use crate::active_set::ActiveSet;
@@ -46,28 +49,9 @@ pub(crate) struct TaskTable {
     pub(crate) writers: Turns,
     /// Which unfinished tasks have their `A` key yet.
     pub(crate) active: Arc<ActiveSet>,
-    /// Tests: how many more writes a commit may make before it "crashes".
+    /// Tests: a crash after any write of a commit, or a step before one.
     #[cfg(test)]
-    pub(crate) writes_left: std::sync::atomic::AtomicUsize,
-    /// Tests: run before each write of a commit (another writer's write, say).
-    #[cfg(test)]
-    pub(crate) before_each_write: WriteHook,
-}
-
-/// Tests: what `TaskTable::before_each_write` runs, if anything.
-#[cfg(test)]
-#[derive(Default)]
-pub(crate) struct WriteHook(pub(crate) std::sync::Mutex<Option<BeforeWrite>>);
-
-/// Tests: a step run on the raw database before a write.
-#[cfg(test)]
-pub(crate) type BeforeWrite = Box<dyn FnMut(&sled::Db) + Send>;
-
-#[cfg(test)]
-impl std::fmt::Debug for WriteHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WriteHook")
-    }
+    pub(crate) crash: crash_points::CrashPoints,
 }
 
 impl TaskTable {
@@ -81,9 +65,7 @@ impl TaskTable {
             writers: Turns::default(),
             active,
             #[cfg(test)]
-            writes_left: std::sync::atomic::AtomicUsize::new(usize::MAX),
-            #[cfg(test)]
-            before_each_write: Default::default(),
+            crash: Default::default(),
         }
     }
 
@@ -91,20 +73,7 @@ impl TaskTable {
     /// writes is used up, leaving the commit half done as a crash would.
     pub(crate) fn before_write(&self) -> Result<(), StoreError> {
         #[cfg(test)]
-        {
-            use std::sync::atomic::Ordering;
-            let left = self.writes_left.load(Ordering::Acquire);
-            if left == 0 {
-                return Err(StoreError::io(
-                    "a test's write",
-                    std::io::Error::other("simulated crash"),
-                ));
-            }
-            self.writes_left.store(left - 1, Ordering::Release);
-            if let Some(hook) = self.before_each_write.0.lock().unwrap().as_mut() {
-                hook(&self.db);
-            }
-        }
+        self.crash.before_write(&self.db)?;
         Ok(())
     }
 

@@ -152,14 +152,14 @@ async fn a_move_that_loses_its_race_takes_back_what_it_wrote() {
     let large = "x".repeat(crate::commit::INLINE_EVENTS_LIMIT);
     let mut writes = 0;
     let slot = taken.clone();
-    *store.tasks.before_each_write.0.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
+    *store.tasks.crash.before_each_write.lock().unwrap() = Some(Box::new(move |db: &sled::Db| {
         writes += 1;
         if writes == 2 {
             db.insert(&slot, theirs_value.as_slice()).unwrap();
         }
     }));
     let lost = try_advance_saying(&store, "t1", TaskState::Completed, 2_000, 1, Some(&large)).await;
-    store.tasks.before_each_write.0.lock().unwrap().take();
+    store.tasks.crash.before_each_write.lock().unwrap().take();
     assert!(
         matches!(lost, Err(StoreError::Conflict { found: 2, .. })),
         "{lost:?}"
@@ -198,7 +198,7 @@ async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it()
     // The next commit writes a snapshot: the events its old snapshot carried move out
     // (one write), its own go to their slot (the commit point), then the snapshot, which
     // fails.
-    store.tasks.writes_left.store(2, Ordering::Release);
+    store.tasks.crash.writes_left.store(2, Ordering::Release);
     let mut next = store.get(r.id()).await.unwrap().unwrap();
     next.version += 1;
     next.last_seq += 1;
@@ -211,7 +211,11 @@ async fn a_commit_failing_after_its_commit_point_is_in_and_the_next_follows_it()
     };
     let failed = store.commit(&next, next.version - 1, &[event]).await;
     assert!(failed.is_err(), "{failed:?}");
-    store.tasks.writes_left.store(usize::MAX, Ordering::Release);
+    store
+        .tasks
+        .crash
+        .writes_left
+        .store(usize::MAX, Ordering::Release);
     assert_eq!(store.get(r.id()).await.unwrap().as_ref(), Some(&next));
 
     let after = progress(&store, "t1", "after").await;

@@ -52,7 +52,11 @@ async fn a_commit_cut_short_by_a_crash_is_whole_or_absent_after_reopen() {
                     .await
                     .unwrap();
             }
-            store.tasks.writes_left.store(writes, Ordering::Release);
+            store
+                .tasks
+                .crash
+                .writes_left
+                .store(writes, Ordering::Release);
             let result = match stage {
                 0 => store.commit(&fresh, 0, &[created(&fresh)]).await,
                 1 => try_advance_saying(&store, "t1", TaskState::Working, 2_000, 1, cut_says)

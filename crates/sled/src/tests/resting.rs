@@ -45,7 +45,11 @@ async fn a_commit_to_or_from_rest_cut_by_a_crash_is_whole_or_absent() {
             let store = stored(dir.path(), from_rest).await;
             let before = 1 + u64::from(from_rest);
             assert_eq!(indexed(&store, "t1"), from_rest, "{context}: before");
-            store.tasks.writes_left.store(writes, Ordering::Release);
+            store
+                .tasks
+                .crash
+                .writes_left
+                .store(writes, Ordering::Release);
             let finished = try_advance(&store, "t1", state, 3_000, 1).await.is_ok();
             store.crash();
 
