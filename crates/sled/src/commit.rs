@@ -117,7 +117,7 @@ impl TaskTable {
         let mut known = self.positions.get(id);
         if let Some(at) = &mut known {
             StoreError::check_version(id, expected_version, at.version)?;
-            resting::leave(self, id, Some(at))?;
+            self.leave_rest(id, Some(at))?;
             if let Some((events, previous)) = appending(at) {
                 return self.append(commit, events, &previous, at);
             }
@@ -130,7 +130,7 @@ impl TaskTable {
         let found = at.as_ref().map_or(0, |at| at.version);
         StoreError::check_version(id, expected_version, found)?;
         if known.is_none() && old.is_some() {
-            resting::leave(self, id, None)?;
+            self.leave_rest(id, None)?;
         }
         if known.is_none()
             && let Some(at) = &at
@@ -303,8 +303,19 @@ impl TaskTable {
             self.db.remove(active_key(id)).map_err(StoreError::engine)?;
         }
         if rests {
-            let seq = record.last_seq;
-            resting::index(self, id, record.version, seq, &commit.entry)?;
+            self.before_write()?;
+            let (version, seq) = (record.version, record.last_seq);
+            resting::index(&self.db, id, version, seq, &commit.entry)?;
+        }
+        Ok(())
+    }
+
+    /// Before a commit's first write: takes the task out of the rest index if its
+    /// position (`None`: not known) says it may be in it.
+    fn leave_rest(&self, id: &TaskId, at: Option<&mut Position>) -> Result<(), StoreError> {
+        if resting::must_leave(at) {
+            self.before_write()?;
+            resting::remove(&self.db, id)?;
         }
         Ok(())
     }

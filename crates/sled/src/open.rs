@@ -9,8 +9,9 @@ use crate::live_index::is_persisted;
 use crate::positions::Position;
 use crate::quarantine::Quarantine;
 use crate::read;
-use crate::resting::Resting;
-use fundi_runtime::model::TaskId;
+use crate::resting::{self, Resting};
+use fundi_runtime::approval::at_rest;
+use fundi_runtime::model::{TaskId, TaskState};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
@@ -125,4 +126,34 @@ pub(crate) fn opening(error: sled::Error) -> StoreError {
         }
         _ => StoreError::engine(error),
     }
+}
+
+/// The first open of a store written before format 5: indexes each of `ids` (loaded
+/// from their snapshots just now) that is at rest, its snapshot its last commit and in
+/// the current layout. A crash part way leaves the rest unindexed: read from their
+/// snapshots at each open, until their next commit.
+pub(crate) fn index_the_rest(tasks: &TaskTable, ids: &[TaskId]) -> Result<usize, StoreError> {
+    let mut indexed = 0;
+    for id in ids {
+        let (Some(at), Some(entry)) = (tasks.positions.get(id), tasks.live.entry(id)) else {
+            continue;
+        };
+        if !at.snapshot_current || at.since_snapshot() > 0 || !at.is_snapshot(at.last_seq) {
+            continue;
+        }
+        // Waiting for input says the entry; waiting for an approver, only the record.
+        let rests = match entry.state() {
+            Some(state) if state.is_interrupted() => true,
+            Some(TaskState::Submitted) => read::task(&tasks.db, &tasks.positions, id)?
+                .is_some_and(|record| at_rest(&record.task.status)),
+            _ => false,
+        };
+        if !rests {
+            continue;
+        }
+        resting::index(&tasks.db, id, at.version, at.last_seq, &entry)?;
+        tasks.positions.mark_indexed(id, at.version);
+        indexed += 1;
+    }
+    Ok(indexed)
 }

@@ -17,17 +17,14 @@
 //! task's writes failed before) removes it whether or not it is there.
 //!
 //! Stores written before format 5 have no `W` keys: their first open indexes every
-//! unfinished task whose snapshot is its last commit (`Opening::index_the_rest`).
+//! task at rest (`open::index_the_rest`).
 
 mod value;
 
 use crate::active_set::active_ids;
-use crate::commit::TaskTable;
 use crate::layout::{active_id, rest_key};
 use crate::positions::Position;
-use crate::read;
-use fundi_runtime::approval::at_rest;
-use fundi_runtime::model::{TaskId, TaskState};
+use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
@@ -41,34 +38,30 @@ pub(crate) struct Resting {
 /// Indexes the task as at rest: its snapshot of `version`, just written, is its last
 /// commit. Written after everything else of that commit.
 pub(crate) fn index(
-    tasks: &TaskTable,
+    db: &sled::Db,
     id: &TaskId,
     version: u64,
     last_seq: u64,
     entry: &IndexEntry,
 ) -> Result<(), StoreError> {
-    tasks.before_write()?;
-    tasks
-        .db
-        .insert(rest_key(id), value::encode(version, last_seq, entry))
+    db.insert(rest_key(id), value::encode(version, last_seq, entry))
         .map_err(StoreError::engine)?;
     Ok(())
 }
 
-/// Before a commit's first write: the task is no longer at rest as indexed. `at` is
-/// its known position (`None`: not known, and the key is removed if it is there).
-pub(crate) fn leave(
-    tasks: &TaskTable,
-    id: &TaskId,
-    at: Option<&mut Position>,
-) -> Result<(), StoreError> {
+/// Whether a commit must remove its task's key before its first write: `at` is the
+/// task's known position (its flag cleared here), `None` when not known (the key is
+/// then removed if it is there).
+pub(crate) fn must_leave(at: Option<&mut Position>) -> bool {
     match at {
-        Some(at) if !at.indexed => return Ok(()),
-        Some(at) => at.indexed = false,
-        None => {}
+        Some(at) => std::mem::take(&mut at.indexed),
+        None => true,
     }
-    tasks.before_write()?;
-    tasks.db.remove(rest_key(id)).map_err(StoreError::engine)?;
+}
+
+/// Takes the task out of the index.
+pub(crate) fn remove(db: &sled::Db, id: &TaskId) -> Result<(), StoreError> {
+    db.remove(rest_key(id)).map_err(StoreError::engine)?;
     Ok(())
 }
 
@@ -138,34 +131,4 @@ fn remove_stray(db: &sled::Db, id: &TaskId) -> Result<(), StoreError> {
     tracing::warn!(task_id = %id, "a task indexed at rest is not in the active set: its index entry is removed");
     db.remove(rest_key(id)).map_err(StoreError::engine)?;
     Ok(())
-}
-
-/// The first open of a store written before format 5: indexes each of `ids` (loaded
-/// from their snapshots just now) that is at rest, its snapshot its last commit and in
-/// the current layout. A crash part way leaves the rest unindexed: read from their
-/// snapshots at each open, until their next commit.
-pub(crate) fn index_the_rest(tasks: &TaskTable, ids: &[TaskId]) -> Result<usize, StoreError> {
-    let mut indexed = 0;
-    for id in ids {
-        let (Some(at), Some(entry)) = (tasks.positions.get(id), tasks.live.entry(id)) else {
-            continue;
-        };
-        if !at.snapshot_current || at.since_snapshot() > 0 || !at.is_snapshot(at.last_seq) {
-            continue;
-        }
-        // Waiting for input says the entry; waiting for an approver, only the record.
-        let rests = match entry.state() {
-            Some(state) if state.is_interrupted() => true,
-            Some(TaskState::Submitted) => read::task(&tasks.db, &tasks.positions, id)?
-                .is_some_and(|record| at_rest(&record.task.status)),
-            _ => false,
-        };
-        if !rests {
-            continue;
-        }
-        index(tasks, id, at.version, at.last_seq, &entry)?;
-        tasks.positions.mark_indexed(id, at.version);
-        indexed += 1;
-    }
-    Ok(indexed)
 }

@@ -247,7 +247,7 @@ impl SledStore {
             false => open::load_live_entries(&store.tasks, &store.quarantine, &others)?,
         }
         if found < RESTING_FORMAT {
-            resting::index_the_rest(&store.tasks, &others)?;
+            open::index_the_rest(&store.tasks, &others)?;
         }
         if repair {
             // A crash can stop a commit before its counts moved; and saved counts are
