@@ -62,16 +62,34 @@ pub(crate) async fn waiting_kinds(
         "\nW4 {count} tasks waiting (sled): {:.2} KiB per task waiting for an approver \
          (parked), {:.2} KiB with a push config (its delivery resting), {:.2} KiB per \
          task queued for a slot (no actor)",
-        approval / 1024.0,
-        pushed / 1024.0,
-        slot / 1024.0,
+        approval.bytes_per_task / 1024.0,
+        pushed.bytes_per_task / 1024.0,
+        slot.bytes_per_task / 1024.0,
     );
-    Ok(json!({"tasks": count, "bytesPerApprovalTask": approval,
-              "bytesPerPushedApprovalTask": pushed, "bytesPerQueuedTask": slot}))
+    println!(
+        "W4 restart (SIGKILL) with {count} tasks waiting: listening after {:.2} s waiting \
+         for an approver, {:.2} s with a push config, {:.2} s queued for a slot",
+        approval.restart_seconds, pushed.restart_seconds, slot.restart_seconds,
+    );
+    Ok(
+        json!({"tasks": count, "bytesPerApprovalTask": approval.bytes_per_task,
+              "bytesPerPushedApprovalTask": pushed.bytes_per_task,
+              "bytesPerQueuedTask": slot.bytes_per_task,
+              "restartSecondsApproval": approval.restart_seconds,
+              "restartSecondsPushedApproval": pushed.restart_seconds,
+              "restartSecondsQueued": slot.restart_seconds}),
+    )
+}
+
+/// What one kind of waiting task costs: memory, and a restart with the backlog.
+struct Measured {
+    bytes_per_task: f64,
+    restart_seconds: f64,
 }
 
 /// The RSS per task of `count` tasks waiting for `kind`, on a fresh server, once no
-/// task but those `kind` keeps live has an actor.
+/// task but those `kind` keeps live has an actor; then the time a server takes to
+/// listen on that store after the first was killed.
 async fn rss_per_task(
     fundi: &Path,
     dir: &Path,
@@ -79,7 +97,7 @@ async fn rss_per_task(
     credentials: &Credentials,
     count: usize,
     kind: Kind,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Measured> {
     let data = dir.join(format!("waiting-{kind:?}").to_lowercase());
     let settings = kind.settings();
     let server = Server::start_parking_with(fundi, &data, credentials, PARK_AFTER_MS, settings)?;
@@ -100,7 +118,12 @@ async fn rss_per_task(
         wait_until_metric(client, &server.url, "fundi_push_resting", count).await?;
     }
     let loaded = server.rss_bytes().unwrap_or_default();
-    Ok(loaded.saturating_sub(empty) as f64 / count as f64)
+    drop(server); // SIGKILL, with the backlog stored.
+    let restarted = Server::start_parking_with(fundi, &data, credentials, PARK_AFTER_MS, settings)?;
+    Ok(Measured {
+        bytes_per_task: loaded.saturating_sub(empty) as f64 / count as f64,
+        restart_seconds: restarted.startup.as_secs_f64(),
+    })
 }
 
 /// Submits `count` echo tasks without waiting for them, from `CREATORS` workers, each

@@ -96,9 +96,13 @@ fn positive(value: &Value) -> bool {
 
 #[test]
 fn the_documented_bench_runs_every_workload_against_a_real_server() {
+    let kept = tempfile::tempdir().unwrap();
+    let kept = kept.path().join("stores");
     let results = run(
         false,
         &[
+            "--keep-data",
+            kept.to_str().unwrap(),
             "--repeats",
             "1",
             // More than a user's and a task's stream limits: the bench lifts them.
@@ -206,6 +210,19 @@ fn the_documented_bench_runs_every_workload_against_a_real_server() {
     ] {
         assert!(waiting[figure].is_f64(), "{waiting}");
     }
+    for restart in [
+        "restartSecondsApproval",
+        "restartSecondsPushedApproval",
+        "restartSecondsQueued",
+    ] {
+        assert!(positive(&waiting[restart]), "{waiting}");
+    }
+    // The stores are kept: the parked tasks' can be opened again.
+    assert!(
+        kept.join("parked").join("db").is_file(),
+        "{}",
+        kept.display()
+    );
 
     let stored = &results["stored"];
     assert_eq!(stored["large"]["storedTasks"], 1500, "{stored}");
@@ -299,4 +316,23 @@ fn the_proxy_bench_measures_chaos_runs_proxy_against_direct_traffic() {
         assert!(positive(&results[path]["proxyP99Ms"]), "{results}");
         assert!(positive(&results[path]["directP99Ms"]), "{results}");
     }
+}
+
+/// A directory for the kept stores must be empty: a store left there by an earlier run
+/// would be measured as this run's.
+#[test]
+fn the_bench_refuses_to_keep_its_stores_where_something_is() {
+    let (bench, fundi) = binaries();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("left"), b"an earlier run's").unwrap();
+    let output = Command::new(bench)
+        .arg("--fundi")
+        .arg(&fundi)
+        .arg("--keep-data")
+        .arg(dir.path())
+        .output()
+        .expect("the bench runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("is not empty"), "{stderr}");
 }
