@@ -144,8 +144,12 @@ pub(crate) fn index_the_rest(tasks: &TaskTable, ids: &[TaskId]) -> Result<usize,
         // Waiting for input says the entry; waiting for an approver, only the record.
         let rests = match entry.state() {
             Some(state) if state.is_interrupted() => true,
-            Some(TaskState::Submitted) => read::task(&tasks.db, &tasks.positions, id)?
-                .is_some_and(|record| at_rest(&record.task.status)),
+            Some(TaskState::Submitted) => match read::task(&tasks.db, &tasks.positions, id) {
+                Ok(record) => record.is_some_and(|record| at_rest(&record.task.status)),
+                // Unindexed: recovery reads it again, and sets it aside.
+                Err(StoreError::Codec { .. }) => false,
+                Err(error) => return Err(error),
+            },
             _ => false,
         };
         if !rests {

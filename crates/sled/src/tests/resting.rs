@@ -191,3 +191,32 @@ async fn an_index_entry_that_is_stray_or_unreadable_is_removed() {
     let waiting = listed_in(&store, TaskState::InputRequired).await;
     assert_eq!(waiting, ["t2"], "t2 waits, as its snapshot says");
 }
+
+/// The first open of a store before the index reads a submitted task whole to learn
+/// whether it waits for an approver: one that cannot be read stays unindexed, the open
+/// goes on, and recovery sets it aside as before.
+#[tokio::test]
+async fn the_first_open_leaves_an_unreadable_submitted_task_to_be_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        // Written whole (serde_json writes any depth), unreadable after.
+        let mut deep = serde_json::json!(0);
+        for _ in 0..200 {
+            deep = serde_json::json!([deep]);
+        }
+        let mut unreadable = record("t3", "c", TaskState::Submitted, 1_000, "u");
+        unreadable.checkpoint = Some(deep);
+        store
+            .commit(&unreadable, 0, &[created(&unreadable)])
+            .await
+            .unwrap();
+        store.db.insert(FORMAT_KEY, &4u64.to_be_bytes()).unwrap();
+    }
+    let store = reopen(dir.path()).await;
+    assert!(!indexed(&store, "t3"));
+    assert!(store.unfinished_tasks().await.unwrap().is_empty());
+    let quarantined = store.quarantined().await.unwrap();
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].task_id.as_str(), "t3");
+}
