@@ -157,21 +157,19 @@ impl Metrics {
         self.active.add(tasks, &[skill, state_label(state)]);
     }
 
-    /// A task moved from `from` to `to` (`from` is `None` for a task counted afresh).
+    /// A task moved from `from` to `to` (a task counted afresh at recovery: `found`).
     pub(crate) fn state_changed(
         &self,
         skill: &str,
         task_id: &TaskId,
-        from: Option<TaskState>,
+        from: TaskState,
         to: TaskState,
     ) {
-        if from == Some(to) {
+        if from == to {
             return;
         }
         let skill = KeyValue::new("skill", skill.to_owned());
-        if let Some(from) = from {
-            self.active.add(-1, &[skill.clone(), state_label(from)]);
-        }
+        self.active.add(-1, &[skill.clone(), state_label(from)]);
         if to.is_terminal() {
             self.finished.add(1, &[skill.clone(), state_label(to)]);
             if let Some(age) = age_seconds(task_id) {

@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::layout::{Header, WATERMARK_KEY, active_id, active_key, task_key};
+use crate::layout::{Header, WATERMARK_KEY, active_key, keyed_id, task_key};
 use crate::live_index::is_persisted;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
@@ -120,7 +120,7 @@ impl ActiveSet {
 pub(crate) fn active_ids(db: &sled::Db) -> Result<Vec<TaskId>, StoreError> {
     db.scan_prefix(b"A")
         .keys()
-        .map(|key| Ok(active_id(&key.map_err(StoreError::engine)?)))
+        .map(|key| Ok(keyed_id(&key.map_err(StoreError::engine)?)))
         .collect()
 }
 

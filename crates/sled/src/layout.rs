@@ -130,8 +130,8 @@ pub(crate) fn active_key(id: &TaskId) -> Vec<u8> {
     [b"A", id.as_str().as_bytes()].concat()
 }
 
-/// The task an `A` key names.
-pub(crate) fn active_id(key: &[u8]) -> TaskId {
+/// The task a key of one letter and a task id names (`A`, `W`, `T`).
+pub(crate) fn keyed_id(key: &[u8]) -> TaskId {
     TaskId::from(String::from_utf8_lossy(&key[1..]).into_owned())
 }
 

@@ -225,4 +225,18 @@ mod tests {
         assert_eq!(listed(&index), [("u".to_string(), 5)]);
         assert_eq!(index.lock().by_context.len(), 1);
     }
+
+    /// Entries found at open are built in bulk into an empty index, and put one by one
+    /// into one that has entries already: either way each is listed once, newest first.
+    #[test]
+    fn loaded_entries_are_listed_like_put_ones() {
+        let index = LiveIndex::default();
+        index.load([(1, entry("a", 10)), (1, entry("b", 30))].into_iter());
+        index.load([(2, entry("a", 20)), (1, entry("c", 5))].into_iter());
+        let expected = [("b".into(), 30), ("a".into(), 20), ("c".into(), 5)];
+        assert_eq!(listed(&index), expected);
+        assert_eq!(index.lock().by_context.len(), 3);
+        let tally: u64 = index.tally().values().sum();
+        assert_eq!(tally, 3);
+    }
 }

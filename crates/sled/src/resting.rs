@@ -22,7 +22,7 @@
 mod value;
 
 use crate::active_set::active_ids;
-use crate::layout::{active_id, rest_key};
+use crate::layout::{keyed_id, rest_key};
 use crate::positions::Position;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
@@ -108,7 +108,7 @@ fn read_index(db: &sled::Db) -> Result<Vec<Resting>, StoreError> {
     let mut found = Vec::new();
     for item in db.scan_prefix(b"W") {
         let (key, value) = item.map_err(StoreError::engine)?;
-        let id = active_id(&key);
+        let id = keyed_id(&key);
         match decoder.decode(id.clone(), &value) {
             Ok(task) => found.push(task),
             Err(error) => {

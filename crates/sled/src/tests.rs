@@ -100,7 +100,7 @@ pub(super) async fn reopen_raw(dir: &std::path::Path) -> sled::Db {
 pub(super) fn active_keys(db: &sled::Db) -> Vec<String> {
     db.scan_prefix(b"A")
         .keys()
-        .map(|key| crate::layout::active_id(&key.unwrap()).to_string())
+        .map(|key| crate::layout::keyed_id(&key.unwrap()).to_string())
         .collect()
 }
 

@@ -175,7 +175,7 @@ impl TaskJournal {
         let metrics = telemetry::metrics();
         metrics.submitted(&record.skill);
         if record.state() == TaskState::Working {
-            let (from, to) = (Some(TaskState::Submitted), TaskState::Working);
+            let (from, to) = (TaskState::Submitted, TaskState::Working);
             metrics.state_changed(&record.skill, &record.task.id, from, to);
         }
         let mut journal = TaskJournal::stored(store, record, subscriber_buffer);
@@ -354,7 +354,7 @@ impl TaskJournal {
         let from = self.record.state();
         self.record = next;
         let (skill, id) = (&self.record.skill, &self.record.task.id);
-        telemetry::metrics().state_changed(skill, id, Some(from), self.record.state());
+        telemetry::metrics().state_changed(skill, id, from, self.record.state());
         // Nobody listening is fine: subscribers read the store first.
         for event in events {
             self.subscribers.publish(event);
