@@ -182,6 +182,7 @@ pub(crate) fn cases() -> Vec<Case> {
     for (name, target) in [
         ("W3 stream, each step stored, sync", FundiSync),
         ("W3 stream, each step stored, batched", FundiBatched),
+        ("W3 stream, each step stored, postgres", FundiPostgres),
     ] {
         for c in [1, 50] {
             cases.push(Case {

@@ -84,8 +84,9 @@ async fn claim(
         .query(
             &format!(
                 "UPDATE {tasks} SET lease_node = $1, lease_epoch = lease_epoch + 1, \
-                 lease_expires = {until} WHERE {which} RETURNING id, lease_epoch, record",
-                until = lease_end(2)
+                 lease_expires = {until} WHERE {which} RETURNING id, lease_epoch, {columns}",
+                until = lease_end(2),
+                columns = crate::snapshot::columns("", &database.table("events"))
             ),
             &[&leases.config.node, &leases.ttl_ms()],
         )

@@ -27,6 +27,7 @@ mod push;
 mod quarantine;
 mod records;
 mod sessions;
+mod snapshot;
 mod statements;
 mod store;
 #[cfg(feature = "test-util")]

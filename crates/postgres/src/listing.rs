@@ -3,13 +3,14 @@
 
 use chrono::{DateTime, Utc};
 use fundi_runtime::TaskId;
-use fundi_runtime::store::{Cursor, ListPage, ListQuery, PageFill, StoreError, TaskRecord};
+use fundi_runtime::store::{Cursor, ListPage, ListQuery, PageFill, StoreError};
 use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
-use crate::columns::{decode_column, millis};
+use crate::columns::millis;
 use crate::database::Database;
 use crate::errors::db;
+use crate::snapshot;
 
 pub(crate) async fn list(database: &Database, query: &ListQuery) -> Result<ListPage, StoreError> {
     let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::new();
@@ -73,8 +74,9 @@ pub(crate) async fn list(database: &Database, query: &ListQuery) -> Result<ListP
     let rows = client
         .query_raw(
             &format!(
-                "SELECT record, updated_ms, id FROM {} WHERE {filter} {position} \
+                "SELECT updated_ms, id, {} FROM {} WHERE {filter} {position} \
                  ORDER BY updated_ms DESC, id DESC LIMIT {}",
+                snapshot::columns("", &database.table("events")),
                 database.table("tasks"),
                 query.limit + 1
             ),
@@ -93,9 +95,9 @@ pub(crate) async fn list(database: &Database, query: &ListQuery) -> Result<ListP
             break;
         }
         walked += 1;
-        let position = Cursor::new(row.get(1), TaskId::from(row.get::<_, String>(2)));
+        let position = Cursor::new(row.get(0), TaskId::from(row.get::<_, String>(1)));
         next = Some(position.clone());
-        match decode_column::<TaskRecord>(&row, 0) {
+        match snapshot::decode(&row, 2) {
             Ok(record) => {
                 if !page.push(position, record) {
                     break;
@@ -104,7 +106,7 @@ pub(crate) async fn list(database: &Database, query: &ListQuery) -> Result<ListP
             // Left out of listings, as the sled store does; reading it by id says
             // why, and recovery sets it aside if it is unfinished.
             Err(error) => {
-                let id: String = row.get(2);
+                let id: String = row.get(1);
                 tracing::warn!(task_id = %id, %error, "a stored task cannot be read; left out of a listing");
             }
         }

@@ -162,6 +162,14 @@ const MIGRATIONS: &[&str] = &[
         request jsonb NOT NULL
     );
     "#,
+    // 10: a commit of an unfinished task writes its events and columns, not its whole
+    // record: `tail_after` (NULL: the record is the last commit) is the seq after which
+    // the events bring the record up to date, `checkpoint` the task's checkpoint then
+    // (see `snapshot`). A task set aside keeps that checkpoint beside its record.
+    r#"
+    ALTER TABLE {s}.tasks ADD COLUMN tail_after bigint, ADD COLUMN checkpoint jsonb;
+    ALTER TABLE {s}.quarantine ADD COLUMN checkpoint jsonb;
+    "#,
 ];
 
 /// The newest schema version this build knows.

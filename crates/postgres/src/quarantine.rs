@@ -1,11 +1,11 @@
 //! Tasks whose stored data cannot be decoded are set aside, so that one damaged record
 //! never stops recovery from serving every other task (as the sled store does).
 //!
-//! Setting a task aside copies its record and events, as stored, into `quarantine` and
-//! `quarantined_events`, then gives the task a fresh record that ends it `failed` with
-//! the reason (its id, context and owner are columns of their own, outside the JSON),
-//! so that its owner sees what happened; its event log then holds that one failure
-//! event. All of it is one transaction: a crash part way through leaves the task as it
+//! Setting a task aside copies its record (with its checkpoint) and events, as stored,
+//! into `quarantine` and `quarantined_events`, then gives the task a fresh record that
+//! ends it `failed` with the reason (its id, context and owner are columns of their
+//! own, outside the JSON), so that its owner sees what happened; its event log then
+//! holds that one failure event. All of it is one transaction: a crash part way through leaves the task as it
 //! was, to be set aside at the next start.
 
 use chrono::{DateTime, Utc};
@@ -15,15 +15,15 @@ use fundi_runtime::{
     TaskStatus,
 };
 
-use crate::columns::decode_column;
 use crate::database::Database;
 use crate::errors::db;
+use crate::snapshot;
 
 /// The skill named by a replacement record whose own could not be read.
 const UNKNOWN_SKILL: &str = "unknown";
 
-/// The task record in column `record_at` of `row`, or `None` when it cannot be
-/// decoded: then the task (its id in column `id_at`) is set aside, never a reason not
+/// The task record read by `snapshot::columns` from column `record_at` of `row`, or
+/// `None` when it cannot be decoded: then the task (its id in column `id_at`) is set aside, never a reason not
 /// to start; the others are recovered.
 pub(crate) async fn record_or_set_aside(
     database: &Database,
@@ -31,7 +31,7 @@ pub(crate) async fn record_or_set_aside(
     id_at: usize,
     record_at: usize,
 ) -> Result<Option<TaskRecord>, StoreError> {
-    match decode_column::<TaskRecord>(row, record_at) {
+    match snapshot::decode(row, record_at) {
         Ok(record) => Ok(Some(record)),
         Err(error) => {
             let id = TaskId::from(row.get::<_, String>(id_at));
@@ -72,8 +72,8 @@ pub(crate) async fn set_aside(
     let at = Utc::now();
     tx.execute(
         &format!(
-            "INSERT INTO {} (task_id, reason, at, failed, record) \
-             SELECT id, $2, $3, true, record FROM {tasks} WHERE id = $1 \
+            "INSERT INTO {} (task_id, reason, at, failed, record, checkpoint) \
+             SELECT id, $2, $3, true, record, checkpoint FROM {tasks} WHERE id = $1 \
              ON CONFLICT (task_id) DO NOTHING",
             database.table("quarantine")
         ),
@@ -113,7 +113,7 @@ pub(crate) async fn set_aside(
     tx.execute(
         &format!(
             "UPDATE {tasks} SET version = $2, record = $3, state = $4, terminal = true, \
-             updated_ms = $5 WHERE id = $1"
+             updated_ms = $5, tail_after = NULL, checkpoint = NULL WHERE id = $1"
         ),
         &[
             &id.as_str(),

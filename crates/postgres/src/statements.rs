@@ -31,15 +31,24 @@ pub(crate) enum SlotChange {
     },
 }
 
+/// How a change writes the record ($3), the seq a new tail starts after ($8) and the
+/// checkpoint ($9): the record whole, with no tail; or no record (NULL), and the tail
+/// it had or one starting now, and the checkpoint beside it (see `snapshot`).
+const TAIL_UPDATE: &str = "record = coalesce($3::jsonb, record), \
+    tail_after = CASE WHEN $3::jsonb IS NULL THEN coalesce(tail_after, $8::bigint) END, \
+    checkpoint = CASE WHEN $3::jsonb IS NULL THEN $9::jsonb END";
+
 pub(crate) struct HotStatements {
     /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms.
     pub(crate) create: String,
-    /// $1..$7 the row and expected version, $8..$12 the rest; leased: $13 node, $14 epoch.
+    /// $1..$7 the row (its record NULL when the commit writes a tail) and expected
+    /// version, $8 the seq a new tail starts after, $9 the checkpoint with a tail,
+    /// $10..$14 the rest; leased: $15 node, $16 epoch.
     pub(crate) update: String,
     /// Leased: `create`, written only if it takes a run slot of skill $16 below $17;
     /// its answer's last column is the slot (NULL: none was free, nothing written).
     pub(crate) create_taking_slot: String,
-    /// Leased: `update`, giving back run slot $16 of skill $15 if it is written.
+    /// Leased: `update`, giving back run slot $18 of skill $17 if it is written.
     pub(crate) update_giving_back: String,
     /// Several commits in one statement (see `batch`).
     pub(crate) batch_commit: String,
@@ -101,7 +110,7 @@ impl HotStatements {
                 ),
                 ", lease_node = CASE WHEN $5 THEN NULL ELSE lease_node END, \
                  lease_expires = CASE WHEN $5 THEN NULL ELSE lease_expires END",
-                " AND lease_node = $13::text AND lease_epoch = $14::bigint",
+                " AND lease_node = $15::text AND lease_epoch = $16::bigint",
             )
         } else {
             ("", String::new(), "", "")
@@ -114,11 +123,11 @@ impl HotStatements {
         let update = |freed: &str| {
             format!(
                 "WITH written AS (
-                    UPDATE {schema}.tasks SET version = $2, record = $3, state = $4,
-                        terminal = $5, updated_ms = $6{lease_update}
+                    UPDATE {schema}.tasks SET version = $2, state = $4, terminal = $5,
+                        updated_ms = $6{lease_update}, {TAIL_UPDATE}
                     WHERE id = $1 AND version = $7{fence} RETURNING id
                  ){freed}, {}",
-                rest(8)
+                rest(10)
             )
         };
         // `from`: where the row comes from (one row, or none: nothing is written).
@@ -150,13 +159,16 @@ impl HotStatements {
             update_giving_back: update(&format!(
                 ", freed AS (
                     UPDATE {schema}.run_slots SET node = NULL, expires = NULL
-                    WHERE skill = $15 AND slot = $16 AND node = $13
+                    WHERE skill = $17 AND slot = $18 AND node = $15
                         AND EXISTS (SELECT 1 FROM written)
                  )"
             )),
             update: update(""),
             batch_commit: batch::batch_commit(schema, leased),
-            get_task: format!("SELECT record FROM {schema}.tasks WHERE id = $1"),
+            get_task: format!(
+                "SELECT {} FROM {schema}.tasks WHERE id = $1",
+                crate::snapshot::columns("", &format!("{schema}.events"))
+            ),
             created_by: format!(
                 "SELECT task_id, created_ms FROM {schema}.first_messages \
                  WHERE owner_key = $1 AND message_id = $2"

@@ -21,7 +21,7 @@ use crate::first_messages::FirstMessages;
 use crate::lease::{Leases, NodeLeases};
 use crate::migrations::migrate;
 use crate::statements::{HotStatements, SlotChange};
-use crate::{lease_claims, listing, quarantine};
+use crate::{lease_claims, listing, quarantine, snapshot};
 
 /// Tasks and their events in PostgreSQL.
 #[derive(Clone)]
@@ -200,7 +200,7 @@ impl TaskStore for PostgresStore {
             .await
             .map_err(db)?;
         let row = client.query_opt(&read, &[&id.as_str()]).await.map_err(db)?;
-        row.map(|row| decode_column(&row, 0)).transpose()
+        row.map(|row| snapshot::decode(&row, 0)).transpose()
     }
 
     async fn created_by(
@@ -256,7 +256,8 @@ impl TaskStore for PostgresStore {
         let rows = client
             .query(
                 &format!(
-                    "SELECT id, record FROM {} WHERE NOT terminal ORDER BY id",
+                    "SELECT id, {} FROM {} WHERE NOT terminal ORDER BY id",
+                    snapshot::columns("", &self.db.table("events")),
                     self.db.table("tasks")
                 ),
                 &[],

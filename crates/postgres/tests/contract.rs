@@ -10,6 +10,7 @@ use fundi_postgres::{PostgresConfig, PostgresStore};
 use fundi_runtime::store::{PushStore, StoreError, TaskStore};
 use fundi_runtime::testing::store_contract::{
     advance, check_task_store, created, push_config, push_configs_are_kept_per_task, record,
+    with_status,
 };
 use fundi_runtime::{TaskId, TaskState};
 
@@ -173,5 +174,79 @@ async fn the_statement_timeout_holds_on_every_pooled_connection() {
         shown, "1500ms",
         "without a setting the server's own default holds"
     );
+    drop_schemas(&[schema]).await;
+}
+
+/// The record column of `id` in `schema`: the version its JSON names, the row's version
+/// and where its tail starts.
+async fn stored_row(store: &PostgresStore, schema: &str, id: &str) -> (i64, i64, Option<i64>) {
+    let client = store.testing_client().await;
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT (record->>'version')::bigint, version, tail_after \
+                 FROM {schema}.tasks WHERE id = $1"
+            ),
+            &[&id],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+#[tokio::test]
+async fn a_working_tasks_commits_send_its_events_and_not_its_record() {
+    let schema = fresh_schema();
+    let store = PostgresStore::open(&config(&schema)).await.unwrap();
+    let mut tasks = Vec::new();
+    for n in 0..12 {
+        let task = record(&format!("w{n}"), "ctx", TaskState::Working, 1_000, "ann");
+        store.commit(&task, 0, &[created(&task)]).await.unwrap();
+        tasks.push(task);
+    }
+    // Three rounds of progress, each task's commits sent at once (several to a
+    // statement), then one more commit of the first task alone.
+    for round in 0..3 {
+        let commits = tasks.iter().map(|task| {
+            let mut status = task.task.status.clone();
+            status.timestamp = Utc.timestamp_millis_opt(2_000 + round).unwrap();
+            with_status(task, status)
+        });
+        let commits: Vec<_> = commits.collect();
+        let writes = commits
+            .iter()
+            .map(|(next, events)| store.commit(next, next.version - 1, events));
+        for written in futures::future::join_all(writes).await {
+            written.unwrap();
+        }
+        tasks = commits.into_iter().map(|(next, _)| next).collect();
+    }
+    assert!(store.most_commits_sent_at_once() > 1);
+    let (mut alone, events) = with_status(&tasks[0], tasks[0].task.status.clone());
+    alone.checkpoint = Some(serde_json::json!({"page": 3}));
+    store.commit(&alone, 4, &events).await.unwrap();
+    tasks[0] = alone;
+
+    for task in &tasks {
+        let id = task.id().as_str();
+        let row = stored_row(&store, &schema, id).await;
+        assert_eq!(
+            row,
+            (1, task.version as i64, Some(1)),
+            "{id}: the record as created"
+        );
+        assert_eq!(
+            store.get(task.id()).await.unwrap().as_ref(),
+            Some(task),
+            "{id}"
+        );
+    }
+    // Coming to rest writes the record whole again.
+    let mut status = tasks[0].task.status.clone();
+    status.state = TaskState::InputRequired;
+    let (resting, events) = with_status(&tasks[0], status);
+    store.commit(&resting, 5, &events).await.unwrap();
+    assert_eq!(stored_row(&store, &schema, "w0").await, (6, 6, None));
+    assert_eq!(store.get(resting.id()).await.unwrap(), Some(resting));
     drop_schemas(&[schema]).await;
 }

@@ -6,7 +6,7 @@ use chrono::Utc;
 use fundi_postgres::PostgresStore;
 use fundi_postgres::testing::{drop_schemas, fresh_schema, test_config, test_url};
 use fundi_runtime::store::{ListQuery, TaskRecord, TaskStore};
-use fundi_runtime::testing::store_contract::{created, record};
+use fundi_runtime::testing::store_contract::{created, record, with_status};
 use fundi_runtime::{TaskId, TaskState};
 use serde_json::{Value, json};
 
@@ -100,5 +100,40 @@ async fn an_unreadable_task_is_an_error_set_aside_and_failed_and_the_rest_is_ser
     // Nothing more to set aside at the next start, and nothing forgotten.
     assert_eq!(store.active().await.unwrap().len(), 1);
     assert_eq!(store.quarantined().await.unwrap().len(), 1);
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test]
+async fn a_task_whose_tail_cannot_be_read_is_set_aside_too() {
+    let schema = fresh_schema();
+    let store = PostgresStore::open(&test_config(&schema))
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    let task = ann("tailed", TaskState::Working, None);
+    store.commit(&task, 0, &[created(&task)]).await.unwrap();
+    // A commit after the record, kept as its event alone; then that event damaged.
+    let (next, events) = with_status(&task, task.task.status.clone());
+    store.commit(&next, 1, &events).await.unwrap();
+    let client = store.testing_client().await;
+    let damaged = client
+        .execute(
+            &format!("UPDATE {schema}.events SET event = $1 WHERE task_id = 'tailed' AND seq = 2"),
+            &[&too_deep()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(damaged, 1);
+
+    let error = store.get(task.id()).await.unwrap_err();
+    assert!(
+        matches!(error, fundi_runtime::StoreError::Codec { .. }),
+        "{error:?}"
+    );
+    assert!(store.active().await.unwrap().is_empty());
+    let quarantined = store.quarantined().await.unwrap();
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    let failed = store.get(task.id()).await.unwrap().unwrap();
+    assert_eq!(failed.state(), TaskState::Failed);
+    assert_eq!(failed.version, next.version + 1);
     drop_schemas(&[schema]).await;
 }

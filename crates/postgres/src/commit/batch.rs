@@ -143,13 +143,15 @@ enum Together {
 struct Arrays<'v> {
     ids: Vec<&'v str>,
     versions: Vec<i64>,
-    records: Vec<&'v Value>,
+    records: Vec<Option<&'v Value>>,
     contexts: Vec<&'v str>,
     states: Vec<&'static str>,
     terminals: Vec<bool>,
     owners: Vec<Option<&'v str>>,
     updated: Vec<i64>,
     expected: Vec<i64>,
+    tails_after: Vec<Option<i64>>,
+    checkpoints: Vec<Option<&'v Value>>,
     event_tasks: Vec<&'v str>,
     seqs: Vec<i64>,
     bodies: Vec<&'v Value>,
@@ -177,6 +179,8 @@ impl<'v> Arrays<'v> {
             owners: Vec::new(),
             updated: Vec::new(),
             expected: Vec::new(),
+            tails_after: Vec::new(),
+            checkpoints: Vec::new(),
             event_tasks: Vec::new(),
             seqs: Vec::new(),
             bodies: Vec::new(),
@@ -201,13 +205,15 @@ impl<'v> Arrays<'v> {
         let id = commit.id.as_str();
         self.ids.push(id);
         self.versions.push(commit.version);
-        self.records.push(&commit.body);
+        self.records.push(commit.body.as_ref());
         self.contexts.push(&commit.context_id);
         self.states.push(commit.state);
         self.terminals.push(commit.terminal);
         self.owners.push(commit.owner.as_deref());
         self.updated.push(commit.updated);
         self.expected.push(commit.expected);
+        self.tails_after.push(commit.tail_after);
+        self.checkpoints.push(commit.checkpoint.as_ref());
         self.event_tasks.extend(commit.seqs.iter().map(|_| id));
         self.seqs.extend(&commit.seqs);
         self.bodies.extend(&commit.bodies);
@@ -238,6 +244,8 @@ impl<'v> Arrays<'v> {
             &self.owners,
             &self.updated,
             &self.expected,
+            &self.tails_after,
+            &self.checkpoints,
             &self.event_tasks,
             &self.seqs,
             &self.bodies,

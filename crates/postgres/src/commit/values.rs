@@ -10,6 +10,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::columns::{millis, owner_key};
 use crate::lease::Leases;
+use crate::snapshot::Written;
 use crate::statements::{HotStatements, SlotChange};
 
 type Param<'a> = &'a (dyn ToSql + Sync);
@@ -27,7 +28,11 @@ pub(crate) struct Answer {
 pub(crate) struct CommitValues {
     pub(super) id: String,
     pub(super) version: i64,
-    pub(super) body: Value,
+    /// The record, when the commit writes it whole (see `snapshot`).
+    pub(super) body: Option<Value>,
+    /// With no record: the seq its tail starts after, and the checkpoint.
+    pub(super) tail_after: Option<i64>,
+    pub(super) checkpoint: Option<Value>,
     pub(super) context_id: String,
     pub(super) state: &'static str,
     pub(super) terminal: bool,
@@ -65,10 +70,16 @@ impl CommitValues {
             SlotChange::GiveBack { slot } => (None, Some(slot_number(slot as usize))),
             SlotChange::None => (None, None),
         };
+        let (body, tail_after, checkpoint) = match Written::of(record, expected_version, events) {
+            Written::Whole => (Some(serde_json::to_value(record)?), None, None),
+            Written::Tail { after } => (None, Some(after as i64), record.checkpoint.clone()),
+        };
         Ok(CommitValues {
             id: id.to_owned(),
             version: record.version as i64,
-            body: serde_json::to_value(record)?,
+            body,
+            tail_after,
+            checkpoint,
             context_id: record.task.context_id.as_str().to_owned(),
             state: record.state().wire_name(),
             terminal: record.state().is_terminal(),
@@ -131,6 +142,8 @@ impl CommitValues {
                 &self.terminal,
                 &self.updated,
                 &self.expected,
+                &self.tail_after,
+                &self.checkpoint,
             ],
         };
         params.extend([

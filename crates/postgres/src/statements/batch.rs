@@ -14,11 +14,12 @@
 //! joins one row to two would write it once and report both written.
 
 /// Parameters: per commit, $1 id, $2 version, $3 record, $4 context id, $5 state, $6
-/// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task); per event, $10
-/// task id, $11 seq, $12 body; per first message, $13 owner key, $14 message id, $15 task
-/// id, $16 creation ms; leased, $17 node, $18 lease ms, and per commit $19 the epoch it
-/// names, $20 its skill, $21 the run slot it gives back and $22 the limit of the run
-/// slots it takes one of (NULL: none).
+/// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task), $10 the seq a
+/// new tail starts after and $11 the checkpoint, for a commit with no record (see
+/// `snapshot`); per event, $12 task id, $13 seq, $14 body; per first message, $15 owner
+/// key, $16 message id, $17 task id, $18 creation ms; leased, $19 node, $20 lease ms,
+/// and per commit $21 the epoch it names, $22 its skill, $23 the run slot it gives back
+/// and $24 the limit of the run slots it takes one of (NULL: none).
 ///
 /// A run slot is given back only if its commit is written (as a single commit's is).
 /// New tasks that take a run slot each get one of their own: per skill, as many free
@@ -29,7 +30,7 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     let channel = crate::listener::channel(schema);
     let (epochs, epoch_column) = match leased {
         true => (
-            ", $19::bigint[], $20::text[], $21::int[], $22::int[]",
+            ", $21::bigint[], $22::text[], $23::int[], $24::int[]",
             ", epoch, skill, given_back, lim",
         ),
         false => ("", ""),
@@ -57,10 +58,10 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
                     SELECT t.n, f.skill, f.slot
                     FROM takers t JOIN free f ON f.skill = t.skill AND f.k = t.k
                  ), taken AS (
-                    UPDATE {schema}.run_slots s SET node = $17::text, expires = {until}
+                    UPDATE {schema}.run_slots s SET node = $19::text, expires = {until}
                     FROM assigned a WHERE s.skill = a.skill AND s.slot = a.slot
                  )",
-                until = crate::lease::lease_end(18)
+                until = crate::lease::lease_end(20)
             ),
             " AND (lim IS NULL OR n IN (SELECT n FROM assigned))",
             ", a.slot",
@@ -72,14 +73,14 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
         true => (
             ", lease_node, lease_epoch, lease_expires",
             format!(
-                ", CASE WHEN terminal THEN NULL ELSE $17::text END, \
+                ", CASE WHEN terminal THEN NULL ELSE $19::text END, \
                  CASE WHEN terminal THEN 0 ELSE 1 END, \
                  CASE WHEN terminal THEN NULL ELSE {} END",
-                crate::lease::lease_end(18)
+                crate::lease::lease_end(20)
             ),
             ", lease_node = CASE WHEN i.terminal THEN NULL ELSE t.lease_node END, \
              lease_expires = CASE WHEN i.terminal THEN NULL ELSE t.lease_expires END",
-            " AND t.lease_node = $17::text AND t.lease_epoch = i.epoch",
+            " AND t.lease_node = $19::text AND t.lease_epoch = i.epoch",
         ),
         false => ("", String::new(), "", ""),
     };
@@ -93,11 +94,11 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
                     UPDATE {schema}.run_slots s SET node = NULL, expires = NULL
                     FROM input i
                     WHERE i.given_back IS NOT NULL AND s.skill = i.skill
-                        AND s.slot = i.given_back AND s.node = $17::text
+                        AND s.slot = i.given_back AND s.node = $19::text
                         AND i.id IN (SELECT id FROM written)
                  ), signal AS (
                     SELECT pg_notify('{channel}', 'e:' || w.id) FROM written w
-                    WHERE w.id = ANY($10::text[])
+                    WHERE w.id = ANY($12::text[])
                         AND EXISTS (SELECT 1 FROM {schema}.watchers x WHERE x.task_id = w.id)
                  )"
             ),
@@ -108,9 +109,10 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     format!(
         "WITH input AS (
             SELECT * FROM unnest($1::text[], $2::bigint[], $3::jsonb[], $4::text[],
-                $5::text[], $6::boolean[], $7::text[], $8::bigint[], $9::bigint[]{epochs})
+                $5::text[], $6::boolean[], $7::text[], $8::bigint[], $9::bigint[],
+                $10::bigint[], $11::jsonb[]{epochs})
             WITH ORDINALITY AS i(id, version, record, context_id, state, terminal, owner,
-                updated_ms, expected{epoch_column}, n)
+                updated_ms, expected, tail_after, checkpoint{epoch_column}, n)
          ){taking}, created AS (
             INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal,
                 owner, updated_ms{lease_columns})
@@ -119,7 +121,11 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
             FROM input WHERE expected = 0{with_slot}
             ON CONFLICT (id) DO NOTHING RETURNING id
          ), updated AS (
-            UPDATE {schema}.tasks t SET version = i.version, record = i.record,
+            UPDATE {schema}.tasks t SET version = i.version,
+                record = coalesce(i.record, t.record),
+                tail_after = CASE WHEN i.record IS NULL
+                    THEN coalesce(t.tail_after, i.tail_after) END,
+                checkpoint = CASE WHEN i.record IS NULL THEN i.checkpoint END,
                 state = i.state, terminal = i.terminal, updated_ms = i.updated_ms{lease_update}
             FROM input i
             WHERE i.expected <> 0 AND t.id = i.id AND t.version = i.expected{fence}
@@ -129,12 +135,12 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
          ), new_events AS (
             INSERT INTO {schema}.events (task_id, seq, event)
             SELECT e.task_id, e.seq, e.event
-            FROM unnest($10::text[], $11::bigint[], $12::jsonb[]) AS e(task_id, seq, event)
+            FROM unnest($12::text[], $13::bigint[], $14::jsonb[]) AS e(task_id, seq, event)
             WHERE e.task_id IN (SELECT id FROM written)
          ), first_message AS (
             INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
             SELECT f.owner_key, f.message_id, f.task_id, f.created_ms
-            FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[])
+            FROM unnest($15::text[], $16::text[], $17::text[], $18::bigint[])
                 AS f(owner_key, message_id, task_id, created_ms)
             WHERE f.task_id IN (SELECT id FROM written)
             ON CONFLICT DO NOTHING

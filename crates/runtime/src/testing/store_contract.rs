@@ -34,6 +34,7 @@ where
     ended_tasks_are_removed_oldest_first_and_whole(name, &*fresh().await).await;
     super::stored_content::pages_end_at_their_byte_bound(name, &*fresh().await).await;
     super::stored_content::awkward_text_reads_back_whole(name, &*fresh().await).await;
+    super::long_tasks::a_long_running_task_reads_back_at_every_commit(name, &*fresh().await).await;
 }
 
 /// `remove_ended_before` removes terminal tasks last updated before the cutoff, oldest
