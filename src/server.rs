@@ -277,8 +277,7 @@ impl ServerBuilder {
                 config.push.clone(),
                 shutdown.clone(),
             )?;
-            let resumed = push.resume().await?;
-            tracing::info!(resumed, "push deliveries resumed");
+            push.resume();
             if let Some(standing) = runtime.standing() {
                 push.follow_standing(standing);
             }

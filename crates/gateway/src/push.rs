@@ -30,6 +30,9 @@ use crate::params::decode;
 
 pub use settings::PushSettings;
 
+/// The wait before the deliveries to resume are read again after a failed read.
+const RESUME_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What the workers share.
 pub(crate) struct Shared {
     runtime: Arc<dyn TaskService>,
@@ -101,16 +104,31 @@ impl PushService {
     }
 
     /// Resumes every delivery a previous run left unfinished (dead letters stay parked),
-    /// in the background (see `Workers::resume`), and with several nodes on the store,
-    /// looks now and then for deliveries a dead node left. Returns how many it resumes.
-    pub async fn resume(&self) -> Result<usize, StoreError> {
-        let entries = unfinished(&self.shared, false).await?;
-        let resumed = entries.len();
-        self.workers.resume(&self.shared, entries);
+    /// in the background: they are read, then looked at a few at a time (see
+    /// `Workers::resume`), so that a server with many waiting tasks' deliveries serves
+    /// while it reads them. With several nodes on the store, looks now and then for
+    /// deliveries a dead node left too.
+    pub fn resume(&self) {
+        let (shared, workers) = (self.shared.clone(), self.workers.clone());
+        tokio::spawn(async move {
+            let entries = loop {
+                match unfinished(&shared, false).await {
+                    Ok(entries) => break entries,
+                    Err(error) => {
+                        tracing::error!(%error, "could not read the push deliveries to resume; trying again");
+                        tokio::select! {
+                            () = workers.shutdown.cancelled() => return,
+                            () = tokio::time::sleep(RESUME_RETRY) => {}
+                        }
+                    }
+                }
+            };
+            tracing::info!(deliveries = entries.len(), "resuming push deliveries");
+            workers.resume(&shared, entries);
+        });
         if let Some(every) = self.shared.store.orphan_interval() {
             adopt_every(self.shared.clone(), self.workers.clone(), every);
         }
-        Ok(resumed)
     }
 
     /// Follows this node's standing (a store several nodes share): cut off from the

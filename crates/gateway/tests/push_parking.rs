@@ -8,12 +8,16 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use fundi_runtime::MemoryStore;
+use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore};
+use fundi_runtime::{MemoryStore, StoreError, TaskId};
 use serde_json::{Value, json};
 
-use common::push::{Fixture, Mode, Receiver, fixture_on, got_terminal, seqs, settings};
+use common::push::{
+    Fixture, Mode, Receiver, fixture_on, fixture_with_push_store, got_terminal, seqs, settings,
+};
 use common::{DEADLINE, message};
 
 /// Tasks park after this long with nothing happening.
@@ -203,4 +207,81 @@ async fn a_config_replaced_while_its_task_is_parked_delivers_to_its_new_address(
         "TASK_STATE_CANCELED"
     );
     assert_eq!(old.hits().len(), before, "the old address got more");
+}
+
+/// A push store whose first read of the unfinished deliveries fails and whose next
+/// waits until `open` is told: a start's slow or failing read, on demand.
+struct SlowToRead {
+    inner: Arc<MemoryStore>,
+    reads: AtomicUsize,
+    open: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl PushStore for SlowToRead {
+    async fn put_config(&self, config: &PushConfig, start_after: u64) -> Result<(), StoreError> {
+        self.inner.put_config(config, start_after).await
+    }
+    async fn config(&self, task: &TaskId, id: &str) -> Result<Option<PushConfig>, StoreError> {
+        self.inner.config(task, id).await
+    }
+    async fn configs(&self, task: &TaskId) -> Result<Vec<PushConfig>, StoreError> {
+        self.inner.configs(task).await
+    }
+    async fn delete_config(&self, task: &TaskId, id: &str) -> Result<bool, StoreError> {
+        self.inner.delete_config(task, id).await
+    }
+    async fn cursor(&self, task: &TaskId, id: &str) -> Result<Option<PushCursor>, StoreError> {
+        self.inner.cursor(task, id).await
+    }
+    async fn set_cursor(
+        &self,
+        task: &TaskId,
+        id: &str,
+        cursor: &PushCursor,
+    ) -> Result<(), StoreError> {
+        self.inner.set_cursor(task, id, cursor).await
+    }
+    async fn unfinished(&self) -> Result<Vec<PushEntry>, StoreError> {
+        if self.reads.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(StoreError::engine(std::io::Error::other(
+                "the disk said no",
+            )));
+        }
+        let _open = self.open.acquire().await.unwrap();
+        self.inner.unfinished().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_serves_while_it_reads_its_deliveries_and_a_failed_read_is_made_again() {
+    let store = Arc::new(MemoryStore::new());
+    let receiver = Receiver::start(Mode::Ok).await;
+    let first = fixture_on(store.clone(), settings(), PARK_AFTER_MS).await;
+    let id = ask_and_park(&first, &receiver).await;
+    first.runtime.shutdown(Duration::from_secs(1)).await;
+    drop(first);
+
+    let slow = Arc::new(SlowToRead {
+        inner: store.clone(),
+        reads: AtomicUsize::new(0),
+        open: tokio::sync::Semaphore::new(0),
+    });
+    let second = fixture_with_push_store(store, slow.clone(), settings(), PARK_AFTER_MS).await;
+    // The first read failed and the second waits: the server answers all the same.
+    until("the read made again", || {
+        slow.reads.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    let task = second.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(second.push.resting_deliveries(), 0, "nothing read yet");
+
+    slow.open.add_permits(1);
+    until("the delivery rested", || {
+        second.push.resting_deliveries() == 1
+    })
+    .await;
+    second.ok("CancelTask", json!({"id": id})).await;
+    delivered_to_the_end(&second, &receiver, &id).await;
 }

@@ -84,6 +84,11 @@ impl Workers {
 
     async fn resume_one(&self, shared: &Arc<Shared>, entry: PushEntry) {
         let PushEntry { config, mut cursor } = entry;
+        // Started or rested since it was read (a request set the config again, or its
+        // task woke): that is the newer, and it stays.
+        if self.is_running(&config.task_id, &config.id) {
+            return;
+        }
         if !claim(shared, &config).await {
             return;
         }

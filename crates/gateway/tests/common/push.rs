@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use fundi_gateway::{AppState, Authenticator, GatewayConfig, PushService, PushSettings, app};
-use fundi_runtime::store::ListQuery;
+use fundi_runtime::store::{ListQuery, PushStore};
 use fundi_runtime::{
     MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext, SkillError,
     SkillInput, SkillOutput, TaskEventKind, TaskId, TaskStore,
@@ -234,6 +234,17 @@ pub async fn fixture_on(
     settings: PushSettings,
     park_after_ms: u64,
 ) -> Fixture {
+    let push_store = store.clone();
+    fixture_with_push_store(store, push_store, settings, park_after_ms).await
+}
+
+/// `fixture_on`, its push service keeping its configs and cursors in `push_store`.
+pub async fn fixture_with_push_store(
+    store: Arc<MemoryStore>,
+    push_store: Arc<dyn PushStore>,
+    settings: PushSettings,
+    park_after_ms: u64,
+) -> Fixture {
     let stored_at_start = Arc::new(Mutex::new(HashMap::new()));
     let peek = Peek {
         store: store.clone(),
@@ -258,9 +269,9 @@ pub async fn fixture_on(
     let url = format!("http://{}", listener.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     let push = Arc::new(
-        PushService::new(runtime.clone(), store.clone(), settings, shutdown.clone()).unwrap(),
+        PushService::new(runtime.clone(), push_store, settings, shutdown.clone()).unwrap(),
     );
-    push.resume().await.unwrap();
+    push.resume();
     let state = AppState::new(
         runtime.clone(),
         GatewayConfig::default(),
