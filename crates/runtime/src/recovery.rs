@@ -103,8 +103,10 @@ impl Resumer {
         metrics.recovered_n("resumed", report.resumed);
         // No actor yet: each starts once its task has a slot, in the order read.
         for (skill, ids) in plan.resume {
+            // Once per skill: a backlog of a million would be as many lines.
+            tracing::info!(%skill, tasks = ids.len(), "resuming tasks after restart, each once it has a slot");
             for id in &ids {
-                tracing::info!(task_id = %id, "resuming task after restart");
+                tracing::debug!(task_id = %id, "resuming task after restart");
             }
             self.resume_in_turn(skill, ids);
         }
