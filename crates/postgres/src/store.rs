@@ -276,6 +276,10 @@ impl TaskStore for PostgresStore {
         quarantine::quarantined(&self.db).await
     }
 
+    async fn set_aside(&self, id: &TaskId, error: &StoreError) -> Result<(), StoreError> {
+        quarantine::set_aside(&self.db, id, error).await
+    }
+
     async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
         match &self.leases {
             Some(leases) => lease_claims::claim_expired(&self.db, leases).await,

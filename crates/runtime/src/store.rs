@@ -428,6 +428,17 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         Ok(Vec::new())
     }
+
+    /// Sets aside the unfinished task `id`, which reading failed to decode with `error`
+    /// (`StoreError::Codec`), as recovery does: its data kept for an operator, the task
+    /// ended `failed` with the reason where its header can be read. Asked by the
+    /// runtime when it cannot wake a task that a start did not read (a store that
+    /// decides tasks at rest without reading them). A store whose data is never decoded
+    /// (the memory store) has nothing to do.
+    async fn set_aside(&self, id: &TaskId, error: &StoreError) -> Result<(), StoreError> {
+        let _ = (id, error);
+        Ok(())
+    }
 }
 
 /// A task set aside because its stored data could not be decoded (its raw values are

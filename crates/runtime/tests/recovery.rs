@@ -336,3 +336,67 @@ async fn a_stored_task_that_cannot_be_read_never_stops_the_runtime_from_starting
     .unwrap();
     wait_for_state(&rt, &fine.id, TaskState::Completed).await;
 }
+
+/// Stores a task of `skill` in `state`, whose checkpoint no reader can read back (nested
+/// deeper than a JSON reader goes; the runtime itself refuses such a value).
+async fn store_unreadable(store: &SledStore, id: &str, skill: &str, state: TaskState) {
+    let mut task = Task::new(TaskId::from(id), ContextId::from("c"), state);
+    task.history = vec![message(id, Value::Null)];
+    let mut record = TaskRecord::new(task.clone(), skill);
+    record.checkpoint = Some((0..200).fold(json!(1), |inner, _| json!([inner])));
+    let event = TaskEvent {
+        seq: 1,
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        kind: TaskEventKind::Created(task),
+    };
+    store.commit(&record, 0, &[event]).await.unwrap();
+}
+
+/// Polls until task `id` reads back failed, set aside; fails at the deadline.
+async fn set_aside_in_time(rt: &RuntimeHandle, id: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(t) = rt.snapshot(&TaskId::from(id), Some(0), Access::Any).await {
+            assert_eq!(t.task.status.state, TaskState::Failed, "{id}");
+            assert!(status_text(&t.task).contains("set aside"), "{id}");
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{id} never set aside");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A store that knows its tasks at rest without reading them (sled's rest index) starts
+/// without reading a task queued for a slot or waiting for input: one that cannot be
+/// read is set aside when it is woken (its turn for a slot, a message), as a start
+/// that read it would have, and the caller gets an error, never a hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_at_rest_that_cannot_be_read_is_set_aside_when_it_wakes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_sled(dir.path()).await;
+        store_unreadable(&store, "queued", "resumable", TaskState::Submitted).await;
+        store_unreadable(&store, "waiting", "resumable", TaskState::InputRequired).await;
+    }
+    let (rt, resumable, _) = start(dir.path()).await;
+    let report = rt.recovery_report();
+    assert_eq!(
+        (report.quarantined, report.resumed, report.waiting_for_input),
+        (0, 1, 1),
+        "decided from the index, unread"
+    );
+    set_aside_in_time(&rt, "queued").await;
+    assert!(
+        resumable.started().is_empty(),
+        "no run of an unreadable task"
+    );
+
+    let mut answer = message("answer", Value::Null);
+    answer.task_id = Some(TaskId::from("waiting"));
+    assert!(rt.submit(SubmitRequest::new(answer)).await.is_err());
+    set_aside_in_time(&rt, "waiting").await;
+    crash(rt).await;
+    let store = open_sled(dir.path()).await;
+    assert_eq!(store.quarantined().await.unwrap().len(), 2);
+}

@@ -17,8 +17,7 @@ use crate::layout::{
 use crate::live_index::{LiveIndex, is_persisted};
 use crate::positions::{Position, Positions, Turns};
 use crate::read;
-use crate::resting;
-use fundi_runtime::approval::at_rest;
+use crate::resting::{self, Rest};
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
@@ -79,8 +78,8 @@ impl TaskTable {
 
     /// Whether `commit` can be written as its events alone, after the snapshot: the
     /// next commit of an unfinished task that stays unfinished and does not come to rest
-    /// (a task waiting for a person is snapshotted, so that opening the store and waking
-    /// the task read its snapshot alone), its snapshot in the current layout and fewer
+    /// (a task waiting for a person or queued is snapshotted, so that opening the store
+    /// and waking the task read its snapshot alone), its snapshot in the current layout and fewer
     /// than `SNAPSHOT_EVERY` commits old.
     pub(crate) fn appends(
         &self,
@@ -91,7 +90,8 @@ impl TaskTable {
         let record = commit.record;
         at.snapshot_current
             && at.since_snapshot() + 1 < SNAPSHOT_EVERY
-            && !at_rest(&record.task.status)
+            && !record.task.status.state.is_terminal()
+            && Rest::of(&record.task.status).is_none()
             && record.version == at.version + 1
             && events.first_seq == at.last_seq + 1
             && record.last_seq == events.last_seq
@@ -274,13 +274,14 @@ impl TaskTable {
             return Err(self.conflict(id, expected_version, &written));
         }
         // At rest: indexed, last (see `resting`).
-        let rests = !terminal && at_rest(&record.task.status);
+        let rest = Rest::of(&record.task.status);
         match terminal {
             true => self.positions.forget(id),
             false => self.positions.reached(
                 id,
                 Position {
-                    indexed: rests,
+                    indexed: rest.is_some(),
+                    queued: rest == Some(Rest::Queued),
                     ..Position::at_snapshot(record.version, record.last_seq, true)
                 },
             ),
@@ -302,10 +303,10 @@ impl TaskTable {
             self.before_write()?;
             self.db.remove(active_key(id)).map_err(StoreError::engine)?;
         }
-        if rests {
+        if let Some(rest) = rest {
             self.before_write()?;
             let (version, seq) = (record.version, record.last_seq);
-            resting::index(&self.db, id, version, seq, &commit.entry)?;
+            resting::index(&self.db, id, version, seq, &commit.entry, rest)?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use crate::live_index::is_persisted;
 use crate::positions::Position;
 use crate::quarantine::Quarantine;
 use crate::read;
-use crate::resting::{self, Resting};
+use crate::resting::{self, Rest, Resting};
 use fundi_runtime::approval::at_rest;
 use fundi_runtime::model::{TaskId, TaskState};
 use fundi_runtime::store::StoreError;
@@ -155,7 +155,14 @@ pub(crate) fn index_the_rest(tasks: &TaskTable, ids: &[TaskId]) -> Result<usize,
         if !rests {
             continue;
         }
-        resting::index(&tasks.db, id, at.version, at.last_seq, &entry)?;
+        resting::index(
+            &tasks.db,
+            id,
+            at.version,
+            at.last_seq,
+            &entry,
+            Rest::Waiting,
+        )?;
         tasks.positions.mark_indexed(id, at.version);
         indexed += 1;
     }

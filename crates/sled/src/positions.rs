@@ -20,8 +20,9 @@ use std::sync::{Mutex, MutexGuard};
 use fundi_runtime::model::TaskId;
 
 /// Where a task's log ends: the version and last event seq of its last commit, and of
-/// its snapshot; whether that snapshot is in the current layout, and whether the task
-/// is indexed as at rest (see `resting`: its next commit removes that key first).
+/// its snapshot; whether that snapshot is in the current layout, whether the task is
+/// indexed as at rest (see `resting`: its next commit removes that key first), and if
+/// so, whether it rests queued for a slot (else waiting for a person).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Position {
     pub(crate) version: u64,
@@ -30,6 +31,7 @@ pub(crate) struct Position {
     pub(crate) snapshot_seq: u64,
     pub(crate) snapshot_current: bool,
     pub(crate) indexed: bool,
+    pub(crate) queued: bool,
 }
 
 impl Position {
@@ -43,6 +45,7 @@ impl Position {
             snapshot_seq: last_seq,
             snapshot_current: current,
             indexed: false,
+            queued: false,
         }
     }
 
@@ -144,6 +147,7 @@ mod tests {
             snapshot_seq: 2,
             snapshot_current: true,
             indexed: false,
+            queued: false,
         }
     }
 

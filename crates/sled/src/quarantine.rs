@@ -117,6 +117,10 @@ impl Quarantine {
             }
             _ => {
                 db.remove(task_key(id)).map_err(StoreError::engine)?;
+                // Listed and counted from its rest index entry, its header unread.
+                if let Some(entry) = tasks.live.entry(id) {
+                    tasks.counts.removed(&entry);
+                }
                 tasks.live.remove(u64::MAX, id);
             }
         }

@@ -1,16 +1,22 @@
 //! Tasks at rest, indexed in sled (`W` task id), so that opening a store finds them in
 //! one ordered scan of small values instead of a snapshot read each.
 //!
-//! A task at rest (waiting for input, or for an approver) can wait for days, and one
-//! node may hold a million. Opening the store needs each unfinished task's listing
+//! A task at rest (waiting for input, for an approver, or queued for a slot of its
+//! skill) can wait for days, and one node may hold a million. Opening the store needs each unfinished task's listing
 //! entry and position; read from its snapshot, that is a tree descent, a page read
 //! past sled's cache and a decompression per task. So the commit that brings a task to
 //! rest writes, after its snapshot, the task's `W` key: the snapshot's version and last
 //! seq, and the listing entry. Any later commit of the task removes that key before its
 //! own first write. sled recovers a prefix of its log after a crash, so a `W` key found
 //! at open names the task's last commit, written whole: the task needs no repair, and
-//! its snapshot is not read. A task without one (running, queued, or whose commit a
-//! crash cut) is read from its snapshot as before.
+//! its snapshot is not read. A task without one (running, or whose commit a crash cut)
+//! is read from its snapshot as before.
+//!
+//! A task rests queued when its commit leaves it submitted with no approver to wait
+//! for: stored to wait for a slot (one with a slot at once is stored working), or of a
+//! skill that says itself when its work begins. Either way a restart runs it again in
+//! turn, which is all recovery needs to know of it; the key says which of the two
+//! submitted kinds it is (an approval's, or a queued one's).
 //!
 //! A task's position says whether it is indexed (`Position::indexed`), so its next
 //! commit removes the key without looking; a commit that finds no position (one of its
@@ -24,9 +30,32 @@ mod value;
 use crate::active_set::active_ids;
 use crate::layout::{keyed_id, rest_key};
 use crate::positions::Position;
-use fundi_runtime::model::TaskId;
+use fundi_runtime::approval::at_rest;
+use fundi_runtime::model::{TaskId, TaskState, TaskStatus};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
+
+/// How an unfinished task rests, when its commit brings it to rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rest {
+    /// Waiting for a person: input, authorization or an approver.
+    Waiting,
+    /// Submitted with no approver to wait for: queued for a slot.
+    Queued,
+}
+
+impl Rest {
+    /// How a task whose last commit left it with `status` rests; `None`: it does not
+    /// (it runs, or it ended).
+    pub(crate) fn of(status: &TaskStatus) -> Option<Rest> {
+        match status.state {
+            state if state.is_terminal() => None,
+            _ if at_rest(status) => Some(Rest::Waiting),
+            TaskState::Submitted => Some(Rest::Queued),
+            _ => None,
+        }
+    }
+}
 
 /// A task found at rest at open.
 #[derive(Debug)]
@@ -35,7 +64,7 @@ pub(crate) struct Resting {
     pub(crate) entry: IndexEntry,
 }
 
-/// Indexes the task as at rest: its snapshot of `version`, just written, is its last
+/// Indexes the task as resting so: its snapshot of `version`, just written, is its last
 /// commit. Written after everything else of that commit.
 pub(crate) fn index(
     db: &sled::Db,
@@ -43,9 +72,10 @@ pub(crate) fn index(
     version: u64,
     last_seq: u64,
     entry: &IndexEntry,
+    rest: Rest,
 ) -> Result<(), StoreError> {
-    db.insert(rest_key(id), value::encode(version, last_seq, entry))
-        .map_err(StoreError::engine)?;
+    let value = value::encode(version, last_seq, entry, rest);
+    db.insert(rest_key(id), value).map_err(StoreError::engine)?;
     Ok(())
 }
 
@@ -54,7 +84,10 @@ pub(crate) fn index(
 /// then removed if it is there).
 pub(crate) fn must_leave(at: Option<&mut Position>) -> bool {
     match at {
-        Some(at) => std::mem::take(&mut at.indexed),
+        Some(at) => {
+            at.queued = false;
+            std::mem::take(&mut at.indexed)
+        }
         None => true,
     }
 }

@@ -203,6 +203,11 @@ impl TaskStore for SledStore {
     async fn quarantined(&self) -> Result<Vec<QuarantinedTask>, StoreError> {
         self.quarantine.tasks()
     }
+
+    async fn set_aside(&self, id: &TaskId, error: &StoreError) -> Result<(), StoreError> {
+        let _writing = self.begin_write();
+        self.quarantine.set_aside(&self.tasks, id, error).map(drop)
+    }
 }
 
 /// The active set's ids, in order, with those whose key the sweep has not written yet.

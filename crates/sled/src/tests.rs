@@ -279,6 +279,13 @@ pub(super) fn assert_rest_index_true(store: &SledStore, tasks: &[TaskRecord], co
             index::IndexEntry::of(r),
             "{context}: {id}'s entry"
         );
+        let rest = crate::resting::Rest::of(&r.task.status);
+        assert!(rest.is_some(), "{context}: {id} indexed, not at rest");
+        assert_eq!(
+            at.queued,
+            rest == Some(crate::resting::Rest::Queued),
+            "{context}: {id} indexed as queued or not"
+        );
     }
 }
 

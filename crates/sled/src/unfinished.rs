@@ -6,8 +6,8 @@ use fundi_runtime::model::{TaskId, TaskState};
 use fundi_runtime::store::UnfinishedTask;
 
 /// The unfinished tasks decided from their entries: waiting for input (the entry's
-/// state says so) or for an approver (submitted, and indexed at rest: see `resting`);
-/// and the ids of the others, which recovery reads whole.
+/// state says so), for an approver or for a slot (submitted, and indexed at rest as
+/// which: see `resting`); and the ids of the others, which recovery reads whole.
 pub(crate) fn decide(tasks: &TaskTable) -> (Vec<UnfinishedTask>, Vec<TaskId>) {
     let (mut decided, mut to_read, mut submitted) = (Vec::new(), Vec::new(), Vec::new());
     tasks.live.each(|entry| {
@@ -23,9 +23,10 @@ pub(crate) fn decide(tasks: &TaskTable) -> (Vec<UnfinishedTask>, Vec<TaskId>) {
     });
     // After the entries' lock, not under it: positions have a lock of their own.
     for (id, skill) in submitted {
-        match tasks.positions.get(&id).is_some_and(|at| at.indexed) {
-            true => decided.push(UnfinishedTask::awaiting_approval(id, skill)),
-            false => to_read.push(id),
+        match tasks.positions.get(&id) {
+            Some(at) if at.indexed && at.queued => decided.push(UnfinishedTask::queued(id, skill)),
+            Some(at) if at.indexed => decided.push(UnfinishedTask::awaiting_approval(id, skill)),
+            _ => to_read.push(id),
         }
     }
     (decided, to_read)

@@ -90,9 +90,17 @@ impl Tasks {
         task_id: &TaskId,
         access: Access<'_>,
     ) -> Result<TaskRecord, RuntimeError> {
-        match self.store.get(task_id).await? {
-            Some(record) if access.sees(record.owner.as_deref()) => Ok(record),
-            _ => Err(RuntimeError::TaskNotFound(task_id.clone())),
+        match self.store.get(task_id).await {
+            Ok(Some(record)) if access.sees(record.owner.as_deref()) => Ok(record),
+            Ok(_) => Err(RuntimeError::TaskNotFound(task_id.clone())),
+            // A task the start did not read (a store that knows tasks at rest without
+            // reading them): woken, which sets it aside unless an actor holds it. The
+            // caller gets the error; the next read finds it failed.
+            Err(error @ StoreError::Codec { .. }) => {
+                let _ = self.route(task_id).await;
+                Err(error.into())
+            }
+            Err(error) => Err(error.into()),
         }
     }
 

@@ -44,6 +44,17 @@ impl UnfinishedTask {
         }
     }
 
+    /// The task submitted and waiting for a slot of its skill, with no approver to
+    /// wait for (a store that knows so without reading the record).
+    pub fn queued(id: TaskId, skill: SkillId) -> UnfinishedTask {
+        UnfinishedTask {
+            id,
+            skill,
+            state: TaskState::Submitted,
+            awaits_approval: false,
+        }
+    }
+
     /// `record`, as recovery decides it.
     pub fn of(record: &TaskRecord) -> UnfinishedTask {
         UnfinishedTask {

@@ -192,6 +192,10 @@ impl TaskStore for TimedStore {
         self.inner.quarantined().await
     }
 
+    async fn set_aside(&self, id: &TaskId, error: &StoreError) -> Result<(), StoreError> {
+        self.inner.set_aside(id, error).await
+    }
+
     async fn take_over(&self) -> Result<Vec<TaskRecord>, StoreError> {
         self.inner.take_over().await
     }

@@ -1,22 +1,26 @@
 //! The bytes of a `W` value: the snapshot's version and last seq (u64 BE each), then the
 //! task's listing entry: its update time (i64 BE), state (u8), context id, owner and
-//! skill (each a u32 BE length and UTF-8; length `u32::MAX`: none). The task's id is
+//! skill (each a u32 BE length and UTF-8; length `u32::MAX`: none); then, for a task
+//! queued for a slot, one byte `QUEUED` (none: it waits for a person). The task's id is
 //! the key's. Binary, not JSON: an open decodes a million of them.
 
 use std::collections::HashMap;
 
-use fundi_runtime::model::{ContextId, SkillId, TaskId, UserId};
+use fundi_runtime::model::{ContextId, SkillId, TaskId, TaskState, UserId};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
-use super::Resting;
+use super::{Rest, Resting};
 use crate::positions::Position;
 
 const NONE: u32 = u32::MAX;
 
-/// The value indexing `entry`'s task at rest, its snapshot of `version` (last event
-/// `last_seq`) its last commit.
-pub(crate) fn encode(version: u64, last_seq: u64, entry: &IndexEntry) -> Vec<u8> {
+/// The last byte of a queued task's value.
+const QUEUED: u8 = 1;
+
+/// The value indexing `entry`'s task resting as `rest`, its snapshot of `version` (last
+/// event `last_seq`) its last commit.
+pub(crate) fn encode(version: u64, last_seq: u64, entry: &IndexEntry, rest: Rest) -> Vec<u8> {
     let mut value = Vec::with_capacity(64 + entry.context_id.as_str().len());
     value.extend_from_slice(&version.to_be_bytes());
     value.extend_from_slice(&last_seq.to_be_bytes());
@@ -37,6 +41,9 @@ pub(crate) fn encode(version: u64, last_seq: u64, entry: &IndexEntry) -> Vec<u8>
             }
             None => value.extend_from_slice(&NONE.to_be_bytes()),
         }
+    }
+    if rest == Rest::Queued {
+        value.push(QUEUED);
     }
     value
 }
@@ -64,11 +71,17 @@ impl Decoder {
         let context_id = ContextId::from(bytes.text()?.ok_or_else(|| bytes.damaged())?);
         let owner = bytes.text()?.map(|o| shared(&mut self.owners, o));
         let skill = bytes.text()?.map(|s| shared(&mut self.skills, s));
-        if bytes.at != value.len() {
+        let queued = match bytes.at < value.len() {
+            true if bytes.take::<1>()? == [QUEUED] => true,
+            true => return Err(bytes.damaged()),
+            false => false,
+        };
+        if bytes.at != value.len() || (queued && state != TaskState::Submitted.number()) {
             return Err(bytes.damaged());
         }
         let mut position = Position::at_snapshot(version, last_seq, true);
         position.indexed = true;
+        position.queued = queued;
         let entry = IndexEntry {
             ts_ms,
             task_id: id,

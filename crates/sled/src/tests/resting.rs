@@ -47,12 +47,15 @@ async fn a_commit_to_or_from_rest_cut_by_a_crash_is_whole_or_absent() {
     use std::sync::atomic::Ordering;
     // The commit cut: 0 brings t1 to rest; from rest, 1 moves it on to working (its
     // events alone, after the snapshot), 2 completes it, 3 asks for input again (rest to
-    // rest: a new snapshot, indexed again).
+    // rest: a new snapshot, indexed again), 4 leaves it submitted (queued), 5 does so
+    // from rest.
     let moves = [
         (TaskState::InputRequired, false),
         (TaskState::Working, true),
         (TaskState::Completed, true),
         (TaskState::InputRequired, true),
+        (TaskState::Submitted, false),
+        (TaskState::Submitted, true),
     ];
     for (stage, (state, from_rest)) in moves.into_iter().enumerate() {
         for writes in 0.. {
@@ -211,6 +214,8 @@ async fn the_first_open_leaves_an_unreadable_submitted_task_to_be_set_aside() {
             .commit(&unreadable, 0, &[created(&unreadable)])
             .await
             .unwrap();
+        // As a build before format 5 left it.
+        store.db.remove(rest_key(&TaskId::from("t3"))).unwrap();
         store.db.insert(FORMAT_KEY, &4u64.to_be_bytes()).unwrap();
     }
     let store = reopen(dir.path()).await;
@@ -219,4 +224,77 @@ async fn the_first_open_leaves_an_unreadable_submitted_task_to_be_set_aside() {
     let quarantined = store.quarantined().await.unwrap();
     assert_eq!(quarantined.len(), 1);
     assert_eq!(quarantined[0].task_id.as_str(), "t3");
+}
+
+/// A task stored submitted with no approver to wait for (queued for a slot) is indexed
+/// at rest as queued: an open reads no snapshot of it, and recovery finds it submitted
+/// and not waiting for an approver, to run again in turn; one waiting for an approver
+/// stays one. Its next commit takes it out of the index.
+#[tokio::test]
+async fn a_queued_task_is_indexed_and_recovered_as_queued_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        let queued = record("t1", "c", TaskState::Submitted, 1_000, "u");
+        store.commit(&queued, 0, &[created(&queued)]).await.unwrap();
+        let mut gated = record("t2", "c", TaskState::Submitted, 1_000, "u");
+        gated.task.status.message = Some(approval_pending());
+        assert!(fundi_runtime::approval::awaits_approval(&gated.task.status));
+        store.commit(&gated, 0, &[created(&gated)]).await.unwrap();
+        assert!(indexed(&store, "t1") && indexed(&store, "t2"));
+        assert_consistent(&store, "queued and gated").await;
+        // Bytes no build can read: an open that read the snapshot would set it aside.
+        store
+            .db
+            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
+            .unwrap();
+        store.crash();
+    }
+    let store = reopen(dir.path()).await;
+    assert!(store.quarantined().await.unwrap().is_empty());
+    let unfinished = store.unfinished_tasks().await.unwrap();
+    let found: Vec<_> = unfinished
+        .iter()
+        .map(|t| (t.id.as_str(), t.state, t.awaits_approval))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("t1", TaskState::Submitted, false),
+            ("t2", TaskState::Submitted, true)
+        ]
+    );
+    // Asked to, the store sets the unreadable one aside, as a start would have.
+    let error = store.get(&TaskId::from("t1")).await.unwrap_err();
+    store.set_aside(&TaskId::from("t1"), &error).await.unwrap();
+    assert_eq!(store.quarantined().await.unwrap().len(), 1);
+    assert!(!indexed(&store, "t1"));
+    // The gated one, approved, runs: no longer at rest.
+    try_advance(&store, "t2", TaskState::Working, 2_000, 1)
+        .await
+        .unwrap();
+    assert!(!indexed(&store, "t2"));
+    assert_consistent(&store, "after the approval").await;
+}
+
+/// A gated task's status message: its approval pending.
+fn approval_pending() -> fundi_runtime::model::Message {
+    let request = fundi_runtime::approval::ApprovalRequest {
+        requested_by: None,
+        client: None,
+        skill: "echo".into(),
+        target: None,
+        reason: None,
+        expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
+    };
+    let mut recorded = serde_json::to_value(&request).unwrap();
+    recorded["state"] = serde_json::json!("pending");
+    let mut message = fundi_runtime::model::Message::agent(vec![fundi_runtime::model::Part::text(
+        "waits for an approver",
+    )]);
+    message.metadata = Some(serde_json::Map::from_iter([(
+        "approval".to_owned(),
+        recorded,
+    )]));
+    message
 }
