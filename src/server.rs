@@ -270,18 +270,19 @@ impl ServerBuilder {
             let service = fundi_mcp::http_service(tools, shutdown.clone(), limits.idle_timeout);
             state = state.with_mcp(Router::new().fallback_service(service), limits);
         }
+        let mut push = None;
         if config.push.enabled {
-            let push = PushService::new(
+            let service = Arc::new(PushService::new(
                 runtime.clone(),
                 stores.push,
                 config.push.clone(),
                 shutdown.clone(),
-            )?;
-            push.resume();
+            )?);
             if let Some(standing) = runtime.standing() {
-                push.follow_standing(standing);
+                service.follow_standing(standing);
             }
-            state = state.with_push(Arc::new(push));
+            state = state.with_push(service.clone());
+            push = Some(service);
         }
         if let Some(started) = self.started {
             started(&runtime);
@@ -323,6 +324,10 @@ impl ServerBuilder {
             listening,
         ));
         tracing::info!(%local, %public_url, "listening");
+        // Read once the server serves: a million deliveries to look at do not hold it up.
+        if let Some(push) = push {
+            push.resume();
+        }
 
         shutdown.cancelled().await;
         tracing::info!("shutting down: no new requests; running tasks get the grace period");

@@ -73,11 +73,16 @@ impl Workers {
     pub(super) fn resume(&self, shared: &Arc<Shared>, entries: Vec<PushEntry>) {
         let (shared, workers) = (shared.clone(), self.clone());
         tokio::spawn(async move {
+            let (count, started) = (entries.len(), std::time::Instant::now());
             let each = futures::stream::iter(entries)
                 .for_each_concurrent(RESUMING_AT_ONCE, |entry| workers.resume_one(&shared, entry));
             tokio::select! {
                 () = workers.shutdown.cancelled() => {}
-                () = each => {}
+                () = each => {
+                    let resting = workers.resting();
+                    let seconds = started.elapsed().as_secs_f64();
+                    tracing::info!(deliveries = count, resting, seconds, "push deliveries resumed");
+                }
             }
         });
     }
