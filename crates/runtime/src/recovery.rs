@@ -55,9 +55,11 @@ impl Resumer {
     /// Recovers the tasks a previous run left unfinished (before new work is taken).
     pub(crate) async fn recover(&self) -> Result<RecoveryReport, RuntimeError> {
         let tasks = self.store.unfinished_tasks().await?;
-        let mut report = self.carry_out(tasks).await?;
-        // Set aside by the store while it opened or read the active tasks just now.
+        // Set aside by the store while it opened or read the active tasks just now: read
+        // before any resume starts, as a resumed task that cannot be read is set aside
+        // when it wakes and is not the start's to count.
         let quarantined = self.store.quarantined().await?;
+        let mut report = self.carry_out(tasks).await?;
         if !quarantined.is_empty() {
             report.quarantined = quarantined.len();
             telemetry::metrics().recovered_n("quarantined", quarantined.len());
