@@ -18,6 +18,19 @@ pub(crate) fn decode_column<T: serde::de::DeserializeOwned>(
         })
 }
 
+/// Column `index` of `row`, of what a row of `what` holds: a value of another type, or a
+/// NULL where none is allowed, is an error naming `what`.
+pub(crate) fn read_column<'r, T: tokio_postgres::types::FromSql<'r>>(
+    row: &'r tokio_postgres::Row,
+    index: usize,
+    what: &str,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|error| StoreError::Codec {
+        what: format!("{what}: {}", fundi_runtime::error_chain(&error)),
+        source: Some(Box::new(error)),
+    })
+}
+
 pub(crate) fn owner_key(owner: Option<&str>) -> String {
     match owner {
         Some(user) => format!("u:{user}"),

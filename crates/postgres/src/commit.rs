@@ -34,10 +34,7 @@ fn column<'r, T: tokio_postgres::types::FromSql<'r>>(
     row: &'r tokio_postgres::Row,
     index: usize,
 ) -> Result<T, StoreError> {
-    row.try_get(index).map_err(|error| StoreError::Codec {
-        what: format!("a commit's answer: {}", fundi_runtime::error_chain(&error)),
-        source: Some(Box::new(error)),
-    })
+    crate::columns::read_column(row, index, "a commit's answer")
 }
 
 /// How many times a commit PostgreSQL rolled back whole is sent, in all.

@@ -10,12 +10,16 @@ use deadpool_postgres::Pool;
 use fundi_runtime::TaskId;
 use fundi_runtime::store::StoreError;
 
+use crate::columns::read_column;
 use crate::errors::{db, pool_error, unanswered};
 use crate::gather::{Gather, Gathered};
 use crate::statements::HotStatements;
 
 /// A first message's owner key and message id.
 type FirstMessage = (String, String);
+/// What a lookup's rows are, for an error that names them.
+const ROW: &str = "a first message's row";
+
 /// The task a first message created, and when.
 pub(crate) type Found = Option<(TaskId, DateTime<Utc>)>;
 
@@ -26,22 +30,11 @@ pub(crate) struct FirstMessages {
     waiting: Gather<FirstMessage, Result<Found, StoreError>>,
 }
 
-/// A column of a first message's row that cannot be read.
-fn unreadable(error: tokio_postgres::Error) -> StoreError {
-    StoreError::Codec {
-        what: format!(
-            "a first message's row: {}",
-            fundi_runtime::error_chain(&error)
-        ),
-        source: Some(Box::new(error)),
-    }
-}
-
 /// A row's task id (column `at`) and creation time (the next column); `None` for a time
 /// no date can hold.
 fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
-    let id: String = row.try_get(at).map_err(unreadable)?;
-    let created: i64 = row.try_get(at + 1).map_err(unreadable)?;
+    let id: String = read_column(row, at, ROW)?;
+    let created: i64 = read_column(row, at + 1, ROW)?;
     Ok(Utc
         .timestamp_millis_opt(created)
         .single()
@@ -139,7 +132,7 @@ impl FirstMessages {
             .map_err(db)?;
         let mut answers: Vec<Result<Found, StoreError>> = batch.iter().map(|_| Ok(None)).collect();
         for row in &rows {
-            let position: i64 = row.try_get(0).map_err(unreadable)?;
+            let position: i64 = read_column(row, 0, ROW)?;
             let at = usize::try_from(position - 1).ok();
             if let Some(answer) = at.and_then(|at| answers.get_mut(at)) {
                 *answer = found(row, 1);

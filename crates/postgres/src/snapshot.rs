@@ -62,10 +62,7 @@ fn read<'r, T: tokio_postgres::types::FromSql<'r>>(
     row: &'r tokio_postgres::Row,
     index: usize,
 ) -> Result<T, StoreError> {
-    row.try_get(index).map_err(|error| StoreError::Codec {
-        what: format!("a stored task: {}", fundi_runtime::error_chain(&error)),
-        source: Some(Box::new(error)),
-    })
+    crate::columns::read_column(row, index, "a stored task")
 }
 
 /// What a commit writes of its task's record: all of it, or (`Tail`) the seq of the
