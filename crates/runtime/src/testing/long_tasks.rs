@@ -4,12 +4,10 @@
 
 use serde_json::json;
 
-use crate::model::{
-    Artifact, Message, Part, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus,
-};
+use crate::model::{Artifact, Message, Part, TaskEventKind, TaskId, TaskState, TaskStatus};
 use crate::store::{ListQuery, TaskRecord, TaskStore};
 
-use super::store_contract::{created, record};
+use super::store_contract::{created, next_commit, record};
 
 /// How many commits the case makes: past a few snapshots of every store.
 const COMMITS: usize = 100;
@@ -120,23 +118,7 @@ async fn committed(
     kinds: Vec<TaskEventKind>,
     checkpoint: Option<Option<serde_json::Value>>,
 ) -> TaskRecord {
-    let mut next = task.clone();
-    let mut events = Vec::new();
-    for kind in kinds {
-        crate::transition::apply(&mut next.task, &kind).unwrap();
-        next.inputs.replay(&next.task, &kind);
-        next.last_seq += 1;
-        events.push(TaskEvent {
-            seq: next.last_seq,
-            task_id: next.task.id.clone(),
-            context_id: next.task.context_id.clone(),
-            kind,
-        });
-    }
-    if let Some(checkpoint) = checkpoint {
-        next.checkpoint = checkpoint;
-    }
-    next.version += 1;
+    let (next, events) = next_commit(task, kinds, checkpoint);
     store.commit(&next, task.version, &events).await.unwrap();
     next
 }

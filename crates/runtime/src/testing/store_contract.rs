@@ -153,23 +153,8 @@ pub async fn run_inputs_and_checkpoints_read_back(name: &str, store: &dyn TaskSt
         (vec![TaskEventKind::Message(text("interrupt"))], None),
     ];
     for (i, (kinds, checkpoint)) in steps.into_iter().enumerate() {
-        let mut next = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
-        let mut events = Vec::new();
-        for kind in kinds {
-            crate::transition::apply(&mut next.task, &kind).unwrap();
-            next.inputs.replay(&next.task, &kind);
-            next.last_seq += 1;
-            events.push(TaskEvent {
-                seq: next.last_seq,
-                task_id: next.task.id.clone(),
-                context_id: next.task.context_id.clone(),
-                kind,
-            });
-        }
-        if let Some(checkpoint) = checkpoint {
-            next.checkpoint = checkpoint;
-        }
-        next.version += 1;
+        let stored = store.get(&TaskId::from("t1")).await.unwrap().unwrap();
+        let (next, events) = next_commit(&stored, kinds, checkpoint);
         store
             .commit(&next, next.version - 1, &events)
             .await
@@ -588,6 +573,34 @@ pub fn with_status(record: &TaskRecord, status: TaskStatus) -> (TaskRecord, Vec<
         kind: TaskEventKind::Status(next.task.status.clone()),
     };
     (next, vec![event])
+}
+
+/// `task`'s next commit with the events of `kinds`, applied as the task actor applies
+/// them (the history, the run's inputs), and the checkpoint set when `checkpoint` says
+/// one (`Some(None)`: removed).
+pub fn next_commit(
+    task: &TaskRecord,
+    kinds: Vec<TaskEventKind>,
+    checkpoint: Option<Option<serde_json::Value>>,
+) -> (TaskRecord, Vec<TaskEvent>) {
+    let mut next = task.clone();
+    let mut events = Vec::new();
+    for kind in kinds {
+        crate::transition::apply(&mut next.task, &kind).unwrap();
+        next.inputs.replay(&next.task, &kind);
+        next.last_seq += 1;
+        events.push(TaskEvent {
+            seq: next.last_seq,
+            task_id: next.task.id.clone(),
+            context_id: next.task.context_id.clone(),
+            kind,
+        });
+    }
+    if let Some(checkpoint) = checkpoint {
+        next.checkpoint = checkpoint;
+    }
+    next.version += 1;
+    (next, events)
 }
 
 /// The sequence numbers of `id`'s events after `after`, at most `limit` of them.
