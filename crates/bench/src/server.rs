@@ -75,7 +75,7 @@ impl Server {
         park_after_ms: u64,
         settings: &[(&str, &str)],
     ) -> anyhow::Result<Server> {
-        let mut command = fundi_command(&[], binary, data, "sled", "batched", credentials);
+        let mut command = fundi_command(&[], binary, data, "sled", "batched", credentials)?;
         command.env("FUNDI__RUNTIME__PARK_AFTER_MS", park_after_ms.to_string());
         command.envs(settings.iter().copied());
         Server::spawn(command, "fundi listening on ")
@@ -92,7 +92,7 @@ impl Server {
         durability: &str,
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
-        let command = fundi_command(wrapper, binary, data, store, durability, credentials);
+        let command = fundi_command(wrapper, binary, data, store, durability, credentials)?;
         Server::spawn(command, "fundi listening on ")
             .with_context(|| format!("starting {}", binary.display()))
     }
@@ -107,7 +107,7 @@ impl Server {
         node: Option<&str>,
         credentials: &Credentials,
     ) -> anyhow::Result<Server> {
-        let mut command = fundi_command(&[], binary, data, "postgres", "sync", credentials);
+        let mut command = fundi_command(&[], binary, data, "postgres", "sync", credentials)?;
         // 8 connections each rather than 16, so that two builds' servers (`--compare`),
         // three each, fit within PostgreSQL's default 100 connections.
         command
@@ -213,18 +213,27 @@ fn fundi_command(
     store: &str,
     durability: &str,
     credentials: &Credentials,
-) -> Command {
+) -> std::io::Result<Command> {
+    // Run in the directory that holds its data directory, so that a
+    // `config/fundi.toml` where the bench runs changes nothing measured (nor stops a
+    // `--compare` build that predates one of its keys): each build runs on its own
+    // defaults and the settings below.
+    let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.into());
+    let (binary, data) = (absolute(binary), absolute(data));
+    let beside = data.parent().unwrap_or(&data).to_path_buf();
+    std::fs::create_dir_all(&beside)?;
     let mut command = match wrapper.split_first() {
         Some((program, args)) => {
             let mut command = Command::new(program);
-            command.args(args).arg(binary);
+            command.args(args).arg(&binary);
             command
         }
-        None => Command::new(binary),
+        None => Command::new(&binary),
     };
     command
+        .current_dir(beside)
         .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
+        .arg(&data)
         .env("FUNDI__STORE__KIND", store)
         .env("FUNDI__STORE__DURABILITY", durability)
         .env("FUNDI__LOG__FILTER", "warn")
@@ -246,5 +255,5 @@ fn fundi_command(
             "[\"fundi:admin\"]",
         )
         .env("FUNDI__AUTH__STATIC__USERS__BENCH", &credentials.user_token);
-    command
+    Ok(command)
 }
