@@ -105,6 +105,7 @@ pub(super) async fn open_store(config: &AppConfig) -> Result<Stores, ServerError
             opened.ca_file = settings.ca_file.clone();
             opened.schema = settings.schema.clone();
             opened.pool_size = settings.pool_size;
+            opened.statements_at_once = settings.statements_at_once;
             opened.statement_timeout = store
                 .postgres_statement_timeout()
                 .map_err(|e| ServerError::Config(format!("{e:#}")))?;

@@ -48,13 +48,14 @@ impl Commits {
         hot: Arc<HotStatements>,
         leases: Option<Arc<Leases>>,
         nodes: Option<Arc<Nodes>>,
+        statements_at_once: usize,
     ) -> Commits {
         Commits {
             pool,
             hot,
             leases,
             nodes,
-            waiting: Gather::default(),
+            waiting: Gather::new(statements_at_once),
         }
     }
 
@@ -62,6 +63,12 @@ impl Commits {
     #[cfg(feature = "test-util")]
     pub(crate) fn most_sent_at_once(&self) -> usize {
         self.waiting.most_sent()
+    }
+
+    /// The most statements of commits under way at once so far.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn most_under_way(&self) -> usize {
+        self.waiting.most_under_way()
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {

@@ -28,6 +28,12 @@ pub struct PostgresConfig {
     pub schema: String,
     /// Most connections open at once.
     pub pool_size: usize,
+    /// Statements of one kind (commits; first-message lookups) under way at once, at
+    /// most (at least one): requests that arrive meanwhile wait for one of them to end
+    /// and go together in the next. The database's cost is mostly per statement, so
+    /// fewer make larger statements and more sends per second from a database with few
+    /// cores; more keep more of a large database's cores busy.
+    pub statements_at_once: usize,
     /// Longest one statement may run before the server cancels it (PostgreSQL's
     /// `statement_timeout`, set on every connection); `None` leaves the server's own.
     pub statement_timeout: Option<std::time::Duration>,
@@ -42,14 +48,16 @@ pub struct PostgresConfig {
 }
 
 impl PostgresConfig {
-    /// The store at `url`, in schema `public`, with at most 16 connections, the
-    /// server's own statement timeout, not exclusive, without leases.
+    /// The store at `url`, in schema `public`, with at most 16 connections and two
+    /// statements of a kind at once, the server's own statement timeout, not
+    /// exclusive, without leases.
     pub fn new(url: impl Into<String>) -> PostgresConfig {
         PostgresConfig {
             url: url.into(),
             ca_file: None,
             schema: "public".into(),
             pool_size: 16,
+            statements_at_once: 2,
             statement_timeout: None,
             exclusive: false,
             lease: None,

@@ -42,11 +42,15 @@ fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
 }
 
 impl FirstMessages {
-    pub(crate) fn new(pool: Pool, hot: Arc<HotStatements>) -> FirstMessages {
+    pub(crate) fn new(
+        pool: Pool,
+        hot: Arc<HotStatements>,
+        statements_at_once: usize,
+    ) -> FirstMessages {
         FirstMessages {
             pool,
             hot,
-            waiting: Gather::default(),
+            waiting: Gather::new(statements_at_once),
         }
     }
 

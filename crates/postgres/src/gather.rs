@@ -3,7 +3,8 @@
 //! transaction and its flush), little of it the rows: one statement that serves many
 //! callers costs little more than one that serves one.
 //!
-//! A request waits in a `Gather`. At most `senders` statements are under way at once;
+//! A request waits in a `Gather`. At most `senders` statements are under way at once
+//! (`PostgresConfig::statements_at_once`);
 //! while they are, the requests that arrive wait, and the next sender to finish takes
 //! all of them (up to `most`) for its next statement. A request so waits for at most the
 //! statement under way and its own, never for a timer: alone, it is sent at once.
@@ -14,9 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
-/// Statements of one kind under way at once, at most (by default).
-const SENDERS: usize = 4;
-/// Requests in one statement, at most (by default).
+/// Requests in one statement, at most.
 const MOST_AT_ONCE: usize = 64;
 
 /// Requests `T` waiting for a statement, each to be answered with an `A`.
@@ -28,6 +27,8 @@ pub(crate) struct Gather<T, A> {
     most: usize,
     /// The most requests one statement has carried so far (for tests).
     most_sent: AtomicUsize,
+    /// The most statements under way at once so far (for tests).
+    most_senders: AtomicUsize,
 }
 
 struct Waiting<T, A> {
@@ -41,23 +42,18 @@ pub(crate) struct Gathered<T, A> {
     pub(crate) reply: oneshot::Sender<A>,
 }
 
-impl<T, A> Default for Gather<T, A> {
-    /// At most four statements under way, 64 requests in one.
-    fn default() -> Gather<T, A> {
-        Gather::new(SENDERS, MOST_AT_ONCE)
-    }
-}
-
 impl<T, A> Gather<T, A> {
-    pub(crate) fn new(senders: usize, most: usize) -> Gather<T, A> {
+    /// At most `senders` statements under way (at least one), 64 requests in one.
+    pub(crate) fn new(senders: usize) -> Gather<T, A> {
         Gather {
             state: Mutex::new(Waiting {
                 senders: 0,
                 requests: VecDeque::new(),
             }),
-            senders,
-            most,
+            senders: senders.max(1),
+            most: MOST_AT_ONCE,
             most_sent: AtomicUsize::new(0),
+            most_senders: AtomicUsize::new(0),
         }
     }
 
@@ -78,6 +74,8 @@ impl<T, A> Gather<T, A> {
             let must_start = waiting.senders < self.senders;
             if must_start {
                 waiting.senders += 1;
+                self.most_senders
+                    .fetch_max(waiting.senders, Ordering::Relaxed);
             }
             must_start
         };
@@ -114,6 +112,12 @@ impl<T, A> Gather<T, A> {
     #[cfg(feature = "test-util")]
     pub(crate) fn most_sent(&self) -> usize {
         self.most_sent.load(Ordering::Relaxed)
+    }
+
+    /// The most statements under way at once so far.
+    #[cfg(feature = "test-util")]
+    pub(crate) fn most_under_way(&self) -> usize {
+        self.most_senders.load(Ordering::Relaxed)
     }
 
     /// Marks a sender at work: should it unwind, its place is given back, so that

@@ -99,8 +99,15 @@ impl PostgresStore {
         leases: Option<std::sync::Arc<Leases>>,
         nodes: Option<std::sync::Arc<Nodes>>,
     ) -> PostgresStore {
-        let commits = Commits::new(pool.clone(), hot.clone(), leases.clone(), nodes.clone());
-        let first_messages = FirstMessages::new(pool.clone(), hot.clone());
+        let at_once = config.statements_at_once;
+        let commits = Commits::new(
+            pool.clone(),
+            hot.clone(),
+            leases.clone(),
+            nodes.clone(),
+            at_once,
+        );
+        let first_messages = FirstMessages::new(pool.clone(), hot.clone(), at_once);
         PostgresStore {
             db: Database::new(pool, config.schema.clone()),
             _holder: holder,
@@ -135,6 +142,11 @@ impl PostgresStore {
     /// The most commits of several tasks this store has sent in one statement.
     pub fn most_commits_sent_at_once(&self) -> usize {
         self.commits.most_sent_at_once()
+    }
+
+    /// The most statements of commits this store has had under way at once.
+    pub fn most_commit_statements_under_way(&self) -> usize {
+        self.commits.most_under_way()
     }
 
     /// The most first-message lookups this store has made in one statement.

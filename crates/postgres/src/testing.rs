@@ -17,6 +17,7 @@ pub fn test_config(schema: &str) -> crate::PostgresConfig {
         ca_file: None,
         schema: schema.into(),
         pool_size: 4,
+        statements_at_once: 2,
         statement_timeout: None,
         exclusive: false,
         lease: None,

@@ -136,6 +136,35 @@ async fn commits_sent_at_once_share_a_statement_and_each_is_stored_as_if_alone()
 }
 
 #[tokio::test]
+async fn no_more_statements_of_commits_are_under_way_than_the_store_allows() {
+    for at_once in [1, 3] {
+        let schema = fresh_schema();
+        let mut config = test_config(&schema);
+        config.pool_size = 8;
+        config.statements_at_once = at_once;
+        let store = open(&config).await;
+        let tasks = new_tasks(60);
+        let creates: Vec<_> = tasks
+            .iter()
+            .map(|(task, events)| (task.clone(), 0, events.clone()))
+            .collect();
+        for answer in write_at_once(&store, &creates).await {
+            answer.unwrap();
+        }
+        for answer in write_at_once(&store, &all_completed(&tasks)).await {
+            answer.unwrap();
+        }
+        let under_way = store.most_commit_statements_under_way();
+        assert!(
+            (1..=at_once).contains(&under_way),
+            "{under_way} statements under way with {at_once} allowed"
+        );
+        assert!(store.most_commits_sent_at_once() > 1, "{at_once}");
+        drop_schemas(&[schema]).await;
+    }
+}
+
+#[tokio::test]
 async fn a_commit_refused_among_others_is_refused_alone() {
     let schema = fresh_schema();
     let store = open(&test_config(&schema)).await;
