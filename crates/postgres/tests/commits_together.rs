@@ -42,6 +42,14 @@ fn new_tasks(count: usize) -> Vec<(TaskRecord, Vec<TaskEvent>)> {
         .collect()
 }
 
+/// Each of `tasks`' first commit, creating it.
+fn all_created(tasks: &[(TaskRecord, Vec<TaskEvent>)]) -> Vec<(TaskRecord, u64, Vec<TaskEvent>)> {
+    let created = tasks
+        .iter()
+        .map(|(task, events)| (task.clone(), 0, events.clone()));
+    created.collect()
+}
+
 /// `record`'s next commit: completed, with its status event.
 fn completed(record: &TaskRecord) -> (TaskRecord, Vec<TaskEvent>) {
     let mut status = record.task.status.clone();
@@ -91,11 +99,7 @@ async fn commits_sent_at_once_share_a_statement_and_each_is_stored_as_if_alone()
     let schema = fresh_schema();
     let store = open(&test_config(&schema)).await;
     let tasks = new_tasks(40);
-    let creates: Vec<_> = tasks
-        .iter()
-        .map(|(task, events)| (task.clone(), 0, events.clone()))
-        .collect();
-    for answer in write_at_once(&store, &creates).await {
+    for answer in write_at_once(&store, &all_created(&tasks)).await {
         answer.unwrap();
     }
     assert!(store.most_commits_sent_at_once() > 1);
@@ -144,11 +148,7 @@ async fn no_more_statements_of_commits_are_under_way_than_the_store_allows() {
         config.statements_at_once = at_once;
         let store = open(&config).await;
         let tasks = new_tasks(60);
-        let creates: Vec<_> = tasks
-            .iter()
-            .map(|(task, events)| (task.clone(), 0, events.clone()))
-            .collect();
-        for answer in write_at_once(&store, &creates).await {
+        for answer in write_at_once(&store, &all_created(&tasks)).await {
             answer.unwrap();
         }
         for answer in write_at_once(&store, &all_completed(&tasks)).await {
