@@ -39,6 +39,18 @@ pub(crate) use snapshot::{
 
 pub(crate) const CLEAN_MARKER: &[u8] = b"Mclean";
 
+/// The big-endian u64 at `at` of a value, if the value reaches that far.
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let word = bytes.get(at..at.checked_add(8)?)?;
+    Some(u64::from_be_bytes(word.try_into().ok()?))
+}
+
+/// The big-endian u32 at `at` of a value (a length), if the value reaches that far.
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let word = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes(word.try_into().ok()?))
+}
+
 /// Unfinished tasks' listing entries are kept in memory (`live_index`), not in `U` and
 /// `C`; stores written before hold every task's there until their first open since.
 pub(crate) const LIVE_MARKER: &[u8] = b"Mlive";

@@ -63,11 +63,7 @@ pub(crate) fn commit_versions(bytes: &[u8]) -> Result<Option<(u64, u64)>, StoreE
 
 /// Reads the big-endian u64 at `at` of a commit value.
 fn word(bytes: &[u8], at: usize) -> Result<u64, StoreError> {
-    bytes
-        .get(at..at + 8)
-        .and_then(|b| <[u8; 8]>::try_from(b).ok())
-        .map(u64::from_be_bytes)
-        .ok_or_else(shorter_than_header)
+    super::u64_at(bytes, at).ok_or_else(shorter_than_header)
 }
 
 fn shorter_than_header() -> StoreError {
@@ -77,11 +73,7 @@ fn shorter_than_header() -> StoreError {
 /// A commit value's checkpoint JSON (empty: none) and events JSON.
 fn commit_parts(bytes: &[u8]) -> Result<(&[u8], &[u8]), StoreError> {
     let damaged = shorter_than_header;
-    let len = bytes
-        .get(COMMIT_WORDS_END..COMMIT_WORDS_END + 4)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(u32::from_be_bytes)
-        .ok_or_else(damaged)? as usize;
+    let len = super::u32_at(bytes, COMMIT_WORDS_END).ok_or_else(damaged)? as usize;
     let at = COMMIT_WORDS_END + 4;
     let checkpoint = bytes.get(at..at + len).ok_or_else(damaged)?;
     Ok((checkpoint, &bytes[at + len..]))

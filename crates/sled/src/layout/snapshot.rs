@@ -166,11 +166,7 @@ fn truncated() -> StoreError {
 
 /// Reads the big-endian u64 at `at`.
 fn word(bytes: &[u8], at: usize) -> Result<u64, StoreError> {
-    bytes
-        .get(at..at + 8)
-        .and_then(|b| <[u8; 8]>::try_from(b).ok())
-        .map(u64::from_be_bytes)
-        .ok_or_else(truncated)
+    super::u64_at(bytes, at).ok_or_else(truncated)
 }
 
 /// Where the version word starts: after the format byte, if there is one.
@@ -215,11 +211,7 @@ impl Header {
         };
         let bytes = body.as_deref().unwrap_or(bytes);
         let mut part = || -> Result<Range<usize>, StoreError> {
-            let len = bytes
-                .get(at..at + 4)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map(u32::from_be_bytes)
-                .ok_or_else(truncated)? as usize;
+            let len = super::u32_at(bytes, at).ok_or_else(truncated)? as usize;
             let value = at + 4..at + 4 + len;
             bytes.get(value.clone()).ok_or_else(truncated)?;
             at += 4 + len;
