@@ -32,7 +32,8 @@ pub struct PostgresConfig {
     /// most (at least one): requests that arrive meanwhile wait for one of them to end
     /// and go together in the next. The database's cost is mostly per statement, so
     /// fewer make larger statements and more sends per second from a database with few
-    /// cores; more keep more of a large database's cores busy.
+    /// cores; more keep more of a large database's cores busy. More than `pool_size`
+    /// counts as `pool_size`.
     pub statements_at_once: usize,
     /// Longest one statement may run before the server cancels it (PostgreSQL's
     /// `statement_timeout`, set on every connection); `None` leaves the server's own.

@@ -99,7 +99,8 @@ impl PostgresStore {
         leases: Option<std::sync::Arc<Leases>>,
         nodes: Option<std::sync::Arc<Nodes>>,
     ) -> PostgresStore {
-        let at_once = config.statements_at_once;
+        // A statement under way holds a connection: more than the pool would only wait.
+        let at_once = config.statements_at_once.min(config.pool_size.max(1));
         let commits = Commits::new(
             pool.clone(),
             hot.clone(),
