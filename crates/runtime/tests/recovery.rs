@@ -400,3 +400,22 @@ async fn a_task_at_rest_that_cannot_be_read_is_set_aside_when_it_wakes() {
     let store = open_sled(dir.path()).await;
     assert_eq!(store.quarantined().await.unwrap().len(), 2);
 }
+
+/// A task at rest that a start fails unread (its skill does not resume, or is gone) and
+/// that cannot be read is set aside, and the start goes on: one damaged task never
+/// keeps the others from starting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_at_rest_a_start_fails_that_cannot_be_read_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open_sled(dir.path()).await;
+        store_unreadable(&store, "queued", "one-shot", TaskState::Submitted).await;
+        store_unreadable(&store, "waiting", "one-shot", TaskState::InputRequired).await;
+        store_unreadable(&store, "orphan", "gone", TaskState::InputRequired).await;
+    }
+    let (rt, _, _) = start(dir.path()).await;
+    for id in ["queued", "waiting", "orphan"] {
+        set_aside_in_time(&rt, id).await;
+    }
+    assert_eq!(rt.recovery_report().failed, 0, "none failed as if read");
+}

@@ -381,7 +381,10 @@ impl TaskJournal {
     /// Ends the stored task `failed` with `reason` as its status message, from outside
     /// its actor (the actor died or never started, or a restart interrupted a task that
     /// cannot resume), durably. Returns whether it changed the task (not when it is
-    /// already terminal, or unknown). `source` labels the failure's metric.
+    /// already terminal, or unknown). `source` labels the failure's metric. A task that
+    /// cannot be decoded (a start that knows tasks at rest without reading them never
+    /// found out) is set aside instead, as a start that read it would have: one
+    /// damaged task never fails whoever asked, a whole start included.
     pub(crate) async fn fail_stored(
         store: &Arc<dyn TaskStore>,
         id: &TaskId,
@@ -391,8 +394,14 @@ impl TaskJournal {
         // Someone else may write between the read and the commit (the version check
         // catches it): read again and retry a few times.
         for _ in 0..3 {
-            let Some(record) = store.get(id).await? else {
-                return Ok(false);
+            let record = match store.get(id).await {
+                Ok(Some(record)) => record,
+                Ok(None) => return Ok(false),
+                Err(error @ StoreError::Codec { .. }) => {
+                    store.set_aside(id, &error).await?;
+                    return Ok(false);
+                }
+                Err(error) => return Err(error.into()),
             };
             if record.state().is_terminal() {
                 return Ok(false);
