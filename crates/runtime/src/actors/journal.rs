@@ -378,6 +378,25 @@ impl TaskJournal {
         Ok(())
     }
 
+    /// The stored task `id`, read by the runtime outside its actor (to start one, or to
+    /// fail it). One that cannot be decoded was not read at start (a store that knows
+    /// tasks at rest without reading them): it is set aside now, as the start would
+    /// have, and the decoding error returned; a set-aside that fails is logged and its
+    /// error returned instead.
+    pub(crate) async fn read_or_set_aside(
+        store: &Arc<dyn TaskStore>,
+        id: &TaskId,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let read = store.get(id).await;
+        if let Err(error @ StoreError::Codec { .. }) = &read
+            && let Err(failed) = store.set_aside(id, error).await
+        {
+            tracing::error!(task_id = %id, error = %failed, "could not set an unreadable task aside");
+            return Err(failed);
+        }
+        read
+    }
+
     /// Ends the stored task `failed` with `reason` as its status message, from outside
     /// its actor (the actor died or never started, or a restart interrupted a task that
     /// cannot resume), durably. Returns whether it changed the task (not when it is
@@ -394,13 +413,9 @@ impl TaskJournal {
         // Someone else may write between the read and the commit (the version check
         // catches it): read again and retry a few times.
         for _ in 0..3 {
-            let record = match store.get(id).await {
+            let record = match Self::read_or_set_aside(store, id).await {
                 Ok(Some(record)) => record,
-                Ok(None) => return Ok(false),
-                Err(error @ StoreError::Codec { .. }) => {
-                    store.set_aside(id, &error).await?;
-                    return Ok(false);
-                }
+                Ok(None) | Err(StoreError::Codec { .. }) => return Ok(false),
                 Err(error) => return Err(error.into()),
             };
             if record.state().is_terminal() {

@@ -259,7 +259,7 @@ impl SupervisorState {
                 false => Routed::Here(Some(actor)),
             });
         }
-        let Some(record) = self.read_stored(&task_id).await? else {
+        let Some(record) = TaskJournal::read_or_set_aside(&self.args.store, &task_id).await? else {
             return Ok(Routed::Here(None));
         };
         if record.state().is_terminal() {
@@ -345,19 +345,6 @@ impl SupervisorState {
         self.queue.remove(&task_id);
     }
 
-    /// The stored task, read to start its actor. One that cannot be decoded was not read
-    /// at start (a store that knows tasks at rest without reading them): it is set
-    /// aside now, as the start would have, and the error returned.
-    async fn read_stored(&self, task_id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        let read = self.args.store.get(task_id).await;
-        if let Err(error @ StoreError::Codec { .. }) = &read
-            && let Err(failed) = self.args.store.set_aside(task_id, error).await
-        {
-            tracing::error!(%task_id, error = %failed, "could not set an unreadable task aside");
-        }
-        read
-    }
-
     /// Starts the actor of a stored unfinished task that has none: one submitted or
     /// working runs again (with `slot`, at once; without, once it has one), one at rest
     /// (waiting for input or an approver, after a restart or parked) wakes with no run.
@@ -368,7 +355,7 @@ impl SupervisorState {
         task_id: &TaskId,
         slot: Option<Slot>,
     ) -> Option<ActorRef<TaskMsg>> {
-        let started = match self.read_stored(task_id).await {
+        let started = match TaskJournal::read_or_set_aside(&self.args.store, task_id).await {
             Ok(Some(record)) if !record.state().is_terminal() => {
                 let spawn = self.stored_unfinished(record, slot);
                 self.spawn(myself, spawn).await
