@@ -43,6 +43,15 @@ async fn ask_and_park(fx: &Fixture, receiver: &Receiver) -> String {
     id
 }
 
+/// A first start on `store` whose task asks for input and parks with its delivery
+/// resting (see `ask_and_park`), then stops: the task's id, for the next start.
+async fn parked_before_a_restart(store: &Arc<MemoryStore>, receiver: &Receiver) -> String {
+    let first = fixture_on(store.clone(), settings(), PARK_AFTER_MS).await;
+    let id = ask_and_park(&first, receiver).await;
+    first.runtime.shutdown(Duration::from_secs(1)).await;
+    id
+}
+
 /// Waits until the receiver has every deliverable event of the task stored so far.
 async fn delivered_so_far(fx: &Fixture, receiver: &Receiver, id: &str) {
     let deadline = Instant::now() + DEADLINE;
@@ -128,10 +137,7 @@ async fn a_task_with_a_push_config_parks_and_whatever_wakes_it_brings_its_delive
 async fn resuming_deliveries_after_a_restart_wakes_no_task_and_a_cancel_is_delivered() {
     let store = Arc::new(MemoryStore::new());
     let receiver = Receiver::start(Mode::Ok).await;
-    let first = fixture_on(store.clone(), settings(), PARK_AFTER_MS).await;
-    let id = ask_and_park(&first, &receiver).await;
-    first.runtime.shutdown(Duration::from_secs(1)).await;
-    drop(first);
+    let id = parked_before_a_restart(&store, &receiver).await;
 
     // The next start resumes the unfinished delivery: it reads what is stored and
     // rests, and the task stays parked.
@@ -257,10 +263,7 @@ impl PushStore for SlowToRead {
 async fn a_start_serves_while_it_reads_its_deliveries_and_a_failed_read_is_made_again() {
     let store = Arc::new(MemoryStore::new());
     let receiver = Receiver::start(Mode::Ok).await;
-    let first = fixture_on(store.clone(), settings(), PARK_AFTER_MS).await;
-    let id = ask_and_park(&first, &receiver).await;
-    first.runtime.shutdown(Duration::from_secs(1)).await;
-    drop(first);
+    let id = parked_before_a_restart(&store, &receiver).await;
 
     let slow = Arc::new(SlowToRead {
         inner: store.clone(),
