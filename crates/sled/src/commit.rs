@@ -79,8 +79,8 @@ impl TaskTable {
     /// Whether `commit` can be written as its events alone, after the snapshot: the
     /// next commit of an unfinished task that stays unfinished and does not come to rest
     /// (a task waiting for a person or queued is snapshotted, so that opening the store
-    /// and waking the task read its snapshot alone), its snapshot in the current layout and fewer
-    /// than `SNAPSHOT_EVERY` commits old.
+    /// and waking the task read its snapshot alone), its snapshot in the current layout
+    /// and fewer than `SNAPSHOT_EVERY` commits old.
     pub(crate) fn appends(
         &self,
         commit: &Encoded<'_>,

@@ -1,16 +1,16 @@
 //! Tasks at rest, indexed in sled (`W` task id), so that opening a store finds them in
 //! one ordered scan of small values instead of a snapshot read each.
 //!
-//! A task at rest (waiting for input, for an approver, or queued for a slot of its
-//! skill) can wait for days, and one node may hold a million. Opening the store needs each unfinished task's listing
-//! entry and position; read from its snapshot, that is a tree descent, a page read
-//! past sled's cache and a decompression per task. So the commit that brings a task to
-//! rest writes, after its snapshot, the task's `W` key: the snapshot's version and last
-//! seq, and the listing entry. Any later commit of the task removes that key before its
-//! own first write. sled recovers a prefix of its log after a crash, so a `W` key found
-//! at open names the task's last commit, written whole: the task needs no repair, and
-//! its snapshot is not read. A task without one (running, or whose commit a crash cut)
-//! is read from its snapshot as before.
+//! A task at rest (waiting for input, for an approver, or queued for a slot of its skill)
+//! can wait for days, and one node may hold a million. Opening the store needs each
+//! unfinished task's listing entry and position; read from its snapshot, that is a tree
+//! descent, a page read past sled's cache and a decompression per task. So the commit that
+//! brings a task to rest writes, after its snapshot, the task's `W` key: the snapshot's
+//! version and last seq, and the listing entry. Any later commit of the task removes that
+//! key before its own first write. sled recovers a prefix of its log after a crash, so a
+//! `W` key found at open names the task's last commit, written whole: the task needs no
+//! repair, and its snapshot is not read. A task without one (running, or whose commit a
+//! crash cut) is read from its snapshot as before.
 //!
 //! A task rests queued when its commit leaves it submitted with no approver to wait
 //! for: stored to wait for a slot (one with a slot at once is stored working), or of a
