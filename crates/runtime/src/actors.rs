@@ -21,7 +21,7 @@ mod writer;
 
 pub(crate) use call::{NoAnswer, call_actor};
 pub(crate) use fanout::{LiveEvents, follower};
-pub(crate) use journal::{NewTask, TaskJournal};
+pub(crate) use journal::{Creation, NewTask, TaskJournal};
 pub(crate) use slots::{Reserved, Slots};
 pub(crate) use supervisor::CardTerms;
 pub(crate) use supervisor::{Supervisor, SupervisorArgs};

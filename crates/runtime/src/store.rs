@@ -3,6 +3,7 @@
 //! the PostgreSQL one `fundi-postgres`'s).
 
 mod cluster;
+mod creation;
 mod cursor;
 pub mod index;
 mod memory;
@@ -21,6 +22,7 @@ use crate::access::TaskOwner;
 use crate::model::{ContextId, SkillId, TaskEvent, TaskId, TaskState};
 
 pub use cluster::{Cluster, Holder, Incoming, Standing};
+pub use creation::Creation;
 pub use cursor::Cursor;
 pub use memory::MemoryStore;
 pub use page_fill::PageFill;
@@ -297,6 +299,23 @@ pub trait TaskStore: Send + Sync + 'static {
             return Err(error);
         }
         Ok(Some(slot))
+    }
+
+    /// The first write of a new task (`write` with expected version 0, or
+    /// `create_with_run_slot` when `run_slot` names the limit), refused when the
+    /// owner's first message with the same id created a task `window` or less before
+    /// this one (`None`: never refused; see `created_by`). A refused write writes
+    /// nothing and names the task that was created. The default looks the message up,
+    /// then writes; a store shared by several processes checks and writes in one step
+    /// (PostgreSQL does, a statement fewer per new task).
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        run_slot: Option<usize>,
+        window: Option<std::time::Duration>,
+    ) -> Result<Creation, StoreError> {
+        creation::look_up_then_write(self, record, events, run_slot, window).await
     }
 
     /// [`TaskStore::write`] that also gives back run slot `slot` of the task's skill,

@@ -3,6 +3,7 @@
 //! keeps (`store_contract`), what a store must keep as it was given
 //! (`stored_content`), and a scripted skill with the waits tests make (`scripted`).
 
+pub mod first_writes;
 pub mod long_tasks;
 pub mod scripted;
 pub mod store_contract;

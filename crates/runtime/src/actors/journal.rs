@@ -15,18 +15,18 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::Value;
 
-use super::fanout::{Fanout, Follower, LiveEvents};
+use super::fanout::{Fanout, LiveEvents};
 use super::slots::Slot;
+
+mod create;
 use crate::error::RuntimeError;
 use crate::model::limits::{self, InvalidField};
-use crate::model::{
-    ContextId, Message, Part, SkillId, Task, TaskEvent, TaskEventKind, TaskId, TaskState,
-    TaskStatus, UserId,
-};
+use crate::model::{Message, Part, Task, TaskEvent, TaskEventKind, TaskId, TaskState, TaskStatus};
 use crate::requests::TaskSnapshot;
-use crate::store::{RunInputs, StoreError, TaskRecord, TaskStore};
+use crate::store::{StoreError, TaskRecord, TaskStore};
 use crate::telemetry;
 use crate::transition::{TransitionError, apply};
+pub(crate) use create::{Creation, NewTask};
 
 /// A change the journal could not make; the journal is as it was.
 #[derive(Debug, thiserror::Error)]
@@ -55,20 +55,6 @@ enum Checkpoint {
     Keep,
     Save(Value),
     Remove,
-}
-
-/// A task to create.
-pub(crate) struct NewTask {
-    /// The user's first message (its task and context ids are set here).
-    pub(crate) message: Message,
-    pub(crate) context_id: Option<ContextId>,
-    pub(crate) skill: SkillId,
-    pub(crate) owner: Option<UserId>,
-    pub(crate) trace: Option<String>,
-    /// Stored already working: its skill has a slot and runs at once.
-    pub(crate) working: bool,
-    /// The status of a task that waits for an approver (`approval::gate_status`).
-    pub(crate) gate: Option<TaskStatus>,
 }
 
 pub(crate) struct TaskJournal {
@@ -106,87 +92,6 @@ impl TaskJournal {
             cut_off: false,
             ended_run_slot: None,
         }
-    }
-
-    /// Creates a task (submitted, or working when `new.working`), its first commit
-    /// written (readable at once, durable after the next settle, which the submitter
-    /// makes before telling anyone), with `follower` subscribed from the start (it
-    /// receives what comes after the created event). With `shared_slot`, the commit
-    /// also takes one of that many run slots the nodes share; when none is free the
-    /// task is stored submitted instead, to queue. Returns the journal, the task as
-    /// created, and the store slot taken.
-    pub(crate) async fn create(
-        store: Arc<dyn TaskStore>,
-        new: NewTask,
-        follower: Option<Follower>,
-        subscriber_buffer: usize,
-        shared_slot: Option<usize>,
-    ) -> Result<(TaskJournal, TaskSnapshot, Option<u32>), JournalError> {
-        let task_id = TaskId::generate();
-        let context_id = new.context_id.unwrap_or_else(ContextId::generate);
-        let mut message = new.message;
-        message.task_id = Some(task_id.clone());
-        message.context_id = Some(context_id.clone());
-        let mut task = Task {
-            history: vec![message],
-            ..Task::new(task_id, context_id, TaskState::Submitted)
-        };
-        if let Some(gate) = new.gate {
-            task.status = gate;
-        }
-        let created = TaskSnapshot {
-            task: task.clone(),
-            seq: 1,
-        };
-        let mut record = TaskRecord {
-            task: task.clone(),
-            version: 1,
-            last_seq: 1,
-            skill: new.skill,
-            owner: new.owner,
-            checkpoint: None,
-            trace: new.trace,
-            inputs: RunInputs::default(),
-        };
-        let mut events = Vec::with_capacity(2);
-        events.push(event_of(&record.task, 1, TaskEventKind::Created(task)));
-        if new.working {
-            let kind = TaskEventKind::Status(status(TaskState::Working, None));
-            apply(&mut record.task, &kind)?;
-            record.last_seq += 1;
-            events.push(event_of(&record.task, record.last_seq, kind));
-        }
-        let taken = match shared_slot {
-            None => {
-                store.write(&record, 0, &events).await?;
-                None
-            }
-            Some(limit) => match store.create_with_run_slot(&record, &events, limit).await? {
-                Some(slot) => Some(slot),
-                None => {
-                    // Stored submitted after all, to queue.
-                    (record.task, record.last_seq) = (created.task.clone(), 1);
-                    events.truncate(1);
-                    store.write(&record, 0, &events).await?;
-                    None
-                }
-            },
-        };
-        let metrics = telemetry::metrics();
-        metrics.submitted(&record.skill);
-        if record.state() == TaskState::Working {
-            let (from, to) = (TaskState::Submitted, TaskState::Working);
-            metrics.state_changed(&record.skill, &record.task.id, from, to);
-        }
-        let mut journal = TaskJournal::stored(store, record, subscriber_buffer);
-        if let Some(follower) = follower {
-            journal.subscribers.adopt(follower);
-        }
-        // The follower's stream starts after the created event.
-        for event in events.into_iter().skip(1) {
-            journal.subscribers.publish(event);
-        }
-        Ok((journal, created, taken))
     }
 
     pub(crate) fn record(&self) -> &TaskRecord {

@@ -1,14 +1,14 @@
 //! Idempotent submission: a new task's first message sent again by the same owner
 //! (the same `messageId`, within `runtime.dedup-window-s`) gets the task it created, not
-//! a second one. The store answers for messages whose task it holds (across restarts);
-//! a claim answers for one being created in this process, so that duplicates sent at
-//! the same time make exactly one task.
+//! a second one. The store answers for messages whose task it holds (across restarts),
+//! by refusing the new task's first write (`TaskStore::create_task`); a claim answers
+//! for one being created in this process, so that duplicates sent at the same time
+//! make exactly one task.
 
 use crate::access::Access;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chrono::Utc;
 use tokio::sync::watch;
 
 use super::tasks::Tasks;
@@ -96,12 +96,8 @@ impl Claims {
         let mut key: Key = (owner.map(str::to_owned), message_id.to_owned());
         loop {
             let mut theirs = match self.claim(key) {
-                Ok(claim) => {
-                    return match stored_first_message(tasks, &claim.key, window).await? {
-                        Some(existing) => Ok(Found::Existing(Box::new(existing))),
-                        None => Ok(Found::New(claim)),
-                    };
-                }
+                // The store refuses the task's creation if a stored task has it.
+                Ok(claim) => return Ok(Found::New(claim)),
                 Err((back, theirs)) => {
                     key = back;
                     theirs
@@ -143,33 +139,8 @@ impl Claims {
     }
 }
 
-/// The stored task created by this first message within the window, if any.
-async fn stored_first_message(
-    tasks: &Tasks,
-    (owner, message_id): &Key,
-    window: std::time::Duration,
-) -> Result<Option<TaskSnapshot>, RuntimeError> {
-    let store = tasks.store();
-    let Some((id, at)) = store.created_by(owner.as_deref(), message_id).await? else {
-        return Ok(None);
-    };
-    let age = Utc::now()
-        .signed_duration_since(at)
-        .to_std()
-        .unwrap_or_default();
-    if age > window {
-        return Ok(None);
-    }
-    match snapshot_of(tasks, &id, owner.as_deref()).await {
-        Ok(snapshot) => Ok(Some(snapshot)),
-        // Indexed, but the task is not there (a crash before its commit point).
-        Err(RuntimeError::TaskNotFound(_)) => Ok(None),
-        Err(error) => Err(error),
-    }
-}
-
 /// The task as `owner` sees it.
-async fn snapshot_of(
+pub(super) async fn snapshot_of(
     tasks: &Tasks,
     id: &TaskId,
     owner: Option<&str>,

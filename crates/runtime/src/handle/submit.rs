@@ -13,12 +13,12 @@ use tokio::sync::oneshot;
 
 use crate::access::Access;
 
-use super::dedup::Found;
+use super::dedup::{self, Found};
 use super::outcome::Waiting;
 use super::tasks::Attached;
 use super::wire::TaskRequest;
 use super::{Inner, RuntimeHandle};
-use crate::actors::{NewTask, Reserved, Spawn, StartMode, TaskJournal, follower};
+use crate::actors::{Creation, NewTask, Reserved, Spawn, StartMode, TaskJournal, follower};
 use crate::approval;
 use crate::error::RuntimeError;
 use crate::model::{ContextId, Role, TaskId};
@@ -197,6 +197,18 @@ async fn accept(
     Ok(created)
 }
 
+/// The task a first message sent again created, as its owner sees it: told as a
+/// submission that found its task.
+async fn sent_again(
+    runtime: &Inner,
+    delivery: Delivery,
+    id: &TaskId,
+    owner: Option<&str>,
+) -> Result<Accepted, RuntimeError> {
+    let existing = dedup::snapshot_of(&runtime.tasks, id, owner).await?;
+    told(runtime, delivery, Accepted::standing(existing)).await
+}
+
 /// A submission that found its task stored already, or delivered to it: durable
 /// before it is told as accepted. One that tells only the outcome settles then
 /// (`Waiting::outcome`).
@@ -242,7 +254,9 @@ async fn create(
         .unzip();
     // Stored working with its slot, unless its skill says when work begins.
     let sets_working = intake.sets_working(&skill);
+    let window = runtime.config.dedup_window();
     let new = NewTask {
+        dedup_window: (!window.is_zero()).then_some(window),
         context_id: request.message.context_id.clone(),
         message: request.message,
         skill,
@@ -256,7 +270,12 @@ async fn create(
     let store = runtime.tasks.store().clone();
     let shared_slot = reserved.as_ref().and_then(Reserved::shared_limit);
     let (journal, created, taken) =
-        TaskJournal::create(store, new, follower, buffer, shared_slot).await?;
+        match TaskJournal::create(store, new, follower, buffer, shared_slot).await? {
+            Creation::Stored(stored) => *stored,
+            Creation::Taken(id, owner) => {
+                return sent_again(runtime, delivery, &id, owner.as_deref()).await;
+            }
+        };
     let skill = &journal.record().skill;
     let slot = reserved.and_then(|r| runtime.slots.slot_of(r, skill, taken));
     // Told as accepted: durable first. Told only its outcome: durable by then.

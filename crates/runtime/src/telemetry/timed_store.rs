@@ -17,7 +17,9 @@ use tracing::Instrument;
 
 use super::metrics;
 use crate::model::{TaskEvent, TaskId};
-use crate::store::{ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore};
+use crate::store::{
+    Creation, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
+};
 
 tokio::task_local! {
     /// The parent of the commit spans of the writes made in its scope: an id, since
@@ -106,6 +108,21 @@ impl TaskStore for TimedStore {
         let span = commit_span(record, events, false);
         let started = Instant::now();
         let work = self.inner.create_with_run_slot(record, events, limit);
+        let result = work.instrument(span).await;
+        commit_took(started);
+        result
+    }
+
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        run_slot: Option<usize>,
+        window: Option<std::time::Duration>,
+    ) -> Result<Creation, StoreError> {
+        let span = commit_span(record, events, false);
+        let started = Instant::now();
+        let work = self.inner.create_task(record, events, run_slot, window);
         let result = work.instrument(span).await;
         commit_took(started);
         result

@@ -31,6 +31,8 @@ where
     several_events_commit_together(name, &*fresh().await).await;
     run_inputs_and_checkpoints_read_back(name, &*fresh().await).await;
     first_messages_are_found_by_their_owner(name, &*fresh().await).await;
+    super::first_writes::a_first_message_creates_one_task_within_the_window(name, &*fresh().await)
+        .await;
     ended_tasks_are_removed_oldest_first_and_whole(name, &*fresh().await).await;
     super::stored_content::pages_end_at_their_byte_bound(name, &*fresh().await).await;
     super::stored_content::awkward_text_reads_back_whole(name, &*fresh().await).await;
