@@ -37,6 +37,26 @@ fn column<'r, T: tokio_postgres::types::FromSql<'r>>(
     crate::columns::read_column(row, index, "a commit's answer")
 }
 
+/// Columns `index` and the next of an answer's `row`: the task a new task's first
+/// message had, and when it was created (`None`: it had none).
+fn had(row: &tokio_postgres::Row, index: usize) -> Result<Option<(String, i64)>, StoreError> {
+    let task: Option<String> = column(row, index)?;
+    let created: Option<i64> = column(row, index + 1)?;
+    Ok(task.zip(created))
+}
+
+/// What a commit did.
+pub(crate) enum Outcome {
+    /// Written, with the run slot it took when it takes one.
+    Written(Option<u32>),
+    /// Not written: it takes a run slot and none was free.
+    NoSlot,
+    /// Not written: a new task whose first message created a task within the window;
+    /// that task, and when it was created, as the statement's snapshot held them
+    /// (`None`: another transaction indexed it while the statement ran).
+    Taken(Option<(String, i64)>),
+}
+
 /// How many times a commit PostgreSQL rolled back whole is sent, in all.
 const COMMIT_SENDS: u32 = 3;
 /// The wait before the second send (twice that before the third).
@@ -97,24 +117,24 @@ impl Commits {
     /// off while the commit is under way, and, when it fails for the connection's sake
     /// (stored or not, nobody can say), cutting the node off until it has read its tasks
     /// back (see `Leases::lost_track`).
-    /// Returns the slot a `SlotChange::Take` took (`None`: none was free, and nothing
-    /// was written).
+    /// A new task's first message is claimed as the task is written, within `window`
+    /// (see `statements::claim`).
     pub(crate) async fn write(
         self: &Arc<Self>,
         record: &TaskRecord,
         expected_version: u64,
         events: &[TaskEvent],
         slot: SlotChange,
-    ) -> Result<Option<u32>, StoreError> {
+        window: Option<std::time::Duration>,
+    ) -> Result<Outcome, StoreError> {
+        let statement = self.write_statement(record, expected_version, events, slot, window);
         let Some(leases) = &self.leases else {
-            return self
-                .write_statement(record, expected_version, events, slot)
-                .await;
+            return statement.await;
         };
         leases.ensure_fresh()?;
         let mut standing = leases.standing();
         let written = tokio::select! {
-            written = self.write_statement(record, expected_version, events, slot) => written,
+            written = statement => written,
             _ = standing.wait_for(|s| *s != fundi_runtime::store::Standing::Holding) => {
                 return Err(StoreError::CutOff);
             }
@@ -135,13 +155,15 @@ impl Commits {
         expected_version: u64,
         events: &[TaskEvent],
         slot: SlotChange,
-    ) -> Result<Option<u32>, StoreError> {
+        window: Option<std::time::Duration>,
+    ) -> Result<Outcome, StoreError> {
         let leases = self.leases.as_deref();
-        let values = CommitValues::of(record, expected_version, events, slot, leases)?;
+        let values = CommitValues::of(record, expected_version, events, slot, window, leases)?;
         let takes_slot = values.limit.is_some();
+        let claims = values.cutoff.is_some();
         // Sent with whatever other tasks' commits wait beside it.
         let answer = self.send_queued(values).await?;
-        self.answered(record, expected_version, takes_slot, answer)
+        self.answered(record, expected_version, takes_slot, claims, answer)
             .await
     }
 
@@ -177,24 +199,37 @@ impl Commits {
                 Some(_) => column(&row, row.len() - 1)?,
                 None => None,
             },
+            had: match values.creates() {
+                true => had(&row, 3)?,
+                false => None,
+            },
         })
     }
 
     /// What a commit's answer says: written (with the slot it took, when it takes one),
-    /// not written for want of a free slot (`None`), refused because another node
-    /// holds the task (`Fenced`), or because another writer changed it first
-    /// (`Conflict`).
+    /// not written for want of a free slot, or because its first message created a
+    /// task (`claims`: a new task that claims its first message), refused because
+    /// another node holds the task (`Fenced`), or because another writer changed it
+    /// first (`Conflict`).
     async fn answered(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         takes_slot: bool,
+        claims: bool,
         answer: Answer,
-    ) -> Result<Option<u32>, StoreError> {
+    ) -> Result<Outcome, StoreError> {
         let id = record.id().as_str();
         let taken = answer.slot;
         if takes_slot && taken.is_none() {
-            return Ok(None);
+            return Ok(Outcome::NoSlot);
+        }
+        if !answer.written && claims {
+            // The slot it took (the claim comes after it) goes back.
+            if let (Some(nodes), Some(slot)) = (&self.nodes, taken) {
+                nodes.release_slot(&record.skill, slot as u32).await?;
+            }
+            return Ok(Outcome::Taken(answer.had));
         }
         if !answer.written {
             let found = answer.found.map_or(0, |v| v as u64);
@@ -229,6 +264,6 @@ impl Commits {
                 (false, _) => {}
             }
         }
-        Ok(taken.map(|slot| slot as u32))
+        Ok(Outcome::Written(taken.map(|slot| slot as u32)))
     }
 }

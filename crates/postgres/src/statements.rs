@@ -3,10 +3,12 @@
 //!
 //! A commit is one statement: the task's row, its new events and (for a new task) its
 //! first message, in data-modifying CTEs that succeed or fail together, so that a
-//! commit costs one round trip and one server-side transaction. Commits of several tasks
-//! that wait for a statement together go in one (`batch`), each on its own checks. Its answer says whether
-//! the row was written and, from the statement's snapshot, the version and lease holder
-//! it found.
+//! commit costs one round trip and one server-side transaction. A new task is written
+//! only if it claims its first message (`claim`: no task of it within the dedup
+//! window), so that a new task costs no lookup before it. Commits of several tasks that
+//! wait for a statement together go in one (`batch`), each on its own checks. Its
+//! answer says whether the row was written and, from the statement's snapshot, the
+//! version and lease holder it found.
 //!
 //! With leases (several nodes on one schema), a new task is leased to the node that
 //! creates it (epoch 1), a change is written only by the holder of the epoch it names
@@ -39,14 +41,18 @@ const TAIL_UPDATE: &str = "record = coalesce($3::jsonb, record), \
     checkpoint = CASE WHEN $3::jsonb IS NULL THEN $9::jsonb END";
 
 pub(crate) struct HotStatements {
-    /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms.
+    /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms;
+    /// last, the cutoff of its first message's claim (see `claim`). Its answer names,
+    /// after the version and the lease holder, the task and creation time the first
+    /// message had in the statement's snapshot.
     pub(crate) create: String,
     /// $1..$7 the row (its record NULL when the commit writes a tail) and expected
     /// version, $8 the seq a new tail starts after, $9 the checkpoint with a tail,
     /// $10..$14 the rest; leased: $15 node, $16 epoch.
     pub(crate) update: String,
-    /// Leased: `create`, written only if it takes a run slot of skill $16 below $17;
-    /// its answer's last column is the slot (NULL: none was free, nothing written).
+    /// Leased: `create`, written only if it takes a run slot of skill $16 below $17
+    /// (the cutoff $18); its answer's last column is the slot (NULL: none was free,
+    /// nothing written).
     pub(crate) create_taking_slot: String,
     /// Leased: `update`, giving back run slot $18 of skill $17 if it is written.
     pub(crate) update_giving_back: String,
@@ -65,7 +71,10 @@ impl HotStatements {
         let channel = crate::listener::channel(schema);
         // The events' seqs and bodies, then the first message's owner key, message id
         // and creation time (NULL when the commit creates no task).
-        let rest = |events: usize| {
+        // `claims`: the statement creates a task, whose first message it claimed
+        // before (`claim` below): the answer names the task that first message had,
+        // for a creation it refused.
+        let rest = |events: usize, claims: bool| {
             let (seqs, bodies, owner, message, created) =
                 (events, events + 1, events + 2, events + 3, events + 4);
             // With several nodes, a commit with events tells the nodes following the task
@@ -84,20 +93,37 @@ impl HotStatements {
                 ),
                 false => (String::new(), ""),
             };
+            let (first_message, had) = match claims {
+                true => (
+                    String::new(),
+                    format!(
+                        ", (SELECT task_id FROM {schema}.first_messages
+                            WHERE owner_key = ${owner}::text AND message_id = ${message}::text),
+                         (SELECT created_ms FROM {schema}.first_messages
+                            WHERE owner_key = ${owner}::text AND message_id = ${message}::text)"
+                    ),
+                ),
+                false => (
+                    format!(
+                        ", first_message AS (
+                        INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
+                        SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
+                        FROM written WHERE ${message}::text IS NOT NULL
+                        ON CONFLICT DO NOTHING
+                     )"
+                    ),
+                    String::new(),
+                ),
+            };
             format!(
                 "new_events AS (
                     INSERT INTO {schema}.events (task_id, seq, event)
                     SELECT written.id, e.seq, e.event FROM written,
                         unnest(${seqs}::bigint[], ${bodies}::jsonb[]) AS e(seq, event)
-                 ), first_message AS (
-                    INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
-                    SELECT ${owner}::text, ${message}::text, written.id, ${created}::bigint
-                    FROM written WHERE ${message}::text IS NOT NULL
-                    ON CONFLICT DO NOTHING
-                 ){signal}
+                 ){first_message}{signal}
                  SELECT (SELECT count(*) FROM written),
                         (SELECT version FROM {schema}.tasks WHERE id = $1),
-                        (SELECT lease_node FROM {schema}.tasks WHERE id = $1){signalled}"
+                        (SELECT lease_node FROM {schema}.tasks WHERE id = $1){had}{signalled}"
             )
         };
         let (lease_columns, lease_values, lease_update, fence) = if leased {
@@ -127,20 +153,31 @@ impl HotStatements {
                         updated_ms = $6{lease_update}, {TAIL_UPDATE}
                     WHERE id = $1 AND version = $7{fence} RETURNING id
                  ){freed}, {}",
-                rest(10)
+                rest(10, false)
             )
         };
-        // `from`: where the row comes from (one row, or none: nothing is written).
-        let insert = |from: &str| {
+        // A new task's first message is claimed first (see `claim`), `cutoff` its last
+        // parameter; `from`: where the rows come from (one, or none: nothing is
+        // written, as when no run slot was free).
+        let create = |from: &str, cutoff: usize| {
             format!(
-                "INSERT INTO {columns}
+                "{}, written AS (
+                    INSERT INTO {columns}
                     SELECT $1::text, $2::bigint, $3::jsonb, $4::text, $5::text, $6::boolean,
                         $7::text, $8::bigint{lease_values}{from}
-                    ON CONFLICT (id) DO NOTHING RETURNING id"
+                    WHERE ${cutoff}::bigint IS NULL OR EXISTS (SELECT FROM claimed)
+                    ON CONFLICT (id) DO NOTHING RETURNING id
+                 ), {}",
+                claim(schema, from, cutoff),
+                rest(9, true)
             )
         };
+        let (plain_cutoff, slot_cutoff) = match leased {
+            true => (16, 18),
+            false => (14, 16),
+        };
         HotStatements {
-            create: format!("WITH written AS ({}), {}", insert(""), rest(9)),
+            create: format!("WITH {}", create("", plain_cutoff)),
             // The slot is taken first; the task is written only from its row.
             create_taking_slot: format!(
                 "WITH slot AS (
@@ -151,9 +188,8 @@ impl HotStatements {
                             AND (node IS NULL OR expires < clock_timestamp())
                         ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED)
                     RETURNING slot
-                 ), written AS ({}), {}, (SELECT slot FROM slot)",
-                insert(" FROM slot"),
-                rest(9),
+                 ), {}, (SELECT slot FROM slot)",
+                create(" FROM slot", slot_cutoff),
                 until = crate::lease::lease_end(15),
             ),
             update_giving_back: update(&format!(
@@ -181,4 +217,25 @@ impl HotStatements {
             ),
         }
     }
+}
+
+/// The CTE `claimed` of a statement that creates a task: its first message ($11 owner
+/// key, $12 message id, $13 creation ms, for task $1) indexed, and returned, unless the
+/// index holds that message for a task created at or after $`cutoff` (ms; NULL: a task
+/// created before this one). An entry older than that gives way to the new task. The
+/// task is written only if its first message is claimed (or $`cutoff` is NULL); an
+/// entry another transaction wrote first, this statement waits for, and then keeps.
+/// `from`: where the row comes from (none: nothing is claimed).
+fn claim(schema: &str, from: &str, cutoff: usize) -> String {
+    format!(
+        "claimed AS (
+            INSERT INTO {schema}.first_messages AS had (owner_key, message_id, task_id, created_ms)
+            SELECT $11::text, $12::text, $1::text, $13::bigint{from}
+            WHERE $12::text IS NOT NULL
+            ON CONFLICT (owner_key, message_id) DO UPDATE
+                SET task_id = EXCLUDED.task_id, created_ms = EXCLUDED.created_ms
+                WHERE had.created_ms < coalesce(${cutoff}::bigint, EXCLUDED.created_ms)
+            RETURNING 1
+         )"
+    )
 }

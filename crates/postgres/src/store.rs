@@ -3,17 +3,18 @@
 //! is one statement that checks the version the writer read (see `statements`).
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 
 use deadpool_postgres::Pool;
 use fundi_runtime::store::{
-    ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
+    Creation, ListPage, ListQuery, QuarantinedTask, StoreError, TaskRecord, TaskStore,
+    first_message,
 };
 use fundi_runtime::{TaskEvent, TaskId};
 
 use crate::cluster::Nodes;
 use crate::columns::{decode_column, owner_key};
-use crate::commit::Commits;
+use crate::commit::{Commits, Outcome};
 use crate::connect::{PostgresConfig, connect, lock};
 use crate::database::Database;
 use crate::errors::{db, pool_error};
@@ -164,6 +165,15 @@ impl PostgresStore {
     }
 }
 
+/// A refused creation that PostgreSQL's answers cannot name the reason of: a write that
+/// creates no task, or a first message whose entry kept changing under it.
+fn taken_without_first(record: &TaskRecord) -> StoreError {
+    StoreError::database(format!(
+        "task {}: its first message was indexed for another task, which could not be read",
+        record.id()
+    ))
+}
+
 #[async_trait]
 impl TaskStore for PostgresStore {
     async fn write(
@@ -174,7 +184,7 @@ impl TaskStore for PostgresStore {
     ) -> Result<(), StoreError> {
         let written = self
             .commits
-            .write(record, expected_version, events, SlotChange::None);
+            .write(record, expected_version, events, SlotChange::None, None);
         written.await.map(drop)
     }
 
@@ -184,12 +194,51 @@ impl TaskStore for PostgresStore {
         events: &[TaskEvent],
         limit: usize,
     ) -> Result<Option<u32>, StoreError> {
-        if self.nodes.is_none() {
-            return Err(StoreError::no_shared_slots());
+        match self.create_task(record, events, Some(limit), None).await? {
+            Creation::Written(slot) => Ok(slot),
+            _ => Ok(None),
         }
-        self.commits
-            .write(record, 0, events, SlotChange::Take { limit })
-            .await
+    }
+
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[TaskEvent],
+        run_slot: Option<usize>,
+        window: Option<std::time::Duration>,
+    ) -> Result<Creation, StoreError> {
+        let slot = match run_slot {
+            Some(_) if self.nodes.is_none() => return Err(StoreError::no_shared_slots()),
+            Some(limit) => SlotChange::Take { limit },
+            None => SlotChange::None,
+        };
+        // The first message is claimed in the task's own commit: no lookup before it.
+        let mut sends = 0;
+        loop {
+            sends += 1;
+            let written = self.commits.write(record, 0, events, slot, window).await?;
+            let had = match written {
+                Outcome::Written(slot) => return Ok(Creation::Written(slot)),
+                Outcome::NoSlot => return Ok(Creation::NoSlot),
+                Outcome::Taken(had) => had,
+            };
+            let (owner, message_id, _) =
+                first_message(record, events).ok_or_else(|| taken_without_first(record))?;
+            // Indexed by another transaction as the commit ran: it holds the answer now.
+            let had = match had {
+                Some((task, at)) => Utc
+                    .timestamp_millis_opt(at)
+                    .single()
+                    .map(|at| (task.into(), at)),
+                None => self.created_by(owner, message_id).await?,
+            };
+            match had {
+                Some((task, at)) => return Ok(Creation::Taken(task, at)),
+                // That transaction rolled back: the message is free again.
+                None if sends < 3 => continue,
+                None => return Err(taken_without_first(record)),
+            }
+        }
     }
 
     async fn write_giving_back_run_slot(
@@ -202,7 +251,7 @@ impl TaskStore for PostgresStore {
         let given_back = SlotChange::GiveBack { slot };
         let written = self
             .commits
-            .write(record, expected_version, events, given_back);
+            .write(record, expected_version, events, given_back, None);
         written.await.map(drop)
     }
 

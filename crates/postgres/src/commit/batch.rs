@@ -16,7 +16,7 @@ use tokio_postgres::types::ToSql;
 
 use std::sync::Arc;
 
-use super::{Answer, CommitValues, Commits, column};
+use super::{Answer, CommitValues, Commits, column, had};
 use crate::errors::{db, unanswered};
 use crate::gather::Gathered;
 
@@ -115,6 +115,7 @@ impl Commits {
                     found: column(row, 2)?,
                     holder: column(row, 3)?,
                     slot: column(row, 4)?,
+                    had: had(row, 5)?,
                 })
             };
             let position: Option<i64> = column(row, 0).ok();
@@ -159,6 +160,7 @@ struct Arrays<'v> {
     message_ids: Vec<&'v str>,
     first_tasks: Vec<&'v str>,
     created: Vec<i64>,
+    cutoffs: Vec<Option<i64>>,
     node: Option<&'v str>,
     ttl: Option<i64>,
     epochs: Vec<i64>,
@@ -188,6 +190,7 @@ impl<'v> Arrays<'v> {
             message_ids: Vec::new(),
             first_tasks: Vec::new(),
             created: Vec::new(),
+            cutoffs: Vec::new(),
             node: None,
             ttl: None,
             epochs: Vec::new(),
@@ -224,6 +227,7 @@ impl<'v> Arrays<'v> {
             self.message_ids.push(message);
             self.first_tasks.push(id);
             self.created.push(created);
+            self.cutoffs.push(commit.cutoff);
         }
         self.node = commit.node.as_deref();
         self.ttl = commit.ttl;
@@ -264,6 +268,7 @@ impl<'v> Arrays<'v> {
                 &self.limits,
             ]);
         }
+        params.push(&self.cutoffs);
         params
     }
 }

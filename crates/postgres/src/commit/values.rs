@@ -23,6 +23,8 @@ pub(crate) struct Answer {
     pub(super) found: Option<i64>,
     pub(super) holder: Option<String>,
     pub(super) slot: Option<i32>,
+    /// For a new task: the task its first message had, and when it was created.
+    pub(super) had: Option<(String, i64)>,
 }
 
 pub(crate) struct CommitValues {
@@ -44,6 +46,9 @@ pub(crate) struct CommitValues {
     pub(super) first_owner: Option<String>,
     pub(super) message_id: Option<String>,
     pub(super) created: Option<i64>,
+    /// A new task's claim on its first message gives way to a task it created at or
+    /// after this (ms; `None`: to none, see `statements::claim`).
+    pub(super) cutoff: Option<i64>,
     /// With leases: the node, and a new task's lease time or a change's epoch.
     pub(super) node: Option<String>,
     pub(super) ttl: Option<i64>,
@@ -60,6 +65,7 @@ impl CommitValues {
         expected_version: u64,
         events: &[TaskEvent],
         slot: SlotChange,
+        window: Option<std::time::Duration>,
         leases: Option<&Leases>,
     ) -> Result<CommitValues, StoreError> {
         let id = record.id().as_str();
@@ -94,6 +100,9 @@ impl CommitValues {
             first_owner: first.map(|(owner, _, _)| owner_key(owner)),
             message_id: first.map(|(_, message_id, _)| message_id.to_owned()),
             created: first.map(|(_, _, at)| millis(at)),
+            cutoff: first.zip(window).map(|((_, _, at), window)| {
+                millis(at).saturating_sub(i64::try_from(window.as_millis()).unwrap_or(i64::MAX))
+            }),
             node: leases.map(|l| l.config.node.clone()),
             ttl: leases.map(|l| l.ttl_ms()),
             epoch: match expected_version {
@@ -163,6 +172,9 @@ impl CommitValues {
             params.extend([&self.skill as Param<'_>, &self.limit]);
         } else if self.given_back.is_some() {
             params.extend([&self.skill as Param<'_>, &self.given_back]);
+        }
+        if self.creates() {
+            params.push(&self.cutoff);
         }
         params
     }

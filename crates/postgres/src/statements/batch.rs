@@ -1,14 +1,15 @@
 //! The statement that commits several tasks at once: each commit as one row of arrays
 //! that `unnest` turns back into rows, the new tasks inserted and the changed ones
 //! updated (each on its own version check and, with leases, its own fence), the events
-//! and first messages of the written ones inserted, in data-modifying CTEs of one
+//! and first messages of the new ones claimed, in data-modifying CTEs of one
 //! statement. PostgreSQL spends on such a statement little more than on one commit of
 //! its own (one parse of the message, one executor start, one transaction, one flush),
 //! which is what makes a commit of many tasks cheaper than as many commits.
 //!
 //! Its answer is one row per commit, in no order: the commit's position (1-based), whether
 //! it was written and, from the statement's snapshot, the version and lease holder it
-//! found (as a single commit's answer gives them), and the run slot it took.
+//! found (as a single commit's answer gives them), the run slot it took, and for a new
+//! task the task and creation time its first message had in that snapshot.
 //!
 //! No two commits of one statement may name the same task: an `UPDATE ... FROM` that
 //! joins one row to two would write it once and report both written.
@@ -19,7 +20,14 @@
 /// `snapshot`); per event, $12 task id, $13 seq, $14 body; per first message, $15 owner
 /// key, $16 message id, $17 task id, $18 creation ms; leased, $19 node, $20 lease ms,
 /// and per commit $21 the epoch it names, $22 its skill, $23 the run slot it gives back
-/// and $24 the limit of the run slots it takes one of (NULL: none).
+/// and $24 the limit of the run slots it takes one of (NULL: none); last ($25 leased,
+/// $19 not), per first message, the cutoff of its claim (see `statements::claim`).
+///
+/// A new task's first message is claimed before the task is written, and a task whose
+/// claim is refused is not written (only one with a cutoff: without one, its first
+/// message is indexed unless an entry as new is there, and the task is written). Of two
+/// first messages of one owner and id in one statement, only the newer claims (the
+/// runtime creates one task of a first message at a time, so never with a cutoff).
 ///
 /// A run slot is given back only if its commit is written (as a single commit's is).
 /// New tasks that take a run slot each get one of their own: per skill, as many free
@@ -28,6 +36,10 @@
 /// is not written, and its answer's slot is NULL.
 pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     let channel = crate::listener::channel(schema);
+    let cutoffs = match leased {
+        true => 25,
+        false => 19,
+    };
     let (epochs, epoch_column) = match leased {
         true => (
             ", $21::bigint[], $22::text[], $23::int[], $24::int[]",
@@ -113,12 +125,32 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
                 $10::bigint[], $11::jsonb[]{epochs})
             WITH ORDINALITY AS i(id, version, record, context_id, state, terminal, owner,
                 updated_ms, expected, tail_after, checkpoint{epoch_column}, n)
-         ){taking}, created AS (
+         ){taking}, firsts AS (
+            SELECT f.*
+            FROM unnest($15::text[], $16::text[], $17::text[], $18::bigint[], ${cutoffs}::bigint[])
+                AS f(owner_key, message_id, task_id, created_ms, cutoff)
+            JOIN input ON input.id = f.task_id
+            WHERE expected = 0{with_slot}
+         ), claims AS (
+            SELECT DISTINCT ON (owner_key, message_id) * FROM firsts
+            ORDER BY owner_key, message_id, created_ms DESC
+         ), claimed AS (
+            INSERT INTO {schema}.first_messages AS had (owner_key, message_id, task_id, created_ms)
+            SELECT owner_key, message_id, task_id, created_ms FROM claims
+            ON CONFLICT (owner_key, message_id) DO UPDATE
+                SET task_id = EXCLUDED.task_id, created_ms = EXCLUDED.created_ms
+                WHERE had.created_ms < coalesce((SELECT c.cutoff FROM claims c
+                    WHERE c.owner_key = EXCLUDED.owner_key AND c.message_id = EXCLUDED.message_id),
+                    EXCLUDED.created_ms)
+            RETURNING task_id
+         ), created AS (
             INSERT INTO {schema}.tasks (id, version, record, context_id, state, terminal,
                 owner, updated_ms{lease_columns})
             SELECT id, version, record, context_id, state, terminal, owner,
                 updated_ms{lease_values}
             FROM input WHERE expected = 0{with_slot}
+                AND (id IN (SELECT task_id FROM claimed) OR NOT EXISTS (
+                    SELECT FROM firsts c WHERE c.task_id = input.id AND c.cutoff IS NOT NULL))
             ON CONFLICT (id) DO NOTHING RETURNING id
          ), updated AS (
             UPDATE {schema}.tasks t SET version = i.version,
@@ -137,15 +169,13 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
             SELECT e.task_id, e.seq, e.event
             FROM unnest($12::text[], $13::bigint[], $14::jsonb[]) AS e(task_id, seq, event)
             WHERE e.task_id IN (SELECT id FROM written)
-         ), first_message AS (
-            INSERT INTO {schema}.first_messages (owner_key, message_id, task_id, created_ms)
-            SELECT f.owner_key, f.message_id, f.task_id, f.created_ms
-            FROM unnest($15::text[], $16::text[], $17::text[], $18::bigint[])
-                AS f(owner_key, message_id, task_id, created_ms)
-            WHERE f.task_id IN (SELECT id FROM written)
-            ON CONFLICT DO NOTHING
          ){signal}
-         SELECT i.n, i.id IN (SELECT id FROM written), t.version, t.lease_node{slot_taken}{signalled}
-         FROM input i LEFT JOIN {schema}.tasks t ON t.id = i.id{slot_joined}"
+         SELECT i.n, i.id IN (SELECT id FROM written), t.version, t.lease_node{slot_taken},
+            h.task_id, h.created_ms{signalled}
+         FROM input i LEFT JOIN {schema}.tasks t ON t.id = i.id{slot_joined}
+         LEFT JOIN unnest($15::text[], $16::text[], $17::text[]) AS q(owner_key, message_id, task_id)
+            ON q.task_id = i.id
+         LEFT JOIN {schema}.first_messages h
+            ON h.owner_key = q.owner_key AND h.message_id = q.message_id"
     )
 }
