@@ -1,8 +1,9 @@
 //! The `security-scan` skill: passive checks of an allowed target (and light active ones
 //! when asked), a score and grade, findings recorded as issues. What an approver may
-//! narrow a scan to is `narrowing`.
+//! narrow a scan to is `narrowing`; what a message asks to scan, `plan`.
 
 mod narrowing;
+mod plan;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -10,8 +11,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use fundi_ops::issues::{IssueStore, NewIssue, fingerprint};
 use fundi_runtime::{
-    Artifact, InputRefused, Message, MessagePolicy, Part, PartContent, Skill, SkillCard,
-    SkillContext, SkillError, SkillInput, SkillOutput, TaskId,
+    Artifact, InputRefused, Message, MessagePolicy, Part, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, TaskId,
 };
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
@@ -22,10 +23,11 @@ use crate::origins::Origins;
 use super::checks::{active, content, cookies, cors, headers, transport};
 use super::config::SecurityConfig;
 use super::finding::{Bonus, Finding, grade, score};
-use super::grades::{observatory_grade, observatory_ports};
+use super::grades::observatory_grade;
 use super::http::{Fetcher, Response};
 use super::landing;
-use super::observatory::{Ports, PreloadList};
+use super::observatory::PreloadList;
+use plan::Plan;
 
 /// The skill's id.
 pub const SKILL_ID: &str = "security-scan";
@@ -50,14 +52,6 @@ impl std::fmt::Debug for SecurityScanSkill {
             .field("origins", &self.origins)
             .finish_non_exhaustive()
     }
-}
-
-pub(super) struct Plan {
-    pub(super) base: Url,
-    pub(super) paths: Vec<Url>,
-    pub(super) active: bool,
-    /// Where the Observatory grade's other-scheme session starts.
-    pub(super) ports: Ports,
 }
 
 impl SecurityScanSkill {
@@ -86,90 +80,6 @@ impl SecurityScanSkill {
 
     fn allowed(&self, url: &Url) -> bool {
         self.origins.allows(url)
-    }
-
-    pub(super) fn plan(&self, message: &Message) -> Result<Plan, SkillError> {
-        let data = message
-            .parts
-            .iter()
-            .find_map(|p| match &p.content {
-                PartContent::Data(d) if d.get("url").is_some() => Some(d.clone()),
-                PartContent::Url(u) => Some(json!({"url": u})),
-                _ => None,
-            })
-            .ok_or_else(|| {
-                SkillError::Rejected(
-                    "security-scan needs a target: a data part {\"url\": \"https://...\", \
-                     \"paths\": [\"/\"], \"active\": false}"
-                        .into(),
-                )
-            })?;
-        let raw = data["url"]
-            .as_str()
-            .ok_or_else(|| SkillError::Rejected("data.url must be a string".into()))?;
-        let base = Url::parse(raw)
-            .map_err(|e| SkillError::Rejected(format!("data.url {raw:?} is not a URL: {e}")))?;
-        if !self.allowed(&base) {
-            return Err(SkillError::Rejected(format!(
-                "{} is not an allowed target for security-scan (allowed: {}); an operator can \
-                 add it to skills.security-scan.allowed-origins",
-                base.origin().ascii_serialization(),
-                self.origins.describe()
-            )));
-        }
-        let paths: Vec<String> = match data.get("paths") {
-            None | Some(Value::Null) => vec![base.path().to_owned()],
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|p| {
-                    p.as_str().map(str::to_owned).ok_or_else(|| {
-                        SkillError::Rejected("data.paths must be a list of strings".into())
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => {
-                return Err(SkillError::Rejected(
-                    "data.paths must be a list of paths like \"/login\"".into(),
-                ));
-            }
-        };
-        if paths.is_empty() || paths.len() > self.config.max_paths {
-            return Err(SkillError::Rejected(format!(
-                "data.paths must list 1 to {} paths (skills.security-scan.max-paths)",
-                self.config.max_paths
-            )));
-        }
-        let mut urls = Vec::new();
-        for path in &paths {
-            let url = base.join(path).map_err(|e| {
-                SkillError::Rejected(format!("data.paths: {path:?} is not a path: {e}"))
-            })?;
-            if url.origin() != base.origin() {
-                return Err(SkillError::Rejected(format!(
-                    "data.paths: {path:?} leaves {} (paths must stay on the target)",
-                    base.origin().ascii_serialization()
-                )));
-            }
-            if !urls.contains(&url) {
-                urls.push(url);
-            }
-        }
-        let active = match data.get("active") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(SkillError::Rejected(format!(
-                    "data.active must be true or false, got {other}"
-                )));
-            }
-        };
-        let ports = observatory_ports(&data)?;
-        Ok(Plan {
-            base,
-            paths: urls,
-            active,
-            ports,
-        })
     }
 
     /// GET, following redirects that stay on allowed origins; the last response (a
