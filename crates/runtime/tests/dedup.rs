@@ -252,3 +252,59 @@ async fn waiting_on_a_retry_whose_task_got_there_already_returns_at_once() {
     assert_eq!(reached.task.id, task.id);
     assert_eq!(reached.task.status.state, TaskState::InputRequired);
 }
+
+/// A store whose index names, for every first message, a task that is not there (as a
+/// crash between the entry and the task's commit point can leave sled's): each first
+/// write with a window is refused, naming that task.
+#[derive(Default)]
+struct Dangling {
+    inner: fundi_runtime::store::MemoryStore,
+}
+
+fundi_runtime::store_with_own_writes!(Dangling, inner, {
+    async fn write(
+        &self,
+        record: &fundi_runtime::store::TaskRecord,
+        expected_version: u64,
+        events: &[fundi_runtime::TaskEvent],
+    ) -> Result<(), fundi_runtime::store::StoreError> {
+        self.inner.write(record, expected_version, events).await
+    }
+
+    async fn create_task(
+        &self,
+        record: &fundi_runtime::store::TaskRecord,
+        events: &[fundi_runtime::TaskEvent],
+        run_slot: Option<usize>,
+        window: Option<Duration>,
+    ) -> Result<fundi_runtime::store::Creation, fundi_runtime::store::StoreError> {
+        match window {
+            Some(_) => Ok(fundi_runtime::store::Creation::Taken(
+                TaskId::from("gone"),
+                Utc::now(),
+            )),
+            None => self.inner.create_task(record, events, run_slot, None).await,
+        }
+    }
+});
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_whose_entry_names_no_stored_task_makes_its_task() {
+    let skill = Scripted::new("scripted", false);
+    let store = std::sync::Arc::new(Dangling::default());
+    let rt = Runtime::builder()
+        .skill(skill.clone())
+        .shared_store(store.clone())
+        .start()
+        .await
+        .unwrap();
+    let first = message("after a crash", Value::Null);
+    let task = rt.submit(from("ann", &first)).await.unwrap().task;
+    assert_ne!(task.id, TaskId::from("gone"));
+    let stored = store.get(&task.id).await.unwrap();
+    assert_eq!(
+        stored.map(|r| r.task.history[0].message_id.clone()),
+        Some(first.message_id)
+    );
+    rt.shutdown(Duration::ZERO).await;
+}
