@@ -11,6 +11,7 @@ use fundi_runtime::store::{StoreError, TaskRecord};
 
 use crate::cluster::Nodes;
 use crate::errors::{db, pool_error, rolled_back};
+use crate::first_messages::{Found, found};
 use crate::gather::Gather;
 use crate::lease::Leases;
 use crate::statements::{HotStatements, SlotChange};
@@ -37,14 +38,6 @@ fn column<'r, T: tokio_postgres::types::FromSql<'r>>(
     crate::columns::read_column(row, index, "a commit's answer")
 }
 
-/// Columns `index` and the next of an answer's `row`: the task a new task's first
-/// message had, and when it was created (`None`: it had none).
-fn had(row: &tokio_postgres::Row, index: usize) -> Result<Option<(String, i64)>, StoreError> {
-    let task: Option<String> = column(row, index)?;
-    let created: Option<i64> = column(row, index + 1)?;
-    Ok(task.zip(created))
-}
-
 /// What a commit did.
 pub(crate) enum Outcome {
     /// Written, with the run slot it took when it takes one.
@@ -54,7 +47,7 @@ pub(crate) enum Outcome {
     /// Not written: a new task whose first message created a task within the window;
     /// that task, and when it was created, as the statement's snapshot held them
     /// (`None`: another transaction indexed it while the statement ran).
-    Taken(Option<(String, i64)>),
+    Taken(Found),
 }
 
 /// How many times a commit PostgreSQL rolled back whole is sent, in all.
@@ -200,7 +193,7 @@ impl Commits {
                 None => None,
             },
             had: match values.creates() {
-                true => had(&row, 3)?,
+                true => found(&row, 3)?,
                 false => None,
             },
         })

@@ -30,15 +30,15 @@ pub(crate) struct FirstMessages {
     waiting: Gather<FirstMessage, Result<Found, StoreError>>,
 }
 
-/// A row's task id (column `at`) and creation time (the next column); `None` for a time
-/// no date can hold.
-fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
-    let id: String = read_column(row, at, ROW)?;
-    let created: i64 = read_column(row, at + 1, ROW)?;
-    Ok(Utc
-        .timestamp_millis_opt(created)
-        .single()
-        .map(|at| (TaskId::from(id), at)))
+/// A row's task id (column `at`) and creation time (the next column); `None` for none
+/// (NULLs, as an outer join gives them) or a time no date can hold.
+pub(crate) fn found(row: &tokio_postgres::Row, at: usize) -> Result<Found, StoreError> {
+    let id: Option<String> = read_column(row, at, ROW)?;
+    let created: Option<i64> = read_column(row, at + 1, ROW)?;
+    Ok(id.zip(created).and_then(|(id, created)| {
+        let at = Utc.timestamp_millis_opt(created).single()?;
+        Some((TaskId::from(id), at))
+    }))
 }
 
 impl FirstMessages {

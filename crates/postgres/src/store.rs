@@ -3,7 +3,7 @@
 //! is one statement that checks the version the writer read (see `statements`).
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 
 use deadpool_postgres::Pool;
 use fundi_runtime::store::{
@@ -165,6 +165,10 @@ impl PostgresStore {
     }
 }
 
+/// How many times a new task's commit is sent while its first message's entry is
+/// claimed by transactions that then roll back, in all.
+const CLAIM_SENDS: usize = 3;
+
 /// A refused creation that PostgreSQL's answers cannot name the reason of: a write that
 /// creates no task, or a first message whose entry kept changing under it.
 fn taken_without_first(record: &TaskRecord) -> StoreError {
@@ -213,32 +217,28 @@ impl TaskStore for PostgresStore {
             None => SlotChange::None,
         };
         // The first message is claimed in the task's own commit: no lookup before it.
-        let mut sends = 0;
-        loop {
-            sends += 1;
-            let written = self.commits.write(record, 0, events, slot, window).await?;
-            let had = match written {
+        for _ in 0..CLAIM_SENDS {
+            let had = match self.commits.write(record, 0, events, slot, window).await? {
                 Outcome::Written(slot) => return Ok(Creation::Written(slot)),
                 Outcome::NoSlot => return Ok(Creation::NoSlot),
                 Outcome::Taken(had) => had,
             };
-            let (owner, message_id, _) =
-                first_message(record, events).ok_or_else(|| taken_without_first(record))?;
-            // Indexed by another transaction as the commit ran: it holds the answer now.
+            // None: indexed by another transaction as the commit ran, which holds the
+            // answer now.
             let had = match had {
-                Some((task, at)) => Utc
-                    .timestamp_millis_opt(at)
-                    .single()
-                    .map(|at| (task.into(), at)),
-                None => self.created_by(owner, message_id).await?,
+                found @ Some(_) => found,
+                None => {
+                    let (owner, message_id, _) =
+                        first_message(record, events).ok_or_else(|| taken_without_first(record))?;
+                    self.created_by(owner, message_id).await?
+                }
             };
-            match had {
-                Some((task, at)) => return Ok(Creation::Taken(task, at)),
-                // That transaction rolled back: the message is free again.
-                None if sends < 3 => continue,
-                None => return Err(taken_without_first(record)),
+            if let Some((task, at)) = had {
+                return Ok(Creation::Taken(task, at));
             }
+            // That transaction rolled back: the message is free again.
         }
+        Err(taken_without_first(record))
     }
 
     async fn write_giving_back_run_slot(

@@ -16,8 +16,9 @@ use tokio_postgres::types::ToSql;
 
 use std::sync::Arc;
 
-use super::{Answer, CommitValues, Commits, column, had};
+use super::{Answer, CommitValues, Commits, column};
 use crate::errors::{db, unanswered};
+use crate::first_messages::found;
 use crate::gather::Gathered;
 
 type Queued = Gathered<CommitValues, Result<Answer, StoreError>>;
@@ -115,7 +116,7 @@ impl Commits {
                     found: column(row, 2)?,
                     holder: column(row, 3)?,
                     slot: column(row, 4)?,
-                    had: had(row, 5)?,
+                    had: found(row, 5)?,
                 })
             };
             let position: Option<i64> = column(row, 0).ok();

@@ -24,7 +24,7 @@ pub(crate) struct Answer {
     pub(super) holder: Option<String>,
     pub(super) slot: Option<i32>,
     /// For a new task: the task its first message had, and when it was created.
-    pub(super) had: Option<(String, i64)>,
+    pub(super) had: crate::first_messages::Found,
 }
 
 pub(crate) struct CommitValues {
