@@ -55,6 +55,12 @@ pub struct RuntimeConfig {
     /// stored, with no actor, until a message, a cancel, a decision or a subscriber
     /// wakes it. 0: never parked. Default: 60000.
     pub park_after_ms: u64,
+    /// With several nodes on one store: how long a node may keep a run slot the store
+    /// gave it, in ms, handing it to its next runs of the skill rather than giving it
+    /// back when each run ends (a run then costs the database no slot row of its
+    /// own). A slot no run takes within a tenth of that goes back. 0: every run gives
+    /// its slot back as it ends. Default: 1000.
+    pub hold_run_slots_ms: u64,
 }
 
 /// Whether a skill's new tasks wait for an approver.
@@ -83,6 +89,7 @@ impl Default for RuntimeConfig {
             approval_timeout_s: 86_400,
             approver_must_differ: false,
             park_after_ms: 60_000,
+            hold_run_slots_ms: 1_000,
         }
     }
 }
@@ -119,6 +126,10 @@ impl RuntimeConfig {
     }
 
     /// How long a task at rest keeps its actor; `None`: for ever.
+    pub(crate) fn hold_run_slots(&self) -> Duration {
+        Duration::from_millis(self.hold_run_slots_ms)
+    }
+
     pub(crate) fn park_after(&self) -> Option<Duration> {
         (self.park_after_ms > 0).then(|| Duration::from_millis(self.park_after_ms))
     }

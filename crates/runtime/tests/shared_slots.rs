@@ -166,7 +166,13 @@ fundi_runtime::store_with_own_writes!(SharedStore, inner, {
     }
 });
 
+/// A node whose runs each give their slot back as they end.
 async fn node(limit: usize) -> (RuntimeHandle, Arc<SharedStore>, Scripted) {
+    node_holding(limit, 0).await
+}
+
+/// A node that keeps a store slot for its next runs for up to `hold_ms`.
+async fn node_holding(limit: usize, hold_ms: u64) -> (RuntimeHandle, Arc<SharedStore>, Scripted) {
     let store = Arc::new(SharedStore {
         inner: MemoryStore::new(),
         nodes: Nodes::new(),
@@ -179,6 +185,7 @@ async fn node(limit: usize) -> (RuntimeHandle, Arc<SharedStore>, Scripted) {
         .config({
             let mut config = RuntimeConfig::default();
             config.max_concurrent_runs = limit;
+            config.hold_run_slots_ms = hold_ms;
             config
         })
         .skill(skill.clone())
@@ -294,6 +301,91 @@ async fn a_run_that_waits_for_input_gives_its_slot_back_though_the_store_fails_a
     let other = submit(&runtime, "other", json!({})).await;
     wait_for_state(&runtime, &other.id, TaskState::Completed).await;
     assert_eq!(store.nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_node_keeps_a_run_slot_for_its_next_run_and_gives_it_back_once_idle() {
+    // Given back after a second with no run.
+    let (runtime, store, skill) = node_holding(2, 10_000).await;
+    let first = submit(&runtime, "first", json!({})).await;
+    wait_for_state(&runtime, &first.id, TaskState::Completed).await;
+    // The next run takes the slot the first ended with: neither its first commit nor
+    // its last touches a store slot.
+    let second = submit(&runtime, "second", json!({})).await;
+    wait_for_state(&runtime, &second.id, TaskState::Completed).await;
+    assert_eq!(skill.started(), ["first", "second"]);
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 0);
+    // No run takes it: it goes back to the store on its own.
+    let nodes = store.nodes.clone();
+    eventually(
+        || "the idle slot was never given back".into(),
+        || nodes.taken() == 0,
+    )
+    .await;
+    assert_eq!(nodes.releases.load(Ordering::SeqCst), 1);
+    assert_eq!(nodes.claims.load(Ordering::SeqCst), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_queued_task_takes_a_slot_the_node_kept() {
+    let (runtime, store, skill) = node_holding(1, 10_000).await;
+    let running = submit(&runtime, "running", json!({"gate": true})).await;
+    wait_for_state(&runtime, &running.id, TaskState::Working).await;
+    let queued = submit(&runtime, "queued", json!({})).await;
+    assert_eq!(queued.status.state, TaskState::Submitted, "stored to queue");
+    let nodes = store.nodes.clone();
+    skill.gate.add_permits(1);
+    wait_for_state(&runtime, &queued.id, TaskState::Completed).await;
+    assert_eq!(skill.started(), ["running", "queued"]);
+    // The first run's slot went to the queued task, not back to the store.
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 0);
+    eventually(|| "the slot stayed taken".into(), || nodes.taken() == 0).await;
+    assert_eq!(nodes.releases.load(Ordering::SeqCst), 1);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_run_that_ends_after_the_hold_time_gives_its_slot_back_in_its_last_commit() {
+    let hold = std::time::Duration::from_millis(200);
+    let (runtime, store, skill) = node_holding(1, hold.as_millis() as u64).await;
+    let task = submit(&runtime, "long", json!({"gate": true})).await;
+    wait_for_state(&runtime, &task.id, TaskState::Working).await;
+    // The run outlasts the hold time (a lower bound on it, whatever the machine does).
+    tokio::time::sleep(hold).await;
+    skill.gate.add_permits(1);
+    wait_for_state(&runtime, &task.id, TaskState::Completed).await;
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 0);
+    assert_eq!(store.nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_change_of_standing_drops_the_kept_slots_without_giving_them_back() {
+    let (runtime, store, _skill) = node_holding(1, 60_000).await;
+    let first = submit(&runtime, "first", json!({})).await;
+    wait_for_state(&runtime, &first.id, TaskState::Completed).await;
+    assert_eq!(store.nodes.taken(), 1, "kept");
+    // Cut off and back: the node let go of every slot it held in the store.
+    let nodes = &store.nodes;
+    nodes.standing.send_replace(Standing::CutOff {
+        stop_within: std::time::Duration::from_secs(1),
+    });
+    eventually(|| "never cut off".into(), || runtime.is_cut_off()).await;
+    nodes.taken.lock().unwrap().fill(false);
+    nodes.standing.send_replace(Standing::Holding);
+    eventually(|| "never held again".into(), || !runtime.is_cut_off()).await;
+    // The next run takes a slot from the store, not the one kept before, and the
+    // node keeps that one (the test's store panics at a slot given back twice).
+    let second = submit(&runtime, "second", json!({})).await;
+    wait_for_state(&runtime, &second.id, TaskState::Completed).await;
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 2);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 0);
+    assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 0);
+    assert_eq!(store.nodes.taken(), 1);
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
 }
 

@@ -194,7 +194,8 @@ impl TaskJournal {
 
     /// Frees the slot of the run that just ended. With several nodes it is held until
     /// the next commit written (the one that records how the run ended, or starts the
-    /// next from a queued message), which gives its store slot back in the same write;
+    /// next from a queued message), which gives its store slot back in the same write
+    /// or, once written, leaves it to this node's next run of the skill (`Slot::keep`);
     /// a write that fails frees it the usual way. With one node it is freed now.
     pub(crate) fn free_run_slot(&mut self, slot: Slot) {
         if slot.shared().is_some() {
@@ -239,7 +240,11 @@ impl TaskJournal {
             trace: current.trace.clone(),
             inputs,
         };
-        let write = match self.ended_run_slot.as_ref().and_then(Slot::shared) {
+        // The run's store slot is given back with this commit, unless this node keeps
+        // it for its next run of the skill.
+        let ended = self.ended_run_slot.as_ref();
+        let keeping = ended.is_some_and(Slot::keepable);
+        let write = match ended.filter(|_| !keeping).and_then(Slot::shared) {
             Some(slot) => {
                 (self.store).write_giving_back_run_slot(&next, expected_version, &events, slot)
             }
@@ -254,7 +259,10 @@ impl TaskJournal {
             return Err(error.into());
         }
         if let Some(slot) = self.ended_run_slot.take() {
-            slot.given_back();
+            match keeping {
+                true => slot.keep(),
+                false => slot.given_back(),
+            }
         }
         let from = self.record.state();
         self.record = next;

@@ -5,31 +5,33 @@
 //! before anyone can take it).
 //!
 //! With several nodes on one store (`Cluster`), the limit holds across them: a run also
-//! takes one of the skill's slots in the store, after its permit here (so only the
+//! holds one of the skill's slots in the store, after its permit here (so only the
 //! head of this node's queue asks the store). A slot freed here wakes it at once; one
 //! freed on another node is found at its next look (`CLUSTER_POLL`). A new task with a
 //! free permit takes its store slot in its first commit (`reserve`), and a run gives its
 //! store slot back in the commit that ends it (`Slot::shared`, `Slot::given_back`), so
 //! that a run that neither queues nor waits costs the store no statement of its own.
+//! Better still, the node keeps the slot a run ended with for its next run of the skill
+//! for a short while (`kept`), and those two commits touch no slot at all.
+
+mod give_back;
+mod kept;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::RuntimeConfig;
 use crate::model::SkillId;
-use crate::store::{Cluster, Standing};
+use crate::store::Cluster;
+use kept::KeptSlots;
+use shared::SharedSlot;
 
 /// How often the head of a node's queue looks for a slot another node freed.
 const CLUSTER_POLL: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// How many times a store slot is given back before giving up (the waits between
-/// the attempts doubling from the first to the most: about 40 s in all).
-const RELEASE_ATTEMPTS: u32 = 12;
-const RELEASE_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
-const RELEASE_RETRY_MOST: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A held slot; dropping it frees it for the next waiting task.
 #[derive(Debug)]
@@ -44,6 +46,12 @@ impl Slot {
         self.shared.as_ref().map(|shared| shared.number)
     }
 
+    /// Whether the node may keep this slot's store slot for its next run once this
+    /// run has ended (then the commit that ends the run does not give it back).
+    pub(crate) fn keepable(&self) -> bool {
+        self.shared.as_ref().is_some_and(SharedSlot::keepable)
+    }
+
     /// Frees the slot, its store slot given back already (by a commit that ended the
     /// run): nothing more is asked of the store.
     pub(crate) fn given_back(mut self) {
@@ -51,12 +59,21 @@ impl Slot {
             shared.given_back = true;
         }
     }
+
+    /// Frees the slot, its store slot kept by this node for its next run of the skill
+    /// (or given back, if it may no longer be kept).
+    pub(crate) fn keep(mut self) {
+        if let Some(shared) = &mut self.shared {
+            shared.keep();
+        }
+    }
 }
 
 /// A free permit of this node for a new task, and what the task's first commit takes
 /// besides it.
 pub(crate) enum Reserved {
-    /// The slot, whole (one node: nothing more to take).
+    /// The slot, whole (one node, or a store slot this node kept: nothing more to
+    /// take).
     Slot(Slot),
     /// One of the skill's `limit` slots in the store is still to be taken, by the
     /// task's first commit (`TaskStore::create_with_run_slot`).
@@ -76,74 +93,13 @@ impl Reserved {
     }
 }
 
-/// One of a skill's slots in a store several nodes share, given back when dropped
-/// (unless a commit gave it back).
-struct SharedSlot {
-    cluster: Arc<dyn Cluster>,
-    skill: SkillId,
-    number: u32,
-    freed: Arc<Notify>,
-    given_back: bool,
-}
-
-impl std::fmt::Debug for SharedSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedSlot")
-            .field("skill", &self.skill)
-            .field("number", &self.number)
-            .finish()
-    }
-}
-
-impl Drop for SharedSlot {
-    fn drop(&mut self) {
-        if self.given_back {
-            self.freed.notify_waiters();
-            return;
-        }
-        // Outside a runtime (the process is ending) the slot runs out with the lease.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (cluster, skill, number) = (self.cluster.clone(), self.skill.clone(), self.number);
-        let freed = self.freed.clone();
-        runtime.spawn(async move {
-            give_back(cluster.as_ref(), &skill, number).await;
-            freed.notify_waiters();
-        });
-    }
-}
-
-/// Gives back a store slot, trying again while the store fails: this node's lease
-/// renewal keeps every slot it holds taken, so one it failed to give back would stay
-/// taken until the node stops. A node cut off stops trying (it frees all its slots
-/// once it holds the database again).
-async fn give_back(cluster: &dyn Cluster, skill: &SkillId, number: u32) {
-    let mut wait = RELEASE_RETRY_FIRST;
-    for attempt in 1..=RELEASE_ATTEMPTS {
-        let error = match cluster.release_run_slot(skill, number).await {
-            Ok(()) => return,
-            Err(error) => error,
-        };
-        let cut_off = matches!(*cluster.standing().borrow(), Standing::CutOff { .. });
-        if cut_off || attempt == RELEASE_ATTEMPTS {
-            tracing::warn!(%skill, number, %error, attempt, "a run slot was not given back; it stays taken until this node stops or holds the database again");
-            return;
-        }
-        tracing::debug!(%skill, number, %error, attempt, "a run slot was not given back; trying again");
-        tokio::time::sleep(wait).await;
-        wait = (wait * 2).min(RELEASE_RETRY_MOST);
-    }
-}
-
 pub(crate) struct Slots {
     by_skill: HashMap<SkillId, (Arc<Semaphore>, usize)>,
     /// Tasks queued for a slot, all skills.
     waiting: AtomicUsize,
-    /// The other nodes, whose runs count against the same limits.
-    cluster: Option<Arc<dyn Cluster>>,
-    /// A shared slot was given back by this node.
-    freed: Arc<Notify>,
+    /// With other nodes, whose runs count against the same limits: the store's slots
+    /// and those this node keeps.
+    store: Option<Arc<KeptSlots>>,
 }
 
 impl Slots {
@@ -160,11 +116,11 @@ impl Slots {
                 (skill.clone(), (Arc::new(Semaphore::new(limit)), limit))
             })
             .collect();
+        let hold_for = config.hold_run_slots();
         Slots {
             by_skill,
             waiting: AtomicUsize::new(0),
-            cluster,
-            freed: Arc::default(),
+            store: cluster.map(|cluster| Arc::new(KeptSlots::new(cluster, hold_for))),
         }
     }
 
@@ -176,7 +132,7 @@ impl Slots {
     /// one (with several nodes, never: the store must be asked, see `try_claim`). `None`
     /// also for a skill that is not registered (its tasks never run).
     pub(crate) fn try_take(&self, skill: &str) -> Option<Slot> {
-        if self.cluster.is_some() {
+        if self.store.is_some() {
             return None;
         }
         let (semaphore, _) = self.semaphore(skill)?;
@@ -188,15 +144,21 @@ impl Slots {
     }
 
     /// A free slot of `skill` for a new task, if there is one and nobody waits for it:
-    /// whole with one node; with several, the permit here, the store's slot to be taken
-    /// by the task's first commit (then `slot_of`). `None` also for a skill that is
-    /// not registered.
-    pub(crate) fn reserve(&self, skill: &str) -> Option<Reserved> {
-        if self.cluster.is_none() {
+    /// whole with one node; with several, the permit here with a store slot this node
+    /// kept, or with the store's slot to be taken by the task's first commit (then
+    /// `slot_of`). `None` also for a skill that is not registered.
+    pub(crate) fn reserve(&self, skill: &SkillId) -> Option<Reserved> {
+        let Some(store) = &self.store else {
             return self.try_take(skill).map(Reserved::Slot);
-        }
+        };
         let (semaphore, limit) = self.semaphore(skill)?;
         let permit = semaphore.try_acquire_owned().ok()?;
+        if let Some((number, taken)) = store.hand_out(skill) {
+            return Some(Reserved::Slot(Slot {
+                _permit: permit,
+                shared: Some(SharedSlot::new(store, skill.clone(), number, taken)),
+            }));
+        }
         Some(Reserved::Permit { permit, limit })
     }
 
@@ -213,10 +175,11 @@ impl Slots {
             Reserved::Slot(slot) => Some(slot),
             Reserved::Permit { permit, .. } => {
                 // No store slot taken: the permit is dropped here, freed.
-                let (cluster, number) = (self.cluster.clone()?, taken?);
+                let (store, number) = (self.store.as_ref()?, taken?);
+                let shared = SharedSlot::new(store, skill.clone(), number, store.taken_now());
                 Some(Slot {
                     _permit: permit,
-                    shared: Some(self.shared(cluster, skill.clone(), number)),
+                    shared: Some(shared),
                 })
             }
         }
@@ -230,14 +193,17 @@ impl Slots {
         // Counted out however the wait ends (taken, or the waiter dropped).
         let _queued = Queued(&self.waiting);
         let permit = semaphore.acquire_owned().await.ok()?;
-        let shared = match &self.cluster {
+        let shared = match &self.store {
             None => None,
-            Some(cluster) => loop {
-                // Listening before asking: a slot freed meanwhile is not missed.
-                let freed = self.freed.notified();
+            Some(store) => loop {
+                // Listening before asking: a slot freed or kept meanwhile is not missed.
+                let freed = store.freed.notified();
                 tokio::pin!(freed);
                 freed.as_mut().enable();
-                if let Some(shared) = self.claim(cluster, skill, limit).await {
+                if let Some((number, taken)) = store.hand_out(skill) {
+                    break Some(SharedSlot::new(store, skill.into(), number, taken));
+                }
+                if let Some(shared) = self.claim(store, skill, limit).await {
                     break Some(shared);
                 }
                 let _ = tokio::time::timeout(CLUSTER_POLL, freed).await;
@@ -250,30 +216,17 @@ impl Slots {
     }
 
     /// One of the skill's slots in the store, if one is free.
-    async fn claim(
-        &self,
-        cluster: &Arc<dyn Cluster>,
-        skill: &str,
-        limit: usize,
-    ) -> Option<SharedSlot> {
-        match cluster.claim_run_slot(skill, limit).await {
-            Ok(Some(number)) => Some(self.shared(cluster.clone(), skill.into(), number)),
+    async fn claim(&self, store: &Arc<KeptSlots>, skill: &str, limit: usize) -> Option<SharedSlot> {
+        match store.cluster.claim_run_slot(skill, limit).await {
+            Ok(Some(number)) => {
+                let taken = store.taken_now();
+                Some(SharedSlot::new(store, skill.into(), number, taken))
+            }
             Ok(None) => None,
             Err(error) => {
                 tracing::warn!(%skill, %error, "could not ask the store for a run slot; asking again");
                 None
             }
-        }
-    }
-
-    /// Store slot `number` of `skill`, taken by this node.
-    fn shared(&self, cluster: Arc<dyn Cluster>, skill: SkillId, number: u32) -> SharedSlot {
-        SharedSlot {
-            cluster,
-            skill,
-            number,
-            freed: self.freed.clone(),
-            given_back: false,
         }
     }
 
@@ -325,69 +278,4 @@ impl Drop for Queued<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn slots(limit: usize) -> Arc<Slots> {
-        let config = RuntimeConfig {
-            max_concurrent_runs: limit,
-            ..RuntimeConfig::default()
-        };
-        Arc::new(Slots::new(&config, [&SkillId::from("s")], None))
-    }
-
-    #[tokio::test]
-    async fn slots_are_limited_and_waiters_served_in_order() {
-        let slots = slots(1);
-        let held = slots.try_take("s").expect("a free slot");
-        assert!(slots.try_take("s").is_none());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        for n in 0..3 {
-            let (waiter, tx) = (slots.clone(), tx.clone());
-            tokio::spawn(async move {
-                let slot = waiter.take("s").await.unwrap();
-                tx.send(n).unwrap();
-                drop(slot);
-            });
-            // Queue them in a known order (a waiter that never queues fails the test
-            // rather than hanging it).
-            let queued = async {
-                while slots.waiting() < n + 1 {
-                    tokio::task::yield_now().await;
-                }
-            };
-            tokio::time::timeout(std::time::Duration::from_secs(10), queued)
-                .await
-                .unwrap_or_else(|_| panic!("waiter {n} never queued for the slot"));
-        }
-        // A free slot goes to the longest waiter, not to whoever asks now.
-        drop(held);
-        assert!(
-            slots.try_take("s").is_none(),
-            "a late caller took the freed slot"
-        );
-        let mut order = Vec::new();
-        for _ in 0..3 {
-            let next = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv());
-            order.push(next.await.expect("a waiter never got the slot").unwrap());
-        }
-        assert_eq!(order, [0, 1, 2]);
-        assert_eq!(slots.waiting(), 0);
-    }
-
-    #[test]
-    fn a_backlog_counts_as_waiting_until_each_asks_or_it_is_dropped() {
-        let slots = slots(1);
-        let mut backlog = slots.backlog(3);
-        assert_eq!(slots.waiting(), 3);
-        backlog.asking();
-        assert_eq!(slots.waiting(), 2);
-        drop(backlog);
-        assert_eq!(slots.waiting(), 0);
-    }
-
-    #[test]
-    fn an_unregistered_skill_has_no_slot() {
-        assert!(slots(1).try_take("nope").is_none());
-    }
-}
+mod tests;
