@@ -33,6 +33,7 @@ pub(crate) struct Nodes {
     requests: String,
     watchers_table: String,
     run_slots: String,
+    run_slot_wants: String,
     /// Skills whose slot rows this process has made sure of.
     slots_ready: Mutex<std::collections::HashSet<(String, usize)>>,
     leases: Arc<Leases>,
@@ -69,6 +70,7 @@ impl Nodes {
             requests: format!("{schema}.requests"),
             watchers_table: format!("{schema}.watchers"),
             run_slots: format!("{schema}.run_slots"),
+            run_slot_wants: format!("{schema}.run_slot_wants"),
             slots_ready: Mutex::default(),
             leases,
             connect,
@@ -231,6 +233,10 @@ impl Cluster for Nodes {
 
     async fn release_run_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError> {
         self.release_slot(skill, slot).await
+    }
+
+    fn run_slot_wanted_elsewhere(&self, skill: &str) -> bool {
+        self.leases.slot_wanted_elsewhere(skill)
     }
 
     fn incoming(&self) -> Option<mpsc::Receiver<Incoming>> {

@@ -15,7 +15,7 @@
 //! lets the lease go. When a renewal succeeds again it is `Holding` again, and the
 //! runtime re-claims what is still its own (`TaskStore::reclaim`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -80,6 +80,8 @@ pub struct NodeLeases {
 pub(crate) struct Leases {
     pub(crate) config: LeaseConfig,
     held: Mutex<HashMap<String, i64>>,
+    /// Skills whose run slots another node waits for, as of the last renewal.
+    wanted: Mutex<HashSet<String>>,
     /// Renewal stopped: the node handed its work back (or, in tests, stands in for a
     /// node that lost the database).
     paused: AtomicBool,
@@ -129,6 +131,7 @@ impl Leases {
         Ok(Arc::new(Leases {
             config,
             held: Mutex::default(),
+            wanted: Mutex::default(),
             paused: AtomicBool::new(false),
             born: Instant::now(),
             renewed_ms: AtomicU64::new(0),
@@ -276,6 +279,17 @@ impl Leases {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether another node waited for a run slot of `skill` lately, as of the last
+    /// renewal (see `Cluster::run_slot_wanted_elsewhere`).
+    pub(crate) fn slot_wanted_elsewhere(&self, skill: &str) -> bool {
+        let wanted = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
+        !wanted.is_empty() && wanted.contains(skill)
+    }
+
+    fn wanted_now(&self, skills: HashSet<String>) {
+        *self.wanted.lock().unwrap_or_else(|p| p.into_inner()) = skills;
+    }
+
     /// Renews this node's leases (tasks and push deliveries) every third of their time,
     /// and a tenth of it after a renewal failed, while the store lives; cuts the node
     /// off when the deadline passes, a renewal under way or not.
@@ -351,6 +365,7 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
     // a run locks its task's row, then its slot's: a statement locking both tables in
     // no set order could wait for that commit's task while holding its slot (a
     // deadlock, which PostgreSQL breaks by failing one of them).
+    // The second also reads which skills' slots other nodes wait for.
     let (tasks, slots) = (
         format!(
             "WITH tasks AS (
@@ -362,14 +377,19 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
             until = lease_end(2)
         ),
         format!(
-            "UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1",
+            "WITH renewed AS (
+                UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1
+             )
+             SELECT DISTINCT skill FROM {schema}.run_slot_wants
+             WHERE node <> $1 AND until > clock_timestamp()",
             until = lease_end(2)
         ),
     );
-    tokio::try_join!(
+    let (_, wanted) = tokio::try_join!(
         client.execute(&tasks, &params),
-        client.execute(&slots, &params)
+        client.query(&slots, &params)
     )
     .map_err(db)?;
+    leases.wanted_now(wanted.iter().map(|row| row.get(0)).collect());
     Ok(())
 }

@@ -170,6 +170,16 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE {s}.tasks ADD COLUMN tail_after bigint, ADD COLUMN checkpoint jsonb;
     ALTER TABLE {s}.quarantine ADD COLUMN checkpoint jsonb;
     "#,
+    // 11: the nodes that found no run slot of a skill free, until when: a node that
+    // keeps slots between its runs stops keeping that skill's while another waits.
+    r#"
+    CREATE TABLE {s}.run_slot_wants (
+        skill text COLLATE "C" NOT NULL,
+        node text NOT NULL,
+        until timestamptz NOT NULL,
+        PRIMARY KEY (skill, node)
+    );
+    "#,
 ];
 
 /// The newest schema version this build knows.

@@ -13,8 +13,13 @@ use fundi_runtime::testing::store_contract::{created, record, with_status};
 use fundi_runtime::{TaskEvent, TaskState};
 
 async fn node(schema: &str, name: &str) -> PostgresStore {
+    node_leased_for(schema, name, Duration::from_secs(10)).await
+}
+
+/// A node whose leases last `ttl` (renewed every third of it).
+async fn node_leased_for(schema: &str, name: &str, ttl: Duration) -> PostgresStore {
     let mut config = test_config(schema);
-    config.lease = Some(LeaseConfig::new(name, Duration::from_secs(10)));
+    config.lease = Some(LeaseConfig::new(name, ttl));
     PostgresStore::open(&config)
         .await
         .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
@@ -195,5 +200,39 @@ async fn a_commit_rolled_back_to_break_a_deadlock_is_sent_again() {
     let stored = a.get(task.id()).await.unwrap().unwrap();
     assert_eq!(stored.state(), TaskState::Completed);
     assert_eq!(holders(&a, &schema).await, [None]);
+    drop_schemas(&[schema]).await;
+}
+
+/// Polls `done` every 20 ms until it holds, failing the test after 20 s.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_node_that_finds_no_slot_free_is_known_to_want_one_until_it_stops_asking() {
+    let schema = fresh_schema();
+    let ttl = Duration::from_millis(600);
+    let a = node_leased_for(&schema, "node-a", ttl).await;
+    let b = node_leased_for(&schema, "node-b", ttl).await;
+    let (a, b) = (a.cluster().unwrap(), b.cluster().unwrap());
+    assert_eq!(a.claim_run_slot("echo", 1).await.unwrap(), Some(0));
+    assert!(!a.run_slot_wanted_elsewhere("echo"));
+    // B finds none free: A learns it at its next renewal, for that skill alone.
+    assert_eq!(b.claim_run_slot("echo", 1).await.unwrap(), None);
+    until("node-a never learned that node-b waits", || {
+        a.run_slot_wanted_elsewhere("echo")
+    })
+    .await;
+    assert!(!a.run_slot_wanted_elsewhere("other"));
+    assert!(!b.run_slot_wanted_elsewhere("echo"), "its own want");
+    // B asks no more: its want lapses a lease time after its last ask.
+    until("node-b's want never lapsed", || {
+        !a.run_slot_wanted_elsewhere("echo")
+    })
+    .await;
     drop_schemas(&[schema]).await;
 }

@@ -58,8 +58,9 @@ pub struct RuntimeConfig {
     /// With several nodes on one store: how long a node may keep a run slot the store
     /// gave it, in ms, handing it to its next runs of the skill rather than giving it
     /// back when each run ends (a run then costs the database no slot row of its
-    /// own). A slot no run takes within a tenth of that goes back. 0: every run gives
-    /// its slot back as it ends. Default: 1000.
+    /// own). A slot no run takes within a tenth of that goes back, and no slot of a
+    /// skill is kept while another node waits for one. 0: every run gives its slot
+    /// back as it ends. Default: 1000.
     pub hold_run_slots_ms: u64,
 }
 

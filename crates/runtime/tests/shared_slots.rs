@@ -27,6 +27,8 @@ struct Nodes {
     releases: AtomicUsize,
     /// How many of the next releases fail.
     failing_releases: AtomicUsize,
+    /// Another node waits for a slot.
+    wanted: std::sync::atomic::AtomicBool,
     standing: watch::Sender<Standing>,
     signal: watch::Sender<()>,
 }
@@ -38,6 +40,7 @@ impl Nodes {
             claims: AtomicUsize::new(0),
             releases: AtomicUsize::new(0),
             failing_releases: AtomicUsize::new(0),
+            wanted: false.into(),
             standing: watch::channel(Standing::Holding).0,
             signal: watch::channel(()).0,
         })
@@ -100,6 +103,10 @@ impl Cluster for Nodes {
         }
         self.free(slot);
         Ok(())
+    }
+
+    fn run_slot_wanted_elsewhere(&self, _skill: &str) -> bool {
+        self.wanted.load(Ordering::SeqCst)
     }
 
     async fn watch(&self, _id: &TaskId) -> Result<watch::Receiver<()>, StoreError> {
@@ -360,6 +367,30 @@ async fn a_run_that_ends_after_the_hold_time_gives_its_slot_back_in_its_last_com
     assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
     assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 0);
     assert_eq!(store.nodes.taken(), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_node_keeps_no_slot_of_a_skill_another_node_waits_for() {
+    let (runtime, store, _skill) = node_holding(2, 60_000).await;
+    let first = submit(&runtime, "first", json!({})).await;
+    wait_for_state(&runtime, &first.id, TaskState::Completed).await;
+    assert_eq!(store.nodes.taken(), 1, "kept");
+    // Another node finds no slot free: the kept one goes back at once, not after a
+    // tenth of the hold time, and the next run gives its own back as it ends.
+    store.nodes.wanted.store(true, Ordering::SeqCst);
+    let nodes = store.nodes.clone();
+    eventually(
+        || "the kept slot stayed taken".into(),
+        || nodes.taken() == 0,
+    )
+    .await;
+    let second = submit(&runtime, "second", json!({})).await;
+    wait_for_state(&runtime, &second.id, TaskState::Completed).await;
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 2);
+    assert_eq!(store.gave_back.load(Ordering::SeqCst), 1);
+    assert_eq!(nodes.releases.load(Ordering::SeqCst), 1);
+    assert_eq!(nodes.taken(), 0);
     runtime.shutdown(std::time::Duration::from_secs(1)).await;
 }
 

@@ -1,6 +1,8 @@
 //! Each skill's run slots, shared by the nodes: a row per slot (as many as the skill's
 //! limit), held by a node with its leases (renewed with them, free again once they run
-//! out), so that a skill's concurrency limit holds across the nodes.
+//! out), so that a skill's concurrency limit holds across the nodes. A node that finds
+//! none free says so (`run_slot_wants`, for a lease time), and the others learn it at
+//! their next renewal: they then keep no slot of the skill between their runs.
 
 use fundi_runtime::store::StoreError;
 
@@ -42,7 +44,31 @@ impl Nodes {
             )
             .await
             .map_err(db)?;
+        if row.is_none() {
+            self.want_slot(&client, skill).await?;
+        }
         Ok(row.map(|row| row.get::<_, i32>(0) as u32))
+    }
+
+    /// Records that this node waits for a slot of `skill`, for a lease time from now.
+    async fn want_slot(
+        &self,
+        client: &tokio_postgres::Client,
+        skill: &str,
+    ) -> Result<(), StoreError> {
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (skill, node, until) VALUES ($1, $2, {until})
+                     ON CONFLICT (skill, node) DO UPDATE SET until = excluded.until",
+                    self.run_slot_wants,
+                    until = lease_end(3)
+                ),
+                &[&skill, &self.leases.config.node, &self.leases.ttl_ms()],
+            )
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 
     /// Makes sure the skill's slot rows below `limit` exist (once per process and

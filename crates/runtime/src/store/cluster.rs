@@ -79,6 +79,14 @@ pub trait Cluster: Send + Sync + 'static {
     /// Gives back a run slot this node took.
     async fn release_run_slot(&self, skill: &str, slot: u32) -> Result<(), StoreError>;
 
+    /// Whether another node waits for a run slot of `skill` (found no slot free lately),
+    /// as this node last learned: it then keeps no slot of the skill between its runs
+    /// (`runtime.hold-run-slots-ms`), so that the other finds one free as often as
+    /// before. By default, `false`.
+    fn run_slot_wanted_elsewhere(&self, _skill: &str) -> bool {
+        false
+    }
+
     /// A signal that changes whenever any node stores new events of the task (it may
     /// also change without new events, and a change may come late: the reader checks
     /// the store, and looks again now and then).

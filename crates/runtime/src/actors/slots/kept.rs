@@ -6,8 +6,9 @@
 //! skill, writes neither. It keeps a slot for at most the hold time from when the
 //! store gave it (a run that still has it then gives it back in its last commit, as
 //! without keeping), and gives back one that no run has taken for a tenth of the hold
-//! time (a statement of its own): another node waiting for a slot waits at most that
-//! much longer than it would if every run gave its slot back.
+//! time (a statement of its own). While another node waits for a slot of the skill
+//! (`Cluster::run_slot_wanted_elsewhere`), it keeps none: the other node finds one free
+//! as often as if every run gave its slot back.
 //!
 //! Any change of the node's standing (a cut-off, or the database held again) drops the
 //! kept slots without giving them back, and no slot the node took before it is kept
@@ -102,17 +103,18 @@ impl KeptSlots {
         }
     }
 
-    /// Whether a slot taken at `taken` may still be kept (its standing is checked
-    /// again when it is kept).
-    pub(crate) fn keepable(&self, taken: &Taken) -> bool {
-        taken.at.elapsed() < self.hold_for
+    /// Whether a slot of `skill` taken at `taken` may still be kept: held for less
+    /// than the hold time, and no other node waits for one of the skill's slots (its
+    /// standing is checked again when it is kept).
+    pub(crate) fn keepable(&self, skill: &str, taken: &Taken) -> bool {
+        taken.at.elapsed() < self.hold_for && !self.cluster.run_slot_wanted_elsewhere(skill)
     }
 
     /// Keeps slot `number` of `skill` for the node's next run; `false` when it may not
     /// be kept (held long enough, or taken before the standing changed).
     pub(crate) fn keep(self: &Arc<Self>, skill: &SkillId, number: u32, taken: Taken) -> bool {
         let mut inner = self.lock();
-        if taken.standing != inner.changes || !self.keepable(&taken) {
+        if taken.standing != inner.changes || !self.keepable(skill, &taken) {
             return false;
         }
         let kept = Kept {
@@ -133,7 +135,7 @@ impl KeptSlots {
     pub(crate) fn hand_out(&self, skill: &str) -> Option<(u32, Taken)> {
         let mut inner = self.lock();
         let kept = inner.by_skill.get_mut(skill)?;
-        let fresh = kept.iter().rposition(|k| self.keepable(&k.taken))?;
+        let fresh = kept.iter().rposition(|k| self.keepable(skill, &k.taken))?;
         let kept = kept.swap_remove(fresh);
         Some((kept.number, kept.taken))
     }
@@ -148,7 +150,7 @@ impl KeptSlots {
                 let mut due = Vec::new();
                 for (skill, kept) in &mut inner.by_skill {
                     kept.retain(|k| {
-                        let keep = k.since.elapsed() < self.idle && self.keepable(&k.taken);
+                        let keep = k.since.elapsed() < self.idle && self.keepable(skill, &k.taken);
                         if !keep {
                             due.push((skill.clone(), k.number));
                         }

@@ -46,7 +46,7 @@ impl SharedSlot {
 
     /// Whether the node may keep this slot for its next run (see `kept`).
     pub(super) fn keepable(&self) -> bool {
-        self.store.keepable(&self.taken)
+        self.store.keepable(&self.skill, &self.taken)
     }
 
     /// Keeps the slot for the node's next run of the skill, if the store still lets
