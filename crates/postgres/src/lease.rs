@@ -364,8 +364,8 @@ async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreEr
     // run slots it holds in another, sent together. Apart, because a commit that ends
     // a run locks its task's row, then its slot's: a statement locking both tables in
     // no set order could wait for that commit's task while holding its slot (a
-    // deadlock, which PostgreSQL breaks by failing one of them).
-    // The second also reads which skills' slots other nodes wait for.
+    // deadlock, which PostgreSQL breaks by failing one of them). The second also reads
+    // the skills whose slots other nodes wait for (see `cluster/run_slots.rs`).
     let (tasks, slots) = (
         format!(
             "WITH tasks AS (
