@@ -337,6 +337,23 @@ async fn a_node_keeps_a_run_slot_for_its_next_run_and_gives_it_back_once_idle() 
 }
 
 #[tokio::test]
+async fn a_kept_slot_handed_to_a_message_sent_again_is_kept_for_the_next_run() {
+    let (runtime, store, skill) = node_holding(2, 10_000).await;
+    let once = message("once", json!({}));
+    let first = runtime.submit(SubmitRequest::new(once.clone())).await;
+    let first = first.unwrap().task;
+    wait_for_state(&runtime, &first.id, TaskState::Completed).await;
+    // The same message again: its task, and the kept slot it was handed stays kept.
+    let again = runtime.submit(SubmitRequest::new(once)).await.unwrap().task;
+    assert_eq!(again.id, first.id);
+    let next = submit(&runtime, "next", json!({})).await;
+    wait_for_state(&runtime, &next.id, TaskState::Completed).await;
+    assert_eq!(skill.started(), ["once", "next"]);
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
 async fn a_queued_task_takes_a_slot_the_node_kept() {
     let (runtime, store, skill) = node_holding(1, 10_000).await;
     let running = submit(&runtime, "running", json!({"gate": true})).await;

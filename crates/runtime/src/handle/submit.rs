@@ -273,6 +273,10 @@ async fn create(
         match TaskJournal::create(store, new, follower, buffer, shared_slot).await? {
             Creation::Stored(stored) => *stored,
             Creation::Taken(id, owner) => {
+                // A store slot this node kept, handed out for nothing: kept again.
+                if let Some(Reserved::Slot(slot)) = reserved {
+                    slot.keep();
+                }
                 return sent_again(runtime, delivery, &id, owner.as_deref()).await;
             }
         };
