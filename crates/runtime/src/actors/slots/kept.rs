@@ -145,7 +145,7 @@ impl KeptSlots {
     async fn sweep(self: Arc<Self>) {
         loop {
             tokio::time::sleep(self.idle / 2).await;
-            let due = {
+            let (due, sweeping) = {
                 let mut inner = self.lock();
                 let mut due = Vec::new();
                 for (skill, kept) in &mut inner.by_skill {
@@ -163,7 +163,6 @@ impl KeptSlots {
                 }
                 (due, inner.sweeping)
             };
-            let (due, sweeping) = due;
             for (skill, number) in due {
                 give_back(self.cluster.as_ref(), &skill, number).await;
                 self.freed.notify_waiters();
