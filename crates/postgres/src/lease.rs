@@ -268,6 +268,11 @@ impl Leases {
         self.paused.store(true, Ordering::Release);
     }
 
+    /// Whether the node still renews its leases (it has not handed its work back).
+    pub(crate) fn renewing(&self) -> bool {
+        !self.paused.load(Ordering::Acquire)
+    }
+
     /// Renews again (in tests: a node that reaches the database again).
     #[cfg(feature = "test-util")]
     pub(crate) fn resume_renewing(&self) {

@@ -44,8 +44,10 @@ impl Nodes {
     }
 
     async fn take(self: &Arc<Self>) -> Result<(), StoreError> {
-        if self.handing.is_closed() {
-            // The runtime stopped: what waits is left to the node that takes over.
+        // The runtime stopped, or the node handed its work back (its handle may outlive
+        // it for a moment, held by a slot being given back): what waits is left to the
+        // node that takes over, which answers it.
+        if self.handing.is_closed() || !self.leases.renewing() {
             return Ok(());
         }
         let requests = &self.requests;
