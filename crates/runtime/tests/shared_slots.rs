@@ -354,6 +354,19 @@ async fn a_kept_slot_handed_to_a_message_sent_again_is_kept_for_the_next_run() {
 }
 
 #[tokio::test]
+async fn a_run_that_waits_for_input_leaves_its_slot_to_the_nodes_next_run() {
+    let (runtime, store, skill) = node_holding(1, 10_000).await;
+    let asking = submit(&runtime, "ask", json!({"ask": true})).await;
+    wait_for_state(&runtime, &asking.id, TaskState::InputRequired).await;
+    let next = submit(&runtime, "next", json!({})).await;
+    wait_for_state(&runtime, &next.id, TaskState::Completed).await;
+    assert_eq!(skill.started(), ["ask", "next"]);
+    assert_eq!(store.created_with_slot.load(Ordering::SeqCst), 1);
+    assert_eq!(store.nodes.releases.load(Ordering::SeqCst), 0);
+    runtime.shutdown(std::time::Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
 async fn a_queued_task_takes_a_slot_the_node_kept() {
     let (runtime, store, skill) = node_holding(1, 10_000).await;
     let running = submit(&runtime, "running", json!({"gate": true})).await;

@@ -95,13 +95,17 @@ impl Phase {
     }
 
     /// The run asks for input: it waits for `reply`'s answer, holding no slot (the one
-    /// it had is freed). `false` when there is no run to wait (a call from a run that
-    /// ended): nobody will answer, and `reply` is told so.
+    /// it had is freed, its store slot kept for the node's next run if it may be).
+    /// `false` when there is no run to wait (a call from a run that ended): nobody will
+    /// answer, and `reply` is told so.
     pub(super) fn await_input(&mut self, reply: RpcReplyPort<SkillReply>) -> bool {
         match std::mem::take(self) {
-            Phase::Running { run, slot: _ }
-            | Phase::AwaitingInput { run, .. }
-            | Phase::Answered { run, .. } => {
+            Phase::Running { run, slot } => {
+                slot.keep();
+                *self = Phase::AwaitingInput { run, waiter: reply };
+                true
+            }
+            Phase::AwaitingInput { run, .. } | Phase::Answered { run, .. } => {
                 *self = Phase::AwaitingInput { run, waiter: reply };
                 true
             }
