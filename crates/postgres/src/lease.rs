@@ -288,7 +288,7 @@ impl Leases {
     /// renewal (see `Cluster::run_slot_wanted_elsewhere`).
     pub(crate) fn slot_wanted_elsewhere(&self, skill: &str) -> bool {
         let wanted = self.wanted.lock().unwrap_or_else(|p| p.into_inner());
-        !wanted.is_empty() && wanted.contains(skill)
+        wanted.contains(skill)
     }
 
     fn wanted_now(&self, skills: HashSet<String>) {

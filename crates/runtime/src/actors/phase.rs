@@ -99,22 +99,20 @@ impl Phase {
     /// `false` when there is no run to wait (a call from a run that ended): nobody will
     /// answer, and `reply` is told so.
     pub(super) fn await_input(&mut self, reply: RpcReplyPort<SkillReply>) -> bool {
-        match std::mem::take(self) {
+        let run = match std::mem::take(self) {
             Phase::Running { run, slot } => {
                 slot.keep();
-                *self = Phase::AwaitingInput { run, waiter: reply };
-                true
+                run
             }
-            Phase::AwaitingInput { run, .. } | Phase::Answered { run, .. } => {
-                *self = Phase::AwaitingInput { run, waiter: reply };
-                true
-            }
+            Phase::AwaitingInput { run, .. } | Phase::Answered { run, .. } => run,
             other => {
                 *self = other;
                 let _ = reply.send(Err(SkillError::Canceled));
-                false
+                return false;
             }
-        }
+        };
+        *self = Phase::AwaitingInput { run, waiter: reply };
+        true
     }
 
     /// Stops the run (if any) and frees the slot; cancel waiters get the task as it

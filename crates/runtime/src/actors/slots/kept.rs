@@ -13,7 +13,8 @@
 //! Any change of the node's standing (a cut-off, or the database held again) drops the
 //! kept slots without giving them back, and no slot the node took before it is kept
 //! after it: a node that holds the database again has let go of all its slots there.
-//! Every look at the kept slots sees the change first, under their lock.
+//! Every look at the kept slots sees the change first, under their lock. A node that
+//! stops lets go of its kept slots with all the others it holds (`TaskStore::hand_back`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -171,26 +172,5 @@ impl KeptSlots {
                 return;
             }
         }
-    }
-}
-
-impl Drop for KeptSlots {
-    /// The node stops: its kept slots go back (outside a runtime, they run out with
-    /// the lease).
-    fn drop(&mut self) {
-        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        inner.refresh();
-        let kept = std::mem::take(&mut inner.by_skill);
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let cluster = self.cluster.clone();
-        runtime.spawn(async move {
-            for (skill, kept) in kept {
-                for slot in kept {
-                    give_back(cluster.as_ref(), &skill, slot.number).await;
-                }
-            }
-        });
     }
 }
