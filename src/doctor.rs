@@ -63,12 +63,12 @@ async fn postgres(config: &AppConfig) -> anyhow::Result<()> {
             .map(|at| at.to_rfc3339())
             .unwrap_or_else(|| "-".into());
         let state = match (holder.node.is_some(), holder.expired) {
-            (false, _) => "held by nobody: the next node to start or take over claims them",
-            (true, true) => "its leases ran out: another node takes them over",
+            (false, _) => "held by nobody: the next node to start claims them",
+            (true, true) => "its lease ran out: another node takes them over",
             (true, false) => "renewing",
         };
         println!(
-            "  {node}: {} tasks, leases until {expires} ({state})",
+            "  {node}: {} tasks, lease until {expires} ({state})",
             holder.tasks
         );
     }

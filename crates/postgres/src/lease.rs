@@ -1,14 +1,17 @@
-//! Leases, for several nodes on one schema: each unfinished task is leased to one node
-//! (node id, epoch, expiry). The node renews the leases it holds every third of their
-//! time; its commits are fenced by the epoch it holds, so a node that lost a lease
-//! cannot write the task. A task whose lease expired (its node died, or lost the
-//! database) is claimed by another node, `FOR UPDATE SKIP LOCKED`, with the epoch one
-//! higher, and recovered there as after a restart. The database's clock is the only
-//! clock: nodes' own clocks never decide who holds what.
+//! Leases, for several nodes on one schema. Each node holds one lease, a row in
+//! `node_leases` with its expiry, renewed every third of its time (`renewal`). Each
+//! unfinished task (and push delivery) names the node holding it and, for a task, an
+//! epoch: the task is held while that node's lease is live, and its commits are fenced
+//! by the epoch, so a node that lost a task cannot write it. The tasks of a node whose
+//! lease ran out (it died, or lost the database) are claimed by other nodes, `FOR
+//! UPDATE SKIP LOCKED`, with the epoch one higher, and recovered there as after a
+//! restart; a claim locks the expired lease's row (`FOR SHARE`) so that the node cannot
+//! renew it in the middle. The database's clock is the only clock: nodes' own clocks
+//! never decide who holds what.
 //!
-//! Self-fencing: a node that has not renewed its leases within the renew deadline (a
+//! Self-fencing: a node that has not renewed its lease within the renew deadline (a
 //! share of the lease time, as Kubernetes' leader election has) is cut off
-//! ([`Standing::CutOff`]): it writes nothing more and stops its runs before the leases
+//! ([`Standing::CutOff`]): it writes nothing more and stops its runs before the lease
 //! can run out and another node take its tasks. Time here is the node's monotonic clock,
 //! counted from when a renewal that succeeded was *sent* (the database set the new
 //! expiry later than that), so the node always gives up before the database's clock
@@ -17,15 +20,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::Pool;
 use fundi_runtime::store::{Standing, StoreError};
 use tokio::sync::watch;
 
-use crate::errors::{db, pool_error};
 use crate::metrics::metrics;
+
+mod renewal;
+
+pub(crate) use renewal::take_node_lease;
 
 /// Whose leases a store takes, and for how long ([`LeaseConfig::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,13 +75,13 @@ pub struct NodeLeases {
     pub node: Option<String>,
     /// How many unfinished tasks it holds.
     pub tasks: u64,
-    /// When the last of those leases runs out, by the database's clock.
+    /// When the node's lease runs out, by the database's clock.
     pub expires: Option<chrono::DateTime<chrono::Utc>>,
-    /// Whether every one of them has run out (the node stopped renewing them).
+    /// Whether the node's lease has run out (it stopped renewing it).
     pub expired: bool,
 }
 
-/// The leases this node holds, by task, with their epochs.
+/// This node's lease, and the epochs of the tasks it holds.
 pub(crate) struct Leases {
     pub(crate) config: LeaseConfig,
     held: Mutex<HashMap<String, i64>>,
@@ -294,107 +299,4 @@ impl Leases {
     fn wanted_now(&self, skills: HashSet<String>) {
         *self.wanted.lock().unwrap_or_else(|p| p.into_inner()) = skills;
     }
-
-    /// Renews this node's leases (tasks and push deliveries) every third of their time,
-    /// and a tenth of it after a renewal failed, while the store lives; cuts the node
-    /// off when the deadline passes, a renewal under way or not.
-    pub(crate) fn renew_in_background(leases: &Arc<Leases>, pool: Pool, schema: String) {
-        let leases: Weak<Leases> = Arc::downgrade(leases);
-        tokio::spawn(async move {
-            loop {
-                let Some(current) = leases.upgrade() else {
-                    return;
-                };
-                let wait = current.renew_once(&pool, &schema).await;
-                let woken = current.wake.clone();
-                drop(current);
-                // A write that lost track of the database asks for a renewal at once.
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    () = woken.notified() => {}
-                }
-            }
-        });
-    }
-
-    /// One renewal; how long to wait before the next.
-    async fn renew_once(&self, pool: &Pool, schema: &str) -> Duration {
-        let every = self.config.ttl / 3;
-        if self.paused.load(Ordering::Acquire) {
-            // As a node that cannot reach the database: it cuts itself off in time.
-            self.check_deadline();
-            return every.min(self.config.ttl / 10);
-        }
-        // Woken late (a stall, a pause): the deadline is checked before anything else.
-        self.check_deadline();
-        let retry = (self.config.ttl / 10).max(Duration::from_millis(20));
-        let sent = self.now_ms();
-        let late = self.since_renewed() > every + every / 2;
-        if late {
-            metrics().renewal_late();
-        }
-        // A renewal may not outlast the deadline: the node cuts itself off in time even
-        // when the database does not answer at all.
-        let left = self.time_left();
-        let budget = if left.is_zero() { every } else { left };
-        match tokio::time::timeout(budget, renew(pool, schema, self)).await {
-            Ok(Ok(())) => {
-                self.renewed(sent);
-                every
-            }
-            Ok(Err(error)) => {
-                metrics().renewal_failed();
-                tracing::warn!(%error, "could not renew this node's task leases; trying again");
-                self.check_deadline();
-                match self.time_left() {
-                    left if left.is_zero() => retry,
-                    left => retry.min(left),
-                }
-            }
-            Err(_) => {
-                metrics().renewal_failed();
-                tracing::warn!(waited = ?budget, "renewing this node's task leases got no answer; trying again");
-                self.check_deadline();
-                Duration::ZERO
-            }
-        }
-    }
-}
-
-async fn renew(pool: &Pool, schema: &str, leases: &Leases) -> Result<(), StoreError> {
-    let client = pool.get().await.map_err(pool_error)?;
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] =
-        [&leases.config.node, &leases.ttl_ms()];
-    // The tasks this node runs and the push deliveries it makes in one statement; the
-    // run slots it holds in another, sent together. Apart, because a commit that ends
-    // a run locks its task's row, then its slot's: a statement locking both tables in
-    // no set order could wait for that commit's task while holding its slot (a
-    // deadlock, which PostgreSQL breaks by failing one of them). The second also reads
-    // the skills whose slots other nodes wait for (see `cluster/run_slots.rs`).
-    let (tasks, slots) = (
-        format!(
-            "WITH tasks AS (
-                UPDATE {schema}.tasks SET lease_expires = {until}
-                WHERE lease_node = $1 AND NOT terminal
-             )
-             UPDATE {schema}.push_configs SET lease_expires = {until}
-             WHERE lease_node = $1 AND NOT finished",
-            until = lease_end(2)
-        ),
-        format!(
-            "WITH renewed AS (
-                UPDATE {schema}.run_slots SET expires = {until} WHERE node = $1
-             )
-             SELECT DISTINCT skill FROM {schema}.run_slot_wants
-             WHERE node <> $1 AND until > clock_timestamp()",
-            until = lease_end(2)
-        ),
-    );
-    let (_, wanted) = tokio::try_join!(
-        client.execute(&tasks, &params),
-        client.query(&slots, &params)
-    )
-    .map_err(db)?;
-    leases.wanted_now(wanted.iter().map(|row| row.get(0)).collect());
-    Ok(())
 }

@@ -5,35 +5,31 @@ use fundi_runtime::store::{StoreError, TaskRecord};
 
 use crate::database::Database;
 use crate::errors::db;
-use crate::lease::{CLAIM_BATCH, Leases, NodeLeases, lease_end};
+use crate::lease::{CLAIM_BATCH, Leases, NodeLeases};
 use crate::quarantine::record_or_set_aside;
 
-/// `TaskStore::hand_back`: renewal stops, and every lease this node holds runs out
-/// now (tasks, push deliveries), its run slots and followings let go, in one
-/// statement.
+/// `TaskStore::hand_back`: renewal stops, and the node's lease runs out now (its
+/// tasks and push deliveries are free to claim), its run slots and followings let go,
+/// in one statement.
 pub(crate) async fn hand_back(database: &Database, leases: &Leases) -> Result<(), StoreError> {
     leases.stop_renewing();
-    let (tasks, slots, watchers, configs) = (
-        database.table("tasks"),
+    let (node_leases, slots, watchers) = (
+        database.table("node_leases"),
         database.table("run_slots"),
         database.table("watchers"),
-        database.table("push_configs"),
     );
     database
         .client()
         .await?
         .execute(
             &format!(
-                "WITH tasks AS (
-                    UPDATE {tasks} SET lease_expires = clock_timestamp() - interval '1 millisecond'
-                    WHERE lease_node = $1 AND NOT terminal
-                 ), slots AS (
+                "WITH slots AS (
                     UPDATE {slots} SET node = NULL, expires = NULL WHERE node = $1
                  ), watching AS (
                     DELETE FROM {watchers} WHERE node = $1
                  )
-                 UPDATE {configs} SET lease_expires = clock_timestamp() - interval '1 millisecond'
-                 WHERE lease_node = $1 AND NOT finished"
+                 UPDATE {node_leases} SET expires = clock_timestamp() - interval '1 millisecond'
+                 WHERE node = $1"
             ),
             &[&leases.config.node],
         )
@@ -49,10 +45,13 @@ pub(crate) async fn node_leases(database: &Database) -> Result<Vec<NodeLeases>, 
         .await?
         .query(
             &format!(
-                "SELECT lease_node, count(*), max(lease_expires),
-                    coalesce(bool_and(lease_expires < clock_timestamp()), false)
-                 FROM {} WHERE NOT terminal GROUP BY lease_node ORDER BY lease_node NULLS FIRST",
-                database.table("tasks")
+                "SELECT t.lease_node, count(*), n.expires,
+                    coalesce(n.expires < clock_timestamp(), false)
+                 FROM {} t LEFT JOIN {} n ON n.node = t.lease_node
+                 WHERE NOT t.terminal GROUP BY t.lease_node, n.expires
+                 ORDER BY t.lease_node NULLS FIRST",
+                database.table("tasks"),
+                database.table("node_leases")
             ),
             &[],
         )
@@ -69,9 +68,9 @@ pub(crate) async fn node_leases(database: &Database) -> Result<Vec<NodeLeases>, 
         .collect())
 }
 
-/// Claims the unfinished tasks `which` selects (a condition on `tasks`, `$1` this
-/// node), each with its epoch one higher; those it can decode are held and returned,
-/// the others set aside.
+/// Claims the unfinished tasks `which` selects (a condition on `tasks`, where `$1` is
+/// this node and `lapsed` the other nodes whose lease ran out), each with its epoch one
+/// higher; those it can decode are held and returned, the others set aside.
 async fn claim(
     database: &Database,
     leases: &Leases,
@@ -83,12 +82,13 @@ async fn claim(
         .await?
         .query(
             &format!(
-                "UPDATE {tasks} SET lease_node = $1, lease_epoch = lease_epoch + 1, \
-                 lease_expires = {until} WHERE {which} RETURNING id, lease_epoch, {columns}",
-                until = lease_end(2),
+                "WITH lapsed AS MATERIALIZED ({lapsed}) \
+                 UPDATE {tasks} SET lease_node = $1, lease_epoch = lease_epoch + 1 \
+                 WHERE {which} RETURNING id, lease_epoch, {columns}",
+                lapsed = lapsed(database),
                 columns = crate::snapshot::columns("", &database.table("events"))
             ),
-            &[&leases.config.node, &leases.ttl_ms()],
+            &[&leases.config.node],
         )
         .await
         .map_err(db)?;
@@ -116,7 +116,7 @@ pub(crate) async fn claim_at_start(
         database,
         leases,
         "NOT terminal AND (lease_node IS NULL OR lease_node = $1 \
-         OR lease_expires < clock_timestamp())",
+         OR lease_node = ANY(ARRAY(SELECT node FROM lapsed)))",
     )
     .await
 }
@@ -152,8 +152,11 @@ async fn free_run_slots(database: &Database, leases: &Leases) -> Result<(), Stor
     Ok(())
 }
 
-/// Unfinished tasks whose lease another node let expire, a batch at a time; rows
-/// another node is claiming are skipped, not waited for.
+/// Unfinished tasks of other nodes whose lease ran out, a batch at a time, found by
+/// their holder (an index of unfinished tasks by node): a look costs the same however
+/// many tasks live nodes hold. Rows another node is claiming are skipped, not waited
+/// for. (Tasks nobody holds, written without leases, are claimed by the next node to
+/// start.)
 pub(crate) async fn claim_expired(
     database: &Database,
     leases: &Leases,
@@ -164,10 +167,20 @@ pub(crate) async fn claim_expired(
         leases,
         &format!(
             "id IN (SELECT id FROM {tasks} WHERE NOT terminal \
-             AND lease_node IS DISTINCT FROM $1 \
-             AND (lease_expires IS NULL OR lease_expires < clock_timestamp()) \
-             ORDER BY id LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED)"
+             AND lease_node = ANY(ARRAY(SELECT node FROM lapsed)) \
+             LIMIT {CLAIM_BATCH} FOR UPDATE SKIP LOCKED)"
         ),
     )
     .await
+}
+
+/// The nodes other than this one (`$1`) whose lease ran out, their rows locked `FOR
+/// SHARE` until the claim commits: such a node cannot renew its lease (nor take it
+/// again at start) in the middle of a claim of its tasks, and a renewal under way is
+/// waited for and seen.
+fn lapsed(database: &Database) -> String {
+    format!(
+        "SELECT node FROM {} WHERE node <> $1 AND expires < clock_timestamp() FOR SHARE",
+        database.table("node_leases")
+    )
 }

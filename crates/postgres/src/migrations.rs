@@ -180,6 +180,31 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (skill, node)
     );
     "#,
+    // 12: one lease per node instead of one per task: a node's unfinished tasks and push
+    // deliveries are held while its row here is live, so a renewal writes one row
+    // whatever the node holds. The nodes that held leases keep them until the last of
+    // their tasks' expiries; a node of an earlier build can no longer renew and cuts
+    // itself off before then.
+    r#"
+    CREATE TABLE {s}.node_leases (
+        node text PRIMARY KEY,
+        expires timestamptz NOT NULL
+    );
+    INSERT INTO {s}.node_leases (node, expires)
+    SELECT lease_node, coalesce(max(lease_expires), '-infinity')
+    FROM (
+        SELECT lease_node, lease_expires FROM {s}.tasks
+        WHERE lease_node IS NOT NULL AND NOT terminal
+        UNION ALL
+        SELECT lease_node, lease_expires FROM {s}.push_configs
+        WHERE lease_node IS NOT NULL AND NOT finished
+    ) AS held
+    GROUP BY lease_node;
+    DROP INDEX {s}.tasks_lease_expiry;
+    ALTER TABLE {s}.tasks DROP COLUMN lease_expires;
+    ALTER TABLE {s}.push_configs DROP COLUMN lease_expires;
+    CREATE INDEX tasks_by_lease_node ON {s}.tasks (lease_node) WHERE NOT terminal;
+    "#,
 ];
 
 /// The newest schema version this build knows.
@@ -187,6 +212,16 @@ pub(crate) const LATEST: i64 = MIGRATIONS.len() as i64;
 
 /// Brings `schema` to the latest version; refuses one newer than this build.
 pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), StoreError> {
+    migrate_to(client, schema, LATEST).await
+}
+
+/// Brings `schema` to version `target` (in tests: a schema as an earlier build left
+/// it); refuses one newer than this build.
+pub(crate) async fn migrate_to(
+    client: &mut Client,
+    schema: &str,
+    target: i64,
+) -> Result<(), StoreError> {
     let tx = client.transaction().await.map_err(db)?;
     // One node migrates at a time; the others find the work done.
     tx.execute("SELECT pg_advisory_xact_lock(7405142961)", &[])
@@ -208,7 +243,8 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Sto
             supported: LATEST as u64,
         });
     }
-    for (at, statements) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    let pending = MIGRATIONS.iter().enumerate().take(target.max(0) as usize);
+    for (at, statements) in pending.skip(current as usize) {
         let version = at as i64 + 1;
         tx.batch_execute(&statements.replace("{s}", schema))
             .await

@@ -6,8 +6,8 @@ use fundi_runtime::TaskId;
 use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore, StoreError};
 
 use crate::columns::decode_column;
+use crate::database::Database;
 use crate::errors::db;
-use crate::lease::lease_end;
 use crate::store::PostgresStore;
 
 #[async_trait]
@@ -174,14 +174,13 @@ impl PushStore for PostgresStore {
         let claimed = client
             .execute(
                 &format!(
-                    "UPDATE {} SET lease_node = $3,
-                        lease_expires = {until}
+                    "UPDATE {} SET lease_node = $3
                      WHERE task_id = $1 AND id = $2 AND (lease_node IS NULL OR lease_node = $3
-                        OR lease_expires < clock_timestamp())",
+                        OR lease_node IN ({lapsed}))",
                     self.db.table("push_configs"),
-                    until = lease_end(4)
+                    lapsed = lapsed_nodes(&self.db)
                 ),
-                &[&task.as_str(), &id, &leases.config.node, &leases.ttl_ms()],
+                &[&task.as_str(), &id, &leases.config.node],
             )
             .await
             .map_err(db)?;
@@ -196,7 +195,7 @@ impl PushStore for PostgresStore {
         client
             .execute(
                 &format!(
-                    "UPDATE {} SET lease_node = NULL, lease_expires = NULL
+                    "UPDATE {} SET lease_node = NULL
                      WHERE task_id = $1 AND id = $2 AND lease_node = $3",
                     self.db.table("push_configs")
                 ),
@@ -217,9 +216,10 @@ impl PushStore for PostgresStore {
                 &format!(
                     "SELECT config, cursor FROM {} WHERE NOT finished
                         AND coalesce(cursor -> 'dead', 'null'::jsonb) = 'null'::jsonb
-                        AND (lease_node IS NULL OR lease_expires < clock_timestamp())
+                        AND (lease_node IS NULL OR lease_node IN ({lapsed}))
                      ORDER BY task_id, id",
-                    self.db.table("push_configs")
+                    self.db.table("push_configs"),
+                    lapsed = lapsed_nodes(&self.db)
                 ),
                 &[],
             )
@@ -243,4 +243,12 @@ fn entries(rows: Vec<tokio_postgres::Row>) -> Result<Vec<PushEntry>, StoreError>
             })
         })
         .collect()
+}
+
+/// The nodes whose lease ran out: their push deliveries are anyone's to carry on.
+fn lapsed_nodes(db: &Database) -> String {
+    format!(
+        "SELECT node FROM {} WHERE expires < clock_timestamp()",
+        db.table("node_leases")
+    )
 }

@@ -41,8 +41,8 @@ const TAIL_UPDATE: &str = "record = coalesce($3::jsonb, record), \
     checkpoint = CASE WHEN $3::jsonb IS NULL THEN $9::jsonb END";
 
 pub(crate) struct HotStatements {
-    /// $1..$8 the row, $9..$13 events and first message; leased: $14 node, $15 ttl ms;
-    /// last, the cutoff of its first message's claim (see `claim`). Its answer names,
+    /// $1..$8 the row, $9..$13 events and first message; leased: $14 node; last, the
+    /// cutoff of its first message's claim (see `claim`). Its answer names,
     /// after the version and the lease holder, the task and creation time the first
     /// message had in the statement's snapshot.
     pub(crate) create: String,
@@ -50,8 +50,8 @@ pub(crate) struct HotStatements {
     /// version, $8 the seq a new tail starts after, $9 the checkpoint with a tail,
     /// $10..$14 the rest; leased: $15 node, $16 epoch.
     pub(crate) update: String,
-    /// Leased: `create`, written only if it takes a run slot of skill $16 below $17
-    /// (the cutoff $18); its answer's last column is the slot (NULL: none was free,
+    /// Leased: `create`, written only if it takes a run slot of skill $16 below $17 for
+    /// $15 ms (the cutoff $18); its answer's last column is the slot (NULL: none was free,
     /// nothing written).
     pub(crate) create_taking_slot: String,
     /// Leased: `update`, giving back run slot $18 of skill $17 if it is written.
@@ -128,18 +128,13 @@ impl HotStatements {
         };
         let (lease_columns, lease_values, lease_update, fence) = if leased {
             (
-                ", lease_node, lease_epoch, lease_expires",
-                format!(
-                    ", CASE WHEN $6 THEN NULL ELSE $14::text END, CASE WHEN $6 THEN 0 ELSE 1 END, \
-                     CASE WHEN $6 THEN NULL ELSE {} END",
-                    crate::lease::lease_end(15)
-                ),
-                ", lease_node = CASE WHEN $5 THEN NULL ELSE lease_node END, \
-                 lease_expires = CASE WHEN $5 THEN NULL ELSE lease_expires END",
+                ", lease_node, lease_epoch",
+                ", CASE WHEN $6 THEN NULL ELSE $14::text END, CASE WHEN $6 THEN 0 ELSE 1 END",
+                ", lease_node = CASE WHEN $5 THEN NULL ELSE lease_node END",
                 " AND lease_node = $15::text AND lease_epoch = $16::bigint",
             )
         } else {
-            ("", String::new(), "", "")
+            ("", "", "", "")
         };
         let columns = format!(
             "{schema}.tasks (id, version, record, context_id, state, terminal, owner, \
@@ -173,7 +168,7 @@ impl HotStatements {
             )
         };
         let (plain_cutoff, slot_cutoff) = match leased {
-            true => (16, 18),
+            true => (15, 18),
             false => (14, 16),
         };
         HotStatements {

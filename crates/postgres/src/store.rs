@@ -19,7 +19,7 @@ use crate::connect::{PostgresConfig, connect, lock};
 use crate::database::Database;
 use crate::errors::{db, pool_error};
 use crate::first_messages::FirstMessages;
-use crate::lease::{Leases, NodeLeases};
+use crate::lease::{Leases, NodeLeases, take_node_lease};
 use crate::migrations::migrate;
 use crate::statements::{HotStatements, SlotChange};
 use crate::{lease_claims, listing, quarantine, snapshot};
@@ -64,6 +64,9 @@ impl PostgresStore {
         };
         let mut client = pool.get().await.map_err(pool_error)?;
         migrate(&mut client, &config.schema).await?;
+        if let Some(leases) = &leases {
+            take_node_lease(&**client, &config.schema, leases).await?;
+        }
         drop(client);
         let nodes = leases.as_ref().map(|leases| {
             Leases::renew_in_background(leases, pool.clone(), config.schema.clone());

@@ -42,3 +42,15 @@ pub async fn drop_schemas(schemas: &[String]) {
             .unwrap_or_else(|e| panic!("dropping {schema}: {e}"));
     }
 }
+
+/// Creates `schema` on the test server at version `version` of the store's migrations,
+/// as a build that knew only those left it.
+pub async fn migrate_schema_to(schema: &str, version: i64) {
+    let (mut client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()));
+    tokio::spawn(connection);
+    crate::migrations::migrate_to(&mut client, schema, version)
+        .await
+        .unwrap_or_else(|e| panic!("migrating {schema} to version {version}: {e}"));
+}

@@ -51,13 +51,16 @@ fn advance(record: &TaskRecord, note: &str) -> (TaskRecord, Vec<TaskEvent>) {
     with_status(record, status)
 }
 
-/// When the lease of task `t` runs out.
+/// When the lease of task `t` runs out: its node's.
 async fn expiry(store: &PostgresStore, schema: &str) -> chrono::DateTime<Utc> {
     store
         .testing_client()
         .await
         .query_one(
-            &format!("SELECT lease_expires FROM {schema}.tasks WHERE id = 't'"),
+            &format!(
+                "SELECT n.expires FROM {schema}.tasks t \
+                 JOIN {schema}.node_leases n ON n.node = t.lease_node WHERE t.id = 't'"
+            ),
             &[],
         )
         .await

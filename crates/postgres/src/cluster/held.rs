@@ -28,10 +28,10 @@ impl Nodes {
         let row = client
             .query_opt(
                 &format!(
-                    "SELECT coalesce(lease_node, ''), lease_epoch, \
-                        coalesce(lease_expires > clock_timestamp(), false) \
-                     FROM {} WHERE id = $1",
-                    self.tasks
+                    "SELECT coalesce(t.lease_node, ''), t.lease_epoch, \
+                        coalesce(n.expires > clock_timestamp(), false) \
+                     FROM {} t LEFT JOIN {} n ON n.node = t.lease_node WHERE t.id = $1",
+                    self.tasks, self.node_leases
                 ),
                 &[&id.as_str()],
             )

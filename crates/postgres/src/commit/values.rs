@@ -49,7 +49,8 @@ pub(crate) struct CommitValues {
     /// A new task's claim on its first message gives way to a task it created at or
     /// after this (ms; `None`: to none, see `statements::claim`).
     pub(super) cutoff: Option<i64>,
-    /// With leases: the node, and a new task's lease time or a change's epoch.
+    /// With leases: the node, and the lease time of a run slot a new task takes or a
+    /// change's epoch.
     pub(super) node: Option<String>,
     pub(super) ttl: Option<i64>,
     pub(super) epoch: Option<i64>,
@@ -163,9 +164,13 @@ impl CommitValues {
             &self.created,
         ]);
         if leased {
+            params.push(&self.node);
             match self.creates() {
-                true => params.extend([&self.node as Param<'_>, &self.ttl]),
-                false => params.extend([&self.node as Param<'_>, &self.epoch]),
+                // The lease time of the run slot it takes; the task's own lease is its
+                // node's.
+                true if self.limit.is_some() => params.push(&self.ttl),
+                true => {}
+                false => params.push(&self.epoch),
             }
         }
         if self.limit.is_some() {

@@ -18,7 +18,8 @@
 /// terminal, $7 owner, $8 updated ms, $9 expected version (0: a new task), $10 the seq a
 /// new tail starts after and $11 the checkpoint, for a commit with no record (see
 /// `snapshot`); per event, $12 task id, $13 seq, $14 body; per first message, $15 owner
-/// key, $16 message id, $17 task id, $18 creation ms; leased, $19 node, $20 lease ms,
+/// key, $16 message id, $17 task id, $18 creation ms; leased, $19 node, $20 lease ms (of
+/// the run slots taken),
 /// and per commit $21 the epoch it names, $22 its skill, $23 the run slot it gives back
 /// and $24 the limit of the run slots it takes one of (NULL: none); last ($25 leased,
 /// $19 not), per first message, the cutoff of its claim (see `statements::claim`).
@@ -83,18 +84,13 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
     };
     let (lease_columns, lease_values, lease_update, fence) = match leased {
         true => (
-            ", lease_node, lease_epoch, lease_expires",
-            format!(
-                ", CASE WHEN terminal THEN NULL ELSE $19::text END, \
-                 CASE WHEN terminal THEN 0 ELSE 1 END, \
-                 CASE WHEN terminal THEN NULL ELSE {} END",
-                crate::lease::lease_end(20)
-            ),
-            ", lease_node = CASE WHEN i.terminal THEN NULL ELSE t.lease_node END, \
-             lease_expires = CASE WHEN i.terminal THEN NULL ELSE t.lease_expires END",
+            ", lease_node, lease_epoch",
+            ", CASE WHEN terminal THEN NULL ELSE $19::text END, \
+             CASE WHEN terminal THEN 0 ELSE 1 END",
+            ", lease_node = CASE WHEN i.terminal THEN NULL ELSE t.lease_node END",
             " AND t.lease_node = $19::text AND t.lease_epoch = i.epoch",
         ),
-        false => ("", String::new(), "", ""),
+        false => ("", "", "", ""),
     };
     // As for a single commit: the nodes following a written task that has new events
     // are told, and only those (a NOTIFY serializes the commits that send one); the run
