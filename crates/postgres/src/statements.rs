@@ -79,8 +79,9 @@ impl HotStatements {
                 (events, events + 1, events + 2, events + 3, events + 4);
             // With several nodes, a commit with events tells the nodes following the task
             // (they read the events), as the transaction commits. Only when one does: a
-            // NOTIFY serializes the commits that send one.
-            let (signal, signalled) = match leased {
+            // NOTIFY serializes the commits that send one. Never a new task's: a node
+            // follows a task it found stored, so none follows it before it is.
+            let (signal, signalled) = match leased && !claims {
                 true => (
                     format!(
                         ", signal AS (

@@ -93,8 +93,8 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
         false => ("", "", "", ""),
     };
     // As for a single commit: the nodes following a written task that has new events
-    // are told, and only those (a NOTIFY serializes the commits that send one); the run
-    // slots of the written commits that give one back are freed.
+    // are told, and only those (a NOTIFY serializes the commits that send one), never
+    // for a new task; the run slots of the written commits that give one back are freed.
     let (signal, signalled) = match leased {
         true => (
             format!(
@@ -105,7 +105,7 @@ pub(crate) fn batch_commit(schema: &str, leased: bool) -> String {
                         AND s.slot = i.given_back AND s.node = $19::text
                         AND i.id IN (SELECT id FROM written)
                  ), signal AS (
-                    SELECT pg_notify('{channel}', 'e:' || w.id) FROM written w
+                    SELECT pg_notify('{channel}', 'e:' || w.id) FROM updated w
                     WHERE w.id = ANY($12::text[])
                         AND EXISTS (SELECT 1 FROM {schema}.watchers x WHERE x.task_id = w.id)
                  )"
