@@ -109,6 +109,12 @@ pub(crate) fn lease_end(n: usize) -> String {
     format!("clock_timestamp() + ${n}::bigint * interval '1 millisecond'")
 }
 
+/// SQL selecting the nodes whose lease ran out, from `node_leases` (the table's full
+/// name): what they held is anyone's to claim.
+pub(crate) fn lapsed_nodes(node_leases: &str) -> String {
+    format!("SELECT node FROM {node_leases} WHERE expires < clock_timestamp()")
+}
+
 /// Most tasks one takeover claims (the rest are claimed at the next).
 pub(crate) const CLAIM_BATCH: i64 = 256;
 

@@ -5,7 +5,7 @@ use fundi_runtime::store::{StoreError, TaskRecord};
 
 use crate::database::Database;
 use crate::errors::db;
-use crate::lease::{CLAIM_BATCH, Leases, NodeLeases};
+use crate::lease::{CLAIM_BATCH, Leases, NodeLeases, lapsed_nodes};
 use crate::quarantine::record_or_set_aside;
 
 /// `TaskStore::hand_back`: renewal stops, and the node's lease runs out now (its
@@ -179,8 +179,6 @@ pub(crate) async fn claim_expired(
 /// again at start) in the middle of a claim of its tasks, and a renewal under way is
 /// waited for and seen.
 fn lapsed(database: &Database) -> String {
-    format!(
-        "SELECT node FROM {} WHERE node <> $1 AND expires < clock_timestamp() FOR SHARE",
-        database.table("node_leases")
-    )
+    let lapsed = lapsed_nodes(&database.table("node_leases"));
+    format!("{lapsed} AND node <> $1 FOR SHARE")
 }

@@ -6,8 +6,8 @@ use fundi_runtime::TaskId;
 use fundi_runtime::store::{PushConfig, PushCursor, PushEntry, PushStore, StoreError};
 
 use crate::columns::decode_column;
-use crate::database::Database;
 use crate::errors::db;
+use crate::lease::lapsed_nodes;
 use crate::store::PostgresStore;
 
 #[async_trait]
@@ -178,7 +178,7 @@ impl PushStore for PostgresStore {
                      WHERE task_id = $1 AND id = $2 AND (lease_node IS NULL OR lease_node = $3
                         OR lease_node IN ({lapsed}))",
                     self.db.table("push_configs"),
-                    lapsed = lapsed_nodes(&self.db)
+                    lapsed = lapsed_nodes(&self.db.table("node_leases"))
                 ),
                 &[&task.as_str(), &id, &leases.config.node],
             )
@@ -219,7 +219,7 @@ impl PushStore for PostgresStore {
                         AND (lease_node IS NULL OR lease_node IN ({lapsed}))
                      ORDER BY task_id, id",
                     self.db.table("push_configs"),
-                    lapsed = lapsed_nodes(&self.db)
+                    lapsed = lapsed_nodes(&self.db.table("node_leases"))
                 ),
                 &[],
             )
@@ -243,12 +243,4 @@ fn entries(rows: Vec<tokio_postgres::Row>) -> Result<Vec<PushEntry>, StoreError>
             })
         })
         .collect()
-}
-
-/// The nodes whose lease ran out: their push deliveries are anyone's to carry on.
-fn lapsed_nodes(db: &Database) -> String {
-    format!(
-        "SELECT node FROM {} WHERE expires < clock_timestamp()",
-        db.table("node_leases")
-    )
 }

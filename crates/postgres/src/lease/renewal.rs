@@ -3,7 +3,6 @@
 //! costs the same for ten tasks as for a million (a lease per task was rewritten on
 //! every task at every renewal). The run slots the node holds are renewed beside it.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -41,7 +40,7 @@ impl Leases {
     /// One renewal; how long to wait before the next.
     async fn renew_once(&self, pool: &Pool, schema: &str) -> Duration {
         let every = self.config.ttl / 3;
-        if self.paused.load(Ordering::Acquire) {
+        if !self.renewing() {
             // As a node that cannot reach the database: it cuts itself off in time.
             self.check_deadline();
             return every.min(self.config.ttl / 10);
@@ -65,7 +64,7 @@ impl Leases {
             }
             Ok(Err(error)) => {
                 metrics().renewal_failed();
-                tracing::warn!(%error, "could not renew this node's task leases; trying again");
+                tracing::warn!(%error, "could not renew this node's lease; trying again");
                 self.check_deadline();
                 match self.time_left() {
                     left if left.is_zero() => retry,
@@ -74,7 +73,7 @@ impl Leases {
             }
             Err(_) => {
                 metrics().renewal_failed();
-                tracing::warn!(waited = ?budget, "renewing this node's task leases got no answer; trying again");
+                tracing::warn!(waited = ?budget, "renewing this node's lease got no answer; trying again");
                 self.check_deadline();
                 Duration::ZERO
             }
