@@ -3,6 +3,7 @@
 
 mod call;
 mod fanout;
+mod idle;
 mod journal;
 mod park;
 mod phase;

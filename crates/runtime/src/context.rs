@@ -234,6 +234,31 @@ impl SkillContext {
         self.store.settle().await.map_err(SkillError::runtime)
     }
 
+    /// Waits `wait` with nothing for the run to do: it waits on something outside its
+    /// task (a peer's task, a build, a deadline) and has no other way to hear of it than
+    /// to look again later. Fails with [`SkillError::Canceled`] when the task is canceled
+    /// first.
+    ///
+    /// A resumable skill's task gives up its actor during such a wait, as a task waiting
+    /// for input does: it parks once nothing has happened to it for
+    /// `runtime.park-after-ms` while the wait still has at least that long to go (so a
+    /// wait of twice that or more), and nothing else keeps it live (a subscriber, a
+    /// blocking send waiting for its outcome, a queued message). The run then stops
+    /// inside this call (its future is
+    /// dropped, so nothing after the call runs), and once `wait` is over, or sooner when
+    /// a message, a subscriber, a cancel or a restart wakes the task, a new run starts
+    /// from the last checkpoint with [`crate::SkillInput::resumed`] set. Checkpoint what
+    /// the run needs to go on before a long wait; what a canceled parked task must let go
+    /// of outside is [`crate::Skill::canceled_at_rest`]'s to do.
+    pub async fn idle(&self, wait: Duration) -> Result<(), SkillError> {
+        let until = tokio::time::Instant::now() + wait;
+        self.send(SkillCall::Idle { until }).await?;
+        tokio::select! {
+            () = self.cancel.cancelled() => Err(SkillError::Canceled),
+            () = tokio::time::sleep_until(until) => Ok(()),
+        }
+    }
+
     /// The last checkpoint saved (by this run, or by the run it resumes).
     pub fn last_checkpoint(&self) -> Option<Value> {
         self.checkpoint

@@ -37,6 +37,11 @@ pub(crate) enum SkillCall {
     TakeMessage,
     /// Nothing more than every call does first: commit the notes posted before it.
     StorePosted,
+    /// The run has nothing to do until `until` (it waits on something outside the task):
+    /// a resumable task may park meanwhile (`SkillContext::idle`).
+    Idle {
+        until: tokio::time::Instant,
+    },
 }
 
 /// The task's answer to a skill call: `Some(message)` answers `RequestInput` and

@@ -324,6 +324,17 @@ pub trait Skill: Send + Sync + 'static {
         false
     }
 
+    /// Called once a task of this skill is canceled while none of its runs is live to
+    /// hear it (see [`SkillContext::cancelled`]): the task had parked (waiting for input,
+    /// or idle, see [`SkillContext::idle`]) or waited to run again. `checkpoint` is the
+    /// task's last, so that the skill can let go of what its runs started outside (the
+    /// delegate skill cancels the peer's task). Called only for a task with a checkpoint,
+    /// on a task of its own once the cancel is stored, once: not again after a restart.
+    /// By default it does nothing.
+    async fn canceled_at_rest(&self, task_id: &TaskId, checkpoint: Value) {
+        let _ = (task_id, checkpoint);
+    }
+
     /// Checks a new task's first message before anything is stored (before an approval
     /// gate too, so that no approver is asked about input the skill would refuse): the
     /// error says what is wrong, and the caller gets it as invalid params. A skill checks

@@ -11,7 +11,7 @@
 //! actor instead of handing out the stopped one.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use ractor::ActorRef;
@@ -23,15 +23,26 @@ pub(crate) const PARKED: &str = "parked: the task waits in the store until somet
 
 /// Raised by a task's actor as it parks (before it stops); read by the supervisor.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Parked(Arc<AtomicBool>);
+pub(crate) struct Parked(Arc<AtomicU8>);
+
+/// `Parked`'s values.
+const LIVE: u8 = 0;
+const WAITING: u8 = 1;
+const IDLE: u8 = 2;
 
 impl Parked {
     pub(crate) fn is_raised(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.load(Ordering::Acquire) != LIVE
     }
 
-    fn raise(&self) {
-        self.0.store(true, Ordering::Release);
+    /// Whether the task parked while its run waited idle (not at rest).
+    pub(crate) fn while_idle(&self) -> bool {
+        self.0.load(Ordering::Acquire) == IDLE
+    }
+
+    fn raise(&self, idle: bool) {
+        let value = if idle { IDLE } else { WAITING };
+        self.0.store(value, Ordering::Release);
     }
 }
 
@@ -53,6 +64,11 @@ impl ParkTimer {
             armed: false,
             parked,
         }
+    }
+
+    /// How long a task waits idle before it parks (`None`: it never parks).
+    pub(super) fn after(&self) -> Option<Duration> {
+        self.after
     }
 
     /// Something happened to the task: the idle clock starts again.
@@ -79,7 +95,8 @@ impl ParkTimer {
     }
 
     /// Marks the task parked: the supervisor hands this actor out no more.
-    pub(super) fn park(&self) {
-        self.parked.raise();
+    /// (`idle`: its run waits idle, and the task is not at rest.)
+    pub(super) fn park(&self, idle: bool) {
+        self.parked.raise(idle);
     }
 }

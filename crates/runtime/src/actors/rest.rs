@@ -1,10 +1,12 @@
 //! `Rest`: what a task actor does once its task comes to rest (ended, or waiting for
 //! a person): the submitters waiting for its outcome are answered, the supervisor is
 //! told whether it only waits (a shutdown does not wait for it), and, with nothing
-//! left here that the store does not hold, the idle clock may park it (`park`).
+//! left here that the store does not hold, the idle clock may park it (`park`); so it
+//! may a task whose run waits idle (`idle`) with at least the clock's time still to go.
 
 use ractor::ActorRef;
 
+use super::idle::IdleRun;
 use super::park::{PARKED, ParkTimer};
 use super::phase::Phase;
 use super::supervisor_msg::SupervisorMsg;
@@ -57,22 +59,33 @@ impl Rest {
         self.waiters.push(waiter);
     }
 
-    /// Whether the task may give up its actor now: it waits for a person, and nothing
-    /// lives here that the store does not hold (no subscriber, no waiter, no note to
-    /// store, no wait for a slot, and no run, or one waiting for input that resumes
-    /// from its checkpoint).
+    /// Whether the task may give up its actor now: it waits for a person, or its run
+    /// waits idle (`idle`) with at least the idle clock's time to go, and nothing lives here
+    /// that the store does not hold (no subscriber, no waiter, no note to store, no wait
+    /// for a slot, and no run, or one waiting for input, or idle, that resumes from its
+    /// checkpoint).
     #[inline]
-    pub(super) fn parkable(&self, phase: &Phase, writer: &Writer, waits_for_slot: bool) -> bool {
+    pub(super) fn parkable(
+        &self,
+        phase: &Phase,
+        idle: Option<IdleRun>,
+        writer: &Writer,
+        waits_for_slot: bool,
+    ) -> bool {
         let journal = &writer.journal;
         let status = &journal.task().status;
-        let resting = match phase {
-            Phase::Idle => true,
-            Phase::AwaitingInput { .. } => self.resumable,
+        let waits = match phase {
+            Phase::Idle => crate::approval::at_rest(status),
+            Phase::AwaitingInput { .. } => self.resumable && crate::approval::at_rest(status),
+            Phase::Running { .. } => {
+                self.resumable
+                    && idle.is_some_and(|idle| idle.long_enough(self.park.after()))
+                    && !writer.has_queued()
+            }
             _ => false,
         };
-        resting
+        waits
             && !status.state.is_terminal()
-            && crate::approval::at_rest(status)
             && self.waiters.is_empty()
             && !waits_for_slot
             && !journal.has_subscribers()
@@ -88,17 +101,26 @@ impl Rest {
         }
     }
 
-    /// Parks the task: its run waiting for input stops (the actor woken for the task
-    /// resumes it from its checkpoint, with the answer), and the actor stops.
+    /// Parks the task: its run waiting for input, or idle, stops (the actor woken for
+    /// the task resumes it from its checkpoint, with the answer), and the actor stops.
+    /// An idle run's task is woken when its wait is over: the supervisor is told when.
     pub(super) fn park_now(
         &mut self,
         myself: &ActorRef<TaskMsg>,
         phase: &mut Phase,
+        idle: Option<IdleRun>,
+        task_id: &TaskId,
         span: &tracing::Span,
     ) {
-        self.park.park();
+        self.park.park(idle.is_some());
         tracing::debug!(parent: span, "{PARKED}");
         telemetry::metrics().parked();
+        if let Some(idle) = idle {
+            let _ = self.supervisor.cast(SupervisorMsg::WakeAt {
+                task_id: task_id.clone(),
+                at: idle.until,
+            });
+        }
         phase.abandon();
         myself.stop(Some(PARKED.into()));
     }

@@ -8,8 +8,9 @@
 use ractor::{ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 
+use super::idle::IdleRun;
 use super::journal::status;
-use super::phase::{CancelWaiter, Phase, Run};
+use super::phase::{Phase, Run};
 use super::rest::Rest;
 use super::run_task::{
     ActorLink, RunSettings, SkillRun, completion, ending, panic_text, poll_once, refusal,
@@ -22,6 +23,8 @@ use super::writer::Writer;
 use crate::model::{Message, TaskEventKind, TaskState};
 use crate::run_link::{SkillCall, SkillReply};
 use crate::skill::SkillError;
+
+mod stop;
 
 /// Where the task's run stands, and what a run is started with.
 pub(super) struct Runs {
@@ -37,6 +40,8 @@ pub(super) struct Runs {
     restarted: bool,
     /// The next run's first poll is made here (a new task spawned with a waiter).
     pub(super) first_poll_here: bool,
+    /// The wait the run said it is in, until its next call (`SkillCall::Idle`).
+    idle: Option<IdleRun>,
 }
 
 impl Runs {
@@ -56,6 +61,16 @@ impl Runs {
             runs_started: 0,
             restarted,
             first_poll_here,
+            idle: None,
+        }
+    }
+
+    /// The wait the current run is in, if it said so and has made no call since.
+    pub(super) fn idle(&self) -> Option<IdleRun> {
+        let idle = self.idle?;
+        match &self.phase {
+            Phase::Running { run, .. } if run.id == idle.run => Some(idle),
+            _ => None,
         }
     }
 
@@ -196,6 +211,8 @@ impl Runs {
             let _ = reply.send(Err(SkillError::Canceled));
             return;
         }
+        // A call ends any wait the run was in.
+        self.idle = None;
         // Notes the run posted before this call are stored before it.
         // (Not canceling: a call then is refused above.)
         if let Err(error) = writer.store_posted(false).await {
@@ -255,6 +272,10 @@ impl Runs {
             }
             SkillCall::Checkpoint(value) => writer.journal.save_checkpoint(value).await,
             SkillCall::StorePosted => Ok(()),
+            SkillCall::Idle { until } => {
+                self.idle = Some(IdleRun { run, until });
+                Ok(())
+            }
         };
         let _ = reply.send(result.map(|()| None).map_err(refusal));
     }
@@ -336,60 +357,5 @@ impl Runs {
             resumed: false,
         };
         self.want_slot(writer, myself);
-    }
-
-    /// Tells `run` to stop and gives it the grace period; then the task is canceled (or
-    /// a run starts from `restart`).
-    pub(super) fn stop_run(
-        &mut self,
-        myself: &ActorRef<TaskMsg>,
-        run: Run,
-        slot: Option<Slot>,
-        waiters: Vec<CancelWaiter>,
-        restart: Option<Message>,
-    ) {
-        run.cancel.cancel();
-        let run_id = run.id;
-        myself.send_after(self.settings.config.cancel_grace(), move || {
-            TaskMsg::GraceExpired { run: run_id }
-        });
-        self.phase = Phase::Canceling {
-            run: Some(run),
-            slot,
-            waiters,
-            restart,
-        };
-    }
-
-    /// Run `run`'s grace period is over: if it has not stopped, it is aborted, and the
-    /// task canceled (or a run started from the message that interrupted it).
-    pub(super) async fn on_grace_expired(
-        &mut self,
-        writer: &mut Writer,
-        myself: &ActorRef<TaskMsg>,
-        run: u64,
-    ) {
-        let Phase::Canceling {
-            run: current,
-            slot,
-            restart,
-            ..
-        } = &mut self.phase
-        else {
-            return;
-        };
-        let Some(current) = current.take_if(|r| r.id == run) else {
-            return;
-        };
-        current.abort.abort();
-        *slot = None;
-        if let Some(message) = restart.take() {
-            return self.restart_from(writer, myself, message);
-        }
-        writer
-            .end_canceled(
-                "canceled by request; the skill did not stop within the grace period and was aborted",
-            )
-            .await;
     }
 }

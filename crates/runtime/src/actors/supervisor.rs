@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::watch;
 
+use super::idle::IdleWakes;
 use super::journal::TaskJournal;
 use super::park::Parked;
 use super::slot_queue::SlotQueue;
@@ -16,14 +17,16 @@ use super::slots::{Slot, Slots};
 use super::supervisor_msg::{LiveCount, Routed, Spawn, SupervisorMsg};
 use super::task_actor::{TaskActor, TaskArgs};
 use super::task_msg::{StartMode, TaskMsg};
-use crate::approval::at_rest;
 use crate::config::RuntimeConfig;
 use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{SkillId, TaskId};
 use crate::skill::{MessagePolicy, Skill};
-use crate::store::{Holder, StoreError, TaskRecord, TaskStore};
+use crate::store::{Holder, StoreError, TaskStore};
 use crate::wakes::Wakes;
+
+mod idle_wake;
+mod unfinished;
 
 pub(crate) struct Supervisor;
 
@@ -63,6 +66,8 @@ pub(crate) struct SupervisorState {
     waiting_for_input: HashSet<TaskId>,
     /// New tasks waiting for a slot with no actor.
     queue: SlotQueue,
+    /// Parked tasks whose runs wait idle, and when each is to be woken.
+    idle: IdleWakes,
     shutting_down: bool,
     /// The node is cut off from the database: no task actor starts.
     cut_off: bool,
@@ -84,6 +89,7 @@ impl Actor for Supervisor {
             live: HashMap::new(),
             by_actor: HashMap::new(),
             waiting_for_input: HashSet::new(),
+            idle: IdleWakes::default(),
             shutting_down: false,
             cut_off: false,
         })
@@ -140,6 +146,8 @@ impl Actor for Supervisor {
                 }
                 state.publish_live_count();
             }
+            SupervisorMsg::WakeAt { task_id, at } => state.wake_at(&myself, task_id, at),
+            SupervisorMsg::WakeIdle => state.wake_idle(&myself).await,
         }
         Ok(())
     }
@@ -345,61 +353,16 @@ impl SupervisorState {
         self.queue.remove(&task_id);
     }
 
-    /// Starts the actor of a stored unfinished task that has none: one submitted or
-    /// working runs again (with `slot`, at once; without, once it has one), one at rest
-    /// (waiting for input or an approver, after a restart or parked) wakes with no run.
-    /// `None` for a task that ended, or unknown, or when the store fails (logged).
-    async fn start_unfinished(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        task_id: &TaskId,
-        slot: Option<Slot>,
-    ) -> Option<ActorRef<TaskMsg>> {
-        let started = match TaskJournal::read_or_set_aside(&self.args.store, task_id).await {
-            Ok(Some(record)) if !record.state().is_terminal() => {
-                let spawn = self.stored_unfinished(record, slot);
-                self.spawn(myself, spawn).await
-            }
-            Ok(_) => return None,
-            Err(error) => Err(error.into()),
-        };
-        started.unwrap_or_else(|error| {
-            tracing::error!(%task_id, %error, "could not start an unfinished task");
-            None
-        })
-    }
-
-    /// What the actor of a stored unfinished task starts with: a task at rest wakes with
-    /// no run (a slot, if any, is freed), a new one queued here runs for the first
-    /// time, any other runs again.
-    fn stored_unfinished(&self, record: TaskRecord, slot: Option<Slot>) -> Spawn {
-        if at_rest(&record.task.status) {
-            return self.stored(record, StartMode::Wake, None);
-        }
-        match self.queue.holds(&record.task.id) {
-            true => self.stored(record, StartMode::Queued, slot),
-            false => self.stored(record, StartMode::Resume, slot),
-        }
-    }
-
-    /// What the actor of a stored task starts with.
-    fn stored(&self, record: TaskRecord, mode: StartMode, slot: Option<Slot>) -> Spawn {
-        let buffer = self.args.config.subscriber_buffer;
-        let journal = TaskJournal::stored(self.args.store.clone(), record, buffer);
-        Spawn {
-            journal,
-            mode,
-            slot,
-            waiter: None,
-        }
-    }
-
     /// The task's live actor; one that parked is forgotten here (its stop may not have
     /// reached this actor yet), so that the caller's task gets a new one.
     fn live_actor(&mut self, task_id: &TaskId) -> Option<ActorRef<TaskMsg>> {
         let live = self.live.get(task_id)?;
         if !live.parked.is_raised() {
             return Some(live.actor.clone());
+        }
+        // Parked idle, and its `WakeAt` may not have come yet: its start knows.
+        if live.parked.while_idle() {
+            self.idle.mark(task_id, tokio::time::Instant::now());
         }
         let id = live.actor.get_id();
         self.forget(id);

@@ -54,6 +54,14 @@ pub(crate) enum SupervisorMsg {
     Regained,
     /// A task started (true) or stopped (false) waiting for a user's input.
     WaitingForInput { task_id: TaskId, waiting: bool },
+    /// A task parked while its run waits idle (`SkillContext::idle`): wake it at `at`,
+    /// when the wait is over (its run starts again from its checkpoint).
+    WakeAt {
+        task_id: TaskId,
+        at: tokio::time::Instant,
+    },
+    /// Wake the parked idle tasks whose wait is over.
+    WakeIdle,
 }
 
 /// Where a task's calls go.

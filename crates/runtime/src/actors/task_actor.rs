@@ -72,14 +72,16 @@ impl Actor for TaskActor {
         // process or, after a restart, in the next.
         telemetry::set_parent(&span, record.trace.as_deref());
         let phase = match mode {
-            StartMode::Fresh | StartMode::Resume | StartMode::Queued => Phase::Queued {
-                message: record
-                    .inputs
-                    .run_message(task)
-                    .cloned()
-                    .ok_or("task has no user message")?,
-                resumed: mode == StartMode::Resume,
-            },
+            StartMode::Fresh | StartMode::Resume | StartMode::Queued | StartMode::IdleWake => {
+                Phase::Queued {
+                    message: record
+                        .inputs
+                        .run_message(task)
+                        .cloned()
+                        .ok_or("task has no user message")?,
+                    resumed: matches!(mode, StartMode::Resume | StartMode::IdleWake),
+                }
+            }
             StartMode::Wake => Phase::Idle,
         };
         journal.set_span(span.clone());

@@ -76,6 +76,10 @@ pub(crate) enum StartMode {
     /// A new task that waited for a slot with no actor (`SlotQueue`): run it from its
     /// first message, once it has its slot (the queue hands it over).
     Queued,
+    /// A working task that parked while its run waited idle (`SkillContext::idle`),
+    /// woken here (its wait over, or by a message, a cancel or a subscriber): its run
+    /// starts again from its checkpoint, and says nothing of it (no restart happened).
+    IdleWake,
     /// A task at rest (waiting for input or an approver) woken by a message, a cancel,
     /// a decision or a subscriber, after a restart or a park: no run yet.
     Wake,

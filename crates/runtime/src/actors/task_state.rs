@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use ractor::{ActorRef, RpcReplyPort};
+use tracing::Instrument;
 
 use super::journal::status_change;
 use super::phase::Phase;
@@ -43,8 +44,9 @@ impl TaskActorState {
     #[inline]
     pub(super) fn parkable(&self) -> bool {
         let waits_for_slot = self.runs.slot.is_waiting();
+        let (phase, idle) = (&self.runs.phase, self.runs.idle());
         self.rest
-            .parkable(&self.runs.phase, &self.writer, waits_for_slot)
+            .parkable(phase, idle, &self.writer, waits_for_slot)
     }
 
     /// Starts the idle clock of a task that may park.
@@ -56,8 +58,11 @@ impl TaskActorState {
 
     /// Parks the task (see `Rest::park_now`).
     pub(super) fn park_now(&mut self, myself: &ActorRef<TaskMsg>) {
+        let idle = self.runs.idle();
+        let task_id = &self.writer.journal.task().id;
         let span = self.writer.span();
-        self.rest.park_now(myself, &mut self.runs.phase, span);
+        self.rest
+            .park_now(myself, &mut self.runs.phase, idle, task_id, span);
     }
 
     /// Called once the task is terminal: answer whoever waits, free the slot, stop.
@@ -215,7 +220,8 @@ impl TaskActorState {
                 };
                 return;
             }
-            // Nothing running (waiting for a slot, or for input after a restart).
+            // Nothing running (waiting for a slot, or for input after a restart or a
+            // park, or woken from an idle park): the skill hears of it afterwards.
             Phase::Idle | Phase::Queued { .. } => {
                 self.runs.slot.stop();
                 let writer = &mut self.writer;
@@ -224,6 +230,9 @@ impl TaskActorState {
                     .await
                     .map(|()| writer.journal.task().clone())
                     .map_err(RuntimeError::from);
+                if result.is_ok() {
+                    self.tell_canceled_at_rest();
+                }
                 let _ = reply.send(result);
                 return;
             }
@@ -236,6 +245,21 @@ impl TaskActorState {
             }
         };
         self.runs.stop_run(myself, run, slot, vec![reply], None);
+    }
+
+    /// Tells the skill that its task was canceled with no run live, when a run left a
+    /// checkpoint (`Skill::canceled_at_rest`).
+    fn tell_canceled_at_rest(&self) {
+        let record = self.writer.journal.record();
+        let Some(checkpoint) = record.checkpoint.clone() else {
+            return;
+        };
+        let skill = self.runs.settings.skill.clone();
+        let task_id = record.task.id.clone();
+        let span = self.writer.span().clone();
+        tokio::spawn(
+            async move { skill.canceled_at_rest(&task_id, checkpoint).await }.instrument(span),
+        );
     }
 
     /// An approver's decision on a task that waits for one (`approval`): approved, the

@@ -1,0 +1,62 @@
+//! Waking the tasks that parked while their runs waited idle (`SkillContext::idle`),
+//! once each wait is over: the task gets an actor again and its run starts from its
+//! checkpoint, as a task woken by a message would. One timer serves them all (the
+//! soonest wait's end), so that a parked task costs an entry in `IdleWakes` and no timer
+//! of its own.
+
+use ractor::ActorRef;
+use tokio::time::Instant;
+
+use super::SupervisorState;
+use crate::actors::supervisor_msg::SupervisorMsg;
+use crate::model::TaskId;
+
+impl SupervisorState {
+    /// The task parked until `at`. Shutting down, it is left to the next start, which
+    /// runs it again from its checkpoint as it does every task that was working.
+    pub(super) fn wake_at(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        task_id: TaskId,
+        at: Instant,
+    ) {
+        if self.shutting_down {
+            return;
+        }
+        self.idle.insert(task_id, at);
+        self.check_idle_later(myself);
+    }
+
+    /// Wakes the tasks whose wait is over, unless something woke them first, or another
+    /// node holds them now; cut off from the database, they are left to the re-claim
+    /// that follows (it runs again what was working).
+    pub(super) async fn wake_idle(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        self.idle.checked();
+        for task_id in self.idle.due(Instant::now()) {
+            let asleep =
+                !self.shutting_down && !self.cut_off && self.live_actor(&task_id).is_none();
+            if asleep {
+                match self.held_elsewhere(&task_id).await {
+                    // Its start takes its entry (and knows from it that it was idle).
+                    Ok(false) => {
+                        self.start_unfinished(myself, &task_id, None).await;
+                    }
+                    Ok(true) => {}
+                    // Left stored as it is: the next start runs it again.
+                    Err(error) => {
+                        tracing::error!(%task_id, %error, "could not wake a task whose idle wait is over");
+                    }
+                }
+            }
+            self.idle.remove(&task_id);
+        }
+        self.check_idle_later(myself);
+    }
+
+    /// Asks for the next wake check, when the soonest wait ends before any asked for.
+    fn check_idle_later(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if let Some(after) = self.idle.next_check(Instant::now()) {
+            myself.send_after(after, || SupervisorMsg::WakeIdle);
+        }
+    }
+}

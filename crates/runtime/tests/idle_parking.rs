@@ -1,0 +1,361 @@
+//! Idle runs: a resumable run that waits on something outside its task
+//! (`SkillContext::idle`) parks its task once nothing has happened to it for
+//! `runtime.park-after-ms` and the wait has as long still to go; the task is woken
+//! when the wait is over (or by a message, a subscriber, a cancel or a restart) and its
+//! run starts again from its checkpoint, with the same events as a task that kept its
+//! actor. A cancel of a parked task reaches the skill through `canceled_at_rest`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use fundi_runtime::testing::scripted::*;
+use fundi_runtime::{
+    Access, Presence, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext,
+    SkillError, SkillInput, SkillOutput, SubmitRequest, TaskEventKind, TaskId, TaskState,
+};
+use fundi_store_sled::testing::open_sled;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// Looks at something outside (`ready`) until it is ready, idle `wait` between looks,
+/// counting its looks in its checkpoint.
+#[derive(Clone)]
+struct Poller {
+    id: &'static str,
+    resumable: bool,
+    wait: Duration,
+    ready: Arc<AtomicBool>,
+    runs: Arc<AtomicUsize>,
+    /// The looks counted so far (kept in the checkpoint across runs).
+    looks: Arc<AtomicUsize>,
+    /// The cancels the skill heard: (task, checkpoint) from `canceled_at_rest`, or
+    /// (task, null) from a run.
+    let_go: Arc<Mutex<Vec<(TaskId, Value)>>>,
+}
+
+impl Poller {
+    fn new(id: &'static str, resumable: bool, wait: Duration) -> Poller {
+        Poller {
+            id,
+            resumable,
+            wait,
+            ready: Arc::default(),
+            runs: Arc::default(),
+            looks: Arc::default(),
+            let_go: Arc::default(),
+        }
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+
+    fn looks(&self) -> usize {
+        self.looks.load(Ordering::SeqCst)
+    }
+}
+
+impl Poller {
+    async fn look_until_ready(
+        &self,
+        input: &SkillInput,
+        ctx: &SkillContext,
+    ) -> Result<SkillOutput, SkillError> {
+        let mut looks = input
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c["looks"].as_u64())
+            .unwrap_or(0);
+        if input.message.text() == "ask" && input.checkpoint.is_none() {
+            ctx.checkpoint(json!({ "looks": looks })).await?;
+            ctx.request_input("anything?").await?;
+        }
+        loop {
+            looks += 1;
+            self.looks.store(looks as usize, Ordering::SeqCst);
+            if self.ready.load(Ordering::SeqCst) {
+                return Ok(SkillOutput::text("ready"));
+            }
+            ctx.checkpoint(json!({ "looks": looks })).await?;
+            ctx.idle(self.wait).await?;
+        }
+    }
+}
+
+#[async_trait]
+impl Skill for Poller {
+    fn card(&self) -> SkillCard {
+        SkillCard::new(self.id, "looks at something outside until it is ready")
+            .resumable_if(self.resumable)
+    }
+
+    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let outcome = self.look_until_ready(&input, &ctx).await;
+        if let Err(SkillError::Canceled) = &outcome {
+            let heard = (ctx.task_id().clone(), Value::Null);
+            self.let_go.lock().unwrap().push(heard);
+        }
+        outcome
+    }
+
+    async fn canceled_at_rest(&self, task_id: &TaskId, checkpoint: Value) {
+        self.let_go
+            .lock()
+            .unwrap()
+            .push((task_id.clone(), checkpoint));
+    }
+}
+
+async fn start(
+    park_after_ms: u64,
+    poller: &Poller,
+    dir: Option<&std::path::Path>,
+) -> RuntimeHandle {
+    let mut config = RuntimeConfig::default();
+    config.park_after_ms = park_after_ms;
+    let builder = Runtime::builder().config(config).skill(poller.clone());
+    let builder = match dir {
+        Some(dir) => builder.store(open_sled(dir).await),
+        None => builder,
+    };
+    builder.start().await.unwrap()
+}
+
+async fn poll(rt: &RuntimeHandle, poller: &Poller) -> TaskId {
+    submit_to(rt, poller, "watch it").await
+}
+
+async fn submit_to(rt: &RuntimeHandle, poller: &Poller, text: &str) -> TaskId {
+    let request = SubmitRequest::new(message(text, Value::Null)).skill(Some(poller.id.into()));
+    rt.submit(request).await.unwrap().task.id
+}
+
+async fn parked(rt: &RuntimeHandle, id: &TaskId) {
+    eventually(
+        || format!("{} tasks have an actor", rt.live_tasks()),
+        || rt.live_tasks() == 0,
+    )
+    .await;
+    assert_eq!(rt.presence(id).await, Presence::Resting);
+}
+
+async fn runs_reach(poller: &Poller, runs: usize) {
+    eventually(
+        || format!("{} runs started, not {runs}", poller.runs()),
+        || poller.runs() >= runs,
+    )
+    .await;
+}
+
+/// The statuses the task's events tell, in order.
+async fn statuses(rt: &RuntimeHandle, id: &TaskId) -> Vec<(TaskState, Option<String>)> {
+    collect_events(rt, id, 0)
+        .await
+        .iter()
+        .filter_map(|e| match &e.kind {
+            TaskEventKind::Status(status) => {
+                Some((status.state, status.message.as_ref().map(|m| m.text())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_idle_wait_parks_its_task_and_the_wait_s_end_wakes_it() {
+    let poller = Poller::new("poller", true, Duration::from_millis(300));
+    let rt = start(50, &poller, None).await;
+    let kept = Poller::new("poller", true, Duration::from_millis(300));
+    let keeping = start(0, &kept, None).await;
+    let id = poll(&rt, &poller).await;
+    let kept_id = poll(&keeping, &kept).await;
+    parked(&rt, &id).await;
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    // Woken by the end of its wait: a run started again from the checkpoint, and it
+    // looked once more.
+    runs_reach(&poller, 3).await;
+    assert_eq!(
+        keeping.live_tasks(),
+        1,
+        "a task that may not park keeps its actor"
+    );
+    assert_eq!(kept.runs(), 1);
+    poller.ready.store(true, Ordering::SeqCst);
+    kept.ready.store(true, Ordering::SeqCst);
+    let done = wait_for_state(&rt, &id, TaskState::Completed).await;
+    assert_eq!(status_text(&done), "ready");
+    wait_for_state(&keeping, &kept_id, TaskState::Completed).await;
+    // The wakes said nothing: the same statuses as the task that kept its actor.
+    assert_eq!(statuses(&rt, &id).await, statuses(&keeping, &kept_id).await);
+    assert_eq!(
+        statuses(&rt, &id).await,
+        [
+            (TaskState::Working, None),
+            (TaskState::Completed, Some("ready".into())),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_shorter_than_the_idle_clock_keeps_the_actor() {
+    let poller = Poller::new("poller", true, Duration::from_millis(10));
+    let rt = start(30, &poller, None).await;
+    let id = poll(&rt, &poller).await;
+    // Many looks, one run: it never parked (each wait is shorter than the idle clock).
+    eventually(
+        || format!("the poller looked {} times", poller.looks()),
+        || poller.looks() >= 20,
+    )
+    .await;
+    assert_eq!(poller.runs(), 1);
+    assert_eq!(rt.presence(&id).await, Presence::Here);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_that_does_not_resume_keeps_its_actor_through_a_long_wait() {
+    let one_shot = Poller::new("one-shot", false, Duration::from_secs(3600));
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let mut config = RuntimeConfig::default();
+    config.park_after_ms = 10;
+    let rt = Runtime::builder()
+        .config(config)
+        .skill(one_shot.clone())
+        .skill(poller.clone())
+        .start()
+        .await
+        .unwrap();
+    let id = poll(&rt, &one_shot).await;
+    runs_reach(&one_shot, 1).await;
+    eventually(
+        || "the one-shot run did not look".into(),
+        || one_shot.looks() == 1,
+    )
+    .await;
+    // The resumable task, idle as long, parks; the other keeps its actor, and a cancel
+    // reaches its run.
+    let parking = poll(&rt, &poller).await;
+    eventually(
+        || "the resumable task did not park".into(),
+        || rt.live_tasks() == 1,
+    )
+    .await;
+    assert_eq!(rt.presence(&parking).await, Presence::Resting);
+    assert_eq!(rt.presence(&id).await, Presence::Here);
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    let heard = one_shot.let_go.lock().unwrap().clone();
+    assert_eq!(heard, [(id, Value::Null)], "its run heard the cancel");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_wakes_a_parked_idle_task_and_it_parks_again_once_left_alone() {
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let rt = start(20, &poller, None).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    assert_eq!(poller.runs(), 1);
+    let mut events = rt.subscribe(&id, 0, Access::Any).await.unwrap();
+    let follower = tokio::spawn(async move { while events.next().await.is_some() {} });
+    // Woken: its run starts again, and stays while someone follows the task.
+    runs_reach(&poller, 2).await;
+    assert_eq!(rt.live_tasks(), 1);
+    follower.abort();
+    parked(&rt, &id).await;
+    // Each run went on from the last one's checkpoint (a run that parked before the
+    // subscriber came is woken again by it).
+    assert_eq!(poller.looks(), poller.runs());
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    assert!(task.status.message.is_none(), "a wake adds no note");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_of_a_parked_idle_task_is_heard_once() {
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let rt = start(20, &poller, None).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    // By the run the wake started, or, when the cancel came first, by
+    // `canceled_at_rest`.
+    eventually(
+        || "the skill did not hear the cancel".into(),
+        || !poller.let_go.lock().unwrap().is_empty(),
+    )
+    .await;
+    let heard = poller.let_go.lock().unwrap().clone();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0].0, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_of_a_task_parked_waiting_for_input_tells_the_skill_its_checkpoint() {
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let rt = start(20, &poller, None).await;
+    let id = submit_to(&rt, &poller, "ask").await;
+    wait_for_state(&rt, &id, TaskState::InputRequired).await;
+    parked(&rt, &id).await;
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    eventually(
+        || "canceled_at_rest was not called".into(),
+        || !poller.let_go.lock().unwrap().is_empty(),
+    )
+    .await;
+    assert_eq!(*poller.let_go.lock().unwrap(), [(id, json!({"looks": 0}))]);
+    assert_eq!(poller.runs(), 1, "the cancel started no run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_parked_idle_across_a_restart_runs_again_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let rt = start(20, &poller, Some(dir.path())).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    rt.shutdown(Duration::from_secs(5)).await;
+    drop(rt);
+
+    let rt = start(20, &poller, Some(dir.path())).await;
+    // Working when the node stopped: it runs again from its checkpoint at once.
+    runs_reach(&poller, 2).await;
+    parked(&rt, &id).await;
+    assert_eq!(poller.looks(), 2, "the run went on from its checkpoint");
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(status_text(&task), "resumed after a restart");
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_to_a_parked_idle_task_is_answered_as_by_a_live_one() {
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let rt = start(20, &poller, None).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    // The skill takes no messages while it works: the woken task refuses it as the
+    // live one would, and the wake runs the skill again.
+    let mut follow_up = message("and this?", Value::Null);
+    follow_up.task_id = Some(id.clone());
+    let refused = rt.submit(SubmitRequest::new(follow_up)).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("refuses messages while it works"),
+        "unexpected refusal: {refused}"
+    );
+    runs_reach(&poller, 2).await;
+    parked(&rt, &id).await;
+    assert_eq!(
+        poller.looks(),
+        poller.runs(),
+        "each run went on from its checkpoint"
+    );
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+}
