@@ -123,6 +123,12 @@ pub struct DelegateConfig {
     pub poll_max_ms: u64,
     /// How long a peer's card is used before it is revalidated, in seconds. Default: 60.
     pub card_max_age_s: u64,
+    /// A peer's task that has shown no change for this long, in seconds, is followed
+    /// quietly: read once every `quiet-poll-s` instead of streamed or polled, and the
+    /// local task waits idle between reads, so that it parks (with the default
+    /// `runtime.park-after-ms` of 60 s, from 120 s up). A change, or a subscriber to the
+    /// local task, follows it closely again. 0: always closely. Default: 300.
+    pub quiet_poll_s: u64,
 }
 
 impl Default for DelegateConfig {
@@ -131,6 +137,7 @@ impl Default for DelegateConfig {
             give_up_after_s: 300,
             poll_max_ms: 5000,
             card_max_age_s: 60,
+            quiet_poll_s: 300,
         }
     }
 }
@@ -143,6 +150,9 @@ impl DelegateConfig {
         }
         if !(10..=600_000).contains(&self.poll_max_ms) {
             return Err("skills.delegate.poll-max-ms must be from 10 to 600000".into());
+        }
+        if self.quiet_poll_s > 86_400 {
+            return Err("skills.delegate.quiet-poll-s must be at most 86400 (a day)".into());
         }
         Ok(())
     }
@@ -185,6 +195,14 @@ mod tests {
             let error = config.validate(name).unwrap_err();
             assert!(error.contains(says), "{error}");
         }
+        let delegate = DelegateConfig::default();
+        assert_eq!(delegate.validate(), Ok(()));
+        let too_long = DelegateConfig {
+            quiet_poll_s: 86_401,
+            ..delegate
+        };
+        let error = too_long.validate().unwrap_err();
+        assert!(error.contains("skills.delegate.quiet-poll-s"), "{error}");
     }
 
     #[test]

@@ -15,10 +15,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use fundi_runtime::{
     InputRefused, Message, Part, Role, Skill, SkillCard, SkillContext, SkillError, SkillInput,
-    SkillOutput,
+    SkillOutput, TaskId,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::config::DelegateConfig;
 use crate::directory::PeerDirectory;
@@ -64,6 +64,15 @@ pub(crate) struct Progress {
     /// The peer's question last answered: asked again only once the peer asks anew.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answered: Option<String>,
+    /// The peer, so that a cancel of a parked task reaches it (`canceled_at_rest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    peer: Option<String>,
+    /// What has been mirrored of the peer's task.
+    #[serde(default, skip_serializing_if = "follow::Mirrored::is_empty")]
+    mirrored: follow::Mirrored,
+    /// The peer's task is followed quietly (it showed no change for `quiet-poll-s`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    quiet: bool,
 }
 
 #[async_trait]
@@ -105,6 +114,18 @@ impl Skill for DelegateSkill {
         Ok(())
     }
 
+    /// A task canceled while parked (following its peer's task quietly, or asking its
+    /// user the peer's question): the peer's task is canceled too, as a run would.
+    async fn canceled_at_rest(&self, task_id: &TaskId, checkpoint: Value) {
+        let Ok(progress) = serde_json::from_value::<Progress>(checkpoint) else {
+            tracing::warn!(%task_id, "delegate: unreadable checkpoint; the peer's task is left as it is");
+            return;
+        };
+        if let (Some(peer), Some(task)) = (&progress.peer, &progress.remote_task) {
+            call::cancel_remote(&self.peers, peer, task).await;
+        }
+    }
+
     async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
         let first = input
             .history
@@ -123,6 +144,7 @@ impl Skill for DelegateSkill {
             ctx: &ctx,
             give_up_after: Duration::from_secs(self.config.give_up_after_s),
             poll_max: Duration::from_millis(self.config.poll_max_ms),
+            quiet_poll: Duration::from_secs(self.config.quiet_poll_s),
         };
         // A restart while the local task asked its user: this run starts from the answer.
         let answer = (input.resumed
@@ -171,6 +193,7 @@ async fn delegate(
             }
             Sent::Task(task) => {
                 progress.remote_task = Some(task.id.clone());
+                progress.peer = Some(plan.peer.clone());
                 progress.remote_context = task.context_id.clone();
                 let mut note = Message::agent(vec![Part::text(format!(
                     "Delegated to peer {} as its task {}.",

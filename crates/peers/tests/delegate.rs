@@ -272,3 +272,131 @@ async fn a_peer_that_keeps_failing_is_tried_again_then_given_up_in_bounded_time(
     );
     assert!(seen.lock().unwrap().calls.len() > 1, "never tried again");
 }
+
+/// A runtime that parks a task after 100 ms with nothing happening, delegating to the
+/// peer at `peer` and following a task quiet for a second quietly.
+async fn start_quiet(peer: std::net::SocketAddr) -> RuntimeHandle {
+    let mut config = PeerConfig::default();
+    config.url = format!("http://127.0.0.1:{}", peer.port());
+    config.allow_private_networks = true;
+    let peers = Arc::new(
+        PeerDirectory::new(&[("b".to_owned(), config)].into(), Duration::from_secs(60)).unwrap(),
+    );
+    let mut delegate_config = DelegateConfig::default();
+    delegate_config.poll_max_ms = 50;
+    delegate_config.quiet_poll_s = 1;
+    let mut runtime_config = fundi_runtime::RuntimeConfig::default();
+    runtime_config.park_after_ms = 100;
+    Runtime::builder()
+        .config(runtime_config)
+        .shared_store(Arc::new(MemoryStore::new()))
+        .skill(DelegateSkill::new(peers, delegate_config))
+        .start()
+        .await
+        .unwrap()
+}
+
+async fn submit_delegation(runtime: &RuntimeHandle) -> fundi_runtime::TaskId {
+    let message = Message::user(vec![
+        Part::text("please"),
+        Part::data(json!({"peer": "b", "skill": "work"})),
+    ]);
+    let request = SubmitRequest::new(message).grants(Grants::scopes(["fundi:delegate"]));
+    runtime.submit(request).await.unwrap().task.id
+}
+
+/// Polls `done` until it holds, failing after [`DEADLINE`] with `what`.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn calls_of(seen: &std::sync::Mutex<fake_peer::Seen>, method: &str) -> usize {
+    let seen = seen.lock().unwrap();
+    seen.calls.iter().filter(|c| c.0 == method).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_peer_task_is_read_now_and_then_with_the_local_task_parked_between() {
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (addr, seen) = fake_peer::start(Script {
+        done: Some(done.clone()),
+        ..Script::default()
+    })
+    .await;
+    let runtime = start_quiet(addr).await;
+    let id = submit_delegation(&runtime).await;
+    until("the quiet delegation did not park", || {
+        runtime.live_tasks() == 0
+    })
+    .await;
+    // Woken a second later, it reads the peer's task once more, and parks again.
+    let reads = calls_of(&seen, "GetTask");
+    until("the parked delegation did not read again", || {
+        calls_of(&seen, "GetTask") > reads
+    })
+    .await;
+    until("the delegation did not park again", || {
+        runtime.live_tasks() == 0
+    })
+    .await;
+    let task = runtime.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    assert_eq!(
+        task.status.message.as_ref().map(Message::text).as_deref(),
+        Some("still at it")
+    );
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    until("the delegation did not end", || {
+        futures::executor::block_on(runtime.get(&id, None, Access::Any))
+            .is_ok_and(|t| t.status.state.is_terminal())
+    })
+    .await;
+    let task = runtime.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    assert_eq!(task.artifacts.len(), 1, "{task:?}");
+    // The wakes told nothing twice: the peer's note once.
+    let events = runtime.subscribe(&id, 0, Access::Any).await.unwrap();
+    let events: Vec<_> = futures::StreamExt::collect(events).await;
+    let notes: Vec<_> = events
+        .iter()
+        .filter_map(|e| {
+            e.as_ref()
+                .unwrap()
+                .status()?
+                .message
+                .as_ref()
+                .map(Message::text)
+        })
+        .filter(|text| text == "still at it")
+        .collect();
+    assert_eq!(notes.len(), 1, "{events:?}");
+    assert_eq!(calls_of(&seen, "SendMessage"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_of_a_parked_delegation_cancels_the_peers_task() {
+    let (addr, seen) = fake_peer::start(Script {
+        done: Some(Arc::default()),
+        ..Script::default()
+    })
+    .await;
+    let runtime = start_quiet(addr).await;
+    let id = submit_delegation(&runtime).await;
+    until("the quiet delegation did not park", || {
+        runtime.live_tasks() == 0
+    })
+    .await;
+    let canceled = runtime.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    until("the peer's task was not canceled", || {
+        calls_of(&seen, "CancelTask") == 1
+    })
+    .await;
+    let seen = seen.lock().unwrap();
+    let cancel = seen.calls.iter().find(|c| c.0 == "CancelTask").unwrap();
+    assert_eq!(cancel.1["id"], "remote-1");
+}

@@ -27,6 +27,9 @@ pub(crate) struct Calls<'a> {
     pub(crate) ctx: &'a SkillContext,
     pub(crate) give_up_after: Duration,
     pub(crate) poll_max: Duration,
+    /// How long the peer's task may show no change before it is followed quietly
+    /// (zero: never).
+    pub(crate) quiet_poll: Duration,
 }
 
 impl Calls<'_> {
@@ -92,23 +95,24 @@ impl Calls<'_> {
         self.ctx.checkpoint(json!(progress)).await
     }
 
-    /// Cancels the peer's task, as far as the peer lets it within [`CANCEL_WAIT`]; what
-    /// fails is logged (the local task is canceled whatever the peer says).
+    /// Cancels the peer's task (see [`cancel_remote`]).
     pub(crate) async fn cancel_remote(&self, task: &str) {
-        let cancel = async {
-            let (endpoint, _) = self.peers.endpoint(self.peer).await?;
-            endpoint.cancel_task(task).await
-        };
-        match tokio::time::timeout(CANCEL_WAIT, cancel).await {
-            Ok(Ok(_)) => tracing::info!(peer = self.peer, task, "canceled the peer's task"),
-            Ok(Err(error)) => {
-                tracing::warn!(peer = self.peer, task, %error, "the peer's task could not be canceled");
-            }
-            Err(_) => tracing::warn!(
-                peer = self.peer,
-                task,
-                "the peer did not answer a cancel in time"
-            ),
+        cancel_remote(self.peers, self.peer, task).await;
+    }
+}
+
+/// Cancels `peer`'s task, as far as the peer lets it within [`CANCEL_WAIT`]; what fails
+/// is logged (the local task is canceled whatever the peer says).
+pub(crate) async fn cancel_remote(peers: &PeerDirectory, peer: &str, task: &str) {
+    let cancel = async {
+        let (endpoint, _) = peers.endpoint(peer).await?;
+        endpoint.cancel_task(task).await
+    };
+    match tokio::time::timeout(CANCEL_WAIT, cancel).await {
+        Ok(Ok(_)) => tracing::info!(peer, task, "canceled the peer's task"),
+        Ok(Err(error)) => {
+            tracing::warn!(peer, task, %error, "the peer's task could not be canceled");
         }
+        Err(_) => tracing::warn!(peer, task, "the peer did not answer a cancel in time"),
     }
 }

@@ -2,14 +2,21 @@
 //! as `working` notes, its artifacts by id, a question as the local task's question
 //! (answered on the peer), and its outcome as the local outcome. A peer that streams is
 //! followed with `SubscribeToTask` (read again with `GetTask` whenever the stream ends
-//! or the state changes); one that does not is read with `GetTask`, with backoff.
+//! or the state changes); one that does not is read with `GetTask`, with backoff. A
+//! task that shows no change for `quiet-poll-s` is followed quietly: read once every
+//! `quiet-poll-s`, the local run idle between reads (`SkillContext::idle`), so that its
+//! task parks; what was mirrored is in the checkpoint, so that the run the wake starts
+//! tells nothing twice.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fundi_runtime::{Artifact, Message, Part, SkillError, SkillOutput, TaskState};
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
 
 use super::call::Calls;
 use super::{Progress, plan};
@@ -19,50 +26,71 @@ use crate::remote::{RemoteEvent, RemoteTask};
 /// The first pause between two reads of a task followed by polling.
 const FIRST_POLL: Duration = Duration::from_millis(200);
 
-/// What has been mirrored already, so that each change is told once.
-#[derive(Default)]
-struct Mirror {
-    artifacts: HashMap<String, Artifact>,
+/// What has been mirrored already, so that each change is told once (kept in the
+/// checkpoint, so that a resumed run tells it once too).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Mirrored {
+    /// The peer's last note mirrored (its status key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     note: Option<String>,
+    /// Each artifact mirrored whole: its id, and the SHA-256 of its JSON (hex).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    artifacts: BTreeMap<String, String>,
 }
 
-impl Mirror {
-    /// Mirrors the artifacts that differ from those mirrored.
+impl Mirrored {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.note.is_none() && self.artifacts.is_empty()
+    }
+
+    /// Mirrors the artifacts that differ from those mirrored; whether any did.
     async fn artifacts(
         &mut self,
         calls: &Calls<'_>,
         artifacts: &[Artifact],
-    ) -> Result<(), SkillError> {
+    ) -> Result<bool, SkillError> {
+        let mut changed = false;
         for artifact in artifacts {
-            if self.artifacts.get(&artifact.artifact_id) != Some(artifact) {
+            let fingerprint = fingerprint(artifact);
+            if self.artifacts.get(&artifact.artifact_id) != Some(&fingerprint) {
                 calls.ctx.artifact(artifact.clone()).await?;
                 self.artifacts
-                    .insert(artifact.artifact_id.clone(), artifact.clone());
+                    .insert(artifact.artifact_id.clone(), fingerprint);
+                changed = true;
             }
         }
-        Ok(())
+        Ok(changed)
     }
 
-    /// Mirrors a working note, once.
+    /// Mirrors a working note, once; whether it did.
     async fn note(
         &mut self,
         calls: &Calls<'_>,
         key: String,
         message: Option<&Message>,
-    ) -> Result<(), SkillError> {
+    ) -> Result<bool, SkillError> {
         let Some(message) = message else {
-            return Ok(());
+            return Ok(false);
         };
         if self.note.as_deref() == Some(key.as_str()) {
-            return Ok(());
+            return Ok(false);
         }
         calls
             .ctx
             .status_message(plan::mirrored(message), None)
             .await?;
         self.note = Some(key);
-        Ok(())
+        Ok(true)
     }
+}
+
+fn fingerprint(artifact: &Artifact) -> String {
+    let json = serde_json::to_vec(artifact).unwrap_or_default();
+    Sha256::digest(&json)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// Follows the peer's task `progress.remote_task` until it ends.
@@ -75,9 +103,9 @@ pub(crate) async fn follow(
             "delegate: no peer task to follow".into(),
         ));
     };
-    let mut mirror = Mirror::default();
     let mut poll = FIRST_POLL;
     let mut stream = true;
+    let mut last_change = Instant::now();
     loop {
         let task = calls
             .retrying(|endpoint| {
@@ -85,23 +113,40 @@ pub(crate) async fn follow(
                 async move { endpoint.get_task(&id).await }
             })
             .await?;
-        mirror.artifacts(calls, &task.artifacts).await?;
+        let mut changed = progress.mirrored.artifacts(calls, &task.artifacts).await?;
         match task.state {
             TaskState::Submitted | TaskState::Working => {
-                mirror
-                    .note(calls, task.status_key(), task.message.as_ref())
+                let key = task.status_key();
+                changed |= progress
+                    .mirrored
+                    .note(calls, key, task.message.as_ref())
                     .await?;
             }
             TaskState::InputRequired => {
                 let key = task.status_key();
                 if progress.answered.as_deref() != Some(key.as_str()) {
+                    progress.quiet = false;
                     ask(calls, progress, &task, key).await?;
                     poll = FIRST_POLL;
+                    last_change = Instant::now();
                     continue;
                 }
                 // Answered already: the peer has not taken the answer yet.
             }
             _ => return ended(calls.peer, task),
+        }
+        if changed {
+            last_change = Instant::now();
+            progress.quiet = false;
+        }
+        if quiet(calls, progress, last_change) {
+            // What was mirrored is stored before the run may stop for the wait.
+            if !progress.quiet || changed {
+                progress.quiet = true;
+                calls.ctx.checkpoint(json!(progress)).await?;
+            }
+            calls.ctx.idle(calls.quiet_poll).await?;
+            continue;
         }
         let streams = stream && matches!(task.state, TaskState::Submitted | TaskState::Working);
         if streams
@@ -111,14 +156,16 @@ pub(crate) async fn follow(
                 .await
                 .is_ok_and(|(_, streams)| streams)
         {
-            match watch(calls, &id, &mut mirror).await {
+            match watch(calls, &id, &mut progress.mirrored, &mut last_change).await {
                 // The state changed: read the task at once.
                 Ok(true) => {
                     poll = FIRST_POLL;
+                    last_change = Instant::now();
                     continue;
                 }
-                // The stream ended with the task still working: subscribe again after a
-                // pause, so that a peer that closes streams is not called in a loop.
+                // The stream ended with the task still working (or was quiet for
+                // `quiet-poll-s`): subscribe again after a pause, so that a peer that
+                // closes streams is not called in a loop.
                 Ok(false) => {}
                 // A peer that will not stream this task is polled instead.
                 Err(error) if !error.is_transient() => stream = false,
@@ -128,6 +175,12 @@ pub(crate) async fn follow(
         calls.pause(poll).await?;
         poll = (poll * 2).min(calls.poll_max);
     }
+}
+
+/// Whether the peer's task is followed quietly now: it has shown no change for
+/// `quiet-poll-s` (in this run, or in the one before, which was quiet when it stopped).
+fn quiet(calls: &Calls<'_>, progress: &Progress, last_change: Instant) -> bool {
+    !calls.quiet_poll.is_zero() && (progress.quiet || last_change.elapsed() >= calls.quiet_poll)
 }
 
 /// Asks the local user the peer's question, and sends the answer on.
@@ -151,13 +204,23 @@ async fn ask(
 }
 
 /// Reads the peer's stream of the task until its state leaves `working` (`true`) or the
-/// stream ends (`false`); notes and artifact chunks are mirrored as they come.
-async fn watch(calls: &Calls<'_>, id: &str, mirror: &mut Mirror) -> Result<bool, PeerError> {
+/// stream ends, or nothing new comes for `quiet-poll-s` after `last_change` (`false`);
+/// notes and artifact chunks are mirrored as they come, and move `last_change`.
+async fn watch(
+    calls: &Calls<'_>,
+    id: &str,
+    mirror: &mut Mirrored,
+    last_change: &mut Instant,
+) -> Result<bool, PeerError> {
     let (endpoint, _) = calls.peers.endpoint(calls.peer).await?;
     let mut events = endpoint.subscribe(id).await?;
+    let quiet_poll = calls.quiet_poll;
     loop {
         let event = tokio::select! {
             () = calls.ctx.cancelled() => return Ok(true),
+            () = tokio::time::sleep_until(*last_change + quiet_poll), if !quiet_poll.is_zero() => {
+                return Ok(false);
+            }
             event = events.next() => event,
         };
         let Some(event) = event else {
@@ -188,13 +251,16 @@ async fn watch(calls: &Calls<'_>, id: &str, mirror: &mut Mirror) -> Result<bool,
             } => {
                 // Read whole again at the next `GetTask`.
                 mirror.artifacts.remove(&artifact.artifact_id);
-                calls.ctx.artifact_chunk(artifact, append, last_chunk).await
+                let chunk = calls.ctx.artifact_chunk(artifact, append, last_chunk);
+                chunk.await.map(|()| true)
             }
-            RemoteEvent::Message(_) => Ok(()),
+            RemoteEvent::Message(_) => Ok(false),
         };
-        if mirrored.is_err() {
+        match mirrored {
+            Ok(true) => *last_change = Instant::now(),
+            Ok(false) => {}
             // The local task could not take it (canceled, stopping): the caller sees why.
-            return Ok(true);
+            Err(_) => return Ok(true),
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct Script {
     pub jku_elsewhere: bool,
     /// Answer every A2A call 500.
     pub failing: bool,
+    /// When set, `GetTask` sees the task working until it is raised (in place of
+    /// `working_reads`).
+    pub done: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What the peer saw.
@@ -148,14 +151,25 @@ async fn rpc(State(peer): State<Peer>, axum::Json(body): axum::Json<Value>) -> R
         .iter()
         .filter(|c| c.0 == "GetTask")
         .count();
+    let done = match &peer.script.done {
+        Some(done) => done.load(std::sync::atomic::Ordering::SeqCst),
+        None => reads > peer.script.working_reads,
+    };
     let result = match method.as_str() {
         "SendMessage" => json!({"task": task("working", None)}),
-        "GetTask" if reads > peer.script.working_reads => json!(task(
+        "GetTask" if done => json!(task(
             "TASK_STATE_COMPLETED",
             Some(
                 json!([{"artifactId": "out", "name": "out", "parts": [{"text": "done by the peer"}]}])
             )
         )),
+        // A peer whose task waits on `done` notes that it works, once.
+        "GetTask" if peer.script.done.is_some() => {
+            let mut working = task("TASK_STATE_WORKING", None);
+            working["status"]["message"] = json!({"messageId": "note-1", "role": "ROLE_AGENT",
+                "parts": [{"text": "still at it"}]});
+            working
+        }
         "GetTask" => json!(task("TASK_STATE_WORKING", None)),
         "CancelTask" => json!(task("TASK_STATE_CANCELED", None)),
         _ => {
