@@ -56,8 +56,9 @@ pub(crate) struct Args {
     /// (W4; 0 skips it).
     #[arg(long, default_value_t = 0)]
     pub(crate) input_required_tasks: usize,
-    /// Tasks waiting for an approver, and as many queued for a slot: the RSS each
-    /// costs (W4; 0 skips it).
+    /// Tasks waiting for an approver (with a push config and without), and as many
+    /// queued for a slot, and as many whose run waits idle: the RSS each costs, and a
+    /// restart with them (W4; 0 skips it).
     #[arg(long, default_value_t = 0)]
     pub(crate) waiting_tasks: usize,
     /// Terminal tasks seeded into a store for the read measurements (0 skips it).

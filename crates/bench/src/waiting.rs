@@ -1,8 +1,9 @@
 //! W4 waiting tasks of the other kinds: the RSS a task costs while it waits for an
 //! approver (parked once it rested `PARK_AFTER_MS`), likewise with a push config (its
-//! delivery resting, push.md), and while it is queued for a slot (no actor: runtime
-//! semantics, "Queued tasks"), each on a fresh server over sled against that server's
-//! RSS when empty. Tasks waiting for input: `parked`.
+//! delivery resting, push.md), while it is queued for a slot (no actor: runtime
+//! semantics, "Queued tasks"), and while its run waits idle (parked: "Idle runs"), each
+//! on a fresh server over sled against that server's RSS when empty. Tasks waiting for
+//! input: `parked`.
 
 use std::path::Path;
 
@@ -23,6 +24,9 @@ enum Kind {
     PushedApproval,
     /// A slot: echo runs one task at a time, and one task that takes hours holds it.
     Slot,
+    /// The end of an idle wait of a day (`idleS`): each task works, and parks once it
+    /// rested. Echo runs them all at once, so that none queues.
+    Idle,
 }
 
 impl Kind {
@@ -34,13 +38,31 @@ impl Kind {
                 ("FUNDI__PUSH__ALLOWED_HOSTS", "[\"127.0.0.1\"]"),
             ],
             Kind::Slot => &[("FUNDI__RUNTIME__SKILL_CONCURRENCY__ECHO", "1")],
+            Kind::Idle => &[("FUNDI__RUNTIME__SKILL_CONCURRENCY__ECHO", "10000000")],
+        }
+    }
+
+    /// What each task's message asks of echo.
+    fn data(self) -> Option<Value> {
+        match self {
+            Kind::Idle => Some(json!({"idleS": 86_400})),
+            _ => None,
+        }
+    }
+
+    /// Whether a new task is in a state this kind's tasks start in.
+    fn created(self, state: &Value) -> bool {
+        match self {
+            // Submitted until its run starts, and working once it has.
+            Kind::Idle => state == "TASK_STATE_SUBMITTED" || state == "TASK_STATE_WORKING",
+            _ => state == "TASK_STATE_SUBMITTED",
         }
     }
 
     /// Tasks that keep their actor while the others wait.
     fn live(self) -> usize {
         match self {
-            Kind::Approval | Kind::PushedApproval => 0,
+            Kind::Approval | Kind::PushedApproval | Kind::Idle => 0,
             Kind::Slot => 1,
         }
     }
@@ -58,26 +80,35 @@ pub(crate) async fn waiting_kinds(
     let approval = measure(Kind::Approval).await?;
     let pushed = measure(Kind::PushedApproval).await?;
     let slot = measure(Kind::Slot).await?;
+    let idle = measure(Kind::Idle).await?;
     println!(
         "\nW4 {count} tasks waiting (sled): {:.2} KiB per task waiting for an approver \
          (parked), {:.2} KiB with a push config (its delivery resting), {:.2} KiB per \
-         task queued for a slot (no actor)",
+         task queued for a slot (no actor), {:.2} KiB per task whose run waits idle \
+         (parked)",
         approval.bytes_per_task / 1024.0,
         pushed.bytes_per_task / 1024.0,
         slot.bytes_per_task / 1024.0,
+        idle.bytes_per_task / 1024.0,
     );
     println!(
         "W4 restart (SIGKILL) with {count} tasks waiting: listening after {:.2} s waiting \
-         for an approver, {:.2} s with a push config, {:.2} s queued for a slot",
-        approval.restart_seconds, pushed.restart_seconds, slot.restart_seconds,
+         for an approver, {:.2} s with a push config, {:.2} s queued for a slot, {:.2} s \
+         waiting idle",
+        approval.restart_seconds,
+        pushed.restart_seconds,
+        slot.restart_seconds,
+        idle.restart_seconds,
     );
     Ok(
         json!({"tasks": count, "bytesPerApprovalTask": approval.bytes_per_task,
               "bytesPerPushedApprovalTask": pushed.bytes_per_task,
               "bytesPerQueuedTask": slot.bytes_per_task,
+              "bytesPerIdleTask": idle.bytes_per_task,
               "restartSecondsApproval": approval.restart_seconds,
               "restartSecondsPushedApproval": pushed.restart_seconds,
-              "restartSecondsQueued": slot.restart_seconds}),
+              "restartSecondsQueued": slot.restart_seconds,
+              "restartSecondsIdle": idle.restart_seconds}),
     )
 }
 
@@ -112,7 +143,7 @@ async fn rss_per_task(
         Kind::PushedApproval => Some(webhook().await?),
         _ => None,
     };
-    create(client, &server.url, count, hook.as_deref()).await?;
+    create(client, &server.url, count, kind, hook.as_deref()).await?;
     wait_until_live(client, &server.url, kind.live()).await?;
     if hook.is_some() {
         wait_until_metric(client, &server.url, "fundi_push_resting", count).await?;
@@ -126,13 +157,13 @@ async fn rss_per_task(
     })
 }
 
-/// Submits `count` echo tasks without waiting for them, from `CREATORS` workers, each
-/// with a push config to `hook` if given; each is stored submitted (queued, or waiting
-/// for its approver).
+/// Submits `count` echo tasks for `kind` without waiting for them, from `CREATORS`
+/// workers, each with a push config to `hook` if given.
 async fn create(
     client: &reqwest::Client,
     url: &str,
     count: usize,
+    kind: Kind,
     hook: Option<&str>,
 ) -> anyhow::Result<()> {
     let (client, url, hook) = (client.clone(), url.to_owned(), hook.map(str::to_owned));
@@ -141,10 +172,10 @@ async fn create(
         async move {
             let task = match hook {
                 Some(hook) => send_pushed(&client, &url, &hook).await?,
-                None => send_at_once(&client, &url, "waiting", None).await?,
+                None => send_at_once(&client, &url, "waiting", kind.data()).await?,
             };
             ensure!(
-                task["status"]["state"] == "TASK_STATE_SUBMITTED",
+                kind.created(&task["status"]["state"]),
                 "not waiting: {task}"
             );
             anyhow::Ok(())

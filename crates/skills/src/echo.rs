@@ -24,6 +24,8 @@ use step_log::StepLog;
 const MAX_STEPS: u64 = 10_000;
 /// Largest `delayMs` a message may ask for.
 const MAX_DELAY_MS: u64 = 60_000;
+/// Largest `idleS` a message may ask for: a day.
+const MAX_IDLE_S: u64 = 86_400;
 
 /// Defaults for messages that carry no data part.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,6 +63,8 @@ struct Plan {
     delay: Duration,
     ask_input: bool,
     wait_each_step: bool,
+    /// How long to wait idle before the steps.
+    idle: Duration,
 }
 
 /// What a run has got to, saved as the checkpoint.
@@ -73,6 +77,9 @@ struct Progress {
     answer: Option<String>,
     #[serde(default)]
     step: u64,
+    /// When the idle wait ends (ms since the Unix epoch), once it has begun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idle_until: Option<u64>,
 }
 
 impl EchoSkill {
@@ -102,8 +109,36 @@ impl EchoSkill {
             delay: Duration::from_millis(number("delayMs", self.config.delay_ms, MAX_DELAY_MS)?),
             ask_input: flag("askInput")?,
             wait_each_step: flag("waitEachStep")?,
+            idle: Duration::from_secs(number("idleS", 0, MAX_IDLE_S)?),
         })
     }
+}
+
+/// Waits idle for `idle` once, from the first run that reaches it to the end: its end is
+/// in the checkpoint, so a run woken after its task parked for the wait, or resumed
+/// after a restart, waits only what is left.
+async fn wait_idle(
+    ctx: &SkillContext,
+    progress: &mut Progress,
+    idle: Duration,
+) -> Result<(), SkillError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let until = match progress.idle_until {
+        Some(until) => until,
+        None => {
+            let until = now + idle.as_millis() as u64;
+            progress.idle_until = Some(until);
+            ctx.checkpoint(json!(progress)).await?;
+            until
+        }
+    };
+    if until > now {
+        ctx.idle(Duration::from_millis(until - now)).await?;
+    }
+    Ok(())
 }
 
 /// A JSON number that is a non-negative whole number, written as an integer or not.
@@ -127,7 +162,8 @@ impl Skill for EchoSkill {
             "Echoes the text it is sent. A data part {\"steps\": N, \"delayMs\": M} \
                           makes it report N progress steps M ms apart ({\"waitEachStep\": true}: \
                           each one stored before the next); {\"askInput\": true} makes it ask \
-                          for the text first. Messages sent while it works are echoed \
+                          for the text first; {\"idleS\": S} makes it wait S seconds idle \
+                          before its steps. Messages sent while it works are echoed \
                           before its next step.",
         )
         .name("Echo")
@@ -200,6 +236,10 @@ impl Skill for EchoSkill {
             answer
         };
 
+        if !plan.idle.is_zero() {
+            wait_idle(&ctx, &mut progress, plan.idle).await?;
+        }
+
         let log = self
             .config
             .step_log
@@ -271,8 +311,11 @@ mod tests {
                 delay: Duration::from_millis(7),
                 ask_input: false,
                 wait_each_step: false,
+                idle: Duration::ZERO,
             }
         );
+        let plan = echo.plan(Some(&json!({"idleS": 3600}))).unwrap();
+        assert_eq!(plan.idle, Duration::from_secs(3600));
         let plan = echo
             .plan(Some(&json!({"steps": 5, "delayMs": 0, "askInput": true})))
             .unwrap();
@@ -294,6 +337,7 @@ mod tests {
             (json!({"delayMs": "slow"}), "delayMs"),
             (json!({"askInput": "yes"}), "askInput"),
             (json!({"waitEachStep": 1}), "waitEachStep"),
+            (json!({"idleS": 86_401}), "idleS"),
         ] {
             match echo.plan(Some(&bad)) {
                 Err(SkillError::Rejected(text)) => assert!(text.contains(field), "{text}"),

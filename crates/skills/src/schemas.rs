@@ -20,7 +20,10 @@ pub(crate) fn of(id: &str) -> Option<Value> {
                         "description": "Milliseconds between steps."},
             "askInput": {"type": "boolean", "description": "Ask for the text first."},
             "waitEachStep": {"type": "boolean",
-                             "description": "Store each step before the next."}}}),
+                             "description": "Store each step before the next."},
+            "idleS": {"type": "integer", "minimum": 0, "maximum": 86400,
+                      "description": "Seconds to wait idle before the steps (the task \
+                                      parks meanwhile)."}}}),
         "a11y-audit" => json!({"type": "object", "dependentRequired": {"maxPages": ["url"]},
             "properties": {
             "url": {"type": "string", "description": "The page to audit, on an allowed origin \
