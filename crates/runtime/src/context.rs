@@ -244,12 +244,15 @@ impl SkillContext {
     /// `runtime.park-after-ms` while the wait still has at least that long to go (so a
     /// wait of twice that or more), and nothing else keeps it live (a subscriber, a
     /// blocking send waiting for its outcome, a queued message). The run then stops
-    /// inside this call (its future is
-    /// dropped, so nothing after the call runs), and once `wait` is over, or sooner when
-    /// a message, a subscriber, a cancel or a restart wakes the task, a new run starts
-    /// from the last checkpoint with [`crate::SkillInput::resumed`] set. Checkpoint what
-    /// the run needs to go on before a long wait; what a canceled parked task must let go
-    /// of outside is [`crate::Skill::canceled_at_rest`]'s to do.
+    /// inside this call (its future is dropped, so nothing after the call runs), and
+    /// once `wait` is over, or sooner when a message, a subscriber, a cancel or a restart
+    /// wakes the task, a new run starts from the last checkpoint with
+    /// [`crate::SkillInput::resumed`] set. Checkpoint what the run needs to go on before
+    /// a long wait; what a canceled parked task must let go of outside is
+    /// [`crate::Skill::canceled_at_rest`]'s to do.
+    ///
+    /// Call it only when the whole run waits: a run that goes on working beside the
+    /// wait (one branch of a `join!`, work on [`SkillContext::cpu`]) is stopped with it.
     pub async fn idle(&self, wait: Duration) -> Result<(), SkillError> {
         let until = tokio::time::Instant::now() + wait;
         self.send(SkillCall::Idle { until }).await?;

@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, Presence, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard, SkillContext,
-    SkillError, SkillInput, SkillOutput, SubmitRequest, TaskEventKind, TaskId, TaskState,
+    Access, MemoryStore, Presence, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard,
+    SkillContext, SkillError, SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent,
+    TaskEventKind, TaskId, TaskState, TaskStore,
 };
 use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
@@ -358,4 +360,96 @@ async fn a_message_to_a_parked_idle_task_is_answered_as_by_a_live_one() {
     );
     let canceled = rt.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
+}
+
+/// The memory store, whose reads of a task fail while `failing` holds; it counts them.
+struct FlakyReads {
+    store: MemoryStore,
+    failing: AtomicBool,
+    failed: AtomicUsize,
+}
+
+#[async_trait]
+impl TaskStore for FlakyReads {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.store.write(record, expected_version, events).await
+    }
+
+    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            let down = std::io::Error::other("the disk is gone");
+            return Err(StoreError::io("reading a task", down));
+        }
+        self.store.get(id).await
+    }
+
+    async fn created_by(
+        &self,
+        owner: Option<&str>,
+        message_id: &str,
+    ) -> Result<Option<(TaskId, chrono::DateTime<chrono::Utc>)>, StoreError> {
+        self.store.created_by(owner, message_id).await
+    }
+
+    async fn events(
+        &self,
+        id: &TaskId,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskEvent>, StoreError> {
+        self.store.events(id, after_seq, limit).await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
+        self.store.list(query).await
+    }
+
+    async fn remove_ended_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
+        self.store.remove_ended_before(before, limit).await
+    }
+
+    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        self.store.active().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_the_store_could_not_read_for_is_tried_again() {
+    let poller = Poller::new("poller", true, Duration::from_millis(300));
+    let store = Arc::new(FlakyReads {
+        store: MemoryStore::new(),
+        failing: AtomicBool::new(false),
+        failed: AtomicUsize::new(0),
+    });
+    let mut config = RuntimeConfig::default();
+    config.park_after_ms = 50;
+    let rt = Runtime::builder()
+        .config(config)
+        .shared_store(store.clone())
+        .skill(poller.clone())
+        .start()
+        .await
+        .unwrap();
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    store.failing.store(true, Ordering::SeqCst);
+    // The wait's end comes, and the wake's read of the task fails.
+    eventually(
+        || "the wake did not read the task".into(),
+        || store.failed.load(Ordering::SeqCst) > 0,
+    )
+    .await;
+    store.failing.store(false, Ordering::SeqCst);
+    // Tried again, it wakes the task: a second run.
+    runs_reach(&poller, 2).await;
 }

@@ -1,8 +1,9 @@
 //! Idle runs: a run that told its task it has nothing to do until a given time
 //! (`SkillContext::idle`), because it waits on something outside the task. A resumable
 //! task whose wait still has `runtime.park-after-ms` to go once nothing has happened to
-//! it for that long parks (`Rest::parkable`), and its run stops; the supervisor keeps the time its wait ends (`IdleWakes`, a few
-//! dozen bytes per task) and wakes it then, and its run starts again from its checkpoint.
+//! it for that long parks (`Rest::parkable`), and its run stops. The supervisor keeps
+//! the time its wait ends (`IdleWakes`, a few dozen bytes per task) and wakes it then,
+//! and its run starts again from its checkpoint.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;

@@ -7,9 +7,14 @@
 use ractor::ActorRef;
 use tokio::time::Instant;
 
+use std::time::Duration;
+
 use super::SupervisorState;
 use crate::actors::supervisor_msg::SupervisorMsg;
 use crate::model::TaskId;
+
+/// How long after a failed wake (the store unreachable) it is tried again.
+const RETRY: Duration = Duration::from_secs(1);
 
 impl SupervisorState {
     /// The task parked until `at`. Shutting down, it is left to the next start, which
@@ -29,23 +34,25 @@ impl SupervisorState {
 
     /// Wakes the tasks whose wait is over, unless something woke them first, or another
     /// node holds them now; cut off from the database, they are left to the re-claim
-    /// that follows (it runs again what was working).
+    /// that follows (it runs again what was working). A task the store could not be
+    /// asked about is tried again `RETRY` later.
     pub(super) async fn wake_idle(&mut self, myself: &ActorRef<SupervisorMsg>) {
         self.idle.checked();
-        for task_id in self.idle.due(Instant::now()) {
+        let now = Instant::now();
+        for task_id in self.idle.due(now) {
             let asleep =
                 !self.shutting_down && !self.cut_off && self.live_actor(&task_id).is_none();
             if asleep {
-                match self.held_elsewhere(&task_id).await {
+                let woken = match self.held_elsewhere(&task_id).await {
                     // Its start takes its entry (and knows from it that it was idle).
-                    Ok(false) => {
-                        self.start_unfinished(myself, &task_id, None).await;
-                    }
-                    Ok(true) => {}
-                    // Left stored as it is: the next start runs it again.
-                    Err(error) => {
-                        tracing::error!(%task_id, %error, "could not wake a task whose idle wait is over");
-                    }
+                    Ok(false) => self.wake_unfinished(myself, &task_id).await,
+                    Ok(true) => Ok(()),
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = woken {
+                    tracing::warn!(%task_id, %error, "could not wake a task whose idle wait is over; trying again");
+                    self.idle.insert(task_id, now + RETRY);
+                    continue;
                 }
             }
             self.idle.remove(&task_id);

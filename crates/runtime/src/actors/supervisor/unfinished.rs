@@ -10,6 +10,7 @@ use crate::actors::slots::Slot;
 use crate::actors::supervisor_msg::{Spawn, SupervisorMsg};
 use crate::actors::task_msg::{StartMode, TaskMsg};
 use crate::approval::at_rest;
+use crate::error::RuntimeError;
 use crate::model::TaskId;
 use crate::store::TaskRecord;
 
@@ -36,6 +37,22 @@ impl SupervisorState {
             tracing::error!(%task_id, %error, "could not start an unfinished task");
             None
         })
+    }
+
+    /// Starts the actor of a task whose idle wait is over, as `start_unfinished` does,
+    /// but with the store's error given back (the caller tries again later); nothing
+    /// for a task that ended meanwhile, or is gone.
+    pub(super) async fn wake_unfinished(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        task_id: &TaskId,
+    ) -> Result<(), RuntimeError> {
+        let record = TaskJournal::read_or_set_aside(&self.args.store, task_id).await?;
+        if let Some(record) = record.filter(|record| !record.state().is_terminal()) {
+            let spawn = self.stored_unfinished(record, None);
+            self.spawn(myself, spawn).await?;
+        }
+        Ok(())
     }
 
     /// What the actor of a stored unfinished task starts with: a task at rest wakes with
