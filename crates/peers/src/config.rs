@@ -126,8 +126,8 @@ pub struct DelegateConfig {
     /// A peer's task that has shown no change for this long, in seconds, is followed
     /// quietly: read once every `quiet-poll-s` instead of streamed or polled, and the
     /// local task waits idle between reads, so that it parks (with the default
-    /// `runtime.park-after-ms` of 60 s, from 120 s up). A change, or a subscriber to the
-    /// local task, follows it closely again. 0: always closely. Default: 300.
+    /// `runtime.park-after-ms` of 60 s, from 120 s up). A change seen on the peer
+    /// follows it closely again. 0: always closely. Default: 300.
     pub quiet_poll_s: u64,
 }
 
