@@ -1,8 +1,9 @@
 //! Two `fundi serve` nodes on one PostgreSQL schema, tasks parking after 100 ms: a task
 //! waiting for input with a push config parks on the node that runs it, its delivery
 //! resting there (no worker, no actor); an answer sent to the other node reaches it,
-//! wakes it, and the rest of its events are pushed, once each, in order. Fails, never
-//! skips, when PostgreSQL is missing.
+//! wakes it, and the rest of its events are pushed, once each, in order. A task whose
+//! run waits idle parks on its node too, and that node wakes it when the wait is over
+//! (it still holds the task). Fails, never skips, when PostgreSQL is missing.
 
 mod common;
 
@@ -71,6 +72,48 @@ async fn a_parked_task_answered_through_another_node_pushes_the_rest_of_its_even
     assert!(pushed.windows(2).all(|w| w[0] < w[1]), "{pushed:?}");
     assert!(pushed.starts_with(&asked), "{pushed:?} after {asked:?}");
     assert!(pushed.len() > asked.len());
+    drop((n1, n2));
+    drop_schemas(&[schema]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_parked_while_its_run_waits_idle_is_woken_by_its_node_and_ends() {
+    let schema = fresh_schema();
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let n1 = node(dirs[0].path(), &schema, "n1");
+    let n2 = node(dirs[1].path(), &schema, "n2");
+    let (hook, hits) = webhook(Duration::ZERO).await;
+
+    let sent = json!({"message": message("after a while", json!({"idleS": 2})),
+                      "configuration": {"returnImmediately": true,
+                                        "taskPushNotificationConfig": {"url": hook, "id": "hook"}}});
+    let task = ok(&n1, "SendMessage", sent).await;
+    let id = task["task"]["id"].as_str().unwrap().to_owned();
+    until("the idle task parked on n1", async || {
+        n1.gauge("fundi_task_actors_live").await == 0.0
+    })
+    .await;
+    // Read through the other node meanwhile: still working, and nothing woke it.
+    let read = ok(&n2, "GetTask", json!({"id": id})).await;
+    assert_eq!(read["status"]["state"], "TASK_STATE_WORKING", "{read}");
+    let completed = |body: &serde_json::Value| {
+        body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    };
+    until("the task's end was pushed", async || {
+        hits.lock()
+            .unwrap()
+            .iter()
+            .any(|(_, body)| pushed_task(body) == id && completed(body))
+    })
+    .await;
+    let done = ok(&n2, "GetTask", json!({"id": id})).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(
+        done["artifacts"][0]["parts"][0]["text"], "after a while",
+        "{done}"
+    );
+    let pushed = pushed_seqs(&hits, &id);
+    assert!(pushed.windows(2).all(|w| w[0] < w[1]), "{pushed:?}");
     drop((n1, n2));
     drop_schemas(&[schema]).await;
 }
