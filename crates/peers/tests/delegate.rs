@@ -60,18 +60,7 @@ async fn delegate(runtime: &RuntimeHandle) -> Task {
     ]);
     let request = SubmitRequest::new(message).grants(Grants::scopes(["fundi:delegate"]));
     let id = runtime.submit(request).await.unwrap().task.id;
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let task = runtime.get(&id, None, Access::Any).await.unwrap();
-        if task.status.state.is_terminal() {
-            return task;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the delegation did not end: {task:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    ended(runtime, &id).await
 }
 
 fn status_text(task: &Task) -> String {
@@ -305,6 +294,42 @@ async fn submit_delegation(runtime: &RuntimeHandle) -> fundi_runtime::TaskId {
     runtime.submit(request).await.unwrap().task.id
 }
 
+/// A delegation to a fake peer whose task works until `done` is raised, once the local
+/// task parked: the runtime, the local task, and what the peer saw.
+async fn parked_delegation(
+    done: Arc<std::sync::atomic::AtomicBool>,
+) -> (
+    RuntimeHandle,
+    fundi_runtime::TaskId,
+    Arc<std::sync::Mutex<fake_peer::Seen>>,
+) {
+    let (addr, seen) = fake_peer::start(Script {
+        done: Some(done),
+        ..Script::default()
+    })
+    .await;
+    let runtime = start_quiet(addr).await;
+    let id = submit_delegation(&runtime).await;
+    until("the quiet delegation did not park", || {
+        runtime.live_tasks() == 0
+    })
+    .await;
+    (runtime, id, seen)
+}
+
+/// The task once it ended; fails after [`DEADLINE`].
+async fn ended(runtime: &RuntimeHandle, id: &fundi_runtime::TaskId) -> Task {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let task = runtime.get(id, None, Access::Any).await.unwrap();
+        if task.status.state.is_terminal() {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "the task did not end: {task:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Polls `done` until it holds, failing after [`DEADLINE`] with `what`.
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;
@@ -322,17 +347,7 @@ fn calls_of(seen: &std::sync::Mutex<fake_peer::Seen>, method: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_peer_task_is_read_now_and_then_with_the_local_task_parked_between() {
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (addr, seen) = fake_peer::start(Script {
-        done: Some(done.clone()),
-        ..Script::default()
-    })
-    .await;
-    let runtime = start_quiet(addr).await;
-    let id = submit_delegation(&runtime).await;
-    until("the quiet delegation did not park", || {
-        runtime.live_tasks() == 0
-    })
-    .await;
+    let (runtime, id, seen) = parked_delegation(done.clone()).await;
     // Woken a second later, it reads the peer's task once more, and parks again.
     let reads = calls_of(&seen, "GetTask");
     until("the parked delegation did not read again", || {
@@ -350,12 +365,7 @@ async fn a_quiet_peer_task_is_read_now_and_then_with_the_local_task_parked_betwe
         Some("still at it")
     );
     done.store(true, std::sync::atomic::Ordering::SeqCst);
-    until("the delegation did not end", || {
-        futures::executor::block_on(runtime.get(&id, None, Access::Any))
-            .is_ok_and(|t| t.status.state.is_terminal())
-    })
-    .await;
-    let task = runtime.get(&id, None, Access::Any).await.unwrap();
+    let task = ended(&runtime, &id).await;
     assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
     assert_eq!(task.artifacts.len(), 1, "{task:?}");
     // The wakes told nothing twice: the peer's note once.
@@ -379,17 +389,7 @@ async fn a_quiet_peer_task_is_read_now_and_then_with_the_local_task_parked_betwe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_of_a_parked_delegation_cancels_the_peers_task() {
-    let (addr, seen) = fake_peer::start(Script {
-        done: Some(Arc::default()),
-        ..Script::default()
-    })
-    .await;
-    let runtime = start_quiet(addr).await;
-    let id = submit_delegation(&runtime).await;
-    until("the quiet delegation did not park", || {
-        runtime.live_tasks() == 0
-    })
-    .await;
+    let (runtime, id, seen) = parked_delegation(Arc::default()).await;
     let canceled = runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
     until("the peer's task was not canceled", || {
