@@ -24,6 +24,9 @@ pub use crate::run_link::MAX_POSTED;
 mod messages;
 mod progress;
 
+/// The longest idle wait (`SkillContext::idle`): thirty years.
+const FOREVER: Duration = Duration::from_secs(30 * 365 * 86_400);
+
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]
 pub struct SkillContext {
@@ -254,7 +257,9 @@ impl SkillContext {
     /// Call it only when the whole run waits: a run that goes on working beside the
     /// wait (one branch of a `join!`, work on [`SkillContext::cpu`]) is stopped with it.
     pub async fn idle(&self, wait: Duration) -> Result<(), SkillError> {
-        let until = tokio::time::Instant::now() + wait;
+        let now = tokio::time::Instant::now();
+        // A wait past what the clock can say (`Duration::MAX`) is as good as forever.
+        let until = now.checked_add(wait).unwrap_or(now + FOREVER);
         self.send(SkillCall::Idle { until }).await?;
         tokio::select! {
             () = self.cancel.cancelled() => Err(SkillError::Canceled),

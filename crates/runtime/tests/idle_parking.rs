@@ -254,6 +254,16 @@ async fn a_skill_that_does_not_resume_keeps_its_actor_through_a_long_wait() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_of_forever_parks_and_a_cancel_ends_it() {
+    let poller = Poller::new("poller", true, Duration::MAX);
+    let rt = start(20, &poller, None).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_wakes_a_parked_idle_task_and_it_parks_again_once_left_alone() {
     let poller = Poller::new("poller", true, Duration::from_secs(3600));
     let rt = start(20, &poller, None).await;
