@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use fundi_runtime::store::{ListPage, ListQuery, TaskRecord};
+use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
     Access, MemoryStore, Presence, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard,
     SkillContext, SkillError, SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent,
-    TaskEventKind, TaskId, TaskState, TaskStore,
+    TaskEventKind, TaskId, TaskState,
 };
 use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
@@ -379,17 +379,7 @@ struct FlakyReads {
     failed: AtomicUsize,
 }
 
-#[async_trait]
-impl TaskStore for FlakyReads {
-    async fn write(
-        &self,
-        record: &TaskRecord,
-        expected_version: u64,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
-        self.store.write(record, expected_version, events).await
-    }
-
+fundi_runtime::store_with_own_writes!(FlakyReads, store, own_get: {
     async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
         if self.failing.load(Ordering::SeqCst) {
             self.failed.fetch_add(1, Ordering::SeqCst);
@@ -398,40 +388,16 @@ impl TaskStore for FlakyReads {
         }
         self.store.get(id).await
     }
-
-    async fn created_by(
+}, {
+    async fn write(
         &self,
-        owner: Option<&str>,
-        message_id: &str,
-    ) -> Result<Option<(TaskId, chrono::DateTime<chrono::Utc>)>, StoreError> {
-        self.store.created_by(owner, message_id).await
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        self.store.write(record, expected_version, events).await
     }
-
-    async fn events(
-        &self,
-        id: &TaskId,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<TaskEvent>, StoreError> {
-        self.store.events(id, after_seq, limit).await
-    }
-
-    async fn list(&self, query: &ListQuery) -> Result<ListPage, StoreError> {
-        self.store.list(query).await
-    }
-
-    async fn remove_ended_before(
-        &self,
-        before: chrono::DateTime<chrono::Utc>,
-        limit: usize,
-    ) -> Result<usize, StoreError> {
-        self.store.remove_ended_before(before, limit).await
-    }
-
-    async fn active(&self) -> Result<Vec<TaskRecord>, StoreError> {
-        self.store.active().await
-    }
-}
+});
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_the_store_could_not_read_for_is_tried_again() {

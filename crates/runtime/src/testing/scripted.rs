@@ -214,22 +214,17 @@ pub fn status_text(task: &Task) -> String {
 
 /// `impl TaskStore for $store` that hands every read to `self.$inner` and takes its
 /// writes (and settle, if given) from the block: a test store that watches or refuses
-/// writes without repeating the reads. The macro writes the whole impl, so that
-/// `async_trait` sees every method.
+/// writes without repeating the reads. With `own_get: { ... }` first, the read of a
+/// task (`get`) is the block's too: a store whose reads fail. The macro writes the
+/// whole impl, so that `async_trait` sees every method.
 #[macro_export]
 macro_rules! store_with_own_writes {
-    ($store:ty, $inner:ident, { $($writes:tt)* }) => {
+    ($store:ty, $inner:ident, own_get: { $($get:tt)* }, { $($writes:tt)* }) => {
         #[async_trait::async_trait]
         impl $crate::store::TaskStore for $store {
             $($writes)*
 
-            async fn get(
-                &self,
-                id: &$crate::TaskId,
-            ) -> Result<Option<$crate::store::TaskRecord>, $crate::store::StoreError>
-            {
-                self.$inner.get(id).await
-            }
+            $($get)*
 
             async fn created_by(
                 &self,
@@ -273,5 +268,16 @@ macro_rules! store_with_own_writes {
                 self.$inner.active().await
             }
         }
+    };
+    ($store:ty, $inner:ident, { $($writes:tt)* }) => {
+        $crate::store_with_own_writes!($store, $inner, own_get: {
+            async fn get(
+                &self,
+                id: &$crate::TaskId,
+            ) -> Result<Option<$crate::store::TaskRecord>, $crate::store::StoreError>
+            {
+                self.$inner.get(id).await
+            }
+        }, { $($writes)* });
     };
 }
