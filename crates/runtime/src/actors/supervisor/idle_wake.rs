@@ -4,10 +4,10 @@
 //! soonest wait's end), so that a parked task costs an entry in `IdleWakes` and no timer
 //! of its own.
 
+use std::time::Duration;
+
 use ractor::ActorRef;
 use tokio::time::Instant;
-
-use std::time::Duration;
 
 use super::SupervisorState;
 use crate::actors::supervisor_msg::SupervisorMsg;
