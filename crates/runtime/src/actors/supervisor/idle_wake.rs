@@ -45,7 +45,9 @@ impl SupervisorState {
             if asleep {
                 let woken = match self.held_elsewhere(&task_id).await {
                     // Its start takes its entry (and knows from it that it was idle).
-                    Ok(false) => self.wake_unfinished(myself, &task_id).await,
+                    Ok(false) => {
+                        (self.try_start_unfinished(myself, &task_id, None).await).map(drop)
+                    }
                     Ok(true) => Ok(()),
                     Err(error) => Err(error),
                 };

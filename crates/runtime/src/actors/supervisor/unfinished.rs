@@ -25,34 +25,29 @@ impl SupervisorState {
         task_id: &TaskId,
         slot: Option<Slot>,
     ) -> Option<ActorRef<TaskMsg>> {
-        let started = match TaskJournal::read_or_set_aside(&self.args.store, task_id).await {
-            Ok(Some(record)) if !record.state().is_terminal() => {
-                let spawn = self.stored_unfinished(record, slot);
-                self.spawn(myself, spawn).await
-            }
-            Ok(_) => return None,
-            Err(error) => Err(error.into()),
-        };
-        started.unwrap_or_else(|error| {
-            tracing::error!(%task_id, %error, "could not start an unfinished task");
-            None
-        })
+        self.try_start_unfinished(myself, task_id, slot)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::error!(%task_id, %error, "could not start an unfinished task");
+                None
+            })
     }
 
-    /// Starts the actor of a task whose idle wait is over, as `start_unfinished` does,
-    /// but with the store's error given back (the caller tries again later); nothing
-    /// for a task that ended meanwhile, or is gone.
-    pub(super) async fn wake_unfinished(
+    /// `start_unfinished`, with the store's error given back (a caller that tries again
+    /// later: an idle task's wake).
+    pub(super) async fn try_start_unfinished(
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         task_id: &TaskId,
-    ) -> Result<(), RuntimeError> {
-        let record = TaskJournal::read_or_set_aside(&self.args.store, task_id).await?;
-        if let Some(record) = record.filter(|record| !record.state().is_terminal()) {
-            let spawn = self.stored_unfinished(record, None);
-            self.spawn(myself, spawn).await?;
+        slot: Option<Slot>,
+    ) -> Result<Option<ActorRef<TaskMsg>>, RuntimeError> {
+        match TaskJournal::read_or_set_aside(&self.args.store, task_id).await? {
+            Some(record) if !record.state().is_terminal() => {
+                let spawn = self.stored_unfinished(record, slot);
+                self.spawn(myself, spawn).await
+            }
+            _ => Ok(None),
         }
-        Ok(())
     }
 
     /// What the actor of a stored unfinished task starts with: a task at rest wakes with
