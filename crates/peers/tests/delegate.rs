@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use fake_peer::Script;
 use fundi_peers::signature::CardKey;
 use fundi_peers::{DelegateConfig, DelegateSkill, PeerConfig, PeerDirectory};
+use fundi_runtime::testing::scripted::eventually;
 use fundi_runtime::{
     Access, Grants, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task,
     TaskState,
@@ -310,9 +311,10 @@ async fn parked_delegation(
     .await;
     let runtime = start_quiet(addr).await;
     let id = submit_delegation(&runtime).await;
-    until("the quiet delegation did not park", || {
-        runtime.live_tasks() == 0
-    })
+    eventually(
+        || "the quiet delegation did not park".into(),
+        || runtime.live_tasks() == 0,
+    )
     .await;
     (runtime, id, seen)
 }
@@ -330,15 +332,6 @@ async fn ended(runtime: &RuntimeHandle, id: &fundi_runtime::TaskId) -> Task {
     }
 }
 
-/// Polls `done` until it holds, failing after [`DEADLINE`] with `what`.
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 fn calls_of(seen: &std::sync::Mutex<fake_peer::Seen>, method: &str) -> usize {
     let seen = seen.lock().unwrap();
     seen.calls.iter().filter(|c| c.0 == method).count()
@@ -350,13 +343,15 @@ async fn a_quiet_peer_task_is_read_now_and_then_with_the_local_task_parked_betwe
     let (runtime, id, seen) = parked_delegation(done.clone()).await;
     // Woken a second later, it reads the peer's task once more, and parks again.
     let reads = calls_of(&seen, "GetTask");
-    until("the parked delegation did not read again", || {
-        calls_of(&seen, "GetTask") > reads
-    })
+    eventually(
+        || "the parked delegation did not read again".into(),
+        || calls_of(&seen, "GetTask") > reads,
+    )
     .await;
-    until("the delegation did not park again", || {
-        runtime.live_tasks() == 0
-    })
+    eventually(
+        || "the delegation did not park again".into(),
+        || runtime.live_tasks() == 0,
+    )
     .await;
     let task = runtime.get(&id, None, Access::Any).await.unwrap();
     assert_eq!(task.status.state, TaskState::Working);
@@ -392,9 +387,10 @@ async fn a_cancel_of_a_parked_delegation_cancels_the_peers_task() {
     let (runtime, id, seen) = parked_delegation(Arc::default()).await;
     let canceled = runtime.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    until("the peer's task was not canceled", || {
-        calls_of(&seen, "CancelTask") == 1
-    })
+    eventually(
+        || "the peer's task was not canceled".into(),
+        || calls_of(&seen, "CancelTask") == 1,
+    )
     .await;
     let seen = seen.lock().unwrap();
     let cancel = seen.calls.iter().find(|c| c.0 == "CancelTask").unwrap();

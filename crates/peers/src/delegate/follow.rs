@@ -15,7 +15,6 @@ use fundi_runtime::{Artifact, Message, Part, SkillError, SkillOutput, TaskState}
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::call::Calls;
@@ -85,12 +84,11 @@ impl Mirrored {
     }
 }
 
+/// An artifact's fingerprint: the hex SHA-256 of its JSON (the digest fundi keeps of a
+/// token, `fundi_ops::grants::token_digest`).
 fn fingerprint(artifact: &Artifact) -> String {
-    let json = serde_json::to_vec(artifact).unwrap_or_default();
-    Sha256::digest(&json)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    let json = serde_json::to_string(artifact).unwrap_or_default();
+    fundi_ops::grants::token_digest(&json)
 }
 
 /// Follows the peer's task `progress.remote_task` until it ends.
