@@ -104,8 +104,8 @@ async fn claim(
 }
 
 /// At start: every unfinished task that is this node's (a former self's, fenced by
-/// the new epoch), or nobody's, or held by a node whose lease ran out. A node starting beside it
-/// waits for the rows it locks, then finds them held and passes over them.
+/// the new epoch), or nobody's, or held by a node whose lease ran out. A node starting
+/// beside it waits for the rows it locks, then finds them held and passes over them.
 pub(crate) async fn claim_at_start(
     database: &Database,
     leases: &Leases,

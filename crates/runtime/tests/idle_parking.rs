@@ -345,7 +345,7 @@ async fn a_task_parked_idle_across_a_restart_runs_again_at_the_start() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_to_a_parked_idle_task_is_answered_as_by_a_live_one() {
+async fn a_message_the_skill_refuses_wakes_a_parked_idle_task_and_is_refused() {
     let poller = Poller::new("poller", true, Duration::from_secs(3600));
     let rt = start(20, &poller, None).await;
     let id = poll(&rt, &poller).await;
