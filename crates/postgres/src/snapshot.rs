@@ -9,7 +9,8 @@
 //! of the snapshot's last event, and readers replay the events after it, as the sled
 //! store replays a snapshot's tail. A commit writes a snapshot when it creates its task,
 //! ends it or brings it to rest (so that an ended task, and one waiting for a person,
-//! read as one value), when its events do not follow on from the last commit, and every
+//! read as one value), or parks it while its run waits idle (the record holds when the
+//! wait ends; a later commit's tail clears it), when its events do not follow on from the last commit, and every
 //! `SNAPSHOT_EVERY`th version, so that a read replays at most that many commits.
 
 use fundi_runtime::TaskEvent;
@@ -55,6 +56,8 @@ pub(crate) fn decode(row: &tokio_postgres::Row, at: usize) -> Result<TaskRecord,
     }
     record.version = read::<i64>(row, at + 1)? as u64;
     record.checkpoint = read::<Option<Json<Value>>>(row, at + 3)?.map(|Json(value)| value);
+    // Commits followed the snapshot: the task no longer parks idle (if it did).
+    record.idle_until = None;
     Ok(record)
 }
 
@@ -87,7 +90,8 @@ impl Written {
             && record.version == expected_version + 1
             && record.version % SNAPSHOT_EVERY != 0
             && follows_on
-            && !at_rest(&record.task.status);
+            && !at_rest(&record.task.status)
+            && record.idle_until.is_none();
         match tail {
             true => Written::Tail { after },
             false => Written::Whole,

@@ -25,7 +25,7 @@ mod messages;
 mod progress;
 
 /// The longest idle wait (`SkillContext::idle`): thirty years.
-const FOREVER: Duration = Duration::from_secs(30 * 365 * 86_400);
+pub(crate) const FOREVER: Duration = Duration::from_secs(30 * 365 * 86_400);
 
 /// A running skill's handle on its task. Cheap to clone.
 #[derive(Clone)]

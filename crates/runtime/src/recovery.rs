@@ -1,7 +1,8 @@
 //! `Resumer`: carries out recovery's plan (`recovery_plan`) at start, for tasks taken
 //! over from a node that stopped renewing their leases (a store several nodes share),
 //! and for those re-claimed after a cut-off: counting what was found, queueing resumes
-//! for their slots, failing what cannot resume, reporting what the store set aside.
+//! for their slots, handing the supervisor the idle waits to wake, failing what cannot
+//! resume, reporting what the store set aside.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -99,9 +100,19 @@ impl Resumer {
         let mut report = RecoveryReport {
             resumed: plan.resume.values().map(Vec::len).sum(),
             waiting_for_input: plan.waiting.len(),
+            idle: plan.idle.len(),
             ..RecoveryReport::default()
         };
         metrics.recovered_n("waiting", report.waiting_for_input);
+        metrics.recovered_n("idle", report.idle);
+        if !plan.idle.is_empty() {
+            // No actor either: each wakes when its wait ends, as it would have.
+            tracing::info!(
+                tasks = report.idle,
+                "tasks whose runs wait idle stay parked until their waits end"
+            );
+            let _ = (self.supervisor).cast(SupervisorMsg::StillIdle(plan.idle));
+        }
         metrics.recovered_n("resumed", report.resumed);
         // No actor yet: each starts once its task has a slot, in the order read.
         for (skill, ids) in plan.resume {

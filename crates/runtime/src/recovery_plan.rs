@@ -1,9 +1,12 @@
 //! Recovery at start: every stored task that is not terminal is resumed, left waiting
-//! for input, or ended `failed` with the reason "interrupted by restart". This module
+//! for input or for the end of the idle wait it parked in, or ended `failed` with the
+//! reason "interrupted by restart". This module
 //! decides (`plan`, a pure function of the stored tasks and the registered skills); the
 //! runtime's start carries the plan out (`RuntimeHandle::recover`).
 
 use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
 
 use crate::model::{SkillId, TaskId, TaskState};
 use crate::store::UnfinishedTask;
@@ -22,6 +25,10 @@ pub struct RecoveryReport {
     /// Input- or auth-required tasks of resumable skills, waiting again (no actor until
     /// a message or a cancel arrives).
     pub waiting_for_input: usize,
+    /// Tasks of resumable skills whose runs had parked idle (`SkillContext::idle`),
+    /// parked again until their wait ends (no actor until then, or until a message, a
+    /// subscriber or a cancel wakes them).
+    pub idle: usize,
     /// Tasks the store holds set aside because their data could not be decoded (this
     /// start's and earlier ones': see `TaskStore::quarantined`).
     pub quarantined: usize,
@@ -36,6 +43,8 @@ pub(crate) struct RecoveryPlan {
     pub(crate) fail: Vec<(TaskId, String)>,
     /// Tasks that wait again for input, with no actor.
     pub(crate) waiting: Vec<TaskId>,
+    /// Tasks parked idle again, each until its wait ends, with no actor.
+    pub(crate) idle: Vec<(TaskId, DateTime<Utc>)>,
     /// How many tasks were read, by skill and state (counted afresh in this process).
     pub(crate) found: HashMap<(SkillId, TaskState), usize>,
 }
@@ -53,8 +62,8 @@ pub(crate) fn plan(
             .found
             .entry((task.skill.clone(), task.state))
             .or_default() += 1;
-        match resumes(&task.skill) {
-            None => plan.fail.push((
+        match (resumes(&task.skill), task.idle_until) {
+            (None, _) => plan.fail.push((
                 id,
                 format!(
                     "{INTERRUPTED_BY_RESTART}; skill {:?} is no longer registered",
@@ -62,10 +71,12 @@ pub(crate) fn plan(
                 ),
             )),
             // Nothing of it ran: it waits for its approver again, resumable or not.
-            Some(_) if task.awaits_approval => plan.waiting.push(id),
-            Some(false) => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
-            Some(true) if task.state.is_interrupted() => plan.waiting.push(id),
-            Some(true) => plan.resume.entry(task.skill).or_default().push(id),
+            (Some(_), _) if task.awaits_approval => plan.waiting.push(id),
+            (Some(false), _) => plan.fail.push((id, INTERRUPTED_BY_RESTART.into())),
+            // Its run waits on something outside until then, as it did before the stop.
+            (Some(true), Some(until)) => plan.idle.push((id, until)),
+            (Some(true), None) if task.state.is_interrupted() => plan.waiting.push(id),
+            (Some(true), None) => plan.resume.entry(task.skill).or_default().push(id),
         }
     }
     plan
@@ -91,6 +102,7 @@ mod tests {
             "once" => Some(false),
             _ => None,
         };
+        let at = Utc::now();
         let plan = plan(
             vec![
                 record("a", "again", TaskState::Working),
@@ -98,6 +110,8 @@ mod tests {
                 record("c", "once", TaskState::Working),
                 record("d", "gone", TaskState::Submitted),
                 record("e", "again", TaskState::Submitted),
+                UnfinishedTask::idle("f".into(), "again".into(), TaskState::Working, at),
+                UnfinishedTask::idle("g".into(), "once".into(), TaskState::Working, at),
             ],
             resumes,
         );
@@ -108,6 +122,7 @@ mod tests {
         };
         assert_eq!(ids(&plan.resume["again"]), ["a", "e"]);
         assert_eq!(ids(&plan.waiting), ["b"]);
+        assert_eq!(plan.idle, [(TaskId::from("f"), at)]);
         let failed: Vec<(&str, &str)> = plan
             .fail
             .iter()
@@ -116,6 +131,8 @@ mod tests {
         assert_eq!(failed[0], ("c", INTERRUPTED_BY_RESTART));
         assert_eq!(failed[1].0, "d");
         assert!(failed[1].1.contains("\"gone\" is no longer registered"));
-        assert_eq!(plan.found.values().sum::<usize>(), 5);
+        // Not resumable: it cannot have parked idle, and fails as any of its tasks.
+        assert_eq!(failed[2], ("g", INTERRUPTED_BY_RESTART));
+        assert_eq!(plan.found.values().sum::<usize>(), 7);
     }
 }

@@ -1,9 +1,9 @@
 //! Idle runs: a resumable run that waits on something outside its task
 //! (`SkillContext::idle`) parks its task once nothing has happened to it for
 //! `runtime.park-after-ms` and the wait has as long still to go; the task is woken
-//! when the wait is over (or by a message, a subscriber, a cancel or a restart) and its
-//! run starts again from its checkpoint, with the same events as a task that kept its
-//! actor. A cancel of a parked task reaches the skill through `canceled_at_rest`.
+//! when the wait is over (or by a message, a subscriber or a cancel) and its run starts
+//! again from its checkpoint, with the same events as a task that kept its actor; a
+//! restart leaves it parked until then. A cancel of a parked task reaches the skill through `canceled_at_rest`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -293,16 +293,15 @@ async fn a_cancel_of_a_parked_idle_task_is_heard_once() {
     parked(&rt, &id).await;
     let canceled = rt.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    // By the run the wake started, or, when the cancel came first, by
-    // `canceled_at_rest`.
+    // The cancel woke it with no run: `canceled_at_rest` tells the skill, with the
+    // checkpoint the parked run left.
     eventually(
         || "the skill did not hear the cancel".into(),
         || !poller.let_go.lock().unwrap().is_empty(),
     )
     .await;
-    let heard = poller.let_go.lock().unwrap().clone();
-    assert_eq!(heard.len(), 1, "{heard:?}");
-    assert_eq!(heard[0].0, id);
+    assert_eq!(*poller.let_go.lock().unwrap(), [(id, json!({"looks": 1}))]);
+    assert_eq!(poller.runs(), 1, "the cancel started no run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,25 +322,71 @@ async fn a_cancel_of_a_task_parked_waiting_for_input_tells_the_skill_its_checkpo
     assert_eq!(poller.runs(), 1, "the cancel started no run");
 }
 
+/// A runtime on the sled store in `dir` with both skills.
+async fn start_on_sled(dir: &std::path::Path, skills: [&Poller; 2]) -> RuntimeHandle {
+    let mut config = RuntimeConfig::default();
+    config.park_after_ms = 20;
+    let builder = Runtime::builder()
+        .config(config)
+        .store(open_sled(dir).await);
+    let builder = skills.into_iter().fold(builder, |b, s| b.skill(s.clone()));
+    builder.start().await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_parked_idle_across_a_restart_runs_again_at_the_start() {
+async fn a_task_parked_idle_across_a_restart_stays_parked_until_its_wait_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let poller = Poller::new("poller", true, Duration::from_secs(3600));
-    let rt = start(20, &poller, Some(dir.path())).await;
-    let id = poll(&rt, &poller).await;
-    parked(&rt, &id).await;
+    let later = Poller::new("later", true, Duration::from_secs(3600));
+    let soon = Poller::new("soon", true, Duration::from_secs(2));
+    let rt = start_on_sled(dir.path(), [&later, &soon]).await;
+    let later_id = poll(&rt, &later).await;
+    let soon_id = poll(&rt, &soon).await;
+    parked(&rt, &later_id).await;
+    assert_eq!(rt.presence(&soon_id).await, Presence::Resting);
     rt.shutdown(Duration::from_secs(5)).await;
     drop(rt);
+    soon.ready.store(true, Ordering::SeqCst);
 
-    let rt = start(20, &poller, Some(dir.path())).await;
-    // Working when the node stopped: it runs again from its checkpoint at once.
-    runs_reach(&poller, 2).await;
-    parked(&rt, &id).await;
-    assert_eq!(poller.looks(), 2, "the run went on from its checkpoint");
-    let task = rt.get(&id, None, Access::Any).await.unwrap();
-    assert_eq!(status_text(&task), "resumed after a restart");
-    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    let rt = start_on_sled(dir.path(), [&later, &soon]).await;
+    let report = rt.recovery_report();
+    assert_eq!((report.idle, report.resumed), (2, 0), "{report:?}");
+    // The shorter wait ends: its task wakes as it would have with no restart between
+    // (nothing else wakes it: no subscriber, no message), and its run goes on from its
+    // checkpoint.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let done = loop {
+        let task = rt.get(&soon_id, None, Access::Any).await.unwrap();
+        if task.status.state == TaskState::Completed {
+            break task;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not woken in time");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(status_text(&done), "ready");
+    assert_eq!((soon.runs(), soon.looks()), (2, 2));
+    assert_eq!(
+        statuses(&rt, &soon_id).await,
+        [
+            (TaskState::Working, None),
+            (TaskState::Completed, Some("ready".into())),
+        ],
+        "no note of a restart"
+    );
+    // The longer one still waits, with no actor and no run started again.
+    assert_eq!(later.runs(), 1);
+    assert_eq!(rt.presence(&later_id).await, Presence::Resting);
+    let canceled = rt.cancel(&later_id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
+    eventually(
+        || "the skill did not hear of the cancel".into(),
+        || !later.let_go.lock().unwrap().is_empty(),
+    )
+    .await;
+    assert_eq!(
+        *later.let_go.lock().unwrap(),
+        [(later_id, json!({"looks": 1}))]
+    );
+    assert_eq!(later.runs(), 1, "the cancel started no run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -372,11 +417,24 @@ async fn a_message_the_skill_refuses_wakes_a_parked_idle_task_and_is_refused() {
     assert_eq!(canceled.status.state, TaskState::Canceled);
 }
 
-/// The memory store, whose reads of a task fail while `failing` holds; it counts them.
+/// The memory store, whose reads of a task fail while `failing` holds (it counts them),
+/// and which refuses to store a cancel while `refusing_cancels` holds.
 struct FlakyReads {
     store: MemoryStore,
     failing: AtomicBool,
     failed: AtomicUsize,
+    refusing_cancels: AtomicBool,
+}
+
+impl FlakyReads {
+    fn new() -> Arc<FlakyReads> {
+        Arc::new(FlakyReads {
+            store: MemoryStore::new(),
+            failing: AtomicBool::new(false),
+            failed: AtomicUsize::new(0),
+            refusing_cancels: AtomicBool::new(false),
+        })
+    }
 }
 
 fundi_runtime::store_with_own_writes!(FlakyReads, store, own_get: {
@@ -395,27 +453,55 @@ fundi_runtime::store_with_own_writes!(FlakyReads, store, own_get: {
         expected_version: u64,
         events: &[TaskEvent],
     ) -> Result<(), StoreError> {
+        let canceled = record.task.status.state == TaskState::Canceled;
+        if canceled && self.refusing_cancels.load(Ordering::SeqCst) {
+            let full = std::io::Error::other("the disk is full");
+            return Err(StoreError::io("writing a task", full));
+        }
         self.store.write(record, expected_version, events).await
     }
 });
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wake_the_store_could_not_read_for_is_tried_again() {
-    let poller = Poller::new("poller", true, Duration::from_millis(300));
-    let store = Arc::new(FlakyReads {
-        store: MemoryStore::new(),
-        failing: AtomicBool::new(false),
-        failed: AtomicUsize::new(0),
-    });
+/// A runtime with the poller on `store`, parking after 50 ms.
+async fn start_on(store: &Arc<FlakyReads>, poller: &Poller) -> RuntimeHandle {
     let mut config = RuntimeConfig::default();
     config.park_after_ms = 50;
-    let rt = Runtime::builder()
+    Runtime::builder()
         .config(config)
         .shared_store(store.clone())
         .skill(poller.clone())
         .start()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_idle_task_whose_cancel_cannot_be_stored_runs_on() {
+    let poller = Poller::new("poller", true, Duration::from_secs(3600));
+    let store = FlakyReads::new();
+    let rt = start_on(&store, &poller).await;
+    let id = poll(&rt, &poller).await;
+    parked(&rt, &id).await;
+    store.refusing_cancels.store(true, Ordering::SeqCst);
+    let refused = rt.cancel(&id, Access::Any).await.unwrap_err();
+    assert!(refused.to_string().contains("disk is full"), "{refused}");
+    // Woken with no run for the cancel, it runs again as its wake would have, and
+    // parks again.
+    runs_reach(&poller, 2).await;
+    parked(&rt, &id).await;
+    let task = rt.get(&id, None, Access::Any).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Working);
+    assert_eq!(poller.looks(), 2, "the run went on from its checkpoint");
+    store.refusing_cancels.store(false, Ordering::SeqCst);
+    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_the_store_could_not_read_for_is_tried_again() {
+    let poller = Poller::new("poller", true, Duration::from_millis(300));
+    let store = FlakyReads::new();
+    let rt = start_on(&store, &poller).await;
     let id = poll(&rt, &poller).await;
     parked(&rt, &id).await;
     store.failing.store(true, Ordering::SeqCst);

@@ -109,6 +109,7 @@ async fn unfinished_tasks_are_resumed_waiting_or_failed_never_lost() {
             resumed: 1,
             failed: 1,
             waiting_for_input: 1,
+            idle: 0,
             quarantined: 0,
         }
     );

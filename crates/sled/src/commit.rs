@@ -17,7 +17,8 @@ use crate::layout::{
 use crate::live_index::{LiveIndex, is_persisted};
 use crate::positions::{Position, Positions, Turns};
 use crate::read;
-use crate::resting::{self, Rest};
+use crate::rest::Rest;
+use crate::resting;
 use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
@@ -91,7 +92,7 @@ impl TaskTable {
         at.snapshot_current
             && at.since_snapshot() + 1 < SNAPSHOT_EVERY
             && !record.task.status.state.is_terminal()
-            && Rest::of(&record.task.status).is_none()
+            && Rest::of(record).is_none()
             && record.version == at.version + 1
             && events.first_seq == at.last_seq + 1
             && record.last_seq == events.last_seq
@@ -274,14 +275,13 @@ impl TaskTable {
             return Err(self.conflict(id, expected_version, &written));
         }
         // At rest: indexed, last (see `resting`).
-        let rest = Rest::of(&record.task.status);
+        let rest = Rest::of(record);
         match terminal {
             true => self.positions.forget(id),
             false => self.positions.reached(
                 id,
                 Position {
-                    indexed: rest.is_some(),
-                    queued: rest == Some(Rest::Queued),
+                    rest,
                     ..Position::at_snapshot(record.version, record.last_seq, true)
                 },
             ),

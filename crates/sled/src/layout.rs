@@ -11,7 +11,7 @@
 //! | `N` scope `\0` state (u8)              | count of tasks (u64 BE), saved at a clean close; scope `=owner` or empty for all owners, state 0 for any |
 //! | `D` owner (u32 BE length, `u32::MAX`: none, then its bytes) first message id | when the task was created (i64 BE ms), then its id: the task this owner created with this first message (`TaskStore::created_by`); written before the task's commit point, so an entry may name a task a crash kept out |
 //! | `R` task id                            | a removal under way (retention, see `retention`): the task's listing entry, then its `D` key |
-//! | `W` task id                            | a task at rest whose snapshot is its last commit: that snapshot's version and last seq (u64 BE each), then the task's listing entry in binary, and a last byte for a task queued for a slot (see `resting/value.rs`) |
+//! | `W` task id                            | a task at rest whose snapshot is its last commit: that snapshot's version and last seq (u64 BE each), then the task's listing entry in binary, and a last byte for a task queued for a slot, or a byte and the end of its wait (i64 BE ms) for a task parked idle (see `resting/value.rs`) |
 //! | `Mclean`                               | (empty): the store was closed cleanly |
 //! | `Mlive`                                | (empty): `U` and `C` hold terminal tasks only |
 //! | `Mswept`                               | a task id: every unfinished task with an id at or below it has its `A` key |

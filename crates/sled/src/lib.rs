@@ -28,6 +28,7 @@ mod push;
 mod quarantine;
 mod read;
 mod repair;
+mod rest;
 mod resting;
 mod retention;
 mod schedules;

@@ -9,7 +9,8 @@ use crate::live_index::is_persisted;
 use crate::positions::Position;
 use crate::quarantine::Quarantine;
 use crate::read;
-use crate::resting::{self, Rest, Resting};
+use crate::rest::Rest;
+use crate::resting::{self, Resting};
 use fundi_runtime::approval::at_rest;
 use fundi_runtime::model::{TaskId, TaskState};
 use fundi_runtime::store::StoreError;
@@ -163,7 +164,7 @@ pub(crate) fn index_the_rest(tasks: &TaskTable, ids: &[TaskId]) -> Result<usize,
             &entry,
             Rest::Waiting,
         )?;
-        tasks.positions.mark_indexed(id, at.version);
+        tasks.positions.mark_indexed(id, at.version, Rest::Waiting);
         indexed += 1;
     }
     Ok(indexed)

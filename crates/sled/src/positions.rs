@@ -19,10 +19,12 @@ use std::sync::{Mutex, MutexGuard};
 
 use fundi_runtime::model::TaskId;
 
+use crate::rest::Rest;
+
 /// Where a task's log ends: the version and last event seq of its last commit, and of
-/// its snapshot; whether that snapshot is in the current layout, whether the task is
-/// indexed as at rest (see `resting`: its next commit removes that key first), and if
-/// so, whether it rests queued for a slot (else waiting for a person).
+/// its snapshot; whether that snapshot is in the current layout, and how the task is
+/// indexed as at rest, if it is (see `resting`: its next commit removes that key
+/// first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Position {
     pub(crate) version: u64,
@@ -30,8 +32,7 @@ pub(crate) struct Position {
     pub(crate) snapshot_version: u64,
     pub(crate) snapshot_seq: u64,
     pub(crate) snapshot_current: bool,
-    pub(crate) indexed: bool,
-    pub(crate) queued: bool,
+    pub(crate) rest: Option<Rest>,
 }
 
 impl Position {
@@ -44,8 +45,7 @@ impl Position {
             snapshot_version: version,
             snapshot_seq: last_seq,
             snapshot_current: current,
-            indexed: false,
-            queued: false,
+            rest: None,
         }
     }
 
@@ -112,10 +112,10 @@ impl Positions {
         }
     }
 
-    /// The task's commit of `version` is indexed as at rest (see `resting`).
-    pub(crate) fn mark_indexed(&self, id: &TaskId, version: u64) {
+    /// The task's commit of `version` is indexed as resting so (see `resting`).
+    pub(crate) fn mark_indexed(&self, id: &TaskId, version: u64, rest: Rest) {
         if let Some(known) = self.lock().get_mut(id).filter(|at| at.version == version) {
-            known.indexed = true;
+            known.rest = Some(rest);
         }
     }
 
@@ -146,8 +146,7 @@ mod tests {
             snapshot_version: 1,
             snapshot_seq: 2,
             snapshot_current: true,
-            indexed: false,
-            queued: false,
+            rest: None,
         }
     }
 

@@ -85,6 +85,8 @@ pub(crate) fn with_tail(db: &sled::Db, mut record: TaskRecord) -> Result<TaskRec
         record.version = commit.version;
         record.last_seq = commit.last_seq;
         record.checkpoint = commit.checkpoint;
+        // A commit after the snapshot: the task no longer parks idle (if it did).
+        record.idle_until = None;
     }
     Ok(record)
 }

@@ -1,8 +1,8 @@
 //! Tasks at rest, indexed in sled (`W` task id), so that opening a store finds them in
 //! one ordered scan of small values instead of a snapshot read each.
 //!
-//! A task at rest (waiting for input, for an approver, or queued for a slot of its skill)
-//! can wait for days, and one node may hold a million. Opening the store needs each
+//! A task at rest (waiting for input, for an approver, queued for a slot of its skill, or
+//! parked while its run waits idle) can wait for days, and one node may hold a million. Opening the store needs each
 //! unfinished task's listing entry and position; read from its snapshot, that is a tree
 //! descent, a page read past sled's cache and a decompression per task. So the commit that
 //! brings a task to rest writes, after its snapshot, the task's `W` key: the snapshot's
@@ -16,9 +16,11 @@
 //! for: stored to wait for a slot (one with a slot at once is stored working), or of a
 //! skill that says itself when its work begins. Either way a restart runs it again in
 //! turn, which is all recovery needs to know of it; the key says which of the two
-//! submitted kinds it is (an approval's, or a queued one's).
+//! submitted kinds it is (an approval's, or a queued one's). A task rests idle when its
+//! commit parks it while its run waits idle (`TaskRecord::idle_until`): the key holds
+//! when the wait ends, and recovery leaves it parked until then.
 //!
-//! A task's position says whether it is indexed (`Position::indexed`), so its next
+//! A task's position says whether and how it is indexed (`Position::rest`), so its next
 //! commit removes the key without looking; a commit that finds no position (one of its
 //! task's writes failed before) removes it whether or not it is there.
 //!
@@ -30,32 +32,10 @@ mod value;
 use crate::active_set::active_ids;
 use crate::layout::{keyed_id, rest_key};
 use crate::positions::Position;
-use fundi_runtime::approval::at_rest;
-use fundi_runtime::model::{TaskId, TaskState, TaskStatus};
+use crate::rest::Rest;
+use fundi_runtime::model::TaskId;
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
-
-/// How an unfinished task rests, when its commit brings it to rest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rest {
-    /// Waiting for a person: input, authorization or an approver.
-    Waiting,
-    /// Submitted with no approver to wait for: queued for a slot.
-    Queued,
-}
-
-impl Rest {
-    /// How a task whose last commit left it with `status` rests; `None`: it does not
-    /// (it runs, or it ended).
-    pub(crate) fn of(status: &TaskStatus) -> Option<Rest> {
-        match status.state {
-            state if state.is_terminal() => None,
-            _ if at_rest(status) => Some(Rest::Waiting),
-            TaskState::Submitted => Some(Rest::Queued),
-            _ => None,
-        }
-    }
-}
 
 /// A task found at rest at open.
 #[derive(Debug)]
@@ -84,10 +64,7 @@ pub(crate) fn index(
 /// then removed if it is there).
 pub(crate) fn must_leave(at: Option<&mut Position>) -> bool {
     match at {
-        Some(at) => {
-            at.queued = false;
-            std::mem::take(&mut at.indexed)
-        }
+        Some(at) => at.rest.take().is_some(),
         None => true,
     }
 }

@@ -69,6 +69,7 @@ pub(super) async fn progress(store: &dyn TaskStore, id: &str, text: &str) -> Tas
     r.version += 1;
     r.last_seq += 1;
     r.checkpoint = Some(serde_json::json!({ "step": r.last_seq }));
+    r.idle_until = None;
     let event = TaskEvent {
         seq: r.last_seq,
         task_id: r.task.id.clone(),
@@ -279,13 +280,9 @@ pub(super) fn assert_rest_index_true(store: &SledStore, tasks: &[TaskRecord], co
             index::IndexEntry::of(r),
             "{context}: {id}'s entry"
         );
-        let rest = crate::resting::Rest::of(&r.task.status);
+        let rest = crate::rest::Rest::of(r);
         assert!(rest.is_some(), "{context}: {id} indexed, not at rest");
-        assert_eq!(
-            at.queued,
-            rest == Some(crate::resting::Rest::Queued),
-            "{context}: {id} indexed as queued or not"
-        );
+        assert_eq!(at.rest, rest, "{context}: {id} indexed as it rests");
     }
 }
 

@@ -48,6 +48,11 @@ fn an_end_a_rest_or_a_gap_is_written_whole() {
     let mut ahead = next.clone();
     ahead.last_seq += 1;
     assert_eq!(Written::of(&ahead, 1, &events), Written::Whole);
+    // A commit with no events that parks the task idle: its wait's end is the record's.
+    let mut parked = next.clone();
+    parked.version += 1;
+    parked.idle_until = Some(Utc::now());
+    assert_eq!(Written::of(&parked, 2, &[]), Written::Whole);
 }
 
 #[test]

@@ -3,13 +3,16 @@
 //! task whose wait still has `runtime.park-after-ms` to go once nothing has happened to
 //! it for that long parks (`Rest::parkable`), and its run stops. The supervisor keeps
 //! the time its wait ends (`IdleWakes`, a few dozen bytes per task) and wakes it then,
-//! and its run starts again from its checkpoint.
+//! and its run starts again from its checkpoint. The commit that parks it stores that
+//! time too (`TaskRecord::idle_until`), so that a start leaves it parked.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio::time::Instant;
 
+use crate::context::FOREVER;
 use crate::model::TaskId;
 
 /// The wait a run is in: which run, and until when.
@@ -24,6 +27,13 @@ impl IdleRun {
     pub(super) fn long_enough(&self, park_after: Option<Duration>) -> bool {
         park_after
             .is_some_and(|after| self.until.saturating_duration_since(Instant::now()) >= after)
+    }
+
+    /// When the wait ends, by the wall clock (as stored, for a start to read).
+    pub(super) fn ends_at(&self) -> DateTime<Utc> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        let left = TimeDelta::from_std(left.min(FOREVER)).unwrap_or_default();
+        Utc::now() + left
     }
 }
 
@@ -49,8 +59,14 @@ impl IdleWakes {
     /// Marks the task parked idle, if its wake is not known yet (its `WakeAt` is still on
     /// its way): due now, so that its start, which the caller makes, knows.
     pub(super) fn mark(&mut self, task_id: &TaskId, now: Instant) {
+        self.insert_unless_known(task_id, now);
+    }
+
+    /// The task parked until `at`, unless a wake of it is known already (one its actor
+    /// asked for since is newer than what a start read).
+    pub(super) fn insert_unless_known(&mut self, task_id: &TaskId, at: Instant) {
         if !self.by_task.contains_key(task_id) {
-            self.insert(task_id.clone(), now);
+            self.insert(task_id.clone(), at);
         }
     }
 

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::fanout::{Fanout, LiveEvents};
@@ -239,6 +239,8 @@ impl TaskJournal {
             },
             trace: current.trace.clone(),
             inputs,
+            // Whatever parked the task idle is over: this commit is its run's.
+            idle_until: None,
         };
         // The run's store slot is given back with this commit, unless this node keeps
         // it for its next run of the skill.
@@ -281,7 +283,22 @@ impl TaskJournal {
         limits::check_checkpoint(&value)?;
         let mut next = self.record.clone();
         next.checkpoint = Some(value);
-        next.version += 1;
+        next.idle_until = None;
+        self.write_alone(next).await
+    }
+
+    /// Stores that the task parks while its run waits idle until `until` (no event): a
+    /// start finds it parked and wakes it then, and its next commit clears it.
+    pub(crate) async fn park_idle(&mut self, until: DateTime<Utc>) -> Result<(), JournalError> {
+        self.refuse_if_cut_off()?;
+        let mut next = self.record.clone();
+        next.idle_until = Some(until);
+        self.write_alone(next).await
+    }
+
+    /// Writes `next`, the task's record with no event, as its next version.
+    async fn write_alone(&mut self, mut next: TaskRecord) -> Result<(), JournalError> {
+        next.version = self.record.version + 1;
         let write = self.store.write(&next, self.record.version, &[]);
         if let Err(error) = telemetry::under(&self.span, write).await {
             self.fenced |= matches!(error, StoreError::Fenced { .. } | StoreError::CutOff);

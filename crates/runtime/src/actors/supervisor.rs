@@ -105,8 +105,12 @@ impl Actor for Supervisor {
             SupervisorMsg::Spawn { spawn, reply } => {
                 let _ = reply.send(state.spawn(&myself, *spawn).await);
             }
-            SupervisorMsg::Route { task_id, reply } => {
-                let _ = reply.send(state.route(&myself, task_id).await);
+            SupervisorMsg::Route {
+                task_id,
+                to_cancel,
+                reply,
+            } => {
+                let _ = reply.send(state.route(&myself, task_id, to_cancel).await);
             }
             SupervisorMsg::Live {
                 task_id,
@@ -148,6 +152,7 @@ impl Actor for Supervisor {
             }
             SupervisorMsg::WakeAt { task_id, at } => state.wake_at(&myself, task_id, at),
             SupervisorMsg::WakeIdle => state.wake_idle(&myself).await,
+            SupervisorMsg::StillIdle(tasks) => state.still_idle(&myself, tasks),
         }
         Ok(())
     }
@@ -257,6 +262,7 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         task_id: TaskId,
+        to_cancel: bool,
     ) -> Result<Routed, RuntimeError> {
         if self.cut_off {
             return Err(StoreError::CutOff.into());
@@ -276,7 +282,10 @@ impl SupervisorState {
         if self.held_elsewhere(&task_id).await? {
             return Ok(Routed::Elsewhere);
         }
-        let spawn = self.stored_unfinished(record, None);
+        let mut spawn = self.stored_unfinished(record, None);
+        if to_cancel && spawn.mode == StartMode::IdleWake {
+            spawn.mode = StartMode::Wake;
+        }
         self.spawn(myself, spawn).await.map(Routed::Here)
     }
 

@@ -18,9 +18,12 @@ pub(crate) enum SupervisorMsg {
         reply: RpcReplyPort<Result<Option<ActorRef<TaskMsg>>, RuntimeError>>,
     },
     /// The live actor of a task, starting one for a non-terminal task that has none
-    /// (interrupted by a restart, or parked) if this node runs it.
+    /// (interrupted by a restart, or parked) if this node runs it. With `to_cancel` (the
+    /// call is a cancel), a task parked idle wakes with no run, which the cancel would
+    /// stop as soon as it started.
     Route {
         task_id: TaskId,
+        to_cancel: bool,
         reply: RpcReplyPort<Result<Routed, RuntimeError>>,
     },
     /// The live actor of a task, for a subscriber. With `wake`, an unfinished task
@@ -62,6 +65,9 @@ pub(crate) enum SupervisorMsg {
     },
     /// Wake the parked idle tasks whose wait is over.
     WakeIdle,
+    /// Tasks a start (or a takeover, or a re-claim) found parked idle: wake each when
+    /// its stored wait ends.
+    StillIdle(Vec<(TaskId, chrono::DateTime<chrono::Utc>)>),
 }
 
 /// Where a task's calls go.

@@ -185,8 +185,7 @@ impl Actor for TaskActor {
             TaskMsg::CutOff { stop_within } => state.on_cut_off(&myself, stop_within),
             TaskMsg::CutOffExpired => myself.stop(Some(CUT_OFF.into())),
             TaskMsg::Park { activity } => {
-                if state.rest.fired(activity) && state.parkable() {
-                    state.park_now(&myself);
+                if state.rest.fired(activity) && state.parkable() && state.park_now(&myself).await {
                     return Ok(());
                 }
             }

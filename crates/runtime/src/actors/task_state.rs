@@ -56,13 +56,25 @@ impl TaskActorState {
         self.rest.arm(myself, parkable);
     }
 
-    /// Parks the task (see `Rest::park_now`).
-    pub(super) fn park_now(&mut self, myself: &ActorRef<TaskMsg>) {
+    /// Parks the task (see `Rest::park_now`): whether it did. One whose run waits idle
+    /// first stores when its wait ends, so that a start leaves it parked until then; a
+    /// write that fails leaves that in memory alone (a start then runs the task again at
+    /// once, as any working task), and a task that something reached meanwhile stays.
+    pub(super) async fn park_now(&mut self, myself: &ActorRef<TaskMsg>) -> bool {
         let idle = self.runs.idle();
+        if let Some(idle) = idle {
+            if let Err(error) = self.writer.journal.park_idle(idle.ends_at()).await {
+                tracing::warn!(parent: self.writer.span(), %error, "could not store the end of an idle run's wait; the task parks with it in memory alone");
+            }
+            if self.writer.journal.is_fenced() || !self.parkable() {
+                return false;
+            }
+        }
         let task_id = &self.writer.journal.task().id;
         let span = self.writer.span();
         self.rest
             .park_now(myself, &mut self.runs.phase, idle, task_id, span);
+        true
     }
 
     /// Called once the task is terminal: answer whoever waits, free the slot, stop.
@@ -221,8 +233,9 @@ impl TaskActorState {
                 return;
             }
             // Nothing running (waiting for a slot, or for input after a restart or a
-            // park, or woken from an idle park): the skill hears of it afterwards.
-            Phase::Idle | Phase::Queued { .. } => {
+            // park, or woken from an idle park for this cancel): the skill hears of it
+            // afterwards.
+            previous @ (Phase::Idle | Phase::Queued { .. }) => {
                 self.runs.slot.stop();
                 let writer = &mut self.writer;
                 let result = writer
@@ -230,8 +243,10 @@ impl TaskActorState {
                     .await
                     .map(|()| writer.journal.task().clone())
                     .map_err(RuntimeError::from);
-                if result.is_ok() {
-                    self.tell_canceled_at_rest();
+                match result.is_ok() {
+                    true => self.tell_canceled_at_rest(),
+                    false if matches!(previous, Phase::Idle) => self.run_again(myself),
+                    false => {}
                 }
                 let _ = reply.send(result);
                 return;
@@ -245,6 +260,24 @@ impl TaskActorState {
             }
         };
         self.runs.stop_run(myself, run, slot, vec![reply], None);
+    }
+
+    /// A task woken with no run whose cancel could not be stored: if its run is not at
+    /// rest (it was woken from an idle park for the cancel), the run starts again once
+    /// it has a slot, as the wake would have started it.
+    fn run_again(&mut self, myself: &ActorRef<TaskMsg>) {
+        let journal = &self.writer.journal;
+        if approval::at_rest(&journal.task().status) {
+            return;
+        }
+        let Some(message) = journal.record().inputs.run_message(journal.task()).cloned() else {
+            return;
+        };
+        self.runs.phase = Phase::Queued {
+            message,
+            resumed: true,
+        };
+        self.runs.want_slot(&self.writer, myself);
     }
 
     /// Tells the skill that its task was canceled with no run live, when a run left a

@@ -167,6 +167,7 @@ impl RuntimeBuilder {
             resumed = report.resumed,
             failed = report.failed,
             waiting = report.waiting_for_input,
+            idle = report.idle,
             "recovery finished"
         );
         let _ = handle.inner.recovery.set(report);
@@ -207,6 +208,7 @@ fn take_over_every(handle: &RuntimeHandle, every: std::time::Duration) {
                     resumed = report.resumed,
                     failed = report.failed,
                     waiting = report.waiting_for_input,
+                    idle = report.idle,
                     "took over tasks of a node that stopped renewing their leases"
                 ),
                 Ok(_) => {}

@@ -53,6 +53,7 @@ async fn regain(runtime: &Inner, stop_within: Duration) -> bool {
             resumed = report.resumed,
             failed = report.failed,
             waiting = report.waiting_for_input,
+            idle = report.idle,
             "re-claimed this node's tasks after it held the database again"
         ),
         Err(error) => tracing::warn!(%error, "could not resume every re-claimed task"),

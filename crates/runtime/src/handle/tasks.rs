@@ -97,7 +97,7 @@ impl Tasks {
             // reading them): woken, which sets it aside unless an actor holds it. The
             // caller gets the error; the next read finds it failed.
             Err(error @ StoreError::Codec { .. }) => {
-                let _ = self.route(task_id).await;
+                let _ = self.route(task_id, false).await;
                 Err(error.into())
             }
             Err(error) => Err(error.into()),
@@ -220,11 +220,15 @@ impl Tasks {
     }
 
     /// Where the task's calls go: its actor here (started if need be), or the node that
-    /// holds it.
-    async fn route(&self, task_id: &TaskId) -> Result<Routed, RuntimeError> {
+    /// holds it (`to_cancel`: see `SupervisorMsg::Route`).
+    async fn route(&self, task_id: &TaskId, to_cancel: bool) -> Result<Routed, RuntimeError> {
         self.refuse_if_cut_off()?;
         let task_id = task_id.clone();
-        let route = |reply| SupervisorMsg::Route { task_id, reply };
+        let route = |reply| SupervisorMsg::Route {
+            task_id,
+            to_cancel,
+            reply,
+        };
         match call_actor(&self.supervisor, route, self.config.call_timeout()).await {
             Ok(result) => result,
             Err(_) => Err(RuntimeError::Unavailable(
@@ -244,7 +248,8 @@ impl Tasks {
         timeout: Duration,
     ) -> Result<Asked, NotHere> {
         for first in [true, false] {
-            let actor = match self.route(task_id).await {
+            let to_cancel = matches!(request, TaskRequest::Cancel);
+            let actor = match self.route(task_id, to_cancel).await {
                 Err(error) => return Ok((Err(error), None)),
                 Ok(Routed::Elsewhere) => return Err(NotHere::Elsewhere),
                 Ok(Routed::Here(None)) => return Err(NotHere::Unanswered),

@@ -55,11 +55,16 @@ pub struct TaskRecord {
     /// Which history messages the run started from and which wait for it.
     #[serde(default, skip_serializing_if = "RunInputs::is_empty")]
     pub inputs: RunInputs,
+    /// When the wait of a run that parked idle ends (`SkillContext::idle`): set by the
+    /// commit that parks the task, cleared by its next. A start leaves such a task
+    /// parked and wakes it then, as if no restart had come between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_until: Option<DateTime<Utc>>,
 }
 
 impl TaskRecord {
     /// `task` as first stored for `skill`: version 1, its creation the last event, no
-    /// owner, checkpoint, trace or run inputs.
+    /// owner, checkpoint, trace, run inputs or idle wait.
     pub fn new(task: Task, skill: impl Into<SkillId>) -> TaskRecord {
         TaskRecord {
             task,
@@ -70,6 +75,7 @@ impl TaskRecord {
             checkpoint: None,
             trace: None,
             inputs: RunInputs::default(),
+            idle_until: None,
         }
     }
 

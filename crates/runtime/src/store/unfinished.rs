@@ -1,6 +1,8 @@
-//! An unfinished task as recovery decides it: its id, skill and state, and whether it
-//! waits for an approver. A store that keeps these at hand answers recovery without
+//! An unfinished task as recovery decides it: its id, skill and state, whether it
+//! waits for an approver, and when the idle wait it parked in ends. A store that keeps these at hand answers recovery without
 //! reading each task whole (`TaskStore::unfinished_tasks`).
+
+use chrono::{DateTime, Utc};
 
 use crate::approval::awaits_approval;
 use crate::model::{SkillId, TaskId, TaskState};
@@ -19,6 +21,8 @@ pub struct UnfinishedTask {
     pub state: TaskState,
     /// Whether it waits for an approver (submitted, with an approval request).
     pub awaits_approval: bool,
+    /// When the wait ends of the run it parked idle in (`TaskRecord::idle_until`).
+    pub idle_until: Option<DateTime<Utc>>,
 }
 
 impl UnfinishedTask {
@@ -30,6 +34,24 @@ impl UnfinishedTask {
             skill,
             state,
             awaits_approval: false,
+            idle_until: None,
+        }
+    }
+
+    /// The task in `state` whose run parked idle until `until` (a store that knows so
+    /// without reading the record).
+    pub fn idle(
+        id: TaskId,
+        skill: SkillId,
+        state: TaskState,
+        until: DateTime<Utc>,
+    ) -> UnfinishedTask {
+        UnfinishedTask {
+            id,
+            skill,
+            state,
+            awaits_approval: false,
+            idle_until: Some(until),
         }
     }
 
@@ -41,6 +63,7 @@ impl UnfinishedTask {
             skill,
             state: TaskState::Submitted,
             awaits_approval: true,
+            idle_until: None,
         }
     }
 
@@ -52,6 +75,7 @@ impl UnfinishedTask {
             skill,
             state: TaskState::Submitted,
             awaits_approval: false,
+            idle_until: None,
         }
     }
 
@@ -62,6 +86,7 @@ impl UnfinishedTask {
             skill: record.skill.clone(),
             state: record.state(),
             awaits_approval: awaits_approval(&record.task.status),
+            idle_until: record.idle_until,
         }
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use crate::model::{Artifact, Message, Part, TaskEventKind, TaskId, TaskState, TaskStatus};
-use crate::store::{ListQuery, TaskRecord, TaskStore};
+use crate::store::{ListQuery, TaskRecord, TaskStore, UnfinishedTask};
 
 use super::store_contract::{created, next_commit, record};
 
@@ -14,15 +14,20 @@ const COMMITS: usize = 100;
 
 /// A task committed many times (progress notes, artifacts made and extended, queued
 /// messages taken, checkpoints set, changed and cleared, commits with no event, rests
-/// for input) reads back as its last commit after each one: by id, in a listing and
-/// among the unfinished tasks; and so once it ends.
+/// for input, parks while its run waits idle) reads back as its last commit after each
+/// one: by id, in a listing, among the unfinished tasks and as recovery decides it; and
+/// so once it ends.
 pub async fn a_long_running_task_reads_back_at_every_commit(name: &str, store: &dyn TaskStore) {
     let first = record("long", "c-long", TaskState::Working, 1_000, "u");
     store.commit(&first, 0, &[created(&first)]).await.unwrap();
     let mut task = first;
     for step in 0..COMMITS {
-        let (kinds, checkpoint) = step_of(step);
-        let next = committed(store, &task, kinds, checkpoint).await;
+        let next = match step_of(step) {
+            (kinds, checkpoint) if step % 10 != 8 => {
+                committed(store, &task, kinds, checkpoint).await
+            }
+            _ => parked_idle(store, &task, step).await,
+        };
         assert_reads_back(name, store, &next, &format!("after commit {step}")).await;
         task = next;
     }
@@ -94,6 +99,7 @@ fn step_of(step: usize) -> (Vec<TaskEventKind>, Option<Option<serde_json::Value>
             ],
             Some(None),
         ),
+        // Parks idle (`parked_idle`): a commit with no event.
         8 => (vec![], None),
         _ => (
             vec![TaskEventKind::Status(status(TaskState::Working, at))],
@@ -123,6 +129,18 @@ async fn committed(
     next
 }
 
+/// `task` parked while its run waits idle, stored: a commit with no event that holds
+/// when the wait ends (the next commit clears it).
+async fn parked_idle(store: &dyn TaskStore, task: &TaskRecord, step: usize) -> TaskRecord {
+    use chrono::TimeZone;
+    let mut next = task.clone();
+    next.version += 1;
+    let until = chrono::Utc.timestamp_millis_opt(1_000_000 + step as i64);
+    next.idle_until = Some(until.unwrap());
+    store.commit(&next, task.version, &[]).await.unwrap();
+    next
+}
+
 async fn assert_reads_back(name: &str, store: &dyn TaskStore, expected: &TaskRecord, when: &str) {
     let id = TaskId::from("long");
     let stored = store.get(&id).await.unwrap();
@@ -143,5 +161,11 @@ async fn assert_reads_back(name: &str, store: &dyn TaskStore, expected: &TaskRec
         active,
         std::slice::from_ref(expected),
         "{name}: unfinished {when}"
+    );
+    let recovered = store.unfinished_tasks().await.unwrap();
+    assert_eq!(
+        recovered,
+        [UnfinishedTask::of(expected)],
+        "{name}: as recovery decides it {when}"
     );
 }

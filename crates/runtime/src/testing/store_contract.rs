@@ -548,6 +548,7 @@ pub fn record(id: &str, context: &str, state: TaskState, ts_ms: i64, owner: &str
         checkpoint: None,
         trace: None,
         inputs: crate::store::RunInputs::default(),
+        idle_until: None,
     }
 }
 
@@ -562,12 +563,13 @@ pub fn created(record: &TaskRecord) -> TaskEvent {
 }
 
 /// `record`'s next commit, as the task actor would make it: the task moved to `status`,
-/// with its status event.
+/// with its status event (an idle wait it parked in over).
 pub fn with_status(record: &TaskRecord, status: TaskStatus) -> (TaskRecord, Vec<TaskEvent>) {
     let mut next = record.clone();
     next.version += 1;
     next.last_seq += 1;
     next.task.status = status;
+    next.idle_until = None;
     let event = TaskEvent {
         seq: next.last_seq,
         task_id: next.task.id.clone(),
@@ -579,7 +581,7 @@ pub fn with_status(record: &TaskRecord, status: TaskStatus) -> (TaskRecord, Vec<
 
 /// `task`'s next commit with the events of `kinds`, applied as the task actor applies
 /// them (the history, the run's inputs), and the checkpoint set when `checkpoint` says
-/// one (`Some(None)`: removed).
+/// one (`Some(None)`: removed); an idle wait the task parked in is over.
 pub fn next_commit(
     task: &TaskRecord,
     kinds: Vec<TaskEventKind>,
@@ -602,6 +604,7 @@ pub fn next_commit(
         next.checkpoint = checkpoint;
     }
     next.version += 1;
+    next.idle_until = None;
     (next, events)
 }
 

@@ -1,8 +1,11 @@
 //! The bytes of a `W` value: the snapshot's version and last seq (u64 BE each), then the
 //! task's listing entry: its update time (i64 BE), state (u8), context id, owner and
 //! skill (each a u32 BE length and UTF-8; length `u32::MAX`: none); then, for a task
-//! queued for a slot, one byte `QUEUED` (none: it waits for a person). The task's id is
-//! the key's. Binary, not JSON: an open decodes a million of them.
+//! queued for a slot, one byte `QUEUED`, for a task parked idle, one byte `IDLE` and the
+//! end of its wait (i64 BE, ms since the epoch), and for one that waits for a person,
+//! nothing. The task's id is the key's. Binary, not JSON: an open decodes a million of
+//! them. A build that knows no `IDLE` finds such a value damaged, removes it and reads
+//! the task from its snapshot: the index is derived data.
 
 use std::collections::HashMap;
 
@@ -10,13 +13,17 @@ use fundi_runtime::model::{ContextId, SkillId, TaskId, TaskState, UserId};
 use fundi_runtime::store::StoreError;
 use fundi_runtime::store::index::IndexEntry;
 
-use super::{Rest, Resting};
+use super::Resting;
 use crate::positions::Position;
+use crate::rest::Rest;
 
 const NONE: u32 = u32::MAX;
 
 /// The last byte of a queued task's value.
 const QUEUED: u8 = 1;
+
+/// The byte before the wait's end in an idle task's value.
+const IDLE: u8 = 2;
 
 /// The value indexing `entry`'s task resting as `rest`, its snapshot of `version` (last
 /// event `last_seq`) its last commit.
@@ -42,8 +49,13 @@ pub(crate) fn encode(version: u64, last_seq: u64, entry: &IndexEntry, rest: Rest
             None => value.extend_from_slice(&NONE.to_be_bytes()),
         }
     }
-    if rest == Rest::Queued {
-        value.push(QUEUED);
+    match rest {
+        Rest::Waiting => {}
+        Rest::Queued => value.push(QUEUED),
+        Rest::Idle { until_ms } => {
+            value.push(IDLE);
+            value.extend_from_slice(&until_ms.to_be_bytes());
+        }
     }
     value
 }
@@ -71,17 +83,22 @@ impl Decoder {
         let context_id = ContextId::from(bytes.text()?.ok_or_else(|| bytes.damaged())?);
         let owner = bytes.text()?.map(|o| shared(&mut self.owners, o));
         let skill = bytes.text()?.map(|s| shared(&mut self.skills, s));
-        let queued = match bytes.at < value.len() {
-            true if bytes.take::<1>()? == [QUEUED] => true,
-            true => return Err(bytes.damaged()),
-            false => false,
+        let rest = match bytes.at < value.len() {
+            false => Rest::Waiting,
+            true => match bytes.take::<1>()? {
+                [QUEUED] => Rest::Queued,
+                [IDLE] => Rest::Idle {
+                    until_ms: i64::from_be_bytes(bytes.take()?),
+                },
+                _ => return Err(bytes.damaged()),
+            },
         };
-        if bytes.at != value.len() || (queued && state != TaskState::Submitted.number()) {
+        let submitted = state == TaskState::Submitted.number();
+        if bytes.at != value.len() || (rest == Rest::Queued && !submitted) {
             return Err(bytes.damaged());
         }
         let mut position = Position::at_snapshot(version, last_seq, true);
-        position.indexed = true;
-        position.queued = queued;
+        position.rest = Some(rest);
         let entry = IndexEntry {
             ts_ms,
             task_id: id,

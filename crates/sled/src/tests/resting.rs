@@ -277,6 +277,71 @@ async fn a_queued_task_is_indexed_and_recovered_as_queued_unread() {
     assert_consistent(&store, "after the approval").await;
 }
 
+/// A task parked while its run waits idle is indexed at rest with its wait's end: an
+/// open reads no snapshot of it, and recovery finds it idle until then. Its next commit
+/// takes it out of the index, and the task reads back as no longer parked.
+#[tokio::test]
+async fn an_idle_parked_task_is_indexed_with_its_wait_s_end_and_recovered_unread() {
+    use chrono::TimeZone;
+    let dir = tempfile::tempdir().unwrap();
+    let until = chrono::Utc.timestamp_millis_opt(4_000_000_000_000).unwrap();
+    {
+        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+        let working = record("t1", "c", TaskState::Working, 1_000, "u");
+        store
+            .commit(&working, 0, &[created(&working)])
+            .await
+            .unwrap();
+        let mut parked = working.clone();
+        parked.version += 1;
+        parked.idle_until = Some(until);
+        store.commit(&parked, 1, &[]).await.unwrap();
+        assert!(indexed(&store, "t1"));
+        assert_consistent(&store, "parked idle").await;
+        store
+            .db
+            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
+            .unwrap();
+        store.crash();
+    }
+    let store = reopen(dir.path()).await;
+    let unfinished = store.unfinished_tasks().await.unwrap();
+    assert_eq!(
+        unfinished,
+        [UnfinishedTask::idle(
+            "t1".into(),
+            "echo".into(),
+            TaskState::Working,
+            until
+        )]
+    );
+    assert!(store.quarantined().await.unwrap().is_empty());
+    drop(store);
+
+    // Again, with its snapshot whole: woken, it runs on, and is indexed no more.
+    let dir = tempfile::tempdir().unwrap();
+    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
+    let working = record("t1", "c", TaskState::Working, 1_000, "u");
+    store
+        .commit(&working, 0, &[created(&working)])
+        .await
+        .unwrap();
+    let mut parked = working.clone();
+    parked.version += 1;
+    parked.idle_until = Some(until);
+    store.commit(&parked, 1, &[]).await.unwrap();
+    let woken = progress(&store, "t1", "looked again").await;
+    assert_eq!(woken.idle_until, None);
+    assert!(!indexed(&store, "t1"));
+    assert_eq!(store.get(&TaskId::from("t1")).await.unwrap(), Some(woken));
+    assert_consistent(&store, "woken").await;
+    store.crash();
+    let store = reopen(dir.path()).await;
+    let unfinished = store.unfinished_tasks().await.unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(unfinished[0].idle_until, None);
+}
+
 /// A gated task's status message: its approval pending.
 fn approval_pending() -> fundi_runtime::model::Message {
     let request = fundi_runtime::approval::ApprovalRequest {

@@ -81,6 +81,7 @@ impl TaskJournal {
             checkpoint: None,
             trace: new.trace,
             inputs: RunInputs::default(),
+            idle_until: None,
         };
         let mut events = Vec::with_capacity(2);
         events.push(event_of(&record.task, 1, TaskEventKind::Created(task)));

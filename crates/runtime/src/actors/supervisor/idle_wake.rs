@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use ractor::ActorRef;
 use tokio::time::Instant;
 
@@ -29,6 +30,26 @@ impl SupervisorState {
             return;
         }
         self.idle.insert(task_id, at);
+        self.check_idle_later(myself);
+    }
+
+    /// Tasks found parked idle in the store (by a start, a takeover or a re-claim), each
+    /// to wake when its stored wait ends, by this node's clock (one already past: at
+    /// once).
+    pub(super) fn still_idle(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        tasks: Vec<(TaskId, DateTime<Utc>)>,
+    ) {
+        if self.shutting_down {
+            return;
+        }
+        let (now, wall) = (Instant::now(), Utc::now());
+        for (task_id, until) in tasks {
+            let left = (until - wall).to_std().unwrap_or_default();
+            let left = left.min(crate::context::FOREVER);
+            self.idle.insert_unless_known(&task_id, now + left);
+        }
         self.check_idle_later(myself);
     }
 

@@ -52,9 +52,10 @@ impl SupervisorState {
 
     /// What the actor of a stored unfinished task starts with: a task at rest wakes with
     /// no run (a slot, if any, is freed), a new one queued here runs for the first
-    /// time, any other runs again (one parked here while idle says nothing of it).
+    /// time, any other runs again (one parked idle, here or before a restart, says
+    /// nothing of it).
     pub(super) fn stored_unfinished(&mut self, record: TaskRecord, slot: Option<Slot>) -> Spawn {
-        let parked_idle = self.idle.remove(&record.task.id);
+        let parked_idle = self.idle.remove(&record.task.id) | record.idle_until.is_some();
         if at_rest(&record.task.status) {
             return self.stored(record, StartMode::Wake, None);
         }
