@@ -14,7 +14,7 @@ use fundi_peers::{DelegateConfig, DelegateSkill, PeerConfig, PeerDirectory};
 use fundi_runtime::testing::scripted::eventually;
 use fundi_runtime::{
     Access, Grants, MemoryStore, Message, Part, Runtime, RuntimeHandle, SubmitRequest, Task,
-    TaskState,
+    TaskEventKind, TaskState,
 };
 use serde_json::json;
 
@@ -87,6 +87,14 @@ async fn a_peers_task_is_followed_to_its_end_and_its_artifact_mirrored() {
         task.artifacts[0].parts[0].as_text(),
         Some("done by the peer")
     );
+    // Told once: the mirror's event alone, none again with the outcome.
+    let events = runtime.subscribe(&task.id, 0, Access::Any).await.unwrap();
+    let events: Vec<_> = futures::StreamExt::collect(events).await;
+    let artifacts = events
+        .iter()
+        .filter(|e| matches!(e.as_ref().unwrap().kind, TaskEventKind::Artifact { .. }))
+        .count();
+    assert_eq!(artifacts, 1, "{events:?}");
     let seen = seen.lock().unwrap();
     let sends: Vec<_> = seen.calls.iter().filter(|c| c.0 == "SendMessage").collect();
     assert_eq!(sends.len(), 1);

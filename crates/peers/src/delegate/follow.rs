@@ -280,7 +280,9 @@ fn ended(peer: &str, task: RemoteTask) -> Result<SkillOutput, SkillError> {
                     "Peer {peer} completed its task {id}."
                 ))]),
             }),
-            artifacts: task.artifacts,
+            // Mirrored already, as each was read (`Mirrored::artifacts`), the last of
+            // them from this very read: told again, each would be a second event.
+            artifacts: Vec::new(),
         }),
         TaskState::Rejected => Err(SkillError::Rejected(format!(
             "peer {peer} rejected its task {id}: {words}"
