@@ -60,6 +60,8 @@ impl SupervisorState {
     pub(super) async fn wake_idle(&mut self, myself: &ActorRef<SupervisorMsg>) {
         self.idle.checked();
         let now = Instant::now();
+        // Failed wakes, told in one line per check (an outage fails them all).
+        let mut failed = None;
         for task_id in self.idle.due(now) {
             let asleep =
                 !self.shutting_down && !self.cut_off && self.live_actor(&task_id).is_none();
@@ -73,12 +75,16 @@ impl SupervisorState {
                     Err(error) => Err(error),
                 };
                 if let Err(error) = woken {
-                    tracing::warn!(%task_id, %error, "could not wake a task whose idle wait is over; trying again");
+                    let (_, _, tasks) = failed.get_or_insert((task_id.clone(), error, 0));
+                    *tasks += 1;
                     self.idle.insert(task_id, now + RETRY);
                     continue;
                 }
             }
             self.idle.remove(&task_id);
+        }
+        if let Some((task_id, error, tasks)) = failed {
+            tracing::warn!(tasks, first = %task_id, %error, "could not wake tasks whose idle wait is over; trying again in a second");
         }
         self.check_idle_later(myself);
     }
