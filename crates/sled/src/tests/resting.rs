@@ -277,6 +277,21 @@ async fn a_queued_task_is_indexed_and_recovered_as_queued_unread() {
     assert_consistent(&store, "after the approval").await;
 }
 
+/// Stores `t1` working, then parked while its run waits idle until `until`.
+async fn parked_idle(dir: &std::path::Path, until: chrono::DateTime<chrono::Utc>) -> SledStore {
+    let store = SledStore::open(dir, Durability::Sync).unwrap();
+    let working = record("t1", "c", TaskState::Working, 1_000, "u");
+    store
+        .commit(&working, 0, &[created(&working)])
+        .await
+        .unwrap();
+    let mut parked = working.clone();
+    parked.version += 1;
+    parked.idle_until = Some(until);
+    store.commit(&parked, 1, &[]).await.unwrap();
+    store
+}
+
 /// A task parked while its run waits idle is indexed at rest with its wait's end: an
 /// open reads no snapshot of it, and recovery finds it idle until then. Its next commit
 /// takes it out of the index, and the task reads back as no longer parked.
@@ -286,16 +301,7 @@ async fn an_idle_parked_task_is_indexed_with_its_wait_s_end_and_recovered_unread
     let dir = tempfile::tempdir().unwrap();
     let until = chrono::Utc.timestamp_millis_opt(4_000_000_000_000).unwrap();
     {
-        let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
-        let working = record("t1", "c", TaskState::Working, 1_000, "u");
-        store
-            .commit(&working, 0, &[created(&working)])
-            .await
-            .unwrap();
-        let mut parked = working.clone();
-        parked.version += 1;
-        parked.idle_until = Some(until);
-        store.commit(&parked, 1, &[]).await.unwrap();
+        let store = parked_idle(dir.path(), until).await;
         assert!(indexed(&store, "t1"));
         assert_consistent(&store, "parked idle").await;
         store
@@ -320,16 +326,7 @@ async fn an_idle_parked_task_is_indexed_with_its_wait_s_end_and_recovered_unread
 
     // Again, with its snapshot whole: woken, it runs on, and is indexed no more.
     let dir = tempfile::tempdir().unwrap();
-    let store = SledStore::open(dir.path(), Durability::Sync).unwrap();
-    let working = record("t1", "c", TaskState::Working, 1_000, "u");
-    store
-        .commit(&working, 0, &[created(&working)])
-        .await
-        .unwrap();
-    let mut parked = working.clone();
-    parked.version += 1;
-    parked.idle_until = Some(until);
-    store.commit(&parked, 1, &[]).await.unwrap();
+    let store = parked_idle(dir.path(), until).await;
     let woken = progress(&store, "t1", "looked again").await;
     assert_eq!(woken.idle_until, None);
     assert!(!indexed(&store, "t1"));
