@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use fundi_ops::grants::token_digest;
 use fundi_ops::sessions::{
     ConsolePerson, ConsoleSession, MemorySessionStore, PendingSignIn, SessionStore,
 };
 use fundi_runtime::Grants;
 use fundi_runtime::store::StoreError;
-use sha2::{Digest, Sha256};
 
 /// How long a sign-in link may wait to be opened.
 pub(crate) const LINK_LIFETIME: Duration = Duration::from_secs(10 * 60);
@@ -102,7 +102,7 @@ impl Sessions {
         let token = random_token();
         let expires = later(LINK_LIFETIME);
         self.store
-            .put_link(&digest(&token), &person.stored(), expires)
+            .put_link(&token_digest(&token), &person.stored(), expires)
             .await?;
         Ok(token)
     }
@@ -115,7 +115,11 @@ impl Sessions {
         &self,
         token: &str,
     ) -> Result<Option<(Person, String)>, StoreError> {
-        match self.store.take_link(&digest(token), Utc::now()).await? {
+        match self
+            .store
+            .take_link(&token_digest(token), Utc::now())
+            .await?
+        {
             Some(stored) => {
                 let person = Person::from_stored(stored);
                 let confirmation = self.link(&person).await?;
@@ -132,7 +136,11 @@ impl Sessions {
         &self,
         token: &str,
     ) -> Result<Option<(String, Session)>, StoreError> {
-        match self.store.take_link(&digest(token), Utc::now()).await? {
+        match self
+            .store
+            .take_link(&token_digest(token), Utc::now())
+            .await?
+        {
             Some(person) => self.open(Person::from_stored(person)).await.map(Some),
             None => Ok(None),
         }
@@ -151,13 +159,13 @@ impl Sessions {
             csrf: session.csrf.clone(),
             expires_at: later(SESSION_LIFETIME),
         };
-        self.store.put_session(&digest(&id), &stored).await?;
+        self.store.put_session(&token_digest(&id), &stored).await?;
         Ok((id, session))
     }
 
     /// The session a cookie's value opens, while it lasts.
     pub(crate) async fn find(&self, id: &str) -> Result<Option<Session>, StoreError> {
-        let stored = self.store.session(&digest(id), Utc::now()).await?;
+        let stored = self.store.session(&token_digest(id), Utc::now()).await?;
         Ok(stored.map(|stored| Session {
             person: Person::from_stored(stored.person),
             csrf: stored.csrf,
@@ -173,7 +181,7 @@ impl Sessions {
     ) -> Result<(), StoreError> {
         let expires = later(LINK_LIFETIME);
         self.store
-            .put_pending(&digest(state), pending, expires)
+            .put_pending(&token_digest(state), pending, expires)
             .await
     }
 
@@ -182,12 +190,14 @@ impl Sessions {
         &self,
         state: &str,
     ) -> Result<Option<PendingSignIn>, StoreError> {
-        self.store.take_pending(&digest(state), Utc::now()).await
+        self.store
+            .take_pending(&token_digest(state), Utc::now())
+            .await
     }
 
     /// Ends a session (signing out).
     pub(crate) async fn close(&self, id: &str) -> Result<(), StoreError> {
-        self.store.remove_session(&digest(id)).await
+        self.store.remove_session(&token_digest(id)).await
     }
 
     /// The `Set-Cookie` value that keeps a session: only this server's console pages
@@ -247,13 +257,6 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |differ, (x, y)| differ | (x ^ y))
             == 0
-}
-
-fn digest(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// 256 random bits from the OS's generator, as hex.
