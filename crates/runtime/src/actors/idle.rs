@@ -56,14 +56,10 @@ impl IdleWakes {
         self.by_time.insert((at, task_id));
     }
 
-    /// Marks the task parked idle, if its wake is not known yet (its `WakeAt` is still on
-    /// its way): due now, so that its start, which the caller makes, knows.
-    pub(super) fn mark(&mut self, task_id: &TaskId, now: Instant) {
-        self.insert_unless_known(task_id, now);
-    }
-
-    /// The task parked until `at`, unless a wake of it is known already (one its actor
-    /// asked for since is newer than what a start read).
+    /// The task parked until `at`, unless a wake of it is known already: one its actor
+    /// asked for since is newer than what a start read, and one marked due now (its
+    /// `WakeAt` still on its way, so that the start the caller makes knows) would only
+    /// come sooner.
     pub(super) fn insert_unless_known(&mut self, task_id: &TaskId, at: Instant) {
         if !self.by_task.contains_key(task_id) {
             self.insert(task_id.clone(), at);

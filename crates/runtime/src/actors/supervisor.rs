@@ -371,7 +371,7 @@ impl SupervisorState {
         }
         // Parked idle, and its `WakeAt` may not have come yet: its start knows.
         if live.parked.while_idle() {
-            self.idle.mark(task_id, tokio::time::Instant::now());
+            (self.idle).insert_unless_known(task_id, tokio::time::Instant::now());
         }
         let id = live.actor.get_id();
         self.forget(id);

@@ -4,6 +4,16 @@
 use super::*;
 use crate::layout::{FORMAT_KEY, rest_key, task_key};
 
+/// Overwrites the task's snapshot with bytes no build can read: an open that read it
+/// would set the task aside.
+fn spoil_snapshot(store: &SledStore, id: &str) {
+    let garbage = b"\x02garbage".as_slice();
+    store
+        .db
+        .insert(task_key(&TaskId::from(id)), garbage)
+        .unwrap();
+}
+
 fn indexed(store: &SledStore, id: &str) -> bool {
     store.db.contains_key(rest_key(&TaskId::from(id))).unwrap()
 }
@@ -115,10 +125,7 @@ async fn an_open_reads_no_snapshot_of_a_task_indexed_at_rest() {
         let store = stored(dir.path(), true).await;
         assert!(indexed(&store, "t1"));
         assert!(!indexed(&store, "t2"), "a working task is not at rest");
-        store
-            .db
-            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
-            .unwrap();
+        spoil_snapshot(&store, "t1");
         match crash {
             true => store.crash(),
             false => drop(store),
@@ -243,11 +250,7 @@ async fn a_queued_task_is_indexed_and_recovered_as_queued_unread() {
         store.commit(&gated, 0, &[created(&gated)]).await.unwrap();
         assert!(indexed(&store, "t1") && indexed(&store, "t2"));
         assert_consistent(&store, "queued and gated").await;
-        // Bytes no build can read: an open that read the snapshot would set it aside.
-        store
-            .db
-            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
-            .unwrap();
+        spoil_snapshot(&store, "t1");
         store.crash();
     }
     let store = reopen(dir.path()).await;
@@ -304,10 +307,7 @@ async fn an_idle_parked_task_is_indexed_with_its_wait_s_end_and_recovered_unread
         let store = parked_idle(dir.path(), until).await;
         assert!(indexed(&store, "t1"));
         assert_consistent(&store, "parked idle").await;
-        store
-            .db
-            .insert(task_key(&TaskId::from("t1")), b"\x02garbage".as_slice())
-            .unwrap();
+        spoil_snapshot(&store, "t1");
         store.crash();
     }
     let store = reopen(dir.path()).await;
