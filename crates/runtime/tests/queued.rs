@@ -1,14 +1,18 @@
 //! New tasks queued for a slot: one that nobody follows waits with no actor, in line
 //! with every task that waits for its skill's slot; a call or a subscriber that reaches
 //! it starts its actor without losing its place; its run is a first run, not a resumed
-//! one; a shutdown leaves it stored for the next start.
+//! one; a cancel that cannot be stored leaves it in line; a shutdown leaves it stored
+//! for the next start.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest, TaskEventKind,
-    TaskId, TaskState,
+    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, StoreError,
+    SubmitRequest, TaskEvent, TaskEventKind, TaskId, TaskState,
 };
 use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
@@ -31,9 +35,15 @@ async fn one_at_a_time(dir: &std::path::Path) -> (RuntimeHandle, Scripted) {
 /// [`one_at_a_time`], its one slot held by a task at its gate ("t0").
 async fn busy(dir: &std::path::Path) -> (RuntimeHandle, Scripted, TaskId) {
     let (rt, skill) = one_at_a_time(dir).await;
-    let running = submit_to(&rt, "t0", json!({"gate": true})).await;
-    wait_for_state(&rt, &running, TaskState::Working).await;
+    let running = hold_the_slot(&rt).await;
     (rt, skill, running)
+}
+
+/// Submits "t0", which holds the one slot at its gate.
+async fn hold_the_slot(rt: &RuntimeHandle) -> TaskId {
+    let running = submit_to(rt, "t0", json!({"gate": true})).await;
+    wait_for_state(rt, &running, TaskState::Working).await;
+    running
 }
 
 async fn submit_to(rt: &RuntimeHandle, text: &str, data: Value) -> TaskId {
@@ -149,4 +159,60 @@ async fn queued_tasks_stay_stored_through_a_shutdown_and_run_after_it() {
         wait_for_state(&rt, id, TaskState::Completed).await;
     }
     live_tasks_are(&rt, 0).await;
+}
+
+/// The memory store, refusing to store a cancel while `refusing` holds.
+#[derive(Default)]
+struct RefusingCancels {
+    inner: MemoryStore,
+    refusing: AtomicBool,
+}
+
+fundi_runtime::store_with_own_writes!(RefusingCancels, inner, {
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[TaskEvent],
+    ) -> Result<(), StoreError> {
+        let canceled = record.task.status.state == TaskState::Canceled;
+        if canceled && self.refusing.load(Ordering::SeqCst) {
+            let full = std::io::Error::other("the disk is full");
+            return Err(StoreError::io("writing a task", full));
+        }
+        self.inner.write(record, expected_version, events).await
+    }
+});
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_task_whose_cancel_cannot_be_stored_keeps_its_place() {
+    let store = Arc::new(RefusingCancels::default());
+    let skill = Scripted::new("resumable", true);
+    let mut config = RuntimeConfig::default();
+    config.max_concurrent_runs = 1;
+    let rt = Runtime::builder()
+        .shared_store(store.clone())
+        .config(config)
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap();
+    let running = hold_the_slot(&rt).await;
+    let queued = [
+        submit_to(&rt, "t1", json!({"gate": true})).await,
+        submit_to(&rt, "t2", json!({"gate": true})).await,
+    ];
+    live_tasks_are(&rt, 1).await;
+
+    store.refusing.store(true, Ordering::SeqCst);
+    let refused = rt.cancel(&queued[0], Access::Any).await.unwrap_err();
+    assert!(refused.to_string().contains("disk is full"), "{refused}");
+    store.refusing.store(false, Ordering::SeqCst);
+
+    // The cancel woke t1 and was refused: it still waits for its slot, ahead of t2.
+    skill.gate.add_permits(3);
+    for id in queued.iter().chain([&running]) {
+        wait_for_state(&rt, id, TaskState::Completed).await;
+    }
+    assert_eq!(skill.started(), ["t0", "t1", "t2"]);
 }

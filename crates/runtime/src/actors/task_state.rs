@@ -236,17 +236,21 @@ impl TaskActorState {
             // park, or woken from an idle park for this cancel): the skill hears of it
             // afterwards.
             previous @ (Phase::Idle | Phase::Queued { .. }) => {
-                self.runs.slot.stop();
                 let writer = &mut self.writer;
                 let result = writer
                     .set_status(TaskState::Canceled, Some("canceled by request".into()))
                     .await
                     .map(|()| writer.journal.task().clone())
                     .map_err(RuntimeError::from);
-                match result.is_ok() {
-                    true => self.tell_canceled_at_rest(),
-                    false if matches!(previous, Phase::Idle) => self.run_again(myself),
-                    false => {}
+                match (result.is_ok(), previous) {
+                    (true, _) => {
+                        self.runs.slot.stop();
+                        self.tell_canceled_at_rest();
+                    }
+                    // Its wait for a slot goes on, in its place: a slot that came
+                    // during the write is in the mailbox, and starts the run.
+                    (false, queued @ Phase::Queued { .. }) => self.runs.phase = queued,
+                    (false, _) => self.run_again(myself),
                 }
                 let _ = reply.send(result);
                 return;
