@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use fundi_ops::grants::token_digest;
+use fundi_ops::grants::{random_token, token_digest};
 use fundi_ops::sessions::{
     ConsolePerson, ConsoleSession, MemorySessionStore, PendingSignIn, SessionStore,
 };
@@ -257,12 +257,6 @@ pub(crate) fn same_secret(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |differ, (x, y)| differ | (x ^ y))
             == 0
-}
-
-/// 256 random bits from the OS's generator, as hex.
-pub(crate) fn random_token() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

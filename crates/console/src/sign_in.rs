@@ -15,14 +15,13 @@ use serde_json::{Value, json};
 
 use crate::gate::{Change, CsrfOnly, check_origin};
 use crate::page::{Problem, Section, page, respond};
-use crate::sessions::{
-    LINK_LIFETIME, Person, SIGN_IN_COOKIE, named_cookie, random_token, same_secret,
-};
+use crate::sessions::{LINK_LIFETIME, Person, SIGN_IN_COOKIE, named_cookie, same_secret};
 use fundi_gateway::ApiError;
 use fundi_gateway::AppState;
 use fundi_gateway::Dialect;
 use fundi_gateway::admit;
 use fundi_gateway::refusal;
+use fundi_ops::grants::random_token;
 use std::sync::Arc;
 
 use crate::sessions::Sessions;

@@ -73,6 +73,13 @@ impl Grant {
     }
 }
 
+/// A new secret (a grant's token after its prefix, a session, a sign-in link): 32 random
+/// bytes from rand's thread generator, a CSPRNG seeded by the OS, in hex.
+pub fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The digest a token is stored and looked up by (hex SHA-256).
 pub fn token_digest(token: &str) -> String {
     Sha256::digest(token.as_bytes())

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use fundi_ops::access::{
     AccessRequest, AccessRequestStore, CONTINUATION_PREFIX, Requester, RequesterCard, Standing,
 };
-use fundi_ops::grants::token_digest;
+use fundi_ops::grants::{random_token, token_digest};
 use fundi_peers::PeerDirectory;
 use serde::Deserialize;
 use tokio::sync::Mutex;
@@ -22,7 +22,7 @@ pub use decision::Approved;
 use super::assertion::AssertionVerifier;
 use super::config::FriendsConfig;
 use super::error::AccessError;
-use crate::admin::grant_desk::{GrantDesk, check_scopes, random_hex};
+use crate::admin::grant_desk::{GrantDesk, check_scopes};
 use crate::rate_limit::UserRateLimit;
 
 /// The longest reason kept, in characters.
@@ -128,7 +128,7 @@ impl AccessDesk {
             })?;
         let card = self.read_card(&card_url).await;
         let now = Utc::now();
-        let secret = format!("{CONTINUATION_PREFIX}{}", random_hex());
+        let secret = format!("{CONTINUATION_PREFIX}{}", random_token());
         let request = AccessRequest {
             id: format!("ar-{}", uuid::Uuid::now_v7()),
             version: 1,

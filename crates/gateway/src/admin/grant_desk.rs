@@ -85,9 +85,3 @@ pub(crate) fn check_scopes(scopes: &[String]) -> Result<(), String> {
         None => Ok(()),
     }
 }
-
-/// 256 random bits from the OS's generator, as hex.
-pub(crate) fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}

@@ -10,12 +10,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
-use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
+use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, random_token, token_digest};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::audit::AuditTrail;
-use super::grant_desk::{GrantDesk, Revoked, check_scopes, expiry, random_hex};
+use super::grant_desk::{GrantDesk, Revoked, check_scopes, expiry};
 use super::{admin_error, parse};
 use crate::operator::{Admin, GrantsDesk, Operator};
 use crate::state::AppState;
@@ -68,7 +68,7 @@ async fn create(
         Ok(at) => at,
         Err(problem) => return admin_error(StatusCode::BAD_REQUEST, &problem),
     };
-    let token = format!("{GRANT_TOKEN_PREFIX}{}", random_hex());
+    let token = format!("{GRANT_TOKEN_PREFIX}{}", random_token());
     let grant = Grant {
         id: format!("gr-{}", uuid::Uuid::now_v7()),
         client: new.client,

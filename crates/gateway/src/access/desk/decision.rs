@@ -4,13 +4,12 @@
 
 use chrono::Utc;
 use fundi_ops::access::{AccessRequest, Decision, Standing};
-use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, token_digest};
+use fundi_ops::grants::{GRANT_TOKEN_PREFIX, Grant, random_token, token_digest};
 use fundi_runtime::approval::APPROVE_SCOPE;
 use fundi_runtime::{ADMIN_SCOPE, Grants};
 
 use super::AccessDesk;
 use crate::access::error::AccessError;
-use crate::admin::grant_desk::random_hex;
 
 /// What an approval vended.
 pub struct Approved {
@@ -84,7 +83,7 @@ impl AccessDesk {
             revoked_at: None,
             acts_as: Some(request.requester.user()),
             // A token nobody holds, until the requester collects its own.
-            token_digest: token_digest(&random_hex()),
+            token_digest: token_digest(&random_token()),
         };
         self.grants.store.put(&grant).await?;
         let mut next = request.clone();
@@ -205,7 +204,7 @@ impl AccessDesk {
         if let Some(refusal) = grant.refusal(now) {
             return Err(AccessError::Gone(refusal));
         }
-        let token = format!("{GRANT_TOKEN_PREFIX}{}", random_hex());
+        let token = format!("{GRANT_TOKEN_PREFIX}{}", random_token());
         grant.token_digest = token_digest(&token);
         if let Err(error) = self.grants.store.put(&grant).await {
             // The token was never kept: undo the collection, so that the requester can
