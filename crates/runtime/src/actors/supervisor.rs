@@ -22,9 +22,10 @@ use crate::cpu::CpuPool;
 use crate::error::RuntimeError;
 use crate::model::{SkillId, TaskId};
 use crate::skill::{MessagePolicy, Skill};
-use crate::store::{Holder, StoreError, TaskStore};
+use crate::store::{StoreError, TaskStore};
 use crate::wakes::Wakes;
 
+mod elsewhere;
 mod idle_wake;
 mod unfinished;
 
@@ -287,59 +288,6 @@ impl SupervisorState {
             spawn.mode = StartMode::Wake;
         }
         self.spawn(myself, spawn).await.map(Routed::Here)
-    }
-
-    /// Whether the task's actor here rests (waits for a user) on a lease another node
-    /// has taken over; such an actor is stopped. A resting task writes nothing, so its
-    /// actor cannot learn of the takeover itself; stopping it runs and writes nothing.
-    async fn lost_while_resting(
-        &self,
-        task_id: &TaskId,
-        actor: &ActorRef<TaskMsg>,
-    ) -> Result<bool, RuntimeError> {
-        if !self.waiting_for_input.contains(task_id) || !self.held_elsewhere(task_id).await? {
-            return Ok(false);
-        }
-        actor.stop(Some("its task is held by another node now".into()));
-        Ok(true)
-    }
-
-    /// Whether another node holds the task's lease (a store several nodes share), so
-    /// that no actor may start for it here.
-    async fn held_elsewhere(&self, task_id: &TaskId) -> Result<bool, RuntimeError> {
-        let Some(cluster) = self.args.store.cluster() else {
-            return Ok(false);
-        };
-        Ok(cluster.holder(task_id).await? != Holder::Here)
-    }
-
-    /// The live actor of a task; with `wake`, one started for an unfinished task that
-    /// has none (see `SupervisorMsg::Live`).
-    async fn follow(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        task_id: TaskId,
-        wake: bool,
-    ) -> Routed {
-        if let Some(actor) = self.live_actor(&task_id) {
-            return match self.lost_while_resting(&task_id, &actor).await {
-                Ok(true) => Routed::Elsewhere,
-                Ok(false) | Err(_) => Routed::Here(Some(actor)),
-            };
-        }
-        if self.shutting_down || self.cut_off {
-            return Routed::Here(None);
-        }
-        match self.held_elsewhere(&task_id).await {
-            Ok(true) => return Routed::Elsewhere,
-            Ok(false) => {}
-            // The subscriber reads the store instead, and learns of the error there.
-            Err(_) => return Routed::Here(None),
-        }
-        if !wake {
-            return Routed::Here(None);
-        }
-        Routed::Here(self.start_unfinished(myself, &task_id, None).await)
     }
 
     async fn resume(&mut self, myself: &ActorRef<SupervisorMsg>, task_id: TaskId, slot: Slot) {
