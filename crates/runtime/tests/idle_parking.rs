@@ -5,152 +5,22 @@
 //! again from its checkpoint, with the same events as a task that kept its actor; a
 //! restart leaves it parked until then. A cancel of a parked task reaches the skill through `canceled_at_rest`.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+#[path = "support/poller.rs"]
+mod poller;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, MemoryStore, Presence, Runtime, RuntimeConfig, RuntimeHandle, Skill, SkillCard,
-    SkillContext, SkillError, SkillInput, SkillOutput, StoreError, SubmitRequest, TaskEvent,
-    TaskEventKind, TaskId, TaskState,
+    Access, Presence, Runtime, RuntimeConfig, RuntimeHandle, SubmitRequest, TaskEventKind, TaskId,
+    TaskState,
 };
 use fundi_store_sled::testing::open_sled;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-/// Looks at something outside (`ready`) until it is ready, idle `wait` between looks,
-/// counting its looks in its checkpoint.
-#[derive(Clone)]
-struct Poller {
-    id: &'static str,
-    resumable: bool,
-    wait: Duration,
-    ready: Arc<AtomicBool>,
-    runs: Arc<AtomicUsize>,
-    /// The looks counted so far (kept in the checkpoint across runs).
-    looks: Arc<AtomicUsize>,
-    /// The cancels the skill heard: (task, checkpoint) from `canceled_at_rest`, or
-    /// (task, null) from a run.
-    let_go: Arc<Mutex<Vec<(TaskId, Value)>>>,
-}
-
-impl Poller {
-    fn new(id: &'static str, resumable: bool, wait: Duration) -> Poller {
-        Poller {
-            id,
-            resumable,
-            wait,
-            ready: Arc::default(),
-            runs: Arc::default(),
-            looks: Arc::default(),
-            let_go: Arc::default(),
-        }
-    }
-
-    fn runs(&self) -> usize {
-        self.runs.load(Ordering::SeqCst)
-    }
-
-    fn looks(&self) -> usize {
-        self.looks.load(Ordering::SeqCst)
-    }
-}
-
-impl Poller {
-    async fn look_until_ready(
-        &self,
-        input: &SkillInput,
-        ctx: &SkillContext,
-    ) -> Result<SkillOutput, SkillError> {
-        let mut looks = input
-            .checkpoint
-            .as_ref()
-            .and_then(|c| c["looks"].as_u64())
-            .unwrap_or(0);
-        if input.message.text() == "ask" && input.checkpoint.is_none() {
-            ctx.checkpoint(json!({ "looks": looks })).await?;
-            ctx.request_input("anything?").await?;
-        }
-        loop {
-            looks += 1;
-            self.looks.store(looks as usize, Ordering::SeqCst);
-            if self.ready.load(Ordering::SeqCst) {
-                return Ok(SkillOutput::text("ready"));
-            }
-            ctx.checkpoint(json!({ "looks": looks })).await?;
-            ctx.idle(self.wait).await?;
-        }
-    }
-}
-
-#[async_trait]
-impl Skill for Poller {
-    fn card(&self) -> SkillCard {
-        SkillCard::new(self.id, "looks at something outside until it is ready")
-            .resumable_if(self.resumable)
-    }
-
-    async fn run(&self, input: SkillInput, ctx: SkillContext) -> Result<SkillOutput, SkillError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        let outcome = self.look_until_ready(&input, &ctx).await;
-        if let Err(SkillError::Canceled) = &outcome {
-            let heard = (ctx.task_id().clone(), Value::Null);
-            self.let_go.lock().unwrap().push(heard);
-        }
-        outcome
-    }
-
-    async fn canceled_at_rest(&self, task_id: &TaskId, checkpoint: Value) {
-        self.let_go
-            .lock()
-            .unwrap()
-            .push((task_id.clone(), checkpoint));
-    }
-}
-
-async fn start(
-    park_after_ms: u64,
-    poller: &Poller,
-    dir: Option<&std::path::Path>,
-) -> RuntimeHandle {
-    let mut config = RuntimeConfig::default();
-    config.park_after_ms = park_after_ms;
-    let builder = Runtime::builder().config(config).skill(poller.clone());
-    let builder = match dir {
-        Some(dir) => builder.store(open_sled(dir).await),
-        None => builder,
-    };
-    builder.start().await.unwrap()
-}
-
-async fn poll(rt: &RuntimeHandle, poller: &Poller) -> TaskId {
-    submit_to(rt, poller, "watch it").await
-}
-
-async fn submit_to(rt: &RuntimeHandle, poller: &Poller, text: &str) -> TaskId {
-    let request = SubmitRequest::new(message(text, Value::Null)).skill(Some(poller.id.into()));
-    rt.submit(request).await.unwrap().task.id
-}
-
-async fn parked(rt: &RuntimeHandle, id: &TaskId) {
-    eventually(
-        || format!("{} tasks have an actor", rt.live_tasks()),
-        || rt.live_tasks() == 0,
-    )
-    .await;
-    assert_eq!(rt.presence(id).await, Presence::Resting);
-}
-
-async fn runs_reach(poller: &Poller, runs: usize) {
-    eventually(
-        || format!("{} runs started, not {runs}", poller.runs()),
-        || poller.runs() >= runs,
-    )
-    .await;
-}
+use poller::*;
 
 /// The statuses the task's events tell, in order.
 async fn statuses(rt: &RuntimeHandle, id: &TaskId) -> Vec<(TaskState, Option<String>)> {
@@ -415,103 +285,4 @@ async fn a_message_the_skill_refuses_wakes_a_parked_idle_task_and_is_refused() {
     );
     let canceled = rt.cancel(&id, Access::Any).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-}
-
-/// The memory store, whose reads of a task fail while `failing` holds (it counts them),
-/// and which refuses to store a cancel while `refusing_cancels` holds.
-struct FlakyReads {
-    store: MemoryStore,
-    failing: AtomicBool,
-    failed: AtomicUsize,
-    refusing_cancels: AtomicBool,
-}
-
-impl FlakyReads {
-    fn new() -> Arc<FlakyReads> {
-        Arc::new(FlakyReads {
-            store: MemoryStore::new(),
-            failing: AtomicBool::new(false),
-            failed: AtomicUsize::new(0),
-            refusing_cancels: AtomicBool::new(false),
-        })
-    }
-}
-
-fundi_runtime::store_with_own_writes!(FlakyReads, store, own_get: {
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        if self.failing.load(Ordering::SeqCst) {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            let down = std::io::Error::other("the disk is gone");
-            return Err(StoreError::io("reading a task", down));
-        }
-        self.store.get(id).await
-    }
-}, {
-    async fn write(
-        &self,
-        record: &TaskRecord,
-        expected_version: u64,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
-        let canceled = record.task.status.state == TaskState::Canceled;
-        if canceled && self.refusing_cancels.load(Ordering::SeqCst) {
-            let full = std::io::Error::other("the disk is full");
-            return Err(StoreError::io("writing a task", full));
-        }
-        self.store.write(record, expected_version, events).await
-    }
-});
-
-/// A runtime with the poller on `store`, parking after 50 ms.
-async fn start_on(store: &Arc<FlakyReads>, poller: &Poller) -> RuntimeHandle {
-    let mut config = RuntimeConfig::default();
-    config.park_after_ms = 50;
-    Runtime::builder()
-        .config(config)
-        .shared_store(store.clone())
-        .skill(poller.clone())
-        .start()
-        .await
-        .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_parked_idle_task_whose_cancel_cannot_be_stored_runs_on() {
-    let poller = Poller::new("poller", true, Duration::from_secs(3600));
-    let store = FlakyReads::new();
-    let rt = start_on(&store, &poller).await;
-    let id = poll(&rt, &poller).await;
-    parked(&rt, &id).await;
-    store.refusing_cancels.store(true, Ordering::SeqCst);
-    let refused = rt.cancel(&id, Access::Any).await.unwrap_err();
-    assert!(refused.to_string().contains("disk is full"), "{refused}");
-    // Woken with no run for the cancel, it runs again as its wake would have, and
-    // parks again.
-    runs_reach(&poller, 2).await;
-    parked(&rt, &id).await;
-    let task = rt.get(&id, None, Access::Any).await.unwrap();
-    assert_eq!(task.status.state, TaskState::Working);
-    assert_eq!(poller.looks(), 2, "the run went on from its checkpoint");
-    store.refusing_cancels.store(false, Ordering::SeqCst);
-    let canceled = rt.cancel(&id, Access::Any).await.unwrap();
-    assert_eq!(canceled.status.state, TaskState::Canceled);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wake_the_store_could_not_read_for_is_tried_again() {
-    let poller = Poller::new("poller", true, Duration::from_millis(300));
-    let store = FlakyReads::new();
-    let rt = start_on(&store, &poller).await;
-    let id = poll(&rt, &poller).await;
-    parked(&rt, &id).await;
-    store.failing.store(true, Ordering::SeqCst);
-    // The wait's end comes, and the wake's read of the task fails.
-    eventually(
-        || "the wake did not read the task".into(),
-        || store.failed.load(Ordering::SeqCst) > 0,
-    )
-    .await;
-    store.failing.store(false, Ordering::SeqCst);
-    // Tried again, it wakes the task: a second run.
-    runs_reach(&poller, 2).await;
 }

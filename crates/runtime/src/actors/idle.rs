@@ -75,11 +75,13 @@ impl IdleWakes {
         true
     }
 
-    /// The tasks whose wait is over, taken off the timeline; each keeps its entry until
-    /// it is woken or let go (`remove`), so that its start knows it was parked idle.
-    pub(super) fn due(&mut self, now: Instant) -> Vec<TaskId> {
+    /// The tasks whose wait is over, at most `limit` of them, soonest first, taken off
+    /// the timeline; each keeps its entry until it is woken or let go (`remove`), so
+    /// that its start knows it was parked idle.
+    pub(super) fn due(&mut self, now: Instant, limit: usize) -> Vec<TaskId> {
         let mut due = Vec::new();
-        while let Some((at, _)) = self.by_time.first()
+        while due.len() < limit
+            && let Some((at, _)) = self.by_time.first()
             && *at <= now
         {
             let Some((_, task_id)) = self.by_time.pop_first() else {
@@ -135,18 +137,19 @@ mod tests {
         assert_eq!(wakes.next_check(now), None);
         wakes.insert("c".into(), now + Duration::from_secs(1));
         assert_eq!(wakes.next_check(now), Some(Duration::from_secs(1)));
-        assert!(wakes.due(now).is_empty());
+        assert!(wakes.due(now, 10).is_empty());
         let at_six = now + Duration::from_secs(6);
-        assert_eq!(
-            wakes.due(at_six),
-            vec![TaskId::from("c"), TaskId::from("a")]
-        );
+        // At most as many as asked for, soonest first; the rest stay due.
+        assert_eq!(wakes.due(at_six, 1), vec![TaskId::from("c")]);
+        wakes.checked();
+        assert_eq!(wakes.next_check(at_six), Some(Duration::ZERO));
+        assert_eq!(wakes.due(at_six, 10), vec![TaskId::from("a")]);
         assert!(wakes.remove(&TaskId::from("c")) && wakes.remove(&TaskId::from("a")));
         wakes.checked();
         assert_eq!(wakes.next_check(at_six), Some(Duration::from_secs(1)));
         assert!(wakes.remove(&TaskId::from("b")));
         assert!(!wakes.remove(&TaskId::from("b")));
-        assert!(wakes.due(now + Duration::from_secs(7)).is_empty());
+        assert!(wakes.due(now + Duration::from_secs(7), 10).is_empty());
         assert_eq!(wakes.next_check(at_six), None);
         assert_eq!(wakes.len(), 0);
     }

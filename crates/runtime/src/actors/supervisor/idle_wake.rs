@@ -17,6 +17,12 @@ use crate::model::TaskId;
 /// How long after a failed wake (the store unreachable) it is tried again.
 const RETRY: Duration = Duration::from_secs(1);
 
+/// The most tasks one check wakes; the rest are woken by the checks that follow at
+/// once. Each wake asks the store (and, on a node of several, the database) in turn,
+/// and the supervisor routes nothing else meanwhile, so that many waits ending
+/// together would hold up every call and subscriber that needs it.
+const WAKES_PER_CHECK: usize = 64;
+
 impl SupervisorState {
     /// The task parked until `at`. Shutting down, it is left to the next start, which
     /// runs it again from its checkpoint as it does every task that was working.
@@ -53,16 +59,16 @@ impl SupervisorState {
         self.check_idle_later(myself);
     }
 
-    /// Wakes the tasks whose wait is over, unless something woke them first, or another
-    /// node holds them now; cut off from the database, they are left to the re-claim
-    /// that follows (it runs again what was working). A task the store could not be
-    /// asked about is tried again `RETRY` later.
+    /// Wakes the tasks whose wait is over (`WAKES_PER_CHECK` at a time), unless
+    /// something woke them first, or another node holds them now; cut off from the
+    /// database, they are left to the re-claim that follows (it runs again what was
+    /// working). A task the store could not be asked about is tried again `RETRY` later.
     pub(super) async fn wake_idle(&mut self, myself: &ActorRef<SupervisorMsg>) {
         self.idle.checked();
         let now = Instant::now();
         // Failed wakes, told in one line per check (an outage fails them all).
         let mut failed = None;
-        for task_id in self.idle.due(now) {
+        for task_id in self.idle.due(now, WAKES_PER_CHECK) {
             let asleep =
                 !self.shutting_down && !self.cut_off && self.live_actor(&task_id).is_none();
             if asleep {
@@ -89,7 +95,8 @@ impl SupervisorState {
         self.check_idle_later(myself);
     }
 
-    /// Asks for the next wake check, when the soonest wait ends before any asked for.
+    /// Asks for the next wake check, when the soonest wait ends before any asked for
+    /// (at once, behind the messages already sent, when some are due still).
     fn check_idle_later(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if let Some(after) = self.idle.next_check(Instant::now()) {
             myself.send_after(after, || SupervisorMsg::WakeIdle);
