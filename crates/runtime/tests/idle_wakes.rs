@@ -2,20 +2,19 @@
 //! time; a wake the store could not read for is tried again; a cancel the store could
 //! not write leaves the task running on.
 
+#[path = "support/flaky_store.rs"]
+mod flaky_store;
 #[path = "support/poller.rs"]
 mod poller;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::scripted::*;
-use fundi_runtime::{
-    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeHandle, StoreError, TaskEvent, TaskId,
-    TaskState,
-};
+use fundi_runtime::{Access, Runtime, RuntimeConfig, RuntimeHandle, TaskId, TaskState};
 
+use flaky_store::FlakyStore;
 use poller::*;
 
 /// More tasks than one wake check wakes, parked with waits that end together.
@@ -52,53 +51,8 @@ async fn many_waits_ending_together_wake_every_task() {
     assert!(poller.runs() >= 2 * TOGETHER, "{} runs", poller.runs());
 }
 
-/// The memory store, whose reads of a task fail while `failing` holds (it counts them),
-/// and which refuses to store a cancel while `refusing_cancels` holds.
-struct FlakyReads {
-    store: MemoryStore,
-    failing: AtomicBool,
-    failed: AtomicUsize,
-    refusing_cancels: AtomicBool,
-}
-
-impl FlakyReads {
-    fn new() -> Arc<FlakyReads> {
-        Arc::new(FlakyReads {
-            store: MemoryStore::new(),
-            failing: AtomicBool::new(false),
-            failed: AtomicUsize::new(0),
-            refusing_cancels: AtomicBool::new(false),
-        })
-    }
-}
-
-fundi_runtime::store_with_own_writes!(FlakyReads, store, own_get: {
-    async fn get(&self, id: &TaskId) -> Result<Option<TaskRecord>, StoreError> {
-        if self.failing.load(Ordering::SeqCst) {
-            self.failed.fetch_add(1, Ordering::SeqCst);
-            let down = std::io::Error::other("the disk is gone");
-            return Err(StoreError::io("reading a task", down));
-        }
-        self.store.get(id).await
-    }
-}, {
-    async fn write(
-        &self,
-        record: &TaskRecord,
-        expected_version: u64,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
-        let canceled = record.task.status.state == TaskState::Canceled;
-        if canceled && self.refusing_cancels.load(Ordering::SeqCst) {
-            let full = std::io::Error::other("the disk is full");
-            return Err(StoreError::io("writing a task", full));
-        }
-        self.store.write(record, expected_version, events).await
-    }
-});
-
 /// A runtime with the poller on `store`, parking after 50 ms.
-async fn start_on(store: &Arc<FlakyReads>, poller: &Poller) -> RuntimeHandle {
+async fn start_on(store: &Arc<FlakyStore>, poller: &Poller) -> RuntimeHandle {
     let mut config = RuntimeConfig::default();
     config.park_after_ms = 50;
     Runtime::builder()
@@ -113,7 +67,7 @@ async fn start_on(store: &Arc<FlakyReads>, poller: &Poller) -> RuntimeHandle {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_idle_task_whose_cancel_cannot_be_stored_runs_on() {
     let poller = Poller::new("poller", true, Duration::from_secs(3600));
-    let store = FlakyReads::new();
+    let store = FlakyStore::new();
     let rt = start_on(&store, &poller).await;
     let id = poll(&rt, &poller).await;
     parked(&rt, &id).await;
@@ -135,7 +89,7 @@ async fn a_parked_idle_task_whose_cancel_cannot_be_stored_runs_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wake_the_store_could_not_read_for_is_tried_again() {
     let poller = Poller::new("poller", true, Duration::from_millis(300));
-    let store = FlakyReads::new();
+    let store = FlakyStore::new();
     let rt = start_on(&store, &poller).await;
     let id = poll(&rt, &poller).await;
     parked(&rt, &id).await;

@@ -4,16 +4,19 @@
 //! one; a cancel that cannot be stored leaves it in line; a shutdown leaves it stored
 //! for the next start.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+#[path = "support/flaky_store.rs"]
+mod flaky_store;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use fundi_runtime::store::TaskRecord;
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, MemoryStore, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, StoreError,
-    SubmitRequest, TaskEvent, TaskEventKind, TaskId, TaskState,
+    Access, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest, TaskEventKind,
+    TaskId, TaskState,
 };
+
+use flaky_store::FlakyStore;
 use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
 
@@ -161,32 +164,9 @@ async fn queued_tasks_stay_stored_through_a_shutdown_and_run_after_it() {
     live_tasks_are(&rt, 0).await;
 }
 
-/// The memory store, refusing to store a cancel while `refusing` holds.
-#[derive(Default)]
-struct RefusingCancels {
-    inner: MemoryStore,
-    refusing: AtomicBool,
-}
-
-fundi_runtime::store_with_own_writes!(RefusingCancels, inner, {
-    async fn write(
-        &self,
-        record: &TaskRecord,
-        expected_version: u64,
-        events: &[TaskEvent],
-    ) -> Result<(), StoreError> {
-        let canceled = record.task.status.state == TaskState::Canceled;
-        if canceled && self.refusing.load(Ordering::SeqCst) {
-            let full = std::io::Error::other("the disk is full");
-            return Err(StoreError::io("writing a task", full));
-        }
-        self.inner.write(record, expected_version, events).await
-    }
-});
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_task_whose_cancel_cannot_be_stored_keeps_its_place() {
-    let store = Arc::new(RefusingCancels::default());
+    let store = FlakyStore::new();
     let skill = Scripted::new("resumable", true);
     let mut config = RuntimeConfig::default();
     config.max_concurrent_runs = 1;
@@ -204,10 +184,10 @@ async fn a_queued_task_whose_cancel_cannot_be_stored_keeps_its_place() {
     ];
     live_tasks_are(&rt, 1).await;
 
-    store.refusing.store(true, Ordering::SeqCst);
+    store.refusing_cancels.store(true, Ordering::SeqCst);
     let refused = rt.cancel(&queued[0], Access::Any).await.unwrap_err();
     assert!(refused.to_string().contains("disk is full"), "{refused}");
-    store.refusing.store(false, Ordering::SeqCst);
+    store.refusing_cancels.store(false, Ordering::SeqCst);
 
     // The cancel woke t1 and was refused: it still waits for its slot, ahead of t2.
     skill.gate.add_permits(3);
