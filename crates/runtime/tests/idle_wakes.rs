@@ -22,7 +22,8 @@ const TOGETHER: usize = 150;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_waits_ending_together_wake_every_task() {
-    let poller = Poller::new("poller", true, Duration::from_secs(3));
+    // Long enough for all of them to be submitted and parked before the first wakes.
+    let poller = Poller::new("poller", true, Duration::from_secs(5));
     let rt = start(50, &poller, None).await;
     let mut ids: Vec<TaskId> = Vec::new();
     for n in 0..TOGETHER {
