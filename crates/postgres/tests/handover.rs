@@ -33,9 +33,21 @@ async fn open_with(
     let mut config = test_config(schema);
     config.lease = Some(LeaseConfig::new(node, Duration::from_millis(ttl_ms)));
     config.statement_timeout = statement_timeout;
-    PostgresStore::open(&config)
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", test_url()))
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        match PostgresStore::open(&config).await {
+            Ok(store) => return store,
+            // A short statement timeout can cut the schema's creation while other
+            // tests' creations hold the catalog; it is rolled back whole, and the open
+            // is tried again as its error says.
+            Err(StoreError::Unreachable { .. })
+                if statement_timeout.is_some() && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("PostgreSQL at {}: {e}", test_url()),
+        }
+    }
 }
 
 /// A resumable skill counting to `steps`, a checkpoint per step, logging which node
