@@ -69,6 +69,8 @@ pub(crate) struct SupervisorState {
     queue: SlotQueue,
     /// Parked tasks whose runs wait idle, and when each is to be woken.
     idle: IdleWakes,
+    /// Wakes of those that failed and are not told yet.
+    failed_wakes: idle_wake::FailedWakes,
     shutting_down: bool,
     /// The node is cut off from the database: no task actor starts.
     cut_off: bool,
@@ -91,6 +93,7 @@ impl Actor for Supervisor {
             by_actor: HashMap::new(),
             waiting_for_input: HashSet::new(),
             idle: IdleWakes::default(),
+            failed_wakes: Default::default(),
             shutting_down: false,
             cut_off: false,
         })

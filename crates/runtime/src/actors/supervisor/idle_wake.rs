@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::SupervisorState;
 use crate::actors::supervisor_msg::SupervisorMsg;
+use crate::error::RuntimeError;
 use crate::model::TaskId;
 
 /// How long after a failed wake (the store unreachable) it is tried again.
@@ -66,8 +67,6 @@ impl SupervisorState {
     pub(super) async fn wake_idle(&mut self, myself: &ActorRef<SupervisorMsg>) {
         self.idle.checked();
         let now = Instant::now();
-        // Failed wakes, told in one line per check (an outage fails them all).
-        let mut failed = None;
         for task_id in self.idle.due(now, WAKES_PER_CHECK) {
             let asleep =
                 !self.shutting_down && !self.cut_off && self.live_actor(&task_id).is_none();
@@ -81,16 +80,20 @@ impl SupervisorState {
                     Err(error) => Err(error),
                 };
                 if let Err(error) = woken {
-                    let (_, _, tasks) = failed.get_or_insert((task_id.clone(), error, 0));
-                    *tasks += 1;
+                    self.failed_wakes.add(&task_id, &error);
                     self.idle.insert(task_id, now + RETRY);
                     continue;
                 }
             }
             self.idle.remove(&task_id);
         }
-        if let Some((task_id, error, tasks)) = failed {
-            tracing::warn!(tasks, first = %task_id, %error, "could not wake tasks whose idle wait is over; trying again in a second");
+        if let Some(Untold {
+            tasks,
+            first,
+            error,
+        }) = self.failed_wakes.untold(now)
+        {
+            tracing::warn!(tasks, %first, %error, "could not wake tasks whose idle wait is over; trying again in a second");
         }
         self.check_idle_later(myself);
     }
@@ -101,5 +104,71 @@ impl SupervisorState {
         if let Some(after) = self.idle.next_check(Instant::now()) {
             myself.send_after(after, || SupervisorMsg::WakeIdle);
         }
+    }
+}
+
+/// Wakes that failed, told in one line at most every `RETRY`: an outage fails every
+/// wake, in every check, and a check wakes `WAKES_PER_CHECK` tasks at a time.
+#[derive(Default)]
+pub(super) struct FailedWakes {
+    /// Failed since last told: how many, and the first.
+    tasks: usize,
+    first: Option<(TaskId, String)>,
+    told_at: Option<Instant>,
+}
+
+/// What a warning of failed wakes says.
+#[derive(Debug, PartialEq)]
+struct Untold {
+    tasks: usize,
+    first: TaskId,
+    error: String,
+}
+
+impl FailedWakes {
+    fn add(&mut self, task_id: &TaskId, error: &RuntimeError) {
+        self.tasks += 1;
+        if self.first.is_none() {
+            self.first = Some((task_id.clone(), error.to_string()));
+        }
+    }
+
+    /// The failures to tell now, if there are any and none were told in the last
+    /// `RETRY`.
+    fn untold(&mut self, now: Instant) -> Option<Untold> {
+        if self.told_at.is_some_and(|at| now < at + RETRY) {
+            return None;
+        }
+        let (first, error) = self.first.take()?;
+        self.told_at = Some(now);
+        let tasks = std::mem::take(&mut self.tasks);
+        Some(Untold {
+            tasks,
+            first,
+            error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_wakes_are_told_at_most_once_a_retry_with_their_count() {
+        let (now, mut failed) = (Instant::now(), FailedWakes::default());
+        assert_eq!(failed.untold(now), None);
+        let down = RuntimeError::TaskNotFound("gone".into());
+        for task in ["a", "b", "c"] {
+            failed.add(&task.into(), &down);
+        }
+        let told = failed.untold(now).unwrap();
+        assert_eq!((told.tasks, told.first.as_str()), (3, "a"));
+        failed.add(&"d".into(), &down);
+        failed.add(&"e".into(), &down);
+        assert_eq!(failed.untold(now + RETRY / 2), None);
+        let told = failed.untold(now + RETRY).unwrap();
+        assert_eq!((told.tasks, told.first.as_str()), (2, "d"));
+        assert_eq!(failed.untold(now + RETRY * 3), None);
     }
 }
