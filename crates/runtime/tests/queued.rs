@@ -15,10 +15,10 @@ use fundi_runtime::{
     Access, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest, TaskEventKind,
     TaskId, TaskState,
 };
-
-use flaky_store::FlakyStore;
 use fundi_store_sled::testing::open_sled;
 use serde_json::{Value, json};
+
+use flaky_store::FlakyStore;
 
 /// A runtime over the sled store in `dir` that runs one task at a time.
 async fn one_at_a_time(dir: &std::path::Path) -> (RuntimeHandle, Scripted) {
