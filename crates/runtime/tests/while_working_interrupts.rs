@@ -9,11 +9,26 @@ use std::time::Duration;
 
 use fundi_runtime::testing::scripted::*;
 use fundi_runtime::{
-    Access, MessagePolicy, Runtime, RuntimeConfig, RuntimeError, SubmitRequest, TaskState,
+    Access, MessagePolicy, Runtime, RuntimeConfig, RuntimeError, RuntimeHandle, SubmitRequest,
+    TaskState,
 };
 use serde_json::json;
 
 use listener::*;
+
+/// A runtime in memory that runs one task of `skill` at a time (a cancel's grace
+/// period 300 ms, as `start`'s).
+async fn one_run_at_a_time(skill: &Listener) -> RuntimeHandle {
+    let mut config = RuntimeConfig::default();
+    config.skill_concurrency = [(skill.id.into(), 1)].into();
+    config.cancel_grace_ms = 300;
+    Runtime::builder()
+        .config(config)
+        .skill(skill.clone())
+        .start()
+        .await
+        .unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_that_interrupts_restarts_the_task_from_it_without_the_old_checkpoint() {
@@ -60,14 +75,7 @@ async fn a_message_that_interrupts_restarts_the_task_from_it_without_the_old_che
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_starts_from() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
-    let mut config = RuntimeConfig::default();
-    config.skill_concurrency = [("restart".into(), 1)].into();
-    let rt = Runtime::builder()
-        .config(config)
-        .skill(skill.clone())
-        .start()
-        .await
-        .unwrap();
+    let rt = one_run_at_a_time(&skill).await;
     let holder = rt.submit(SubmitRequest::new(message("holder", json!(null))));
     let holder = holder.await.unwrap().task;
     eventually(
@@ -94,15 +102,7 @@ async fn a_message_to_a_task_waiting_for_a_slot_becomes_the_message_its_run_star
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_interrupts_a_run_whose_answer_waits_for_a_slot() {
     let skill = Listener::new("restart", MessagePolicy::Interrupt);
-    let mut config = RuntimeConfig::default();
-    config.skill_concurrency = [("restart".into(), 1)].into();
-    config.cancel_grace_ms = 300;
-    let rt = Runtime::builder()
-        .config(config)
-        .skill(skill.clone())
-        .start()
-        .await
-        .unwrap();
+    let rt = one_run_at_a_time(&skill).await;
     let asking = message("asking", json!({"ask": true, "rounds": 0}));
     let asking = rt.submit(SubmitRequest::new(asking)).await.unwrap().task;
     wait_for_state(&rt, &asking.id, TaskState::InputRequired).await;
