@@ -10,7 +10,7 @@
 //! - completion: read the snapshot, then write it with all the events, and the two
 //!   listing entries of a terminal task;
 //! - with `--steps N`, N commits between the two, each of one progress event, as a
-//!   skill that awaits each step makes (a W3 stream with each step stored makes 50):
+//!   skill that awaits each step makes (a W3 stream with each step stored makes 20):
 //!   on sled each is written to a free slot of its own, as `SledStore` appends a commit.
 //!
 //! On sled the pieces are single-key writes in that order, compare-and-swap for the
